@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# fluxonkv top-level build.
+#   make            module + userspace
+#   make check      deps, build, native unit tests, VM selftests (CI runs this)
+#   make deps       install every Debian package the project needs
+#   make help       everything else
+
+KVER ?= $(shell tools/vm/kver)
+KDIR ?= /lib/modules/$(KVER)/build
+O := build
+
+CC ?= gcc
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+	  -D_GNU_SOURCE -Iuapi -Iuserspace/include -MMD -MP
+LDFLAGS ?=
+NL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null)
+NL_LIBS := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null)
+YAML_LIBS := -lyaml
+
+LIB_SRCS := $(wildcard userspace/lib/*.c)
+COMMON_SRCS := $(wildcard userspace/common/*.c)
+FLUXOND_SRCS := $(wildcard userspace/fluxond/*.c)
+FLUXONCTL_SRCS := $(wildcard userspace/fluxonctl/*.c)
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+SELFTEST_SRCS := $(wildcard selftests/test_*.c)
+
+obj = $(patsubst %.c,$(O)/%.o,$(1))
+LIB_OBJS := $(call obj,$(LIB_SRCS))
+COMMON_OBJS := $(call obj,$(COMMON_SRCS))
+FLUXOND_OBJS := $(call obj,$(FLUXOND_SRCS))
+FLUXOND_LIBOBJS := $(filter-out $(O)/userspace/fluxond/main.o,$(FLUXOND_OBJS))
+FLUXONCTL_OBJS := $(call obj,$(FLUXONCTL_SRCS))
+UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/unit/%,$(UNIT_SRCS))
+SELFTEST_BINS := $(patsubst selftests/%.c,$(O)/selftests/%,$(SELFTEST_SRCS))
+
+PROGS := $(O)/fluxond $(O)/fluxonctl $(O)/libfluxonkv.a $(O)/libfluxonkv.so
+
+.PHONY: all module userspace selftests unit vm-test check deps clean sparse help
+all: module userspace selftests
+
+help:
+	@sed -n '3,8p' Makefile | sed 's/^# \{0,1\}//'
+	@echo "  make module     fluxonkv.ko (W=1) against KDIR=$(KDIR)"
+	@echo "  make sparse     the module through sparse (C=2)"
+	@echo "  make unit       native unit tests"
+	@echo "  make vm-test    boot the guest and run selftests/run_tests there"
+
+module:
+	@test -d "$(KDIR)" || { echo "no kernel headers at $(KDIR): run 'make deps'"; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 modules
+
+sparse:
+	@mkdir -p $(O)
+	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 C=2 CF="-D__CHECK_ENDIAN__" modules 2>&1 | tee $(O)/sparse.log
+	@! grep -E 'warning|error' $(O)/sparse.log
+
+userspace: $(PROGS)
+selftests: $(SELFTEST_BINS)
+
+$(O)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(NL_CFLAGS) -fPIC -c -o $@ $<
+
+$(O)/libfluxonkv.a: $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(O)/libfluxonkv.so: $(LIB_OBJS)
+	$(CC) -shared -Wl,-soname,libfluxonkv.so.1 -o $@ $^ -lpthread
+
+$(O)/fluxond: $(FLUXOND_OBJS) $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) -lpthread
+
+$(O)/fluxonctl: $(FLUXONCTL_OBJS) $(COMMON_OBJS) $(O)/libfluxonkv.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) -lpthread
+
+# Unit tests link every non-main object of the daemon, common code and lib.
+$(O)/unit/%: $(O)/tests/unit/%.o $(FLUXOND_LIBOBJS) $(COMMON_OBJS) $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) -lpthread
+
+$(O)/selftests/%: $(O)/selftests/%.o $(O)/libfluxonkv.a $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) -lpthread
+
+unit: $(UNIT_BINS)
+	@tests/unit/run $(UNIT_BINS)
+
+vm-test: all
+	@rm -rf $(O)/results/vm && mkdir -p $(O)/results/vm
+	tools/vm/run --mem 2G --cpus 2 --timeout 900 --results $(O)/results/vm \
+		-- selftests/run_tests $(O)
+
+# Everything CI runs.  Unit and VM tests both run even if one fails; the
+# closing line counts every TAP result.
+check: deps
+	$(MAKE) all
+	$(MAKE) sparse
+	@rm -rf $(O)/results
+	-tools/record-step unit $(MAKE) --no-print-directory unit
+	-tools/record-step vm-test $(MAKE) --no-print-directory vm-test
+	@tools/tap-summary $$(find $(O)/results -name '*.tap' | sort)
+
+deps:
+	tools/deps
+
+clean:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || true
+	rm -rf $(O)
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * fluxonkv internal interfaces shared between the module's files.
+ *
+ * Object model (see Documentation/fluxonkv/design.md):
+ *
+ *   segment  - the DRAM bytes, order-0 pages from high-order chunks, vmapped
+ *              for the kernel and mapped read-only into clients.
+ *   alloc    - a refcounted range of the segment.  References: the replica
+ *              that owns it (the master's route reference, by handle), every
+ *              holder pinning it, and in-flight operations.  The range goes
+ *              back to the allocator when the last reference drops.
+ *   replica  - a published (or being published) value: key, put_id, alloc,
+ *              named to the daemon by an opaque u64 handle.  The "current"
+ *              replica of a key is in the local index, which serves gets
+ *              without an upcall.
+ *   session  - one open file description: its holders.
+ */
+#ifndef _FLUXONKV_H
+#define _FLUXONKV_H
+
+#include <linux/atomic.h>
+#include <linux/completion.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+#include <linux/fluxonkv.h>
+
+#define FLUXONKV_VERSION	"0.1.0"
+
+/* Reference design §4.1: retry every 2 ms for at most 5 s, then -ENOSPC. */
+#define FLUXONKV_ROOM_RETRY_US		2000
+#define FLUXONKV_ROOM_WAIT_MS		5000
+/* While waiting for room, ask the master again this often. */
+#define FLUXONKV_ROOM_ASK_MS		100
+/* ACCESS batches: at most FLUXONKV_ACCESS_BATCH handles or 10 ms. */
+#define FLUXONKV_ACCESS_DELAY_MS	10
+
+/* ---- segment.c: the DRAM segment and its range allocator ---- */
+
+struct fluxonkv_segment {
+	size_t size;			/* bytes, multiple of PAGE_SIZE */
+	unsigned long npages;
+	struct page **pages;		/* order-0 pages (split chunks) */
+	void *vaddr;			/* kernel mapping of all pages */
+	unsigned int chunks;		/* high-order chunks it was built from */
+
+	spinlock_t lock;		/* protects map, used, hint */
+	unsigned long *map;		/* one bit per FLUXONKV_SEGMENT_ALIGN */
+	unsigned long nbits;
+	unsigned long hint;		/* next-fit start */
+	u64 used;			/* bytes allocated */
+};
+
+/**
+ * struct fluxonkv_alloc - a refcounted range of the segment.
+ * @ref: route/holder/in-flight references; the range is freed at zero.
+ * @offset: byte offset in the segment (FLUXONKV_SEGMENT_ALIGN aligned).
+ * @span: bytes reserved (len rounded up).
+ * @len: value bytes.
+ */
+struct fluxonkv_alloc {
+	struct kref ref;
+	u64 offset;
+	u64 span;
+	u64 len;
+};
+
+int fluxonkv_segment_init(size_t size);
+void fluxonkv_segment_exit(void);
+struct fluxonkv_alloc *fluxonkv_alloc_new(u64 len);
+static inline void fluxonkv_alloc_get(struct fluxonkv_alloc *a)
+{
+	kref_get(&a->ref);
+}
+void fluxonkv_alloc_put(struct fluxonkv_alloc *a);
+u64 fluxonkv_segment_used(void);
+int fluxonkv_segment_mmap(struct file *file, struct vm_area_struct *vma);
+
+/* ---- replica.c: replicas, handles and the local index ---- */
+
+/**
+ * struct fluxonkv_replica - a value version the master may route to.
+ * @ref: the handle table's reference plus temporary users.
+ * @node: in the local index while @indexed (protected by the index lock).
+ * @handle: names it to the daemon.
+ * @put_id: version.
+ * @alloc: the bytes (one reference, dropped when the replica is freed).
+ * @indexed: current replica of its key (protected by the index lock).
+ * @key_len: bytes of @key.
+ * @key: the key.
+ */
+struct fluxonkv_replica {
+	struct kref ref;
+	struct hlist_node node;
+	u64 handle;
+	u64 put_id;
+	struct fluxonkv_alloc *alloc;
+	bool indexed;
+	u32 key_len;
+	u8 key[];
+};
+
+int fluxonkv_replica_init(void);
+void fluxonkv_replica_exit(void);
+struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,
+					      u64 put_id,
+					      struct fluxonkv_alloc *alloc);
+void fluxonkv_replica_put(struct fluxonkv_replica *r);
+int fluxonkv_replica_drop(u64 handle);
+void fluxonkv_replica_drop_all(void);
+void fluxonkv_replica_publish(struct fluxonkv_replica *r);
+void fluxonkv_index_forget(const u8 *key, u32 key_len, u64 put_id);
+struct fluxonkv_alloc *fluxonkv_index_lookup(const u8 *key, u32 key_len,
+					     u64 *put_id, u64 *handle);
+struct fluxonkv_alloc *fluxonkv_handle_lookup(u64 handle, const u8 *key,
+					      u32 key_len, u64 put_id);
+unsigned long fluxonkv_replica_count(void);
+struct seq_file;
+int fluxonkv_replica_show(struct seq_file *m, void *unused);
+
+/* ---- holder.c: per file description holders ---- */
+
+struct fluxonkv_session {
+	struct xarray holders;		/* holder id -> alloc; own lock */
+	struct list_head node;		/* on the session list (debugfs) */
+	pid_t pid;			/* opener, for debugfs */
+};
+
+struct fluxonkv_session *fluxonkv_session_new(void);
+void fluxonkv_session_free(struct fluxonkv_session *s);
+int fluxonkv_holder_add(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
+			u64 *id);
+int fluxonkv_holder_release(struct fluxonkv_session *s, u64 id);
+int fluxonkv_holders_show(struct seq_file *m, void *unused);
+
+/* ---- kv.c: put / get / delete flows ---- */
+
+struct fluxonkv_get_result {
+	u64 holder_id;
+	u64 offset;
+	u64 len;
+	u64 put_id;
+	u32 source;
+};
+
+int fluxonkv_kv_init(void);
+void fluxonkv_kv_exit(void);
+int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
+		 u64 len, u64 *put_id);
+int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
+		 struct fluxonkv_get_result *res);
+int fluxonkv_delete(const u8 *key, u32 key_len);
+void fluxonkv_access_note(u64 handle);
+
+/* ---- ioctl.c ---- */
+
+long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+
+/* ---- genl.c: the netlink family, the daemon and upcalls ---- */
+
+/**
+ * struct fluxonkv_upcall - one request to the daemon and its answer.
+ * @id: FLUXONKV_A_REQ_ID.
+ * @cmd: the command, checked against the answer's.
+ * @done: completed by the answer (or by a daemon disconnect).
+ * @status: 0 or -errno from the daemon, or a local error.
+ * @put_id, @flags, @handle, @len, @source: answer attributes.
+ * @replica: PUT_DONE only: published from the answer handler, in order
+ *	with the daemon's later commands.
+ * @key, @key_len: DELETE only: forgotten from the index on success.
+ */
+struct fluxonkv_upcall {
+	u64 id;
+	u8 cmd;
+	struct completion done;
+	int status;
+	u64 put_id;
+	u32 flags;
+	u64 handle;
+	u64 len;
+	u32 source;
+	struct fluxonkv_replica *replica;
+	const u8 *key;
+	u32 key_len;
+};
+
+/* Attributes an upcall carries; zero/NULL fields are left out. */
+struct fluxonkv_upcall_args {
+	const u8 *key;
+	u32 key_len;
+	u64 len;
+	u64 put_id;
+	u64 handle;
+	u64 bytes;
+	s32 err;
+	u32 source;
+};
+
+int fluxonkv_genl_init(void);
+void fluxonkv_genl_exit(void);
+bool fluxonkv_daemon_connected(void);
+pid_t fluxonkv_daemon_pid(void);
+int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
+		    struct fluxonkv_upcall *up);
+int fluxonkv_notify(u8 cmd, const struct fluxonkv_upcall_args *args,
+		    const u64 *handles, unsigned int nhandles);
+int fluxonkv_pending_show(struct seq_file *m, void *unused);
+
+/* ---- main.c: module state shared by all files ---- */
+
+/* Counters shown in sysfs; all atomic, no lock. */
+struct fluxonkv_stats {
+	atomic64_t puts;
+	atomic64_t gets;
+	atomic64_t hits_memory;
+	atomic64_t hits_ssd;
+	atomic64_t misses;
+	atomic64_t deletes;
+	atomic64_t evictions;
+	atomic64_t holders;
+	atomic64_t upcall_timeouts;
+	atomic64_t upcall_errors;
+	atomic64_t room_waits;
+};
+
+extern struct fluxonkv_stats fluxonkv_stats;
+extern struct fluxonkv_segment fluxonkv_seg;
+extern unsigned int fluxonkv_request_timeout_ms;
+extern u64 fluxonkv_incarnation;
+
+static inline void *fluxonkv_alloc_vaddr(struct fluxonkv_alloc *a)
+{
+	return fluxonkv_seg.vaddr + a->offset;
+}
+
+#endif /* _FLUXONKV_H */

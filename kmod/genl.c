@@ -1,0 +1,569 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The "fluxonkv" generic netlink family: the daemon's registration, upcalls
+ * to it and its commands to the module.
+ *
+ * The pattern is TCMU's (drivers/target/target_core_user.c): the module
+ * sends a request, the daemon answers with a message of the same command
+ * carrying the request id, and the waiting caller is completed.  Nobody
+ * registered -> -ENOTCONN at once; no answer in request_timeout_ms ->
+ * -ETIMEDOUT; the daemon's socket closes -> every waiter fails with
+ * -ENOTCONN, the master's replica references are dropped and holders stay.
+ *
+ * Every command has its own policy and is validated strictly; everything
+ * the daemon can send is admin-only (GENL_ADMIN_PERM).  Answers are checked
+ * against the sender: only the registered daemon's port may answer.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/notifier.h>
+#include <linux/sched.h>
+#include <linux/seq_file.h>
+#include <net/genetlink.h>
+#include <net/netlink.h>
+
+#include "fluxonkv.h"
+
+static struct genl_family fluxonkv_genl_family;
+
+/*
+ * The registered daemon.  @lock serialises registration and disconnect;
+ * @portid is also read locklessly (READ_ONCE) on the upcall path, where a
+ * stale value only means the send fails or the answer never comes.
+ */
+static struct {
+	struct mutex lock;
+	u32 portid;		/* 0: none */
+	pid_t pid;
+	struct work_struct disconnect_work;
+	u32 gone_portid;	/* port being torn down by disconnect_work */
+} fluxonkv_daemon = {
+	.lock = __MUTEX_INITIALIZER(fluxonkv_daemon.lock),
+};
+
+/* Outstanding upcalls by request id; whoever erases one completes it. */
+static DEFINE_XARRAY_ALLOC1(fluxonkv_pending);
+static u32 fluxonkv_pending_next;	/* cyclic cursor (xa lock) */
+
+bool fluxonkv_daemon_connected(void)
+{
+	return READ_ONCE(fluxonkv_daemon.portid) != 0;
+}
+
+pid_t fluxonkv_daemon_pid(void)
+{
+	return READ_ONCE(fluxonkv_daemon.pid);
+}
+
+static void fluxonkv_daemon_event(pid_t pid)
+{
+	struct sk_buff *skb;
+	void *hdr;
+
+	skb = genlmsg_new(nla_total_size(sizeof(u32)), GFP_KERNEL);
+	if (!skb)
+		return;
+	hdr = genlmsg_put(skb, 0, 0, &fluxonkv_genl_family, 0,
+			  FLUXONKV_CMD_DAEMON_EVENT);
+	if (!hdr || nla_put_u32(skb, FLUXONKV_A_DAEMON_PID, pid)) {
+		nlmsg_free(skb);
+		return;
+	}
+	genlmsg_end(skb, hdr);
+	genlmsg_multicast(&fluxonkv_genl_family, skb, 0, 0, GFP_KERNEL);
+}
+
+/* Fail every waiter: the daemon that would answer is gone. */
+static void fluxonkv_pending_fail_all(int err)
+{
+	struct fluxonkv_upcall *up;
+	unsigned long id;
+
+	xa_for_each(&fluxonkv_pending, id, up) {
+		up = xa_erase(&fluxonkv_pending, id);
+		if (!up)
+			continue;
+		up->status = err;
+		complete(&up->done);
+	}
+}
+
+static void fluxonkv_disconnect_work(struct work_struct *work)
+{
+	mutex_lock(&fluxonkv_daemon.lock);
+	pr_info("daemon (port %u) gone: dropping its replica references\n",
+		fluxonkv_daemon.gone_portid);
+	fluxonkv_pending_fail_all(-ENOTCONN);
+	fluxonkv_replica_drop_all();
+	fluxonkv_daemon.gone_portid = 0;
+	mutex_unlock(&fluxonkv_daemon.lock);
+	fluxonkv_daemon_event(0);
+}
+
+/* Called with the daemon lock held. */
+static void fluxonkv_daemon_detach(void)
+{
+	fluxonkv_daemon.gone_portid = fluxonkv_daemon.portid;
+	WRITE_ONCE(fluxonkv_daemon.portid, 0);
+	WRITE_ONCE(fluxonkv_daemon.pid, 0);
+	schedule_work(&fluxonkv_daemon.disconnect_work);
+}
+
+static int fluxonkv_netlink_notify(struct notifier_block *nb,
+				   unsigned long event, void *ptr)
+{
+	struct netlink_notify *n = ptr;
+
+	if (event != NETLINK_URELEASE || n->protocol != NETLINK_GENERIC ||
+	    !net_eq(n->net, &init_net))
+		return NOTIFY_DONE;
+	mutex_lock(&fluxonkv_daemon.lock);
+	if (n->portid && n->portid == fluxonkv_daemon.portid)
+		fluxonkv_daemon_detach();
+	mutex_unlock(&fluxonkv_daemon.lock);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block fluxonkv_netlink_nb = {
+	.notifier_call = fluxonkv_netlink_notify,
+};
+
+static int fluxonkv_put_u64(struct sk_buff *skb, int type, u64 v)
+{
+	return nla_put_u64_64bit(skb, type, v, FLUXONKV_A_PAD);
+}
+
+static int fluxonkv_fill_args(struct sk_buff *skb,
+			      const struct fluxonkv_upcall_args *a)
+{
+	if (a->key && nla_put(skb, FLUXONKV_A_KEY, a->key_len, a->key))
+		return -EMSGSIZE;
+	if (a->len && fluxonkv_put_u64(skb, FLUXONKV_A_LEN, a->len))
+		return -EMSGSIZE;
+	if (a->put_id && fluxonkv_put_u64(skb, FLUXONKV_A_PUT_ID, a->put_id))
+		return -EMSGSIZE;
+	if (a->handle && fluxonkv_put_u64(skb, FLUXONKV_A_HANDLE, a->handle))
+		return -EMSGSIZE;
+	if (a->bytes && fluxonkv_put_u64(skb, FLUXONKV_A_BYTES, a->bytes))
+		return -EMSGSIZE;
+	if (a->bytes && fluxonkv_put_u64(skb, FLUXONKV_A_SEGMENT_USED,
+					 fluxonkv_segment_used()))
+		return -EMSGSIZE;
+	if (a->err && nla_put_s32(skb, FLUXONKV_A_ERRNO, a->err))
+		return -EMSGSIZE;
+	if (a->source && nla_put_u32(skb, FLUXONKV_A_SOURCE, a->source))
+		return -EMSGSIZE;
+	return 0;
+}
+
+/* Build and unicast one message to the daemon; @req_id 0 = notify. */
+static int fluxonkv_send(u8 cmd, u64 req_id,
+			 const struct fluxonkv_upcall_args *args,
+			 const u64 *handles, unsigned int nhandles)
+{
+	u32 portid = READ_ONCE(fluxonkv_daemon.portid);
+	struct sk_buff *skb;
+	void *hdr;
+	int ret;
+
+	if (!portid)
+		return -ENOTCONN;
+	skb = genlmsg_new(NLMSG_GOODSIZE + nhandles * sizeof(u64), GFP_KERNEL);
+	if (!skb)
+		return -ENOMEM;
+	hdr = genlmsg_put(skb, 0, 0, &fluxonkv_genl_family, 0, cmd);
+	if (!hdr)
+		goto err_size;
+	if (req_id && fluxonkv_put_u64(skb, FLUXONKV_A_REQ_ID, req_id))
+		goto err_size;
+	if (fluxonkv_fill_args(skb, args))
+		goto err_size;
+	if (nhandles && nla_put(skb, FLUXONKV_A_HANDLES,
+				nhandles * sizeof(u64), handles))
+		goto err_size;
+	genlmsg_end(skb, hdr);
+	ret = genlmsg_unicast(&init_net, skb, portid);
+	if (ret == -ECONNREFUSED)
+		ret = -ENOTCONN;
+	return ret;
+
+err_size:
+	nlmsg_free(skb);
+	return -EMSGSIZE;
+}
+
+int fluxonkv_notify(u8 cmd, const struct fluxonkv_upcall_args *args,
+		    const u64 *handles, unsigned int nhandles)
+{
+	return fluxonkv_send(cmd, 0, args, handles, nhandles);
+}
+
+/**
+ * fluxonkv_upcall() - ask the daemon and wait for its answer.
+ * @cmd: FLUXONKV_CMD_*.
+ * @args: attributes to send.
+ * @up: caller-owned request; answer attributes land here.
+ *
+ * Sleeps (killable) for at most request_timeout_ms.
+ *
+ * Return: the daemon's status (0 or -errno), -ENOTCONN without a daemon or
+ * when it goes away, -ETIMEDOUT, -EINTR on a fatal signal.
+ */
+int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
+		    struct fluxonkv_upcall *up)
+{
+	unsigned long timeout = msecs_to_jiffies(fluxonkv_request_timeout_ms);
+	long left;
+	u32 id;
+	int ret;
+
+	init_completion(&up->done);
+	up->cmd = cmd;
+	up->status = 0;
+	if (!fluxonkv_daemon_connected())
+		return -ENOTCONN;
+	ret = xa_alloc_cyclic(&fluxonkv_pending, &id, up, xa_limit_32b,
+			      &fluxonkv_pending_next, GFP_KERNEL);
+	if (ret < 0)
+		return ret;
+	up->id = id;
+
+	ret = fluxonkv_send(cmd, id, args, NULL, 0);
+	if (ret < 0)
+		goto err_erase;
+
+	left = wait_for_completion_killable_timeout(&up->done, timeout);
+	if (left > 0)
+		return up->status;
+	ret = left ? -EINTR : -ETIMEDOUT;
+	if (!left) {
+		atomic64_inc(&fluxonkv_stats.upcall_timeouts);
+		pr_warn_ratelimited("daemon did not answer cmd %u (req %u) in %u ms\n",
+				    cmd, id, fluxonkv_request_timeout_ms);
+	}
+err_erase:
+	if (xa_erase(&fluxonkv_pending, id) != up) {
+		/* An answer is being delivered: it completes us shortly. */
+		wait_for_completion(&up->done);
+		return up->status;
+	}
+	return ret;
+}
+
+int fluxonkv_pending_show(struct seq_file *m, void *unused)
+{
+	struct fluxonkv_upcall *up;
+	unsigned long id;
+
+	seq_printf(m, "daemon_port\t%u\ndaemon_pid\t%d\n",
+		   READ_ONCE(fluxonkv_daemon.portid), fluxonkv_daemon_pid());
+	seq_puts(m, "req\tcmd\n");
+	xa_lock(&fluxonkv_pending);
+	xa_for_each(&fluxonkv_pending, id, up)
+		seq_printf(m, "%lu\t%u\n", id, up->cmd);
+	xa_unlock(&fluxonkv_pending);
+	return 0;
+}
+
+/* ---- doit handlers ---- */
+
+static int fluxonkv_reply_simple(struct genl_info *info, u8 cmd,
+				 bool with_segment)
+{
+	struct sk_buff *skb;
+	void *hdr;
+
+	skb = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!skb)
+		return -ENOMEM;
+	hdr = genlmsg_put_reply(skb, info, &fluxonkv_genl_family, 0, cmd);
+	if (!hdr)
+		goto err;
+	if (nla_put_string(skb, FLUXONKV_A_VERSION, FLUXONKV_VERSION) ||
+	    nla_put_u32(skb, FLUXONKV_A_ABI, FLUXONKV_ABI_VERSION) ||
+	    fluxonkv_put_u64(skb, FLUXONKV_A_SEGMENT_SIZE, fluxonkv_seg.size) ||
+	    fluxonkv_put_u64(skb, FLUXONKV_A_SEGMENT_USED,
+			     fluxonkv_segment_used()) ||
+	    nla_put_u32(skb, FLUXONKV_A_DAEMON_PID, fluxonkv_daemon_pid()))
+		goto err;
+	if (with_segment &&
+	    fluxonkv_put_u64(skb, FLUXONKV_A_INCARNATION, fluxonkv_incarnation))
+		goto err;
+	genlmsg_end(skb, hdr);
+	return genlmsg_reply(skb, info);
+err:
+	nlmsg_free(skb);
+	return -EMSGSIZE;
+}
+
+static int fluxonkv_nl_get_version(struct sk_buff *skb, struct genl_info *info)
+{
+	return fluxonkv_reply_simple(info, FLUXONKV_CMD_GET_VERSION, false);
+}
+
+static int fluxonkv_nl_register(struct sk_buff *skb, struct genl_info *info)
+{
+	int ret;
+
+	/* A previous daemon's teardown must finish before a new one starts. */
+	flush_work(&fluxonkv_daemon.disconnect_work);
+
+	mutex_lock(&fluxonkv_daemon.lock);
+	if (fluxonkv_daemon.portid &&
+	    fluxonkv_daemon.portid != info->snd_portid) {
+		mutex_unlock(&fluxonkv_daemon.lock);
+		NL_SET_ERR_MSG(info->extack, "another daemon is registered");
+		return -EBUSY;
+	}
+	WRITE_ONCE(fluxonkv_daemon.pid, task_tgid_nr(current));
+	WRITE_ONCE(fluxonkv_daemon.portid, info->snd_portid);
+	mutex_unlock(&fluxonkv_daemon.lock);
+
+	pr_info("daemon registered: pid %d port %u\n", fluxonkv_daemon_pid(),
+		info->snd_portid);
+	ret = fluxonkv_reply_simple(info, FLUXONKV_CMD_DAEMON_REGISTER, true);
+	fluxonkv_daemon_event(fluxonkv_daemon_pid());
+	return ret;
+}
+
+static int fluxonkv_nl_unregister(struct sk_buff *skb, struct genl_info *info)
+{
+	int ret = 0;
+
+	mutex_lock(&fluxonkv_daemon.lock);
+	if (fluxonkv_daemon.portid != info->snd_portid)
+		ret = -ENOENT;
+	else
+		fluxonkv_daemon_detach();
+	mutex_unlock(&fluxonkv_daemon.lock);
+	if (ret)
+		NL_SET_ERR_MSG(info->extack, "sender is not the registered daemon");
+	return ret;
+}
+
+/* Only the registered daemon may answer upcalls or send commands. */
+static int fluxonkv_from_daemon(struct genl_info *info)
+{
+	if (!info->snd_portid ||
+	    info->snd_portid != READ_ONCE(fluxonkv_daemon.portid)) {
+		NL_SET_ERR_MSG(info->extack, "sender is not the registered daemon");
+		return -EPERM;
+	}
+	return 0;
+}
+
+static u64 fluxonkv_attr_u64(struct genl_info *info, int type)
+{
+	return info->attrs[type] ? nla_get_u64(info->attrs[type]) : 0;
+}
+
+static u32 fluxonkv_attr_u32(struct genl_info *info, int type)
+{
+	return info->attrs[type] ? nla_get_u32(info->attrs[type]) : 0;
+}
+
+/*
+ * An answer to an upcall: find and claim the waiter, copy what the answer
+ * carries and complete it.  PUT_DONE publishes here and DELETE unindexes
+ * here, so both are ordered with the daemon's DROP_REPLICA commands.
+ */
+static int fluxonkv_nl_answer(struct sk_buff *skb, struct genl_info *info)
+{
+	u8 cmd = info->genlhdr->cmd;
+	struct fluxonkv_upcall *up;
+	s32 status;
+	u64 id;
+	int ret;
+
+	ret = fluxonkv_from_daemon(info);
+	if (ret)
+		return ret;
+	if (GENL_REQ_ATTR_CHECK(info, FLUXONKV_A_REQ_ID) ||
+	    GENL_REQ_ATTR_CHECK(info, FLUXONKV_A_STATUS))
+		return -EINVAL;
+	status = nla_get_s32(info->attrs[FLUXONKV_A_STATUS]);
+	if (status > 0 || status < -MAX_ERRNO) {
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[FLUXONKV_A_STATUS],
+				    "status must be 0 or a negative errno");
+		return -EINVAL;
+	}
+	id = nla_get_u64(info->attrs[FLUXONKV_A_REQ_ID]);
+	if (!id || id > U32_MAX)
+		goto unknown;
+
+	xa_lock(&fluxonkv_pending);
+	up = xa_load(&fluxonkv_pending, id);
+	if (up && up->cmd == cmd)
+		__xa_erase(&fluxonkv_pending, id);
+	else
+		up = NULL;
+	xa_unlock(&fluxonkv_pending);
+	if (!up)
+		goto unknown;
+
+	up->status = status;
+	up->put_id = fluxonkv_attr_u64(info, FLUXONKV_A_PUT_ID);
+	up->flags = fluxonkv_attr_u32(info, FLUXONKV_A_FLAGS);
+	up->handle = fluxonkv_attr_u64(info, FLUXONKV_A_HANDLE);
+	up->len = fluxonkv_attr_u64(info, FLUXONKV_A_LEN);
+	up->source = fluxonkv_attr_u32(info, FLUXONKV_A_SOURCE);
+	if (!status && cmd == FLUXONKV_CMD_PUT_DONE && up->replica &&
+	    (up->flags & FLUXONKV_PUT_F_PUBLISHED))
+		fluxonkv_replica_publish(up->replica);
+	if (!status && cmd == FLUXONKV_CMD_DELETE && up->key)
+		fluxonkv_index_forget(up->key, up->key_len, up->put_id);
+	complete(&up->done);
+	return 0;
+
+unknown:
+	atomic64_inc(&fluxonkv_stats.upcall_errors);
+	NL_SET_ERR_MSG(info->extack, "no such outstanding request (timed out?)");
+	return -ENOENT;
+}
+
+static int fluxonkv_nl_drop_replica(struct sk_buff *skb, struct genl_info *info)
+{
+	int ret;
+
+	ret = fluxonkv_from_daemon(info);
+	if (ret)
+		return ret;
+	if (GENL_REQ_ATTR_CHECK(info, FLUXONKV_A_HANDLE))
+		return -EINVAL;
+	ret = fluxonkv_replica_drop(nla_get_u64(info->attrs[FLUXONKV_A_HANDLE]));
+	if (ret) {
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[FLUXONKV_A_HANDLE],
+				    "unknown replica handle");
+		return ret;
+	}
+	atomic64_inc(&fluxonkv_stats.evictions);
+	return 0;
+}
+
+/* ---- policies: one per command ---- */
+
+static const struct nla_policy fluxonkv_empty_policy[FLUXONKV_A_MAX + 1] = {
+};
+
+/* Common to every answer: request id and status. */
+#define FLUXONKV_ANSWER_POLICY						\
+	[FLUXONKV_A_REQ_ID] = { .type = NLA_U64 },			\
+	[FLUXONKV_A_STATUS] = { .type = NLA_S32 }
+
+static const struct nla_policy fluxonkv_put_start_policy[FLUXONKV_A_MAX + 1] = {
+	FLUXONKV_ANSWER_POLICY,
+	[FLUXONKV_A_PUT_ID] = NLA_POLICY_MIN(NLA_U64, 1),
+	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32, FLUXONKV_PUT_F_PERSIST),
+};
+
+static const struct nla_policy fluxonkv_put_done_policy[FLUXONKV_A_MAX + 1] = {
+	FLUXONKV_ANSWER_POLICY,
+	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32, FLUXONKV_PUT_F_PUBLISHED),
+};
+
+static const struct nla_policy fluxonkv_get_start_policy[FLUXONKV_A_MAX + 1] = {
+	FLUXONKV_ANSWER_POLICY,
+	[FLUXONKV_A_SOURCE] = NLA_POLICY_MAX(NLA_U32, FLUXONKV_SOURCE_SSD),
+	[FLUXONKV_A_HANDLE] = NLA_POLICY_MIN(NLA_U64, 1),
+	[FLUXONKV_A_PUT_ID] = NLA_POLICY_MIN(NLA_U64, 1),
+	[FLUXONKV_A_LEN] = NLA_POLICY_MIN(NLA_U64, 1),
+};
+
+static const struct nla_policy fluxonkv_get_done_policy[FLUXONKV_A_MAX + 1] = {
+	FLUXONKV_ANSWER_POLICY,
+	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32, FLUXONKV_GET_F_PROMOTED),
+};
+
+static const struct nla_policy fluxonkv_status_policy[FLUXONKV_A_MAX + 1] = {
+	FLUXONKV_ANSWER_POLICY,
+};
+
+static const struct nla_policy fluxonkv_delete_policy[FLUXONKV_A_MAX + 1] = {
+	FLUXONKV_ANSWER_POLICY,
+	[FLUXONKV_A_PUT_ID] = { .type = NLA_U64 },
+};
+
+static const struct nla_policy fluxonkv_drop_policy[FLUXONKV_A_MAX + 1] = {
+	[FLUXONKV_A_HANDLE] = NLA_POLICY_MIN(NLA_U64, 1),
+};
+
+#define FLUXONKV_OP(_cmd, _doit, _policy, _flags)			\
+	{								\
+		.cmd = _cmd,						\
+		.doit = _doit,						\
+		.policy = _policy,					\
+		.maxattr = FLUXONKV_A_MAX,				\
+		.flags = _flags,					\
+	}
+
+static const struct genl_ops fluxonkv_genl_ops[] = {
+	FLUXONKV_OP(FLUXONKV_CMD_GET_VERSION, fluxonkv_nl_get_version,
+		    fluxonkv_empty_policy, 0),
+	FLUXONKV_OP(FLUXONKV_CMD_DAEMON_REGISTER, fluxonkv_nl_register,
+		    fluxonkv_empty_policy, GENL_ADMIN_PERM),
+	FLUXONKV_OP(FLUXONKV_CMD_DAEMON_UNREGISTER, fluxonkv_nl_unregister,
+		    fluxonkv_empty_policy, GENL_ADMIN_PERM),
+	FLUXONKV_OP(FLUXONKV_CMD_PUT_START, fluxonkv_nl_answer,
+		    fluxonkv_put_start_policy, GENL_ADMIN_PERM),
+	FLUXONKV_OP(FLUXONKV_CMD_PUT_DONE, fluxonkv_nl_answer,
+		    fluxonkv_put_done_policy, GENL_ADMIN_PERM),
+	FLUXONKV_OP(FLUXONKV_CMD_GET_START, fluxonkv_nl_answer,
+		    fluxonkv_get_start_policy, GENL_ADMIN_PERM),
+	FLUXONKV_OP(FLUXONKV_CMD_GET_DONE, fluxonkv_nl_answer,
+		    fluxonkv_get_done_policy, GENL_ADMIN_PERM),
+	FLUXONKV_OP(FLUXONKV_CMD_GET_REVOKE, fluxonkv_nl_answer,
+		    fluxonkv_status_policy, GENL_ADMIN_PERM),
+	FLUXONKV_OP(FLUXONKV_CMD_DELETE, fluxonkv_nl_answer,
+		    fluxonkv_delete_policy, GENL_ADMIN_PERM),
+	FLUXONKV_OP(FLUXONKV_CMD_NEED_ROOM, fluxonkv_nl_answer,
+		    fluxonkv_status_policy, GENL_ADMIN_PERM),
+	FLUXONKV_OP(FLUXONKV_CMD_DROP_REPLICA, fluxonkv_nl_drop_replica,
+		    fluxonkv_drop_policy, GENL_ADMIN_PERM),
+};
+
+static const struct genl_multicast_group fluxonkv_genl_mcgrps[] = {
+	{ .name = FLUXONKV_GENL_MCGRP_EVENTS },
+};
+
+static struct genl_family fluxonkv_genl_family __ro_after_init = {
+	.name = FLUXONKV_GENL_NAME,
+	.version = FLUXONKV_GENL_VERSION,
+	.maxattr = FLUXONKV_A_MAX,
+	.netnsok = false,
+	.module = THIS_MODULE,
+	.ops = fluxonkv_genl_ops,
+	.n_ops = ARRAY_SIZE(fluxonkv_genl_ops),
+	.mcgrps = fluxonkv_genl_mcgrps,
+	.n_mcgrps = ARRAY_SIZE(fluxonkv_genl_mcgrps),
+};
+
+int fluxonkv_genl_init(void)
+{
+	int ret;
+
+	INIT_WORK(&fluxonkv_daemon.disconnect_work, fluxonkv_disconnect_work);
+	ret = netlink_register_notifier(&fluxonkv_netlink_nb);
+	if (ret)
+		return ret;
+	ret = genl_register_family(&fluxonkv_genl_family);
+	if (ret)
+		goto err_notifier;
+	return 0;
+
+err_notifier:
+	netlink_unregister_notifier(&fluxonkv_netlink_nb);
+	return ret;
+}
+
+void fluxonkv_genl_exit(void)
+{
+	genl_unregister_family(&fluxonkv_genl_family);
+	netlink_unregister_notifier(&fluxonkv_netlink_nb);
+	mutex_lock(&fluxonkv_daemon.lock);
+	if (fluxonkv_daemon.portid)
+		fluxonkv_daemon_detach();
+	mutex_unlock(&fluxonkv_daemon.lock);
+	flush_work(&fluxonkv_daemon.disconnect_work);
+	WARN_ON(!xa_empty(&fluxonkv_pending));
+	xa_destroy(&fluxonkv_pending);
+}

@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * put / get / delete: the owner's side of the reference design's flows
+ * (§3 write, §4 read, §7.3 delete) for the DRAM tier.
+ *
+ * put:    PUT_START (master assigns put_id) -> allocate a range (asking the
+ *         master for room, §4.1) -> copy the value in -> PUT_DONE (master
+ *         publishes; the answer handler indexes it) -> return.
+ * get:    local index hit -> holder, no upcall (an ACCESS note is batched
+ *         for the master's eviction policy); miss -> GET_START.
+ * delete: DELETE; the master drops the route's replicas before answering.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/delay.h>
+#include <linux/jiffies.h>
+#include <linux/sched/signal.h>
+#include <linux/uaccess.h>
+
+#include "fluxonkv.h"
+
+/*
+ * Replica handles hit on the fast path, sent to the master in batches of
+ * FLUXONKV_ACCESS_BATCH or every FLUXONKV_ACCESS_DELAY_MS.  A full batch
+ * drops further notes until it is sent: the notes are hints, gets never wait.
+ */
+static struct {
+	spinlock_t lock;		/* protects handles[] and n */
+	unsigned int n;
+	u64 handles[FLUXONKV_ACCESS_BATCH];
+	struct delayed_work work;
+} fluxonkv_access;
+
+static void fluxonkv_access_flush(struct work_struct *work)
+{
+	static u64 batch[FLUXONKV_ACCESS_BATCH];	/* only this work uses it */
+	struct fluxonkv_upcall_args none = {};
+	unsigned int n;
+
+	spin_lock(&fluxonkv_access.lock);
+	n = fluxonkv_access.n;
+	memcpy(batch, fluxonkv_access.handles, n * sizeof(u64));
+	fluxonkv_access.n = 0;
+	spin_unlock(&fluxonkv_access.lock);
+	if (n)
+		fluxonkv_notify(FLUXONKV_CMD_ACCESS, &none, batch, n);
+}
+
+void fluxonkv_access_note(u64 handle)
+{
+	unsigned int n;
+
+	spin_lock(&fluxonkv_access.lock);
+	n = fluxonkv_access.n;
+	if (n < FLUXONKV_ACCESS_BATCH)
+		fluxonkv_access.handles[fluxonkv_access.n++] = handle;
+	spin_unlock(&fluxonkv_access.lock);
+
+	if (n == 0)
+		schedule_delayed_work(&fluxonkv_access.work,
+				      msecs_to_jiffies(FLUXONKV_ACCESS_DELAY_MS));
+	else if (n + 1 == FLUXONKV_ACCESS_BATCH)
+		mod_delayed_work(system_wq, &fluxonkv_access.work, 0);
+}
+
+int fluxonkv_kv_init(void)
+{
+	spin_lock_init(&fluxonkv_access.lock);
+	INIT_DELAYED_WORK(&fluxonkv_access.work, fluxonkv_access_flush);
+	return 0;
+}
+
+void fluxonkv_kv_exit(void)
+{
+	cancel_delayed_work_sync(&fluxonkv_access.work);
+}
+
+/*
+ * Allocate room for @len bytes (reference §4.1): try, ask the master to
+ * evict (NEED_ROOM), retry every 2 ms; every FLUXONKV_ROOM_ASK_MS ask
+ * again; give up after 5 s with -ENOSPC.  Bytes pinned by holders come back
+ * only when their holders go, which is why waiting can succeed.
+ */
+static struct fluxonkv_alloc *fluxonkv_alloc_room(u64 len)
+{
+	unsigned long deadline = jiffies + msecs_to_jiffies(FLUXONKV_ROOM_WAIT_MS);
+	unsigned long next_ask = jiffies;
+	struct fluxonkv_alloc *a;
+	bool waited = false;
+	int ret;
+
+	for (;;) {
+		a = fluxonkv_alloc_new(len);
+		if (a)
+			return a;
+		if (time_after_eq(jiffies, deadline))
+			break;
+		if (fatal_signal_pending(current))
+			return ERR_PTR(-EINTR);
+		if (!waited) {
+			atomic64_inc(&fluxonkv_stats.room_waits);
+			waited = true;
+		}
+		if (time_after_eq(jiffies, next_ask)) {
+			struct fluxonkv_upcall_args args = { .bytes = len };
+			struct fluxonkv_upcall up = {};
+
+			ret = fluxonkv_upcall(FLUXONKV_CMD_NEED_ROOM, &args, &up);
+			if (ret == -ENOTCONN || ret == -EINTR)
+				return ERR_PTR(ret);
+			next_ask = jiffies + msecs_to_jiffies(FLUXONKV_ROOM_ASK_MS);
+			if (!ret)
+				continue;	/* something was evicted: retry now */
+		}
+		usleep_range(FLUXONKV_ROOM_RETRY_US, 2 * FLUXONKV_ROOM_RETRY_US);
+	}
+	pr_info_ratelimited("no room for %llu bytes after %u ms: segment total %zu, free %llu\n",
+			    len, FLUXONKV_ROOM_WAIT_MS, fluxonkv_seg.size,
+			    fluxonkv_seg.size - fluxonkv_segment_used());
+	return ERR_PTR(-ENOSPC);
+}
+
+static void fluxonkv_put_abort(const u8 *key, u32 key_len, u64 put_id, int err)
+{
+	struct fluxonkv_upcall_args args = {
+		.key = key, .key_len = key_len, .put_id = put_id, .err = err,
+	};
+
+	fluxonkv_notify(FLUXONKV_CMD_PUT_ABORT, &args, NULL, 0);
+}
+
+/**
+ * fluxonkv_put() - store @len bytes from @value under @key.
+ * @key: kernel copy of the key (validated length).
+ * @key_len: 1..FLUXONKV_KEY_MAX.
+ * @value: user pointer.
+ * @len: 1..min(FLUXONKV_VALUE_MAX, segment size).
+ * @put_id: out: the version the master assigned.
+ *
+ * Return: 0 once a DRAM replica is readable, or -errno (nothing is left
+ * behind on failure: the range is freed and the master told to forget).
+ */
+int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
+		 u64 len, u64 *put_id)
+{
+	struct fluxonkv_upcall_args args = {
+		.key = key, .key_len = key_len, .len = len,
+	};
+	struct fluxonkv_upcall start = {}, done = {};
+	struct fluxonkv_replica *r;
+	struct fluxonkv_alloc *a;
+	int ret;
+
+	ret = fluxonkv_upcall(FLUXONKV_CMD_PUT_START, &args, &start);
+	if (ret)
+		return ret;
+	if (!start.put_id) {
+		ret = -EPROTO;
+		goto err_abort;
+	}
+
+	a = fluxonkv_alloc_room(len);
+	if (IS_ERR(a)) {
+		ret = PTR_ERR(a);
+		goto err_abort;
+	}
+	if (copy_from_user(fluxonkv_alloc_vaddr(a), value, len)) {
+		ret = -EFAULT;
+		goto err_alloc;
+	}
+
+	r = fluxonkv_replica_new(key, key_len, start.put_id, a);
+	if (IS_ERR(r)) {
+		ret = PTR_ERR(r);
+		goto err_alloc;
+	}
+
+	args.put_id = start.put_id;
+	args.handle = r->handle;
+	done.replica = r;
+	ret = fluxonkv_upcall(FLUXONKV_CMD_PUT_DONE, &args, &done);
+	if (ret || !(done.flags & FLUXONKV_PUT_F_PUBLISHED)) {
+		/*
+		 * Not published (a newer version won, or no answer): the
+		 * master holds no reference, so the handle table's goes.
+		 * -ENOENT: the master already dropped it, which is fine.
+		 */
+		fluxonkv_replica_drop(r->handle);
+	}
+	fluxonkv_replica_put(r);
+	if (ret)
+		return ret;
+	*put_id = start.put_id;
+	atomic64_inc(&fluxonkv_stats.puts);
+	return 0;
+
+err_alloc:
+	fluxonkv_alloc_put(a);
+err_abort:
+	fluxonkv_put_abort(key, key_len, start.put_id, ret);
+	return ret;
+}
+
+static int fluxonkv_grant(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
+			  u64 put_id, u32 source, struct fluxonkv_get_result *res)
+{
+	int ret;
+
+	ret = fluxonkv_holder_add(s, a, &res->holder_id);
+	if (ret) {
+		fluxonkv_alloc_put(a);
+		return ret;
+	}
+	res->offset = a->offset;
+	res->len = a->len;
+	res->put_id = put_id;
+	res->source = source;
+	return 0;
+}
+
+/**
+ * fluxonkv_get() - pin the current value of @key for session @s.
+ * @s: the caller's session (owns the holder).
+ * @key: kernel copy of the key.
+ * @key_len: 1..FLUXONKV_KEY_MAX.
+ * @res: out: holder id, offset/len in the segment, put_id, source tier.
+ *
+ * Return: 0, -ENOENT on a miss, or -errno.
+ */
+int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
+		 struct fluxonkv_get_result *res)
+{
+	struct fluxonkv_upcall_args args = { .key = key, .key_len = key_len };
+	struct fluxonkv_upcall up = {};
+	struct fluxonkv_alloc *a;
+	u64 put_id, handle;
+	int ret;
+
+	atomic64_inc(&fluxonkv_stats.gets);
+	if (!fluxonkv_daemon_connected())
+		return -ENOTCONN;
+
+	a = fluxonkv_index_lookup(key, key_len, &put_id, &handle);
+	if (a) {
+		ret = fluxonkv_grant(s, a, put_id, FLUXONKV_SOURCE_MEMORY, res);
+		if (!ret) {
+			atomic64_inc(&fluxonkv_stats.hits_memory);
+			fluxonkv_access_note(handle);
+		}
+		return ret;
+	}
+
+	ret = fluxonkv_upcall(FLUXONKV_CMD_GET_START, &args, &up);
+	if (ret == -ENOENT)
+		goto miss;
+	if (ret)
+		return ret;
+	if (up.source != FLUXONKV_SOURCE_MEMORY) {
+		/* No SSD tier in this module yet: nothing else can serve. */
+		pr_warn_ratelimited("GET_START answered with source %u\n",
+				    up.source);
+		goto miss;
+	}
+	a = fluxonkv_handle_lookup(up.handle, key, key_len, up.put_id);
+	if (!a)
+		goto miss;	/* dropped meanwhile */
+	ret = fluxonkv_grant(s, a, up.put_id, FLUXONKV_SOURCE_MEMORY, res);
+	if (!ret)
+		atomic64_inc(&fluxonkv_stats.hits_memory);
+	return ret;
+
+miss:
+	atomic64_inc(&fluxonkv_stats.misses);
+	return -ENOENT;
+}
+
+/* Return: 0, -ENOENT if the key had no route, or -errno. */
+int fluxonkv_delete(const u8 *key, u32 key_len)
+{
+	struct fluxonkv_upcall_args args = { .key = key, .key_len = key_len };
+	struct fluxonkv_upcall up = { .key = key, .key_len = key_len };
+	int ret;
+
+	ret = fluxonkv_upcall(FLUXONKV_CMD_DELETE, &args, &up);
+	if (!ret)
+		atomic64_inc(&fluxonkv_stats.deletes);
+	return ret;
+}

@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * fluxonkv: node-local DRAM cache for large objects, owner side.
+ *
+ * This file ties the module together: parameters, the misc device
+ * /dev/fluxonkv, sysfs (/sys/kernel/fluxonkv/, one value per file) and
+ * debugfs (/sys/kernel/debug/fluxonkv/: replicas, holders, pending upcalls).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/fs.h>
+#include <linux/kobject.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/random.h>
+#include <linux/seq_file.h>
+#include <linux/sysfs.h>
+
+#include "fluxonkv.h"
+
+struct fluxonkv_stats fluxonkv_stats;
+u64 fluxonkv_incarnation;
+
+/* ---- parameters: validated when set, read-only once loaded ---- */
+
+static unsigned int fluxonkv_segment_mb = 64;
+unsigned int fluxonkv_request_timeout_ms = 5000;
+
+static int fluxonkv_param_set_range(const char *val,
+				    const struct kernel_param *kp,
+				    unsigned int min, unsigned int max)
+{
+	unsigned int v;
+	int ret;
+
+	ret = kstrtouint(val, 0, &v);
+	if (ret)
+		return ret;
+	if (v < min || v > max) {
+		pr_err("%s=%u out of range [%u, %u]\n", kp->name, v, min, max);
+		return -EINVAL;
+	}
+	*(unsigned int *)kp->arg = v;
+	return 0;
+}
+
+static int fluxonkv_segment_mb_set(const char *val,
+				   const struct kernel_param *kp)
+{
+	return fluxonkv_param_set_range(val, kp, 1, 16384);
+}
+
+static int fluxonkv_timeout_set(const char *val, const struct kernel_param *kp)
+{
+	return fluxonkv_param_set_range(val, kp, 10, 600000);
+}
+
+static const struct kernel_param_ops fluxonkv_segment_mb_ops = {
+	.set = fluxonkv_segment_mb_set,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops fluxonkv_timeout_ops = {
+	.set = fluxonkv_timeout_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(segment_mb, &fluxonkv_segment_mb_ops, &fluxonkv_segment_mb,
+		0444);
+MODULE_PARM_DESC(segment_mb, "DRAM segment size in MiB (1..16384, default 64)");
+module_param_cb(request_timeout_ms, &fluxonkv_timeout_ops,
+		&fluxonkv_request_timeout_ms, 0444);
+MODULE_PARM_DESC(request_timeout_ms,
+		 "How long to wait for the daemon's answer (10..600000, default 5000)");
+
+/* ---- misc device ---- */
+
+static int fluxonkv_open(struct inode *inode, struct file *file)
+{
+	struct fluxonkv_session *s;
+
+	s = fluxonkv_session_new();
+	if (!s)
+		return -ENOMEM;
+	file->private_data = s;
+	return 0;
+}
+
+static int fluxonkv_release(struct inode *inode, struct file *file)
+{
+	fluxonkv_session_free(file->private_data);
+	return 0;
+}
+
+static const struct file_operations fluxonkv_fops = {
+	.owner = THIS_MODULE,
+	.open = fluxonkv_open,
+	.release = fluxonkv_release,
+	.unlocked_ioctl = fluxonkv_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = fluxonkv_segment_mmap,
+	.llseek = noop_llseek,
+};
+
+static struct miscdevice fluxonkv_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = FLUXONKV_DEVICE_NAME,
+	.fops = &fluxonkv_fops,
+	.mode = 0660,
+};
+
+/* ---- sysfs: /sys/kernel/fluxonkv/ ---- */
+
+static struct kobject *fluxonkv_kobj;
+
+static ssize_t version_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%s\n", FLUXONKV_VERSION);
+}
+
+#define FLUXONKV_ATTR_U64(_name, _expr)					\
+static ssize_t _name##_show(struct kobject *kobj,			\
+			    struct kobj_attribute *attr, char *buf)	\
+{									\
+	return sysfs_emit(buf, "%llu\n", (unsigned long long)(_expr));	\
+}									\
+static struct kobj_attribute fluxonkv_attr_##_name = __ATTR_RO(_name)
+
+#define FLUXONKV_ATTR_STAT(_name)					\
+	FLUXONKV_ATTR_U64(_name, atomic64_read(&fluxonkv_stats._name))
+
+static struct kobj_attribute fluxonkv_attr_version = __ATTR_RO(version);
+FLUXONKV_ATTR_U64(abi_version, FLUXONKV_ABI_VERSION);
+FLUXONKV_ATTR_U64(segment_capacity_bytes, fluxonkv_seg.size);
+FLUXONKV_ATTR_U64(segment_used_bytes, fluxonkv_segment_used());
+FLUXONKV_ATTR_U64(daemon_pid, fluxonkv_daemon_pid());
+FLUXONKV_ATTR_U64(replicas, fluxonkv_replica_count());
+FLUXONKV_ATTR_STAT(holders);
+FLUXONKV_ATTR_STAT(puts);
+FLUXONKV_ATTR_STAT(gets);
+FLUXONKV_ATTR_STAT(hits_memory);
+FLUXONKV_ATTR_STAT(hits_ssd);
+FLUXONKV_ATTR_STAT(misses);
+FLUXONKV_ATTR_STAT(deletes);
+FLUXONKV_ATTR_STAT(evictions);
+FLUXONKV_ATTR_STAT(upcall_timeouts);
+FLUXONKV_ATTR_STAT(upcall_errors);
+FLUXONKV_ATTR_STAT(room_waits);
+
+static struct attribute *fluxonkv_attrs[] = {
+	&fluxonkv_attr_version.attr,
+	&fluxonkv_attr_abi_version.attr,
+	&fluxonkv_attr_segment_capacity_bytes.attr,
+	&fluxonkv_attr_segment_used_bytes.attr,
+	&fluxonkv_attr_daemon_pid.attr,
+	&fluxonkv_attr_replicas.attr,
+	&fluxonkv_attr_holders.attr,
+	&fluxonkv_attr_puts.attr,
+	&fluxonkv_attr_gets.attr,
+	&fluxonkv_attr_hits_memory.attr,
+	&fluxonkv_attr_hits_ssd.attr,
+	&fluxonkv_attr_misses.attr,
+	&fluxonkv_attr_deletes.attr,
+	&fluxonkv_attr_evictions.attr,
+	&fluxonkv_attr_upcall_timeouts.attr,
+	&fluxonkv_attr_upcall_errors.attr,
+	&fluxonkv_attr_room_waits.attr,
+	NULL,
+};
+
+static const struct attribute_group fluxonkv_attr_group = {
+	.attrs = fluxonkv_attrs,
+};
+
+static int fluxonkv_sysfs_init(void)
+{
+	int ret;
+
+	fluxonkv_kobj = kobject_create_and_add("fluxonkv", kernel_kobj);
+	if (!fluxonkv_kobj)
+		return -ENOMEM;
+	ret = sysfs_create_group(fluxonkv_kobj, &fluxonkv_attr_group);
+	if (ret)
+		kobject_put(fluxonkv_kobj);
+	return ret;
+}
+
+static void fluxonkv_sysfs_exit(void)
+{
+	sysfs_remove_group(fluxonkv_kobj, &fluxonkv_attr_group);
+	kobject_put(fluxonkv_kobj);
+}
+
+/* ---- debugfs: /sys/kernel/debug/fluxonkv/ ---- */
+
+static struct dentry *fluxonkv_debugfs;
+
+static int fluxonkv_segment_show(struct seq_file *m, void *unused)
+{
+	seq_printf(m, "size\t%zu\nused\t%llu\npages\t%lu\nchunks\t%u\n",
+		   fluxonkv_seg.size, fluxonkv_segment_used(),
+		   fluxonkv_seg.npages, fluxonkv_seg.chunks);
+	return 0;
+}
+
+#define FLUXONKV_DEBUGFS_SHOW(_name, _fn)				\
+static int fluxonkv_##_name##_open(struct inode *inode, struct file *file) \
+{									\
+	return single_open(file, _fn, NULL);				\
+}									\
+static const struct file_operations fluxonkv_##_name##_fops = {	\
+	.owner = THIS_MODULE,						\
+	.open = fluxonkv_##_name##_open,				\
+	.read = seq_read,						\
+	.llseek = seq_lseek,						\
+	.release = single_release,					\
+}
+
+FLUXONKV_DEBUGFS_SHOW(dbg_segment, fluxonkv_segment_show);
+FLUXONKV_DEBUGFS_SHOW(dbg_replicas, fluxonkv_replica_show);
+FLUXONKV_DEBUGFS_SHOW(dbg_holders, fluxonkv_holders_show);
+FLUXONKV_DEBUGFS_SHOW(dbg_pending, fluxonkv_pending_show);
+
+static void fluxonkv_debugfs_init(void)
+{
+	/* debugfs is optional: failures leave it absent, never fail load. */
+	fluxonkv_debugfs = debugfs_create_dir("fluxonkv", NULL);
+	debugfs_create_file("segment", 0400, fluxonkv_debugfs, NULL,
+			    &fluxonkv_dbg_segment_fops);
+	debugfs_create_file("replicas", 0400, fluxonkv_debugfs, NULL,
+			    &fluxonkv_dbg_replicas_fops);
+	debugfs_create_file("holders", 0400, fluxonkv_debugfs, NULL,
+			    &fluxonkv_dbg_holders_fops);
+	debugfs_create_file("pending", 0400, fluxonkv_debugfs, NULL,
+			    &fluxonkv_dbg_pending_fops);
+}
+
+/* ---- init / exit ---- */
+
+static int __init fluxonkv_init(void)
+{
+	int ret;
+
+	fluxonkv_incarnation = get_random_u64() | 1;
+	ret = fluxonkv_segment_init((size_t)fluxonkv_segment_mb << 20);
+	if (ret) {
+		pr_err("cannot allocate a %u MiB segment: %d\n",
+		       fluxonkv_segment_mb, ret);
+		return ret;
+	}
+	ret = fluxonkv_replica_init();
+	if (ret)
+		goto err_segment;
+	ret = fluxonkv_kv_init();
+	if (ret)
+		goto err_replica;
+	ret = fluxonkv_sysfs_init();
+	if (ret)
+		goto err_kv;
+	fluxonkv_debugfs_init();
+	ret = fluxonkv_genl_init();
+	if (ret)
+		goto err_debugfs;
+	ret = misc_register(&fluxonkv_misc);
+	if (ret)
+		goto err_genl;
+	pr_info("version %s loaded: /dev/%s, segment %u MiB\n",
+		FLUXONKV_VERSION, FLUXONKV_DEVICE_NAME, fluxonkv_segment_mb);
+	return 0;
+
+err_genl:
+	fluxonkv_genl_exit();
+err_debugfs:
+	debugfs_remove_recursive(fluxonkv_debugfs);
+	fluxonkv_sysfs_exit();
+err_kv:
+	fluxonkv_kv_exit();
+err_replica:
+	fluxonkv_replica_exit();
+err_segment:
+	fluxonkv_segment_exit();
+	return ret;
+}
+
+static void __exit fluxonkv_exit(void)
+{
+	misc_deregister(&fluxonkv_misc);
+	fluxonkv_genl_exit();
+	debugfs_remove_recursive(fluxonkv_debugfs);
+	fluxonkv_sysfs_exit();
+	fluxonkv_kv_exit();
+	fluxonkv_replica_exit();
+	fluxonkv_segment_exit();
+	pr_info("unloaded\n");
+}
+
+module_init(fluxonkv_init);
+module_exit(fluxonkv_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_AUTHOR("fluxonkv developers");
+MODULE_DESCRIPTION("fluxonkv: DRAM + SSD cache for large objects");
+MODULE_VERSION(FLUXONKV_VERSION);

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Replicas, their handles and the local index.
+ *
+ * Every value the module stores becomes a replica, entered in the handle
+ * table before PUT_DONE tells the master its handle.  The handle table's
+ * reference is the master's route reference: it goes when the master sends
+ * DROP_REPLICA (eviction, overwrite, delete), when a put is not published, or
+ * when the daemon disconnects.
+ *
+ * The local index (the reference's get_cached_info) maps a key to its current
+ * published replica so a get is answered without an upcall.  Publication
+ * happens in the PUT_DONE answer handler and unpublication in DROP_REPLICA
+ * and DELETE handlers, all in the order the daemon sent them, so a get never
+ * sees a version older than a completed put or a key whose delete completed.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/hashtable.h>
+#include <linux/jhash.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+
+#include "fluxonkv.h"
+
+#define FLUXONKV_INDEX_BITS	12
+
+/* handle -> replica; the xarray's own lock serialises insert/erase. */
+static DEFINE_XARRAY_ALLOC1(fluxonkv_handles);
+static u32 fluxonkv_handle_next;	/* cyclic allocation cursor (xa lock) */
+
+/* Protects fluxonkv_index and every replica's ->indexed and ->node. */
+static DEFINE_SPINLOCK(fluxonkv_index_lock);
+static DEFINE_HASHTABLE(fluxonkv_index, FLUXONKV_INDEX_BITS);
+static atomic_long_t fluxonkv_nr_replicas;
+
+int fluxonkv_replica_init(void)
+{
+	return 0;
+}
+
+void fluxonkv_replica_exit(void)
+{
+	fluxonkv_replica_drop_all();
+	WARN_ON(atomic_long_read(&fluxonkv_nr_replicas));
+	xa_destroy(&fluxonkv_handles);
+}
+
+static u32 fluxonkv_key_hash(const u8 *key, u32 key_len)
+{
+	return jhash(key, key_len, 0);
+}
+
+static bool fluxonkv_key_eq(const struct fluxonkv_replica *r, const u8 *key,
+			    u32 key_len)
+{
+	return r->key_len == key_len && !memcmp(r->key, key, key_len);
+}
+
+/**
+ * fluxonkv_replica_new() - make a replica and give it a handle.
+ * @key: key bytes (copied).
+ * @key_len: 1..FLUXONKV_KEY_MAX.
+ * @put_id: version.
+ * @alloc: the bytes; the replica takes over the caller's reference.
+ *
+ * Return: the replica with two references (handle table + caller) or an
+ * ERR_PTR; on error the caller keeps its @alloc reference.
+ */
+struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,
+					      u64 put_id,
+					      struct fluxonkv_alloc *alloc)
+{
+	struct fluxonkv_replica *r;
+	u32 id;
+	int ret;
+
+	r = kzalloc(struct_size(r, key, key_len), GFP_KERNEL);
+	if (!r)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&r->ref);
+	kref_get(&r->ref);
+	INIT_HLIST_NODE(&r->node);
+	memcpy(r->key, key, key_len);
+	r->key_len = key_len;
+	r->put_id = put_id;
+
+	ret = xa_alloc_cyclic(&fluxonkv_handles, &id, r, xa_limit_32b,
+			      &fluxonkv_handle_next, GFP_KERNEL);
+	if (ret < 0) {
+		kfree(r);
+		return ERR_PTR(ret);
+	}
+	/*
+	 * The upper half makes a recycled slot a different handle, so a late
+	 * DROP_REPLICA for an old replica cannot hit a new one.
+	 */
+	r->handle = ((u64)(put_id & 0xffffffff) << 32) | id;
+	r->alloc = alloc;
+	atomic_long_inc(&fluxonkv_nr_replicas);
+	return r;
+}
+
+static void fluxonkv_replica_release(struct kref *ref)
+{
+	struct fluxonkv_replica *r =
+		container_of(ref, struct fluxonkv_replica, ref);
+
+	WARN_ON(r->indexed);
+	fluxonkv_alloc_put(r->alloc);
+	atomic_long_dec(&fluxonkv_nr_replicas);
+	kfree(r);
+}
+
+void fluxonkv_replica_put(struct fluxonkv_replica *r)
+{
+	kref_put(&r->ref, fluxonkv_replica_release);
+}
+
+static void fluxonkv_unindex(struct fluxonkv_replica *r)
+{
+	spin_lock(&fluxonkv_index_lock);
+	if (r->indexed) {
+		hash_del(&r->node);
+		r->indexed = false;
+	}
+	spin_unlock(&fluxonkv_index_lock);
+}
+
+static struct fluxonkv_replica *fluxonkv_handle_erase(u64 handle)
+{
+	struct fluxonkv_replica *r;
+	u32 id = lower_32_bits(handle);
+
+	xa_lock(&fluxonkv_handles);
+	r = xa_load(&fluxonkv_handles, id);
+	if (r && r->handle == handle)
+		__xa_erase(&fluxonkv_handles, id);
+	else
+		r = NULL;
+	xa_unlock(&fluxonkv_handles);
+	return r;
+}
+
+/**
+ * fluxonkv_replica_drop() - the master gives up its reference on a replica.
+ * @handle: as sent in PUT_DONE.
+ *
+ * Return: 0, or -ENOENT for a handle the module does not know (never issued,
+ * or already dropped).
+ */
+int fluxonkv_replica_drop(u64 handle)
+{
+	struct fluxonkv_replica *r = fluxonkv_handle_erase(handle);
+
+	if (!r)
+		return -ENOENT;
+	fluxonkv_unindex(r);
+	fluxonkv_replica_put(r);
+	return 0;
+}
+
+/* The daemon went away: its routes are gone, so are its references. */
+void fluxonkv_replica_drop_all(void)
+{
+	struct fluxonkv_replica *r;
+	unsigned long id;
+
+	xa_for_each(&fluxonkv_handles, id, r) {
+		/* Only the one who erases an entry owns its reference. */
+		r = xa_erase(&fluxonkv_handles, id);
+		if (!r)
+			continue;
+		fluxonkv_unindex(r);
+		fluxonkv_replica_put(r);
+	}
+}
+
+/*
+ * Make @r the current replica of its key unless a newer version is already
+ * there.  Called from the PUT_DONE answer handler.  A replica that was
+ * dropped meanwhile (daemon disconnect) is not resurrected.
+ */
+void fluxonkv_replica_publish(struct fluxonkv_replica *r)
+{
+	u32 h = fluxonkv_key_hash(r->key, r->key_len);
+	struct fluxonkv_replica *cur, *old = NULL;
+
+	spin_lock(&fluxonkv_index_lock);
+	/*
+	 * Checked under the index lock: a concurrent drop erases the handle
+	 * first and unindexes under this lock after us.
+	 */
+	if (xa_load(&fluxonkv_handles, lower_32_bits(r->handle)) != r)
+		goto out;
+	hash_for_each_possible(fluxonkv_index, cur, node, h) {
+		if (fluxonkv_key_eq(cur, r->key, r->key_len)) {
+			old = cur;
+			break;
+		}
+	}
+	if (old && old->put_id > r->put_id)
+		goto out;
+	if (old) {
+		hash_del(&old->node);
+		old->indexed = false;
+	}
+	hash_add(fluxonkv_index, &r->node, h);
+	r->indexed = true;
+out:
+	spin_unlock(&fluxonkv_index_lock);
+}
+
+/* A delete of @put_id completed: no get may return that version or older. */
+void fluxonkv_index_forget(const u8 *key, u32 key_len, u64 put_id)
+{
+	u32 h = fluxonkv_key_hash(key, key_len);
+	struct fluxonkv_replica *cur;
+
+	spin_lock(&fluxonkv_index_lock);
+	hash_for_each_possible(fluxonkv_index, cur, node, h) {
+		if (fluxonkv_key_eq(cur, key, key_len) &&
+		    cur->put_id <= put_id) {
+			hash_del(&cur->node);
+			cur->indexed = false;
+			break;
+		}
+	}
+	spin_unlock(&fluxonkv_index_lock);
+}
+
+/**
+ * fluxonkv_index_lookup() - the local fast path of get.
+ * @key: key bytes.
+ * @key_len: key length.
+ * @put_id: out: version found.
+ * @handle: out: its handle (for ACCESS notes).
+ *
+ * Return: the current replica's bytes with a new reference, or NULL.
+ */
+struct fluxonkv_alloc *fluxonkv_index_lookup(const u8 *key, u32 key_len,
+					     u64 *put_id, u64 *handle)
+{
+	u32 h = fluxonkv_key_hash(key, key_len);
+	struct fluxonkv_alloc *a = NULL;
+	struct fluxonkv_replica *cur;
+
+	spin_lock(&fluxonkv_index_lock);
+	hash_for_each_possible(fluxonkv_index, cur, node, h) {
+		if (fluxonkv_key_eq(cur, key, key_len)) {
+			/* An indexed replica holds its alloc: safe to get. */
+			a = cur->alloc;
+			fluxonkv_alloc_get(a);
+			*put_id = cur->put_id;
+			*handle = cur->handle;
+			break;
+		}
+	}
+	spin_unlock(&fluxonkv_index_lock);
+	return a;
+}
+
+/*
+ * The master routed a get to a replica by handle: pin its bytes if the
+ * handle is live and really is that key and version.
+ */
+struct fluxonkv_alloc *fluxonkv_handle_lookup(u64 handle, const u8 *key,
+					      u32 key_len, u64 put_id)
+{
+	struct fluxonkv_alloc *a = NULL;
+	struct fluxonkv_replica *r;
+
+	xa_lock(&fluxonkv_handles);
+	r = xa_load(&fluxonkv_handles, lower_32_bits(handle));
+	if (r && r->handle == handle && r->put_id == put_id &&
+	    fluxonkv_key_eq(r, key, key_len)) {
+		a = r->alloc;
+		fluxonkv_alloc_get(a);
+	}
+	xa_unlock(&fluxonkv_handles);
+	return a;
+}
+
+unsigned long fluxonkv_replica_count(void)
+{
+	return atomic_long_read(&fluxonkv_nr_replicas);
+}
+
+int fluxonkv_replica_show(struct seq_file *m, void *unused)
+{
+	struct fluxonkv_replica *r;
+	unsigned long id;
+
+	seq_puts(m, "handle\tput_id\toffset\tlen\trefs\tindexed\tkey\n");
+	xa_lock(&fluxonkv_handles);
+	xa_for_each(&fluxonkv_handles, id, r) {
+		seq_printf(m, "%#llx\t%llu\t%llu\t%llu\t%u\t%d\t",
+			   r->handle, r->put_id, r->alloc->offset,
+			   r->alloc->len, kref_read(&r->alloc->ref),
+			   READ_ONCE(r->indexed));
+		seq_escape_mem(m, r->key, min_t(u32, r->key_len, 64),
+			       ESCAPE_ANY_NP, "\\\t\n");
+		seq_putc(m, '\n');
+	}
+	xa_unlock(&fluxonkv_handles);
+	return 0;
+}

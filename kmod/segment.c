@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The DRAM segment: the bytes every value lives in, and its range allocator.
+ *
+ * The segment is built from the largest physically contiguous chunks the
+ * page allocator gives (up to 2 MiB, so huge-page sized runs are common and
+ * a bio can carry many pages per bvec), split into order-0 pages so each can
+ * be mapped individually.  The kernel sees it through one vmap; clients map
+ * it read-only through a fault handler (the udmabuf pattern).
+ *
+ * Ranges are allocated in FLUXONKV_SEGMENT_ALIGN granules from a bitmap with
+ * a next-fit hint.  The bitmap is the single allocator; a range is freed only
+ * when the last reference of its fluxonkv_alloc drops.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bitmap.h>
+#include <linux/fs.h>
+#include <linux/gfp.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "compat.h"
+#include "fluxonkv.h"
+
+#define FLUXONKV_CHUNK_ORDER	min_t(unsigned int, 9, MAX_ORDER - 1)
+#define FLUXONKV_GRAIN_SHIFT	ilog2(FLUXONKV_SEGMENT_ALIGN)
+
+struct fluxonkv_segment fluxonkv_seg;
+static struct kmem_cache *fluxonkv_alloc_cache;
+
+static void fluxonkv_segment_free_pages(unsigned long n)
+{
+	while (n--)
+		__free_page(fluxonkv_seg.pages[n]);
+}
+
+static int fluxonkv_segment_alloc_pages(void)
+{
+	struct fluxonkv_segment *seg = &fluxonkv_seg;
+	unsigned int order = FLUXONKV_CHUNK_ORDER;
+	unsigned long n = 0, i;
+	struct page *page;
+
+	while (n < seg->npages) {
+		while ((1UL << order) > seg->npages - n)
+			order--;
+		page = alloc_pages(GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN |
+				   (order ? __GFP_NORETRY : 0), order);
+		if (!page) {
+			if (!order) {
+				fluxonkv_segment_free_pages(n);
+				return -ENOMEM;
+			}
+			order--;
+			continue;
+		}
+		split_page(page, order);
+		for (i = 0; i < (1UL << order); i++)
+			seg->pages[n++] = page + i;
+		seg->chunks++;
+	}
+	return 0;
+}
+
+int fluxonkv_segment_init(size_t size)
+{
+	struct fluxonkv_segment *seg = &fluxonkv_seg;
+	int ret;
+
+	BUILD_BUG_ON(FLUXONKV_SEGMENT_ALIGN < PAGE_SIZE);
+	spin_lock_init(&seg->lock);
+	seg->size = size;
+	seg->npages = size >> PAGE_SHIFT;
+	seg->nbits = size >> FLUXONKV_GRAIN_SHIFT;
+
+	fluxonkv_alloc_cache = KMEM_CACHE(fluxonkv_alloc, 0);
+	if (!fluxonkv_alloc_cache)
+		return -ENOMEM;
+
+	seg->map = bitmap_zalloc(seg->nbits, GFP_KERNEL);
+	if (!seg->map) {
+		ret = -ENOMEM;
+		goto err_cache;
+	}
+	seg->pages = kvmalloc_array(seg->npages, sizeof(*seg->pages),
+				    GFP_KERNEL);
+	if (!seg->pages) {
+		ret = -ENOMEM;
+		goto err_map;
+	}
+	ret = fluxonkv_segment_alloc_pages();
+	if (ret)
+		goto err_pages;
+	seg->vaddr = vmap(seg->pages, seg->npages, VM_MAP, PAGE_KERNEL);
+	if (!seg->vaddr) {
+		ret = -ENOMEM;
+		goto err_free_pages;
+	}
+	pr_info("segment: %zu MiB in %u chunks\n", size >> 20, seg->chunks);
+	return 0;
+
+err_free_pages:
+	fluxonkv_segment_free_pages(seg->npages);
+err_pages:
+	kvfree(seg->pages);
+err_map:
+	bitmap_free(seg->map);
+err_cache:
+	kmem_cache_destroy(fluxonkv_alloc_cache);
+	return ret;
+}
+
+void fluxonkv_segment_exit(void)
+{
+	struct fluxonkv_segment *seg = &fluxonkv_seg;
+
+	WARN_ON(seg->used);
+	vunmap(seg->vaddr);
+	fluxonkv_segment_free_pages(seg->npages);
+	kvfree(seg->pages);
+	bitmap_free(seg->map);
+	kmem_cache_destroy(fluxonkv_alloc_cache);
+}
+
+/**
+ * fluxonkv_alloc_new() - allocate a range for a value of @len bytes.
+ * @len: value length, 1..segment size.
+ *
+ * Return: the range with one reference, NULL if no contiguous room is free
+ * now (the caller asks the master for room and retries) or ERR_PTR(-ENOMEM).
+ */
+struct fluxonkv_alloc *fluxonkv_alloc_new(u64 len)
+{
+	struct fluxonkv_segment *seg = &fluxonkv_seg;
+	unsigned long nr = DIV_ROUND_UP(len, FLUXONKV_SEGMENT_ALIGN);
+	struct fluxonkv_alloc *a;
+	unsigned long start;
+
+	a = kmem_cache_alloc(fluxonkv_alloc_cache, GFP_KERNEL);
+	if (!a)
+		return ERR_PTR(-ENOMEM);
+
+	spin_lock(&seg->lock);
+	start = bitmap_find_next_zero_area(seg->map, seg->nbits, seg->hint,
+					   nr, 0);
+	if (start >= seg->nbits && seg->hint)
+		start = bitmap_find_next_zero_area(seg->map, seg->nbits, 0,
+						   nr, 0);
+	if (start >= seg->nbits) {
+		spin_unlock(&seg->lock);
+		kmem_cache_free(fluxonkv_alloc_cache, a);
+		return NULL;
+	}
+	bitmap_set(seg->map, start, nr);
+	seg->hint = start + nr < seg->nbits ? start + nr : 0;
+	seg->used += (u64)nr << FLUXONKV_GRAIN_SHIFT;
+	spin_unlock(&seg->lock);
+
+	kref_init(&a->ref);
+	a->offset = (u64)start << FLUXONKV_GRAIN_SHIFT;
+	a->span = (u64)nr << FLUXONKV_GRAIN_SHIFT;
+	a->len = len;
+	/* Padding after the value is visible through the mapping: clear it. */
+	memset(fluxonkv_alloc_vaddr(a) + len, 0, a->span - len);
+	return a;
+}
+
+static void fluxonkv_alloc_release(struct kref *ref)
+{
+	struct fluxonkv_alloc *a = container_of(ref, struct fluxonkv_alloc, ref);
+	struct fluxonkv_segment *seg = &fluxonkv_seg;
+
+	spin_lock(&seg->lock);
+	bitmap_clear(seg->map, a->offset >> FLUXONKV_GRAIN_SHIFT,
+		     a->span >> FLUXONKV_GRAIN_SHIFT);
+	seg->used -= a->span;
+	spin_unlock(&seg->lock);
+	kmem_cache_free(fluxonkv_alloc_cache, a);
+}
+
+void fluxonkv_alloc_put(struct fluxonkv_alloc *a)
+{
+	kref_put(&a->ref, fluxonkv_alloc_release);
+}
+
+u64 fluxonkv_segment_used(void)
+{
+	return READ_ONCE(fluxonkv_seg.used);
+}
+
+static vm_fault_t fluxonkv_vm_fault(struct vm_fault *vmf)
+{
+	struct page *page;
+
+	if (vmf->pgoff >= fluxonkv_seg.npages)
+		return VM_FAULT_SIGBUS;
+	page = fluxonkv_seg.pages[vmf->pgoff];
+	get_page(page);
+	vmf->page = page;
+	return 0;
+}
+
+static const struct vm_operations_struct fluxonkv_vm_ops = {
+	.fault = fluxonkv_vm_fault,
+};
+
+/*
+ * The mapping is read-only for everyone: values change only through put,
+ * under the module's control.  Clearing VM_MAYWRITE makes a later
+ * mprotect(PROT_WRITE) fail too.
+ */
+int fluxonkv_segment_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	unsigned long pages = vma_pages(vma);
+
+	if (vma->vm_flags & VM_WRITE)
+		return -EPERM;
+	if (vma->vm_pgoff >= fluxonkv_seg.npages ||
+	    pages > fluxonkv_seg.npages - vma->vm_pgoff)
+		return -EINVAL;
+	fluxonkv_vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP, VM_MAYWRITE);
+	vma->vm_ops = &fluxonkv_vm_ops;
+	return 0;
+}

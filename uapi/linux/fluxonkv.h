@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * fluxonkv - node-local DRAM (+ SSD) cache for large objects.
+ *
+ * This header is the whole kernel ABI of fluxonkv.ko:
+ *   - ioctls on the misc device /dev/fluxonkv (clients: put/get/delete,
+ *     holders) and mmap of the segment (read-only);
+ *   - the "fluxonkv" generic netlink family spoken between the module (the
+ *     owner of the segment bytes) and the fluxond daemon (the master of
+ *     routes, placement and eviction).
+ *
+ * See Documentation/fluxonkv/uapi.md and netlink.md.
+ */
+#ifndef _UAPI_LINUX_FLUXONKV_H
+#define _UAPI_LINUX_FLUXONKV_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define FLUXONKV_DEVICE_NAME	"fluxonkv"
+#define FLUXONKV_ABI_VERSION	1
+
+/* Keys are arbitrary bytes, 1..FLUXONKV_KEY_MAX long. */
+#define FLUXONKV_KEY_MAX	256
+/* Values are 1..FLUXONKV_VALUE_MAX bytes (and never more than the segment). */
+#define FLUXONKV_VALUE_MAX	(64ULL << 20)
+
+/*
+ * Segment allocations start on and are rounded up to this many bytes; the
+ * master accounts a replica's weight as round_up(len, FLUXONKV_SEGMENT_ALIGN).
+ */
+#define FLUXONKV_SEGMENT_ALIGN	4096
+
+/* Where the bytes of a get came from. */
+enum fluxonkv_source {
+	FLUXONKV_SOURCE_NONE = 0,	/* miss (netlink only) */
+	FLUXONKV_SOURCE_MEMORY = 1,	/* a DRAM replica */
+	FLUXONKV_SOURCE_SSD = 2,	/* refilled from the SSD tier */
+};
+
+/*
+ * Every ioctl argument starts with __u32 size = sizeof(the struct the caller
+ * was compiled with).  The kernel accepts any size from the *_SIZE_VER0 of
+ * that struct up to a page; bytes it does not know must be zero (E2BIG
+ * otherwise).  Reserved fields and flags must be zero (EINVAL otherwise).
+ * Output fields are written back for min(size, kernel's sizeof).
+ */
+
+/**
+ * struct fluxonkv_info - FLUXONKV_IOC_INFO: learn the ABI and segment layout.
+ * @size: in: sizeof(struct fluxonkv_info).
+ * @abi_version: out: FLUXONKV_ABI_VERSION of the module.
+ * @segment_size: out: bytes to mmap (offset 0, PROT_READ, MAP_SHARED).
+ * @value_max: out: largest value a put accepts.
+ * @key_max: out: FLUXONKV_KEY_MAX.
+ * @flags: out: FLUXONKV_INFO_* bits.
+ * @segment_used: out: bytes of the segment currently allocated.
+ * @reserved: must be zero.
+ */
+struct fluxonkv_info {
+	__u32 size;
+	__u32 abi_version;
+	__u64 segment_size;
+	__u64 value_max;
+	__u32 key_max;
+	__u32 flags;
+	__u64 segment_used;
+	__u64 reserved[2];
+};
+#define FLUXONKV_INFO_SIZE_VER0		56
+#define FLUXONKV_INFO_DAEMON		(1U << 0)	/* a daemon is registered */
+
+/**
+ * struct fluxonkv_put - FLUXONKV_IOC_PUT: store a value under a key.
+ * @size: in: sizeof(struct fluxonkv_put).
+ * @key_len: in: 1..FLUXONKV_KEY_MAX.
+ * @key_ptr: in: user pointer to the key bytes.
+ * @value_ptr: in: user pointer to the value bytes.
+ * @value_len: in: 1..value_max.
+ * @flags: in: must be zero.
+ * @put_id: out: version the master assigned to this put.
+ * @reserved: must be zero.
+ *
+ * Returns once a DRAM replica is readable by any later get.
+ */
+struct fluxonkv_put {
+	__u32 size;
+	__u32 key_len;
+	__u64 key_ptr;
+	__u64 value_ptr;
+	__u64 value_len;
+	__u64 flags;
+	__u64 put_id;
+	__u64 reserved[2];
+};
+#define FLUXONKV_PUT_SIZE_VER0		64
+
+/**
+ * struct fluxonkv_get - FLUXONKV_IOC_GET: pin the current value of a key.
+ * @size: in: sizeof(struct fluxonkv_get).
+ * @key_len: in: 1..FLUXONKV_KEY_MAX.
+ * @key_ptr: in: user pointer to the key bytes.
+ * @flags: in: must be zero.
+ * @holder_id: out: names the pin; release it with FLUXONKV_IOC_RELEASE.
+ *	Only the file description that took it can release it.
+ * @offset: out: where the value starts in the segment mapping.
+ * @len: out: value length.
+ * @put_id: out: version of the value.
+ * @source: out: enum fluxonkv_source.
+ * @reserved0: zero.
+ * @reserved: must be zero.
+ *
+ * ENOENT on a miss.  The bytes at [offset, offset + len) of the mapping do not
+ * change until the holder is released, whatever happens to the key.
+ */
+struct fluxonkv_get {
+	__u32 size;
+	__u32 key_len;
+	__u64 key_ptr;
+	__u64 flags;
+	__u64 holder_id;
+	__u64 offset;
+	__u64 len;
+	__u64 put_id;
+	__u32 source;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+#define FLUXONKV_GET_SIZE_VER0		80
+
+/**
+ * struct fluxonkv_release - FLUXONKV_IOC_RELEASE: drop a holder.
+ * @size: in: sizeof(struct fluxonkv_release).
+ * @reserved0: must be zero.
+ * @holder_id: in: a holder of this file description (ENOENT otherwise).
+ * @reserved: must be zero.
+ */
+struct fluxonkv_release {
+	__u32 size;
+	__u32 reserved0;
+	__u64 holder_id;
+	__u64 reserved[2];
+};
+#define FLUXONKV_RELEASE_SIZE_VER0	32
+
+/**
+ * struct fluxonkv_delete - FLUXONKV_IOC_DELETE: remove a key.
+ * @size: in: sizeof(struct fluxonkv_delete).
+ * @key_len: in: 1..FLUXONKV_KEY_MAX.
+ * @key_ptr: in: user pointer to the key bytes.
+ * @flags: in: must be zero.
+ * @reserved: must be zero.
+ *
+ * ENOENT if the key had no route.  Held bytes stay valid.
+ */
+struct fluxonkv_delete {
+	__u32 size;
+	__u32 key_len;
+	__u64 key_ptr;
+	__u64 flags;
+	__u64 reserved[2];
+};
+#define FLUXONKV_DELETE_SIZE_VER0	40
+
+#define FLUXONKV_IOC_MAGIC	0xF7
+#define FLUXONKV_IOC_INFO	_IOWR(FLUXONKV_IOC_MAGIC, 0x00, struct fluxonkv_info)
+#define FLUXONKV_IOC_PUT	_IOWR(FLUXONKV_IOC_MAGIC, 0x01, struct fluxonkv_put)
+#define FLUXONKV_IOC_GET	_IOWR(FLUXONKV_IOC_MAGIC, 0x02, struct fluxonkv_get)
+#define FLUXONKV_IOC_RELEASE	_IOW(FLUXONKV_IOC_MAGIC, 0x03, struct fluxonkv_release)
+#define FLUXONKV_IOC_DELETE	_IOW(FLUXONKV_IOC_MAGIC, 0x04, struct fluxonkv_delete)
+
+/*
+ * Generic netlink family.
+ *
+ * Upcalls (module -> daemon) are unicast to the registered daemon's port and
+ * carry FLUXONKV_A_REQ_ID.  The daemon answers an upcall by sending a message
+ * with the *same* command and FLUXONKV_A_REQ_ID, FLUXONKV_A_STATUS (0 or a
+ * negative errno) and the command's reply attributes; that direction is the
+ * doit handler of the command (admin-only) with its own policy.  Commands
+ * marked "notify" expect no answer.  Commands marked "cmd" are sent by the
+ * daemon on its own initiative.
+ */
+#define FLUXONKV_GENL_NAME	"fluxonkv"
+#define FLUXONKV_GENL_VERSION	1
+#define FLUXONKV_GENL_MCGRP_EVENTS	"events"
+
+enum fluxonkv_cmd {
+	FLUXONKV_CMD_UNSPEC,
+	/* anyone -> module: reply VERSION, ABI, SEGMENT_SIZE/USED, DAEMON_PID */
+	FLUXONKV_CMD_GET_VERSION,
+	/* cmd: daemon registers its port; reply SEGMENT_SIZE, INCARNATION */
+	FLUXONKV_CMD_DAEMON_REGISTER,
+	/* cmd: daemon leaves (closing the socket does the same) */
+	FLUXONKV_CMD_DAEMON_UNREGISTER,
+	/* upcall KEY, LEN -> PUT_ID, FLAGS (FLUXONKV_PUT_F_*) */
+	FLUXONKV_CMD_PUT_START,
+	/* upcall KEY, PUT_ID, HANDLE, LEN -> FLAGS (FLUXONKV_PUT_F_PUBLISHED) */
+	FLUXONKV_CMD_PUT_DONE,
+	/* notify KEY, PUT_ID, ERRNO: a started put failed in the module */
+	FLUXONKV_CMD_PUT_ABORT,
+	/* upcall KEY -> SOURCE (+ HANDLE, PUT_ID, LEN for memory) or -ENOENT */
+	FLUXONKV_CMD_GET_START,
+	/* upcall KEY, PUT_ID, HANDLE, LEN, SOURCE -> FLAGS (PROMOTED) */
+	FLUXONKV_CMD_GET_DONE,
+	/* upcall KEY, PUT_ID, SOURCE, ERRNO: the chosen source failed */
+	FLUXONKV_CMD_GET_REVOKE,
+	/* upcall KEY -> PUT_ID (the version deleted) or -ENOENT */
+	FLUXONKV_CMD_DELETE,
+	/* upcall BYTES, SEGMENT_USED: allocation failed; evict, then answer */
+	FLUXONKV_CMD_NEED_ROOM,
+	/* notify HANDLES: replicas read through the local fast path */
+	FLUXONKV_CMD_ACCESS,
+	/* cmd HANDLE: the master drops its route reference on a replica */
+	FLUXONKV_CMD_DROP_REPLICA,
+	/* multicast on "events": DAEMON_PID (0 = gone) */
+	FLUXONKV_CMD_DAEMON_EVENT,
+
+	__FLUXONKV_CMD_MAX,
+	FLUXONKV_CMD_MAX = __FLUXONKV_CMD_MAX - 1
+};
+
+enum fluxonkv_attr {
+	FLUXONKV_A_UNSPEC,
+	FLUXONKV_A_VERSION,		/* string: module version */
+	FLUXONKV_A_ABI,			/* u32: FLUXONKV_ABI_VERSION */
+	FLUXONKV_A_REQ_ID,		/* u64: upcall id */
+	FLUXONKV_A_STATUS,		/* s32: 0 or -errno (reply) */
+	FLUXONKV_A_KEY,			/* binary: 1..FLUXONKV_KEY_MAX */
+	FLUXONKV_A_LEN,			/* u64: value length */
+	FLUXONKV_A_PUT_ID,		/* u64: key version, > 0 */
+	FLUXONKV_A_HANDLE,		/* u64: opaque replica handle, > 0 */
+	FLUXONKV_A_FLAGS,		/* u32: command specific */
+	FLUXONKV_A_SOURCE,		/* u32: enum fluxonkv_source */
+	FLUXONKV_A_SEGMENT_SIZE,	/* u64: bytes */
+	FLUXONKV_A_SEGMENT_USED,	/* u64: bytes */
+	FLUXONKV_A_BYTES,		/* u64: bytes wanted */
+	FLUXONKV_A_HANDLES,		/* binary: array of __u64 handles */
+	FLUXONKV_A_INCARNATION,		/* u64: changes at every module load */
+	FLUXONKV_A_DAEMON_PID,		/* u32 */
+	FLUXONKV_A_ERRNO,		/* s32: -errno of a failure (notify) */
+	FLUXONKV_A_PAD,
+
+	__FLUXONKV_A_MAX,
+	FLUXONKV_A_MAX = __FLUXONKV_A_MAX - 1
+};
+
+/* FLUXONKV_A_FLAGS of PUT_START replies */
+#define FLUXONKV_PUT_F_PERSIST		(1U << 0)	/* also write to SSD */
+/* FLUXONKV_A_FLAGS of PUT_DONE replies */
+#define FLUXONKV_PUT_F_PUBLISHED	(1U << 1)	/* route now names it */
+/* FLUXONKV_A_FLAGS of GET_DONE replies */
+#define FLUXONKV_GET_F_PROMOTED		(1U << 0)	/* became the replica */
+
+/* Most handles one ACCESS notification carries. */
+#define FLUXONKV_ACCESS_BATCH		256
+
+#endif /* _UAPI_LINUX_FLUXONKV_H */
