@@ -35,9 +35,10 @@ FLUXONCTL_OBJS := $(call obj,$(FLUXONCTL_SRCS))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/unit/%,$(UNIT_SRCS))
 SELFTEST_BINS := $(patsubst selftests/%.c,$(O)/selftests/%,$(SELFTEST_SRCS))
 
-PROGS := $(O)/fluxond $(O)/fluxonctl $(O)/libfluxonkv.a $(O)/libfluxonkv.so
+PROGS := $(O)/fluxond $(O)/fluxonctl $(O)/libfluxonkv.a $(O)/libfluxonkv.so \
+	 $(O)/fkvload
 
-.PHONY: all module userspace selftests unit vm-test check deps clean sparse help
+.PHONY: all module userspace selftests unit vm-test check deps clean sparse help demo
 all: module userspace selftests
 
 help:
@@ -49,11 +50,11 @@ help:
 
 module:
 	@test -d "$(KDIR)" || { echo "no kernel headers at $(KDIR): run 'make deps'"; exit 1; }
-	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) O= W=1 modules
 
 sparse:
 	@mkdir -p $(O)
-	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 C=2 CF="-D__CHECK_ENDIAN__" modules 2>&1 | tee $(O)/sparse.log
+	$(MAKE) -C $(KDIR) M=$(CURDIR) O= W=1 C=2 CF="-D__CHECK_ENDIAN__" modules 2>&1 | tee $(O)/sparse.log
 	@! grep -E 'warning|error' $(O)/sparse.log
 
 userspace: $(PROGS)
@@ -75,6 +76,9 @@ $(O)/fluxond: $(FLUXOND_OBJS) $(COMMON_OBJS)
 
 $(O)/fluxonctl: $(FLUXONCTL_OBJS) $(COMMON_OBJS) $(O)/libfluxonkv.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) -lpthread
+
+$(O)/fkvload: $(O)/tools/bench/fkvload.o $(O)/libfluxonkv.a
+	$(CC) $(LDFLAGS) -o $@ $^ -lm -lpthread
 
 # Unit tests link every non-main object of the daemon, common code and lib.
 $(O)/unit/%: $(O)/tests/unit/%.o $(FLUXOND_LIBOBJS) $(COMMON_OBJS) $(LIB_OBJS)
@@ -106,8 +110,19 @@ check: deps
 deps:
 	tools/deps
 
+# The main job: see tools/demo.
+demo: deps
+	$(MAKE) all
+	tools/demo $(O)
+
+# Install from an existing build (never builds: run 'make' first).  DESTDIR,
+# PREFIX (/usr/local) and the other directories: see packaging/install.
+.PHONY: install
+install:
+	@O="$(O)" sh packaging/install
+
 clean:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || true
+	$(MAKE) -C $(KDIR) M=$(CURDIR) O= clean 2>/dev/null || true
 	rm -rf $(O)
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

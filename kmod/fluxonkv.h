@@ -221,7 +221,8 @@ struct fluxonkv_stats {
 	atomic64_t hits_ssd;
 	atomic64_t misses;
 	atomic64_t deletes;
-	atomic64_t evictions;
+	atomic64_t evictions;		/* drops flagged as evictions */
+	atomic64_t replica_drops;	/* every DROP_REPLICA */
 	atomic64_t holders;
 	atomic64_t upcall_timeouts;
 	atomic64_t upcall_errors;
@@ -232,6 +233,7 @@ extern struct fluxonkv_stats fluxonkv_stats;
 extern struct fluxonkv_segment fluxonkv_seg;
 extern unsigned int fluxonkv_request_timeout_ms;
 extern u64 fluxonkv_incarnation;
+extern atomic64_t fluxonkv_put_id_max;
 
 static inline void *fluxonkv_alloc_vaddr(struct fluxonkv_alloc *a)
 {

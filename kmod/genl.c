@@ -16,8 +16,9 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/notifier.h>
-#include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/seq_file.h>
 #include <net/genetlink.h>
 #include <net/netlink.h>
@@ -157,9 +158,9 @@ static int fluxonkv_fill_args(struct sk_buff *skb,
 }
 
 /* Build and unicast one message to the daemon; @req_id 0 = notify. */
-static int fluxonkv_send(u8 cmd, u64 req_id,
-			 const struct fluxonkv_upcall_args *args,
-			 const u64 *handles, unsigned int nhandles)
+static int fluxonkv_send_once(u8 cmd, u64 req_id,
+			      const struct fluxonkv_upcall_args *args,
+			      const u64 *handles, unsigned int nhandles)
 {
 	u32 portid = READ_ONCE(fluxonkv_daemon.portid);
 	struct sk_buff *skb;
@@ -190,6 +191,27 @@ static int fluxonkv_send(u8 cmd, u64 req_id,
 err_size:
 	nlmsg_free(skb);
 	return -EMSGSIZE;
+}
+
+/*
+ * A full daemon socket (-EAGAIN) is back-pressure, not failure: retry for
+ * up to the request timeout while the daemon drains it.
+ */
+static int fluxonkv_send(u8 cmd, u64 req_id,
+			 const struct fluxonkv_upcall_args *args,
+			 const u64 *handles, unsigned int nhandles)
+{
+	unsigned long deadline = jiffies +
+				 msecs_to_jiffies(fluxonkv_request_timeout_ms);
+	int ret;
+
+	for (;;) {
+		ret = fluxonkv_send_once(cmd, req_id, args, handles, nhandles);
+		if (ret != -EAGAIN || time_after(jiffies, deadline) ||
+		    fatal_signal_pending(current))
+			return ret;
+		usleep_range(1000, 2000);
+	}
 }
 
 int fluxonkv_notify(u8 cmd, const struct fluxonkv_upcall_args *args,
@@ -287,7 +309,9 @@ static int fluxonkv_reply_simple(struct genl_info *info, u8 cmd,
 	    nla_put_u32(skb, FLUXONKV_A_DAEMON_PID, fluxonkv_daemon_pid()))
 		goto err;
 	if (with_segment &&
-	    fluxonkv_put_u64(skb, FLUXONKV_A_INCARNATION, fluxonkv_incarnation))
+	    (fluxonkv_put_u64(skb, FLUXONKV_A_INCARNATION, fluxonkv_incarnation) ||
+	     fluxonkv_put_u64(skb, FLUXONKV_A_PUT_ID,
+			      atomic64_read(&fluxonkv_put_id_max))))
 		goto err;
 	genlmsg_end(skb, hdr);
 	return genlmsg_reply(skb, info);
@@ -436,7 +460,9 @@ static int fluxonkv_nl_drop_replica(struct sk_buff *skb, struct genl_info *info)
 				    "unknown replica handle");
 		return ret;
 	}
-	atomic64_inc(&fluxonkv_stats.evictions);
+	atomic64_inc(&fluxonkv_stats.replica_drops);
+	if (fluxonkv_attr_u32(info, FLUXONKV_A_FLAGS) & FLUXONKV_DROP_F_EVICTED)
+		atomic64_inc(&fluxonkv_stats.evictions);
 	return 0;
 }
 
@@ -485,6 +511,7 @@ static const struct nla_policy fluxonkv_delete_policy[FLUXONKV_A_MAX + 1] = {
 
 static const struct nla_policy fluxonkv_drop_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_HANDLE] = NLA_POLICY_MIN(NLA_U64, 1),
+	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32, FLUXONKV_DROP_F_EVICTED),
 };
 
 #define FLUXONKV_OP(_cmd, _doit, _policy, _flags)			\

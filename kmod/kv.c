@@ -120,6 +120,15 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room(u64 len)
 	return ERR_PTR(-ENOSPC);
 }
 
+static void fluxonkv_note_put_id(u64 put_id)
+{
+	s64 cur = atomic64_read(&fluxonkv_put_id_max);
+
+	while ((u64)cur < put_id &&
+	       !atomic64_try_cmpxchg(&fluxonkv_put_id_max, &cur, put_id))
+		;
+}
+
 static void fluxonkv_put_abort(const u8 *key, u32 key_len, u64 put_id, int err)
 {
 	struct fluxonkv_upcall_args args = {
@@ -158,6 +167,7 @@ int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
 		ret = -EPROTO;
 		goto err_abort;
 	}
+	fluxonkv_note_put_id(start.put_id);
 
 	a = fluxonkv_alloc_room(len);
 	if (IS_ERR(a)) {

@@ -21,6 +21,8 @@
 
 struct fluxonkv_stats fluxonkv_stats;
 u64 fluxonkv_incarnation;
+/* Largest put_id any master assigned: a new master continues above it. */
+atomic64_t fluxonkv_put_id_max;
 
 /* ---- parameters: validated when set, read-only once loaded ---- */
 
@@ -145,6 +147,7 @@ FLUXONKV_ATTR_STAT(hits_ssd);
 FLUXONKV_ATTR_STAT(misses);
 FLUXONKV_ATTR_STAT(deletes);
 FLUXONKV_ATTR_STAT(evictions);
+FLUXONKV_ATTR_STAT(replica_drops);
 FLUXONKV_ATTR_STAT(upcall_timeouts);
 FLUXONKV_ATTR_STAT(upcall_errors);
 FLUXONKV_ATTR_STAT(room_waits);
@@ -164,6 +167,7 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_misses.attr,
 	&fluxonkv_attr_deletes.attr,
 	&fluxonkv_attr_evictions.attr,
+	&fluxonkv_attr_replica_drops.attr,
 	&fluxonkv_attr_upcall_timeouts.attr,
 	&fluxonkv_attr_upcall_errors.attr,
 	&fluxonkv_attr_room_waits.attr,

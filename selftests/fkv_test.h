@@ -6,7 +6,7 @@
  * crash or a hang fails that test only.  Output is TAP 13; the process exits
  * 0 (all passed), 1 (something failed) or 4 (everything skipped), as
  * kselftest expects.  A test passes by returning, fails through an
- * FKV_ASSERT*/FKV_EXPECT* and skips through FKV_SKIP().
+ * FKV_ASSERT* or FKV_EXPECT* and skips through FKV_SKIP().
  *
  * Optional per-program hooks: define FKV_TEST_SETUP_ALL() to run once before
  * the tests (return a negative errno to skip all, with a reason).
@@ -78,13 +78,20 @@ static int fkv_failed_here;	/* in the child: an EXPECT failed */
 
 #define FKV_CHECK_(fatal, cond, ...)					\
 	do {								\
-		if (!(cond))						\
-			FKV_FAIL_AT(fatal, "check failed: " #cond	\
-				    "; " __VA_ARGS__);			\
+		if (!(cond)) {						\
+			printf("# %s:%d: check failed: %s\n# ",		\
+			       __FILE__, __LINE__, #cond);		\
+			printf(__VA_ARGS__);				\
+			printf("\n");					\
+			fflush(stdout);					\
+			if (fatal)					\
+				_exit(1);				\
+			fkv_failed_here = 1;				\
+		}							\
 	} while (0)
 
-#define FKV_ASSERT(cond, ...) FKV_CHECK_(1, cond, "" __VA_ARGS__)
-#define FKV_EXPECT(cond, ...) FKV_CHECK_(0, cond, "" __VA_ARGS__)
+#define FKV_ASSERT(cond, ...) FKV_CHECK_(1, cond, " " __VA_ARGS__)
+#define FKV_EXPECT(cond, ...) FKV_CHECK_(0, cond, " " __VA_ARGS__)
 
 /* Compare integers and print both values on mismatch. */
 #define FKV_CMP_(fatal, a, op, b)					\

@@ -188,7 +188,8 @@ enum fluxonkv_cmd {
 	FLUXONKV_CMD_UNSPEC,
 	/* anyone -> module: reply VERSION, ABI, SEGMENT_SIZE/USED, DAEMON_PID */
 	FLUXONKV_CMD_GET_VERSION,
-	/* cmd: daemon registers its port; reply SEGMENT_SIZE, INCARNATION */
+	/* cmd: daemon registers its port; reply SEGMENT_SIZE, INCARNATION,
+	 * PUT_ID (largest put_id seen: a new master continues above it) */
 	FLUXONKV_CMD_DAEMON_REGISTER,
 	/* cmd: daemon leaves (closing the socket does the same) */
 	FLUXONKV_CMD_DAEMON_UNREGISTER,
@@ -210,7 +211,8 @@ enum fluxonkv_cmd {
 	FLUXONKV_CMD_NEED_ROOM,
 	/* notify HANDLES: replicas read through the local fast path */
 	FLUXONKV_CMD_ACCESS,
-	/* cmd HANDLE: the master drops its route reference on a replica */
+	/* cmd HANDLE, FLAGS (FLUXONKV_DROP_F_*): the master drops its route
+	 * reference on a replica */
 	FLUXONKV_CMD_DROP_REPLICA,
 	/* multicast on "events": DAEMON_PID (0 = gone) */
 	FLUXONKV_CMD_DAEMON_EVENT,
@@ -250,6 +252,9 @@ enum fluxonkv_attr {
 #define FLUXONKV_PUT_F_PUBLISHED	(1U << 1)	/* route now names it */
 /* FLUXONKV_A_FLAGS of GET_DONE replies */
 #define FLUXONKV_GET_F_PROMOTED		(1U << 0)	/* became the replica */
+
+/* FLUXONKV_A_FLAGS of DROP_REPLICA: why the master drops it */
+#define FLUXONKV_DROP_F_EVICTED		(1U << 0)	/* eviction (else overwrite/delete) */
 
 /* Most handles one ACCESS notification carries. */
 #define FLUXONKV_ACCESS_BATCH		256

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The fluxonctl binary as a script sees it: exit codes and where output
+ * goes, for everything that works without the module (usage, a missing or
+ * wrong device, sysfs from $FLUXONKV_SYSFS).  Runs $(O)/fluxonctl next to
+ * $(O)/unit/; skips when it has not been built.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char ctl[PATH_MAX];
+
+static int find_fluxonctl(const char **why)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n < 0) {
+		*why = "cannot read /proc/self/exe";
+		return -errno;
+	}
+	self[n] = '\0';
+	snprintf(ctl, sizeof(ctl), "%s/../fluxonctl", dirname(self));
+	if (access(ctl, X_OK)) {
+		*why = "fluxonctl not built (make userspace)";
+		return -ENOENT;
+	}
+	return 0;
+}
+#define FKV_TEST_SETUP_ALL find_fluxonctl
+
+#include "../../selftests/fkv_test.h"
+
+struct run {
+	int status;	/* exit code, or 128 + signal */
+	char out[8192];
+	char err[4096];
+};
+
+/* What the child wrote to @f, then close it. */
+static void slurp(FILE *f, char *buf, size_t len)
+{
+	size_t got;
+
+	rewind(f);
+	got = fread(buf, 1, len - 1, f);
+	buf[got] = '\0';
+	fclose(f);
+}
+
+/* Run fluxonctl with @args (NULL-terminated), stdin from /dev/null. */
+static void run(struct run *r, char *const args[])
+{
+	char *argv[16] = { ctl };
+	FILE *out = tmpfile(), *err = tmpfile();
+	int status, i;
+	pid_t pid;
+
+	FKV_ASSERT(out && err);
+
+	for (i = 0; args[i] && i < 14; i++)
+		argv[i + 1] = args[i];
+	pid = fork();
+	FKV_ASSERT(pid >= 0);
+	if (!pid) {
+		int in = open("/dev/null", O_RDONLY);
+
+		dup2(in, 0);
+		dup2(fileno(out), 1);
+		dup2(fileno(err), 2);
+		execv(ctl, argv);
+		_exit(127);
+	}
+	FKV_ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	r->status = WIFEXITED(status) ? WEXITSTATUS(status) :
+		    128 + WTERMSIG(status);
+	slurp(out, r->out, sizeof(r->out));
+	slurp(err, r->err, sizeof(r->err));
+}
+
+#define RUN(r, ...) run(r, (char *const[]){ __VA_ARGS__, NULL })
+
+static void assert_has(const char *hay, const char *needle)
+{
+	const char *hit = strstr(hay, needle);
+
+	FKV_ASSERT(hit != NULL, "missing \"%s\" in \"%s\"", needle, hay);
+}
+
+static char sysdir[64];
+
+static void put_file(const char *name, const char *text)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", sysdir, name);
+	f = fopen(path, "w");
+	FKV_ASSERT(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void fake_sysfs(void)
+{
+	strcpy(sysdir, "/tmp/fkv-ctl-sysfs-XXXXXX");
+	FKV_ASSERT(mkdtemp(sysdir));
+	setenv("FLUXONKV_SYSFS", sysdir, 1);
+	put_file("version", "0.1.0\n");
+	put_file("abi_version", "1\n");
+	put_file("segment_capacity_bytes", "1048576\n");
+	put_file("segment_used_bytes", "262144\n");
+	put_file("daemon_pid", "0\n");
+	put_file("puts", "3\n");
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag,
+		  struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void fake_remove(void)
+{
+	nftw(sysdir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+FKV_TEST(no_command_is_a_usage_error_with_the_usage_on_stderr)
+{
+	struct run r;
+
+	run(&r, (char *const[]){ NULL });
+	FKV_ASSERT_EQ(r.status, 2);
+	assert_has(r.err, "Usage: fluxonctl");
+	FKV_ASSERT_EQ(r.out[0], '\0');
+}
+
+FKV_TEST(an_unknown_command_is_a_usage_error)
+{
+	struct run r;
+
+	RUN(&r, "frobnicate");
+	FKV_ASSERT_EQ(r.status, 2);
+	assert_has(r.err, "unknown command 'frobnicate'");
+}
+
+FKV_TEST(help_goes_to_stdout_and_succeeds)
+{
+	struct run r;
+
+	RUN(&r, "--help");
+	FKV_ASSERT_EQ(r.status, 0);
+	assert_has(r.out, "Exit status");
+	RUN(&r, "get", "--help");
+	FKV_ASSERT_EQ(r.status, 0);
+	assert_has(r.out, "Usage: fluxonctl get");
+	RUN(&r, "help", "stats");
+	FKV_ASSERT_EQ(r.status, 0);
+	assert_has(r.out, "Usage: fluxonctl stats");
+}
+
+FKV_TEST(a_bad_option_exits_2_before_touching_the_device)
+{
+	struct run r;
+
+	RUN(&r, "get", "--device", "/nonexistent", "--bogus", "k");
+	FKV_ASSERT_EQ(r.status, 2);
+	assert_has(r.err, "unknown option '--bogus'");
+}
+
+FKV_TEST(a_missing_device_exits_4_module_not_loaded)
+{
+	struct run r;
+
+	RUN(&r, "get", "--device", "/nonexistent/fluxonkv", "k");
+	FKV_ASSERT_EQ(r.status, 4);
+	assert_has(r.err, "module loaded");
+	RUN(&r, "delete", "-d", "/nonexistent/fluxonkv", "k");
+	FKV_ASSERT_EQ(r.status, 4);
+	RUN(&r, "put", "-d", "/nonexistent/fluxonkv", "--value", "v", "k");
+	FKV_ASSERT_EQ(r.status, 4);
+}
+
+FKV_TEST(a_device_that_is_not_fluxonkv_exits_1)
+{
+	struct run r;
+
+	RUN(&r, "put", "--device", "/dev/null", "--value", "v", "k");
+	FKV_ASSERT_EQ(r.status, 1);
+	assert_has(r.err, "not a fluxonkv device");
+}
+
+FKV_TEST(stats_without_the_module_exit_4)
+{
+	struct run r;
+
+	setenv("FLUXONKV_SYSFS", "/nonexistent/fluxonkv", 1);
+	RUN(&r, "stats");
+	FKV_ASSERT_EQ(r.status, 4);
+	assert_has(r.err, "not loaded");
+	RUN(&r, "status");
+	FKV_ASSERT_EQ(r.status, 4);
+	assert_has(r.out, "not loaded");
+	RUN(&r, "status", "--json");
+	FKV_ASSERT_EQ(r.status, 4);
+	FKV_ASSERT(!strcmp(r.out, "{\"module_loaded\":false}\n"), "%s", r.out);
+}
+
+FKV_TEST(stats_print_the_sysfs_directory_in_each_format)
+{
+	struct run r;
+
+	fake_sysfs();
+	RUN(&r, "stats", "--prometheus");
+	FKV_ASSERT_EQ(r.status, 0);
+	assert_has(r.out, "fluxonkv_puts_total 3\n");
+	assert_has(r.out, "kvcache_segment_used_bytes 262144\n");
+	RUN(&r, "stats", "--json");
+	FKV_ASSERT_EQ(r.status, 0);
+	assert_has(r.out, "\"puts\":3,");
+	RUN(&r, "stats");
+	FKV_ASSERT_EQ(r.status, 0);
+	assert_has(r.out, "segment_used_bytes       262144 (256.0 KiB, 25.0");
+	fake_remove();
+}
+
+FKV_TEST(status_shows_sysfs_even_when_netlink_cannot_answer)
+{
+	struct run r;
+
+	fake_sysfs();
+	RUN(&r, "status");
+	/* 0 if a fluxonkv family answers on this host, 1 if not */
+	FKV_ASSERT(r.status == 0 || r.status == 1, "exit %d", r.status);
+	assert_has(r.out, "module:    loaded, version 0.1.0, ABI 1\n");
+	assert_has(r.out, "daemon:    not connected\n");
+	assert_has(r.out, "segment:   256.0 KiB of 1.0 MiB used (25.0");
+	assert_has(r.out, "netlink:   ");
+	if (r.status == 1)
+		assert_has(r.out, "netlink:   error: ");
+	fake_remove();
+}

@@ -1,0 +1,496 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * fluxonctl's sysfs reader and the stats/status renderers, against a fake
+ * /sys/kernel/fluxonkv/ in a temporary directory ($FLUXONKV_SYSFS).
+ */
+#include <ctype.h>
+#include <ftw.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "../../userspace/common/ctl_format.h"
+#include "../../userspace/common/ctl_sysfs.h"
+#include "../../selftests/fkv_test.h"
+
+static char sysdir[64];
+
+static void put_file(const char *name, const char *text)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", sysdir, name);
+	f = fopen(path, "w");
+	FKV_ASSERT(f, "%s", path);
+	fputs(text, f);
+	FKV_ASSERT_EQ(fclose(f), 0);
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag,
+		  struct FTW *ftw)
+{
+	return remove(path);
+}
+
+/* Remove the fake directory (left behind when a test fails, to look at). */
+static void fake_remove(void)
+{
+	nftw(sysdir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* An empty fake directory, exported as $FLUXONKV_SYSFS. */
+static void fake_empty(void)
+{
+	strcpy(sysdir, "/tmp/fkv-sysfs-XXXXXX");
+	FKV_ASSERT(mkdtemp(sysdir));
+	setenv(CTL_SYSFS_ENV, sysdir, 1);
+}
+
+/* What a loaded module with a daemon shows (values as the kernel writes). */
+static void fake_module(void)
+{
+	fake_empty();
+	put_file("version", "0.1.0\n");
+	put_file("abi_version", "1\n");
+	put_file("segment_capacity_bytes", "67108864\n");
+	put_file("segment_used_bytes", "16777216\n");
+	put_file("daemon_pid", "4242\n");
+	put_file("replicas", "3\n");
+	put_file("holders", "2\n");
+	put_file("puts", "10\n");
+	put_file("gets", "20\n");
+	put_file("hits_memory", "15\n");
+	put_file("hits_ssd", "1\n");
+	put_file("misses", "4\n");
+	put_file("deletes", "5\n");
+	put_file("evictions", "6\n");
+	put_file("replica_drops", "11\n");
+	put_file("upcall_timeouts", "7\n");
+	put_file("upcall_errors", "8\n");
+	put_file("room_waits", "9\n");
+}
+
+static struct ctl_stats load(void)
+{
+	struct ctl_sysfs s;
+	struct ctl_stats st;
+
+	FKV_ASSERT_EQ(ctl_sysfs_init(&s), 0);
+	FKV_ASSERT_EQ(ctl_stats_load(&s, &st), 0);
+	return st;
+}
+
+#define CAPTURE(call)							\
+	({								\
+		char *buf_ = NULL;					\
+		size_t len_ = 0;					\
+		FILE *f = open_memstream(&buf_, &len_);			\
+		FKV_ASSERT(f);						\
+		call;							\
+		fclose(f);						\
+		buf_;							\
+	})
+
+/*
+ * Helpers, not macros: the harness pastes an assertion's condition into a
+ * printf format, so expected texts with '%' cannot appear in one.
+ */
+static void diag_block(const char *label, const char *text)
+{
+	const char *nl;
+
+	fkv_diag("%s:", label);
+	for (; *text; text = nl + 1) {
+		nl = strchrnul(text, '\n');
+		fkv_diag("  %.*s", (int)(nl - text), text);
+		if (!*nl)
+			break;
+	}
+}
+
+static void assert_has(const char *hay, const char *needle)
+{
+	const char *hit = strstr(hay, needle);
+
+	if (!hit) {
+		diag_block("missing", needle);
+		diag_block("in", hay);
+	}
+	FKV_ASSERT(hit != NULL);
+}
+
+static void assert_str_eq(const char *got, const char *want)
+{
+	int diff = strcmp(got, want);
+
+	if (diff) {
+		diag_block("got", got);
+		diag_block("want", want);
+	}
+	FKV_ASSERT(diff == 0);
+}
+
+#define ASSERT_HAS(hay, needle) assert_has((hay), (needle))
+
+FKV_TEST(the_directory_is_the_environment_override_or_sys_kernel_fluxonkv)
+{
+	struct ctl_sysfs s;
+
+	unsetenv(CTL_SYSFS_ENV);
+	FKV_ASSERT_EQ(ctl_sysfs_init(&s), 0);
+	FKV_ASSERT(!strcmp(s.dir, "/sys/kernel/fluxonkv"), "%s", s.dir);
+	setenv(CTL_SYSFS_ENV, "/tmp/elsewhere", 1);
+	FKV_ASSERT_EQ(ctl_sysfs_init(&s), 0);
+	FKV_ASSERT(!strcmp(s.dir, "/tmp/elsewhere"), "%s", s.dir);
+}
+
+FKV_TEST(a_missing_directory_means_the_module_is_not_loaded)
+{
+	struct ctl_sysfs s;
+	struct ctl_stats st;
+
+	setenv(CTL_SYSFS_ENV, "/nonexistent/fluxonkv", 1);
+	FKV_ASSERT_EQ(ctl_sysfs_init(&s), 0);
+	FKV_ASSERT(!ctl_sysfs_present(&s));
+	FKV_ASSERT_EQ(ctl_stats_load(&s, &st), -ENOENT);
+}
+
+FKV_TEST(numbers_are_read_strictly)
+{
+	struct ctl_sysfs s;
+	uint64_t v = 0;
+
+	fake_empty();
+	FKV_ASSERT_EQ(ctl_sysfs_init(&s), 0);
+	put_file("ok", "18446744073709551615\n");
+	put_file("neg", "-1\n");
+	put_file("junk", "12abc\n");
+	put_file("space", " 5\n");
+	put_file("big", "18446744073709551616\n");
+	put_file("empty", "");
+	FKV_ASSERT_EQ(ctl_sysfs_read_u64(&s, "ok", &v), 0);
+	FKV_ASSERT(v == UINT64_MAX);
+	FKV_ASSERT_EQ(ctl_sysfs_read_u64(&s, "neg", &v), -EINVAL);
+	FKV_ASSERT_EQ(ctl_sysfs_read_u64(&s, "junk", &v), -EINVAL);
+	FKV_ASSERT_EQ(ctl_sysfs_read_u64(&s, "space", &v), -EINVAL);
+	FKV_ASSERT_EQ(ctl_sysfs_read_u64(&s, "big", &v), -EINVAL);
+	FKV_ASSERT_EQ(ctl_sysfs_read_u64(&s, "empty", &v), -EINVAL);
+	FKV_ASSERT_EQ(ctl_sysfs_read_u64(&s, "absent", &v), -ENOENT);
+	fake_remove();
+}
+
+FKV_TEST(strings_lose_their_trailing_newline)
+{
+	struct ctl_sysfs s;
+	char buf[16];
+
+	fake_empty();
+	FKV_ASSERT_EQ(ctl_sysfs_init(&s), 0);
+	put_file("version", "1.2.3\n");
+	FKV_ASSERT_EQ(ctl_sysfs_read_str(&s, "version", buf, sizeof(buf)), 0);
+	FKV_ASSERT(!strcmp(buf, "1.2.3"), "%s", buf);
+	/* too long for the buffer: truncated, still terminated */
+	FKV_ASSERT_EQ(ctl_sysfs_read_str(&s, "version", buf, 4), 0);
+	FKV_ASSERT(!strcmp(buf, "1.2"), "%s", buf);
+	fake_remove();
+}
+
+FKV_TEST(a_snapshot_has_every_known_attribute_in_order_then_numeric_extras)
+{
+	struct ctl_stats st;
+	size_t i;
+
+	fake_module();
+	put_file("zz_new_counter", "9\n");
+	put_file("aa_new_gauge", "1\n");
+	put_file("not_a_number", "hello\n");
+	put_file("bad-name", "3\n");
+	FKV_ASSERT_EQ(mkdir(strcat(sysdir, "/subdir"), 0755), 0);
+	sysdir[strlen(sysdir) - strlen("/subdir")] = '\0';
+
+	st = load();
+	FKV_ASSERT_EQ(st.n, ctl_stat_ndefs + 2);
+	for (i = 0; i < ctl_stat_ndefs; i++) {
+		FKV_ASSERT(!strcmp(st.v[i].name, ctl_stat_defs[i].name));
+		FKV_ASSERT_EQ(st.v[i].err, 0);
+	}
+	FKV_ASSERT(!strcmp(st.v[i].name, "aa_new_gauge"));
+	FKV_ASSERT(!strcmp(st.v[i + 1].name, "zz_new_counter"));
+	FKV_ASSERT_EQ(st.v[i + 1].value, 9);
+	FKV_ASSERT(!strcmp(ctl_stats_get(&st, "version")->str, "0.1.0"));
+	FKV_ASSERT_EQ(ctl_stats_get(&st, "segment_used_bytes")->value, 16777216);
+	ctl_stats_free(&st);
+	fake_remove();
+}
+
+FKV_TEST(the_snapshot_covers_every_attribute_the_module_documents)
+{
+	static const char *const documented[] = {
+		"version", "abi_version", "segment_capacity_bytes",
+		"segment_used_bytes", "daemon_pid", "replicas", "holders",
+		"puts", "gets", "hits_memory", "hits_ssd", "misses", "deletes",
+		"evictions", "replica_drops", "upcall_timeouts",
+		"upcall_errors", "room_waits",
+	};
+	struct ctl_stats st;
+	size_t i;
+
+	fake_module();
+	st = load();
+	for (i = 0; i < sizeof(documented) / sizeof(documented[0]); i++)
+		FKV_EXPECT(ctl_stats_get(&st, documented[i]) != NULL, "%s",
+			   documented[i]);
+	ctl_stats_free(&st);
+	fake_remove();
+}
+
+FKV_TEST(stats_as_json_are_one_flat_object_with_null_for_unreadable_files)
+{
+	struct ctl_stats st;
+	char *out;
+
+	fake_module();
+	unlink(strcat(sysdir, "/hits_ssd"));
+	sysdir[strlen(sysdir) - strlen("/hits_ssd")] = '\0';
+	put_file("version", "0.1\"x\n");
+	st = load();
+	out = CAPTURE(ctl_render_stats_json(f, &st));
+	assert_str_eq(out,
+		"{\"version\":\"0.1\\\"x\",\"abi_version\":1,"
+		"\"segment_capacity_bytes\":67108864,"
+		"\"segment_used_bytes\":16777216,\"daemon_pid\":4242,"
+		"\"replicas\":3,\"holders\":2,\"puts\":10,\"gets\":20,"
+		"\"hits_memory\":15,\"hits_ssd\":null,\"misses\":4,"
+		"\"deletes\":5,\"evictions\":6,\"replica_drops\":11,"
+		"\"upcall_timeouts\":7,"
+		"\"upcall_errors\":8,\"room_waits\":9}\n");
+	free(out);
+	ctl_stats_free(&st);
+	fake_remove();
+}
+
+/* The name of a sample line ("name{labels} value" or "name value"). */
+static void sample_name(const char *line, char *name, size_t len)
+{
+	size_t n = strcspn(line, "{ ");
+
+	FKV_ASSERT(n < len);
+	memcpy(name, line, n);
+	name[n] = '\0';
+}
+
+/*
+ * Check the text exposition format: every sample is preceded by its own
+ * HELP and TYPE lines, names are valid, counters end in _total, values
+ * are integers.
+ */
+static void assert_valid_exposition(char *text)
+{
+	char family[128] = "", type[16] = "", name[128];
+	char *line, *save;
+	const char *c;
+	int samples = 0, n;
+
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (!strncmp(line, "# HELP ", 7)) {
+			sample_name(line + 7, family, sizeof(family));
+			FKV_ASSERT(strlen(line) > 8 + strlen(family), "%s", line);
+			continue;
+		}
+		if (!strncmp(line, "# TYPE ", 7)) {
+			sample_name(line + 7, name, sizeof(name));
+			FKV_ASSERT(!strcmp(name, family), "TYPE without HELP: %s", line);
+			n = sscanf(line + 8 + strlen(name), "%15s", type);
+			FKV_ASSERT_EQ(n, 1);
+			FKV_ASSERT(!strcmp(type, "gauge") || !strcmp(type, "counter") ||
+				   !strcmp(type, "untyped"), "%s", line);
+			continue;
+		}
+		FKV_ASSERT(line[0] != '#', "stray comment: %s", line);
+		sample_name(line, name, sizeof(name));
+		FKV_ASSERT(!strcmp(name, family), "sample outside its family: %s",
+			   line);
+		FKV_ASSERT(isalpha((unsigned char)name[0]) || name[0] == '_');
+		for (c = name; *c; c++)
+			FKV_ASSERT(isalnum((unsigned char)*c) || *c == '_', "%s", name);
+		FKV_ASSERT(!strcmp(type, "counter") ==
+			   (strlen(name) > 6 && !strcmp(name + strlen(name) - 6, "_total")),
+			   "counter naming: %s is a %s", name, type);
+		c = strrchr(line, ' ');
+		FKV_ASSERT(c && isdigit((unsigned char)c[1]), "%s", line);
+		samples++;
+		family[0] = '\0';	/* one sample per family here */
+	}
+	FKV_ASSERT_GT(samples, 0);
+}
+
+FKV_TEST(stats_for_prometheus_have_help_type_and_the_reference_names)
+{
+	struct ctl_stats st;
+	char *out;
+
+	fake_module();
+	st = load();
+	out = CAPTURE(ctl_render_stats_prometheus(f, &st));
+	ASSERT_HAS(out, "# HELP fluxonkv_puts_total Puts completed.\n"
+			"# TYPE fluxonkv_puts_total counter\n"
+			"fluxonkv_puts_total 10\n");
+	ASSERT_HAS(out, "# TYPE fluxonkv_upcall_errors_total counter\n"
+			"fluxonkv_upcall_errors_total 8\n");
+	ASSERT_HAS(out, "# TYPE fluxonkv_holders gauge\nfluxonkv_holders 2\n");
+	ASSERT_HAS(out, "# TYPE kvcache_segment_capacity_bytes gauge\n"
+			"kvcache_segment_capacity_bytes 67108864\n");
+	ASSERT_HAS(out, "# TYPE kvcache_segment_used_bytes gauge\n"
+			"kvcache_segment_used_bytes 16777216\n");
+	ASSERT_HAS(out, "# TYPE fluxonkv_segment_used_bytes gauge\n"
+			"fluxonkv_segment_used_bytes 16777216\n");
+	ASSERT_HAS(out, "fluxonkv_info{version=\"0.1.0\",abi_version=\"1\"} 1\n");
+	ASSERT_HAS(out, "fluxonkv_daemon_up 1\n");
+	assert_valid_exposition(out);
+	free(out);
+	ctl_stats_free(&st);
+	fake_remove();
+}
+
+FKV_TEST(prometheus_output_escapes_labels_and_skips_unreadable_values)
+{
+	struct ctl_stats st;
+	char *out;
+
+	fake_module();
+	put_file("version", "a\"b\\c\n");
+	put_file("daemon_pid", "0\n");
+	put_file("misses", "garbage\n");
+	put_file("brand_new", "5\n");
+	st = load();
+	out = CAPTURE(ctl_render_stats_prometheus(f, &st));
+	ASSERT_HAS(out, "fluxonkv_info{version=\"a\\\"b\\\\c\",abi_version=\"1\"} 1\n");
+	ASSERT_HAS(out, "fluxonkv_daemon_up 0\n");
+	ASSERT_HAS(out, "# TYPE fluxonkv_brand_new untyped\nfluxonkv_brand_new 5\n");
+	/* an unreadable counter is left out, not exported as 0 */
+	FKV_ASSERT(strstr(out, "misses") == NULL);
+	assert_valid_exposition(out);
+	free(out);
+	ctl_stats_free(&st);
+	fake_remove();
+}
+
+FKV_TEST(stats_for_humans_show_sizes_in_binary_units_and_the_used_share)
+{
+	struct ctl_stats st;
+	char *out;
+
+	fake_module();
+	put_file("evictions", "x\n");
+	st = load();
+	out = CAPTURE(ctl_render_stats_human(f, &st));
+	ASSERT_HAS(out, "segment_capacity_bytes   67108864 (64.0 MiB)\n");
+	ASSERT_HAS(out, "segment_used_bytes       16777216 (16.0 MiB, 25.0%)\n");
+	ASSERT_HAS(out, "version                  0.1.0\n");
+	ASSERT_HAS(out, "puts                     10\n");
+	ASSERT_HAS(out, "evictions                unreadable: Invalid argument\n");
+	free(out);
+	ctl_stats_free(&st);
+	fake_remove();
+}
+
+static struct ctl_genl_version nl_ok = {
+	.have = CTL_GV_VERSION | CTL_GV_ABI | CTL_GV_SEGMENT_SIZE |
+		CTL_GV_SEGMENT_USED | CTL_GV_DAEMON_PID,
+	.version = "0.1.0",
+	.abi = 1,
+	.segment_size = 67108864,
+	.segment_used = 16777216,
+	.daemon_pid = 4242,
+};
+
+FKV_TEST(status_for_humans_summarises_module_daemon_segment_and_netlink)
+{
+	struct ctl_status s = { .nl_queried = true, .nl = nl_ok };
+	struct ctl_stats st;
+	char *out;
+
+	fake_module();
+	st = load();
+	s.sysfs_dir = sysdir;
+	s.stats = &st;
+	out = CAPTURE(ctl_render_status_human(f, &s));
+	assert_str_eq(out,
+		"module:    loaded, version 0.1.0, ABI 1\n"
+		"daemon:    connected (pid 4242)\n"
+		"segment:   16.0 MiB of 64.0 MiB used (25.0%)\n"
+		"replicas:  3\n"
+		"holders:   2\n"
+		"netlink:   family \"fluxonkv\" reachable (version 0.1.0, ABI 1, daemon pid 4242)\n");
+	free(out);
+	ctl_stats_free(&st);
+	fake_remove();
+}
+
+FKV_TEST(status_reports_an_absent_daemon_and_a_netlink_failure_with_sysfs)
+{
+	struct ctl_status s = { .nl_queried = true };
+	struct ctl_stats st;
+	char *out;
+
+	fake_module();
+	put_file("daemon_pid", "0\n");
+	st = load();
+	s.sysfs_dir = sysdir;
+	s.stats = &st;
+	s.nl.err = -ENOENT;
+	strcpy(s.nl.error, "generic netlink family \"fluxonkv\" not found");
+	out = CAPTURE(ctl_render_status_human(f, &s));
+	ASSERT_HAS(out, "daemon:    not connected\n");
+	ASSERT_HAS(out, "segment:   16.0 MiB of 64.0 MiB used (25.0%)\n");
+	ASSERT_HAS(out, "netlink:   error: generic netlink family \"fluxonkv\" not found\n");
+	free(out);
+
+	out = CAPTURE(ctl_render_status_json(f, &s));
+	ASSERT_HAS(out, "\"daemon_connected\":false,\"daemon_pid\":0,");
+	ASSERT_HAS(out, "\"netlink\":{\"ok\":false,\"error\":"
+			"\"generic netlink family \\\"fluxonkv\\\" not found\"}}\n");
+	free(out);
+	ctl_stats_free(&st);
+	fake_remove();
+}
+
+FKV_TEST(status_as_json_carries_sysfs_and_the_netlink_reply)
+{
+	struct ctl_status s = { .nl_queried = true, .nl = nl_ok };
+	struct ctl_stats st;
+	char *out;
+
+	fake_module();
+	st = load();
+	s.sysfs_dir = sysdir;
+	s.stats = &st;
+	out = CAPTURE(ctl_render_status_json(f, &s));
+	assert_str_eq(out,
+		"{\"module_loaded\":true,\"version\":\"0.1.0\",\"abi_version\":1,"
+		"\"daemon_connected\":true,\"daemon_pid\":4242,"
+		"\"segment_capacity_bytes\":67108864,"
+		"\"segment_used_bytes\":16777216,\"segment_used_percent\":25.00,"
+		"\"replicas\":3,\"holders\":2,"
+		"\"netlink\":{\"ok\":true,\"version\":\"0.1.0\",\"abi_version\":1,"
+		"\"segment_size\":67108864,\"segment_used\":16777216,"
+		"\"daemon_pid\":4242}}\n");
+	free(out);
+	ctl_stats_free(&st);
+	fake_remove();
+}
+
+FKV_TEST(status_of_an_unloaded_module_says_so)
+{
+	struct ctl_status s = { .sysfs_dir = "/sys/kernel/fluxonkv" };
+	char *out;
+
+	out = CAPTURE(ctl_render_status_human(f, &s));
+	assert_str_eq(out, "module:    not loaded (no /sys/kernel/fluxonkv)\n");
+	free(out);
+	out = CAPTURE(ctl_render_status_json(f, &s));
+	assert_str_eq(out, "{\"module_loaded\":false}\n");
+	free(out);
+}

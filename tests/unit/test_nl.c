@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * test_nl.c - fluxond's netlink encoding: upcalls decoded with the policy of
+ * their command, answers and DROP_REPLICA encoded as the module's policies
+ * expect.  Messages are built with libnl as the kernel would send them
+ * (u64 attributes preceded by PAD attributes).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <linux/genetlink.h>
+#include <netlink/attr.h>
+#include <netlink/errno.h>
+#include <netlink/genl/genl.h>
+#include <netlink/msg.h>
+
+#include "../../selftests/fkv_test.h"
+#include "../../userspace/fluxond/dispatch.h"
+#include "../../userspace/fluxond/log.h"
+#include "../../userspace/fluxond/nl.h"
+
+#define FAMILY	0x2a
+#define A(x)	FKV_ATTR(FLUXONKV_A_##x)
+
+static struct nl_msg *upcall(uint8_t cmd)
+{
+	struct nl_msg *msg = nlmsg_alloc();
+
+	FKV_ASSERT(msg != NULL);
+	FKV_ASSERT(genlmsg_put(msg, 0, 0, FAMILY, 0, 0, cmd,
+			       FLUXONKV_GENL_VERSION) != NULL);
+	return msg;
+}
+
+/* As the kernel's nla_put_u64_64bit() may: a PAD attribute first. */
+static void put_u64(struct nl_msg *msg, int type, uint64_t v)
+{
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_PAD, 0, NULL), 0);
+	FKV_ASSERT_EQ(nla_put_u64(msg, type, v), 0);
+}
+
+static int decode(struct nl_msg *msg, struct fkv_upcall *u)
+{
+	return fkv_nl_decode(nlmsg_hdr(msg), u);
+}
+
+FKV_TEST(put_done_is_decoded_attribute_by_attribute)
+{
+	struct nl_msg *msg = upcall(FLUXONKV_CMD_PUT_DONE);
+	struct fkv_upcall u;
+
+	put_u64(msg, FLUXONKV_A_REQ_ID, 77);
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, 3, "k\0y"), 0);
+	put_u64(msg, FLUXONKV_A_PUT_ID, 5);
+	put_u64(msg, FLUXONKV_A_HANDLE, 0x1234567890ULL);
+	put_u64(msg, FLUXONKV_A_LEN, 1 << 20);
+	FKV_ASSERT_EQ(decode(msg, &u), 0);
+	FKV_ASSERT_EQ(u.cmd, FLUXONKV_CMD_PUT_DONE);
+	FKV_ASSERT_EQ(u.present, A(REQ_ID) | A(KEY) | A(PUT_ID) | A(HANDLE) |
+				 A(LEN));
+	FKV_ASSERT_EQ(u.req_id, 77);
+	FKV_ASSERT_EQ(u.key_len, 3);
+	FKV_ASSERT(!memcmp(u.key, "k\0y", 3));
+	FKV_ASSERT_EQ(u.put_id, 5);
+	FKV_ASSERT_EQ(u.handle, 0x1234567890ULL);
+	FKV_ASSERT_EQ(u.len, 1 << 20);
+	nlmsg_free(msg);
+}
+
+FKV_TEST(attributes_foreign_to_the_command_are_not_decoded)
+{
+	struct nl_msg *msg = upcall(FLUXONKV_CMD_GET_START);
+	struct fkv_upcall u;
+
+	put_u64(msg, FLUXONKV_A_REQ_ID, 1);
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, 1, "k"), 0);
+	FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_HANDLE, 3), 0); /* bad size */
+	FKV_ASSERT_EQ(decode(msg, &u), 0);
+	FKV_ASSERT_EQ(u.present, A(REQ_ID) | A(KEY));
+	FKV_ASSERT_EQ(u.handle, 0);
+	nlmsg_free(msg);
+}
+
+FKV_TEST(need_room_and_notifications_decode)
+{
+	uint64_t hs[3] = { 11, 22, 33 };
+	struct nl_msg *msg = upcall(FLUXONKV_CMD_NEED_ROOM);
+	struct fkv_upcall u;
+
+	put_u64(msg, FLUXONKV_A_REQ_ID, 2);
+	put_u64(msg, FLUXONKV_A_BYTES, 4096);
+	put_u64(msg, FLUXONKV_A_SEGMENT_USED, 8192);
+	FKV_ASSERT_EQ(decode(msg, &u), 0);
+	FKV_ASSERT_EQ(u.bytes, 4096);
+	FKV_ASSERT_EQ(u.segment_used, 8192);
+	nlmsg_free(msg);
+
+	/* ACCESS: a notification, no REQ_ID. */
+	msg = upcall(FLUXONKV_CMD_ACCESS);
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_HANDLES, sizeof(hs), hs), 0);
+	FKV_ASSERT_EQ(decode(msg, &u), 0);
+	FKV_ASSERT_EQ(u.present, A(HANDLES));
+	FKV_ASSERT_EQ(u.nhandles, 3);
+	FKV_ASSERT_EQ(fkv_upcall_handle(&u, 0), 11);
+	FKV_ASSERT_EQ(fkv_upcall_handle(&u, 2), 33);
+	nlmsg_free(msg);
+
+	msg = upcall(FLUXONKV_CMD_PUT_ABORT);
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, 2, "ab"), 0);
+	put_u64(msg, FLUXONKV_A_PUT_ID, 9);
+	FKV_ASSERT_EQ(nla_put_s32(msg, FLUXONKV_A_ERRNO, -EFAULT), 0);
+	FKV_ASSERT_EQ(decode(msg, &u), 0);
+	FKV_ASSERT_EQ(u.present, A(KEY) | A(PUT_ID) | A(ERRNO));
+	FKV_ASSERT_EQ(u.error, -EFAULT);
+	nlmsg_free(msg);
+}
+
+FKV_TEST(malformed_upcalls_are_einval_and_keep_an_answerable_req_id)
+{
+	uint8_t longkey[FLUXONKV_KEY_MAX + 1] = { 0 };
+	struct nl_msg *msg;
+	struct fkv_upcall u;
+
+	msg = upcall(FLUXONKV_CMD_PUT_START);
+	put_u64(msg, FLUXONKV_A_REQ_ID, 41);
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, sizeof(longkey), longkey),
+		      0);
+	put_u64(msg, FLUXONKV_A_LEN, 1);
+	FKV_ASSERT_EQ(decode(msg, &u), -EINVAL);
+	FKV_ASSERT_EQ(u.present, A(REQ_ID));
+	FKV_ASSERT_EQ(u.req_id, 41);
+	FKV_ASSERT_EQ(u.cmd, FLUXONKV_CMD_PUT_START);
+	nlmsg_free(msg);
+
+	/* A u32 where a u64 belongs. */
+	msg = upcall(FLUXONKV_CMD_PUT_START);
+	put_u64(msg, FLUXONKV_A_REQ_ID, 42);
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, 1, "k"), 0);
+	FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_LEN, 1), 0);
+	FKV_ASSERT_EQ(decode(msg, &u), -EINVAL);
+	FKV_ASSERT_EQ(u.req_id, 42);
+	nlmsg_free(msg);
+
+	/* Empty key. */
+	msg = upcall(FLUXONKV_CMD_DELETE);
+	put_u64(msg, FLUXONKV_A_REQ_ID, 43);
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, 0, NULL), 0);
+	FKV_ASSERT_EQ(decode(msg, &u), -EINVAL);
+	FKV_ASSERT_EQ(u.req_id, 43);
+	nlmsg_free(msg);
+
+	/* HANDLES not a whole number of u64. */
+	msg = upcall(FLUXONKV_CMD_ACCESS);
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_HANDLES, 12, longkey), 0);
+	FKV_ASSERT_EQ(decode(msg, &u), -EINVAL);
+	FKV_ASSERT_EQ(u.present, 0);
+	nlmsg_free(msg);
+
+	/* A REQ_ID of the wrong size cannot be answered. */
+	msg = upcall(FLUXONKV_CMD_GET_START);
+	FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_REQ_ID, 44), 0);
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, 1, "k"), 0);
+	FKV_ASSERT_EQ(decode(msg, &u), -EINVAL);
+	FKV_ASSERT_EQ(u.present, 0);
+	nlmsg_free(msg);
+
+	/* Not an upcall at all. */
+	msg = upcall(FLUXONKV_CMD_DROP_REPLICA);
+	FKV_ASSERT_EQ(decode(msg, &u), -EOPNOTSUPP);
+	nlmsg_free(msg);
+}
+
+/* Parse a message we built, with a permissive policy. */
+static struct genlmsghdr *parse(struct nl_msg *msg, struct nlattr **tb)
+{
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
+
+	FKV_ASSERT_EQ(nlh->nlmsg_type, FAMILY);
+	FKV_ASSERT_EQ(genlmsg_parse(nlh, 0, tb, FLUXONKV_A_MAX, NULL), 0);
+	return genlmsg_hdr(nlh);
+}
+
+FKV_TEST(answers_carry_cmd_req_id_status_and_only_the_present_attributes)
+{
+	struct fkv_reply r = {
+		.status = 0, .present = A(SOURCE) | A(HANDLE) | A(PUT_ID) | A(LEN),
+		.source = FLUXONKV_SOURCE_MEMORY, .handle = 0xab, .put_id = 3,
+		.len = 999, .flags = 5,
+	};
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct genlmsghdr *gh;
+	struct nl_msg *msg;
+
+	msg = fkv_nl_reply_msg(FAMILY, FLUXONKV_CMD_GET_START, 1ULL << 33, &r);
+	FKV_ASSERT(msg != NULL);
+	gh = parse(msg, tb);
+	FKV_ASSERT_EQ(gh->cmd, FLUXONKV_CMD_GET_START);
+	FKV_ASSERT_EQ(gh->version, FLUXONKV_GENL_VERSION);
+	FKV_ASSERT(tb[FLUXONKV_A_REQ_ID] &&
+		   nla_get_u64(tb[FLUXONKV_A_REQ_ID]) == 1ULL << 33);
+	FKV_ASSERT(tb[FLUXONKV_A_STATUS]);
+	FKV_ASSERT_EQ(nla_len(tb[FLUXONKV_A_STATUS]), 4);
+	FKV_ASSERT_EQ(nla_get_s32(tb[FLUXONKV_A_STATUS]), 0);
+	FKV_ASSERT_EQ(nla_get_u32(tb[FLUXONKV_A_SOURCE]),
+		      FLUXONKV_SOURCE_MEMORY);
+	FKV_ASSERT_EQ(nla_get_u64(tb[FLUXONKV_A_HANDLE]), 0xab);
+	FKV_ASSERT_EQ(nla_get_u64(tb[FLUXONKV_A_PUT_ID]), 3);
+	FKV_ASSERT_EQ(nla_get_u64(tb[FLUXONKV_A_LEN]), 999);
+	FKV_ASSERT(tb[FLUXONKV_A_FLAGS] == NULL);	/* not present */
+	nlmsg_free(msg);
+
+	/* A failure answers REQ_ID and STATUS only. */
+	r.status = -ENOENT;
+	msg = fkv_nl_reply_msg(FAMILY, FLUXONKV_CMD_GET_START, 8, &r);
+	FKV_ASSERT(msg != NULL);
+	parse(msg, tb);
+	FKV_ASSERT_EQ(nla_get_s32(tb[FLUXONKV_A_STATUS]), -ENOENT);
+	FKV_ASSERT(tb[FLUXONKV_A_SOURCE] == NULL);
+	FKV_ASSERT(tb[FLUXONKV_A_HANDLE] == NULL);
+	FKV_ASSERT(tb[FLUXONKV_A_PUT_ID] == NULL);
+	nlmsg_free(msg);
+}
+
+FKV_TEST(drop_replica_carries_handle_and_flags)
+{
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct nl_msg *msg;
+
+	msg = fkv_nl_drop_msg(FAMILY, 0x99, FLUXONKV_DROP_F_EVICTED);
+	FKV_ASSERT(msg != NULL);
+	FKV_ASSERT_EQ(parse(msg, tb)->cmd, FLUXONKV_CMD_DROP_REPLICA);
+	FKV_ASSERT_EQ(nla_get_u64(tb[FLUXONKV_A_HANDLE]), 0x99);
+	FKV_ASSERT_EQ(nla_get_u32(tb[FLUXONKV_A_FLAGS]),
+		      FLUXONKV_DROP_F_EVICTED);
+	FKV_ASSERT(tb[FLUXONKV_A_REQ_ID] == NULL);
+	nlmsg_free(msg);
+}
+
+static void no_drop(void *arg, uint64_t handle, uint32_t flags)
+{
+}
+
+FKV_TEST(a_put_start_message_is_answered_with_put_id_and_flags)
+{
+	static const struct fkv_master_ops ops = { .send_drop = no_drop };
+	struct fkv_master_config cfg = { .capacity = 1 << 20 };
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct nl_msg *msg = upcall(FLUXONKV_CMD_PUT_START), *ans;
+	struct fkv_master *m;
+	struct fkv_upcall u;
+	struct fkv_reply r;
+
+	fkv_log_setup(FKV_LOG_ERR, false);
+	m = fkv_master_create(&cfg, &ops, NULL);
+	FKV_ASSERT(m != NULL);
+	put_u64(msg, FLUXONKV_A_REQ_ID, 5);
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, 3, "abc"), 0);
+	put_u64(msg, FLUXONKV_A_LEN, 100);
+	FKV_ASSERT_EQ(decode(msg, &u), 0);
+	FKV_ASSERT(fkv_dispatch(m, &u, &r));
+	ans = fkv_nl_reply_msg(FAMILY, u.cmd, u.req_id, &r);
+	FKV_ASSERT(ans != NULL);
+	FKV_ASSERT_EQ(parse(ans, tb)->cmd, FLUXONKV_CMD_PUT_START);
+	FKV_ASSERT_EQ(nla_get_u64(tb[FLUXONKV_A_REQ_ID]), 5);
+	FKV_ASSERT_EQ(nla_get_s32(tb[FLUXONKV_A_STATUS]), 0);
+	FKV_ASSERT_EQ(nla_get_u64(tb[FLUXONKV_A_PUT_ID]), 1);
+	FKV_ASSERT_EQ(nla_get_u32(tb[FLUXONKV_A_FLAGS]), 0);
+	nlmsg_free(ans);
+	nlmsg_free(msg);
+	fkv_master_destroy(m);
+}
+
+FKV_TEST(libnl_errors_map_to_errno)
+{
+	FKV_ASSERT_EQ(fkv_nlerr_to_errno(-NLE_OBJ_NOTFOUND), ENOENT);
+	FKV_ASSERT_EQ(fkv_nlerr_to_errno(NLE_BUSY), EBUSY);
+	FKV_ASSERT_EQ(fkv_nlerr_to_errno(-NLE_PERM), EPERM);
+	FKV_ASSERT_EQ(fkv_nlerr_to_errno(-NLE_NOMEM), ENOMEM);
+	FKV_ASSERT_EQ(fkv_nlerr_to_errno(-NLE_FAILURE), EIO);
+}

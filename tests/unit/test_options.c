@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * test_options.c - fluxond's command line.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../selftests/fkv_test.h"
+#include "../../userspace/fluxond/options.h"
+
+/* What the parser printed for the last usage error. */
+static char errbuf[256];
+
+static int parse(struct fkv_options *o, char **argv)
+{
+	FILE *err = fmemopen(errbuf, sizeof(errbuf), "w");
+	int argc = 0, ret;
+
+	FKV_ASSERT(err != NULL);
+	while (argv[argc])
+		argc++;
+	ret = fkv_options_parse(o, argc, argv, err);
+	fclose(err);
+	return ret;
+}
+
+#define ARGV(...)	((char *[]){ "fluxond", __VA_ARGS__, NULL })
+
+FKV_TEST(defaults_are_foreground_s3fifo_90_80_info)
+{
+	struct fkv_options o;
+
+	FKV_ASSERT_EQ(parse(&o, (char *[]){ "fluxond", NULL }), 0);
+	FKV_ASSERT(!o.daemon);
+	FKV_ASSERT(o.pidfile == NULL);
+	FKV_ASSERT(!strcmp(o.policy, "s3fifo"));
+	FKV_ASSERT_EQ(o.high_pct, 90);
+	FKV_ASSERT_EQ(o.low_pct, 80);
+	FKV_ASSERT_EQ(o.log_level, FKV_LOG_INFO);
+	FKV_ASSERT(!o.help && !o.version);
+}
+
+FKV_TEST(every_option_is_parsed)
+{
+	struct fkv_options o;
+
+	FKV_ASSERT_EQ(parse(&o, ARGV("--daemon", "--pidfile", "/run/f.pid",
+				     "--policy", "lru", "--high-watermark",
+				     "70", "--low-watermark=60",
+				     "--log-level", "debug")), 0);
+	FKV_ASSERT(o.daemon);
+	FKV_ASSERT(!strcmp(o.pidfile, "/run/f.pid"));
+	FKV_ASSERT(!strcmp(o.policy, "lru"));
+	FKV_ASSERT_EQ(o.high_pct, 70);
+	FKV_ASSERT_EQ(o.low_pct, 60);
+	FKV_ASSERT_EQ(o.log_level, FKV_LOG_DEBUG);
+	FKV_ASSERT_EQ(parse(&o, ARGV("--daemon", "--foreground")), 0);
+	FKV_ASSERT(!o.daemon);
+	FKV_ASSERT_EQ(parse(&o, ARGV("--help")), 0);
+	FKV_ASSERT(o.help);
+	FKV_ASSERT_EQ(parse(&o, ARGV("-V")), 0);
+	FKV_ASSERT(o.version);
+}
+
+FKV_TEST(bad_values_are_usage_errors)
+{
+	struct fkv_options o;
+
+	FKV_ASSERT_EQ(parse(&o, ARGV("--policy", "lfu")), -EINVAL);
+	FKV_ASSERT(strstr(errbuf, "unknown policy 'lfu'"));
+	FKV_ASSERT_EQ(parse(&o, ARGV("--high-watermark", "0")), -EINVAL);
+	FKV_ASSERT_EQ(parse(&o, ARGV("--high-watermark", "101")), -EINVAL);
+	FKV_ASSERT_EQ(parse(&o, ARGV("--high-watermark", "9x")), -EINVAL);
+	FKV_ASSERT_EQ(parse(&o, ARGV("--low-watermark", "-5")), -EINVAL);
+	FKV_ASSERT_EQ(parse(&o, ARGV("--low-watermark", "95")), -EINVAL);
+	FKV_ASSERT(strstr(errbuf, "low watermark 95% above high watermark 90%"));
+	FKV_ASSERT_EQ(parse(&o, ARGV("--log-level", "loud")), -EINVAL);
+	FKV_ASSERT_EQ(parse(&o, ARGV("--pidfile")), -EINVAL);
+	FKV_ASSERT(strstr(errbuf, "--pidfile needs an argument"));
+	FKV_ASSERT_EQ(parse(&o, ARGV("--frobnicate")), -EINVAL);
+	FKV_ASSERT_EQ(parse(&o, ARGV("extra")), -EINVAL);
+	FKV_ASSERT(strstr(errbuf, "unexpected argument 'extra'"));
+	/* Equal watermarks are allowed. */
+	FKV_ASSERT_EQ(parse(&o, ARGV("--high-watermark", "85",
+				     "--low-watermark", "85")), 0);
+}

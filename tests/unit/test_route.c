@@ -1,0 +1,528 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * test_route.c - the master's route table: versions, in-flight puts, TTL,
+ * capacity accounting, and the handles it gives up.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../selftests/fkv_test.h"
+#include "../../userspace/fluxond/log.h"
+#include "../../userspace/fluxond/route.h"
+
+#define UNIT	FLUXONKV_SEGMENT_ALIGN
+#define CAP	(1024ULL * UNIT)
+#define INC	0x1234abcdULL
+#define MAXREC	4096
+
+struct rec {
+	uint64_t now;
+	size_t ndrops;
+	uint64_t drops[MAXREC];
+	uint64_t drop_weights[MAXREC];
+	size_t nexpired;
+	uint64_t expired[MAXREC];
+};
+
+static const uint8_t secret[16] = "fluxonkv-tests!";
+
+static void rec_drop(void *arg, uint64_t handle, uint64_t weight)
+{
+	struct rec *r = arg;
+
+	if (r->ndrops < MAXREC) {
+		r->drops[r->ndrops] = handle;
+		r->drop_weights[r->ndrops] = weight;
+	}
+	r->ndrops++;
+}
+
+static void rec_expired(void *arg, const struct fkv_route *rt,
+			uint64_t put_id)
+{
+	struct rec *r = arg;
+
+	if (r->nexpired < MAXREC)
+		r->expired[r->nexpired] = put_id;
+	r->nexpired++;
+}
+
+static uint64_t rec_clock(void *arg)
+{
+	return ((struct rec *)arg)->now;
+}
+
+static const struct fkv_route_ops rec_ops = {
+	.drop = rec_drop,
+	.expired = rec_expired,
+};
+
+static struct rec R;
+
+static struct fkv_routes *mk(void)
+{
+	struct fkv_route_config cfg = {
+		.capacity = CAP,
+		.now_ms = rec_clock,
+		.clock_arg = &R,
+		.hash_secret = secret,
+	};
+	struct fkv_routes *t;
+
+	memset(&R, 0, sizeof(R));
+	R.now = 1000;
+	fkv_log_setup(FKV_LOG_ERR, false);
+	t = fkv_routes_create(&cfg, &rec_ops, &R);
+	FKV_ASSERT(t != NULL);
+	return t;
+}
+
+#define K(s)	(s), strlen(s)
+
+/* PUT_START + PUT_DONE that must publish; returns the put_id. */
+static uint64_t put(struct fkv_routes *t, const char *key, uint64_t len,
+		    uint64_t handle)
+{
+	const struct fkv_route *r = NULL;
+	uint64_t id = 0;
+
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K(key), len, &id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K(key), id, handle, len, INC, &r),
+		      1);
+	FKV_ASSERT(r != NULL);
+	return id;
+}
+
+FKV_TEST(weight_rounds_up_to_segment_alignment)
+{
+	FKV_ASSERT_EQ(fkv_weight(1), UNIT);
+	FKV_ASSERT_EQ(fkv_weight(UNIT), UNIT);
+	FKV_ASSERT_EQ(fkv_weight(UNIT + 1), 2 * UNIT);
+	FKV_ASSERT_EQ(fkv_weight(16ULL << 20), 16ULL << 20);
+}
+
+FKV_TEST(put_ids_start_at_1_and_increase_across_keys)
+{
+	struct fkv_routes *t = mk();
+	uint64_t a = 0, b = 0, c = 0;
+
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("a"), 10, &a), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("b"), 10, &b), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("a"), 10, &c), 0);
+	FKV_ASSERT_EQ(a, 1);
+	FKV_ASSERT_EQ(b, 2);
+	FKV_ASSERT_EQ(c, 3);
+	FKV_ASSERT_EQ(fkv_routes_last_put_id(t), 3);
+	FKV_ASSERT_EQ(fkv_routes_inflight(t), 3);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(put_start_reserves_rounded_weight_until_done)
+{
+	struct fkv_routes *t = mk();
+	uint64_t a, b;
+
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("a"), 1, &a), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("b"), UNIT + 1, &b), 0);
+	FKV_ASSERT_EQ(fkv_routes_reserved(t), 3 * UNIT);
+	FKV_ASSERT_EQ(fkv_routes_used(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("b"), b, 77, UNIT + 1, INC,
+					  NULL), 1);
+	FKV_ASSERT_EQ(fkv_routes_reserved(t), UNIT);
+	FKV_ASSERT_EQ(fkv_routes_used(t), 2 * UNIT);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(put_start_rejects_bad_keys_and_lengths_without_using_a_put_id)
+{
+	struct fkv_routes *t = mk();
+	uint8_t big[FLUXONKV_KEY_MAX + 1] = { 0 };
+	uint64_t id = 0;
+
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, "", 0, 10, &id), -EINVAL);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, big, sizeof(big), 10, &id),
+		      -EINVAL);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 0, &id), -EINVAL);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), FLUXONKV_VALUE_MAX + 1,
+					   &id), -EINVAL);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), CAP + 1, &id), -EFBIG);
+	FKV_ASSERT_EQ(fkv_routes_last_put_id(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_reserved(t), 0);
+	/* The largest key is fine. */
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, big, FLUXONKV_KEY_MAX, CAP, &id),
+		      0);
+	FKV_ASSERT_EQ(id, 1);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(put_done_publishes_a_local_memory_replica)
+{
+	struct fkv_routes *t = mk();
+	const struct fkv_replica *rep;
+	const struct fkv_route *r;
+	uint64_t id = put(t, "key", 5000, 0xabc);
+
+	r = fkv_routes_lookup(t, K("key"));
+	FKV_ASSERT(r != NULL);
+	FKV_ASSERT_EQ(r->put_id, id);
+	FKV_ASSERT_EQ(r->nreplicas, 1);
+	rep = fkv_routes_local(t, r);
+	FKV_ASSERT(rep != NULL);
+	FKV_ASSERT_EQ(rep->tomb_tag, INC);
+	FKV_ASSERT_EQ(rep->mem_handle, 0xabc);
+	FKV_ASSERT_EQ(rep->mem_len, 5000);
+	FKV_ASSERT(!rep->ssd);
+	FKV_ASSERT(fkv_routes_by_handle(t, 0xabc) == r);
+	FKV_ASSERT_EQ(fkv_routes_used(t), 2 * UNIT);
+	FKV_ASSERT_EQ(fkv_routes_reserved(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_inflight(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_count(t), 1);
+	FKV_ASSERT_EQ(R.ndrops, 0);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(newer_put_id_wins_and_late_older_put_done_is_not_published)
+{
+	struct fkv_routes *t = mk();
+	const struct fkv_route *r;
+	uint64_t old_id, new_id;
+
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 100, &old_id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 200, &new_id), 0);
+	FKV_ASSERT_GT(new_id, old_id);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), new_id, 22, 200, INC,
+					  NULL), 1);
+	/* The older put finishes last: superseded, its handle not kept. */
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), old_id, 11, 100, INC,
+					  NULL), 0);
+	r = fkv_routes_lookup(t, K("k"));
+	FKV_ASSERT(r != NULL);
+	FKV_ASSERT_EQ(r->put_id, new_id);
+	FKV_ASSERT_EQ(r->replicas[0].mem_handle, 22);
+	FKV_ASSERT_EQ(r->replicas[0].mem_len, 200);
+	FKV_ASSERT(fkv_routes_by_handle(t, 11) == NULL);
+	/* The module frees a replica it was told is unpublished: no drop. */
+	FKV_ASSERT_EQ(R.ndrops, 0);
+	FKV_ASSERT_EQ(fkv_routes_used(t), UNIT);
+	FKV_ASSERT_EQ(fkv_routes_reserved(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_inflight(t), 0);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(older_put_done_first_is_published_then_overwritten)
+{
+	struct fkv_routes *t = mk();
+	uint64_t old_id, new_id;
+
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 100, &old_id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 100, &new_id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), old_id, 11, 100, INC,
+					  NULL), 1);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), new_id, 22, 100, INC,
+					  NULL), 1);
+	FKV_ASSERT_EQ(fkv_routes_lookup(t, K("k"))->put_id, new_id);
+	FKV_ASSERT_EQ(R.ndrops, 1);
+	FKV_ASSERT_EQ(R.drops[0], 11);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(overwrite_drops_the_old_handle_with_its_weight)
+{
+	struct fkv_routes *t = mk();
+	uint64_t id2;
+
+	put(t, "k", 3 * UNIT, 0x100);
+	put(t, "other", UNIT, 0x300);
+	id2 = put(t, "k", UNIT, 0x200);
+	FKV_ASSERT_EQ(R.ndrops, 1);
+	FKV_ASSERT_EQ(R.drops[0], 0x100);
+	FKV_ASSERT_EQ(R.drop_weights[0], 3 * UNIT);
+	FKV_ASSERT(fkv_routes_by_handle(t, 0x100) == NULL);
+	FKV_ASSERT_EQ(fkv_routes_lookup(t, K("k"))->put_id, id2);
+	FKV_ASSERT_EQ(fkv_routes_lookup(t, K("k"))->replicas[0].mem_handle,
+		      0x200);
+	FKV_ASSERT_EQ(fkv_routes_used(t), 2 * UNIT);
+	FKV_ASSERT_EQ(fkv_routes_count(t), 2);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(delete_drops_handles_and_returns_the_deleted_put_id)
+{
+	struct fkv_routes *t = mk();
+	uint64_t id, deleted = 0;
+
+	put(t, "keep", UNIT, 0x1);
+	id = put(t, "gone", 2 * UNIT, 0x2);
+	FKV_ASSERT_EQ(fkv_routes_delete(t, K("gone"), &deleted), 0);
+	FKV_ASSERT_EQ(deleted, id);
+	FKV_ASSERT_EQ(R.ndrops, 1);
+	FKV_ASSERT_EQ(R.drops[0], 0x2);
+	FKV_ASSERT_EQ(R.drop_weights[0], 2 * UNIT);
+	FKV_ASSERT(fkv_routes_lookup(t, K("gone")) == NULL);
+	FKV_ASSERT(fkv_routes_by_handle(t, 0x2) == NULL);
+	FKV_ASSERT(fkv_routes_lookup(t, K("keep")) != NULL);
+	FKV_ASSERT_EQ(fkv_routes_used(t), UNIT);
+	FKV_ASSERT_EQ(fkv_routes_count(t), 1);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(delete_of_a_missing_key_is_enoent_and_drops_nothing)
+{
+	struct fkv_routes *t = mk();
+	uint64_t deleted = 0;
+
+	FKV_ASSERT_EQ(fkv_routes_delete(t, K("never"), &deleted), -ENOENT);
+	put(t, "k", 1, 0x9);
+	FKV_ASSERT_EQ(fkv_routes_delete(t, K("k"), &deleted), 0);
+	FKV_ASSERT_EQ(fkv_routes_delete(t, K("k"), &deleted), -ENOENT);
+	FKV_ASSERT_EQ(R.ndrops, 1);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(delete_of_a_key_with_only_an_inflight_put_is_enoent)
+{
+	struct fkv_routes *t = mk();
+	uint64_t id, deleted = 0;
+
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 1, &id), 0);
+	FKV_ASSERT_EQ(fkv_routes_delete(t, K("k"), &deleted), -ENOENT);
+	FKV_ASSERT(fkv_routes_lookup(t, K("k")) == NULL);
+	/* The put still completes. */
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), id, 5, 1, INC, NULL), 1);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(late_older_put_done_does_not_resurrect_a_deleted_newer_version)
+{
+	struct fkv_routes *t = mk();
+	uint64_t old_id, new_id, deleted = 0;
+
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 1, &old_id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 1, &new_id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), new_id, 2, 1, INC, NULL),
+		      1);
+	FKV_ASSERT_EQ(fkv_routes_delete(t, K("k"), &deleted), 0);
+	FKV_ASSERT_EQ(deleted, new_id);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), old_id, 1, 1, INC, NULL),
+		      0);
+	FKV_ASSERT(fkv_routes_lookup(t, K("k")) == NULL);
+	FKV_ASSERT_EQ(fkv_routes_used(t), 0);
+	/* A put started after the delete is newer and publishes. */
+	put(t, "k", 1, 3);
+	FKV_ASSERT_EQ(fkv_routes_lookup(t, K("k"))->replicas[0].mem_handle, 3);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(inflight_ttl_expiry_releases_the_reservation)
+{
+	struct fkv_routes *t = mk();
+	uint64_t a, b;
+
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("a"), 5 * UNIT, &a), 0);
+	R.now += 30000;
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("b"), UNIT, &b), 0);
+	FKV_ASSERT_EQ(fkv_routes_next_expiry_ms(t), 30000);
+	R.now += FKV_INFLIGHT_TTL_MS - 30000 - 1;
+	FKV_ASSERT_EQ(fkv_routes_sweep(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_reserved(t), 6 * UNIT);
+	R.now += 1;
+	FKV_ASSERT_EQ(fkv_routes_sweep(t), 1);
+	FKV_ASSERT_EQ(R.nexpired, 1);
+	FKV_ASSERT_EQ(R.expired[0], a);
+	FKV_ASSERT_EQ(fkv_routes_reserved(t), UNIT);
+	FKV_ASSERT_EQ(fkv_routes_inflight(t), 1);
+	/* A PUT_DONE after expiry is refused and publishes nothing. */
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("a"), a, 7, 5 * UNIT, INC,
+					  NULL), -ETIMEDOUT);
+	FKV_ASSERT(fkv_routes_lookup(t, K("a")) == NULL);
+	FKV_ASSERT(fkv_routes_by_handle(t, 7) == NULL);
+	R.now += 30000;
+	FKV_ASSERT_EQ(fkv_routes_sweep(t), 1);
+	FKV_ASSERT_EQ(fkv_routes_reserved(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_inflight(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_next_expiry_ms(t), -1);
+	FKV_ASSERT_EQ(R.ndrops, 0);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(expiry_keeps_the_published_version_of_the_key)
+{
+	struct fkv_routes *t = mk();
+	uint64_t id, stale;
+
+	id = put(t, "k", UNIT, 0x1);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), UNIT, &stale), 0);
+	R.now += FKV_INFLIGHT_TTL_MS;
+	FKV_ASSERT_EQ(fkv_routes_sweep(t), 1);
+	FKV_ASSERT_EQ(fkv_routes_lookup(t, K("k"))->put_id, id);
+	FKV_ASSERT_EQ(fkv_routes_used(t), UNIT);
+	FKV_ASSERT_EQ(fkv_routes_reserved(t), 0);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(put_abort_releases_the_reservation_and_checks_the_key)
+{
+	struct fkv_routes *t = mk();
+	uint64_t id;
+
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 2 * UNIT, &id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_abort(t, K("other"), id), -EINVAL);
+	FKV_ASSERT_EQ(fkv_routes_reserved(t), 2 * UNIT);
+	FKV_ASSERT_EQ(fkv_routes_put_abort(t, K("k"), id), 0);
+	FKV_ASSERT_EQ(fkv_routes_reserved(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_inflight(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_abort(t, K("k"), id), -ENOENT);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), id, 1, 1, INC, NULL),
+		      -ETIMEDOUT);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(put_done_refuses_unknown_put_ids_and_mismatched_keys)
+{
+	struct fkv_routes *t = mk();
+	uint64_t id;
+
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), 99, 1, 1, INC, NULL),
+		      -EINVAL);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 1, &id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("x"), id, 1, 1, INC, NULL),
+		      -EINVAL);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), id, 0, 1, INC, NULL),
+		      -EINVAL);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), 0, 1, 1, INC, NULL),
+		      -EINVAL);
+	/* Still in flight after the refusals. */
+	FKV_ASSERT_EQ(fkv_routes_inflight(t), 1);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), id, 1, 1, INC, NULL), 1);
+	/* The same PUT_DONE again: no longer in flight. */
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), id, 2, 1, INC, NULL),
+		      -ETIMEDOUT);
+	FKV_ASSERT_EQ(fkv_routes_lookup(t, K("k"))->replicas[0].mem_handle, 1);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(a_handle_already_referenced_is_refused)
+{
+	struct fkv_routes *t = mk();
+	uint64_t id;
+
+	put(t, "a", UNIT, 0x42);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("b"), UNIT, &id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("b"), id, 0x42, UNIT, INC,
+					  NULL), -EEXIST);
+	FKV_ASSERT(fkv_routes_lookup(t, K("b")) == NULL);
+	FKV_ASSERT(fkv_routes_by_handle(t, 0x42) ==
+		   fkv_routes_lookup(t, K("a")));
+	FKV_ASSERT_EQ(fkv_routes_reserved(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_used(t), UNIT);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(drop_handle_removes_the_replica_and_its_route)
+{
+	struct fkv_routes *t = mk();
+
+	put(t, "a", UNIT, 0x1);
+	put(t, "b", UNIT, 0x2);
+	FKV_ASSERT_EQ(fkv_routes_drop_handle(t, 0x1), 0);
+	FKV_ASSERT_EQ(R.ndrops, 1);
+	FKV_ASSERT_EQ(R.drops[0], 0x1);
+	FKV_ASSERT(fkv_routes_lookup(t, K("a")) == NULL);
+	FKV_ASSERT(fkv_routes_lookup(t, K("b")) != NULL);
+	FKV_ASSERT_EQ(fkv_routes_used(t), UNIT);
+	FKV_ASSERT_EQ(fkv_routes_drop_handle(t, 0x1), -ENOENT);
+	FKV_ASSERT_EQ(fkv_routes_drop_handle(t, 0), -ENOENT);
+	FKV_ASSERT_EQ(R.ndrops, 1);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(clear_ssd_without_an_ssd_replica_is_enoent)
+{
+	struct fkv_routes *t = mk();
+	uint64_t id = put(t, "a", UNIT, 0x1);
+
+	FKV_ASSERT_EQ(fkv_routes_clear_ssd(t, K("a"), id), -ENOENT);
+	FKV_ASSERT_EQ(fkv_routes_clear_ssd(t, K("zz"), id), -ENOENT);
+	FKV_ASSERT(fkv_routes_lookup(t, K("a")) != NULL);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(binary_keys_are_compared_by_all_their_bytes)
+{
+	struct fkv_routes *t = mk();
+	static const uint8_t k1[] = { 'a', 0, 'b' }, k2[] = { 'a', 0, 'c' };
+	uint8_t long1[FLUXONKV_KEY_MAX], long2[FLUXONKV_KEY_MAX];
+	uint64_t id;
+
+	memset(long1, 0xee, sizeof(long1));
+	memcpy(long2, long1, sizeof(long2));
+	long2[FLUXONKV_KEY_MAX - 1] = 0xef;
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, k1, 3, 1, &id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, k1, 3, id, 1, 1, INC, NULL), 1);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, k2, 3, 1, &id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, k2, 3, id, 2, 1, INC, NULL), 1);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, long1, sizeof(long1), 1, &id),
+		      0);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, long1, sizeof(long1), id, 3, 1,
+					  INC, NULL), 1);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, long2, sizeof(long2), 1, &id),
+		      0);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, long2, sizeof(long2), id, 4, 1,
+					  INC, NULL), 1);
+	FKV_ASSERT_EQ(fkv_routes_lookup(t, k1, 3)->replicas[0].mem_handle, 1);
+	FKV_ASSERT_EQ(fkv_routes_lookup(t, k2, 3)->replicas[0].mem_handle, 2);
+	FKV_ASSERT(fkv_routes_lookup(t, k1, 2) == NULL);
+	FKV_ASSERT_EQ(fkv_routes_lookup(t, long1, sizeof(long1))
+		      ->replicas[0].mem_handle, 3);
+	FKV_ASSERT_EQ(fkv_routes_lookup(t, long2, sizeof(long2))
+		      ->replicas[0].mem_handle, 4);
+	FKV_ASSERT_EQ(fkv_routes_count(t), 4);
+	FKV_ASSERT_EQ(R.ndrops, 0);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(many_keys_stay_findable_through_growth_and_deletes)
+{
+	struct fkv_route_config cfg = {
+		.capacity = 1ULL << 40, .hash_secret = secret,
+	};
+	struct fkv_routes *t;
+	char key[32];
+	uint64_t id, deleted;
+	int i;
+
+	memset(&R, 0, sizeof(R));
+	t = fkv_routes_create(&cfg, &rec_ops, &R);
+	FKV_ASSERT(t != NULL);
+	for (i = 0; i < 20000; i++) {
+		snprintf(key, sizeof(key), "key-%d", i);
+		FKV_ASSERT_EQ(fkv_routes_put_start(t, K(key), UNIT, &id), 0);
+		FKV_ASSERT_EQ(fkv_routes_put_done(t, K(key), id, 1000 + i,
+						  UNIT, INC, NULL), 1);
+	}
+	for (i = 0; i < 20000; i += 2) {
+		snprintf(key, sizeof(key), "key-%d", i);
+		FKV_ASSERT_EQ(fkv_routes_delete(t, K(key), &deleted), 0);
+		FKV_ASSERT_EQ(deleted, (uint64_t)i + 1);
+	}
+	for (i = 0; i < 20000; i++) {
+		const struct fkv_route *r;
+
+		snprintf(key, sizeof(key), "key-%d", i);
+		r = fkv_routes_lookup(t, K(key));
+		if (i % 2) {
+			FKV_ASSERT(r != NULL);
+			FKV_ASSERT_EQ(r->replicas[0].mem_handle, 1000 + i);
+			FKV_ASSERT(fkv_routes_by_handle(t, 1000 + i) == r);
+		} else {
+			FKV_ASSERT(r == NULL);
+			FKV_ASSERT(fkv_routes_by_handle(t, 1000 + i) == NULL);
+		}
+	}
+	FKV_ASSERT_EQ(fkv_routes_count(t), 10000);
+	FKV_ASSERT_EQ(fkv_routes_used(t), 10000 * UNIT);
+	FKV_ASSERT_EQ(R.ndrops, 10000);
+	fkv_routes_destroy(t);
+}

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ctl_sysfs: read /sys/kernel/fluxonkv/ (or $FLUXONKV_SYSFS) for fluxonctl.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctl_sysfs.h"
+
+const struct ctl_stat_def ctl_stat_defs[] = {
+	{ "version", CTL_STAT_LABEL, true, false, NULL,
+	  "Version of the loaded fluxonkv module." },
+	{ "abi_version", CTL_STAT_LABEL, false, false, NULL,
+	  "ABI version of /dev/fluxonkv and the netlink family." },
+	{ "segment_capacity_bytes", CTL_STAT_GAUGE, false, true,
+	  "kvcache_segment_capacity_bytes",
+	  "Size of the DRAM segment in bytes." },
+	{ "segment_used_bytes", CTL_STAT_GAUGE, false, true,
+	  "kvcache_segment_used_bytes",
+	  "Bytes of the DRAM segment currently allocated." },
+	{ "daemon_pid", CTL_STAT_GAUGE, false, false, NULL,
+	  "PID of the registered fluxond daemon (0 = none)." },
+	{ "replicas", CTL_STAT_GAUGE, false, false, NULL,
+	  "DRAM replicas currently held by the module." },
+	{ "holders", CTL_STAT_GAUGE, false, false, NULL,
+	  "Holders (pinned views) currently granted to clients." },
+	{ "puts", CTL_STAT_COUNTER, false, false, NULL,
+	  "Puts completed." },
+	{ "gets", CTL_STAT_COUNTER, false, false, NULL,
+	  "Gets requested." },
+	{ "hits_memory", CTL_STAT_COUNTER, false, false, NULL,
+	  "Gets served from a DRAM replica." },
+	{ "hits_ssd", CTL_STAT_COUNTER, false, false, NULL,
+	  "Gets refilled from the SSD tier." },
+	{ "misses", CTL_STAT_COUNTER, false, false, NULL,
+	  "Gets that found no value." },
+	{ "deletes", CTL_STAT_COUNTER, false, false, NULL,
+	  "Deletes that removed a key." },
+	{ "evictions", CTL_STAT_COUNTER, false, false, NULL,
+	  "Replicas the daemon evicted to make room." },
+	{ "replica_drops", CTL_STAT_COUNTER, false, false, NULL,
+	  "Replicas the daemon dropped (eviction, overwrite or delete)." },
+	{ "upcall_timeouts", CTL_STAT_COUNTER, false, false, NULL,
+	  "Upcalls the daemon did not answer in time." },
+	{ "upcall_errors", CTL_STAT_COUNTER, false, false, NULL,
+	  "Daemon answers for unknown or expired requests." },
+	{ "room_waits", CTL_STAT_COUNTER, false, false, NULL,
+	  "Allocations that had to wait for room in the segment." },
+};
+const size_t ctl_stat_ndefs = sizeof(ctl_stat_defs) / sizeof(ctl_stat_defs[0]);
+
+int ctl_sysfs_init(struct ctl_sysfs *s)
+{
+	const char *dir = getenv(CTL_SYSFS_ENV);
+
+	if (!dir || !*dir)
+		dir = CTL_SYSFS_DEFAULT_DIR;
+	if (strlen(dir) >= sizeof(s->dir))
+		return -ENAMETOOLONG;
+	strcpy(s->dir, dir);
+	return 0;
+}
+
+bool ctl_sysfs_present(const struct ctl_sysfs *s)
+{
+	struct stat st;
+
+	return stat(s->dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int ctl_sysfs_read_str(const struct ctl_sysfs *s, const char *name,
+		       char *buf, size_t len)
+{
+	char path[PATH_MAX + CTL_STAT_NAME_MAX];
+	size_t got = 0;
+	ssize_t n;
+	int fd, err = 0;
+
+	if (!len)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "%s/%s", s->dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (got < len - 1) {
+		n = read(fd, buf + got, len - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			break;
+		}
+		if (!n)
+			break;
+		got += n;
+	}
+	close(fd);
+	if (err)
+		return err;
+	while (got && isspace((unsigned char)buf[got - 1]))
+		got--;
+	buf[got] = '\0';
+	return 0;
+}
+
+/* Strictly one unsigned decimal number: no sign, no spaces, no overflow. */
+static int ctl_parse_u64(const char *str, uint64_t *v)
+{
+	unsigned long long x;
+	char *end;
+
+	if (!isdigit((unsigned char)str[0]))
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(str, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	*v = x;
+	return 0;
+}
+
+int ctl_sysfs_read_u64(const struct ctl_sysfs *s, const char *name,
+		       uint64_t *v)
+{
+	char buf[32];
+	int err;
+
+	err = ctl_sysfs_read_str(s, name, buf, sizeof(buf));
+	if (err)
+		return err;
+	return ctl_parse_u64(buf, v);
+}
+
+static const struct ctl_stat_def *ctl_stat_def_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ctl_stat_ndefs; i++)
+		if (!strcmp(ctl_stat_defs[i].name, name))
+			return &ctl_stat_defs[i];
+	return NULL;
+}
+
+static void ctl_stat_read(const struct ctl_sysfs *s, struct ctl_stat *st)
+{
+	st->err = ctl_sysfs_read_str(s, st->name, st->str, sizeof(st->str));
+	if (!st->err && !(st->def && st->def->is_string))
+		st->err = ctl_parse_u64(st->str, &st->value);
+}
+
+/* Files a newer module may add: names fit for a metric, regular files. */
+static int ctl_extra_filter(const struct dirent *d)
+{
+	const char *c;
+
+	if (strlen(d->d_name) >= CTL_STAT_NAME_MAX)
+		return 0;
+	for (c = d->d_name; *c; c++)
+		if (!isalnum((unsigned char)*c) && *c != '_')
+			return 0;
+	return !ctl_stat_def_find(d->d_name);
+}
+
+static void ctl_stats_load_extras(const struct ctl_sysfs *s,
+				  struct ctl_stats *st)
+{
+	struct dirent **names;
+	struct stat sb;
+	char path[sizeof(s->dir) + sizeof(names[0]->d_name) + 1];
+	int i, n, added = 0;
+
+	n = scandir(s->dir, &names, ctl_extra_filter, alphasort);
+	if (n < 0)
+		return;
+	for (i = 0; i < n; i++) {
+		struct ctl_stat *x = &st->v[st->n];
+
+		snprintf(path, sizeof(path), "%s/%s", s->dir, names[i]->d_name);
+		if (added < CTL_STATS_MAX_EXTRA && !stat(path, &sb) &&
+		    S_ISREG(sb.st_mode)) {
+			memset(x, 0, sizeof(*x));
+			strcpy(x->name, names[i]->d_name);
+			ctl_stat_read(s, x);
+			/* only numbers: anything else is not a metric */
+			if (!x->err) {
+				st->n++;
+				added++;
+			}
+		}
+		free(names[i]);
+	}
+	free(names);
+}
+
+int ctl_stats_load(const struct ctl_sysfs *s, struct ctl_stats *st)
+{
+	size_t i;
+
+	st->v = NULL;
+	st->n = 0;
+	if (!ctl_sysfs_present(s))
+		return -ENOENT;
+	st->v = calloc(ctl_stat_ndefs + CTL_STATS_MAX_EXTRA, sizeof(*st->v));
+	if (!st->v)
+		return -ENOMEM;
+	for (i = 0; i < ctl_stat_ndefs; i++) {
+		struct ctl_stat *x = &st->v[st->n++];
+
+		x->def = &ctl_stat_defs[i];
+		strcpy(x->name, x->def->name);
+		ctl_stat_read(s, x);
+	}
+	ctl_stats_load_extras(s, st);
+	return 0;
+}
+
+void ctl_stats_free(struct ctl_stats *st)
+{
+	free(st->v);
+	st->v = NULL;
+	st->n = 0;
+}
+
+const struct ctl_stat *ctl_stats_get(const struct ctl_stats *st,
+				     const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < st->n; i++)
+		if (!strcmp(st->v[i].name, name))
+			return st->v[i].err ? NULL : &st->v[i];
+	return NULL;
+}
+
+enum ctl_stat_kind ctl_stat_kind(const struct ctl_stat *s)
+{
+	return s->def ? s->def->kind : CTL_STAT_UNTYPED;
+}

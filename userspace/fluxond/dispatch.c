@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dispatch.c - upcall -> master call -> reply (dispatch.h).
+ */
+#include <errno.h>
+
+#include "dispatch.h"
+#include "log.h"
+
+#define A(x)	FKV_ATTR(FLUXONKV_A_##x)
+
+static const struct {
+	const char *name;
+	uint32_t required;	/* 0: not an upcall */
+	bool reply;
+} cmds[] = {
+	[FLUXONKV_CMD_UNSPEC] = { "UNSPEC", 0, false },
+	[FLUXONKV_CMD_GET_VERSION] = { "GET_VERSION", 0, false },
+	[FLUXONKV_CMD_DAEMON_REGISTER] = { "DAEMON_REGISTER", 0, false },
+	[FLUXONKV_CMD_DAEMON_UNREGISTER] = { "DAEMON_UNREGISTER", 0, false },
+	[FLUXONKV_CMD_PUT_START] = { "PUT_START",
+		A(REQ_ID) | A(KEY) | A(LEN), true },
+	[FLUXONKV_CMD_PUT_DONE] = { "PUT_DONE",
+		A(REQ_ID) | A(KEY) | A(PUT_ID) | A(HANDLE) | A(LEN), true },
+	[FLUXONKV_CMD_PUT_ABORT] = { "PUT_ABORT", A(KEY) | A(PUT_ID), false },
+	[FLUXONKV_CMD_GET_START] = { "GET_START", A(REQ_ID) | A(KEY), true },
+	[FLUXONKV_CMD_GET_DONE] = { "GET_DONE",
+		A(REQ_ID) | A(KEY) | A(PUT_ID) | A(SOURCE), true },
+	[FLUXONKV_CMD_GET_REVOKE] = { "GET_REVOKE",
+		A(REQ_ID) | A(KEY) | A(PUT_ID) | A(SOURCE), true },
+	[FLUXONKV_CMD_DELETE] = { "DELETE", A(REQ_ID) | A(KEY), true },
+	[FLUXONKV_CMD_NEED_ROOM] = { "NEED_ROOM", A(REQ_ID) | A(BYTES), true },
+	[FLUXONKV_CMD_ACCESS] = { "ACCESS", A(HANDLES), false },
+	[FLUXONKV_CMD_DROP_REPLICA] = { "DROP_REPLICA", 0, false },
+	[FLUXONKV_CMD_DAEMON_EVENT] = { "DAEMON_EVENT", 0, false },
+};
+
+#define NCMDS	(sizeof(cmds) / sizeof(cmds[0]))
+
+const char *fkv_cmd_name(uint8_t cmd)
+{
+	return cmd < NCMDS && cmds[cmd].name ? cmds[cmd].name : "?";
+}
+
+bool fkv_upcall_wants_reply(uint8_t cmd)
+{
+	return cmd < NCMDS && cmds[cmd].reply;
+}
+
+uint32_t fkv_upcall_required(uint8_t cmd)
+{
+	return cmd < NCMDS ? cmds[cmd].required : 0;
+}
+
+bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
+		  struct fkv_reply *r)
+{
+	uint32_t need = fkv_upcall_required(u->cmd);
+	struct fkv_get_result g;
+	size_t i;
+
+	memset(r, 0, sizeof(*r));
+	if (!need) {
+		fkv_warn("unexpected command %u (%s) from the module", u->cmd,
+			 fkv_cmd_name(u->cmd));
+		r->status = -EOPNOTSUPP;
+		return false;
+	}
+	if ((u->present & need) != need) {
+		fkv_warn("%s without required attributes (have %#x, need %#x)",
+			 fkv_cmd_name(u->cmd), u->present, need);
+		r->status = -EINVAL;
+		return fkv_upcall_wants_reply(u->cmd) &&
+		       (u->present & A(REQ_ID));
+	}
+
+	switch (u->cmd) {
+	case FLUXONKV_CMD_PUT_START:
+		r->status = fkv_master_put_start(m, u->key, u->key_len, u->len,
+						 &r->put_id, &r->flags);
+		r->present = A(PUT_ID) | A(FLAGS);
+		break;
+	case FLUXONKV_CMD_PUT_DONE:
+		r->status = fkv_master_put_done(m, u->key, u->key_len,
+						u->put_id, u->handle, u->len,
+						&r->flags);
+		r->present = A(FLAGS);
+		break;
+	case FLUXONKV_CMD_PUT_ABORT:
+		fkv_master_put_abort(m, u->key, u->key_len, u->put_id,
+				     u->error);
+		break;
+	case FLUXONKV_CMD_GET_START:
+		r->status = fkv_master_get_start(m, u->key, u->key_len, &g);
+		r->source = g.source;
+		r->present = A(SOURCE);
+		if (g.source == FLUXONKV_SOURCE_MEMORY) {
+			r->handle = g.handle;
+			r->put_id = g.put_id;
+			r->len = g.len;
+			r->present |= A(HANDLE) | A(PUT_ID) | A(LEN);
+		}
+		break;
+	case FLUXONKV_CMD_GET_DONE:
+		r->status = fkv_master_get_done(m, u->key, u->key_len,
+						u->put_id, u->source,
+						&r->flags);
+		r->present = A(FLAGS);
+		break;
+	case FLUXONKV_CMD_GET_REVOKE:
+		/* The module's policy takes REQ_ID and STATUS only. */
+		r->status = fkv_master_get_revoke(m, u->key, u->key_len,
+						  u->put_id, u->source,
+						  u->error);
+		break;
+	case FLUXONKV_CMD_DELETE:
+		r->status = fkv_master_delete(m, u->key, u->key_len,
+					      &r->put_id);
+		r->present = A(PUT_ID);
+		break;
+	case FLUXONKV_CMD_NEED_ROOM:
+		r->status = fkv_master_need_room(m, u->bytes,
+						 u->segment_used);
+		break;
+	case FLUXONKV_CMD_ACCESS:
+		for (i = 0; i < u->nhandles; i++)
+			fkv_master_access(m, fkv_upcall_handle(u, i));
+		break;
+	}
+	if (r->status)
+		r->present = 0;
+	return fkv_upcall_wants_reply(u->cmd);
+}

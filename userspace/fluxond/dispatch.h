@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dispatch.h - route a decoded upcall to the master and fill its reply.
+ */
+#ifndef FLUXOND_DISPATCH_H
+#define FLUXOND_DISPATCH_H
+
+#include <stdbool.h>
+
+#include "master.h"
+#include "upcall.h"
+
+/* True for the upcalls the module waits an answer for. */
+bool fkv_upcall_wants_reply(uint8_t cmd);
+
+/*
+ * Attributes an upcall must carry (FKV_ATTR bits); 0 for a command that is
+ * not an upcall.
+ */
+uint32_t fkv_upcall_required(uint8_t cmd);
+
+/* Human name of a command, for logs. */
+const char *fkv_cmd_name(uint8_t cmd);
+
+/*
+ * Run @u against @m.  Returns true if @r must be sent back (the upcall wants
+ * a reply); @r->status carries the result.  Checks the required attributes
+ * itself (-EINVAL when one is missing).
+ */
+bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
+		  struct fkv_reply *r);
+
+#endif /* FLUXOND_DISPATCH_H */

@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * main.c - fluxond: the fluxonkv master daemon (single node).
+ *
+ * Startup: options, detach if asked, pid file, open the generic netlink
+ * family, register as the daemon, build the master for the segment the
+ * module reports.  Then one poll() loop: upcalls from the netlink socket and
+ * a one-second tick (in-flight put TTL sweep).  SIGTERM/SIGINT unregister
+ * and exit 0.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "dispatch.h"
+#include "log.h"
+#include "master.h"
+#include "nl.h"
+#include "options.h"
+
+#define FKV_TICK_MS	1000
+
+struct fluxond {
+	struct fkv_options opt;
+	struct fkv_nl *nl;
+	struct fkv_master *master;	/* NULL until registered */
+	struct fkv_nl_register_info reg;
+	int pidfile_fd;
+	int ready_fd;			/* --daemon handshake, -1 if none */
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static bool on_upcall(void *arg, const struct fkv_upcall *u,
+		      struct fkv_reply *r)
+{
+	struct fluxond *d = arg;
+
+	if (!d->master) {
+		memset(r, 0, sizeof(*r));
+		r->status = -EAGAIN;
+		return fkv_upcall_wants_reply(u->cmd);
+	}
+	return fkv_dispatch(d->master, u, r);
+}
+
+static void send_drop(void *arg, uint64_t handle, uint32_t flags)
+{
+	struct fluxond *d = arg;
+
+	fkv_nl_send_drop(d->nl, handle, flags);
+}
+
+static const struct fkv_master_ops master_ops = {
+	.send_drop = send_drop,
+};
+
+/* Block the stop signals outside ppoll(); @orig gets the previous mask. */
+static int setup_signals(sigset_t *orig)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+	sigset_t block;
+
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	if (sigprocmask(SIG_BLOCK, &block, orig) ||
+	    sigaction(SIGTERM, &sa, NULL) || sigaction(SIGINT, &sa, NULL))
+		return -errno;
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
+static int open_and_register(struct fluxond *d)
+{
+	struct fkv_master_config mc = { 0 };
+	struct fkv_nl_version v;
+	int err;
+
+	err = fkv_nl_open(&d->nl, on_upcall, d);
+	if (err == -ENOENT) {
+		fkv_err("the fluxonkv module is not loaded (no generic netlink "
+			"family \"%s\"); load it first: modprobe fluxonkv",
+			FLUXONKV_GENL_NAME);
+		return err;
+	}
+	if (err) {
+		fkv_err("cannot open generic netlink: %s", strerror(-err));
+		return err;
+	}
+	err = fkv_nl_get_version(d->nl, &v);
+	if (!err && v.abi && v.abi != FLUXONKV_ABI_VERSION) {
+		fkv_err("module ABI %u, this fluxond speaks ABI %u", v.abi,
+			FLUXONKV_ABI_VERSION);
+		return -EPROTO;
+	}
+	if (err)
+		fkv_warn("GET_VERSION failed: %s", strerror(-err));
+	else
+		fkv_info("module %s, ABI %u", v.version[0] ? v.version : "?",
+			 v.abi);
+
+	err = fkv_nl_register(d->nl, &d->reg);
+	switch (err) {
+	case 0:
+		break;
+	case -EBUSY:
+		fkv_err("another fluxond is registered with the module "
+			"(see /sys/kernel/fluxonkv/daemon_pid)");
+		return err;
+	case -EPERM:
+	case -EACCES:
+		fkv_err("registering needs CAP_NET_ADMIN");
+		return err;
+	default:
+		fkv_err("DAEMON_REGISTER failed: %s", strerror(-err));
+		return err;
+	}
+
+	mc.capacity = d->reg.segment_size;
+	mc.incarnation = d->reg.incarnation;
+	mc.first_put_id = d->reg.put_id_max;
+	mc.policy = d->opt.policy;
+	mc.high_pct = d->opt.high_pct;
+	mc.low_pct = d->opt.low_pct;
+	d->master = fkv_master_create(&mc, &master_ops, d);
+	if (!d->master) {
+		err = -errno;
+		fkv_err("cannot build the master: %s", strerror(-err));
+		fkv_nl_unregister(d->nl);
+		return err;
+	}
+	fkv_info("registered: segment %llu bytes (%llu MiB, %llu used), "
+		 "incarnation %#llx, policy %s, watermarks %u%%/%u%%",
+		 (unsigned long long)d->reg.segment_size,
+		 (unsigned long long)(d->reg.segment_size >> 20),
+		 (unsigned long long)d->reg.segment_used,
+		 (unsigned long long)d->reg.incarnation, d->opt.policy,
+		 d->opt.high_pct, d->opt.low_pct);
+	if (d->reg.segment_used)
+		fkv_warn("the segment already holds %llu bytes this master "
+			 "does not know about",
+			 (unsigned long long)d->reg.segment_used);
+	return 0;
+}
+
+static int run(struct fluxond *d, const sigset_t *unblocked)
+{
+	uint64_t next_tick = now_ms() + FKV_TICK_MS;
+	int err;
+
+	/* Upcalls held back while DAEMON_REGISTER was answered. */
+	err = fkv_nl_process(d->nl);
+	while (!err && !stop_signal) {
+		struct pollfd pfd = { .fd = fkv_nl_fd(d->nl),
+				      .events = POLLIN };
+		uint64_t now = now_ms();
+		struct timespec ts = { 0 };
+		int n;
+
+		if (now >= next_tick) {
+			fkv_master_tick(d->master);
+			next_tick = now + FKV_TICK_MS;
+		}
+		ts.tv_nsec = (long)(next_tick - now) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec = ts.tv_nsec / 1000000000L;
+			ts.tv_nsec %= 1000000000L;
+		}
+		n = ppoll(&pfd, 1, &ts, unblocked);
+		if (n < 0) {
+			if (errno != EINTR)
+				err = -errno;
+			continue;
+		}
+		if (n > 0)
+			err = fkv_nl_process(d->nl);
+	}
+	if (err == -ENODEV)
+		fkv_err("the fluxonkv module was unloaded");
+	else if (err)
+		fkv_err("netlink: %s", strerror(-err));
+	return err;
+}
+
+static void log_stats(const struct fluxond *d)
+{
+	struct fkv_master_stats st;
+
+	fkv_master_get_stats(d->master, &st);
+	fkv_info("stats: %zu routes, %llu/%llu bytes used, %llu puts "
+		 "(%llu published, %llu superseded, %llu expired), %llu gets "
+		 "(%llu misses), %llu accesses, %llu deletes, %llu evictions",
+		 st.routes, (unsigned long long)st.used,
+		 (unsigned long long)st.capacity, (unsigned long long)st.puts,
+		 (unsigned long long)st.published,
+		 (unsigned long long)st.superseded,
+		 (unsigned long long)st.expired, (unsigned long long)st.gets,
+		 (unsigned long long)st.get_misses,
+		 (unsigned long long)st.accesses,
+		 (unsigned long long)st.deletes,
+		 (unsigned long long)st.evictions);
+}
+
+int main(int argc, char **argv)
+{
+	struct fluxond d = { .pidfile_fd = -1, .ready_fd = -1 };
+	char *pidfile = NULL;	/* an absolute --pidfile we built */
+	sigset_t unblocked;
+	int err;
+
+	if (fkv_options_parse(&d.opt, argc, argv, stderr)) {
+		fprintf(stderr, "Try '%s --help'.\n", argv[0]);
+		return 2;
+	}
+	if (d.opt.help) {
+		fkv_options_usage(stdout, argv[0]);
+		return 0;
+	}
+	if (d.opt.version) {
+		printf("fluxond %s (fluxonkv ABI %d)\n", FLUXOND_VERSION,
+		       FLUXONKV_ABI_VERSION);
+		return 0;
+	}
+	if (d.opt.daemon && d.opt.pidfile && d.opt.pidfile[0] != '/') {
+		/* The daemon runs in /: anchor a relative pid file path now. */
+		char *cwd = get_current_dir_name();
+
+		if (!cwd || asprintf(&pidfile, "%s/%s", cwd, d.opt.pidfile) < 0) {
+			fprintf(stderr, "fluxond: out of memory\n");
+			free(cwd);
+			return 1;
+		}
+		free(cwd);
+		d.opt.pidfile = pidfile;
+	}
+	if (d.opt.daemon) {
+		d.ready_fd = fkv_daemon_detach();
+		if (d.ready_fd < 0) {
+			fprintf(stderr, "fluxond: cannot detach: %s\n",
+				strerror(-d.ready_fd));
+			return 1;
+		}
+	}
+	fkv_log_setup(d.opt.log_level, d.opt.daemon);
+	fkv_log_tee_stderr(d.opt.daemon);
+	if (setup_signals(&unblocked)) {
+		fkv_err("cannot set up signals: %m");
+		goto fail;
+	}
+	if (d.opt.pidfile) {
+		d.pidfile_fd = fkv_pidfile_create(d.opt.pidfile);
+		if (d.pidfile_fd < 0) {
+			fkv_err("pid file %s: %s", d.opt.pidfile,
+				d.pidfile_fd == -EEXIST
+				? "held by another running fluxond"
+				: strerror(-d.pidfile_fd));
+			goto fail;
+		}
+	}
+	if (open_and_register(&d))
+		goto fail;
+	fkv_daemon_ready(d.ready_fd, 0);
+	d.ready_fd = -1;
+	fkv_log_tee_stderr(false);
+
+	err = run(&d, &unblocked);
+	if (stop_signal)
+		fkv_info("%s: unregistering", strsignal(stop_signal));
+	if (!err) {
+		int uerr = fkv_nl_unregister(d.nl);
+
+		if (uerr)
+			fkv_warn("DAEMON_UNREGISTER: %s", strerror(-uerr));
+	}
+	log_stats(&d);
+	fkv_master_destroy(d.master);
+	fkv_nl_close(d.nl);
+	fkv_pidfile_remove(d.opt.pidfile, d.pidfile_fd);
+	free(pidfile);
+	return err ? 1 : 0;
+
+fail:
+	fkv_master_destroy(d.master);
+	fkv_nl_close(d.nl);
+	fkv_pidfile_remove(d.opt.pidfile, d.pidfile_fd);
+	fkv_daemon_ready(d.ready_fd, 1);
+	free(pidfile);
+	return 1;
+}

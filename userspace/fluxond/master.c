@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * master.c - upcall semantics of the master role (master.h).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "master.h"
+
+struct fkv_master {
+	const struct fkv_master_ops *ops;
+	void *arg;
+	uint64_t incarnation;
+	uint64_t high_bytes;	/* evict when used + reserved exceeds this */
+	uint64_t low_bytes;	/* ... down to this */
+	bool evicting;		/* drops now are evictions */
+	struct fkv_routes *routes;
+	struct fkv_evict *policy;
+	struct fkv_master_stats st;	/* counters only; see get_stats */
+};
+
+/* route.c gave up a memory replica: forget it in the policy, tell the module. */
+static void route_drop(void *arg, uint64_t handle, uint64_t weight)
+{
+	struct fkv_master *m = arg;
+
+	fkv_evict_remove(m->policy, handle);
+	m->st.drops++;
+	fkv_dbg("drop replica %#llx (%llu bytes%s)",
+		(unsigned long long)handle, (unsigned long long)weight,
+		m->evicting ? ", evicted" : "");
+	m->ops->send_drop(m->arg, handle,
+			  m->evicting ? FLUXONKV_DROP_F_EVICTED : 0);
+}
+
+static void route_expired(void *arg, const struct fkv_route *r,
+			  uint64_t put_id)
+{
+	struct fkv_master *m = arg;
+	char kb[FKV_KEY_FMT_LEN];
+
+	m->st.expired++;
+	fkv_info("put %llu of key '%s' expired in flight",
+		 (unsigned long long)put_id, fkv_key_fmt(kb, r->key, r->key_len));
+}
+
+static const struct fkv_route_ops master_route_ops = {
+	.drop = route_drop,
+	.expired = route_expired,
+};
+
+int fkv_master_check_watermarks(unsigned int high_pct, unsigned int low_pct)
+{
+	if (!low_pct || low_pct > high_pct || high_pct > 100)
+		return -EINVAL;
+	return 0;
+}
+
+static uint64_t pct_of(uint64_t capacity, unsigned int pct)
+{
+	return capacity / 100 * pct + capacity % 100 * pct / 100;
+}
+
+struct fkv_master *fkv_master_create(const struct fkv_master_config *cfg,
+				     const struct fkv_master_ops *ops,
+				     void *arg)
+{
+	unsigned int high = cfg->high_pct ? cfg->high_pct
+					  : FKV_HIGH_WATERMARK_DEFAULT;
+	unsigned int low = cfg->low_pct ? cfg->low_pct
+					: FKV_LOW_WATERMARK_DEFAULT;
+	struct fkv_route_config rc = {
+		.capacity = cfg->capacity,
+		.node = 0,
+		.ttl_ms = cfg->ttl_ms,
+		.now_ms = cfg->now_ms,
+		.clock_arg = cfg->clock_arg,
+		.hash_secret = cfg->hash_secret,
+		.first_put_id = cfg->first_put_id,
+	};
+	struct fkv_master *m;
+	int err;
+
+	if (!cfg->capacity || !ops || !ops->send_drop ||
+	    fkv_master_check_watermarks(high, low)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->ops = ops;
+	m->arg = arg;
+	m->incarnation = cfg->incarnation;
+	m->high_bytes = pct_of(cfg->capacity, high);
+	m->low_bytes = pct_of(cfg->capacity, low);
+	m->policy = fkv_evict_create(cfg->policy ? cfg->policy : "s3fifo",
+				     cfg->capacity);
+	if (!m->policy)
+		goto err_free;
+	m->routes = fkv_routes_create(&rc, &master_route_ops, m);
+	if (!m->routes)
+		goto err_policy;
+	return m;
+
+err_policy:
+	err = errno;
+	fkv_evict_destroy(m->policy);
+	errno = err;
+err_free:
+	err = errno;
+	free(m);
+	errno = err;
+	return NULL;
+}
+
+void fkv_master_destroy(struct fkv_master *m)
+{
+	if (!m)
+		return;
+	fkv_routes_destroy(m->routes);
+	fkv_evict_destroy(m->policy);
+	free(m);
+}
+
+static void evict_one(void *arg, uint64_t handle, uint64_t weight)
+{
+	struct fkv_master *m = arg;
+
+	m->st.evictions++;
+	m->st.evicted_bytes += weight;
+	/* Drops the route's reference; route_drop sends DROP_REPLICA. */
+	m->evicting = true;
+	if (fkv_routes_drop_handle(m->routes, handle))
+		fkv_err("policy chose replica %#llx that no route names",
+			(unsigned long long)handle);
+	m->evicting = false;
+}
+
+/* Evict by policy until @want bytes are given up; returns bytes evicted. */
+static uint64_t evict(struct fkv_master *m, uint64_t want)
+{
+	return fkv_evict_bytes(m->policy, want, evict_one, m);
+}
+
+/* Evict ahead of need: above the high watermark, go down to the low one. */
+static void enforce_watermarks(struct fkv_master *m)
+{
+	uint64_t used = fkv_routes_used(m->routes);
+	uint64_t need = used + fkv_routes_reserved(m->routes);
+	uint64_t want, got;
+
+	if (need <= m->high_bytes)
+		return;
+	want = need - m->low_bytes;
+	if (want > used)
+		want = used;
+	got = evict(m, want);
+	fkv_dbg("watermark: %llu bytes needed of %llu high, evicted %llu",
+		(unsigned long long)need, (unsigned long long)m->high_bytes,
+		(unsigned long long)got);
+}
+
+int fkv_master_put_start(struct fkv_master *m, const void *key,
+			 size_t key_len, uint64_t len, uint64_t *put_id,
+			 uint32_t *flags)
+{
+	int err;
+
+	err = fkv_routes_put_start(m->routes, key, key_len, len, put_id);
+	if (err)
+		return err;
+	m->st.puts++;
+	enforce_watermarks(m);
+	/* FLUXONKV_PUT_F_PERSIST once an SSD tier exists. */
+	*flags = 0;
+	return 0;
+}
+
+int fkv_master_put_done(struct fkv_master *m, const void *key,
+			size_t key_len, uint64_t put_id, uint64_t handle,
+			uint64_t len, uint32_t *flags)
+{
+	const struct fkv_route *r = NULL;
+	char kb[FKV_KEY_FMT_LEN];
+	int ret, err;
+
+	*flags = 0;
+	ret = fkv_routes_put_done(m->routes, key, key_len, put_id, handle, len,
+				  m->incarnation, &r);
+	if (ret < 0) {
+		fkv_info("PUT_DONE put %llu key '%s' handle %#llx: %s",
+			 (unsigned long long)put_id,
+			 fkv_key_fmt(kb, key, key_len),
+			 (unsigned long long)handle, strerror(-ret));
+		return ret;
+	}
+	if (!ret) {
+		m->st.superseded++;
+		return 0;
+	}
+	m->st.published++;
+	err = fkv_evict_insert(m->policy, handle, fkv_weight(len), r->hash);
+	if (err)
+		fkv_err("replica %#llx is published but not evictable: %s",
+			(unsigned long long)handle, strerror(-err));
+	*flags = FLUXONKV_PUT_F_PUBLISHED;
+	return 0;
+}
+
+void fkv_master_put_abort(struct fkv_master *m, const void *key,
+			  size_t key_len, uint64_t put_id, int error)
+{
+	char kb[FKV_KEY_FMT_LEN];
+	int err;
+
+	err = fkv_routes_put_abort(m->routes, key, key_len, put_id);
+	if (!err)
+		m->st.aborted++;
+	fkv_dbg("put %llu of key '%s' aborted (%d): %s",
+		(unsigned long long)put_id, fkv_key_fmt(kb, key, key_len),
+		error, err ? strerror(-err) : "forgotten");
+}
+
+int fkv_master_get_start(struct fkv_master *m, const void *key,
+			 size_t key_len, struct fkv_get_result *res)
+{
+	const struct fkv_replica *rep;
+	const struct fkv_route *r;
+
+	memset(res, 0, sizeof(*res));
+	if (!fkv_key_valid(key, key_len))
+		return -EINVAL;
+	m->st.gets++;
+	r = fkv_routes_lookup(m->routes, key, key_len);
+	rep = r ? fkv_routes_local(m->routes, r) : NULL;
+	if (!rep || !rep->mem_handle || rep->tomb_tag != m->incarnation) {
+		/* SSD sources come with the SSD tier. */
+		m->st.get_misses++;
+		return -ENOENT;
+	}
+	fkv_evict_touch(m->policy, rep->mem_handle);
+	res->source = FLUXONKV_SOURCE_MEMORY;
+	res->handle = rep->mem_handle;
+	res->put_id = r->put_id;
+	res->len = rep->mem_len;
+	return 0;
+}
+
+int fkv_master_get_done(struct fkv_master *m, const void *key,
+			size_t key_len, uint64_t put_id, uint32_t source,
+			uint32_t *flags)
+{
+	/* Only SSD refills can be promoted; there is no SSD tier yet. */
+	*flags = 0;
+	return 0;
+}
+
+int fkv_master_get_revoke(struct fkv_master *m, const void *key,
+			  size_t key_len, uint64_t put_id, uint32_t source,
+			  int error)
+{
+	if (source == FLUXONKV_SOURCE_SSD)
+		fkv_routes_clear_ssd(m->routes, key, key_len, put_id);
+	return 0;
+}
+
+int fkv_master_delete(struct fkv_master *m, const void *key, size_t key_len,
+		      uint64_t *put_id)
+{
+	int err;
+
+	*put_id = 0;
+	err = fkv_routes_delete(m->routes, key, key_len, put_id);
+	if (!err)
+		m->st.deletes++;
+	return err;
+}
+
+int fkv_master_need_room(struct fkv_master *m, uint64_t bytes,
+			 uint64_t segment_used)
+{
+	uint64_t got;
+
+	m->st.need_room++;
+	got = evict(m, bytes ? bytes : 1);
+	fkv_dbg("NEED_ROOM %llu bytes (segment used %llu): evicted %llu",
+		(unsigned long long)bytes, (unsigned long long)segment_used,
+		(unsigned long long)got);
+	if (!got) {
+		m->st.need_room_enospc++;
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+void fkv_master_access(struct fkv_master *m, uint64_t handle)
+{
+	m->st.accesses++;
+	fkv_evict_touch(m->policy, handle);
+}
+
+void fkv_master_tick(struct fkv_master *m)
+{
+	fkv_routes_sweep(m->routes);
+}
+
+void fkv_master_get_stats(const struct fkv_master *m,
+			  struct fkv_master_stats *st)
+{
+	const struct fkv_evict *p = m->policy;
+
+	*st = m->st;
+	st->capacity = fkv_routes_capacity(m->routes);
+	st->used = fkv_routes_used(m->routes);
+	st->reserved = fkv_routes_reserved(m->routes);
+	st->high_bytes = m->high_bytes;
+	st->low_bytes = m->low_bytes;
+	st->routes = fkv_routes_count(m->routes);
+	st->inflight = fkv_routes_inflight(m->routes);
+	st->policy_objects = p->count;
+	st->policy_bytes = p->bytes;
+}
+
+const struct fkv_routes *fkv_master_routes(const struct fkv_master *m)
+{
+	return m->routes;
+}
+
+const struct fkv_evict *fkv_master_policy(const struct fkv_master *m)
+{
+	return m->policy;
+}

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * nl.h - fluxond's generic netlink transport (libnl-genl-3): resolve the
+ * "fluxonkv" family, register as the daemon, receive upcalls, send replies
+ * and DROP_REPLICA commands.
+ */
+#ifndef FLUXOND_NL_H
+#define FLUXOND_NL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "upcall.h"
+
+/*
+ * Called for each well-formed upcall; returns true if @r must be sent as
+ * the reply (see fkv_dispatch()).
+ */
+typedef bool (*fkv_nl_upcall_fn)(void *arg, const struct fkv_upcall *u,
+				 struct fkv_reply *r);
+
+/* DAEMON_REGISTER's answer. */
+struct fkv_nl_register_info {
+	uint64_t segment_size;
+	uint64_t segment_used;
+	uint64_t incarnation;
+	uint64_t put_id_max;	/* largest put_id the module has seen */
+};
+
+/* GET_VERSION's answer; fields the module did not send stay zero. */
+struct fkv_nl_version {
+	char version[64];
+	uint32_t abi;
+	uint64_t segment_size;
+	uint64_t segment_used;
+	uint32_t daemon_pid;
+};
+
+struct fkv_nl_stats {
+	uint64_t upcalls, replies, drops_sent, malformed, foreign;
+	uint64_t overruns, send_errors, rejected;
+};
+
+struct fkv_nl;
+
+/*
+ * Open a generic netlink socket and resolve the family.  -ENOENT when the
+ * family does not exist (module not loaded), other -errno on failure.
+ */
+int fkv_nl_open(struct fkv_nl **out, fkv_nl_upcall_fn fn, void *arg);
+void fkv_nl_close(struct fkv_nl *nl);
+int fkv_nl_fd(const struct fkv_nl *nl);
+
+int fkv_nl_get_version(struct fkv_nl *nl, struct fkv_nl_version *v);
+/*
+ * Become the daemon.  -EBUSY: another live daemon is registered; -EPERM:
+ * no CAP_NET_ADMIN; -ETIMEDOUT: no answer; -EPROTO: malformed answer.
+ */
+int fkv_nl_register(struct fkv_nl *nl, struct fkv_nl_register_info *info);
+int fkv_nl_unregister(struct fkv_nl *nl);
+
+/*
+ * Read and dispatch everything queued on the socket (at most a bounded
+ * batch, so timers still run).  0, or a fatal -errno.
+ */
+int fkv_nl_process(struct fkv_nl *nl);
+
+/* Send DROP_REPLICA {HANDLE, FLAGS (FLUXONKV_DROP_F_*)}.  0 or -errno. */
+int fkv_nl_send_drop(struct fkv_nl *nl, uint64_t handle, uint32_t flags);
+
+void fkv_nl_get_stats(const struct fkv_nl *nl, struct fkv_nl_stats *st);
+
+/* errno for a libnl error code (NLE_*, either sign); positive. */
+int fkv_nlerr_to_errno(int nlerr);
+
+/* Message level helpers, exposed for the unit tests. */
+struct nlmsghdr;
+struct nl_msg;
+
+/*
+ * Decode an upcall of the "fluxonkv" family with the policy of its command.
+ * 0; -EOPNOTSUPP if the command is not an upcall; -EINVAL if malformed, in
+ * which case @u still carries REQ_ID when one could be recovered.  @u->key
+ * and @u->handles point into @nlh.
+ */
+int fkv_nl_decode(struct nlmsghdr *nlh, struct fkv_upcall *u);
+
+/*
+ * Build the answer to an upcall: same @cmd, REQ_ID, STATUS and, when the
+ * status is 0, the attributes in @r->present.  NULL on allocation failure.
+ */
+struct nl_msg *fkv_nl_reply_msg(int family, uint8_t cmd, uint64_t req_id,
+				const struct fkv_reply *r);
+
+/* Build DROP_REPLICA {HANDLE, FLAGS}. */
+struct nl_msg *fkv_nl_drop_msg(int family, uint64_t handle, uint32_t flags);
+
+#endif /* FLUXOND_NL_H */

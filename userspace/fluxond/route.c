@@ -1,0 +1,563 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * route.c - route table, in-flight puts and capacity accounting (route.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hash.h"
+#include "list.h"
+#include "route.h"
+#include "u64map.h"
+
+#define FKV_ROUTES_MIN_BUCKETS	64
+
+/**
+ * struct fkv_inflight - a put between PUT_START and PUT_DONE/PUT_ABORT.
+ * @link: in fkv_routes.inflight_list, oldest (= earliest deadline) first.
+ * @route: the key entry; holds a count in route->inflight.
+ * @put_id, @len: as assigned and announced at PUT_START.
+ * @reserved: bytes counted in fkv_routes.reserved.
+ * @deadline_ms: the sweep forgets the put at this time.
+ */
+struct fkv_inflight {
+	struct fkv_list link;
+	struct fkv_route *route;
+	uint64_t put_id;
+	uint64_t len;
+	uint64_t reserved;
+	uint64_t deadline_ms;
+};
+
+struct fkv_routes {
+	const struct fkv_route_ops *ops;
+	void *arg;
+	uint64_t capacity;
+	uint32_t node;
+	uint64_t ttl_ms;
+	uint64_t (*now_ms)(void *arg);
+	void *clock_arg;
+	uint8_t secret[FKV_SIPHASH_KEY_LEN];
+
+	struct fkv_route **buckets;	/* key entries, chained */
+	size_t nbuckets;		/* power of two */
+	size_t nentries;		/* key entries, visible or not */
+	size_t nvisible;		/* entries with replicas */
+	struct fkv_u64map by_handle;	/* memory handle -> route */
+	struct fkv_u64map inflight;	/* put_id -> struct fkv_inflight */
+	struct fkv_list inflight_list;
+
+	uint64_t last_put_id;
+	uint64_t used;
+	uint64_t reserved;
+};
+
+static uint64_t clock_monotonic_ms(void *arg)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+uint64_t fkv_routes_now_ms(const struct fkv_routes *t)
+{
+	return t->now_ms(t->clock_arg);
+}
+
+struct fkv_routes *fkv_routes_create(const struct fkv_route_config *cfg,
+				     const struct fkv_route_ops *ops,
+				     void *arg)
+{
+	struct fkv_routes *t;
+	int err;
+
+	if (!cfg->capacity || !ops || !ops->drop) {
+		errno = EINVAL;
+		return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->ops = ops;
+	t->arg = arg;
+	t->capacity = cfg->capacity;
+	t->node = cfg->node;
+	t->ttl_ms = cfg->ttl_ms ? cfg->ttl_ms : FKV_INFLIGHT_TTL_MS;
+	/* A restarted daemon continues above every put_id clients saw. */
+	t->last_put_id = cfg->first_put_id;
+	t->now_ms = cfg->now_ms ? cfg->now_ms : clock_monotonic_ms;
+	t->clock_arg = cfg->clock_arg;
+	fkv_list_init(&t->inflight_list);
+	if (cfg->hash_secret) {
+		memcpy(t->secret, cfg->hash_secret, sizeof(t->secret));
+	} else {
+		err = fkv_hash_secret(t->secret);
+		if (err)
+			goto err_free;
+	}
+	err = -ENOMEM;
+	t->nbuckets = FKV_ROUTES_MIN_BUCKETS;
+	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
+	if (!t->buckets)
+		goto err_free;
+	err = fkv_u64map_init(&t->by_handle, 0);
+	if (err)
+		goto err_buckets;
+	err = fkv_u64map_init(&t->inflight, 0);
+	if (err)
+		goto err_by_handle;
+	return t;
+
+err_by_handle:
+	fkv_u64map_fini(&t->by_handle);
+err_buckets:
+	free(t->buckets);
+err_free:
+	free(t);
+	errno = -err;
+	return NULL;
+}
+
+void fkv_routes_destroy(struct fkv_routes *t)
+{
+	struct fkv_list *l;
+	size_t i;
+
+	if (!t)
+		return;
+	while ((l = fkv_list_first(&t->inflight_list))) {
+		fkv_list_del(l);
+		free(fkv_container_of(l, struct fkv_inflight, link));
+	}
+	for (i = 0; i < t->nbuckets; i++) {
+		struct fkv_route *r = t->buckets[i], *next;
+
+		for (; r; r = next) {
+			next = r->next;
+			free(r);
+		}
+	}
+	free(t->buckets);
+	fkv_u64map_fini(&t->inflight);
+	fkv_u64map_fini(&t->by_handle);
+	free(t);
+}
+
+uint64_t fkv_routes_key_hash(const struct fkv_routes *t, const void *key,
+			     size_t key_len)
+{
+	return fkv_siphash(t->secret, key, key_len);
+}
+
+static bool key_eq(const struct fkv_route *r, const void *key, size_t key_len)
+{
+	return r->key_len == key_len && !memcmp(r->key, key, key_len);
+}
+
+static struct fkv_route **bucket_of(const struct fkv_routes *t, uint64_t hash)
+{
+	return &t->buckets[hash & (t->nbuckets - 1)];
+}
+
+static struct fkv_route *find_entry(const struct fkv_routes *t,
+				    const void *key, size_t key_len)
+{
+	uint64_t hash = fkv_routes_key_hash(t, key, key_len);
+	struct fkv_route *r;
+
+	for (r = *bucket_of(t, hash); r; r = r->next)
+		if (r->hash == hash && key_eq(r, key, key_len))
+			return r;
+	return NULL;
+}
+
+/* Double the buckets; on allocation failure keep the longer chains. */
+static void maybe_grow(struct fkv_routes *t)
+{
+	size_t n = t->nbuckets * 2, i;
+	struct fkv_route **b;
+
+	if (t->nentries <= t->nbuckets)
+		return;
+	b = calloc(n, sizeof(*b));
+	if (!b)
+		return;
+	for (i = 0; i < t->nbuckets; i++) {
+		struct fkv_route *r = t->buckets[i], *next;
+
+		for (; r; r = next) {
+			next = r->next;
+			r->next = b[r->hash & (n - 1)];
+			b[r->hash & (n - 1)] = r;
+		}
+	}
+	free(t->buckets);
+	t->buckets = b;
+	t->nbuckets = n;
+}
+
+static struct fkv_route *get_entry(struct fkv_routes *t, const void *key,
+				   size_t key_len)
+{
+	struct fkv_route *r = find_entry(t, key, key_len), **b;
+
+	if (r)
+		return r;
+	r = calloc(1, sizeof(*r) + key_len);
+	if (!r)
+		return NULL;
+	r->hash = fkv_routes_key_hash(t, key, key_len);
+	r->key_len = (uint16_t)key_len;
+	memcpy(r->key, key, key_len);
+	b = bucket_of(t, r->hash);
+	r->next = *b;
+	*b = r;
+	t->nentries++;
+	maybe_grow(t);
+	return r;
+}
+
+/* Free a key entry nothing refers to any more. */
+static void maybe_free_entry(struct fkv_routes *t, struct fkv_route *r)
+{
+	struct fkv_route **pp;
+
+	if (r->nreplicas || r->inflight)
+		return;
+	for (pp = bucket_of(t, r->hash); *pp; pp = &(*pp)->next) {
+		if (*pp == r) {
+			*pp = r->next;
+			t->nentries--;
+			free(r);
+			return;
+		}
+	}
+}
+
+int fkv_routes_put_start(struct fkv_routes *t, const void *key,
+			 size_t key_len, uint64_t len, uint64_t *put_id)
+{
+	struct fkv_inflight *p;
+	struct fkv_route *r;
+	uint64_t id = t->last_put_id + 1;
+	int err;
+
+	if (!fkv_key_valid(key, key_len) || !len || len > FLUXONKV_VALUE_MAX)
+		return -EINVAL;
+	if (fkv_weight(len) > t->capacity)
+		return -EFBIG;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	r = get_entry(t, key, key_len);
+	if (!r) {
+		free(p);
+		return -ENOMEM;
+	}
+	err = fkv_u64map_put(&t->inflight, id, p);
+	if (err) {
+		free(p);
+		maybe_free_entry(t, r);
+		return err;
+	}
+	p->route = r;
+	p->put_id = id;
+	p->len = len;
+	p->reserved = fkv_weight(len);
+	p->deadline_ms = fkv_routes_now_ms(t) + t->ttl_ms;
+	fkv_list_add_tail(&p->link, &t->inflight_list);
+	r->inflight++;
+	t->reserved += p->reserved;
+	t->last_put_id = id;
+	*put_id = id;
+	return 0;
+}
+
+/* Release an in-flight put; the caller frees the entry if it wants to. */
+static void finish_inflight(struct fkv_routes *t, struct fkv_inflight *p)
+{
+	fkv_u64map_del(&t->inflight, p->put_id);
+	fkv_list_del(&p->link);
+	t->reserved -= p->reserved;
+	p->route->inflight--;
+	free(p);
+}
+
+static struct fkv_inflight *find_inflight(const struct fkv_routes *t,
+					  uint64_t put_id)
+{
+	return put_id ? fkv_u64map_get(&t->inflight, put_id) : NULL;
+}
+
+int fkv_routes_put_abort(struct fkv_routes *t, const void *key,
+			 size_t key_len, uint64_t put_id)
+{
+	struct fkv_inflight *p = find_inflight(t, put_id);
+	struct fkv_route *r;
+
+	if (!p)
+		return -ENOENT;
+	r = p->route;
+	if (!key_eq(r, key, key_len))
+		return -EINVAL;
+	finish_inflight(t, p);
+	maybe_free_entry(t, r);
+	return 0;
+}
+
+/* Drop a replica's memory copy (the slot itself stays). */
+static void drop_mem(struct fkv_routes *t, struct fkv_replica *rep)
+{
+	uint64_t handle = rep->mem_handle, w = fkv_weight(rep->mem_len);
+
+	if (!handle)
+		return;
+	fkv_u64map_del(&t->by_handle, handle);
+	if (rep->node == t->node)
+		t->used -= w;
+	rep->mem_handle = 0;
+	rep->mem_len = 0;
+	t->ops->drop(t->arg, handle, w);
+}
+
+static void remove_replica_slot(struct fkv_route *r, uint32_t i)
+{
+	memmove(&r->replicas[i], &r->replicas[i + 1],
+		(r->nreplicas - i - 1) * sizeof(r->replicas[0]));
+	r->nreplicas--;
+	memset(&r->replicas[r->nreplicas], 0, sizeof(r->replicas[0]));
+}
+
+/* Drop every replica of a visible route; it becomes invisible. */
+static void drop_all(struct fkv_routes *t, struct fkv_route *r)
+{
+	uint32_t i;
+
+	if (!r->nreplicas)
+		return;
+	for (i = 0; i < r->nreplicas; i++)
+		drop_mem(t, &r->replicas[i]);
+	memset(r->replicas, 0, sizeof(r->replicas));
+	r->nreplicas = 0;
+	t->nvisible--;
+}
+
+int fkv_routes_put_done(struct fkv_routes *t, const void *key, size_t key_len,
+			uint64_t put_id, uint64_t handle, uint64_t len,
+			uint64_t tomb_tag, const struct fkv_route **routep)
+{
+	struct fkv_inflight *p;
+	struct fkv_replica *rep;
+	struct fkv_route *r;
+	int err;
+
+	if (!fkv_key_valid(key, key_len) || !put_id || !handle || !len ||
+	    len > FLUXONKV_VALUE_MAX)
+		return -EINVAL;
+	p = find_inflight(t, put_id);
+	if (!p)
+		return put_id > t->last_put_id ? -EINVAL : -ETIMEDOUT;
+	r = p->route;
+	if (!key_eq(r, key, key_len))
+		return -EINVAL;
+
+	if (r->put_id > put_id) {
+		/* A newer version was published or deleted meanwhile. */
+		finish_inflight(t, p);
+		maybe_free_entry(t, r);
+		return 0;
+	}
+	err = fkv_u64map_put(&t->by_handle, handle, r);
+	if (err) {
+		finish_inflight(t, p);
+		maybe_free_entry(t, r);
+		return err;
+	}
+	finish_inflight(t, p);
+	drop_all(t, r);
+	r->put_id = put_id;
+	r->nreplicas = 1;
+	rep = &r->replicas[0];
+	rep->node = t->node;
+	rep->tomb_tag = tomb_tag;
+	rep->mem_handle = handle;
+	rep->mem_len = len;
+	t->used += fkv_weight(len);
+	t->nvisible++;
+	if (routep)
+		*routep = r;
+	return 1;
+}
+
+const struct fkv_route *fkv_routes_lookup(const struct fkv_routes *t,
+					  const void *key, size_t key_len)
+{
+	const struct fkv_route *r;
+
+	if (!fkv_key_valid(key, key_len))
+		return NULL;
+	r = find_entry(t, key, key_len);
+	return r && r->nreplicas ? r : NULL;
+}
+
+const struct fkv_route *fkv_routes_by_handle(const struct fkv_routes *t,
+					     uint64_t handle)
+{
+	return handle ? fkv_u64map_get(&t->by_handle, handle) : NULL;
+}
+
+const struct fkv_replica *fkv_routes_local(const struct fkv_routes *t,
+					   const struct fkv_route *r)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->nreplicas; i++)
+		if (r->replicas[i].node == t->node)
+			return &r->replicas[i];
+	return NULL;
+}
+
+int fkv_routes_delete(struct fkv_routes *t, const void *key, size_t key_len,
+		      uint64_t *put_id)
+{
+	struct fkv_route *r;
+
+	if (!fkv_key_valid(key, key_len))
+		return -EINVAL;
+	r = find_entry(t, key, key_len);
+	if (!r || !r->nreplicas)
+		return -ENOENT;
+	*put_id = r->put_id;
+	drop_all(t, r);
+	/* r->put_id stays: in-flight older puts must not resurrect the key. */
+	maybe_free_entry(t, r);
+	return 0;
+}
+
+/* Remove replica slots that hold nothing; free the entry if none is left. */
+static void compact(struct fkv_routes *t, struct fkv_route *r)
+{
+	uint32_t i = 0;
+
+	if (!r->nreplicas)
+		return;
+	while (i < r->nreplicas) {
+		if (!r->replicas[i].mem_handle && !r->replicas[i].ssd)
+			remove_replica_slot(r, i);
+		else
+			i++;
+	}
+	if (!r->nreplicas) {
+		t->nvisible--;
+		maybe_free_entry(t, r);
+	}
+}
+
+int fkv_routes_drop_handle(struct fkv_routes *t, uint64_t handle)
+{
+	struct fkv_route *r = handle ? fkv_u64map_get(&t->by_handle, handle)
+				     : NULL;
+	uint32_t i;
+
+	if (!r)
+		return -ENOENT;
+	for (i = 0; i < r->nreplicas; i++) {
+		if (r->replicas[i].mem_handle == handle) {
+			drop_mem(t, &r->replicas[i]);
+			break;
+		}
+	}
+	compact(t, r);
+	return 0;
+}
+
+int fkv_routes_clear_ssd(struct fkv_routes *t, const void *key,
+			 size_t key_len, uint64_t put_id)
+{
+	struct fkv_route *r;
+	bool found = false;
+	uint32_t i;
+
+	if (!fkv_key_valid(key, key_len))
+		return -EINVAL;
+	r = find_entry(t, key, key_len);
+	if (!r || !r->nreplicas || r->put_id != put_id)
+		return -ENOENT;
+	for (i = 0; i < r->nreplicas; i++) {
+		if (r->replicas[i].ssd) {
+			r->replicas[i].ssd = false;
+			r->replicas[i].ssd_len = 0;
+			found = true;
+		}
+	}
+	compact(t, r);
+	return found ? 0 : -ENOENT;
+}
+
+unsigned int fkv_routes_sweep(struct fkv_routes *t)
+{
+	uint64_t now = fkv_routes_now_ms(t);
+	unsigned int n = 0;
+	struct fkv_list *l;
+
+	while ((l = fkv_list_first(&t->inflight_list))) {
+		struct fkv_inflight *p =
+			fkv_container_of(l, struct fkv_inflight, link);
+		struct fkv_route *r = p->route;
+
+		if (p->deadline_ms > now)
+			break;
+		if (t->ops->expired)
+			t->ops->expired(t->arg, r, p->put_id);
+		finish_inflight(t, p);
+		maybe_free_entry(t, r);
+		n++;
+	}
+	return n;
+}
+
+int64_t fkv_routes_next_expiry_ms(const struct fkv_routes *t)
+{
+	struct fkv_list *l = fkv_list_first(&t->inflight_list);
+	uint64_t now;
+	struct fkv_inflight *p;
+
+	if (!l)
+		return -1;
+	p = fkv_container_of(l, struct fkv_inflight, link);
+	now = fkv_routes_now_ms(t);
+	return p->deadline_ms > now ? (int64_t)(p->deadline_ms - now) : 0;
+}
+
+uint64_t fkv_routes_capacity(const struct fkv_routes *t)
+{
+	return t->capacity;
+}
+
+uint64_t fkv_routes_used(const struct fkv_routes *t)
+{
+	return t->used;
+}
+
+uint64_t fkv_routes_reserved(const struct fkv_routes *t)
+{
+	return t->reserved;
+}
+
+size_t fkv_routes_count(const struct fkv_routes *t)
+{
+	return t->nvisible;
+}
+
+size_t fkv_routes_inflight(const struct fkv_routes *t)
+{
+	return fkv_u64map_count(&t->inflight);
+}
+
+uint64_t fkv_routes_last_put_id(const struct fkv_routes *t)
+{
+	return t->last_put_id;
+}

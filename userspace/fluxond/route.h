@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * route.h - the master's route table and in-flight put table.
+ *
+ * A *key entry* (struct fkv_route) lives while its key has replicas or
+ * in-flight puts.  Its put_id is the newest version ever published *or
+ * deleted* under the key, so a late PUT_DONE of an older version can neither
+ * overwrite a newer value nor resurrect a deleted one.  A key is visible
+ * (GET/DELETE find it) only while it has at least one replica.
+ *
+ * Capacity accounting is for the local node's segment: used is the sum of the
+ * weights of the memory replicas the table references, reserved the sum of
+ * the in-flight puts' reservations; weight = round_up(len, SEGMENT_ALIGN).
+ *
+ * Pure logic: whenever the table gives up its reference on a memory replica
+ * (overwrite, delete, eviction) it calls ops->drop; the caller turns that
+ * into DROP_REPLICA.  Single threaded; nothing here locks.
+ */
+#ifndef FLUXOND_ROUTE_H
+#define FLUXOND_ROUTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/fluxonkv.h>
+
+/* Owner nodes a route can name; a single node uses one. */
+#define FKV_ROUTE_MAX_REPLICAS	4
+/* In-flight puts are forgotten this long after PUT_START. */
+#define FKV_INFLIGHT_TTL_MS	60000ULL
+
+static inline uint64_t fkv_weight(uint64_t len)
+{
+	return (len + FLUXONKV_SEGMENT_ALIGN - 1) &
+	       ~(uint64_t)(FLUXONKV_SEGMENT_ALIGN - 1);
+}
+
+/**
+ * struct fkv_replica - one owner node's copies of a route's version.
+ * @node: owner node id.
+ * @tomb_tag: the owner's incarnation when the replica was published; a
+ *	replica whose tag is not the node's live incarnation is dead.
+ * @mem_handle: the owner module's handle of the DRAM replica, 0 = none.
+ * @mem_len: value length of the DRAM replica.
+ * @ssd: an SSD replica is committed.
+ * @ssd_len: its length.
+ */
+struct fkv_replica {
+	uint32_t node;
+	uint64_t tomb_tag;
+	uint64_t mem_handle;
+	uint64_t mem_len;
+	bool ssd;
+	uint64_t ssd_len;
+};
+
+/**
+ * struct fkv_route - a key entry.
+ * @next: hash chain.
+ * @hash: SipHash of the key under the table's secret.
+ * @put_id: newest version published or deleted under this key.
+ * @inflight: in-flight puts of this key.
+ * @nreplicas: valid entries of @replicas; 0 = key not visible.
+ * @key_len, @key: the key bytes.
+ */
+struct fkv_route {
+	struct fkv_route *next;
+	uint64_t hash;
+	uint64_t put_id;
+	uint32_t inflight;
+	uint32_t nreplicas;
+	struct fkv_replica replicas[FKV_ROUTE_MAX_REPLICAS];
+	uint16_t key_len;
+	uint8_t key[];
+};
+
+struct fkv_route_ops {
+	/* The table dropped its reference on a memory replica. */
+	void (*drop)(void *arg, uint64_t handle, uint64_t weight);
+	/* Optional: an in-flight put passed its TTL and was forgotten. */
+	void (*expired)(void *arg, const struct fkv_route *r, uint64_t put_id);
+};
+
+struct fkv_route_config {
+	uint64_t capacity;		/* local segment bytes, > 0 */
+	uint32_t node;			/* local node id */
+	uint64_t ttl_ms;		/* 0 = FKV_INFLIGHT_TTL_MS */
+	uint64_t (*now_ms)(void *arg);	/* NULL = CLOCK_MONOTONIC */
+	void *clock_arg;
+	const uint8_t *hash_secret;	/* 16 bytes; NULL = random */
+	uint64_t first_put_id;		/* put_ids start above this */
+};
+
+struct fkv_routes;
+
+/* NULL with errno set on failure. */
+struct fkv_routes *fkv_routes_create(const struct fkv_route_config *cfg,
+				     const struct fkv_route_ops *ops,
+				     void *arg);
+/* Frees everything; sends no drops. */
+void fkv_routes_destroy(struct fkv_routes *t);
+
+/* Valid key: 1..FLUXONKV_KEY_MAX bytes. */
+static inline bool fkv_key_valid(const void *key, size_t key_len)
+{
+	return key && key_len >= 1 && key_len <= FLUXONKV_KEY_MAX;
+}
+
+uint64_t fkv_routes_key_hash(const struct fkv_routes *t, const void *key,
+			     size_t key_len);
+
+/*
+ * Assign the next put_id (global, monotonic, from 1), record the in-flight
+ * put and reserve weight(len).  -EINVAL (bad key/len), -EFBIG (len larger
+ * than the segment), -ENOMEM.
+ */
+int fkv_routes_put_start(struct fkv_routes *t, const void *key,
+			 size_t key_len, uint64_t len, uint64_t *put_id);
+
+/* Forget an in-flight put.  -ENOENT if unknown, -EINVAL if the key differs. */
+int fkv_routes_put_abort(struct fkv_routes *t, const void *key,
+			 size_t key_len, uint64_t put_id);
+
+/*
+ * Complete an in-flight put: its reservation is released; if no newer
+ * version exists the route becomes {put_id, {local: tomb_tag, handle, len}}
+ * and the previous version's memory replicas are dropped.
+ * Returns 1 (published; *routep = the route), 0 (superseded: the handle is
+ * not kept), -ETIMEDOUT (put_id not in flight: expired or already done),
+ * -EINVAL (bad arguments, key mismatch, never issued put_id), -EEXIST (the
+ * handle is already referenced).
+ */
+int fkv_routes_put_done(struct fkv_routes *t, const void *key, size_t key_len,
+			uint64_t put_id, uint64_t handle, uint64_t len,
+			uint64_t tomb_tag, const struct fkv_route **routep);
+
+/* The visible route of a key, or NULL. */
+const struct fkv_route *fkv_routes_lookup(const struct fkv_routes *t,
+					  const void *key, size_t key_len);
+/* The route that references a memory handle, or NULL. */
+const struct fkv_route *fkv_routes_by_handle(const struct fkv_routes *t,
+					     uint64_t handle);
+/* The local node's replica of a route, or NULL. */
+const struct fkv_replica *fkv_routes_local(const struct fkv_routes *t,
+					   const struct fkv_route *r);
+
+/*
+ * Remove a visible route: every memory replica is dropped.  *put_id = the
+ * version deleted.  -ENOENT if the key is not visible.
+ */
+int fkv_routes_delete(struct fkv_routes *t, const void *key, size_t key_len,
+		      uint64_t *put_id);
+
+/*
+ * Give up the memory replica @handle (eviction): ops->drop is called; a
+ * route left without replicas disappears.  -ENOENT if unknown.
+ */
+int fkv_routes_drop_handle(struct fkv_routes *t, uint64_t handle);
+
+/* Forget the SSD replica of version @put_id of a key.  -ENOENT if none. */
+int fkv_routes_clear_ssd(struct fkv_routes *t, const void *key,
+			 size_t key_len, uint64_t put_id);
+
+/* Drop in-flight puts past their deadline; returns how many. */
+unsigned int fkv_routes_sweep(struct fkv_routes *t);
+
+/* Milliseconds until the oldest in-flight put expires; -1 if none. */
+int64_t fkv_routes_next_expiry_ms(const struct fkv_routes *t);
+
+uint64_t fkv_routes_now_ms(const struct fkv_routes *t);
+uint64_t fkv_routes_capacity(const struct fkv_routes *t);
+uint64_t fkv_routes_used(const struct fkv_routes *t);
+uint64_t fkv_routes_reserved(const struct fkv_routes *t);
+/* Visible routes. */
+size_t fkv_routes_count(const struct fkv_routes *t);
+size_t fkv_routes_inflight(const struct fkv_routes *t);
+/* Newest put_id handed out (0 = none yet). */
+uint64_t fkv_routes_last_put_id(const struct fkv_routes *t);
+
+#endif /* FLUXOND_ROUTE_H */

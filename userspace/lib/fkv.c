@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libfluxonkv core: the ioctls of /dev/fluxonkv and the read-only segment
+ * mapping.
+ *
+ * The handle is immutable after fkv_open() (fd, mapping, limits), so
+ * concurrent calls need no lock: each is one ioctl on a struct on the
+ * caller's stack, and the kernel serialises what it must.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <fluxonkv.h>
+
+struct fkv {
+	int fd;
+	const unsigned char *base;	/* PROT_READ, MAP_SHARED */
+	size_t size;
+	size_t key_max;
+	uint64_t value_max;
+};
+
+/* One ioctl, restarted when a signal interrupted it; 0 or -errno. */
+static int fkv_ioctl(int fd, unsigned long req, void *arg)
+{
+	int ret;
+
+	do {
+		ret = ioctl(fd, req, arg);
+	} while (ret < 0 && errno == EINTR);
+	return ret < 0 ? -errno : 0;
+}
+
+static int fkv_check_key(const struct fkv *kv, const void *key, size_t len)
+{
+	if (!key || !len)
+		return -EINVAL;
+	if (len > kv->key_max)
+		return -E2BIG;
+	return 0;
+}
+
+/* Does [offset, offset + len) lie inside a mapping of @size bytes? */
+static bool fkv_range_ok(uint64_t offset, uint64_t len, size_t size)
+{
+	return offset <= size && len <= size - offset;
+}
+
+static int fkv_query_info(int fd, struct fluxonkv_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->size = sizeof(*info);
+	return fkv_ioctl(fd, FLUXONKV_IOC_INFO, info);
+}
+
+int fkv_open(const char *dev, struct fkv **out)
+{
+	struct fluxonkv_info info;
+	struct fkv *kv;
+	void *base;
+	int fd, err;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!dev)
+		dev = FKV_DEFAULT_DEVICE;
+
+	do {
+		fd = open(dev, O_RDWR | O_CLOEXEC);
+	} while (fd < 0 && errno == EINTR);
+	if (fd < 0) {
+		err = -errno;
+		/* no node, or a node without its driver: module not loaded */
+		return err == -ENOENT || err == -ENXIO ? -ENODEV : err;
+	}
+
+	err = fkv_query_info(fd, &info);
+	if (err)
+		goto err_close;
+	if (info.abi_version != FLUXONKV_ABI_VERSION) {
+		err = -EPROTO;
+		goto err_close;
+	}
+	if (!info.segment_size || info.segment_size > SIZE_MAX) {
+		err = -EIO;
+		goto err_close;
+	}
+
+	kv = calloc(1, sizeof(*kv));
+	if (!kv) {
+		err = -ENOMEM;
+		goto err_close;
+	}
+	base = mmap(NULL, info.segment_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		err = -errno;
+		goto err_free;
+	}
+
+	kv->fd = fd;
+	kv->base = base;
+	kv->size = info.segment_size;
+	kv->key_max = info.key_max ? info.key_max : FLUXONKV_KEY_MAX;
+	kv->value_max = info.value_max ? info.value_max : FLUXONKV_VALUE_MAX;
+	*out = kv;
+	return 0;
+
+err_free:
+	free(kv);
+err_close:
+	close(fd);
+	return err;
+}
+
+void fkv_close(struct fkv *kv)
+{
+	if (!kv)
+		return;
+	munmap((void *)kv->base, kv->size);
+	close(kv->fd);
+	free(kv);
+}
+
+int fkv_info(struct fkv *kv, struct fluxonkv_info *info)
+{
+	if (!kv || !info)
+		return -EINVAL;
+	return fkv_query_info(kv->fd, info);
+}
+
+size_t fkv_segment_size(const struct fkv *kv)
+{
+	return kv ? kv->size : 0;
+}
+
+const void *fkv_segment_base(const struct fkv *kv)
+{
+	return kv ? kv->base : NULL;
+}
+
+int fkv_put(struct fkv *kv, const void *key, size_t key_len,
+	    const void *value, size_t value_len, uint64_t *put_id)
+{
+	struct fluxonkv_put p;
+	int err;
+
+	if (!kv)
+		return -EINVAL;
+	err = fkv_check_key(kv, key, key_len);
+	if (err)
+		return err;
+	if (!value || !value_len)
+		return -EINVAL;
+	if (value_len > kv->value_max)
+		return -E2BIG;
+
+	memset(&p, 0, sizeof(p));
+	p.size = sizeof(p);
+	p.key_len = key_len;
+	p.key_ptr = (uintptr_t)key;
+	p.value_ptr = (uintptr_t)value;
+	p.value_len = value_len;
+	err = fkv_ioctl(kv->fd, FLUXONKV_IOC_PUT, &p);
+	if (err)
+		return err;
+	if (put_id)
+		*put_id = p.put_id;
+	return 0;
+}
+
+static int fkv_release_id(struct fkv *kv, uint64_t id)
+{
+	struct fluxonkv_release r;
+
+	memset(&r, 0, sizeof(r));
+	r.size = sizeof(r);
+	r.holder_id = id;
+	return fkv_ioctl(kv->fd, FLUXONKV_IOC_RELEASE, &r);
+}
+
+int fkv_get(struct fkv *kv, const void *key, size_t key_len,
+	    struct fkv_holder *out)
+{
+	struct fluxonkv_get g;
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (!kv)
+		return -EINVAL;
+	err = fkv_check_key(kv, key, key_len);
+	if (err)
+		return err;
+
+	memset(&g, 0, sizeof(g));
+	g.size = sizeof(g);
+	g.key_len = key_len;
+	g.key_ptr = (uintptr_t)key;
+	err = fkv_ioctl(kv->fd, FLUXONKV_IOC_GET, &g);
+	if (err)
+		return err;
+
+	/* Never build a pointer from an offset we have not checked. */
+	if (!g.len || !fkv_range_ok(g.offset, g.len, kv->size)) {
+		fkv_release_id(kv, g.holder_id);
+		return -EIO;
+	}
+	out->id = g.holder_id;
+	out->data = kv->base + g.offset;
+	out->len = g.len;
+	out->put_id = g.put_id;
+	out->source = g.source;
+	return 0;
+}
+
+int fkv_holder_release(struct fkv *kv, struct fkv_holder *h)
+{
+	int err;
+
+	/* data is never NULL for a taken holder: catches double releases */
+	if (!kv || !h || !h->data)
+		return -EINVAL;
+	err = fkv_release_id(kv, h->id);
+	if (err)
+		return err;
+	memset(h, 0, sizeof(*h));
+	return 0;
+}
+
+int fkv_delete(struct fkv *kv, const void *key, size_t key_len)
+{
+	struct fluxonkv_delete d;
+	int err;
+
+	if (!kv)
+		return -EINVAL;
+	err = fkv_check_key(kv, key, key_len);
+	if (err)
+		return err;
+
+	memset(&d, 0, sizeof(d));
+	d.size = sizeof(d);
+	d.key_len = key_len;
+	d.key_ptr = (uintptr_t)key;
+	return fkv_ioctl(kv->fd, FLUXONKV_IOC_DELETE, &d);
+}
