@@ -172,7 +172,9 @@ long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
  * @put_id, @flags, @handle, @len, @source: answer attributes.
  * @replica: PUT_DONE only: published from the answer handler, in order
  *	with the daemon's later commands.
- * @key, @key_len: DELETE only: forgotten from the index on success.
+ * @alloc: GET_START only: a memory source pinned by the answer handler,
+ *	before a later DROP_REPLICA from the daemon can free it.
+ * @key, @key_len: DELETE and GET_START: the key of the request.
  */
 struct fluxonkv_upcall {
 	u64 id;
@@ -185,6 +187,7 @@ struct fluxonkv_upcall {
 	u64 len;
 	u32 source;
 	struct fluxonkv_replica *replica;
+	struct fluxonkv_alloc *alloc;
 	const u8 *key;
 	u32 key_len;
 };

@@ -388,8 +388,9 @@ static u32 fluxonkv_attr_u32(struct genl_info *info, int type)
 
 /*
  * An answer to an upcall: find and claim the waiter, copy what the answer
- * carries and complete it.  PUT_DONE publishes here and DELETE unindexes
- * here, so both are ordered with the daemon's DROP_REPLICA commands.
+ * carries and complete it.  PUT_DONE publishes here, DELETE unindexes here
+ * and GET_START pins its memory source here, so all three are ordered with
+ * the daemon's DROP_REPLICA commands (the waiter may run much later).
  */
 static int fluxonkv_nl_answer(struct sk_buff *skb, struct genl_info *info)
 {
@@ -436,6 +437,10 @@ static int fluxonkv_nl_answer(struct sk_buff *skb, struct genl_info *info)
 		fluxonkv_replica_publish(up->replica);
 	if (!status && cmd == FLUXONKV_CMD_DELETE && up->key)
 		fluxonkv_index_forget(up->key, up->key_len, up->put_id);
+	if (!status && cmd == FLUXONKV_CMD_GET_START && up->key &&
+	    up->source == FLUXONKV_SOURCE_MEMORY)
+		up->alloc = fluxonkv_handle_lookup(up->handle, up->key,
+						   up->key_len, up->put_id);
 	complete(&up->done);
 	return 0;
 

@@ -241,7 +241,7 @@ int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 		 struct fluxonkv_get_result *res)
 {
 	struct fluxonkv_upcall_args args = { .key = key, .key_len = key_len };
-	struct fluxonkv_upcall up = {};
+	struct fluxonkv_upcall up = { .key = key, .key_len = key_len };
 	struct fluxonkv_alloc *a;
 	u64 put_id, handle;
 	int ret;
@@ -271,9 +271,9 @@ int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 				    up.source);
 		goto miss;
 	}
-	a = fluxonkv_handle_lookup(up.handle, key, key_len, up.put_id);
+	a = up.alloc;	/* pinned by the answer handler */
 	if (!a)
-		goto miss;	/* dropped meanwhile */
+		goto miss;	/* not a live replica of this key and version */
 	ret = fluxonkv_grant(s, a, up.put_id, FLUXONKV_SOURCE_MEMORY, res);
 	if (!ret)
 		atomic64_inc(&fluxonkv_stats.hits_memory);
