@@ -1,0 +1,191 @@
+# SPDX-License-Identifier: GPL-2.0
+"""pytest environment of the fluxonkv Python package.
+
+Tests that take the ``kv`` (or ``fluxon_env``) fixture need the real module
+and daemon: they run only as root inside the test VM (FLUXON_VM=1, set by
+tools/vm/run) with the paths selftests/run_tests exports:
+
+  FLUXONKV_KO     kmod/fluxonkv.ko
+  FLUXOND         BUILD/fluxond
+  FLUXONKV_LIB    BUILD/libfluxonkv.so (else FLUXONKV_BUILD/libfluxonkv.so,
+                  else the package's own search)
+
+Everywhere else they are skipped with the reason; the tests that need no
+device (tests/test_local.py) run anywhere.
+
+The session loads a fresh module (segment_mb=128), starts ``fluxond
+--foreground`` (dying with this process: PR_SET_PDEATHSIG) and unloads the
+module at the end.  The daemon log is /tmp/fluxonkv-pytest-fluxond.log and is
+printed when the daemon fails to start.
+"""
+import ctypes
+import itertools
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+SYSFS = Path("/sys/kernel/fluxonkv")
+DEV = Path("/dev/fluxonkv")
+DAEMON_LOG = "/tmp/fluxonkv-pytest-fluxond.log"
+SEGMENT_MB = 128
+
+
+def _set_lib_env():
+    """FLUXONKV_LIB from FLUXONKV_BUILD when only the build dir is given."""
+    build = os.environ.get("FLUXONKV_BUILD")
+    if not os.environ.get("FLUXONKV_LIB") and build:
+        lib = Path(build) / "libfluxonkv.so"
+        if lib.exists():
+            os.environ["FLUXONKV_LIB"] = str(lib)
+
+
+_set_lib_env()
+
+
+def sysfs(name):
+    """An integer counter of /sys/kernel/fluxonkv/."""
+    return int((SYSFS / name).read_text().strip(), 0)
+
+
+def wait_sysfs(name, want, timeout=3.0):
+    """Wait for counter @name to read @want; returns the last value."""
+    end = time.monotonic() + timeout
+    while True:
+        v = sysfs(name)
+        if v == want or time.monotonic() > end:
+            return v
+        time.sleep(0.01)
+
+
+def _why_not():
+    if os.environ.get("FLUXON_VM") != "1":
+        return "needs the test VM (FLUXON_VM=1; run through tools/vm/run)"
+    if os.geteuid() != 0:
+        return "needs root (loads fluxonkv.ko)"
+    ko = os.environ.get("FLUXONKV_KO")
+    if not ko or not os.access(ko, os.R_OK):
+        return f"FLUXONKV_KO={ko!r} is not a readable module"
+    daemon = os.environ.get("FLUXOND")
+    if not daemon or not os.access(daemon, os.X_OK):
+        return f"FLUXOND={daemon!r} is not an executable fluxond"
+    try:
+        from fluxonkv import _lib
+        _lib.load()
+    except OSError as e:
+        return f"libfluxonkv.so: {e}"
+    return None
+
+
+def _run(*argv):
+    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True)
+
+
+def _unload():
+    end = time.monotonic() + 3
+    while SYSFS.exists() or Path("/sys/module/fluxonkv").exists():
+        r = _run("rmmod", "fluxonkv")
+        if r.returncode == 0:
+            break
+        if time.monotonic() > end:
+            raise RuntimeError(f"rmmod fluxonkv: {r.stdout}")
+        time.sleep(0.05)
+
+
+def _pdeathsig():
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_PDEATHSIG = 1
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class Env:
+    def __init__(self, daemon):
+        self.daemon = daemon
+
+    sysfs = staticmethod(sysfs)
+    wait_sysfs = staticmethod(wait_sysfs)
+
+
+@pytest.fixture(scope="session")
+def fluxon_env():
+    why = _why_not()
+    if why:
+        pytest.skip(why)
+    _unload()
+    r = _run("insmod", os.environ["FLUXONKV_KO"], f"segment_mb={SEGMENT_MB}")
+    if r.returncode:
+        pytest.fail(f"insmod failed: {r.stdout}")
+    end = time.monotonic() + 3
+    while not (DEV.exists() and (SYSFS / "daemon_pid").exists()):
+        if time.monotonic() > end:
+            pytest.fail("module loaded but /dev/fluxonkv did not appear")
+        time.sleep(0.01)
+    log = open(DAEMON_LOG, "w")
+    daemon = subprocess.Popen([os.environ["FLUXOND"], "--foreground"],
+                              stdin=subprocess.DEVNULL, stdout=log,
+                              stderr=subprocess.STDOUT,
+                              preexec_fn=_pdeathsig)
+    end = time.monotonic() + 10
+    while sysfs("daemon_pid") == 0:
+        if daemon.poll() is not None or time.monotonic() > end:
+            daemon.kill()
+            daemon.wait()
+            log.close()
+            pytest.fail("fluxond did not register:\n" +
+                        Path(DAEMON_LOG).read_text())
+        time.sleep(0.02)
+    try:
+        yield Env(daemon)
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        try:
+            daemon.wait(5)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+        log.close()
+        if daemon.returncode != 0:
+            sys.stderr.write(Path(DAEMON_LOG).read_text())
+        _unload()
+
+
+@pytest.fixture
+def kv(fluxon_env):
+    """An open Store; closed (and its holders released) after the test."""
+    import fluxonkv
+
+    store = fluxonkv.Store()
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def key(request):
+    """key() -> a fresh key unique to this test: 'test_name/N'."""
+    counter = itertools.count()
+    name = request.node.name[:200]
+    return lambda: f"{name}/{next(counter)}"
+
+
+def pattern(size, seed):
+    """@size bytes that differ with @seed and with every 4 KiB block.
+
+    Each 4096-byte block starts with (seed, block number) so a value that
+    comes back shifted, truncated or from another key does not compare equal.
+    """
+    body = bytes((seed * 131 + i * 7) & 0xFF for i in range(4096 - 8))
+    blocks = (size + 4095) // 4096
+    data = b"".join(struct.pack("<II", seed & 0xFFFFFFFF, j) + body
+                    for j in range(blocks))
+    return data[:size]
