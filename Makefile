@@ -95,6 +95,7 @@ unit: $(UNIT_BINS)
 vm-test: all
 	@rm -rf $(O)/results/vm && mkdir -p $(O)/results/vm
 	tools/vm/run --mem 2G --cpus 2 --timeout 900 --results $(O)/results/vm \
+		--disk ssd0:1G --disk ssd1:512M --disk ssd2:256M \
 		-- selftests/run_tests $(O)
 
 # Everything CI runs.  Unit and VM tests both run even if one fails; the
@@ -125,4 +126,4 @@ clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) O= clean 2>/dev/null || true
 	rm -rf $(O)
 
--include $(shell find $(O) -name '*.d' 2>/dev/null)
+-include $(shell find $(O) -name '*.d' -type f 2>/dev/null)

@@ -37,6 +37,8 @@
 #define FLUXONKV_ROOM_WAIT_MS		5000
 /* While waiting for room, ask the master again this often. */
 #define FLUXONKV_ROOM_ASK_MS		100
+/* Reference §7.2: a stale SSD route is re-selected at most 3 times. */
+#define FLUXONKV_GET_RETRIES		3
 /* ACCESS batches: at most FLUXONKV_ACCESS_BATCH handles or 10 ms. */
 #define FLUXONKV_ACCESS_DELAY_MS	10
 
@@ -170,8 +172,9 @@ long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
  * @done: completed by the answer (or by a daemon disconnect).
  * @status: 0 or -errno from the daemon, or a local error.
  * @put_id, @flags, @handle, @len, @source: answer attributes.
- * @replica: PUT_DONE only: published from the answer handler, in order
- *	with the daemon's later commands.
+ * @replica: PUT_DONE and GET_DONE: published from the answer handler (if
+ *	the master published / promoted it), in order with the daemon's
+ *	later commands.
  * @alloc: GET_START only: a memory source pinned by the answer handler,
  *	before a later DROP_REPLICA from the daemon can free it.
  * @key, @key_len: DELETE and GET_START: the key of the request.
@@ -213,6 +216,47 @@ int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
 int fluxonkv_notify(u8 cmd, const struct fluxonkv_upcall_args *args,
 		    const u64 *handles, unsigned int nhandles);
 int fluxonkv_pending_show(struct seq_file *m, void *unused);
+
+struct sk_buff;
+struct sk_buff *fluxonkv_genl_new(u8 cmd, size_t size, void **hdr);
+int fluxonkv_genl_send(struct sk_buff *skb, void *hdr);
+
+/* ---- ssd.c: the SSD tier ---- */
+
+struct fluxonkv_ssd_entry;
+
+/* SSD counters shown in sysfs; atomic, no lock. */
+struct fluxonkv_ssd_stats {
+	atomic64_t writes;
+	atomic64_t write_bytes;
+	atomic64_t reads;
+	atomic64_t read_bytes;
+	atomic64_t io_errors;
+	atomic64_t persist_errors;
+	atomic64_t evictions;
+	atomic64_t busy_waits;
+	atomic64_t commits_published;
+	atomic64_t commits_ignored;
+	atomic64_t notices_dropped;
+	atomic64_t revokes;
+};
+
+extern struct fluxonkv_ssd_stats fluxonkv_ssd_stats;
+
+int fluxonkv_ssd_init(void);
+void fluxonkv_ssd_exit(void);
+int fluxonkv_ssd_attach(int fd, u64 offset, u64 capacity, u32 device,
+			u32 *shard);
+int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
+			 struct fluxonkv_alloc *a);
+struct fluxonkv_ssd_entry *fluxonkv_ssd_pin(const u8 *key, u32 key_len,
+					    u64 put_id);
+void fluxonkv_ssd_unpin(struct fluxonkv_ssd_entry *e);
+u64 fluxonkv_ssd_entry_len(const struct fluxonkv_ssd_entry *e);
+int fluxonkv_ssd_read(struct fluxonkv_ssd_entry *e, struct fluxonkv_alloc *a);
+u64 fluxonkv_ssd_capacity(void);
+u64 fluxonkv_ssd_used(void);
+int fluxonkv_rings_show(struct seq_file *m, void *unused);
 
 /* ---- main.c: module state shared by all files ---- */
 

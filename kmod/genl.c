@@ -214,6 +214,36 @@ static int fluxonkv_send(u8 cmd, u64 req_id,
 	}
 }
 
+/* For messages other files build themselves: header now, send later. */
+struct sk_buff *fluxonkv_genl_new(u8 cmd, size_t size, void **hdr)
+{
+	struct sk_buff *skb = genlmsg_new(size, GFP_KERNEL);
+
+	if (!skb)
+		return NULL;
+	*hdr = genlmsg_put(skb, 0, 0, &fluxonkv_genl_family, 0, cmd);
+	if (!*hdr) {
+		nlmsg_free(skb);
+		return NULL;
+	}
+	return skb;
+}
+
+/* Unicast to the daemon; consumes @skb.  -ENOTCONN without one. */
+int fluxonkv_genl_send(struct sk_buff *skb, void *hdr)
+{
+	u32 portid = READ_ONCE(fluxonkv_daemon.portid);
+	int ret;
+
+	if (!portid) {
+		nlmsg_free(skb);
+		return -ENOTCONN;
+	}
+	genlmsg_end(skb, hdr);
+	ret = genlmsg_unicast(&init_net, skb, portid);
+	return ret == -ECONNREFUSED ? -ENOTCONN : ret;
+}
+
 int fluxonkv_notify(u8 cmd, const struct fluxonkv_upcall_args *args,
 		    const u64 *handles, unsigned int nhandles)
 {
@@ -311,7 +341,9 @@ static int fluxonkv_reply_simple(struct genl_info *info, u8 cmd,
 	if (with_segment &&
 	    (fluxonkv_put_u64(skb, FLUXONKV_A_INCARNATION, fluxonkv_incarnation) ||
 	     fluxonkv_put_u64(skb, FLUXONKV_A_PUT_ID,
-			      atomic64_read(&fluxonkv_put_id_max))))
+			      atomic64_read(&fluxonkv_put_id_max)) ||
+	     fluxonkv_put_u64(skb, FLUXONKV_A_SSD_CAPACITY,
+			      fluxonkv_ssd_capacity())))
 		goto err;
 	genlmsg_end(skb, hdr);
 	return genlmsg_reply(skb, info);
@@ -388,7 +420,8 @@ static u32 fluxonkv_attr_u32(struct genl_info *info, int type)
 
 /*
  * An answer to an upcall: find and claim the waiter, copy what the answer
- * carries and complete it.  PUT_DONE publishes here, DELETE unindexes here
+ * carries and complete it.  PUT_DONE and a promoting GET_DONE publish
+ * here, DELETE unindexes here
  * and GET_START pins its memory source here, so all three are ordered with
  * the daemon's DROP_REPLICA commands (the waiter may run much later).
  */
@@ -434,6 +467,9 @@ static int fluxonkv_nl_answer(struct sk_buff *skb, struct genl_info *info)
 	up->source = fluxonkv_attr_u32(info, FLUXONKV_A_SOURCE);
 	if (!status && cmd == FLUXONKV_CMD_PUT_DONE && up->replica &&
 	    (up->flags & FLUXONKV_PUT_F_PUBLISHED))
+		fluxonkv_replica_publish(up->replica);
+	if (!status && cmd == FLUXONKV_CMD_GET_DONE && up->replica &&
+	    (up->flags & FLUXONKV_GET_F_PROMOTED))
 		fluxonkv_replica_publish(up->replica);
 	if (!status && cmd == FLUXONKV_CMD_DELETE && up->key)
 		fluxonkv_index_forget(up->key, up->key_len, up->put_id);
@@ -505,6 +541,11 @@ static const struct nla_policy fluxonkv_get_done_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32, FLUXONKV_GET_F_PROMOTED),
 };
 
+static const struct nla_policy fluxonkv_ssd_commit_policy[FLUXONKV_A_MAX + 1] = {
+	FLUXONKV_ANSWER_POLICY,
+	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32, FLUXONKV_SSD_F_PUBLISHED),
+};
+
 static const struct nla_policy fluxonkv_status_policy[FLUXONKV_A_MAX + 1] = {
 	FLUXONKV_ANSWER_POLICY,
 };
@@ -551,6 +592,8 @@ static const struct genl_ops fluxonkv_genl_ops[] = {
 		    fluxonkv_status_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_DROP_REPLICA, fluxonkv_nl_drop_replica,
 		    fluxonkv_drop_policy, GENL_ADMIN_PERM),
+	FLUXONKV_OP(FLUXONKV_CMD_SSD_COMMIT, fluxonkv_nl_answer,
+		    fluxonkv_ssd_commit_policy, GENL_ADMIN_PERM),
 };
 
 static const struct genl_multicast_group fluxonkv_genl_mcgrps[] = {

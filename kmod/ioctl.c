@@ -20,6 +20,7 @@ static_assert(sizeof(struct fluxonkv_put) == FLUXONKV_PUT_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_get) == FLUXONKV_GET_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_release) == FLUXONKV_RELEASE_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_delete) == FLUXONKV_DELETE_SIZE_VER0);
+static_assert(sizeof(struct fluxonkv_ssd_attach) == FLUXONKV_SSD_ATTACH_SIZE_VER0);
 
 /*
  * Copy a size-prefixed struct in.  @ver0 is the smallest size ever defined;
@@ -193,6 +194,26 @@ static long fluxonkv_ioc_delete(void __user *uarg)
 	return fluxonkv_delete(key, del.key_len);
 }
 
+static long fluxonkv_ioc_ssd_attach(void __user *uarg)
+{
+	struct fluxonkv_ssd_attach att;
+	long usize;
+	int ret;
+
+	usize = fluxonkv_copy_in(&att, sizeof(att),
+				 FLUXONKV_SSD_ATTACH_SIZE_VER0, uarg);
+	if (usize < 0)
+		return usize;
+	if (att.flags || att.shard || att.reserved0 ||
+	    !fluxonkv_zero(att.reserved, ARRAY_SIZE(att.reserved)))
+		return -EINVAL;
+	ret = fluxonkv_ssd_attach(att.fd, att.offset, att.capacity, att.device,
+				  &att.shard);
+	if (ret)
+		return ret;
+	return fluxonkv_copy_out(uarg, &att, sizeof(att), usize);
+}
+
 /*
  * The size encoded in an ioctl number is that of the caller's header; the
  * struct's own size field is what counts, so commands match without it.
@@ -215,6 +236,8 @@ long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return fluxonkv_ioc_release(s, uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_DELETE):
 		return fluxonkv_ioc_delete(uarg);
+	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_SSD_ATTACH):
+		return fluxonkv_ioc_ssd_attach(uarg);
 	default:
 		return -ENOTTY;
 	}

@@ -196,6 +196,13 @@ int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
 		 * -ENOENT: the master already dropped it, which is fine.
 		 */
 		fluxonkv_replica_drop(r->handle);
+	} else if (start.flags & FLUXONKV_PUT_F_PERSIST) {
+		/*
+		 * Background SSD copy (reference §3 stage 3).  -ENODEV: the
+		 * master's view of our SSD is stale; the value simply stays
+		 * memory-only, as the reference's persisted=false.
+		 */
+		fluxonkv_ssd_persist(key, key_len, start.put_id, a);
 	}
 	fluxonkv_replica_put(r);
 	if (ret)
@@ -228,6 +235,89 @@ static int fluxonkv_grant(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 	return 0;
 }
 
+/* GET_REVOKE: the source the master chose failed (reference §7.2). */
+static void fluxonkv_get_revoke(const u8 *key, u32 key_len, u64 put_id,
+				u32 source, int err)
+{
+	struct fluxonkv_upcall_args args = {
+		.key = key, .key_len = key_len, .put_id = put_id,
+		.source = source, .err = err,
+	};
+	struct fluxonkv_upcall up = {};
+
+	atomic64_inc(&fluxonkv_ssd_stats.revokes);
+	fluxonkv_upcall(FLUXONKV_CMD_GET_REVOKE, &args, &up);
+}
+
+/*
+ * Refill from this owner's SSD into a new target (reference §5.1), then
+ * GET_DONE: the master promotes it to the DRAM replica when the version is
+ * still current and has none, otherwise the holder is temporary.
+ * Returns 0 with a holder, -ESTALE to make the caller re-select, or -errno.
+ */
+static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
+				 u32 key_len, const struct fluxonkv_upcall *start,
+				 struct fluxonkv_get_result *res)
+{
+	struct fluxonkv_upcall_args args = {
+		.key = key, .key_len = key_len, .put_id = start->put_id,
+		.source = FLUXONKV_SOURCE_SSD,
+	};
+	struct fluxonkv_upcall done = {};
+	struct fluxonkv_ssd_entry *e;
+	struct fluxonkv_replica *r;
+	struct fluxonkv_alloc *a;
+	int ret;
+
+	e = fluxonkv_ssd_pin(key, key_len, start->put_id);
+	if (!e) {
+		/* Stale route: overwritten in the ring, or an old incarnation. */
+		fluxonkv_get_revoke(key, key_len, start->put_id,
+				    FLUXONKV_SOURCE_SSD, -ENOENT);
+		return -ESTALE;
+	}
+	a = fluxonkv_alloc_room(fluxonkv_ssd_entry_len(e));
+	if (IS_ERR(a)) {
+		fluxonkv_ssd_unpin(e);
+		return PTR_ERR(a);
+	}
+	ret = fluxonkv_ssd_read(e, a);	/* unpins e */
+	if (ret == -EINTR)
+		goto err_alloc;
+	if (ret) {
+		/* Never a half-filled holder: revoke and re-select. */
+		fluxonkv_get_revoke(key, key_len, start->put_id,
+				    FLUXONKV_SOURCE_SSD, ret);
+		fluxonkv_alloc_put(a);
+		return -ESTALE;
+	}
+
+	r = fluxonkv_replica_new(key, key_len, start->put_id, a);
+	if (IS_ERR(r)) {
+		ret = PTR_ERR(r);
+		goto err_alloc;
+	}
+	fluxonkv_alloc_get(a);		/* the holder's reference */
+	args.handle = r->handle;
+	args.len = a->len;
+	done.replica = r;
+	ret = fluxonkv_upcall(FLUXONKV_CMD_GET_DONE, &args, &done);
+	if (ret || !(done.flags & FLUXONKV_GET_F_PROMOTED))
+		fluxonkv_replica_drop(r->handle);	/* temporary holder */
+	fluxonkv_replica_put(r);
+	if (ret == -EINTR)
+		goto err_alloc;
+	/* The bytes are complete whatever the master answered. */
+	ret = fluxonkv_grant(s, a, start->put_id, FLUXONKV_SOURCE_SSD, res);
+	if (!ret)
+		atomic64_inc(&fluxonkv_stats.hits_ssd);
+	return ret;
+
+err_alloc:
+	fluxonkv_alloc_put(a);
+	return ret;
+}
+
 /**
  * fluxonkv_get() - pin the current value of @key for session @s.
  * @s: the caller's session (owns the holder).
@@ -235,15 +325,19 @@ static int fluxonkv_grant(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
  * @key_len: 1..FLUXONKV_KEY_MAX.
  * @res: out: holder id, offset/len in the segment, put_id, source tier.
  *
+ * DRAM first: the local index, then the master's route.  Without a DRAM
+ * replica the master may route to this owner's SSD; a stale SSD route is
+ * revoked and the source re-selected at most FLUXONKV_GET_RETRIES times.
+ *
  * Return: 0, -ENOENT on a miss, or -errno.
  */
 int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 		 struct fluxonkv_get_result *res)
 {
 	struct fluxonkv_upcall_args args = { .key = key, .key_len = key_len };
-	struct fluxonkv_upcall up = { .key = key, .key_len = key_len };
 	struct fluxonkv_alloc *a;
 	u64 put_id, handle;
+	unsigned int tries;
 	int ret;
 
 	atomic64_inc(&fluxonkv_stats.gets);
@@ -260,26 +354,30 @@ int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 		return ret;
 	}
 
-	ret = fluxonkv_upcall(FLUXONKV_CMD_GET_START, &args, &up);
-	if (ret == -ENOENT)
-		goto miss;
-	if (ret)
-		return ret;
-	if (up.source != FLUXONKV_SOURCE_MEMORY) {
-		/* No SSD tier in this module yet: nothing else can serve. */
-		pr_warn_ratelimited("GET_START answered with source %u\n",
-				    up.source);
-		goto miss;
-	}
-	a = up.alloc;	/* pinned by the answer handler */
-	if (!a)
-		goto miss;	/* not a live replica of this key and version */
-	ret = fluxonkv_grant(s, a, up.put_id, FLUXONKV_SOURCE_MEMORY, res);
-	if (!ret)
-		atomic64_inc(&fluxonkv_stats.hits_memory);
-	return ret;
+	for (tries = 0; tries <= FLUXONKV_GET_RETRIES; tries++) {
+		struct fluxonkv_upcall up = { .key = key, .key_len = key_len };
 
-miss:
+		ret = fluxonkv_upcall(FLUXONKV_CMD_GET_START, &args, &up);
+		if (ret == -ENOENT)
+			break;
+		if (ret)
+			return ret;
+		if (up.source == FLUXONKV_SOURCE_MEMORY) {
+			a = up.alloc;	/* pinned by the answer handler */
+			if (!a)
+				break;	/* not a live replica of this version */
+			ret = fluxonkv_grant(s, a, up.put_id,
+					     FLUXONKV_SOURCE_MEMORY, res);
+			if (!ret)
+				atomic64_inc(&fluxonkv_stats.hits_memory);
+			return ret;
+		}
+		if (up.source != FLUXONKV_SOURCE_SSD || !up.put_id)
+			break;
+		ret = fluxonkv_get_from_ssd(s, key, key_len, &up, res);
+		if (ret != -ESTALE)
+			return ret;
+	}
 	atomic64_inc(&fluxonkv_stats.misses);
 	return -ENOENT;
 }

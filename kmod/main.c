@@ -151,6 +151,24 @@ FLUXONKV_ATTR_STAT(replica_drops);
 FLUXONKV_ATTR_STAT(upcall_timeouts);
 FLUXONKV_ATTR_STAT(upcall_errors);
 FLUXONKV_ATTR_STAT(room_waits);
+FLUXONKV_ATTR_U64(kv_ssd_capacity_bytes, fluxonkv_ssd_capacity());
+FLUXONKV_ATTR_U64(kv_ssd_used_bytes, fluxonkv_ssd_used());
+
+#define FLUXONKV_ATTR_SSD(_name)					\
+	FLUXONKV_ATTR_U64(ssd_##_name, atomic64_read(&fluxonkv_ssd_stats._name))
+
+FLUXONKV_ATTR_SSD(writes);
+FLUXONKV_ATTR_SSD(write_bytes);
+FLUXONKV_ATTR_SSD(reads);
+FLUXONKV_ATTR_SSD(read_bytes);
+FLUXONKV_ATTR_SSD(io_errors);
+FLUXONKV_ATTR_SSD(persist_errors);
+FLUXONKV_ATTR_SSD(evictions);
+FLUXONKV_ATTR_SSD(busy_waits);
+FLUXONKV_ATTR_SSD(commits_published);
+FLUXONKV_ATTR_SSD(commits_ignored);
+FLUXONKV_ATTR_SSD(notices_dropped);
+FLUXONKV_ATTR_SSD(revokes);
 
 static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_version.attr,
@@ -171,6 +189,20 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_upcall_timeouts.attr,
 	&fluxonkv_attr_upcall_errors.attr,
 	&fluxonkv_attr_room_waits.attr,
+	&fluxonkv_attr_kv_ssd_capacity_bytes.attr,
+	&fluxonkv_attr_kv_ssd_used_bytes.attr,
+	&fluxonkv_attr_ssd_writes.attr,
+	&fluxonkv_attr_ssd_write_bytes.attr,
+	&fluxonkv_attr_ssd_reads.attr,
+	&fluxonkv_attr_ssd_read_bytes.attr,
+	&fluxonkv_attr_ssd_io_errors.attr,
+	&fluxonkv_attr_ssd_persist_errors.attr,
+	&fluxonkv_attr_ssd_evictions.attr,
+	&fluxonkv_attr_ssd_busy_waits.attr,
+	&fluxonkv_attr_ssd_commits_published.attr,
+	&fluxonkv_attr_ssd_commits_ignored.attr,
+	&fluxonkv_attr_ssd_notices_dropped.attr,
+	&fluxonkv_attr_ssd_revokes.attr,
 	NULL,
 };
 
@@ -226,6 +258,7 @@ FLUXONKV_DEBUGFS_SHOW(dbg_segment, fluxonkv_segment_show);
 FLUXONKV_DEBUGFS_SHOW(dbg_replicas, fluxonkv_replica_show);
 FLUXONKV_DEBUGFS_SHOW(dbg_holders, fluxonkv_holders_show);
 FLUXONKV_DEBUGFS_SHOW(dbg_pending, fluxonkv_pending_show);
+FLUXONKV_DEBUGFS_SHOW(dbg_rings, fluxonkv_rings_show);
 
 static void fluxonkv_debugfs_init(void)
 {
@@ -239,6 +272,8 @@ static void fluxonkv_debugfs_init(void)
 			    &fluxonkv_dbg_holders_fops);
 	debugfs_create_file("pending", 0400, fluxonkv_debugfs, NULL,
 			    &fluxonkv_dbg_pending_fops);
+	debugfs_create_file("rings", 0400, fluxonkv_debugfs, NULL,
+			    &fluxonkv_dbg_rings_fops);
 }
 
 /* ---- init / exit ---- */
@@ -260,9 +295,12 @@ static int __init fluxonkv_init(void)
 	ret = fluxonkv_kv_init();
 	if (ret)
 		goto err_replica;
-	ret = fluxonkv_sysfs_init();
+	ret = fluxonkv_ssd_init();
 	if (ret)
 		goto err_kv;
+	ret = fluxonkv_sysfs_init();
+	if (ret)
+		goto err_ssd;
 	fluxonkv_debugfs_init();
 	ret = fluxonkv_genl_init();
 	if (ret)
@@ -279,6 +317,8 @@ err_genl:
 err_debugfs:
 	debugfs_remove_recursive(fluxonkv_debugfs);
 	fluxonkv_sysfs_exit();
+err_ssd:
+	fluxonkv_ssd_exit();
 err_kv:
 	fluxonkv_kv_exit();
 err_replica:
@@ -294,6 +334,7 @@ static void __exit fluxonkv_exit(void)
 	fluxonkv_genl_exit();
 	debugfs_remove_recursive(fluxonkv_debugfs);
 	fluxonkv_sysfs_exit();
+	fluxonkv_ssd_exit();
 	fluxonkv_kv_exit();
 	fluxonkv_replica_exit();
 	fluxonkv_segment_exit();

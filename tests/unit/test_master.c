@@ -110,7 +110,9 @@ static void check_consistent(void)
 	struct fkv_master_stats st = stats();
 
 	FKV_ASSERT_EQ(st.policy_bytes, st.used);
-	FKV_ASSERT_EQ(st.policy_objects, st.routes);
+	FKV_ASSERT_EQ(st.policy_objects, st.mem_replicas);
+	/* Without an SSD tier every route is one memory replica. */
+	FKV_ASSERT_EQ(st.mem_replicas, st.routes);
 }
 
 FKV_TEST(create_refuses_bad_watermarks_and_zero_capacity)
@@ -500,15 +502,22 @@ FKV_TEST(access_with_unknown_handles_is_harmless)
 	fkv_master_destroy(F.m);
 }
 
-FKV_TEST(get_done_answers_flags_0_and_get_revoke_status_0)
+FKV_TEST(without_ssd_get_done_promotes_nothing_and_get_revoke_keeps_memory)
 {
 	uint32_t flags = 99;
+	uint64_t h;
 
 	mk(100 * U, NULL, 0, 0);
-	put("a", U);
-	FKV_ASSERT_EQ(fkv_master_get_done(F.m, K("a"), 1,
+	h = put("a", U);
+	FKV_ASSERT_EQ(fkv_master_get_done(F.m, K("a"), 1, h, U,
 					  FLUXONKV_SOURCE_MEMORY, &flags), 0);
 	FKV_ASSERT_EQ(flags, 0);
+	/* An "SSD refill" of a key that has no SSD replica: not promoted. */
+	flags = 99;
+	FKV_ASSERT_EQ(fkv_master_get_done(F.m, K("a"), 1, 0x999, U,
+					  FLUXONKV_SOURCE_SSD, &flags), 0);
+	FKV_ASSERT_EQ(flags, 0);
+	FKV_ASSERT(fkv_routes_by_handle(fkv_master_routes(F.m), 0x999) == NULL);
 	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, K("a"), 1,
 					    FLUXONKV_SOURCE_SSD, -EIO), 0);
 	/* No SSD replica to clear: the memory one is untouched. */
@@ -588,7 +597,10 @@ FKV_TEST(dispatch_runs_a_put_and_fills_the_reply_attributes)
 	FKV_ASSERT(fkv_dispatch(F.m, &u, &r));
 	FKV_ASSERT_EQ(r.status, -ENOSPC);
 	/* GET_DONE answers FLAGS; GET_REVOKE only STATUS (module policy). */
-	u = up(FLUXONKV_CMD_GET_DONE, A(PUT_ID) | A(SOURCE), "k");
+	u = up(FLUXONKV_CMD_GET_DONE,
+	       A(PUT_ID) | A(SOURCE) | A(HANDLE) | A(LEN), "k");
+	u.handle = 0x56;
+	u.len = 100;
 	u.put_id = 1;
 	u.source = FLUXONKV_SOURCE_SSD;
 	FKV_ASSERT(fkv_dispatch(F.m, &u, &r));

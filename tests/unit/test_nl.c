@@ -271,6 +271,159 @@ FKV_TEST(a_put_start_message_is_answered_with_put_id_and_flags)
 	fkv_master_destroy(m);
 }
 
+/* ---- SSD tier messages ---- */
+
+FKV_TEST(ssd_commit_and_ssd_state_decode)
+{
+	struct nl_msg *msg = upcall(FLUXONKV_CMD_SSD_COMMIT);
+	struct fkv_upcall u;
+
+	put_u64(msg, FLUXONKV_A_REQ_ID, 12);
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, 2, "kk"), 0);
+	put_u64(msg, FLUXONKV_A_PUT_ID, 3);
+	put_u64(msg, FLUXONKV_A_LEN, 5000);
+	FKV_ASSERT_EQ(decode(msg, &u), 0);
+	FKV_ASSERT_EQ(u.cmd, FLUXONKV_CMD_SSD_COMMIT);
+	FKV_ASSERT_EQ(u.present, A(REQ_ID) | A(KEY) | A(PUT_ID) | A(LEN));
+	FKV_ASSERT_EQ(u.req_id, 12);
+	FKV_ASSERT_EQ(u.put_id, 3);
+	FKV_ASSERT_EQ(u.len, 5000);
+	FKV_ASSERT(fkv_upcall_wants_reply(u.cmd));
+	nlmsg_free(msg);
+
+	/* SSD_STATE: a notification without REQ_ID. */
+	msg = upcall(FLUXONKV_CMD_SSD_STATE);
+	put_u64(msg, FLUXONKV_A_SSD_CAPACITY, 1ULL << 34);
+	FKV_ASSERT_EQ(decode(msg, &u), 0);
+	FKV_ASSERT_EQ(u.present, A(SSD_CAPACITY));
+	FKV_ASSERT_EQ(u.ssd_capacity, 1ULL << 34);
+	FKV_ASSERT(!fkv_upcall_wants_reply(u.cmd));
+	nlmsg_free(msg);
+
+	/* A capacity that is not a u64 makes the message malformed. */
+	msg = upcall(FLUXONKV_CMD_SSD_STATE);
+	FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_SSD_CAPACITY, 1), 0);
+	FKV_ASSERT_EQ(decode(msg, &u), -EINVAL);
+	nlmsg_free(msg);
+}
+
+/* One SSD_EVICTED ENTRY nest, as the kernel builds it. */
+static void put_entry(struct nl_msg *msg, const void *key, int key_len,
+		      uint64_t put_id)
+{
+	struct nlattr *n = nla_nest_start(msg, FLUXONKV_A_ENTRY);
+
+	FKV_ASSERT(n != NULL);
+	if (key)
+		FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, key_len, key), 0);
+	put_u64(msg, FLUXONKV_A_PUT_ID, put_id);
+	FKV_ASSERT_EQ(nla_nest_end(msg, n), 0);
+}
+
+FKV_TEST(an_ssd_evicted_message_applies_every_well_formed_entry)
+{
+	static const struct fkv_master_ops ops = { .send_drop = no_drop };
+	struct fkv_master_config cfg = {
+		.capacity = 1 << 20, .incarnation = 5, .ssd_capacity = 1 << 20,
+	};
+	uint8_t longkey[FLUXONKV_KEY_MAX + 1];
+	struct nl_msg *msg = upcall(FLUXONKV_CMD_SSD_EVICTED);
+	const struct fkv_routes *t;
+	uint64_t ids[3], id;
+	struct fkv_master *m;
+	struct fkv_upcall u;
+	struct fkv_reply r;
+	uint32_t flags;
+	int i;
+
+	fkv_log_setup(FKV_LOG_ERR, false);
+	m = fkv_master_create(&cfg, &ops, NULL);
+	FKV_ASSERT(m != NULL);
+	t = fkv_master_routes(m);
+	for (i = 0; i < 3; i++) {
+		char key[2] = { (char)('a' + i), 0 };
+
+		FKV_ASSERT_EQ(fkv_master_put_start(m, key, 1, 100, &id,
+						   &flags), 0);
+		FKV_ASSERT_EQ(fkv_master_put_done(m, key, 1, id, 0x10 + i, 100,
+						  &flags), 0);
+		FKV_ASSERT_EQ(fkv_master_ssd_commit(m, key, 1, id, 100,
+						    &flags), 0);
+		FKV_ASSERT_EQ(flags, FLUXONKV_SSD_F_PUBLISHED);
+		ids[i] = id;
+	}
+	memset(longkey, 'b', sizeof(longkey));
+	put_entry(msg, "a", 1, ids[0]);
+	put_entry(msg, longkey, sizeof(longkey), ids[1]); /* key too long */
+	put_entry(msg, NULL, 0, ids[1]);			/* no key */
+	put_entry(msg, "c", 1, ids[2]);
+	FKV_ASSERT_EQ(decode(msg, &u), 0);
+	FKV_ASSERT_EQ(u.present, A(ENTRY));
+	FKV_ASSERT(!fkv_dispatch(m, &u, &r));
+	FKV_ASSERT(!fkv_routes_lookup(t, "a", 1)->replicas[0].ssd);
+	FKV_ASSERT(fkv_routes_lookup(t, "b", 1)->replicas[0].ssd);
+	FKV_ASSERT(!fkv_routes_lookup(t, "c", 1)->replicas[0].ssd);
+	/* Their memory replicas are untouched. */
+	FKV_ASSERT_EQ(fkv_routes_lookup(t, "a", 1)->replicas[0].mem_handle,
+		      0x10);
+	FKV_ASSERT_EQ(fkv_routes_ssd_count(t), 1);
+	nlmsg_free(msg);
+
+	/* No entry at all: nothing to do, nothing answered. */
+	msg = upcall(FLUXONKV_CMD_SSD_EVICTED);
+	FKV_ASSERT_EQ(decode(msg, &u), 0);
+	FKV_ASSERT_EQ(u.present, 0);
+	FKV_ASSERT(!fkv_dispatch(m, &u, &r));
+	FKV_ASSERT_EQ(fkv_routes_ssd_count(t), 1);
+	nlmsg_free(msg);
+	fkv_master_destroy(m);
+}
+
+FKV_TEST(ssd_answers_carry_only_what_the_module_policies_accept)
+{
+	struct fkv_reply r = {
+		.status = 0, .present = A(SOURCE) | A(PUT_ID) | A(LEN),
+		.source = FLUXONKV_SOURCE_SSD, .put_id = 4, .len = 777,
+	};
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct nl_msg *msg;
+	int a;
+
+	/* GET_START from SSD: no HANDLE. */
+	msg = fkv_nl_reply_msg(FAMILY, FLUXONKV_CMD_GET_START, 3, &r);
+	FKV_ASSERT(msg != NULL);
+	parse(msg, tb);
+	FKV_ASSERT_EQ(nla_get_u32(tb[FLUXONKV_A_SOURCE]), FLUXONKV_SOURCE_SSD);
+	FKV_ASSERT_EQ(nla_get_u64(tb[FLUXONKV_A_PUT_ID]), 4);
+	FKV_ASSERT_EQ(nla_get_u64(tb[FLUXONKV_A_LEN]), 777);
+	FKV_ASSERT(tb[FLUXONKV_A_HANDLE] == NULL);
+	nlmsg_free(msg);
+
+	/* SSD_COMMIT: STATUS 0 and FLAGS. */
+	memset(&r, 0, sizeof(r));
+	r.present = A(FLAGS);
+	r.flags = FLUXONKV_SSD_F_PUBLISHED;
+	msg = fkv_nl_reply_msg(FAMILY, FLUXONKV_CMD_SSD_COMMIT, 4, &r);
+	FKV_ASSERT(msg != NULL);
+	FKV_ASSERT_EQ(parse(msg, tb)->cmd, FLUXONKV_CMD_SSD_COMMIT);
+	FKV_ASSERT_EQ(nla_get_u64(tb[FLUXONKV_A_REQ_ID]), 4);
+	FKV_ASSERT_EQ(nla_get_s32(tb[FLUXONKV_A_STATUS]), 0);
+	FKV_ASSERT_EQ(nla_get_u32(tb[FLUXONKV_A_FLAGS]),
+		      FLUXONKV_SSD_F_PUBLISHED);
+	nlmsg_free(msg);
+
+	/* GET_REVOKE: REQ_ID and STATUS, nothing else. */
+	memset(&r, 0, sizeof(r));
+	msg = fkv_nl_reply_msg(FAMILY, FLUXONKV_CMD_GET_REVOKE, 5, &r);
+	FKV_ASSERT(msg != NULL);
+	parse(msg, tb);
+	FKV_ASSERT(tb[FLUXONKV_A_REQ_ID] && tb[FLUXONKV_A_STATUS]);
+	for (a = 0; a <= FLUXONKV_A_MAX; a++)
+		if (a != FLUXONKV_A_REQ_ID && a != FLUXONKV_A_STATUS)
+			FKV_ASSERT(tb[a] == NULL);
+	nlmsg_free(msg);
+}
+
 FKV_TEST(libnl_errors_map_to_errno)
 {
 	FKV_ASSERT_EQ(fkv_nlerr_to_errno(-NLE_OBJ_NOTFOUND), ENOENT);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * test_route.c - the master's route table: versions, in-flight puts, TTL,
- * capacity accounting, and the handles it gives up.
+ * capacity accounting, the handles it gives up, and SSD replicas (commit,
+ * promotion, clearing, owner restart).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -24,6 +25,9 @@ struct rec {
 	uint64_t drop_weights[MAXREC];
 	size_t nexpired;
 	uint64_t expired[MAXREC];
+	size_t nforgot;
+	uint64_t forgot[MAXREC];
+	uint64_t forgot_weights[MAXREC];
 };
 
 static const uint8_t secret[16] = "fluxonkv-tests!";
@@ -49,6 +53,17 @@ static void rec_expired(void *arg, const struct fkv_route *rt,
 	r->nexpired++;
 }
 
+static void rec_forget(void *arg, uint64_t handle, uint64_t weight)
+{
+	struct rec *r = arg;
+
+	if (r->nforgot < MAXREC) {
+		r->forgot[r->nforgot] = handle;
+		r->forgot_weights[r->nforgot] = weight;
+	}
+	r->nforgot++;
+}
+
 static uint64_t rec_clock(void *arg)
 {
 	return ((struct rec *)arg)->now;
@@ -56,6 +71,7 @@ static uint64_t rec_clock(void *arg)
 
 static const struct fkv_route_ops rec_ops = {
 	.drop = rec_drop,
+	.forget = rec_forget,
 	.expired = rec_expired,
 };
 
@@ -88,7 +104,7 @@ static uint64_t put(struct fkv_routes *t, const char *key, uint64_t len,
 	const struct fkv_route *r = NULL;
 	uint64_t id = 0;
 
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K(key), len, &id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K(key), len, false, &id), 0);
 	FKV_ASSERT_EQ(fkv_routes_put_done(t, K(key), id, handle, len, INC, &r),
 		      1);
 	FKV_ASSERT(r != NULL);
@@ -108,9 +124,9 @@ FKV_TEST(put_ids_start_at_1_and_increase_across_keys)
 	struct fkv_routes *t = mk();
 	uint64_t a = 0, b = 0, c = 0;
 
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("a"), 10, &a), 0);
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("b"), 10, &b), 0);
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("a"), 10, &c), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("a"), 10, false, &a), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("b"), 10, false, &b), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("a"), 10, false, &c), 0);
 	FKV_ASSERT_EQ(a, 1);
 	FKV_ASSERT_EQ(b, 2);
 	FKV_ASSERT_EQ(c, 3);
@@ -124,8 +140,8 @@ FKV_TEST(put_start_reserves_rounded_weight_until_done)
 	struct fkv_routes *t = mk();
 	uint64_t a, b;
 
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("a"), 1, &a), 0);
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("b"), UNIT + 1, &b), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("a"), 1, false, &a), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("b"), UNIT + 1, false, &b), 0);
 	FKV_ASSERT_EQ(fkv_routes_reserved(t), 3 * UNIT);
 	FKV_ASSERT_EQ(fkv_routes_used(t), 0);
 	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("b"), b, 77, UNIT + 1, INC,
@@ -141,18 +157,19 @@ FKV_TEST(put_start_rejects_bad_keys_and_lengths_without_using_a_put_id)
 	uint8_t big[FLUXONKV_KEY_MAX + 1] = { 0 };
 	uint64_t id = 0;
 
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, "", 0, 10, &id), -EINVAL);
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, big, sizeof(big), 10, &id),
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, "", 0, 10, false, &id), -EINVAL);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, big, sizeof(big), 10, false, &id),
 		      -EINVAL);
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 0, &id), -EINVAL);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 0, false, &id), -EINVAL);
 	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), FLUXONKV_VALUE_MAX + 1,
-					   &id), -EINVAL);
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), CAP + 1, &id), -EFBIG);
+					   false, &id), -EINVAL);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), CAP + 1, false, &id),
+		      -EFBIG);
 	FKV_ASSERT_EQ(fkv_routes_last_put_id(t), 0);
 	FKV_ASSERT_EQ(fkv_routes_reserved(t), 0);
 	/* The largest key is fine. */
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, big, FLUXONKV_KEY_MAX, CAP, &id),
-		      0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, big, FLUXONKV_KEY_MAX, CAP, false,
+					   &id), 0);
 	FKV_ASSERT_EQ(id, 1);
 	fkv_routes_destroy(t);
 }
@@ -189,8 +206,8 @@ FKV_TEST(newer_put_id_wins_and_late_older_put_done_is_not_published)
 	const struct fkv_route *r;
 	uint64_t old_id, new_id;
 
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 100, &old_id), 0);
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 200, &new_id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 100, false, &old_id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 200, false, &new_id), 0);
 	FKV_ASSERT_GT(new_id, old_id);
 	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), new_id, 22, 200, INC,
 					  NULL), 1);
@@ -216,8 +233,8 @@ FKV_TEST(older_put_done_first_is_published_then_overwritten)
 	struct fkv_routes *t = mk();
 	uint64_t old_id, new_id;
 
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 100, &old_id), 0);
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 100, &new_id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 100, false, &old_id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 100, false, &new_id), 0);
 	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), old_id, 11, 100, INC,
 					  NULL), 1);
 	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), new_id, 22, 100, INC,
@@ -286,7 +303,7 @@ FKV_TEST(delete_of_a_key_with_only_an_inflight_put_is_enoent)
 	struct fkv_routes *t = mk();
 	uint64_t id, deleted = 0;
 
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 1, &id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 1, false, &id), 0);
 	FKV_ASSERT_EQ(fkv_routes_delete(t, K("k"), &deleted), -ENOENT);
 	FKV_ASSERT(fkv_routes_lookup(t, K("k")) == NULL);
 	/* The put still completes. */
@@ -299,8 +316,8 @@ FKV_TEST(late_older_put_done_does_not_resurrect_a_deleted_newer_version)
 	struct fkv_routes *t = mk();
 	uint64_t old_id, new_id, deleted = 0;
 
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 1, &old_id), 0);
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 1, &new_id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 1, false, &old_id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 1, false, &new_id), 0);
 	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), new_id, 2, 1, INC, NULL),
 		      1);
 	FKV_ASSERT_EQ(fkv_routes_delete(t, K("k"), &deleted), 0);
@@ -320,9 +337,9 @@ FKV_TEST(inflight_ttl_expiry_releases_the_reservation)
 	struct fkv_routes *t = mk();
 	uint64_t a, b;
 
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("a"), 5 * UNIT, &a), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("a"), 5 * UNIT, false, &a), 0);
 	R.now += 30000;
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("b"), UNIT, &b), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("b"), UNIT, false, &b), 0);
 	FKV_ASSERT_EQ(fkv_routes_next_expiry_ms(t), 30000);
 	R.now += FKV_INFLIGHT_TTL_MS - 30000 - 1;
 	FKV_ASSERT_EQ(fkv_routes_sweep(t), 0);
@@ -353,7 +370,7 @@ FKV_TEST(expiry_keeps_the_published_version_of_the_key)
 	uint64_t id, stale;
 
 	id = put(t, "k", UNIT, 0x1);
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), UNIT, &stale), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), UNIT, false, &stale), 0);
 	R.now += FKV_INFLIGHT_TTL_MS;
 	FKV_ASSERT_EQ(fkv_routes_sweep(t), 1);
 	FKV_ASSERT_EQ(fkv_routes_lookup(t, K("k"))->put_id, id);
@@ -367,7 +384,7 @@ FKV_TEST(put_abort_releases_the_reservation_and_checks_the_key)
 	struct fkv_routes *t = mk();
 	uint64_t id;
 
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 2 * UNIT, &id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 2 * UNIT, false, &id), 0);
 	FKV_ASSERT_EQ(fkv_routes_put_abort(t, K("other"), id), -EINVAL);
 	FKV_ASSERT_EQ(fkv_routes_reserved(t), 2 * UNIT);
 	FKV_ASSERT_EQ(fkv_routes_put_abort(t, K("k"), id), 0);
@@ -386,7 +403,7 @@ FKV_TEST(put_done_refuses_unknown_put_ids_and_mismatched_keys)
 
 	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), 99, 1, 1, INC, NULL),
 		      -EINVAL);
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 1, &id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k"), 1, false, &id), 0);
 	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("x"), id, 1, 1, INC, NULL),
 		      -EINVAL);
 	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("k"), id, 0, 1, INC, NULL),
@@ -409,7 +426,7 @@ FKV_TEST(a_handle_already_referenced_is_refused)
 	uint64_t id;
 
 	put(t, "a", UNIT, 0x42);
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("b"), UNIT, &id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("b"), UNIT, false, &id), 0);
 	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("b"), id, 0x42, UNIT, INC,
 					  NULL), -EEXIST);
 	FKV_ASSERT(fkv_routes_lookup(t, K("b")) == NULL);
@@ -449,6 +466,197 @@ FKV_TEST(clear_ssd_without_an_ssd_replica_is_enoent)
 	fkv_routes_destroy(t);
 }
 
+/* ---- SSD replicas ---- */
+
+/* A published version with a committed SSD copy; returns its put_id. */
+static uint64_t put_ssd(struct fkv_routes *t, const char *key, uint64_t len,
+			uint64_t handle)
+{
+	uint64_t id = put(t, key, len, handle);
+
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K(key), id, len, INC), 1);
+	return id;
+}
+
+static const struct fkv_replica *local_of(struct fkv_routes *t,
+					  const char *key)
+{
+	const struct fkv_route *r = fkv_routes_lookup(t, K(key));
+
+	return r ? fkv_routes_local(t, r) : NULL;
+}
+
+FKV_TEST(put_start_records_the_persist_decision_for_the_published_replica)
+{
+	struct fkv_routes *t = mk();
+	uint64_t a, b;
+
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("a"), UNIT, true, &a), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("b"), UNIT, false, &b), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("b"), b, 2, UNIT, INC, NULL),
+		      1);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("a"), a, 1, UNIT, INC, NULL),
+		      1);
+	FKV_ASSERT(local_of(t, "a")->persist);
+	FKV_ASSERT(!local_of(t, "b")->persist);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(ssd_commit_needs_version_memory_length_and_a_live_tomb_tag)
+{
+	struct fkv_routes *t = mk();
+	uint64_t id = put(t, "k", 5000, 0x1), deleted;
+
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("k"), id + 1, 5000, INC), 0);
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("k"), id, 4999, INC), 0);
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("k"), id, 5000, INC + 1), 0);
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("nope"), id, 5000, INC), 0);
+	FKV_ASSERT(!local_of(t, "k")->ssd);
+	FKV_ASSERT_EQ(fkv_routes_ssd_count(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, "", 0, id, 5000, INC), -EINVAL);
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("k"), 0, 5000, INC), -EINVAL);
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("k"), id, 0, INC), -EINVAL);
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("k"), id, 5000, INC), 1);
+	FKV_ASSERT(local_of(t, "k")->ssd);
+	FKV_ASSERT_EQ(local_of(t, "k")->ssd_len, 5000);
+	FKV_ASSERT_EQ(fkv_routes_ssd_count(t), 1);
+	FKV_ASSERT_EQ(fkv_routes_ssd_bytes(t), 5000);
+	/* Delete forgets it with the route. */
+	FKV_ASSERT_EQ(fkv_routes_delete(t, K("k"), &deleted), 0);
+	FKV_ASSERT_EQ(fkv_routes_ssd_count(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_ssd_bytes(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("k"), id, 5000, INC), 0);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(drop_handle_of_an_ssd_backed_replica_keeps_the_route)
+{
+	struct fkv_routes *t = mk();
+	const struct fkv_replica *rep;
+	uint64_t id = put_ssd(t, "k", UNIT, 0x1);
+
+	FKV_ASSERT_EQ(fkv_routes_drop_handle(t, 0x1), 0);
+	FKV_ASSERT_EQ(R.ndrops, 1);
+	FKV_ASSERT_EQ(R.drops[0], 0x1);
+	FKV_ASSERT_EQ(R.drop_weights[0], UNIT);
+	rep = local_of(t, "k");
+	FKV_ASSERT(rep != NULL);
+	FKV_ASSERT_EQ(rep->mem_handle, 0);
+	FKV_ASSERT_EQ(rep->mem_len, 0);
+	FKV_ASSERT(rep->ssd);
+	FKV_ASSERT_EQ(rep->tomb_tag, INC);
+	FKV_ASSERT_EQ(fkv_routes_lookup(t, K("k"))->put_id, id);
+	FKV_ASSERT_EQ(fkv_routes_count(t), 1);
+	FKV_ASSERT_EQ(fkv_routes_mem_count(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_used(t), 0);
+	FKV_ASSERT(fkv_routes_by_handle(t, 0x1) == NULL);
+	/* Clearing the SSD copy then removes the route. */
+	FKV_ASSERT_EQ(fkv_routes_clear_ssd(t, K("k"), id + 1), -ENOENT);
+	FKV_ASSERT(fkv_routes_lookup(t, K("k")) != NULL);
+	FKV_ASSERT_EQ(fkv_routes_clear_ssd(t, K("k"), id), 0);
+	FKV_ASSERT(fkv_routes_lookup(t, K("k")) == NULL);
+	FKV_ASSERT_EQ(fkv_routes_count(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_ssd_count(t), 0);
+	FKV_ASSERT_EQ(R.ndrops, 1);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(clear_ssd_of_a_replica_with_memory_keeps_memory)
+{
+	struct fkv_routes *t = mk();
+	uint64_t id = put_ssd(t, "k", UNIT, 0x1);
+
+	FKV_ASSERT_EQ(fkv_routes_clear_ssd(t, K("k"), id), 0);
+	FKV_ASSERT(!local_of(t, "k")->ssd);
+	FKV_ASSERT_EQ(local_of(t, "k")->mem_handle, 0x1);
+	FKV_ASSERT_EQ(fkv_routes_clear_ssd(t, K("k"), id), -ENOENT);
+	FKV_ASSERT_EQ(R.ndrops, 0);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(promote_fills_only_an_absent_memory_copy_of_the_current_version)
+{
+	struct fkv_routes *t = mk();
+	const struct fkv_route *r = NULL;
+	uint64_t id = put_ssd(t, "k", 3000, 0x1);
+
+	put(t, "other", UNIT, 0x2);
+	/* Memory present: refused. */
+	FKV_ASSERT_EQ(fkv_routes_promote(t, K("k"), id, 0x3, 3000, INC, &r),
+		      0);
+	FKV_ASSERT_EQ(fkv_routes_drop_handle(t, 0x1), 0);
+	/* Wrong version, length, tomb tag, key: refused. */
+	FKV_ASSERT_EQ(fkv_routes_promote(t, K("k"), id + 9, 0x3, 3000, INC,
+					 &r), 0);
+	FKV_ASSERT_EQ(fkv_routes_promote(t, K("k"), id, 0x3, 3001, INC, &r),
+		      0);
+	FKV_ASSERT_EQ(fkv_routes_promote(t, K("k"), id, 0x3, 3000, INC + 1,
+					 &r), 0);
+	FKV_ASSERT_EQ(fkv_routes_promote(t, K("kk"), id, 0x3, 3000, INC, &r),
+		      0);
+	/* A handle another route holds. */
+	FKV_ASSERT_EQ(fkv_routes_promote(t, K("k"), id, 0x2, 3000, INC, &r),
+		      -EEXIST);
+	FKV_ASSERT_EQ(fkv_routes_promote(t, K("k"), id, 0, 3000, INC, &r),
+		      -EINVAL);
+	FKV_ASSERT(r == NULL);
+	FKV_ASSERT_EQ(local_of(t, "k")->mem_handle, 0);
+	FKV_ASSERT_EQ(fkv_routes_used(t), UNIT);
+	FKV_ASSERT_EQ(fkv_routes_promote(t, K("k"), id, 0x3, 3000, INC, &r),
+		      1);
+	FKV_ASSERT(r == fkv_routes_lookup(t, K("k")));
+	FKV_ASSERT_EQ(local_of(t, "k")->mem_handle, 0x3);
+	FKV_ASSERT_EQ(local_of(t, "k")->mem_len, 3000);
+	FKV_ASSERT(local_of(t, "k")->ssd);
+	FKV_ASSERT(fkv_routes_by_handle(t, 0x3) == r);
+	FKV_ASSERT_EQ(fkv_routes_used(t), 2 * UNIT);
+	FKV_ASSERT_EQ(fkv_routes_mem_count(t), 2);
+	/* The promoted copy is dropped like a published one on overwrite. */
+	put(t, "k", UNIT, 0x4);
+	FKV_ASSERT_EQ(R.ndrops, 2);
+	FKV_ASSERT_EQ(R.drops[1], 0x3);
+	FKV_ASSERT_EQ(fkv_routes_ssd_count(t), 0);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(forget_stale_removes_dead_replicas_without_drops)
+{
+	struct fkv_routes *t = mk();
+	uint64_t id, ssd_id;
+
+	put(t, "mem", 2 * UNIT, 0x1);
+	put_ssd(t, "both", UNIT, 0x2);
+	ssd_id = put_ssd(t, "ssd", UNIT, 0x3);
+	FKV_ASSERT_EQ(fkv_routes_drop_handle(t, 0x3), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("mem"), UNIT, true, &id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("new"), UNIT, true, &id), 0);
+	R.ndrops = 0;
+	/* The live tag forgets nothing. */
+	FKV_ASSERT_EQ(fkv_routes_forget_stale(t, INC), 0);
+	FKV_ASSERT_EQ(fkv_routes_count(t), 3);
+	FKV_ASSERT_EQ(fkv_routes_inflight(t), 0);	/* owner gone */
+	FKV_ASSERT_EQ(fkv_routes_reserved(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_forget_stale(t, INC + 1), 3);
+	FKV_ASSERT_EQ(R.ndrops, 0);
+	FKV_ASSERT_EQ(R.nforgot, 2);
+	FKV_ASSERT_EQ(R.forgot[0] + R.forgot[1], 0x1 + 0x2);
+	FKV_ASSERT_EQ(R.forgot_weights[0] + R.forgot_weights[1], 3 * UNIT);
+	FKV_ASSERT_EQ(fkv_routes_count(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_mem_count(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_ssd_count(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_ssd_bytes(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_used(t), 0);
+	FKV_ASSERT(fkv_routes_by_handle(t, 0x1) == NULL);
+	FKV_ASSERT_EQ(fkv_routes_clear_ssd(t, K("ssd"), ssd_id), -ENOENT);
+	/* put_ids go on above everything handed out. */
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("mem"), UNIT, false, &id), 0);
+	FKV_ASSERT_EQ(id, 6);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("mem"), id, 0x1, UNIT, INC + 1,
+					  NULL), 1);
+	FKV_ASSERT_EQ(local_of(t, "mem")->tomb_tag, INC + 1);
+	fkv_routes_destroy(t);
+}
+
 FKV_TEST(binary_keys_are_compared_by_all_their_bytes)
 {
 	struct fkv_routes *t = mk();
@@ -459,16 +667,16 @@ FKV_TEST(binary_keys_are_compared_by_all_their_bytes)
 	memset(long1, 0xee, sizeof(long1));
 	memcpy(long2, long1, sizeof(long2));
 	long2[FLUXONKV_KEY_MAX - 1] = 0xef;
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, k1, 3, 1, &id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, k1, 3, 1, false, &id), 0);
 	FKV_ASSERT_EQ(fkv_routes_put_done(t, k1, 3, id, 1, 1, INC, NULL), 1);
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, k2, 3, 1, &id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, k2, 3, 1, false, &id), 0);
 	FKV_ASSERT_EQ(fkv_routes_put_done(t, k2, 3, id, 2, 1, INC, NULL), 1);
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, long1, sizeof(long1), 1, &id),
-		      0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, long1, sizeof(long1), 1, false,
+					   &id), 0);
 	FKV_ASSERT_EQ(fkv_routes_put_done(t, long1, sizeof(long1), id, 3, 1,
 					  INC, NULL), 1);
-	FKV_ASSERT_EQ(fkv_routes_put_start(t, long2, sizeof(long2), 1, &id),
-		      0);
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, long2, sizeof(long2), 1, false,
+					   &id), 0);
 	FKV_ASSERT_EQ(fkv_routes_put_done(t, long2, sizeof(long2), id, 4, 1,
 					  INC, NULL), 1);
 	FKV_ASSERT_EQ(fkv_routes_lookup(t, k1, 3)->replicas[0].mem_handle, 1);
@@ -498,7 +706,8 @@ FKV_TEST(many_keys_stay_findable_through_growth_and_deletes)
 	FKV_ASSERT(t != NULL);
 	for (i = 0; i < 20000; i++) {
 		snprintf(key, sizeof(key), "key-%d", i);
-		FKV_ASSERT_EQ(fkv_routes_put_start(t, K(key), UNIT, &id), 0);
+		FKV_ASSERT_EQ(fkv_routes_put_start(t, K(key), UNIT, false,
+						   &id), 0);
 		FKV_ASSERT_EQ(fkv_routes_put_done(t, K(key), id, 1000 + i,
 						  UNIT, INC, NULL), 1);
 	}

@@ -162,12 +162,49 @@ struct fluxonkv_delete {
 };
 #define FLUXONKV_DELETE_SIZE_VER0	40
 
+/**
+ * struct fluxonkv_ssd_attach - FLUXONKV_IOC_SSD_ATTACH: add an SSD shard.
+ * @size: in: sizeof(struct fluxonkv_ssd_attach).
+ * @fd: in: a regular file or block device opened O_RDWR | O_DIRECT.  The
+ *	module takes its own reference; the caller may close @fd afterwards.
+ * @capacity: in: bytes of the file/device to use from @offset; a multiple
+ *	of 4096, at least 1 MiB; @offset + @capacity at most its size.
+ * @device: in: the caller's device group (shards on one physical device
+ *	share one IO queue); any value, equal for shards of one st_dev.
+ * @flags: in: must be zero.
+ * @shard: out: shard index.
+ * @reserved0: must be zero.
+ * @offset: in: where the shard starts in the file/device (a multiple of
+ *	4096); lets one block device carry several shards.
+ * @reserved: must be zero.
+ *
+ * Needs CAP_SYS_ADMIN.  The ring on the shard starts empty: the SSD tier is
+ * a runtime cache, nothing is recovered from old contents.
+ */
+struct fluxonkv_ssd_attach {
+	__u32 size;
+	__s32 fd;
+	__u64 capacity;
+	__u32 device;
+	__u32 flags;
+	__u32 shard;
+	__u32 reserved0;
+	__u64 offset;
+	__u64 reserved[2];
+};
+#define FLUXONKV_SSD_ATTACH_SIZE_VER0	56
+
+/* SSD rings are written and read in units of this many bytes (reference
+ * §6.1: aligned_len = align_up(len, 512); only len is ever exposed). */
+#define FLUXONKV_SSD_ALIGN	512
+
 #define FLUXONKV_IOC_MAGIC	0xF7
 #define FLUXONKV_IOC_INFO	_IOWR(FLUXONKV_IOC_MAGIC, 0x00, struct fluxonkv_info)
 #define FLUXONKV_IOC_PUT	_IOWR(FLUXONKV_IOC_MAGIC, 0x01, struct fluxonkv_put)
 #define FLUXONKV_IOC_GET	_IOWR(FLUXONKV_IOC_MAGIC, 0x02, struct fluxonkv_get)
 #define FLUXONKV_IOC_RELEASE	_IOW(FLUXONKV_IOC_MAGIC, 0x03, struct fluxonkv_release)
 #define FLUXONKV_IOC_DELETE	_IOW(FLUXONKV_IOC_MAGIC, 0x04, struct fluxonkv_delete)
+#define FLUXONKV_IOC_SSD_ATTACH	_IOWR(FLUXONKV_IOC_MAGIC, 0x05, struct fluxonkv_ssd_attach)
 
 /*
  * Generic netlink family.
@@ -189,7 +226,8 @@ enum fluxonkv_cmd {
 	/* anyone -> module: reply VERSION, ABI, SEGMENT_SIZE/USED, DAEMON_PID */
 	FLUXONKV_CMD_GET_VERSION,
 	/* cmd: daemon registers its port; reply SEGMENT_SIZE, INCARNATION,
-	 * PUT_ID (largest put_id seen: a new master continues above it) */
+	 * PUT_ID (largest put_id seen: a new master continues above it),
+	 * SSD_CAPACITY */
 	FLUXONKV_CMD_DAEMON_REGISTER,
 	/* cmd: daemon leaves (closing the socket does the same) */
 	FLUXONKV_CMD_DAEMON_UNREGISTER,
@@ -199,7 +237,7 @@ enum fluxonkv_cmd {
 	FLUXONKV_CMD_PUT_DONE,
 	/* notify KEY, PUT_ID, ERRNO: a started put failed in the module */
 	FLUXONKV_CMD_PUT_ABORT,
-	/* upcall KEY -> SOURCE (+ HANDLE, PUT_ID, LEN for memory) or -ENOENT */
+	/* upcall KEY -> SOURCE + PUT_ID + LEN (+ HANDLE for memory) or -ENOENT */
 	FLUXONKV_CMD_GET_START,
 	/* upcall KEY, PUT_ID, HANDLE, LEN, SOURCE -> FLAGS (PROMOTED) */
 	FLUXONKV_CMD_GET_DONE,
@@ -216,6 +254,13 @@ enum fluxonkv_cmd {
 	FLUXONKV_CMD_DROP_REPLICA,
 	/* multicast on "events": DAEMON_PID (0 = gone) */
 	FLUXONKV_CMD_DAEMON_EVENT,
+	/* upcall KEY, PUT_ID, LEN: the value is committed to this owner's SSD
+	 * ring -> FLAGS (FLUXONKV_SSD_F_PUBLISHED if the route took it) */
+	FLUXONKV_CMD_SSD_COMMIT,
+	/* notify ENTRY...: committed SSD entries overwritten at the ring tail */
+	FLUXONKV_CMD_SSD_EVICTED,
+	/* notify SSD_CAPACITY: this owner's SSD capacity changed (0 = none) */
+	FLUXONKV_CMD_SSD_STATE,
 
 	__FLUXONKV_CMD_MAX,
 	FLUXONKV_CMD_MAX = __FLUXONKV_CMD_MAX - 1
@@ -241,6 +286,8 @@ enum fluxonkv_attr {
 	FLUXONKV_A_DAEMON_PID,		/* u32 */
 	FLUXONKV_A_ERRNO,		/* s32: -errno of a failure (notify) */
 	FLUXONKV_A_PAD,
+	FLUXONKV_A_SSD_CAPACITY,	/* u64: bytes of SSD ring (0 = no SSD) */
+	FLUXONKV_A_ENTRY,		/* nested: KEY + PUT_ID (SSD_EVICTED) */
 
 	__FLUXONKV_A_MAX,
 	FLUXONKV_A_MAX = __FLUXONKV_A_MAX - 1
@@ -250,6 +297,8 @@ enum fluxonkv_attr {
 #define FLUXONKV_PUT_F_PERSIST		(1U << 0)	/* also write to SSD */
 /* FLUXONKV_A_FLAGS of PUT_DONE replies */
 #define FLUXONKV_PUT_F_PUBLISHED	(1U << 1)	/* route now names it */
+/* FLUXONKV_A_FLAGS of SSD_COMMIT replies */
+#define FLUXONKV_SSD_F_PUBLISHED	(1U << 0)	/* route now has the SSD replica */
 /* FLUXONKV_A_FLAGS of GET_DONE replies */
 #define FLUXONKV_GET_F_PROMOTED		(1U << 0)	/* became the replica */
 

@@ -23,6 +23,8 @@ const char ctl_usage_main[] =
 	"  stats                every counter (human, --json or --prometheus)\n"
 	"  dump WHAT            a debugfs dump: replicas, holders, pending, segment\n"
 	"  top                  live rates and segment use, refreshed\n"
+	"  config check FILE    validate a configuration, show its SSD plan\n"
+	"  config attach FILE   create the SSD shards of FILE, attach them\n"
 	"\n"
 	"'fluxonctl COMMAND --help' describes a command.\n"
 	"\n"

@@ -38,7 +38,7 @@ struct ctl_opts {
 	const char *value;	/* put --value */
 	const char *input;	/* put FILE; NULL or "-" = stdin */
 	const char *output;	/* get -o FILE; NULL or "-" = stdout */
-	const char *what;	/* dump WHAT (a ctl_dump_files[] name) */
+	const char *what;	/* dump WHAT; config: its sub-command */
 	double interval;	/* top --interval, seconds */
 	unsigned long iterations;	/* top --iterations, 0 = until killed */
 };

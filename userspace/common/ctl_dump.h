@@ -12,7 +12,6 @@
 #ifndef FLUXONKV_CTL_DUMP_H
 #define FLUXONKV_CTL_DUMP_H
 
-#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -58,7 +57,7 @@ void ctl_dump_free(struct ctl_dump *d);
 /*
  * Append a column @name computed by @map from column @from of every row
  * (pending: upcall names for the cmd numbers).  -ENOENT if there is no
- * column @from, -ENOMEM.  @map never returns NULL.
+ * column @from, -ENOMEM.  @map must not return NULL.
  */
 int ctl_dump_add_column(struct ctl_dump *d, const char *name,
 			const char *from, const char *(*map)(const char *cell));

@@ -81,14 +81,14 @@ static void ctl_top_tier(FILE *f, const char *label, const struct ctl_stats *st,
 		fprintf(f, "%-5s unknown\n", label);
 		return;
 	}
-	fprintf(f, "%-5s %s %10s / %-10s", label,
+	if (!cap) {	/* the module knows the tier, none is attached */
+		fprintf(f, "%-5s none\n", label);
+		return;
+	}
+	fprintf(f, "%-5s %s %10s / %-10s %5.1f%%\n", label,
 		ctl_top_bar(used, cap, CTL_TOP_BAR_WIDTH, bar, sizeof(bar)),
 		ctl_format_size(used, a, sizeof(a)),
-		ctl_format_size(cap, b, sizeof(b)));
-	if (cap)
-		fprintf(f, " %5.1f%%\n", ctl_percent(used, cap));
-	else
-		fputs("     -\n", f);
+		ctl_format_size(cap, b, sizeof(b)), ctl_percent(used, cap));
 }
 
 static void ctl_top_title(FILE *f, const struct ctl_top_frame *fr)

@@ -22,6 +22,9 @@ static const struct ctl_command ctl_commands[] = {
 	{ "delete", ctl_parse_delete, ctl_cmd_delete, ctl_usage_delete },
 	{ "status", ctl_parse_status, ctl_cmd_status, ctl_usage_status },
 	{ "stats", ctl_parse_stats, ctl_cmd_stats, ctl_usage_stats },
+	{ "dump", ctl_parse_dump, ctl_cmd_dump, ctl_usage_dump },
+	{ "top", ctl_parse_top, ctl_cmd_top, ctl_usage_top },
+	{ "config", ctl_parse_config, ctl_cmd_config, ctl_usage_config },
 };
 
 static const struct ctl_command *ctl_command_find(const char *name)

@@ -33,6 +33,10 @@ static const struct {
 	[FLUXONKV_CMD_ACCESS] = { "ACCESS", A(HANDLES), false },
 	[FLUXONKV_CMD_DROP_REPLICA] = { "DROP_REPLICA", 0, false },
 	[FLUXONKV_CMD_DAEMON_EVENT] = { "DAEMON_EVENT", 0, false },
+	[FLUXONKV_CMD_SSD_COMMIT] = { "SSD_COMMIT",
+		A(REQ_ID) | A(KEY) | A(PUT_ID) | A(LEN), true },
+	[FLUXONKV_CMD_SSD_EVICTED] = { "SSD_EVICTED", A(ENTRY), false },
+	[FLUXONKV_CMD_SSD_STATE] = { "SSD_STATE", A(SSD_CAPACITY), false },
 };
 
 #define NCMDS	(sizeof(cmds) / sizeof(cmds[0]))
@@ -50,6 +54,24 @@ bool fkv_upcall_wants_reply(uint8_t cmd)
 uint32_t fkv_upcall_required(uint8_t cmd)
 {
 	return cmd < NCMDS ? cmds[cmd].required : 0;
+}
+
+/* SSD_EVICTED: apply every well-formed entry, skip (and log) the others. */
+static void ssd_evicted(struct fkv_master *m, const struct fkv_upcall *u)
+{
+	struct fkv_ssd_entry e;
+	unsigned int bad = 0;
+	size_t pos = 0;
+	int ret;
+
+	while ((ret = fkv_upcall_next_entry(u, &pos, &e))) {
+		if (ret < 0)
+			bad++;
+		else
+			fkv_master_ssd_evicted(m, e.key, e.key_len, e.put_id);
+	}
+	if (bad)
+		fkv_warn("SSD_EVICTED: %u malformed entries skipped", bad);
 }
 
 bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
@@ -93,18 +115,19 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 	case FLUXONKV_CMD_GET_START:
 		r->status = fkv_master_get_start(m, u->key, u->key_len, &g);
 		r->source = g.source;
-		r->present = A(SOURCE);
+		r->put_id = g.put_id;
+		r->len = g.len;
+		r->present = A(SOURCE) | A(PUT_ID) | A(LEN);
 		if (g.source == FLUXONKV_SOURCE_MEMORY) {
 			r->handle = g.handle;
-			r->put_id = g.put_id;
-			r->len = g.len;
-			r->present |= A(HANDLE) | A(PUT_ID) | A(LEN);
+			r->present |= A(HANDLE);
 		}
 		break;
 	case FLUXONKV_CMD_GET_DONE:
+		/* HANDLE and LEN matter (and are checked) for SSD refills. */
 		r->status = fkv_master_get_done(m, u->key, u->key_len,
-						u->put_id, u->source,
-						&r->flags);
+						u->put_id, u->handle, u->len,
+						u->source, &r->flags);
 		r->present = A(FLAGS);
 		break;
 	case FLUXONKV_CMD_GET_REVOKE:
@@ -125,6 +148,18 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 	case FLUXONKV_CMD_ACCESS:
 		for (i = 0; i < u->nhandles; i++)
 			fkv_master_access(m, fkv_upcall_handle(u, i));
+		break;
+	case FLUXONKV_CMD_SSD_COMMIT:
+		r->status = fkv_master_ssd_commit(m, u->key, u->key_len,
+						  u->put_id, u->len,
+						  &r->flags);
+		r->present = A(FLAGS);
+		break;
+	case FLUXONKV_CMD_SSD_EVICTED:
+		ssd_evicted(m, u);
+		break;
+	case FLUXONKV_CMD_SSD_STATE:
+		fkv_master_set_ssd_capacity(m, u->ssd_capacity);
 		break;
 	}
 	if (r->status)

@@ -139,6 +139,7 @@ static int open_and_register(struct fluxond *d)
 
 	mc.capacity = d->reg.segment_size;
 	mc.incarnation = d->reg.incarnation;
+	mc.ssd_capacity = d->reg.ssd_capacity;
 	mc.first_put_id = d->reg.put_id_max;
 	mc.policy = d->opt.policy;
 	mc.high_pct = d->opt.high_pct;
@@ -151,10 +152,12 @@ static int open_and_register(struct fluxond *d)
 		return err;
 	}
 	fkv_info("registered: segment %llu bytes (%llu MiB, %llu used), "
-		 "incarnation %#llx, policy %s, watermarks %u%%/%u%%",
+		 "SSD %llu MiB, incarnation %#llx, policy %s, watermarks "
+		 "%u%%/%u%%",
 		 (unsigned long long)d->reg.segment_size,
 		 (unsigned long long)(d->reg.segment_size >> 20),
 		 (unsigned long long)d->reg.segment_used,
+		 (unsigned long long)(d->reg.ssd_capacity >> 20),
 		 (unsigned long long)d->reg.incarnation, d->opt.policy,
 		 d->opt.high_pct, d->opt.low_pct);
 	if (d->reg.segment_used)
@@ -220,6 +223,18 @@ static void log_stats(const struct fluxond *d)
 		 (unsigned long long)st.accesses,
 		 (unsigned long long)st.deletes,
 		 (unsigned long long)st.evictions);
+	fkv_info("stats: SSD %zu replicas (%llu bytes), %llu persist puts, "
+		 "%llu commits published, %llu ignored, %llu SSD gets, "
+		 "%llu promoted, %llu not, %llu revoked, %llu evicted",
+		 st.ssd_replicas, (unsigned long long)st.ssd_bytes,
+		 (unsigned long long)st.persist_puts,
+		 (unsigned long long)st.ssd_commits_published,
+		 (unsigned long long)st.ssd_commits_ignored,
+		 (unsigned long long)st.ssd_gets,
+		 (unsigned long long)st.promotions,
+		 (unsigned long long)st.promotions_refused,
+		 (unsigned long long)st.ssd_revoked,
+		 (unsigned long long)st.ssd_evicted);
 }
 
 int main(int argc, char **argv)

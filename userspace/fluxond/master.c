@@ -13,7 +13,8 @@
 struct fkv_master {
 	const struct fkv_master_ops *ops;
 	void *arg;
-	uint64_t incarnation;
+	uint64_t incarnation;	/* the owner's live tomb tag */
+	uint64_t ssd_capacity;	/* the owner's SSD ring, 0 = none */
 	uint64_t high_bytes;	/* evict when used + reserved exceeds this */
 	uint64_t low_bytes;	/* ... down to this */
 	bool evicting;		/* drops now are evictions */
@@ -36,6 +37,15 @@ static void route_drop(void *arg, uint64_t handle, uint64_t weight)
 			  m->evicting ? FLUXONKV_DROP_F_EVICTED : 0);
 }
 
+/* The owner instance that held a replica is gone: only the policy cares. */
+static void route_forget(void *arg, uint64_t handle, uint64_t weight)
+{
+	struct fkv_master *m = arg;
+
+	fkv_evict_remove(m->policy, handle);
+	m->st.forgotten++;
+}
+
 static void route_expired(void *arg, const struct fkv_route *r,
 			  uint64_t put_id)
 {
@@ -49,6 +59,7 @@ static void route_expired(void *arg, const struct fkv_route *r,
 
 static const struct fkv_route_ops master_route_ops = {
 	.drop = route_drop,
+	.forget = route_forget,
 	.expired = route_expired,
 };
 
@@ -95,6 +106,7 @@ struct fkv_master *fkv_master_create(const struct fkv_master_config *cfg,
 	m->ops = ops;
 	m->arg = arg;
 	m->incarnation = cfg->incarnation;
+	m->ssd_capacity = cfg->ssd_capacity;
 	m->high_bytes = pct_of(cfg->capacity, high);
 	m->low_bytes = pct_of(cfg->capacity, low);
 	m->policy = fkv_evict_create(cfg->policy ? cfg->policy : "s3fifo",
@@ -146,7 +158,11 @@ static uint64_t evict(struct fkv_master *m, uint64_t want)
 	return fkv_evict_bytes(m->policy, want, evict_one, m);
 }
 
-/* Evict ahead of need: above the high watermark, go down to the low one. */
+/*
+ * Evict ahead of need: above the high watermark, go down to the low one.
+ * Only replicas the policy tracks are candidates: a caller that must keep
+ * one (a just promoted replica) inserts it afterwards.
+ */
 static void enforce_watermarks(struct fkv_master *m)
 {
 	uint64_t used = fkv_routes_used(m->routes);
@@ -164,19 +180,50 @@ static void enforce_watermarks(struct fkv_master *m)
 		(unsigned long long)got);
 }
 
+void fkv_master_set_ssd_capacity(struct fkv_master *m, uint64_t bytes)
+{
+	if (bytes != m->ssd_capacity)
+		fkv_info("owner SSD capacity %llu -> %llu bytes",
+			 (unsigned long long)m->ssd_capacity,
+			 (unsigned long long)bytes);
+	m->ssd_capacity = bytes;
+}
+
+void fkv_master_owner_restart(struct fkv_master *m, uint64_t incarnation,
+			      uint64_t ssd_capacity)
+{
+	size_t n;
+
+	fkv_master_set_ssd_capacity(m, ssd_capacity);
+	if (incarnation == m->incarnation)
+		return;
+	m->st.owner_restarts++;
+	m->incarnation = incarnation;
+	n = fkv_routes_forget_stale(m->routes, incarnation);
+	fkv_info("owner restarted (incarnation %#llx): %zu replicas of the "
+		 "previous instance forgotten",
+		 (unsigned long long)incarnation, n);
+}
+
 int fkv_master_put_start(struct fkv_master *m, const void *key,
 			 size_t key_len, uint64_t len, uint64_t *put_id,
 			 uint32_t *flags)
 {
+	/* Reference §2.4/§3: the SSD decision is taken here, once. */
+	bool persist = m->ssd_capacity && len <= m->ssd_capacity;
 	int err;
 
-	err = fkv_routes_put_start(m->routes, key, key_len, len, put_id);
+	*flags = 0;
+	err = fkv_routes_put_start(m->routes, key, key_len, len, persist,
+				   put_id);
 	if (err)
 		return err;
 	m->st.puts++;
+	if (persist) {
+		m->st.persist_puts++;
+		*flags = FLUXONKV_PUT_F_PERSIST;
+	}
 	enforce_watermarks(m);
-	/* FLUXONKV_PUT_F_PERSIST once an SSD tier exists. */
-	*flags = 0;
 	return 0;
 }
 
@@ -225,6 +272,40 @@ void fkv_master_put_abort(struct fkv_master *m, const void *key,
 		error, err ? strerror(-err) : "forgotten");
 }
 
+int fkv_master_ssd_commit(struct fkv_master *m, const void *key,
+			  size_t key_len, uint64_t put_id, uint64_t len,
+			  uint32_t *flags)
+{
+	char kb[FKV_KEY_FMT_LEN];
+	int ret;
+
+	*flags = 0;
+	ret = fkv_routes_ssd_commit(m->routes, key, key_len, put_id, len,
+				    m->incarnation);
+	if (ret < 0)
+		return ret;
+	if (!ret) {
+		/* Overwritten, deleted or evicted meanwhile: not an error. */
+		m->st.ssd_commits_ignored++;
+		fkv_dbg("SSD_COMMIT put %llu of key '%s' ignored (stale)",
+			(unsigned long long)put_id,
+			fkv_key_fmt(kb, key, key_len));
+		return 0;
+	}
+	m->st.ssd_commits_published++;
+	*flags = FLUXONKV_SSD_F_PUBLISHED;
+	return 0;
+}
+
+void fkv_master_ssd_evicted(struct fkv_master *m, const void *key,
+			    size_t key_len, uint64_t put_id)
+{
+	if (!fkv_routes_clear_ssd(m->routes, key, key_len, put_id))
+		m->st.ssd_evicted++;
+	else
+		m->st.ssd_evicted_stale++;
+}
+
 int fkv_master_get_start(struct fkv_master *m, const void *key,
 			 size_t key_len, struct fkv_get_result *res)
 {
@@ -237,25 +318,62 @@ int fkv_master_get_start(struct fkv_master *m, const void *key,
 	m->st.gets++;
 	r = fkv_routes_lookup(m->routes, key, key_len);
 	rep = r ? fkv_routes_local(m->routes, r) : NULL;
-	if (!rep || !rep->mem_handle || rep->tomb_tag != m->incarnation) {
-		/* SSD sources come with the SSD tier. */
+	if (!rep || rep->tomb_tag != m->incarnation ||
+	    (!rep->mem_handle && !rep->ssd)) {
 		m->st.get_misses++;
 		return -ENOENT;
 	}
-	fkv_evict_touch(m->policy, rep->mem_handle);
-	res->source = FLUXONKV_SOURCE_MEMORY;
-	res->handle = rep->mem_handle;
 	res->put_id = r->put_id;
-	res->len = rep->mem_len;
+	if (rep->mem_handle) {
+		/* Memory first (reference §4). */
+		fkv_evict_touch(m->policy, rep->mem_handle);
+		res->source = FLUXONKV_SOURCE_MEMORY;
+		res->handle = rep->mem_handle;
+		res->len = rep->mem_len;
+	} else {
+		m->st.ssd_gets++;
+		res->source = FLUXONKV_SOURCE_SSD;
+		res->len = rep->ssd_len;
+	}
 	return 0;
 }
 
 int fkv_master_get_done(struct fkv_master *m, const void *key,
-			size_t key_len, uint64_t put_id, uint32_t source,
-			uint32_t *flags)
+			size_t key_len, uint64_t put_id, uint64_t handle,
+			uint64_t len, uint32_t source, uint32_t *flags)
 {
-	/* Only SSD refills can be promoted; there is no SSD tier yet. */
+	const struct fkv_route *r = NULL;
+	char kb[FKV_KEY_FMT_LEN];
+	int ret, err;
+
 	*flags = 0;
+	/* A memory source reused the replica the route names already. */
+	if (source != FLUXONKV_SOURCE_SSD)
+		return 0;
+	if (!fkv_key_valid(key, key_len))
+		return -EINVAL;
+	ret = fkv_routes_promote(m->routes, key, key_len, put_id, handle, len,
+				 m->incarnation, &r);
+	if (ret <= 0) {
+		m->st.promotions_refused++;
+		if (ret < 0)
+			fkv_warn("GET_DONE put %llu key '%s' handle %#llx "
+				 "len %llu not promoted: %s",
+				 (unsigned long long)put_id,
+				 fkv_key_fmt(kb, key, key_len),
+				 (unsigned long long)handle,
+				 (unsigned long long)len, strerror(-ret));
+		/* The module keeps it as a temporary holder and frees it. */
+		return 0;
+	}
+	m->st.promotions++;
+	/* Room for it is made from the others: it is not tracked yet. */
+	enforce_watermarks(m);
+	err = fkv_evict_insert(m->policy, handle, fkv_weight(len), r->hash);
+	if (err)
+		fkv_err("replica %#llx is promoted but not evictable: %s",
+			(unsigned long long)handle, strerror(-err));
+	*flags = FLUXONKV_GET_F_PROMOTED;
 	return 0;
 }
 
@@ -263,8 +381,19 @@ int fkv_master_get_revoke(struct fkv_master *m, const void *key,
 			  size_t key_len, uint64_t put_id, uint32_t source,
 			  int error)
 {
-	if (source == FLUXONKV_SOURCE_SSD)
-		fkv_routes_clear_ssd(m->routes, key, key_len, put_id);
+	char kb[FKV_KEY_FMT_LEN];
+	bool cleared = false;
+
+	m->st.revokes++;
+	/* Only a failed SSD source is forgotten, and only that version. */
+	if (source == FLUXONKV_SOURCE_SSD &&
+	    !fkv_routes_clear_ssd(m->routes, key, key_len, put_id)) {
+		m->st.ssd_revoked++;
+		cleared = true;
+	}
+	fkv_dbg("GET_REVOKE put %llu of key '%s' source %u (%d): %s",
+		(unsigned long long)put_id, fkv_key_fmt(kb, key, key_len),
+		source, error, cleared ? "SSD replica cleared" : "kept");
 	return 0;
 }
 
@@ -320,7 +449,11 @@ void fkv_master_get_stats(const struct fkv_master *m,
 	st->high_bytes = m->high_bytes;
 	st->low_bytes = m->low_bytes;
 	st->routes = fkv_routes_count(m->routes);
+	st->mem_replicas = fkv_routes_mem_count(m->routes);
 	st->inflight = fkv_routes_inflight(m->routes);
+	st->ssd_capacity = m->ssd_capacity;
+	st->ssd_replicas = fkv_routes_ssd_count(m->routes);
+	st->ssd_bytes = fkv_routes_ssd_bytes(m->routes);
 	st->policy_objects = p->count;
 	st->policy_bytes = p->bytes;
 }

@@ -34,6 +34,8 @@ struct fkv_master_ops {
  * struct fkv_master_config - how to build a master.
  * @capacity: segment bytes (DAEMON_REGISTER's SEGMENT_SIZE).
  * @incarnation: the module's INCARNATION; tomb tag of the replicas.
+ * @ssd_capacity: the owner's SSD ring bytes (DAEMON_REGISTER's SSD_CAPACITY;
+ *	0 = no SSD tier).
  * @policy: eviction policy name; NULL = "s3fifo".
  * @high_pct, @low_pct: watermarks in % of @capacity; 0 = 90 / 80.  Need
  *	1 <= low <= high <= 100.
@@ -43,6 +45,7 @@ struct fkv_master_ops {
 struct fkv_master_config {
 	uint64_t capacity;
 	uint64_t incarnation;
+	uint64_t ssd_capacity;
 	const char *policy;
 	unsigned int high_pct;
 	unsigned int low_pct;
@@ -53,20 +56,35 @@ struct fkv_master_config {
 	uint64_t first_put_id;
 };
 
+/*
+ * Counters and gauges.  SSD: persist_puts = PUT_STARTs answered PERSIST;
+ * ssd_commits_published / _ignored = SSD_COMMITs that did / did not set a
+ * route's SSD replica; ssd_gets = GET_STARTs answered SOURCE=SSD;
+ * promotions / promotions_refused = GET_DONEs after an SSD refill that did /
+ * did not become the memory replica; ssd_revoked = SSD replicas cleared by
+ * GET_REVOKE (revokes counts them all); ssd_evicted / ssd_evicted_stale =
+ * SSD_EVICTED entries that cleared a replica / named another version.
+ */
 struct fkv_master_stats {
 	uint64_t capacity, used, reserved, high_bytes, low_bytes;
-	size_t routes, inflight, policy_objects;
+	size_t routes, inflight, policy_objects, mem_replicas;
 	uint64_t policy_bytes;
 	uint64_t puts, published, superseded, aborted, expired;
 	uint64_t gets, get_misses, deletes, accesses;
 	uint64_t evictions, evicted_bytes, drops;
 	uint64_t need_room, need_room_enospc;
+	uint64_t ssd_capacity, ssd_bytes;
+	size_t ssd_replicas;
+	uint64_t persist_puts, ssd_commits_published, ssd_commits_ignored;
+	uint64_t ssd_gets, promotions, promotions_refused;
+	uint64_t revokes, ssd_revoked, ssd_evicted, ssd_evicted_stale;
+	uint64_t owner_restarts, forgotten;
 };
 
 /* What GET_START answers for a hit. */
 struct fkv_get_result {
 	uint32_t source;	/* enum fluxonkv_source */
-	uint64_t handle;
+	uint64_t handle;	/* FLUXONKV_SOURCE_MEMORY only */
 	uint64_t put_id;
 	uint64_t len;
 };
@@ -82,7 +100,25 @@ void fkv_master_destroy(struct fkv_master *m);
 /* Check watermark percentages as fkv_master_create() would; 0 or -EINVAL. */
 int fkv_master_check_watermarks(unsigned int high_pct, unsigned int low_pct);
 
-/* PUT_START {KEY, LEN} -> PUT_ID, FLAGS. */
+/*
+ * SSD_STATE {SSD_CAPACITY} (notify): the owner's SSD ring size changed.
+ * Only later PUT_STARTs see it; committed SSD replicas stay.
+ */
+void fkv_master_set_ssd_capacity(struct fkv_master *m, uint64_t bytes);
+
+/*
+ * The owner registered with a new INCARNATION (it restarted): every replica
+ * of the old instance is dead.  They are forgotten without DROP_REPLICA, as
+ * are in-flight puts; put_ids keep increasing.  The SSD capacity is set
+ * either way; with the same incarnation nothing else happens.
+ */
+void fkv_master_owner_restart(struct fkv_master *m, uint64_t incarnation,
+			      uint64_t ssd_capacity);
+
+/*
+ * PUT_START {KEY, LEN} -> PUT_ID, FLAGS: FLUXONKV_PUT_F_PERSIST iff the
+ * owner has an SSD ring of at least LEN bytes (decided here, once).
+ */
 int fkv_master_put_start(struct fkv_master *m, const void *key,
 			 size_t key_len, uint64_t len, uint64_t *put_id,
 			 uint32_t *flags);
@@ -93,14 +129,40 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 /* PUT_ABORT {KEY, PUT_ID, ERRNO}: notify. */
 void fkv_master_put_abort(struct fkv_master *m, const void *key,
 			  size_t key_len, uint64_t put_id, int error);
-/* GET_START {KEY} -> SOURCE (+ HANDLE, PUT_ID, LEN) or -ENOENT. */
+/*
+ * SSD_COMMIT {KEY, PUT_ID, LEN} -> FLAGS: FLUXONKV_SSD_F_PUBLISHED if the
+ * route took the SSD replica (current version, memory replica present, tomb
+ * tag live), 0 if the commit is late or stale.  STATUS is 0 either way
+ * (-EINVAL only for malformed arguments).
+ */
+int fkv_master_ssd_commit(struct fkv_master *m, const void *key,
+			  size_t key_len, uint64_t put_id, uint64_t len,
+			  uint32_t *flags);
+/*
+ * SSD_EVICTED, one ENTRY {KEY, PUT_ID} (notify): the owner's ring overwrote
+ * that committed entry; the route's SSD replica goes if it is that version.
+ */
+void fkv_master_ssd_evicted(struct fkv_master *m, const void *key,
+			    size_t key_len, uint64_t put_id);
+/*
+ * GET_START {KEY} -> SOURCE=MEMORY + HANDLE + PUT_ID + LEN, else
+ * SOURCE=SSD + PUT_ID + LEN, else -ENOENT.
+ */
 int fkv_master_get_start(struct fkv_master *m, const void *key,
 			 size_t key_len, struct fkv_get_result *res);
-/* GET_DONE {KEY, PUT_ID, HANDLE, LEN, SOURCE} -> FLAGS. */
+/*
+ * GET_DONE {KEY, PUT_ID, HANDLE, LEN, SOURCE} -> FLAGS: after an SSD refill,
+ * FLUXONKV_GET_F_PROMOTED if HANDLE became the memory replica (current
+ * version, no memory replica, tomb tag live), evicting others by watermark
+ * but never it; 0 otherwise (the module drops it).
+ */
 int fkv_master_get_done(struct fkv_master *m, const void *key,
-			size_t key_len, uint64_t put_id, uint32_t source,
-			uint32_t *flags);
-/* GET_REVOKE {KEY, PUT_ID, SOURCE, ERRNO} -> STATUS only. */
+			size_t key_len, uint64_t put_id, uint64_t handle,
+			uint64_t len, uint32_t source, uint32_t *flags);
+/*
+ * GET_REVOKE {KEY, PUT_ID, SOURCE, ERRNO} -> STATUS only (0): a failed SSD
+ * source of the current version is forgotten.
+ */
 int fkv_master_get_revoke(struct fkv_master *m, const void *key,
 			  size_t key_len, uint64_t put_id, uint32_t source,
 			  int error);

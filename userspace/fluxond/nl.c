@@ -69,6 +69,8 @@ struct fkv_nl {
 #define P_KEY	{ .type = NLA_UNSPEC, .minlen = 1, .maxlen = FLUXONKV_KEY_MAX }
 #define P_ARRAY	{ .type = NLA_UNSPEC, .minlen = 8 }
 #define P_STR	{ .type = NLA_UNSPEC, .minlen = 1 }
+/* Each nest is checked entry by entry (fkv_upcall_next_entry). */
+#define P_NEST	{ .type = NLA_NESTED }
 
 static const struct nla_policy put_start_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
@@ -129,6 +131,23 @@ static const struct nla_policy access_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_HANDLES] = P_ARRAY,
 };
 
+static const struct nla_policy ssd_commit_policy[FLUXONKV_A_MAX + 1] = {
+	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_KEY] = P_KEY,
+	[FLUXONKV_A_PUT_ID] = P_U64,
+	[FLUXONKV_A_LEN] = P_U64,
+};
+
+static const struct nla_policy ssd_evicted_policy[FLUXONKV_A_MAX + 1] = {
+	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_ENTRY] = P_NEST,
+};
+
+static const struct nla_policy ssd_state_policy[FLUXONKV_A_MAX + 1] = {
+	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_SSD_CAPACITY] = P_U64,
+};
+
 /* Answers to our requests. */
 static const struct nla_policy answer_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_VERSION] = P_STR,
@@ -139,6 +158,7 @@ static const struct nla_policy answer_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_INCARNATION] = P_U64,
 	[FLUXONKV_A_DAEMON_PID] = P_U32,
 	[FLUXONKV_A_PUT_ID] = P_U64,
+	[FLUXONKV_A_SSD_CAPACITY] = P_U64,
 };
 
 static const struct nla_policy *upcall_policy(uint8_t cmd)
@@ -153,6 +173,9 @@ static const struct nla_policy *upcall_policy(uint8_t cmd)
 	case FLUXONKV_CMD_DELETE:	return delete_policy;
 	case FLUXONKV_CMD_NEED_ROOM:	return need_room_policy;
 	case FLUXONKV_CMD_ACCESS:	return access_policy;
+	case FLUXONKV_CMD_SSD_COMMIT:	return ssd_commit_policy;
+	case FLUXONKV_CMD_SSD_EVICTED:	return ssd_evicted_policy;
+	case FLUXONKV_CMD_SSD_STATE:	return ssd_state_policy;
 	default:			return NULL;
 	}
 }
@@ -290,9 +313,12 @@ int fkv_nl_send_drop(struct fkv_nl *nl, uint64_t handle, uint32_t flags)
 	return err;
 }
 
-/* Fill @u from attributes validated by @pol; -EINVAL if malformed. */
+/*
+ * Fill @u from attributes validated by @pol; -EINVAL if malformed.  @gh's
+ * attribute stream is kept for repeated nests (FLUXONKV_A_ENTRY).
+ */
 static int decode(const struct nla_policy *pol, struct nlattr **tb,
-		  struct fkv_upcall *u)
+		  struct genlmsghdr *gh, struct fkv_upcall *u)
 {
 	int a;
 
@@ -337,6 +363,14 @@ static int decode(const struct nla_policy *pol, struct nlattr **tb,
 			u->handles = nla_data(n);
 			u->nhandles = (size_t)nla_len(n) / sizeof(uint64_t);
 			break;
+		case FLUXONKV_A_SSD_CAPACITY:
+			u->ssd_capacity = nla_get_u64(n);
+			break;
+		case FLUXONKV_A_ENTRY:
+			/* tb[] keeps the last one: walk them all later. */
+			u->attrs = genlmsg_attrdata(gh, 0);
+			u->attrs_len = (size_t)genlmsg_attrlen(gh, 0);
+			break;
 		}
 	}
 	return 0;
@@ -354,7 +388,7 @@ int fkv_nl_decode(struct nlmsghdr *nlh, struct fkv_upcall *u)
 	if (!pol)
 		return -EOPNOTSUPP;
 	if (genlmsg_parse(nlh, 0, tb, FLUXONKV_A_MAX, pol) >= 0 &&
-	    decode(pol, tb, u) >= 0)
+	    decode(pol, tb, gh, u) >= 0)
 		return 0;
 	/* Malformed: keep only a REQ_ID that can still be answered. */
 	memset(u, 0, sizeof(*u));
@@ -471,6 +505,9 @@ static void take_answer(struct fkv_nl *nl, struct nlmsghdr *nlh, uint8_t cmd)
 	}
 	if ((n = tb[FLUXONKV_A_PUT_ID]))
 		q->reg.put_id_max = nla_get_u64(n);
+	/* Absent from modules without an SSD tier: 0 = no SSD. */
+	if ((n = tb[FLUXONKV_A_SSD_CAPACITY]))
+		q->reg.ssd_capacity = nla_get_u64(n);
 	if ((n = tb[FLUXONKV_A_INCARNATION])) {
 		q->reg.incarnation = nla_get_u64(n);
 		q->have |= A(INCARNATION);

@@ -25,6 +25,8 @@ struct fkv_nl_register_info {
 	uint64_t segment_used;
 	uint64_t incarnation;
 	uint64_t put_id_max;	/* largest put_id the module has seen */
+	uint64_t ssd_capacity;	/* the module's SSD ring bytes; 0 = none
+				 * (or a module without an SSD tier) */
 };
 
 /* GET_VERSION's answer; fields the module did not send stay zero. */
@@ -78,10 +80,12 @@ struct nlmsghdr;
 struct nl_msg;
 
 /*
- * Decode an upcall of the "fluxonkv" family with the policy of its command.
- * 0; -EOPNOTSUPP if the command is not an upcall; -EINVAL if malformed, in
- * which case @u still carries REQ_ID when one could be recovered.  @u->key
- * and @u->handles point into @nlh.
+ * Decode an upcall (or notification) of the "fluxonkv" family with the
+ * policy of its command.  0; -EOPNOTSUPP if the command is not one the
+ * module sends us; -EINVAL if malformed, in which case @u still carries
+ * REQ_ID when one could be recovered.  @u->key, @u->handles and @u->attrs
+ * point into @nlh.  SSD_EVICTED entries are checked one by one when walked
+ * (fkv_upcall_next_entry), so one bad entry does not lose the others.
  */
 int fkv_nl_decode(struct nlmsghdr *nlh, struct fkv_upcall *u);
 

@@ -19,6 +19,7 @@
  * @link: in fkv_routes.inflight_list, oldest (= earliest deadline) first.
  * @route: the key entry; holds a count in route->inflight.
  * @put_id, @len: as assigned and announced at PUT_START.
+ * @persist: PUT_START asked for an SSD copy (decided once, there).
  * @reserved: bytes counted in fkv_routes.reserved.
  * @deadline_ms: the sweep forgets the put at this time.
  */
@@ -27,6 +28,7 @@ struct fkv_inflight {
 	struct fkv_route *route;
 	uint64_t put_id;
 	uint64_t len;
+	bool persist;
 	uint64_t reserved;
 	uint64_t deadline_ms;
 };
@@ -52,6 +54,8 @@ struct fkv_routes {
 	uint64_t last_put_id;
 	uint64_t used;
 	uint64_t reserved;
+	size_t nssd;			/* committed SSD replicas */
+	uint64_t ssd_bytes;		/* sum of their lengths */
 };
 
 static uint64_t clock_monotonic_ms(void *arg)
@@ -238,7 +242,8 @@ static void maybe_free_entry(struct fkv_routes *t, struct fkv_route *r)
 }
 
 int fkv_routes_put_start(struct fkv_routes *t, const void *key,
-			 size_t key_len, uint64_t len, uint64_t *put_id)
+			 size_t key_len, uint64_t len, bool persist,
+			 uint64_t *put_id)
 {
 	struct fkv_inflight *p;
 	struct fkv_route *r;
@@ -266,6 +271,7 @@ int fkv_routes_put_start(struct fkv_routes *t, const void *key,
 	p->route = r;
 	p->put_id = id;
 	p->len = len;
+	p->persist = persist;
 	p->reserved = fkv_weight(len);
 	p->deadline_ms = fkv_routes_now_ms(t) + t->ttl_ms;
 	fkv_list_add_tail(&p->link, &t->inflight_list);
@@ -323,6 +329,17 @@ static void drop_mem(struct fkv_routes *t, struct fkv_replica *rep)
 	t->ops->drop(t->arg, handle, w);
 }
 
+/* Forget a replica's SSD copy (the owner's ring entry is the owner's). */
+static void drop_ssd(struct fkv_routes *t, struct fkv_replica *rep)
+{
+	if (!rep->ssd)
+		return;
+	t->nssd--;
+	t->ssd_bytes -= rep->ssd_len;
+	rep->ssd = false;
+	rep->ssd_len = 0;
+}
+
 static void remove_replica_slot(struct fkv_route *r, uint32_t i)
 {
 	memmove(&r->replicas[i], &r->replicas[i + 1],
@@ -338,8 +355,10 @@ static void drop_all(struct fkv_routes *t, struct fkv_route *r)
 
 	if (!r->nreplicas)
 		return;
-	for (i = 0; i < r->nreplicas; i++)
+	for (i = 0; i < r->nreplicas; i++) {
 		drop_mem(t, &r->replicas[i]);
+		drop_ssd(t, &r->replicas[i]);
+	}
 	memset(r->replicas, 0, sizeof(r->replicas));
 	r->nreplicas = 0;
 	t->nvisible--;
@@ -352,6 +371,7 @@ int fkv_routes_put_done(struct fkv_routes *t, const void *key, size_t key_len,
 	struct fkv_inflight *p;
 	struct fkv_replica *rep;
 	struct fkv_route *r;
+	bool persist;
 	int err;
 
 	if (!fkv_key_valid(key, key_len) || !put_id || !handle || !len ||
@@ -376,6 +396,7 @@ int fkv_routes_put_done(struct fkv_routes *t, const void *key, size_t key_len,
 		maybe_free_entry(t, r);
 		return err;
 	}
+	persist = p->persist;
 	finish_inflight(t, p);
 	drop_all(t, r);
 	r->put_id = put_id;
@@ -385,6 +406,7 @@ int fkv_routes_put_done(struct fkv_routes *t, const void *key, size_t key_len,
 	rep->tomb_tag = tomb_tag;
 	rep->mem_handle = handle;
 	rep->mem_len = len;
+	rep->persist = persist;
 	t->used += fkv_weight(len);
 	t->nvisible++;
 	if (routep)
@@ -474,6 +496,78 @@ int fkv_routes_drop_handle(struct fkv_routes *t, uint64_t handle)
 	return 0;
 }
 
+/* The local replica of a visible route at version @put_id, or NULL. */
+static struct fkv_replica *local_of_version(struct fkv_routes *t,
+					    const void *key, size_t key_len,
+					    uint64_t put_id,
+					    struct fkv_route **routep)
+{
+	struct fkv_route *r = find_entry(t, key, key_len);
+	uint32_t i;
+
+	if (!r || !r->nreplicas || r->put_id != put_id)
+		return NULL;
+	for (i = 0; i < r->nreplicas; i++) {
+		if (r->replicas[i].node == t->node) {
+			*routep = r;
+			return &r->replicas[i];
+		}
+	}
+	return NULL;
+}
+
+int fkv_routes_ssd_commit(struct fkv_routes *t, const void *key,
+			  size_t key_len, uint64_t put_id, uint64_t len,
+			  uint64_t live_tag)
+{
+	struct fkv_replica *rep;
+	struct fkv_route *r;
+
+	if (!fkv_key_valid(key, key_len) || !put_id || !len ||
+	    len > FLUXONKV_VALUE_MAX)
+		return -EINVAL;
+	rep = local_of_version(t, key, key_len, put_id, &r);
+	if (!rep || !rep->mem_handle || rep->mem_len != len ||
+	    rep->tomb_tag != live_tag)
+		return 0;
+	if (!rep->ssd) {
+		t->nssd++;
+		rep->ssd = true;
+	} else {
+		t->ssd_bytes -= rep->ssd_len;	/* a repeated commit */
+	}
+	rep->ssd_len = len;
+	t->ssd_bytes += len;
+	return 1;
+}
+
+int fkv_routes_promote(struct fkv_routes *t, const void *key, size_t key_len,
+		       uint64_t put_id, uint64_t handle, uint64_t len,
+		       uint64_t live_tag, const struct fkv_route **routep)
+{
+	struct fkv_replica *rep;
+	struct fkv_route *r;
+	int err;
+
+	if (!fkv_key_valid(key, key_len) || !put_id || !handle || !len ||
+	    len > FLUXONKV_VALUE_MAX)
+		return -EINVAL;
+	rep = local_of_version(t, key, key_len, put_id, &r);
+	if (!rep || rep->mem_handle || !rep->ssd || rep->ssd_len != len ||
+	    rep->tomb_tag != live_tag)
+		return 0;
+	err = fkv_u64map_put(&t->by_handle, handle, r);
+	if (err)
+		return err;
+	rep->mem_handle = handle;
+	rep->mem_len = len;
+	if (rep->node == t->node)
+		t->used += fkv_weight(len);
+	if (routep)
+		*routep = r;
+	return 1;
+}
+
 int fkv_routes_clear_ssd(struct fkv_routes *t, const void *key,
 			 size_t key_len, uint64_t put_id)
 {
@@ -488,13 +582,60 @@ int fkv_routes_clear_ssd(struct fkv_routes *t, const void *key,
 		return -ENOENT;
 	for (i = 0; i < r->nreplicas; i++) {
 		if (r->replicas[i].ssd) {
-			r->replicas[i].ssd = false;
-			r->replicas[i].ssd_len = 0;
+			drop_ssd(t, &r->replicas[i]);
 			found = true;
 		}
 	}
 	compact(t, r);
 	return found ? 0 : -ENOENT;
+}
+
+/* Forget a dead instance's replica: no DROP_REPLICA, ops->forget instead. */
+static void forget_replica(struct fkv_routes *t, struct fkv_replica *rep)
+{
+	uint64_t handle = rep->mem_handle, w = fkv_weight(rep->mem_len);
+
+	drop_ssd(t, rep);
+	if (!handle)
+		return;
+	fkv_u64map_del(&t->by_handle, handle);
+	if (rep->node == t->node)
+		t->used -= w;
+	rep->mem_handle = 0;
+	rep->mem_len = 0;
+	if (t->ops->forget)
+		t->ops->forget(t->arg, handle, w);
+}
+
+size_t fkv_routes_forget_stale(struct fkv_routes *t, uint64_t live_tag)
+{
+	struct fkv_list *l;
+	size_t i, n = 0;
+
+	while ((l = fkv_list_first(&t->inflight_list))) {
+		struct fkv_inflight *p =
+			fkv_container_of(l, struct fkv_inflight, link);
+		struct fkv_route *r = p->route;
+
+		finish_inflight(t, p);
+		maybe_free_entry(t, r);
+	}
+	for (i = 0; i < t->nbuckets; i++) {
+		struct fkv_route *r = t->buckets[i], *next;
+		uint32_t j;
+
+		for (; r; r = next) {
+			next = r->next;	/* compact() may free r */
+			for (j = 0; j < r->nreplicas; j++) {
+				if (r->replicas[j].tomb_tag == live_tag)
+					continue;
+				forget_replica(t, &r->replicas[j]);
+				n++;
+			}
+			compact(t, r);
+		}
+	}
+	return n;
 }
 
 unsigned int fkv_routes_sweep(struct fkv_routes *t)
@@ -550,6 +691,21 @@ uint64_t fkv_routes_reserved(const struct fkv_routes *t)
 size_t fkv_routes_count(const struct fkv_routes *t)
 {
 	return t->nvisible;
+}
+
+size_t fkv_routes_mem_count(const struct fkv_routes *t)
+{
+	return fkv_u64map_count(&t->by_handle);
+}
+
+size_t fkv_routes_ssd_count(const struct fkv_routes *t)
+{
+	return t->nssd;
+}
+
+uint64_t fkv_routes_ssd_bytes(const struct fkv_routes *t)
+{
+	return t->ssd_bytes;
 }
 
 size_t fkv_routes_inflight(const struct fkv_routes *t)

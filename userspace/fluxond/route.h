@@ -12,6 +12,11 @@
  * weights of the memory replicas the table references, reserved the sum of
  * the in-flight puts' reservations; weight = round_up(len, SEGMENT_ALIGN).
  *
+ * An owner's replica has two independent media: a DRAM copy (memory handle)
+ * and an SSD copy committed to the owner's ring.  Evicting the memory copy
+ * keeps the SSD one (and the route); the route goes when neither is left,
+ * on delete, or when a newer version is published.
+ *
  * Pure logic: whenever the table gives up its reference on a memory replica
  * (overwrite, delete, eviction) it calls ops->drop; the caller turns that
  * into DROP_REPLICA.  Single threaded; nothing here locks.
@@ -43,8 +48,10 @@ static inline uint64_t fkv_weight(uint64_t len)
  *	replica whose tag is not the node's live incarnation is dead.
  * @mem_handle: the owner module's handle of the DRAM replica, 0 = none.
  * @mem_len: value length of the DRAM replica.
- * @ssd: an SSD replica is committed.
+ * @ssd: an SSD replica is committed (SSD_COMMIT was accepted).
  * @ssd_len: its length.
+ * @persist: PUT_START asked the owner to persist this version to SSD, so an
+ *	SSD_COMMIT may follow.
  */
 struct fkv_replica {
 	uint32_t node;
@@ -52,6 +59,7 @@ struct fkv_replica {
 	uint64_t mem_handle;
 	uint64_t mem_len;
 	bool ssd;
+	bool persist;
 	uint64_t ssd_len;
 };
 
@@ -78,6 +86,12 @@ struct fkv_route {
 struct fkv_route_ops {
 	/* The table dropped its reference on a memory replica. */
 	void (*drop)(void *arg, uint64_t handle, uint64_t weight);
+	/*
+	 * Optional: the table forgot a memory replica of a dead owner
+	 * instance (fkv_routes_forget_stale); no DROP_REPLICA is due, the
+	 * handle died with that instance.
+	 */
+	void (*forget)(void *arg, uint64_t handle, uint64_t weight);
 	/* Optional: an in-flight put passed its TTL and was forgotten. */
 	void (*expired)(void *arg, const struct fkv_route *r, uint64_t put_id);
 };
@@ -112,11 +126,12 @@ uint64_t fkv_routes_key_hash(const struct fkv_routes *t, const void *key,
 
 /*
  * Assign the next put_id (global, monotonic, from 1), record the in-flight
- * put and reserve weight(len).  -EINVAL (bad key/len), -EFBIG (len larger
- * than the segment), -ENOMEM.
+ * put with its SSD decision @persist and reserve weight(len).  -EINVAL (bad
+ * key/len), -EFBIG (len larger than the segment), -ENOMEM.
  */
 int fkv_routes_put_start(struct fkv_routes *t, const void *key,
-			 size_t key_len, uint64_t len, uint64_t *put_id);
+			 size_t key_len, uint64_t len, bool persist,
+			 uint64_t *put_id);
 
 /* Forget an in-flight put.  -ENOENT if unknown, -EINVAL if the key differs. */
 int fkv_routes_put_abort(struct fkv_routes *t, const void *key,
@@ -124,8 +139,9 @@ int fkv_routes_put_abort(struct fkv_routes *t, const void *key,
 
 /*
  * Complete an in-flight put: its reservation is released; if no newer
- * version exists the route becomes {put_id, {local: tomb_tag, handle, len}}
- * and the previous version's memory replicas are dropped.
+ * version exists the route becomes {put_id, {local: tomb_tag, handle, len,
+ * persist as decided at PUT_START}}, the previous version's memory replicas
+ * are dropped and its SSD replicas forgotten.
  * Returns 1 (published; *routep = the route), 0 (superseded: the handle is
  * not kept), -ETIMEDOUT (put_id not in flight: expired or already done),
  * -EINVAL (bad arguments, key mismatch, never issued put_id), -EEXIST (the
@@ -146,21 +162,60 @@ const struct fkv_replica *fkv_routes_local(const struct fkv_routes *t,
 					   const struct fkv_route *r);
 
 /*
- * Remove a visible route: every memory replica is dropped.  *put_id = the
- * version deleted.  -ENOENT if the key is not visible.
+ * Remove a visible route: every memory replica is dropped, every SSD replica
+ * forgotten.  *put_id = the version deleted.  -ENOENT if the key is not
+ * visible.
  */
 int fkv_routes_delete(struct fkv_routes *t, const void *key, size_t key_len,
 		      uint64_t *put_id);
 
 /*
- * Give up the memory replica @handle (eviction): ops->drop is called; a
- * route left without replicas disappears.  -ENOENT if unknown.
+ * Give up the memory replica @handle (eviction): ops->drop is called; the
+ * replica's SSD copy, if any, stays, and a route left without any replica
+ * disappears.  -ENOENT if unknown.
  */
 int fkv_routes_drop_handle(struct fkv_routes *t, uint64_t handle);
 
-/* Forget the SSD replica of version @put_id of a key.  -ENOENT if none. */
+/*
+ * SSD_COMMIT: the local owner committed version @put_id (@len bytes) of a
+ * key to its SSD ring.  The local replica gets ssd = {len} only if the key
+ * is visible, its put_id is @put_id, the local memory replica is present,
+ * its length is @len and its tomb tag is @live_tag.  Returns 1 (published),
+ * 0 (ignored: late, stale or deleted), -EINVAL (bad arguments).
+ */
+int fkv_routes_ssd_commit(struct fkv_routes *t, const void *key,
+			  size_t key_len, uint64_t put_id, uint64_t len,
+			  uint64_t live_tag);
+
+/*
+ * GET_DONE after an SSD refill: make @handle (@len bytes) the local memory
+ * replica of version @put_id.  Only if the key is visible, its put_id is
+ * @put_id, the local replica exists without a memory copy (so it has an SSD
+ * copy), its tomb tag is @live_tag and its SSD length is @len.  Returns 1
+ * (promoted; *routep = the route), 0 (refused: the handle is not kept),
+ * -EEXIST (the handle is already referenced), -EINVAL (bad arguments),
+ * -ENOMEM.
+ */
+int fkv_routes_promote(struct fkv_routes *t, const void *key, size_t key_len,
+		       uint64_t put_id, uint64_t handle, uint64_t len,
+		       uint64_t live_tag, const struct fkv_route **routep);
+
+/*
+ * Forget the SSD replica of version @put_id of a key (SSD ring eviction, a
+ * failed SSD read); a route left without any replica disappears.  -ENOENT if
+ * the key is not visible, its put_id differs or it has no SSD replica.
+ */
 int fkv_routes_clear_ssd(struct fkv_routes *t, const void *key,
 			 size_t key_len, uint64_t put_id);
+
+/*
+ * The owner restarted (new incarnation @live_tag): forget every replica
+ * whose tomb tag is not @live_tag without DROP_REPLICA (ops->forget is
+ * called for memory copies), and every in-flight put (the owner that
+ * started them is gone).  Routes left empty disappear; put_ids keep
+ * increasing.  Returns the replicas forgotten.
+ */
+size_t fkv_routes_forget_stale(struct fkv_routes *t, uint64_t live_tag);
 
 /* Drop in-flight puts past their deadline; returns how many. */
 unsigned int fkv_routes_sweep(struct fkv_routes *t);
@@ -174,6 +229,11 @@ uint64_t fkv_routes_used(const struct fkv_routes *t);
 uint64_t fkv_routes_reserved(const struct fkv_routes *t);
 /* Visible routes. */
 size_t fkv_routes_count(const struct fkv_routes *t);
+/* Memory replicas referenced (= handles the table holds). */
+size_t fkv_routes_mem_count(const struct fkv_routes *t);
+/* Committed SSD replicas and the sum of their lengths. */
+size_t fkv_routes_ssd_count(const struct fkv_routes *t);
+uint64_t fkv_routes_ssd_bytes(const struct fkv_routes *t);
 size_t fkv_routes_inflight(const struct fkv_routes *t);
 /* Newest put_id handed out (0 = none yet). */
 uint64_t fkv_routes_last_put_id(const struct fkv_routes *t);

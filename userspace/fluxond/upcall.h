@@ -24,6 +24,9 @@
  * @key: points into the message; valid during the dispatch only.
  * @handles: FLUXONKV_A_HANDLES payload, @nhandles u64 values, possibly
  *	unaligned: read them with fkv_upcall_handle().
+ * @attrs, @attrs_len: the message's whole attribute stream when it carries
+ *	FLUXONKV_A_ENTRY (SSD_EVICTED); walk the entries with
+ *	fkv_upcall_next_entry().
  */
 struct fkv_upcall {
 	uint8_t cmd;
@@ -38,8 +41,11 @@ struct fkv_upcall {
 	uint64_t bytes;
 	uint64_t segment_used;
 	int32_t error;
+	uint64_t ssd_capacity;
 	const void *handles;
 	size_t nhandles;
+	const void *attrs;
+	size_t attrs_len;
 };
 
 static inline uint64_t fkv_upcall_handle(const struct fkv_upcall *u, size_t i)
@@ -49,6 +55,23 @@ static inline uint64_t fkv_upcall_handle(const struct fkv_upcall *u, size_t i)
 	memcpy(&h, (const uint8_t *)u->handles + i * sizeof(h), sizeof(h));
 	return h;
 }
+
+/* One FLUXONKV_A_ENTRY of SSD_EVICTED; @key points into the message. */
+struct fkv_ssd_entry {
+	const uint8_t *key;
+	size_t key_len;
+	uint64_t put_id;
+};
+
+/*
+ * Next FLUXONKV_A_ENTRY of @u from byte *@pos of its attribute stream
+ * (start with 0).  1: @e is a well-formed entry (KEY of 1..KEY_MAX bytes,
+ * PUT_ID u64 > 0); -EINVAL: this entry is malformed and skipped, the walk
+ * goes on; 0: no more entries (or the rest of the stream is truncated).
+ * Needs no libnl: the attribute layout is the kernel's <linux/netlink.h>.
+ */
+int fkv_upcall_next_entry(const struct fkv_upcall *u, size_t *pos,
+			  struct fkv_ssd_entry *e);
 
 /**
  * struct fkv_reply - what to answer: REQ_ID and STATUS always, the other

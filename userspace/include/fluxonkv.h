@@ -112,6 +112,15 @@ int fkv_holder_release(struct fkv *kv, struct fkv_holder *h);
 int fkv_delete(struct fkv *kv, const void *key, size_t key_len);
 
 /*
+ * Hand an SSD shard to the module (CAP_SYS_ADMIN): @fd is a regular file or
+ * block device opened O_RDWR | O_DIRECT; the shard is [offset, offset +
+ * capacity) of it; shards on one physical device share a @device number.
+ * The module keeps its own reference: @fd may be closed afterwards.
+ */
+int fkv_ssd_attach(struct fkv *kv, int fd, uint64_t offset, uint64_t capacity,
+		   uint32_t device, uint32_t *shard);
+
+/*
  * What the negative errno @err means for fluxonkv (a positive errno is taken
  * as its negation).  Never NULL; the string is static and thread-safe.
  */

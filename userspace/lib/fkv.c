@@ -252,3 +252,23 @@ int fkv_delete(struct fkv *kv, const void *key, size_t key_len)
 	d.key_ptr = (uintptr_t)key;
 	return fkv_ioctl(kv->fd, FLUXONKV_IOC_DELETE, &d);
 }
+
+int fkv_ssd_attach(struct fkv *kv, int fd, uint64_t offset, uint64_t capacity,
+		   uint32_t device, uint32_t *shard)
+{
+	struct fluxonkv_ssd_attach a;
+	int err;
+
+	if (!kv || fd < 0)
+		return -EINVAL;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.fd = fd;
+	a.offset = offset;
+	a.capacity = capacity;
+	a.device = device;
+	err = fkv_ioctl(kv->fd, FLUXONKV_IOC_SSD_ATTACH, &a);
+	if (!err && shard)
+		*shard = a.shard;
+	return err;
+}

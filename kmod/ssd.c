@@ -1,0 +1,1122 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The SSD tier: rings on shards, per-device IO queues, persist and refill
+ * (reference design §2.3, §3, §5.1, §6, §7.1).
+ *
+ * Userspace opens shard files (or raw block devices) O_RDWR | O_DIRECT and
+ * hands the descriptors over with FLUXONKV_IOC_SSD_ATTACH; the module never
+ * parses a path.  Each shard carries a ring: entries are appended at the
+ * head at FLUXONKV_SSD_ALIGN granularity (only the real length is ever
+ * exposed), the head wraps to offset 0 when the space left at the end is
+ * too short, and the tail advances over the oldest entries to make room.
+ * An entry is WRITING until the full aligned length is on the device, then
+ * COMMITTED.  Read pins (a refill in progress) and the commit pin (the
+ * master has not answered SSD_COMMIT yet) make an entry busy: a writer that
+ * would overrun a busy entry waits, it never overwrites it.  Overwritten
+ * committed entries are reported to the master in batches (SSD_EVICTED).
+ *
+ * IO runs in up to FLUXONKV_SSD_DEPTH workers per device, each doing direct
+ * IO on the shard's file (vfs_iter_read/write over bvecs built straight from
+ * segment pages: the loop driver's pattern, which also covers raw block
+ * devices).  Workers pick FLUXONKV_SSD_READ_WEIGHT reads for each write when
+ * both are queued: refills are favoured, background writes never starve.
+ *
+ * Segment ranges are 4 KiB aligned and rounded up, so a read of the aligned
+ * length always lands directly in the final target: no scratch copy is ever
+ * needed, and the padding past len never reaches a holder (it is outside
+ * the holder's len and zero on the device).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/blkdev.h>
+#include <linux/capability.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/hashtable.h>
+#include <linux/jhash.h>
+#include <linux/sched/mm.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/uio.h>
+#include <linux/wait.h>
+#include <net/genetlink.h>
+
+#include "fluxonkv.h"
+
+#define FLUXONKV_SSD_DEPTH		4	/* IO workers per device */
+#define FLUXONKV_SSD_READ_WEIGHT	2	/* reads per write when both wait */
+#define FLUXONKV_SSD_MAX_SHARDS		64
+#define FLUXONKV_SSD_MIN_SHARD		(1ULL << 20)
+#define FLUXONKV_SSD_NOTICE_BATCH	256	/* reference §7.1 */
+#define FLUXONKV_SSD_NOTICE_DELAY_MS	10
+#define FLUXONKV_SSD_NOTICE_MAX		4096	/* queue bound; oldest dropped */
+#define FLUXONKV_SSD_INDEX_BITS		12
+
+enum fluxonkv_ssd_state {
+	FLUXONKV_SSD_WRITING,
+	FLUXONKV_SSD_COMMITTED,
+	FLUXONKV_SSD_DEAD,		/* write failed: space only */
+};
+
+static const char *const fluxonkv_ssd_state_names[] = {
+	"writing", "committed", "dead",
+};
+
+struct fluxonkv_ssd_dev;
+
+/**
+ * struct fluxonkv_shard - one attached file or block device and its ring.
+ * @file: opened O_DIRECT by userspace; our reference.
+ * @offset: where the ring starts in @file.
+ * @capacity: ring bytes (multiple of 4096).
+ * @index: shard number, as returned by attach.
+ * @dev: the device queue it belongs to.
+ * @lock: protects @entries, @head and @tail; held while reserving space.
+ * @entries: ring order, oldest first.
+ * @head: logical position of the next entry (physical = head % capacity).
+ * @tail: logical position of the oldest entry (head when empty).
+ * @unpin_seq: bumped (with a wake-up on @wq) whenever an entry may have
+ *	stopped being busy; writers waiting for the tail sleep on it.
+ * @wq: see @unpin_seq.
+ * @node: on the device's shard list.
+ */
+struct fluxonkv_shard {
+	struct file *file;
+	u64 offset;
+	u64 capacity;
+	unsigned int index;
+	struct fluxonkv_ssd_dev *dev;
+	struct mutex lock;
+	struct list_head entries;
+	u64 head;
+	u64 tail;
+	atomic_t unpin_seq;
+	wait_queue_head_t wq;
+	struct list_head node;
+};
+
+/**
+ * struct fluxonkv_ssd_entry - one value version in a ring.
+ * @ring_node: in the shard's ring (shard lock).
+ * @index_node: in the SSD key index while @indexed (index lock).
+ * @shard: where it lives.
+ * @start: logical ring position; physical offset = @start % capacity.
+ * @alen: aligned length on the device.
+ * @len: the value's length.
+ * @put_id: its version.
+ * @state: enum fluxonkv_ssd_state (index lock).
+ * @pins: read pins + commit pin (index lock); busy while non-zero.
+ * @indexed: current SSD entry of its key (index lock).
+ * @key_len: bytes of @key.
+ * @key: the key.
+ */
+struct fluxonkv_ssd_entry {
+	struct list_head ring_node;
+	struct hlist_node index_node;
+	struct fluxonkv_shard *shard;
+	u64 start;
+	u64 alen;
+	u64 len;
+	u64 put_id;
+	u8 state;
+	bool indexed;
+	unsigned int pins;
+	u32 key_len;
+	u8 key[];
+};
+
+struct fluxonkv_ssd_job {
+	struct list_head node;		/* on a device queue (device lock) */
+	bool read;
+	struct fluxonkv_alloc *alloc;	/* target (read) or source (write) */
+	struct fluxonkv_ssd_entry *entry;	/* read: pinned by the caller */
+	struct completion done;		/* read: the waiter */
+	int ret;
+	struct kref ref;		/* read: waiter + worker */
+	u64 put_id;			/* write */
+	u32 key_len;			/* write */
+	u8 key[];			/* write */
+};
+
+struct fluxonkv_ssd_worker {
+	struct work_struct work;
+	struct fluxonkv_ssd_dev *dev;
+	struct bio_vec *bvec;		/* room for the largest value */
+	unsigned int slot;
+};
+
+/**
+ * struct fluxonkv_ssd_dev - IO queue of one physical device.
+ * @id: userspace's device group.
+ * @lock: protects @reads, @writes, @read_streak, @idle.
+ * @reads: queued refill reads.
+ * @writes: queued persist writes.
+ * @read_streak: reads picked since the last write.
+ * @idle: bitmap of idle workers.
+ * @shards: its shards (attach mutex).
+ * @next_shard: round-robin cursor (attach mutex).
+ * @workers: up to FLUXONKV_SSD_DEPTH jobs in flight.
+ * @node: on fluxonkv_ssd.devs.
+ */
+struct fluxonkv_ssd_dev {
+	u32 id;
+	spinlock_t lock;
+	struct list_head reads;
+	struct list_head writes;
+	unsigned int read_streak;
+	unsigned long idle;
+	struct list_head shards;
+	struct fluxonkv_shard *next_shard;
+	struct fluxonkv_ssd_worker workers[FLUXONKV_SSD_DEPTH];
+	struct list_head node;
+};
+
+struct fluxonkv_ssd_notice {
+	struct list_head node;
+	u64 put_id;
+	u32 key_len;
+	u8 key[];
+};
+
+static struct {
+	/* Protects devs, nshards, next_dev and every dev's shard list. */
+	struct mutex attach_lock;
+	struct list_head devs;
+	unsigned int nshards;
+	struct fluxonkv_ssd_dev *next_dev;
+	u64 capacity;			/* sum of shard capacities */
+	struct workqueue_struct *wq;
+
+	/* Protects the key index, every entry's state, pins and indexed. */
+	spinlock_t index_lock;
+	DECLARE_HASHTABLE(index, FLUXONKV_SSD_INDEX_BITS);
+
+	/* Protects notices and nnotices. */
+	spinlock_t notice_lock;
+	struct list_head notices;
+	unsigned int nnotices;
+	struct delayed_work notice_work;
+} fluxonkv_ssd;
+
+struct fluxonkv_ssd_stats fluxonkv_ssd_stats;
+
+static int fluxonkv_ssd_send_evicted(struct list_head *batch);
+
+/* ---- helpers ---- */
+
+static u64 fluxonkv_ssd_alen(u64 len)
+{
+	return round_up(len, FLUXONKV_SSD_ALIGN);
+}
+
+static u32 fluxonkv_ssd_hash(const u8 *key, u32 key_len)
+{
+	return jhash(key, key_len, 0x55d);
+}
+
+static bool fluxonkv_ssd_key_eq(const struct fluxonkv_ssd_entry *e,
+				const u8 *key, u32 key_len)
+{
+	return e->key_len == key_len && !memcmp(e->key, key, key_len);
+}
+
+u64 fluxonkv_ssd_capacity(void)
+{
+	return READ_ONCE(fluxonkv_ssd.capacity);
+}
+
+u64 fluxonkv_ssd_used(void)
+{
+	struct fluxonkv_ssd_dev *dev;
+	struct fluxonkv_shard *sh;
+	u64 used = 0;
+
+	mutex_lock(&fluxonkv_ssd.attach_lock);
+	list_for_each_entry(dev, &fluxonkv_ssd.devs, node)
+		list_for_each_entry(sh, &dev->shards, node)
+			used += READ_ONCE(sh->head) - READ_ONCE(sh->tail);
+	mutex_unlock(&fluxonkv_ssd.attach_lock);
+	return used;
+}
+
+static void fluxonkv_shard_kick(struct fluxonkv_shard *sh)
+{
+	atomic_inc(&sh->unpin_seq);
+	wake_up_all(&sh->wq);
+}
+
+/* ---- eviction notices to the master (reference §7.1) ---- */
+
+static void fluxonkv_ssd_notice_add(const struct fluxonkv_ssd_entry *e)
+{
+	struct fluxonkv_ssd_notice *n, *old = NULL;
+	unsigned int count;
+
+	n = kmalloc(struct_size(n, key, e->key_len), GFP_NOIO);
+	if (!n) {
+		atomic64_inc(&fluxonkv_ssd_stats.notices_dropped);
+		return;
+	}
+	n->put_id = e->put_id;
+	n->key_len = e->key_len;
+	memcpy(n->key, e->key, e->key_len);
+
+	spin_lock(&fluxonkv_ssd.notice_lock);
+	/* A full queue never blocks a writer: the oldest notice goes. */
+	if (fluxonkv_ssd.nnotices >= FLUXONKV_SSD_NOTICE_MAX) {
+		old = list_first_entry(&fluxonkv_ssd.notices,
+				       struct fluxonkv_ssd_notice, node);
+		list_del(&old->node);
+		fluxonkv_ssd.nnotices--;
+	}
+	list_add_tail(&n->node, &fluxonkv_ssd.notices);
+	count = ++fluxonkv_ssd.nnotices;
+	spin_unlock(&fluxonkv_ssd.notice_lock);
+
+	if (old) {
+		kfree(old);
+		atomic64_inc(&fluxonkv_ssd_stats.notices_dropped);
+	}
+	if (count >= FLUXONKV_SSD_NOTICE_BATCH)
+		mod_delayed_work(system_wq, &fluxonkv_ssd.notice_work, 0);
+	else if (count == 1)
+		schedule_delayed_work(&fluxonkv_ssd.notice_work,
+				      msecs_to_jiffies(FLUXONKV_SSD_NOTICE_DELAY_MS));
+}
+
+static void fluxonkv_ssd_notice_free_list(struct list_head *list)
+{
+	struct fluxonkv_ssd_notice *n, *tmp;
+
+	list_for_each_entry_safe(n, tmp, list, node) {
+		list_del(&n->node);
+		kfree(n);
+	}
+}
+
+static void fluxonkv_ssd_notice_flush(struct work_struct *work)
+{
+	struct fluxonkv_ssd_notice *n;
+	unsigned int count = 0;
+	LIST_HEAD(batch);
+	int ret;
+
+	spin_lock(&fluxonkv_ssd.notice_lock);
+	while (count < FLUXONKV_SSD_NOTICE_BATCH &&
+	       !list_empty(&fluxonkv_ssd.notices)) {
+		n = list_first_entry(&fluxonkv_ssd.notices,
+				     struct fluxonkv_ssd_notice, node);
+		list_move_tail(&n->node, &batch);
+		fluxonkv_ssd.nnotices--;
+		count++;
+	}
+	spin_unlock(&fluxonkv_ssd.notice_lock);
+	if (!count)
+		return;
+
+	ret = fluxonkv_ssd_send_evicted(&batch);
+	if (ret && fluxonkv_daemon_connected()) {
+		/* Retry the same batch first (reference §7.1). */
+		spin_lock(&fluxonkv_ssd.notice_lock);
+		fluxonkv_ssd.nnotices += count;
+		list_splice(&batch, &fluxonkv_ssd.notices);
+		spin_unlock(&fluxonkv_ssd.notice_lock);
+		schedule_delayed_work(&fluxonkv_ssd.notice_work,
+				      msecs_to_jiffies(FLUXONKV_SSD_NOTICE_DELAY_MS));
+		return;
+	}
+	/* Sent, or no master: its routes are gone with it. */
+	fluxonkv_ssd_notice_free_list(&batch);
+	if (READ_ONCE(fluxonkv_ssd.nnotices))
+		mod_delayed_work(system_wq, &fluxonkv_ssd.notice_work, 0);
+}
+
+/* ---- messages to the master ---- */
+
+static int fluxonkv_ssd_put_notice(struct sk_buff *skb,
+				   const struct fluxonkv_ssd_notice *n)
+{
+	struct nlattr *nest = nla_nest_start(skb, FLUXONKV_A_ENTRY);
+
+	if (!nest)
+		return -EMSGSIZE;
+	if (nla_put(skb, FLUXONKV_A_KEY, n->key_len, n->key) ||
+	    nla_put_u64_64bit(skb, FLUXONKV_A_PUT_ID, n->put_id,
+			      FLUXONKV_A_PAD)) {
+		nla_nest_cancel(skb, nest);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+/* SSD_EVICTED: one nested ENTRY {KEY, PUT_ID} per overwritten version. */
+static int fluxonkv_ssd_send_evicted(struct list_head *batch)
+{
+	const struct fluxonkv_ssd_notice *n;
+	struct sk_buff *skb;
+	size_t size = 0;
+	void *hdr;
+
+	list_for_each_entry(n, batch, node)
+		size += nla_total_size(0) + nla_total_size(n->key_len) +
+			nla_total_size_64bit(sizeof(u64));
+	skb = fluxonkv_genl_new(FLUXONKV_CMD_SSD_EVICTED, size, &hdr);
+	if (!skb)
+		return -ENOMEM;
+	list_for_each_entry(n, batch, node) {
+		if (fluxonkv_ssd_put_notice(skb, n)) {
+			nlmsg_free(skb);
+			return -EMSGSIZE;
+		}
+	}
+	return fluxonkv_genl_send(skb, hdr);
+}
+
+/* SSD_STATE: tell the master this owner's SSD capacity changed. */
+static void fluxonkv_ssd_state_changed(void)
+{
+	struct sk_buff *skb;
+	void *hdr;
+
+	if (!fluxonkv_daemon_connected())
+		return;
+	skb = fluxonkv_genl_new(FLUXONKV_CMD_SSD_STATE,
+				nla_total_size_64bit(sizeof(u64)), &hdr);
+	if (!skb)
+		return;
+	if (nla_put_u64_64bit(skb, FLUXONKV_A_SSD_CAPACITY,
+			      fluxonkv_ssd_capacity(), FLUXONKV_A_PAD)) {
+		nlmsg_free(skb);
+		return;
+	}
+	fluxonkv_genl_send(skb, hdr);
+}
+
+/* SSD_COMMIT upcall: the master publishes the SSD replica if still valid. */
+static int fluxonkv_ssd_commit(const u8 *key, u32 key_len, u64 put_id,
+			       u64 len, bool *published)
+{
+	struct fluxonkv_upcall_args args = {
+		.key = key, .key_len = key_len, .put_id = put_id, .len = len,
+	};
+	struct fluxonkv_upcall up = {};
+	int ret;
+
+	ret = fluxonkv_upcall(FLUXONKV_CMD_SSD_COMMIT, &args, &up);
+	*published = !ret && (up.flags & FLUXONKV_SSD_F_PUBLISHED);
+	return ret;
+}
+
+/* ---- the ring ---- */
+
+static bool fluxonkv_entry_busy(const struct fluxonkv_ssd_entry *e)
+{
+	return e->pins || e->state == FLUXONKV_SSD_WRITING;
+}
+
+/*
+ * Drop the oldest entry of @sh if it is not busy.  Called with the shard
+ * lock held.  Returns false if it is busy.
+ */
+static bool fluxonkv_ring_pop(struct fluxonkv_shard *sh, u64 next_pos)
+{
+	struct fluxonkv_ssd_entry *e;
+	bool committed;
+
+	e = list_first_entry(&sh->entries, struct fluxonkv_ssd_entry,
+			     ring_node);
+	spin_lock(&fluxonkv_ssd.index_lock);
+	if (fluxonkv_entry_busy(e)) {
+		spin_unlock(&fluxonkv_ssd.index_lock);
+		return false;
+	}
+	if (e->indexed) {
+		hash_del(&e->index_node);
+		e->indexed = false;
+	}
+	committed = e->state == FLUXONKV_SSD_COMMITTED;
+	spin_unlock(&fluxonkv_ssd.index_lock);
+
+	list_del(&e->ring_node);
+	WRITE_ONCE(sh->tail, list_empty(&sh->entries) ? next_pos :
+		   list_first_entry(&sh->entries, struct fluxonkv_ssd_entry,
+				    ring_node)->start);
+	if (committed) {
+		atomic64_inc(&fluxonkv_ssd_stats.evictions);
+		fluxonkv_ssd_notice_add(e);
+	}
+	kfree(e);
+	return true;
+}
+
+/*
+ * Reserve alen bytes at the head of @sh for a new WRITING entry, advancing
+ * the tail over the oldest entries; waits while the oldest one is busy
+ * (BlockedByBusyIo), at most twice the request timeout.
+ */
+static struct fluxonkv_ssd_entry *
+fluxonkv_ring_reserve(struct fluxonkv_shard *sh, const u8 *key, u32 key_len,
+		      u64 put_id, u64 len)
+{
+	unsigned long timeout = 2 * msecs_to_jiffies(fluxonkv_request_timeout_ms);
+	u64 alen = fluxonkv_ssd_alen(len), pos, phys;
+	struct fluxonkv_ssd_entry *e;
+	bool waited = false;
+	int seen;
+
+	if (alen > sh->capacity)
+		return ERR_PTR(-EFBIG);
+	e = kzalloc(struct_size(e, key, key_len), GFP_NOIO);
+	if (!e)
+		return ERR_PTR(-ENOMEM);
+	memcpy(e->key, key, key_len);
+	e->key_len = key_len;
+	e->len = len;
+	e->alen = alen;
+	e->put_id = put_id;
+	e->shard = sh;
+	e->state = FLUXONKV_SSD_WRITING;
+	INIT_HLIST_NODE(&e->index_node);
+
+	mutex_lock(&sh->lock);
+	for (;;) {
+		pos = sh->head;
+		phys = pos % sh->capacity;
+		if (phys + alen > sh->capacity)
+			pos += sh->capacity - phys;	/* wrap to offset 0 */
+		if (list_empty(&sh->entries))
+			WRITE_ONCE(sh->tail, pos);
+		while (!list_empty(&sh->entries) &&
+		       pos + alen - sh->tail > sh->capacity)
+			if (!fluxonkv_ring_pop(sh, pos))
+				break;
+		if (pos + alen - sh->tail <= sh->capacity)
+			break;
+
+		/* The oldest entry is pinned or still being written. */
+		seen = atomic_read(&sh->unpin_seq);
+		mutex_unlock(&sh->lock);
+		if (!waited) {
+			atomic64_inc(&fluxonkv_ssd_stats.busy_waits);
+			waited = true;
+		}
+		if (!wait_event_timeout(sh->wq,
+					atomic_read(&sh->unpin_seq) != seen,
+					timeout)) {
+			kfree(e);
+			return ERR_PTR(-EBUSY);
+		}
+		mutex_lock(&sh->lock);
+	}
+	e->start = pos;
+	WRITE_ONCE(sh->head, pos + alen);
+	list_add_tail(&e->ring_node, &sh->entries);
+	mutex_unlock(&sh->lock);
+	return e;
+}
+
+/* Make @e the key's current SSD entry unless a newer one is there. */
+static void fluxonkv_ssd_index(struct fluxonkv_ssd_entry *e)
+{
+	u32 h = fluxonkv_ssd_hash(e->key, e->key_len);
+	struct fluxonkv_ssd_entry *cur;
+
+	hash_for_each_possible(fluxonkv_ssd.index, cur, index_node, h) {
+		if (!fluxonkv_ssd_key_eq(cur, e->key, e->key_len))
+			continue;
+		if (cur->put_id > e->put_id)
+			return;
+		hash_del(&cur->index_node);
+		cur->indexed = false;
+		break;
+	}
+	hash_add(fluxonkv_ssd.index, &e->index_node, h);
+	e->indexed = true;
+}
+
+/**
+ * fluxonkv_ssd_pin() - find and pin the committed SSD entry of a version.
+ * @key: key bytes.
+ * @key_len: key length.
+ * @put_id: the version the master routed to.
+ *
+ * Return: the entry with a read pin (release with fluxonkv_ssd_unpin()), or
+ * NULL if this owner has no such entry (a stale route).
+ */
+struct fluxonkv_ssd_entry *fluxonkv_ssd_pin(const u8 *key, u32 key_len,
+					    u64 put_id)
+{
+	u32 h = fluxonkv_ssd_hash(key, key_len);
+	struct fluxonkv_ssd_entry *e, *found = NULL;
+
+	spin_lock(&fluxonkv_ssd.index_lock);
+	hash_for_each_possible(fluxonkv_ssd.index, e, index_node, h) {
+		if (fluxonkv_ssd_key_eq(e, key, key_len) &&
+		    e->put_id == put_id &&
+		    e->state == FLUXONKV_SSD_COMMITTED) {
+			e->pins++;
+			found = e;
+			break;
+		}
+	}
+	spin_unlock(&fluxonkv_ssd.index_lock);
+	return found;
+}
+
+void fluxonkv_ssd_unpin(struct fluxonkv_ssd_entry *e)
+{
+	spin_lock(&fluxonkv_ssd.index_lock);
+	e->pins--;
+	spin_unlock(&fluxonkv_ssd.index_lock);
+	fluxonkv_shard_kick(e->shard);
+}
+
+u64 fluxonkv_ssd_entry_len(const struct fluxonkv_ssd_entry *e)
+{
+	return e->len;
+}
+
+/* ---- IO ---- */
+
+/* Build bvecs for the first @alen bytes of @a, merging contiguous pages. */
+static unsigned int fluxonkv_ssd_bvecs(struct bio_vec *bv,
+				       struct fluxonkv_alloc *a, u64 alen)
+{
+	unsigned long pg = a->offset >> PAGE_SHIFT;
+	unsigned int n = 0;
+	u64 done = 0;
+
+	while (done < alen) {
+		struct page *page = fluxonkv_seg.pages[pg++];
+		unsigned int len = min_t(u64, PAGE_SIZE, alen - done);
+
+		if (n && bv[n - 1].bv_offset == 0 &&
+		    page_to_pfn(page) == page_to_pfn(bv[n - 1].bv_page) +
+					 (bv[n - 1].bv_len >> PAGE_SHIFT) &&
+		    !(bv[n - 1].bv_len & ~PAGE_MASK)) {
+			bv[n - 1].bv_len += len;
+		} else {
+			bv[n].bv_page = page;
+			bv[n].bv_len = len;
+			bv[n].bv_offset = 0;
+			n++;
+		}
+		done += len;
+	}
+	return n;
+}
+
+static int fluxonkv_ssd_io(struct fluxonkv_ssd_worker *w, struct file *file,
+			   bool write, struct fluxonkv_alloc *a, u64 alen,
+			   loff_t pos)
+{
+	unsigned int nr = fluxonkv_ssd_bvecs(w->bvec, a, alen);
+	struct iov_iter iter;
+	ssize_t ret;
+
+	iov_iter_bvec(&iter, write ? ITER_SOURCE : ITER_DEST, w->bvec, nr,
+		      alen);
+	if (write) {
+		file_start_write(file);
+		ret = vfs_iter_write(file, &iter, &pos, 0);
+		file_end_write(file);
+	} else {
+		ret = vfs_iter_read(file, &iter, &pos, 0);
+	}
+	if (ret == alen)
+		return 0;
+	atomic64_inc(&fluxonkv_ssd_stats.io_errors);
+	pr_warn_ratelimited("SSD %s of %llu bytes at %lld: %zd\n",
+			    write ? "write" : "read", alen, pos, ret);
+	return ret < 0 ? ret : -EIO;
+}
+
+/* Pick the next shard of @dev, round-robin. */
+static struct fluxonkv_shard *fluxonkv_ssd_next_shard(struct fluxonkv_ssd_dev *dev)
+{
+	struct fluxonkv_shard *sh;
+
+	mutex_lock(&fluxonkv_ssd.attach_lock);
+	sh = dev->next_shard;
+	dev->next_shard = list_is_last(&sh->node, &dev->shards) ?
+		list_first_entry(&dev->shards, struct fluxonkv_shard, node) :
+		list_next_entry(sh, node);
+	mutex_unlock(&fluxonkv_ssd.attach_lock);
+	return sh;
+}
+
+/* Persist one value: reserve, write, commit locally, tell the master. */
+static void fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
+				  struct fluxonkv_ssd_job *job)
+{
+	struct fluxonkv_shard *sh = fluxonkv_ssd_next_shard(w->dev);
+	struct fluxonkv_ssd_entry *e;
+	bool published;
+	int ret;
+
+	e = fluxonkv_ring_reserve(sh, job->key, job->key_len, job->put_id,
+				  job->alloc->len);
+	if (IS_ERR(e)) {
+		atomic64_inc(&fluxonkv_ssd_stats.persist_errors);
+		return;
+	}
+	ret = fluxonkv_ssd_io(w, sh->file, true, job->alloc, e->alen,
+			      sh->offset + e->start % sh->capacity);
+
+	spin_lock(&fluxonkv_ssd.index_lock);
+	if (ret) {
+		e->state = FLUXONKV_SSD_DEAD;
+	} else {
+		/* Committed only once the full aligned length is written. */
+		e->state = FLUXONKV_SSD_COMMITTED;
+		e->pins++;	/* commit pin: until the master answers */
+		fluxonkv_ssd_index(e);
+	}
+	spin_unlock(&fluxonkv_ssd.index_lock);
+	if (ret) {
+		atomic64_inc(&fluxonkv_ssd_stats.persist_errors);
+		fluxonkv_shard_kick(sh);
+		return;
+	}
+	atomic64_inc(&fluxonkv_ssd_stats.writes);
+	atomic64_add(e->alen, &fluxonkv_ssd_stats.write_bytes);
+
+	ret = fluxonkv_ssd_commit(job->key, job->key_len, job->put_id,
+				  e->len, &published);
+	if (!ret)
+		atomic64_inc(published ? &fluxonkv_ssd_stats.commits_published :
+			     &fluxonkv_ssd_stats.commits_ignored);
+	fluxonkv_ssd_unpin(e);
+}
+
+static void fluxonkv_ssd_do_read(struct fluxonkv_ssd_worker *w,
+				 struct fluxonkv_ssd_job *job)
+{
+	struct fluxonkv_ssd_entry *e = job->entry;
+	struct fluxonkv_shard *sh = e->shard;
+	int ret;
+
+	ret = fluxonkv_ssd_io(w, sh->file, false, job->alloc, e->alen,
+			      sh->offset + e->start % sh->capacity);
+	if (!ret) {
+		/* The captured range must still be ahead of the tail. */
+		mutex_lock(&sh->lock);
+		if (e->start < sh->tail)
+			ret = -ESTALE;
+		mutex_unlock(&sh->lock);
+	}
+	if (!ret) {
+		atomic64_inc(&fluxonkv_ssd_stats.reads);
+		atomic64_add(e->alen, &fluxonkv_ssd_stats.read_bytes);
+	}
+	job->ret = ret;
+	/* The worker owns the pin from here on, even if the waiter left. */
+	fluxonkv_ssd_unpin(e);
+}
+
+static void fluxonkv_ssd_job_release(struct kref *ref)
+{
+	struct fluxonkv_ssd_job *job = container_of(ref, struct fluxonkv_ssd_job,
+						    ref);
+
+	fluxonkv_alloc_put(job->alloc);
+	kfree(job);
+}
+
+/* Reads first, FLUXONKV_SSD_READ_WEIGHT of them per write when both wait. */
+static struct fluxonkv_ssd_job *fluxonkv_ssd_pick(struct fluxonkv_ssd_dev *dev)
+{
+	struct fluxonkv_ssd_job *job = NULL;
+	bool read;
+
+	if (list_empty(&dev->reads) && list_empty(&dev->writes))
+		return NULL;
+	read = !list_empty(&dev->reads) &&
+	       (list_empty(&dev->writes) ||
+		dev->read_streak < FLUXONKV_SSD_READ_WEIGHT);
+	if (read) {
+		job = list_first_entry(&dev->reads, struct fluxonkv_ssd_job, node);
+		dev->read_streak++;
+	} else {
+		job = list_first_entry(&dev->writes, struct fluxonkv_ssd_job, node);
+		dev->read_streak = 0;
+	}
+	list_del(&job->node);
+	return job;
+}
+
+static void fluxonkv_ssd_worker_fn(struct work_struct *work)
+{
+	struct fluxonkv_ssd_worker *w =
+		container_of(work, struct fluxonkv_ssd_worker, work);
+	struct fluxonkv_ssd_dev *dev = w->dev;
+	struct fluxonkv_ssd_job *job;
+	unsigned int noio = memalloc_noio_save();
+
+	for (;;) {
+		spin_lock(&dev->lock);
+		job = fluxonkv_ssd_pick(dev);
+		if (!job) {
+			__set_bit(w->slot, &dev->idle);
+			spin_unlock(&dev->lock);
+			break;
+		}
+		spin_unlock(&dev->lock);
+
+		if (job->read) {
+			fluxonkv_ssd_do_read(w, job);
+			complete(&job->done);
+			kref_put(&job->ref, fluxonkv_ssd_job_release);
+		} else {
+			fluxonkv_ssd_do_write(w, job);
+			fluxonkv_ssd_job_release(&job->ref);
+		}
+	}
+	memalloc_noio_restore(noio);
+}
+
+static void fluxonkv_ssd_queue(struct fluxonkv_ssd_dev *dev,
+			       struct fluxonkv_ssd_job *job)
+{
+	int slot = -1;
+
+	spin_lock(&dev->lock);
+	list_add_tail(&job->node, job->read ? &dev->reads : &dev->writes);
+	if (dev->idle) {
+		slot = __ffs(dev->idle);
+		__clear_bit(slot, &dev->idle);
+	}
+	spin_unlock(&dev->lock);
+	if (slot >= 0)
+		queue_work(fluxonkv_ssd.wq, &dev->workers[slot].work);
+}
+
+/**
+ * fluxonkv_ssd_persist() - write a published replica to the SSD tier.
+ * @key: key bytes.
+ * @key_len: key length.
+ * @put_id: version.
+ * @a: the replica's bytes; the job takes its own reference.
+ *
+ * Asynchronous: returns at once.  Return: 0, -ENODEV if no shard is
+ * attached (the owner-side check of the reference's persist request), or
+ * -ENOMEM.
+ */
+int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
+			 struct fluxonkv_alloc *a)
+{
+	struct fluxonkv_ssd_job *job;
+	struct fluxonkv_ssd_dev *dev;
+
+	mutex_lock(&fluxonkv_ssd.attach_lock);
+	dev = fluxonkv_ssd.next_dev;
+	if (dev)
+		fluxonkv_ssd.next_dev =
+			list_is_last(&dev->node, &fluxonkv_ssd.devs) ?
+			list_first_entry(&fluxonkv_ssd.devs,
+					 struct fluxonkv_ssd_dev, node) :
+			list_next_entry(dev, node);
+	mutex_unlock(&fluxonkv_ssd.attach_lock);
+	if (!dev)
+		return -ENODEV;
+
+	job = kzalloc(struct_size(job, key, key_len), GFP_KERNEL);
+	if (!job)
+		return -ENOMEM;
+	job->read = false;
+	job->put_id = put_id;
+	job->key_len = key_len;
+	memcpy(job->key, key, key_len);
+	fluxonkv_alloc_get(a);
+	job->alloc = a;
+	fluxonkv_ssd_queue(dev, job);
+	return 0;
+}
+
+/**
+ * fluxonkv_ssd_read() - refill @a from the pinned entry @e.
+ * @e: pinned by fluxonkv_ssd_pin(); unpinned in every case (by the IO
+ *	worker once the read is done).
+ * @a: the target, at least the entry's aligned length long.
+ *
+ * Sleeps until the read is done (killable: an abandoned read finishes in
+ * the background and frees itself).  Return: 0 or -errno; a failed read
+ * never leaves a half-filled target to a holder (the caller frees it).
+ */
+int fluxonkv_ssd_read(struct fluxonkv_ssd_entry *e, struct fluxonkv_alloc *a)
+{
+	struct fluxonkv_ssd_job *job;
+	int ret;
+
+	if (a->span < e->alen) {
+		fluxonkv_ssd_unpin(e);
+		return -EINVAL;
+	}
+	job = kzalloc(sizeof(*job), GFP_KERNEL);
+	if (!job) {
+		fluxonkv_ssd_unpin(e);
+		return -ENOMEM;
+	}
+	job->read = true;
+	job->entry = e;
+	fluxonkv_alloc_get(a);
+	job->alloc = a;
+	init_completion(&job->done);
+	kref_init(&job->ref);
+	kref_get(&job->ref);
+	fluxonkv_ssd_queue(e->shard->dev, job);
+
+	ret = wait_for_completion_killable(&job->done);
+	ret = ret ? -EINTR : job->ret;
+	kref_put(&job->ref, fluxonkv_ssd_job_release);
+	return ret;
+}
+
+/* ---- attach ---- */
+
+static struct fluxonkv_ssd_dev *fluxonkv_ssd_dev_get(u32 id)
+{
+	struct fluxonkv_ssd_dev *dev;
+	unsigned int i;
+
+	list_for_each_entry(dev, &fluxonkv_ssd.devs, node)
+		if (dev->id == id)
+			return dev;
+
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	if (!dev)
+		return ERR_PTR(-ENOMEM);
+	dev->id = id;
+	spin_lock_init(&dev->lock);
+	INIT_LIST_HEAD(&dev->reads);
+	INIT_LIST_HEAD(&dev->writes);
+	INIT_LIST_HEAD(&dev->shards);
+	for (i = 0; i < FLUXONKV_SSD_DEPTH; i++) {
+		struct fluxonkv_ssd_worker *w = &dev->workers[i];
+
+		w->bvec = kvmalloc_array(FLUXONKV_VALUE_MAX / PAGE_SIZE + 1,
+					 sizeof(*w->bvec), GFP_KERNEL);
+		if (!w->bvec)
+			goto err_bvec;
+		w->dev = dev;
+		w->slot = i;
+		INIT_WORK(&w->work, fluxonkv_ssd_worker_fn);
+		__set_bit(i, &dev->idle);
+	}
+	list_add_tail(&dev->node, &fluxonkv_ssd.devs);
+	if (!fluxonkv_ssd.next_dev)
+		fluxonkv_ssd.next_dev = dev;
+	return dev;
+
+err_bvec:
+	while (i--)
+		kvfree(dev->workers[i].bvec);
+	kfree(dev);
+	return ERR_PTR(-ENOMEM);
+}
+
+static void fluxonkv_ssd_dev_free(struct fluxonkv_ssd_dev *dev)
+{
+	unsigned int i;
+
+	for (i = 0; i < FLUXONKV_SSD_DEPTH; i++)
+		kvfree(dev->workers[i].bvec);
+	kfree(dev);
+}
+
+/*
+ * Does [offset, offset + capacity) of @file overlap an attached shard?
+ * Called with the attach lock held.
+ */
+static bool fluxonkv_ssd_attached(struct file *file, u64 offset, u64 capacity)
+{
+	struct inode *inode = file->f_mapping->host;
+	struct fluxonkv_ssd_dev *dev;
+	struct fluxonkv_shard *sh;
+
+	list_for_each_entry(dev, &fluxonkv_ssd.devs, node)
+		list_for_each_entry(sh, &dev->shards, node)
+			if (sh->file->f_mapping->host == inode &&
+			    offset < sh->offset + sh->capacity &&
+			    sh->offset < offset + capacity)
+				return true;
+	return false;
+}
+
+static int fluxonkv_ssd_check_file(struct file *file, u64 offset,
+				   u64 capacity)
+{
+	umode_t mode = file_inode(file)->i_mode;
+
+	if ((file->f_mode & (FMODE_READ | FMODE_WRITE)) !=
+	    (FMODE_READ | FMODE_WRITE))
+		return -EBADF;		/* must be open O_RDWR */
+	if (!S_ISREG(mode) && !S_ISBLK(mode))
+		return -EINVAL;
+	if (!(file->f_flags & O_DIRECT))
+		return -EINVAL;		/* must be open O_DIRECT */
+	if (capacity < FLUXONKV_SSD_MIN_SHARD || capacity % PAGE_SIZE ||
+	    offset % PAGE_SIZE || offset + capacity < offset)
+		return -EINVAL;
+	if (offset + capacity > i_size_read(file->f_mapping->host))
+		return -ENOSPC;		/* past the end of the file/device */
+	return 0;
+}
+
+/**
+ * fluxonkv_ssd_attach() - add a shard (FLUXONKV_IOC_SSD_ATTACH).
+ * @fd: file or block device opened O_RDWR | O_DIRECT by the caller.
+ * @offset: where the shard starts in it.
+ * @capacity: bytes to use from @offset.
+ * @device: device group.
+ * @shard: out: its index.
+ *
+ * Return: 0, -EPERM without CAP_SYS_ADMIN, -EBADF for a bad or read-only
+ * descriptor, -EINVAL for a file that is not a regular file or block
+ * device, not O_DIRECT, or a bad capacity, -ENOSPC if the capacity exceeds
+ * the file or there are already FLUXONKV_SSD_MAX_SHARDS, -EEXIST if that
+ * range overlaps an attached shard.
+ */
+int fluxonkv_ssd_attach(int fd, u64 offset, u64 capacity, u32 device,
+			u32 *shard)
+{
+	struct fluxonkv_ssd_dev *dev;
+	struct fluxonkv_shard *sh;
+	struct file *file;
+	int ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	file = fget(fd);
+	if (!file)
+		return -EBADF;
+	ret = fluxonkv_ssd_check_file(file, offset, capacity);
+	if (ret)
+		goto err_fput;
+	sh = kzalloc(sizeof(*sh), GFP_KERNEL);
+	if (!sh) {
+		ret = -ENOMEM;
+		goto err_fput;
+	}
+	sh->file = file;
+	sh->offset = offset;
+	sh->capacity = capacity;
+	mutex_init(&sh->lock);
+	INIT_LIST_HEAD(&sh->entries);
+	init_waitqueue_head(&sh->wq);
+
+	mutex_lock(&fluxonkv_ssd.attach_lock);
+	if (fluxonkv_ssd.nshards >= FLUXONKV_SSD_MAX_SHARDS) {
+		ret = -ENOSPC;
+		goto err_unlock;
+	}
+	if (fluxonkv_ssd_attached(file, offset, capacity)) {
+		ret = -EEXIST;
+		goto err_unlock;
+	}
+	dev = fluxonkv_ssd_dev_get(device);
+	if (IS_ERR(dev)) {
+		ret = PTR_ERR(dev);
+		goto err_unlock;
+	}
+	sh->dev = dev;
+	sh->index = fluxonkv_ssd.nshards++;
+	list_add_tail(&sh->node, &dev->shards);
+	if (!dev->next_shard)
+		dev->next_shard = sh;
+	WRITE_ONCE(fluxonkv_ssd.capacity, fluxonkv_ssd.capacity + capacity);
+	mutex_unlock(&fluxonkv_ssd.attach_lock);
+
+	*shard = sh->index;
+	pr_info("SSD shard %u attached: %llu MiB, device group %u\n",
+		sh->index, capacity >> 20, device);
+	fluxonkv_ssd_state_changed();
+	return 0;
+
+err_unlock:
+	mutex_unlock(&fluxonkv_ssd.attach_lock);
+	kfree(sh);
+err_fput:
+	fput(file);
+	return ret;
+}
+
+/* ---- debugfs ---- */
+
+int fluxonkv_rings_show(struct seq_file *m, void *unused)
+{
+	struct fluxonkv_ssd_entry *e;
+	struct fluxonkv_ssd_dev *dev;
+	struct fluxonkv_shard *sh;
+
+	mutex_lock(&fluxonkv_ssd.attach_lock);
+	list_for_each_entry(dev, &fluxonkv_ssd.devs, node) {
+		list_for_each_entry(sh, &dev->shards, node) {
+			mutex_lock(&sh->lock);
+			seq_printf(m, "shard %u device %u offset %llu capacity %llu head %llu tail %llu used %llu\n",
+				   sh->index, dev->id, sh->offset, sh->capacity,
+				   sh->head, sh->tail, sh->head - sh->tail);
+			seq_puts(m, "\toffset\tlen\talen\tstate\tpins\tput_id\tkey\n");
+			spin_lock(&fluxonkv_ssd.index_lock);
+			list_for_each_entry(e, &sh->entries, ring_node) {
+				seq_printf(m, "\t%llu\t%llu\t%llu\t%s\t%u\t%llu\t",
+					   e->start % sh->capacity, e->len,
+					   e->alen,
+					   fluxonkv_ssd_state_names[e->state],
+					   e->pins, e->put_id);
+				seq_escape_mem(m, e->key, min_t(u32, e->key_len, 64),
+					       ESCAPE_ANY_NP, "\\\t\n");
+				seq_putc(m, '\n');
+			}
+			spin_unlock(&fluxonkv_ssd.index_lock);
+			mutex_unlock(&sh->lock);
+		}
+	}
+	mutex_unlock(&fluxonkv_ssd.attach_lock);
+	return 0;
+}
+
+/* ---- init / exit ---- */
+
+int fluxonkv_ssd_init(void)
+{
+	mutex_init(&fluxonkv_ssd.attach_lock);
+	INIT_LIST_HEAD(&fluxonkv_ssd.devs);
+	spin_lock_init(&fluxonkv_ssd.index_lock);
+	hash_init(fluxonkv_ssd.index);
+	spin_lock_init(&fluxonkv_ssd.notice_lock);
+	INIT_LIST_HEAD(&fluxonkv_ssd.notices);
+	INIT_DELAYED_WORK(&fluxonkv_ssd.notice_work, fluxonkv_ssd_notice_flush);
+	fluxonkv_ssd.wq = alloc_workqueue("fluxonkv_ssd",
+					  WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	return fluxonkv_ssd.wq ? 0 : -ENOMEM;
+}
+
+void fluxonkv_ssd_exit(void)
+{
+	struct fluxonkv_ssd_dev *dev, *dtmp;
+	struct fluxonkv_ssd_entry *e, *etmp;
+	struct fluxonkv_shard *sh, *stmp;
+
+	/* Workers finish queued IO (commits fail fast without a daemon). */
+	destroy_workqueue(fluxonkv_ssd.wq);
+	cancel_delayed_work_sync(&fluxonkv_ssd.notice_work);
+	fluxonkv_ssd_notice_free_list(&fluxonkv_ssd.notices);
+
+	list_for_each_entry_safe(dev, dtmp, &fluxonkv_ssd.devs, node) {
+		list_for_each_entry_safe(sh, stmp, &dev->shards, node) {
+			list_for_each_entry_safe(e, etmp, &sh->entries,
+						 ring_node) {
+				WARN_ON(e->pins);
+				if (e->indexed)
+					hash_del(&e->index_node);
+				kfree(e);
+			}
+			fput(sh->file);
+			kfree(sh);
+		}
+		WARN_ON(!list_empty(&dev->reads) || !list_empty(&dev->writes));
+		fluxonkv_ssd_dev_free(dev);
+	}
+}

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * fuzz_config - libFuzzer (or AFL++ / replay) target for the configuration
+ * parser in userspace/common/config.c.
+ *
+ * Each input is (1) a whole YAML document for fkv_config_parse_buffer() and
+ * (2) its first line, as a string, for fkv_parse_size().  Beyond the
+ * sanitizers it checks the library's promises and abort()s when one breaks:
+ * a result is either valid (no errors, every limit in [512, 2^63), names
+ * and paths as documented) or -EINVAL with single-line messages; a parsed
+ * size equals an independent 128-bit computation; fkv_ssd_split() gives
+ * 1..64 aligned shards that fit the capacity.  It never touches the
+ * filesystem (fkv_ssd_plan() stat()s paths: not fuzzed here).
+ *
+ * Build and run (no Makefile target: clang only):
+ *
+ *   mkdir -p build-fuzz/corpus
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined \
+ *         -fno-sanitize-recover=undefined -D_GNU_SOURCE \
+ *         -Iuapi -Iuserspace/include \
+ *         tests/fuzz/fuzz_config.c userspace/common/config.c \
+ *         userspace/common/ssd_plan.c -lyaml \
+ *         -o build-fuzz/fuzz_config
+ *   build-fuzz/fuzz_config -dict=tests/fuzz/config.dict \
+ *         -max_total_time=60 build-fuzz/corpus tests/fuzz/corpus/config
+ *
+ * (New inputs go to the first directory, build-fuzz/corpus, not the tree.)
+ * Replay the corpus without clang:
+ *
+ *   cc -g -fsanitize=address -DFKV_FUZZ_STANDALONE -D_GNU_SOURCE \
+ *      -Iuapi -Iuserspace/include tests/fuzz/fuzz_config.c \
+ *      userspace/common/config.c userspace/common/ssd_plan.c -lyaml \
+ *      -o build-fuzz/replay_config
+ *   build-fuzz/replay_config $(find tests/fuzz/corpus/config -type f)
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "fluxonkv_config.h"
+
+#define CHECK(cond)							\
+	do {								\
+		if (!(cond)) {						\
+			fprintf(stderr, "%s:%d: broken promise: %s\n",	\
+				__FILE__, __LINE__, #cond);		\
+			abort();					\
+		}							\
+	} while (0)
+
+static void check_line(const char *s)
+{
+	CHECK(s && *s && !strchr(s, '\n'));
+}
+
+static void check_name(const char *s)
+{
+	const char *p;
+
+	CHECK(s && *s && strlen(s) <= FKV_NAME_MAX && *s != '.');
+	for (p = s; *p; p++)
+		CHECK(isalnum((unsigned char)*p) || strchr("._-", *p));
+}
+
+/*
+ * The size grammar evaluated independently with 128-bit integers, for
+ * fractions of at most 18 digits: -1 when it does not apply.
+ */
+static int oracle_size(const char *s, uint64_t *out)
+{
+	unsigned __int128 ip = 0, fp = 0, pow10 = 1, v;
+	unsigned int shift;
+	const char *p = s;
+	int nfrac = 0;
+
+	while (*p >= '0' && *p <= '9') {
+		ip = ip * 10 + (*p++ - '0');
+		if (ip >> 64)
+			return -1;
+	}
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9'; p++, nfrac++) {
+			if (nfrac == 18)
+				return -1;
+			fp = fp * 10 + (*p - '0');
+			pow10 *= 10;
+		}
+	}
+	while (*p == ' ')
+		p++;
+	if (!*p || !strcasecmp(p, "B"))
+		shift = 0;
+	else if (!strcasecmp(p, "KB") || !strcasecmp(p, "KiB"))
+		shift = 10;
+	else if (!strcasecmp(p, "MB") || !strcasecmp(p, "MiB"))
+		shift = 20;
+	else if (!strcasecmp(p, "GB") || !strcasecmp(p, "GiB"))
+		shift = 30;
+	else if (!strcasecmp(p, "TB") || !strcasecmp(p, "TiB"))
+		shift = 40;
+	else
+		return -1;
+	v = (ip << shift) + (fp << shift) / pow10;
+	*out = (uint64_t)v;
+	return v >> 63 ? -1 : 0;
+}
+
+static void fuzz_size(const uint8_t *data, size_t size)
+{
+	char s[128], err[256];
+	uint64_t v = 7, want;
+	unsigned int n;
+	uint64_t shard;
+	size_t len = 0;
+	int ret;
+
+	while (len < size && len < sizeof(s) - 1 && data[len] != '\n')
+		len++;
+	memcpy(s, data, len);
+	s[len] = '\0';
+
+	err[0] = '\0';
+	ret = fkv_parse_size(s, &v, err, sizeof(err));
+	if (ret) {
+		CHECK(ret == -EINVAL || ret == -ERANGE);
+		CHECK(v == 7);
+		check_line(err);
+		return;
+	}
+	CHECK(v >= FKV_SIZE_MIN && v <= FKV_SIZE_MAX);
+	CHECK(isdigit((unsigned char)s[0]));
+	if (!oracle_size(s, &want))
+		CHECK(v == want);
+
+	ret = fkv_ssd_split(v, NULL, &n, &shard);
+	if (ret) {
+		CHECK(ret == -ENOSPC && v < FKV_SSD_SHARD_ALIGN);
+		return;
+	}
+	CHECK(n >= 1 && n <= FKV_SSD_MAX_SHARDS);
+	CHECK(shard && shard % FKV_SSD_SHARD_ALIGN == 0);
+	CHECK(shard <= v / n && (uint64_t)n * shard <= v);
+	CHECK(shard <= FKV_SSD_SHARD_MAX || n == FKV_SSD_MAX_SHARDS);
+}
+
+static void fuzz_yaml(const uint8_t *data, size_t size)
+{
+	struct fkv_config c;
+	char err[4096], tiny[16];
+	size_t i;
+	int ret;
+
+	ret = fkv_config_parse_buffer((const char *)data, size, "fuzz", &c,
+				      err, sizeof(err));
+	CHECK(ret == 0 || ret == -EINVAL || ret == -ENOMEM);
+	for (i = 0; i < c.errors.n; i++)
+		check_line(c.errors.v[i]);
+	for (i = 0; i < c.warnings.n; i++)
+		check_line(c.warnings.v[i]);
+	if (ret == -EINVAL) {
+		CHECK(c.errors.n > 0);
+		/* @err starts with the first message (then '\n' ...) */
+		i = strlen(c.errors.v[0]);
+		CHECK(!strncmp(err, c.errors.v[0], i < 64 ? i : 64));
+	}
+	if (!ret) {
+		CHECK(c.errors.n == 0);
+		check_name(c.cluster_name);
+		check_name(c.instance);
+		CHECK(c.segment_mb <= FKV_SEGMENT_MB_MAX);
+		for (i = 0; i < c.npaths; i++)
+			CHECK(c.paths[i] && c.paths[i][0] == '/' &&
+			      strlen(c.paths[i]) < 4096);
+		if (c.ssd) {
+			CHECK(c.npaths > 0 && c.limits);
+			for (i = 0; i < c.npaths; i++)
+				CHECK(c.limits[i] >= FKV_SIZE_MIN &&
+				      c.limits[i] <= FKV_SIZE_MAX);
+		}
+	}
+	fkv_config_free(&c);
+
+	/* a too-small message buffer is truncated, never overrun */
+	ret = fkv_config_parse_buffer((const char *)data, size, "fuzz", &c,
+				      tiny, sizeof(tiny));
+	CHECK(strlen(tiny) < sizeof(tiny));
+	fkv_config_free(&c);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	fuzz_size(data, size);
+	fuzz_yaml(data, size);
+	return 0;
+}
+
+#ifdef FKV_FUZZ_STANDALONE
+/* Replay files given on the command line (AFL-style or corpus replay). */
+int main(int argc, char **argv)
+{
+	static uint8_t buf[1 << 20];
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		FILE *f = fopen(argv[i], "rb");
+		size_t n;
+
+		if (!f) {
+			perror(argv[i]);
+			return 1;
+		}
+		n = fread(buf, 1, sizeof(buf), f);
+		fclose(f);
+		LLVMFuzzerTestOneInput(buf, n);
+		printf("ok %s\n", argv[i]);
+	}
+	return 0;
+}
+#endif

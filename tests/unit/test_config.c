@@ -1,0 +1,1391 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The node configuration and its SSD plan, as specified in
+ * <fluxonkv_config.h> (reference design §2): size strings, the
+ * fluxonkv_spec checks, cache root derivation, device dedup, shard split,
+ * the prepared shard files, and `fluxonctl config check`.
+ *
+ * Filesystem tests work under $TMPDIR or /var/tmp (a real disk: O_DIRECT
+ * and fallocate work there; FKV_SSD_PREPARE_ALLOW_BUFFERED covers tmpfs).
+ * Block device tests attach a loop device and skip where there is none.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/loop.h>
+
+#include "fluxonkv_config.h"
+
+static char tmpbase[PATH_MAX];	/* made by the parent, removed at its exit */
+static char tmpdir[PATH_MAX];	/* this test's, under tmpbase */
+
+static int rm_one(const char *p, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	remove(p);
+	return 0;
+}
+
+static void tmp_cleanup(void)
+{
+	nftw(tmpbase, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/*
+ * The parent makes one directory on a real filesystem for every test and
+ * removes it when it exits (tests end with _exit(): no cleanup of theirs
+ * would run on failure).
+ */
+static int tmp_setup(const char **why)
+{
+	const char *bases[] = { getenv("TMPDIR"), "/var/tmp", "/tmp" };
+	size_t i;
+
+	for (i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {
+		if (!bases[i])
+			continue;
+		snprintf(tmpbase, sizeof(tmpbase), "%s/fkv-cfg-XXXXXX",
+			 bases[i]);
+		if (mkdtemp(tmpbase)) {
+			atexit(tmp_cleanup);
+			return 0;
+		}
+	}
+	*why = "cannot create a temporary directory";
+	return -EROFS;
+}
+#define FKV_TEST_SETUP_ALL tmp_setup
+#include "../../selftests/fkv_test.h"
+
+#define KiB (1ULL << 10)
+#define MiB (1ULL << 20)
+#define GiB (1ULL << 30)
+#define TiB (1ULL << 40)
+
+#define ASSERT_HAS(hay, needle)						\
+	do {								\
+		const char *h_ = (hay);					\
+		FKV_ASSERT(h_ && strstr(h_, (needle)),			\
+			   "want \"%s\" in: %s", (needle),		\
+			   h_ ? h_ : "(null)");				\
+	} while (0)
+#define ASSERT_STREQ(a, b)						\
+	do {								\
+		const char *a_ = (a);					\
+		FKV_ASSERT(a_ && !strcmp(a_, (b)),			\
+			   "want \"%s\", got \"%s\"", (b),		\
+			   a_ ? a_ : "(null)");				\
+	} while (0)
+/* snprintf that must not truncate */
+#define FMT(buf, ...)							\
+	FKV_ASSERT(snprintf((buf), sizeof(buf), __VA_ARGS__) <		\
+		   (int)sizeof(buf), "path too long")
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static uint64_t size_ok(const char *s)
+{
+	char err[256] = "";
+	uint64_t v = 0;
+	int ret = fkv_parse_size(s, &v, err, sizeof(err));
+
+	FKV_ASSERT(ret == 0, "\"%s\": %d %s", s, ret, err);
+	return v;
+}
+
+/* The message of a size that must be refused. */
+static const char *size_bad(const char *s, char *err, size_t len)
+{
+	uint64_t v = 12345;
+	int ret;
+
+	err[0] = '\0';
+	ret = fkv_parse_size(s, &v, err, len);
+	FKV_ASSERT(ret == -EINVAL || ret == -ERANGE,
+		   "\"%s\" accepted as %llu", s, (unsigned long long)v);
+	FKV_ASSERT(v == 12345, "\"%s\": *out written on error", s);
+	FKV_ASSERT(err[0] && !strchr(err, '\n'), "\"%s\": message \"%s\"", s,
+		   err);
+	return err;
+}
+
+static int parse(const char *yaml, struct fkv_config *c, char *err,
+		 size_t len)
+{
+	return fkv_config_parse_buffer(yaml, strlen(yaml), "t.yaml", c, err,
+				       len);
+}
+
+static void parse_ok(const char *yaml, struct fkv_config *c)
+{
+	char err[1024];
+	int ret = parse(yaml, c, err, sizeof(err));
+
+	FKV_ASSERT(ret == 0, "%d: %s", ret, err);
+	FKV_ASSERT_EQ(c->errors.n, 0);
+}
+
+/* Parse @yaml, which must be refused; its messages stay in @err. */
+static void parse_bad(const char *yaml, struct fkv_config *c, char *err,
+		      size_t len)
+{
+	int ret = parse(yaml, c, err, len);
+
+	FKV_ASSERT_EQ(ret, -EINVAL);
+	FKV_ASSERT(c->errors.n > 0);
+}
+
+/* A fresh directory for this test. */
+static const char *tmp_make(void)
+{
+	FMT(tmpdir, "%s/t-XXXXXX", tmpbase);
+	FKV_ASSERT(mkdtemp(tmpdir), "mkdtemp %s: %s", tmpdir, strerror(errno));
+	return tmpdir;
+}
+
+static void mkdir_in(const char *dir, const char *name, char *out,
+		     size_t len)
+{
+	snprintf(out, len, "%s/%s", dir, name);
+	FKV_ASSERT(!mkdir(out, 0755), "mkdir %s: %s", out, strerror(errno));
+}
+
+/* A config naming @n paths with limits, instance "n1", cluster "c1". */
+static void config_for(struct fkv_config *c, int n, const char *const *paths,
+		       const char *const *limits)
+{
+	char *yaml = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&yaml, &len);
+	int i;
+
+	FKV_ASSERT(f);
+	fprintf(f, "fluxonkv_spec:\n  cluster_name: c1\n  instance: n1\n"
+		"  large_file_paths:\n");
+	for (i = 0; i < n; i++)
+		fprintf(f, "    - \"%s\"\n", paths[i]);
+	fprintf(f, "  large_limit_size:\n");
+	for (i = 0; i < n; i++)
+		fprintf(f, "    - %s\n", limits[i]);
+	FKV_ASSERT_EQ(fclose(f), 0);
+	parse_ok(yaml, c);
+	free(yaml);
+}
+
+static bool msgs_have(const struct fkv_msgs *m, const char *needle)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		if (strstr(m->v[i], needle))
+			return true;
+	return false;
+}
+
+/*
+ * Attach a @size-byte file in @dir as a loop device (detached again when
+ * the last fd closes); skips the test where loop devices are unavailable.
+ */
+static int loop_attach(const char *dir, uint64_t size, char *dev, size_t len)
+{
+	struct loop_config cfg = { 0 };
+	char img[PATH_MAX];
+	int ctl, bfd, lfd = -1, n, tries;
+
+	FMT(img, "%s/loop.img", dir);
+	bfd = open(img, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	FKV_ASSERT(bfd >= 0 && !ftruncate(bfd, size));
+	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl < 0)
+		FKV_SKIP("no /dev/loop-control: %s", strerror(errno));
+	for (tries = 0; tries < 5 && lfd < 0; tries++) {
+		n = ioctl(ctl, LOOP_CTL_GET_FREE);
+		if (n < 0)
+			FKV_SKIP("LOOP_CTL_GET_FREE: %s", strerror(errno));
+		snprintf(dev, len, "/dev/loop%d", n);
+		lfd = open(dev, O_RDWR | O_CLOEXEC);
+		if (lfd < 0)
+			FKV_SKIP("%s: %s", dev, strerror(errno));
+		cfg.fd = bfd;
+		cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+		if (ioctl(lfd, LOOP_CONFIGURE, &cfg)) {
+			if (errno != EBUSY)
+				FKV_SKIP("LOOP_CONFIGURE: %s", strerror(errno));
+			close(lfd);	/* raced with someone: next one */
+			lfd = -1;
+		}
+	}
+	close(ctl);
+	close(bfd);
+	if (lfd < 0)
+		FKV_SKIP("no free loop device");
+	return lfd;
+}
+
+/* ---- sizes ------------------------------------------------------------- */
+
+FKV_TEST(size_plain_digits_are_bytes)
+{
+	FKV_ASSERT_EQ(size_ok("512"), 512);
+	FKV_ASSERT_EQ(size_ok("4096"), 4096);
+	FKV_ASSERT_EQ(size_ok("0000512"), 512);
+	FKV_ASSERT_EQ(size_ok("4294967296"), 4 * GiB);
+	FKV_ASSERT_EQ(size_ok("600B"), 600);
+}
+
+FKV_TEST(size_units_are_binary)
+{
+	FKV_ASSERT_EQ(size_ok("1KB"), 1024);
+	FKV_ASSERT_EQ(size_ok("64MB"), 64 * MiB);
+	FKV_ASSERT_EQ(size_ok("4GB"), 4 * GiB);
+	FKV_ASSERT_EQ(size_ok("2TB"), 2 * TiB);
+	/* the IEC spellings are synonyms */
+	FKV_ASSERT_EQ(size_ok("1KiB"), 1024);
+	FKV_ASSERT_EQ(size_ok("64MiB"), 64 * MiB);
+	FKV_ASSERT_EQ(size_ok("2GiB"), 2 * GiB);
+	FKV_ASSERT_EQ(size_ok("3TiB"), 3 * TiB);
+}
+
+FKV_TEST(size_units_ignore_case_and_may_follow_spaces)
+{
+	FKV_ASSERT_EQ(size_ok("4gb"), 4 * GiB);
+	FKV_ASSERT_EQ(size_ok("4Gb"), 4 * GiB);
+	FKV_ASSERT_EQ(size_ok("4 GiB"), 4 * GiB);
+	FKV_ASSERT_EQ(size_ok("1.5  mb"), 3 * MiB / 2);
+	FKV_ASSERT_EQ(size_ok("1024 b"), 1024);
+}
+
+FKV_TEST(size_fractions_are_exact_then_floored)
+{
+	FKV_ASSERT_EQ(size_ok("512.9B"), 512);
+	FKV_ASSERT_EQ(size_ok("512.99999999999999999999999999B"), 512);
+	FKV_ASSERT_EQ(size_ok("1.5GB"), 1610612736ULL);
+	FKV_ASSERT_EQ(size_ok("0.5KB"), 512);
+	FKV_ASSERT_EQ(size_ok("1.1KB"), 1024 + 102);	/* 1126.4 */
+	FKV_ASSERT_EQ(size_ok("2.25MB"), 2 * MiB + MiB / 4);
+	/* 1023.9999...: floating point would round this up to 1024 */
+	FKV_ASSERT_EQ(size_ok("0.99999999999999999999999999KB"), 1023);
+	FKV_ASSERT_EQ(size_ok("1.000000000001TB"), TiB + 1);	/* 1.0995 */
+}
+
+FKV_TEST(size_below_512_bytes_is_refused)
+{
+	char err[256];
+
+	ASSERT_HAS(size_bad("511", err, sizeof(err)),
+		   "511 bytes is below the minimum of 512 bytes");
+	ASSERT_HAS(size_bad("511.9B", err, sizeof(err)),
+		   "511 bytes is below the minimum of 512 bytes");
+	ASSERT_HAS(size_bad("0.49KB", err, sizeof(err)),
+		   "501 bytes is below the minimum");
+	ASSERT_HAS(size_bad("0", err, sizeof(err)), "0 bytes is below");
+	ASSERT_HAS(size_bad("0.1KB", err, sizeof(err)), "102 bytes is below");
+}
+
+FKV_TEST(size_unknown_unit_names_it_and_the_accepted_ones)
+{
+	char err[256];
+
+	ASSERT_STREQ(size_bad("1.5XB", err, sizeof(err)),
+		     "unknown unit \"XB\" (use B, KB, MB, GB, TB; binary units)");
+	/* an exponent is no unit: "1e3" is refused, not 1000 */
+	ASSERT_HAS(size_bad("1e3", err, sizeof(err)), "unknown unit \"e3\"");
+	ASSERT_HAS(size_bad("4GB junk", err, sizeof(err)),
+		   "unknown unit \"GB junk\"");
+	ASSERT_HAS(size_bad("0x1000", err, sizeof(err)), "unknown unit \"x1000\"");
+	ASSERT_HAS(size_bad("1_000_000", err, sizeof(err)), "unknown unit \"_000_000\"");
+	ASSERT_HAS(size_bad("4PB", err, sizeof(err)), "unknown unit \"PB\"");
+	ASSERT_HAS(size_bad("4G", err, sizeof(err)), "unknown unit \"G\"");
+	ASSERT_HAS(size_bad("4GB\t", err, sizeof(err)), "unknown unit \"GB\\x09\"");
+}
+
+FKV_TEST(size_malformed_numbers_are_refused)
+{
+	char err[256];
+
+	ASSERT_STREQ(size_bad("", err, sizeof(err)), "empty size");
+	ASSERT_STREQ(size_bad("-1", err, sizeof(err)), "negative size");
+	ASSERT_STREQ(size_bad("-1GB", err, sizeof(err)), "negative size");
+	ASSERT_HAS(size_bad("+1024", err, sizeof(err)), "not a size");
+	ASSERT_HAS(size_bad("nan", err, sizeof(err)), "not a size");
+	ASSERT_HAS(size_bad("inf", err, sizeof(err)), "not a size");
+	ASSERT_HAS(size_bad("GB", err, sizeof(err)), "not a size");
+	ASSERT_HAS(size_bad(" 1GB", err, sizeof(err)), "not a size");
+	ASSERT_HAS(size_bad(".5GB", err, sizeof(err)), "not a size");
+	ASSERT_STREQ(size_bad("1.GB", err, sizeof(err)),
+		     "a digit must follow '.'");
+	ASSERT_HAS(size_bad("1.2.3", err, sizeof(err)), "unknown unit \".3\"");
+	ASSERT_HAS(size_bad("1."
+			    "00000000000000000000000000000000"
+			    "000000000000000000000000000000001KB",
+			    err, sizeof(err)), "more than 64 digits after '.'");
+}
+
+FKV_TEST(size_at_or_above_2_pow_63_is_too_large)
+{
+	char err[256];
+
+	FKV_ASSERT_EQ(size_ok("9223372036854775807"), INT64_MAX);
+	FKV_ASSERT_EQ(size_ok("8388607TB"), 8388607ULL * TiB);
+	FKV_ASSERT_EQ(size_ok("8388607.99999999999999TB"),
+		      8388607ULL * TiB + TiB - 1);
+	ASSERT_STREQ(size_bad("9223372036854775808", err, sizeof(err)),
+		     "too large (at most 2^63-1 bytes)");
+	ASSERT_HAS(size_bad("8388608TB", err, sizeof(err)), "too large");
+	ASSERT_HAS(size_bad("8796093022208GB", err, sizeof(err)), "too large");
+	ASSERT_HAS(size_bad("99999999999999999999999999", err, sizeof(err)),
+		   "too large");
+	ASSERT_HAS(size_bad("18446744073709551617", err, sizeof(err)),
+		   "too large");	/* 2^64 + 1 must not wrap to 1 */
+}
+
+FKV_TEST(size_error_buffer_may_be_absent_or_short)
+{
+	char err[8];
+	uint64_t v;
+
+	FKV_ASSERT_EQ(fkv_parse_size("1XB", &v, NULL, 0), -EINVAL);
+	FKV_ASSERT_EQ(fkv_parse_size("1XB", &v, err, sizeof(err)), -EINVAL);
+	ASSERT_STREQ(err, "unknown");
+}
+
+/* ---- the YAML file ----------------------------------------------------- */
+
+FKV_TEST(config_empty_spec_takes_the_defaults)
+{
+	char host[HOST_NAME_MAX + 1] = "";
+	struct fkv_config c;
+
+	parse_ok("fluxonkv_spec: {}\n", &c);
+	ASSERT_STREQ(c.cluster_name, "default");
+	FKV_ASSERT_EQ(gethostname(host, sizeof(host)), 0);
+	host[64] = '\0';
+	FKV_ASSERT(c.instance_default);
+	FKV_ASSERT(strlen(c.instance) == strlen(host) && c.instance[0]);
+	FKV_EXPECT(!strcmp(c.instance, host) || strchr(c.instance, '_'),
+		   "instance %s for host %s", c.instance, host);
+	FKV_ASSERT(!c.ssd);
+	FKV_ASSERT_EQ(c.npaths, 0);
+	FKV_ASSERT_EQ(c.segment_mb, 0);
+	FKV_ASSERT_EQ(c.warnings.n, 0);
+	fkv_config_free(&c);
+
+	/* "fluxonkv_spec:" with nothing under it is the same */
+	parse_ok("fluxonkv_spec:\n", &c);
+	FKV_ASSERT(!c.ssd);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(config_reference_example_enables_ssd_with_index_matched_limits)
+{
+	struct fkv_config c;
+
+	parse_ok("fluxonkv_spec:\n"
+		 "  large_file_paths: [/data/fluxon_large0, /data/fluxon_large1] # Derive\n"
+		 "  large_limit_size: [\"4GB\", \"8GB\"]  # Limit\n", &c);
+	FKV_ASSERT(c.ssd);
+	FKV_ASSERT_EQ(c.npaths, 2);
+	ASSERT_STREQ(c.paths[0], "/data/fluxon_large0");
+	ASSERT_STREQ(c.paths[1], "/data/fluxon_large1");
+	FKV_ASSERT_EQ(c.limits[0], 4 * GiB);
+	FKV_ASSERT_EQ(c.limits[1], 8 * GiB);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(config_limits_mix_integers_and_size_strings)
+{
+	struct fkv_config c;
+
+	parse_ok("fluxonkv_spec:\n"
+		 "  cluster_name: prod-a\n"
+		 "  instance: node_7.rack2\n"
+		 "  segment_mb: 4096\n"
+		 "  large_file_paths:\n    - /a\n    - /b/\n    - /c\n"
+		 "  large_limit_size:\n    - 8589934592\n    - 512.9B\n"
+		 "    - '1.5 GiB'\n"
+		 "other_section: {ignored: true}\n", &c);
+	ASSERT_STREQ(c.cluster_name, "prod-a");
+	ASSERT_STREQ(c.instance, "node_7.rack2");
+	FKV_ASSERT(!c.instance_default);
+	FKV_ASSERT_EQ(c.segment_mb, 4096);
+	FKV_ASSERT_EQ(c.npaths, 3);
+	ASSERT_STREQ(c.paths[1], "/b/");
+	FKV_ASSERT_EQ(c.limits[0], 8 * GiB);
+	FKV_ASSERT_EQ(c.limits[1], 512);
+	FKV_ASSERT_EQ(c.limits[2], 3 * GiB / 2);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(config_null_or_absent_limits_mean_no_ssd_tier)
+{
+	static const char *const docs[] = {
+		"fluxonkv_spec:\n  large_file_paths: [/a]\n",
+		"fluxonkv_spec:\n  large_file_paths: [/a]\n  large_limit_size: null\n",
+		"fluxonkv_spec:\n  large_file_paths: [/a]\n  large_limit_size: ~\n",
+		"fluxonkv_spec:\n  large_file_paths: [/a]\n  large_limit_size:\n",
+		"fluxonkv_spec:\n  large_file_paths: [/a]\n  large_limit_size: !!null x\n",
+	};
+	struct fkv_config c;
+	size_t i;
+
+	for (i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		parse_ok(docs[i], &c);
+		FKV_ASSERT(!c.ssd, "doc %zu", i);
+		FKV_ASSERT_EQ(c.npaths, 1);
+		FKV_ASSERT(!c.limits);
+		FKV_ASSERT(msgs_have(&c.warnings,
+				     "large_file_paths is set but large_limit_size is not: no SSD tier"));
+		fkv_config_free(&c);
+	}
+	/* a quoted "null" is a string, hence no list */
+	FKV_ASSERT_EQ(parse("fluxonkv_spec:\n  large_limit_size: \"null\"\n",
+			    &c, NULL, 0), -EINVAL);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(config_mismatched_lengths_name_both)
+{
+	char err[1024];
+	struct fkv_config c;
+
+	parse_bad("fluxonkv_spec:\n"
+		  "  large_file_paths: [/a, /b]\n"
+		  "  large_limit_size: [4GB]\n", &c, err, sizeof(err));
+	FKV_ASSERT_EQ(c.errors.n, 1);
+	ASSERT_STREQ(c.errors.v[0],
+		     "t.yaml:3:21: large_limit_size has 1 entry but large_file_paths has 2: they are matched by index and must have the same length");
+	ASSERT_STREQ(err, c.errors.v[0]);
+	fkv_config_free(&c);
+
+	parse_bad("fluxonkv_spec:\n"
+		  "  large_file_paths: [/a]\n"
+		  "  large_limit_size: [4GB, 1GB, 1GB]\n", &c, err, sizeof(err));
+	ASSERT_HAS(err, "large_limit_size has 3 entries but large_file_paths has 1");
+	fkv_config_free(&c);
+
+	parse_bad("fluxonkv_spec:\n"
+		  "  large_file_paths: [/a]\n"
+		  "  large_limit_size: []\n", &c, err, sizeof(err));
+	ASSERT_HAS(err, "large_limit_size has 0 entries but large_file_paths has 1");
+	fkv_config_free(&c);
+}
+
+FKV_TEST(config_limits_without_storage_are_refused)
+{
+	char err[1024];
+	struct fkv_config c;
+
+	parse_bad("fluxonkv_spec:\n  large_limit_size: [4GB]\n", &c, err,
+		  sizeof(err));
+	ASSERT_HAS(err, "t.yaml:2:21: large_limit_size is set but large_file_paths is absent: a process that contributes no storage cannot declare SSD limits");
+	fkv_config_free(&c);
+
+	parse_bad("fluxonkv_spec:\n  large_file_paths: []\n"
+		  "  large_limit_size: []\n", &c, err, sizeof(err));
+	ASSERT_HAS(err, "large_file_paths is empty: a process that contributes no storage");
+	fkv_config_free(&c);
+}
+
+FKV_TEST(config_bad_limit_names_its_index_value_and_position)
+{
+	char err[1024];
+	struct fkv_config c;
+
+	parse_bad("fluxonkv_spec:\n"
+		  "  large_file_paths: [/a, /b, /c]\n"
+		  "  large_limit_size:\n"
+		  "    - 4GB\n"
+		  "    - \"1.5XB\"\n"
+		  "    - [1]\n", &c, err, sizeof(err));
+	FKV_ASSERT_EQ(c.errors.n, 2);
+	ASSERT_STREQ(c.errors.v[0],
+		     "t.yaml:5:7: large_limit_size[1]: \"1.5XB\": unknown unit \"XB\" (use B, KB, MB, GB, TB; binary units)");
+	ASSERT_STREQ(c.errors.v[1],
+		     "t.yaml:6:7: large_limit_size[2]: must be an integer (bytes) or a size string such as \"1.5GB\"");
+	fkv_config_free(&c);
+
+	parse_bad("fluxonkv_spec:\n  large_file_paths: [/a]\n"
+		  "  large_limit_size: [~]\n", &c, err, sizeof(err));
+	ASSERT_HAS(err, "large_limit_size[0]: must be an integer (bytes)");
+	fkv_config_free(&c);
+
+	parse_bad("fluxonkv_spec:\n  large_file_paths: [/a]\n"
+		  "  large_limit_size: [-1]\n", &c, err, sizeof(err));
+	ASSERT_HAS(err, "large_limit_size[0]: \"-1\": negative size");
+	fkv_config_free(&c);
+}
+
+FKV_TEST(config_reports_every_error_in_line_order)
+{
+	char err[2048], *line, *save;
+	struct fkv_config c;
+	int n = 0;
+
+	parse_bad("fluxonkv_spec:\n"
+		  "  cluster_name: \"a/b\"\n"
+		  "  large_file_paths: [/ok, relative/x, \"\"]\n"
+		  "  large_limit_size: [\"4GB\", \"1.5XB\", 3]\n"
+		  "  large_limit_sizes: 1\n"
+		  "  segment_mb: 0\n", &c, err, sizeof(err));
+	FKV_ASSERT_EQ(c.errors.n, 7);
+	ASSERT_HAS(c.errors.v[0], "t.yaml:2:17: cluster_name: \"a/b\": may only contain letters, digits, '.', '_' and '-'");
+	ASSERT_HAS(c.errors.v[1], "t.yaml:3:27: large_file_paths[1]: \"relative/x\": must be an absolute path");
+	ASSERT_HAS(c.errors.v[2], "t.yaml:3:39: large_file_paths[2]: is empty");
+	ASSERT_HAS(c.errors.v[3], "t.yaml:4:29: large_limit_size[1]: \"1.5XB\": unknown unit");
+	ASSERT_HAS(c.errors.v[4], "t.yaml:4:38: large_limit_size[2]: \"3\": 3 bytes is below the minimum");
+	ASSERT_HAS(c.errors.v[5], "t.yaml:5:3: fluxonkv_spec: unknown key \"large_limit_sizes\"");
+	ASSERT_HAS(c.errors.v[6], "t.yaml:6:15: segment_mb: \"0\": must be an integer from 1 to 16384");
+	/* the same, one per line, in the caller's buffer */
+	for (line = strtok_r(err, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		ASSERT_STREQ(line, c.errors.v[n++]);
+	FKV_ASSERT_EQ(n, 7);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(config_unknown_and_duplicate_keys_are_refused)
+{
+	char err[1024];
+	struct fkv_config c;
+
+	parse_bad("fluxonkv_spec:\n  large_file_path: [/a]\n", &c, err,
+		  sizeof(err));
+	ASSERT_HAS(err, "t.yaml:2:3: fluxonkv_spec: unknown key \"large_file_path\" (known: cluster_name, instance, segment_mb, large_file_paths, large_limit_size)");
+	fkv_config_free(&c);
+
+	parse_bad("fluxonkv_spec:\n  instance: a\n  instance: b\n", &c, err,
+		  sizeof(err));
+	ASSERT_STREQ(err, "t.yaml:3:3: fluxonkv_spec: duplicate key instance");
+	ASSERT_STREQ(c.instance, "a");
+	fkv_config_free(&c);
+
+	parse_bad("fluxonkv_spec: {}\nfluxonkv_spec: {}\n", &c, err,
+		  sizeof(err));
+	ASSERT_HAS(err, "duplicate key fluxonkv_spec");
+	fkv_config_free(&c);
+}
+
+FKV_TEST(config_names_must_be_one_safe_path_component)
+{
+	static const struct {
+		const char *yaml, *msg;
+	} bad[] = {
+		{ "instance: ..", "instance: \"..\": must not start with '.'" },
+		{ "instance: .hidden", "must not start with '.'" },
+		{ "instance: \"\"", "instance: \"\": is empty" },
+		{ "cluster_name: \"a b\"", "cluster_name: \"a b\": may only contain" },
+		{ "cluster_name: \"x\\ny\"", "cluster_name: \"x\\x0ay\": may only contain" },
+		{ "cluster_name: \"\\u00e9t\\u00e9\"", "\"\\xc3\\xa9t\\xc3\\xa9\": may only contain" },
+		{ "instance: [a]", "instance: must be a string, not a list" },
+		{ "instance: \"a\\0b\"", "instance: \"a\\x00b\": contains a NUL byte" },
+		{ "instance: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+		  "is longer than 64 bytes" },
+	};
+	char yaml[256], err[1024];
+	struct fkv_config c;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		FMT(yaml, "fluxonkv_spec:\n  %s\n",
+			 bad[i].yaml);
+		parse_bad(yaml, &c, err, sizeof(err));
+		ASSERT_HAS(err, bad[i].msg);
+		fkv_config_free(&c);
+	}
+	/* numbers are names too; null means the default */
+	parse_ok("fluxonkv_spec:\n  instance: 7\n  cluster_name: ~\n", &c);
+	ASSERT_STREQ(c.instance, "7");
+	ASSERT_STREQ(c.cluster_name, "default");
+	fkv_config_free(&c);
+	parse_ok("fluxonkv_spec:\n  instance: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n", &c);
+	FKV_ASSERT_EQ(strlen(c.instance), 64);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(config_paths_must_be_absolute_strings)
+{
+	char err[1024];
+	struct fkv_config c;
+
+	parse_bad("fluxonkv_spec:\n  large_file_paths: [data, ~, {a: b}]\n",
+		  &c, err, sizeof(err));
+	FKV_ASSERT_EQ(c.errors.n, 3);
+	ASSERT_HAS(c.errors.v[0], "large_file_paths[0]: \"data\": must be an absolute path");
+	ASSERT_HAS(c.errors.v[1], "large_file_paths[1]: is empty");
+	ASSERT_HAS(c.errors.v[2], "large_file_paths[2]: must be a string, not a mapping");
+	fkv_config_free(&c);
+
+	parse_bad("fluxonkv_spec:\n  large_file_paths: /data\n", &c, err,
+		  sizeof(err));
+	ASSERT_HAS(err, "large_file_paths: must be a list (write [a, b] or one \"- item\" per line)");
+	fkv_config_free(&c);
+}
+
+FKV_TEST(config_segment_mb_is_a_module_parameter_range)
+{
+	char err[1024];
+	struct fkv_config c;
+
+	parse_ok("fluxonkv_spec:\n  segment_mb: 16384\n", &c);
+	FKV_ASSERT_EQ(c.segment_mb, 16384);
+	fkv_config_free(&c);
+	parse_ok("fluxonkv_spec:\n  segment_mb: 1\n", &c);
+	FKV_ASSERT_EQ(c.segment_mb, 1);
+	fkv_config_free(&c);
+	parse_bad("fluxonkv_spec:\n  segment_mb: 16385\n", &c, err, sizeof(err));
+	ASSERT_HAS(err, "segment_mb: \"16385\": must be an integer from 1 to 16384 (MiB)");
+	fkv_config_free(&c);
+	parse_bad("fluxonkv_spec:\n  segment_mb: 64MB\n", &c, err, sizeof(err));
+	ASSERT_HAS(err, "segment_mb: \"64MB\": must be an integer");
+	fkv_config_free(&c);
+	parse_bad("fluxonkv_spec:\n  segment_mb: 99999999999999999999999\n", &c,
+		  err, sizeof(err));
+	ASSERT_HAS(err, "segment_mb:");
+	fkv_config_free(&c);
+}
+
+FKV_TEST(config_document_shape_errors)
+{
+	static const struct {
+		const char *yaml, *msg;
+	} bad[] = {
+		{ "", "t.yaml: empty configuration: no fluxonkv_spec mapping" },
+		{ "# only a comment\n", "empty configuration" },
+		{ "other: 1\n", "t.yaml: no fluxonkv_spec mapping" },
+		{ "- fluxonkv_spec\n", "t.yaml:1:1: the top level must be a mapping with a fluxonkv_spec key" },
+		{ "fluxonkv_spec: [1]\n", "t.yaml:1:16: fluxonkv_spec: must be a mapping" },
+		{ "fluxonkv_spec: {a: [}\n", "t.yaml:1:21: invalid YAML: " },
+		{ "fluxonkv_spec:\n  large_file_paths: [/a\n", "invalid YAML" },
+		{ "fluxonkv_spec:\n\tsegment_mb: 1\n", "t.yaml:2:1: invalid YAML: found character that cannot start any token" },
+		{ "fluxonkv_spec: {}\n---\nfluxonkv_spec: {}\n", "more than one YAML document" },
+		{ "fluxonkv_spec: *nowhere\n", "invalid YAML: found undefined alias" },
+		{ "fluxonkv_spec: {[a]: 1}\n", "fluxonkv_spec: keys must be strings" },
+	};
+	char err[1024];
+	struct fkv_config c;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		parse_bad(bad[i].yaml, &c, err, sizeof(err));
+		FKV_ASSERT(strstr(err, bad[i].msg), "doc %zu: want \"%s\" in: %s",
+			   i, bad[i].msg, err);
+		fkv_config_free(&c);
+	}
+}
+
+FKV_TEST(config_anchors_and_aliases_resolve)
+{
+	struct fkv_config c;
+
+	parse_ok("defaults: &lim 2GB\n"
+		 "fluxonkv_spec:\n"
+		 "  large_file_paths: [/a, /b]\n"
+		 "  large_limit_size: [*lim, *lim]\n", &c);
+	FKV_ASSERT_EQ(c.limits[0], 2 * GiB);
+	FKV_ASSERT_EQ(c.limits[1], 2 * GiB);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(config_load_reads_a_file_and_names_it)
+{
+	char path[PATH_MAX], err[1024];
+	struct fkv_config c;
+	FILE *f;
+
+	FMT(path, "%s/node.yaml", tmp_make());
+	FKV_ASSERT_EQ(fkv_config_load(path, &c, err, sizeof(err)), -ENOENT);
+	ASSERT_HAS(err, "node.yaml: No such file or directory");
+	fkv_config_free(&c);
+
+	f = fopen(path, "w");
+	FKV_ASSERT(f);
+	fputs("fluxonkv_spec:\n  large_file_paths: [/a]\n"
+	      "  large_limit_size: [1ZB]\n", f);
+	fclose(f);
+	FKV_ASSERT_EQ(fkv_config_load(path, &c, err, sizeof(err)), -EINVAL);
+	FKV_ASSERT(!strncmp(err, path, strlen(path)), "%s", err);
+	ASSERT_HAS(err, "node.yaml:3:22: large_limit_size[0]: \"1ZB\": unknown unit \"ZB\"");
+	fkv_config_free(&c);
+
+	FKV_ASSERT_EQ(fkv_config_load(tmpdir, &c, err, sizeof(err)), -EISDIR);
+	fkv_config_free(&c);
+
+	/* a configuration is small: more than 1 MiB is some other file */
+	f = fopen(path, "w");
+	FKV_ASSERT(f);
+	fputs("fluxonkv_spec: {}\n", f);
+	FKV_ASSERT_EQ(fseek(f, 2 * MiB, SEEK_SET), 0);
+	fputs("#\n", f);
+	fclose(f);
+	FKV_ASSERT_EQ(fkv_config_load(path, &c, err, sizeof(err)), -EFBIG);
+	ASSERT_HAS(err, "node.yaml: larger than 1048576 bytes: not a configuration file");
+	fkv_config_free(&c);
+}
+
+/* ---- the SSD plan ------------------------------------------------------ */
+
+FKV_TEST(split_uses_at_most_1GiB_shards_and_at_most_64)
+{
+	struct fkv_ssd_plan_opts small = { .shard_max = 64 * KiB,
+					   .max_shards = 4 };
+	unsigned int n;
+	uint64_t sz;
+
+	FKV_ASSERT_EQ(fkv_ssd_split(4 * GiB, NULL, &n, &sz), 0);
+	FKV_ASSERT_EQ(n, 4);
+	FKV_ASSERT_EQ(sz, GiB);
+	FKV_ASSERT_EQ(fkv_ssd_split(3 * GiB / 2, NULL, &n, &sz), 0);
+	FKV_ASSERT_EQ(n, 2);
+	FKV_ASSERT_EQ(sz, 768 * MiB);
+	FKV_ASSERT_EQ(fkv_ssd_split(GiB + 1, NULL, &n, &sz), 0);
+	FKV_ASSERT_EQ(n, 2);
+	FKV_ASSERT_EQ(sz, GiB / 2);	/* (GiB + 1) / 2 rounded down */
+	FKV_ASSERT_EQ(fkv_ssd_split(100 * GiB, NULL, &n, &sz), 0);
+	FKV_ASSERT_EQ(n, 64);
+	FKV_ASSERT_EQ(sz, 1600 * MiB);
+	FKV_ASSERT_EQ(fkv_ssd_split(10000, NULL, &n, &sz), 0);
+	FKV_ASSERT_EQ(n, 1);
+	FKV_ASSERT_EQ(sz, 8192);
+	FKV_ASSERT_EQ(fkv_ssd_split(4095, NULL, &n, &sz), -ENOSPC);
+	FKV_ASSERT_EQ(fkv_ssd_split(FKV_SIZE_MAX, NULL, &n, &sz), 0);
+	FKV_ASSERT_EQ(n, 64);
+	FKV_ASSERT_EQ(sz % 4096, 0);
+	FKV_ASSERT(sz * 64 <= FKV_SIZE_MAX);
+	FKV_ASSERT_EQ(fkv_ssd_split(1 * MiB, &small, &n, &sz), 0);
+	FKV_ASSERT_EQ(n, 4);
+	FKV_ASSERT_EQ(sz, 256 * KiB);
+	FKV_ASSERT_EQ(fkv_ssd_split(192 * KiB + 100, &small, &n, &sz), 0);
+	FKV_ASSERT_EQ(n, 4);
+	FKV_ASSERT_EQ(sz, 48 * KiB);
+	/* file names have three digits: never more than 999 shards */
+	small.shard_max = 4096;
+	small.max_shards = 5000;
+	FKV_ASSERT_EQ(fkv_ssd_split(2000 * 4096, &small, &n, &sz), 0);
+	FKV_ASSERT_EQ(n, 999);
+	FKV_ASSERT_EQ(sz, 8192);
+}
+
+FKV_TEST(plan_without_ssd_is_empty)
+{
+	struct fkv_ssd_plan p;
+	struct fkv_config c;
+
+	parse_ok("fluxonkv_spec:\n  large_file_paths: [/nonexistent]\n", &c);
+	FKV_ASSERT_EQ(fkv_ssd_plan(&c, NULL, &p, NULL, 0), 0);
+	FKV_ASSERT_EQ(p.nroots, 0);
+	FKV_ASSERT_EQ(p.nshards, 0);
+	FKV_ASSERT_EQ(p.capacity, 0);
+	fkv_ssd_plan_free(&p);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(plan_refuses_an_invalid_config)
+{
+	struct fkv_ssd_plan p;
+	struct fkv_config c;
+	char err[256];
+
+	FKV_ASSERT_EQ(parse("fluxonkv_spec: 1\n", &c, NULL, 0), -EINVAL);
+	FKV_ASSERT_EQ(fkv_ssd_plan(&c, NULL, &p, err, sizeof(err)), -EINVAL);
+	ASSERT_STREQ(err, "the configuration has errors");
+	fkv_ssd_plan_free(&p);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(plan_derives_the_cache_root_per_path)
+{
+	char a[PATH_MAX], slash[PATH_MAX + 2], want[PATH_MAX * 2];
+	const char *paths[1], *limits[] = { "\"4GB\"" };
+	struct fkv_ssd_plan p;
+	struct fkv_config c;
+	struct stat st;
+	char err[1024];
+
+	mkdir_in(tmp_make(), "large0", a, sizeof(a));
+	FMT(slash, "%s//", a);	/* trailing '/' dropped */
+	paths[0] = slash;
+	config_for(&c, 1, paths, limits);
+	FKV_ASSERT_EQ(fkv_ssd_plan(&c, NULL, &p, err, sizeof(err)), 0);
+	FKV_ASSERT_EQ(p.nroots, 1);
+	FKV_ASSERT_EQ(p.roots[0].kind, FKV_SSD_DIR);
+	FKV_ASSERT_EQ(p.roots[0].index, 0);
+	ASSERT_STREQ(p.roots[0].path, a);
+	FMT(want, "%s/c1_cluster_kv_ssd_storage/n1", a);
+	ASSERT_STREQ(p.roots[0].root, want);
+	FKV_ASSERT(!p.roots[0].exists);
+	FKV_ASSERT_EQ(stat(a, &st), 0);
+	FKV_ASSERT_EQ(p.roots[0].dev, st.st_dev);
+	FKV_ASSERT_EQ(p.roots[0].limit, 4 * GiB);
+	FKV_ASSERT_EQ(p.roots[0].nshards, 4);
+	FKV_ASSERT_EQ(p.roots[0].shard_size, GiB);
+	FKV_ASSERT_EQ(p.roots[0].capacity, 4 * GiB);
+	FKV_ASSERT_EQ(p.nshards, 4);
+	FKV_ASSERT_EQ(p.capacity, 4 * GiB);
+	FKV_ASSERT(p.roots[0].avail > 0);
+	/* planning created nothing */
+	FKV_ASSERT_ERRNO(access(want, F_OK), ENOENT);
+	fkv_ssd_plan_free(&p);
+
+	/* once it exists, the plan says so */
+	FMT(want, "%s/c1_cluster_kv_ssd_storage", a);
+	FKV_ASSERT_EQ(mkdir(want, 0750), 0);
+	strcat(want, "/n1");
+	FKV_ASSERT_EQ(mkdir(want, 0750), 0);
+	FKV_ASSERT_EQ(fkv_ssd_plan(&c, NULL, &p, err, sizeof(err)), 0);
+	FKV_ASSERT(p.roots[0].exists);
+	fkv_ssd_plan_free(&p);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(plan_path_that_does_not_exist_yet_is_planned_on_its_ancestor)
+{
+	const char *limits[] = { "1GB" }, *paths[1];
+	char path[PATH_MAX];
+	struct fkv_ssd_plan p;
+	struct fkv_config c;
+	struct stat st;
+
+	FMT(path, "%s/not/yet", tmp_make());
+	paths[0] = path;
+	config_for(&c, 1, paths, limits);
+	FKV_ASSERT_EQ(fkv_ssd_plan(&c, NULL, &p, NULL, 0), 0);
+	FKV_ASSERT_EQ(p.nroots, 1);
+	FKV_ASSERT_EQ(p.roots[0].kind, FKV_SSD_DIR);
+	FKV_ASSERT(!p.roots[0].exists);
+	FKV_ASSERT_EQ(stat(tmpdir, &st), 0);
+	FKV_ASSERT_EQ(p.roots[0].dev, st.st_dev);
+	FKV_ASSERT(msgs_have(&p.warnings, "large_file_paths[0]: \""));
+	FKV_ASSERT(msgs_have(&p.warnings, "/not/yet\" does not exist yet: it will be created"));
+	fkv_ssd_plan_free(&p);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(plan_refuses_what_is_neither_directory_nor_block_device)
+{
+	const char *paths[] = { "/dev/null", NULL, NULL };
+	const char *limits[] = { "1GB", "1GB", "1GB" };
+	char file[PATH_MAX], under[PATH_MAX], err[2048];
+	struct fkv_ssd_plan p;
+	struct fkv_config c;
+	int fd;
+
+	FMT(file, "%s/plain", tmp_make());
+	fd = open(file, O_CREAT | O_WRONLY, 0600);
+	FKV_ASSERT(fd >= 0);
+	close(fd);
+	FMT(under, "%s/sub", file);
+	paths[1] = file;
+	paths[2] = under;
+	config_for(&c, 3, paths, limits);
+	FKV_ASSERT_EQ(fkv_ssd_plan(&c, NULL, &p, err, sizeof(err)), -EINVAL);
+	FKV_ASSERT_EQ(p.errors.n, 3);
+	ASSERT_STREQ(p.errors.v[0], "large_file_paths[0]: \"/dev/null\": not a directory or block device (a character device)");
+	ASSERT_HAS(p.errors.v[1], "large_file_paths[1]: \"");
+	ASSERT_HAS(p.errors.v[1], "/plain\": not a directory or block device (a regular file)");
+	ASSERT_HAS(p.errors.v[2], "/plain/sub\": Not a directory");
+	FKV_ASSERT_EQ(p.nroots, 0);
+	ASSERT_HAS(err, "(a character device)\nlarge_file_paths[1]");
+	fkv_ssd_plan_free(&p);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(plan_dedups_paths_on_one_device_first_wins)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	const char *paths[] = { a, b, a };
+	const char *limits[] = { "2GB", "8GB", "1GB" };
+	struct fkv_ssd_plan p;
+	struct fkv_config c;
+
+	mkdir_in(tmp_make(), "a", a, sizeof(a));
+	mkdir_in(tmpdir, "b", b, sizeof(b));
+	config_for(&c, 3, paths, limits);
+	FKV_ASSERT_EQ(fkv_ssd_plan(&c, NULL, &p, NULL, 0), 0);
+	FKV_ASSERT_EQ(p.nroots, 1);
+	ASSERT_STREQ(p.roots[0].path, a);
+	FKV_ASSERT_EQ(p.roots[0].limit, 2 * GiB);
+	FKV_ASSERT_EQ(p.capacity, 2 * GiB);	/* b's 8GB is not added */
+	FKV_ASSERT_EQ(p.nshards, 2);
+	FKV_ASSERT(msgs_have(&p.warnings, "large_file_paths[1]: \""));
+	FKV_ASSERT(msgs_have(&p.warnings, "/b\" is on device"));
+	FKV_ASSERT(msgs_have(&p.warnings, "like large_file_paths[0] \""));
+	FKV_ASSERT(msgs_have(&p.warnings, "large_file_paths[2]: \""));
+	FKV_ASSERT(msgs_have(&p.warnings, ": ignored, with its large_limit_size (one root per device)"));
+	fkv_ssd_plan_free(&p);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(plan_keeps_paths_on_distinct_devices_in_order)
+{
+	char a[PATH_MAX], shm[] = "/dev/shm/fkv-cfg-XXXXXX";
+	const char *paths[] = { a, shm };
+	const char *limits[] = { "2GB", "1MB" };
+	struct fkv_ssd_plan p;
+	struct fkv_config c;
+	struct stat sa, sb;
+
+	mkdir_in(tmp_make(), "a", a, sizeof(a));
+	if (!mkdtemp(shm))
+		FKV_SKIP("no /dev/shm: %s", strerror(errno));
+	if (stat(a, &sa) || stat(shm, &sb) || sa.st_dev == sb.st_dev) {
+		rmdir(shm);
+		FKV_SKIP("%s and /dev/shm are on one device", tmpdir);
+	}
+	config_for(&c, 2, paths, limits);
+	FKV_ASSERT_EQ(fkv_ssd_plan(&c, NULL, &p, NULL, 0), 0);
+	rmdir(shm);
+	FKV_ASSERT_EQ(p.nroots, 2);
+	FKV_ASSERT_EQ(p.roots[0].dev, sa.st_dev);
+	FKV_ASSERT_EQ(p.roots[1].dev, sb.st_dev);
+	FKV_ASSERT_EQ(p.roots[1].index, 1);
+	FKV_ASSERT_EQ(p.roots[0].first_shard, 0);
+	FKV_ASSERT_EQ(p.roots[1].first_shard, 2);
+	FKV_ASSERT_EQ(p.nshards, 3);
+	FKV_ASSERT_EQ(p.capacity, 2 * GiB + MiB);
+	/* a 1 MiB shard cannot hold the largest values */
+	FKV_ASSERT(msgs_have(&p.warnings, "large_file_paths[1]: shards of 1 MiB (1048576 bytes) cannot hold values larger than that (values go up to 64 MiB"));
+	fkv_ssd_plan_free(&p);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(plan_refuses_a_limit_below_one_4096_byte_shard)
+{
+	const char *limits[] = { "4095" }, *paths[1];
+	struct fkv_ssd_plan p;
+	struct fkv_config c;
+	char err[512];
+
+	paths[0] = tmp_make();
+	config_for(&c, 1, paths, limits);
+	FKV_ASSERT_EQ(fkv_ssd_plan(&c, NULL, &p, err, sizeof(err)), -EINVAL);
+	ASSERT_STREQ(err, "large_limit_size[0]: 4095 bytes is less than one 4096-byte shard");
+	fkv_ssd_plan_free(&p);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(plan_warns_when_the_filesystem_lacks_the_space)
+{
+	const char *limits[] = { "4000000TB" }, *paths[1];
+	struct fkv_ssd_plan p;
+	struct fkv_config c;
+
+	paths[0] = tmp_make();
+	config_for(&c, 1, paths, limits);
+	FKV_ASSERT_EQ(fkv_ssd_plan(&c, NULL, &p, NULL, 0), 0);
+	FKV_ASSERT(msgs_have(&p.warnings, "free, less than the 3.815 EiB"));
+	fkv_ssd_plan_free(&p);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(plan_uses_a_block_device_raw_split_into_regions)
+{
+	const char *limits[] = { "3MB" }, *paths[1];
+	char dev[64], err[512];
+	struct fkv_ssd_plan_opts opts = { .shard_max = MiB };
+	struct fkv_ssd_plan p;
+	struct fkv_config c;
+	struct stat st;
+	int lfd;
+
+	lfd = loop_attach(tmp_make(), 4 * MiB, dev, sizeof(dev));
+	paths[0] = dev;
+	config_for(&c, 1, paths, limits);
+	FKV_ASSERT_EQ(fkv_ssd_plan(&c, &opts, &p, err, sizeof(err)), 0);
+	FKV_ASSERT_EQ(stat(dev, &st), 0);
+	FKV_ASSERT_EQ(p.nroots, 1);
+	FKV_ASSERT_EQ(p.roots[0].kind, FKV_SSD_BLOCKDEV);
+	ASSERT_STREQ(p.roots[0].root, dev);	/* no cache root directory */
+	FKV_ASSERT_EQ(p.roots[0].dev, st.st_rdev);
+	FKV_ASSERT_EQ(p.roots[0].avail, 4 * MiB);
+	FKV_ASSERT_EQ(p.roots[0].nshards, 3);
+	FKV_ASSERT_EQ(p.roots[0].shard_size, MiB);
+	fkv_ssd_plan_free(&p);
+	fkv_config_free(&c);
+
+	limits[0] = "5MB";
+	config_for(&c, 1, paths, limits);
+	FKV_ASSERT_EQ(fkv_ssd_plan(&c, &opts, &p, err, sizeof(err)), -EINVAL);
+	ASSERT_HAS(err, "block device of 4 MiB (4194304 bytes) is smaller than its large_limit_size of 5 MiB (5242880 bytes)");
+	fkv_ssd_plan_free(&p);
+	fkv_config_free(&c);
+	close(lfd);
+}
+
+/* ---- prepare ----------------------------------------------------------- */
+
+/* Plan @limit under a fresh directory with 64 KiB shards. */
+static void plan_tmp(struct fkv_config *c, struct fkv_ssd_plan *p,
+		     const char *limit, char *base, size_t len)
+{
+	struct fkv_ssd_plan_opts opts = { .shard_max = 64 * KiB };
+	const char *paths[1] = { base }, *limits[1] = { limit };
+	char err[1024];
+
+	snprintf(base, len, "%s/large", tmp_make());
+	config_for(c, 1, paths, limits);
+	FKV_ASSERT(fkv_ssd_plan(c, &opts, p, err, sizeof(err)) == 0, "%s", err);
+}
+
+static bool fd_is_direct(int fd)
+{
+	return fcntl(fd, F_GETFL) & O_DIRECT;
+}
+
+FKV_TEST(prepare_creates_the_root_and_preallocated_direct_io_shards)
+{
+	char base[PATH_MAX], path[PATH_MAX], err[1024];
+	struct fkv_msgs warn = { 0 };
+	struct fkv_ssd_plan p;
+	struct fkv_config c;
+	struct stat st;
+	void *buf;
+	int fds[3], k;
+
+	umask(022);
+	plan_tmp(&c, &p, "192KB", base, sizeof(base));
+	FKV_ASSERT_EQ(p.nshards, 3);
+	FKV_ASSERT_EQ(fkv_ssd_prepare(&p, FKV_SSD_PREPARE_ALLOW_BUFFERED, fds,
+				      &warn, err, sizeof(err)), 0);
+
+	FKV_ASSERT_EQ(stat(p.roots[0].root, &st), 0);
+	FKV_ASSERT(S_ISDIR(st.st_mode));
+	FKV_ASSERT_EQ(st.st_mode & 07777, 0750);
+	FMT(path, "%s/c1_cluster_kv_ssd_storage", base);
+	FKV_ASSERT_EQ(stat(path, &st), 0);
+	FKV_ASSERT_EQ(st.st_mode & 07777, 0750);
+	for (k = 0; k < 3; k++) {
+		FKV_ASSERT(fds[k] >= 0);
+		FKV_ASSERT(fcntl(fds[k], F_GETFD) & FD_CLOEXEC);
+		FKV_ASSERT_EQ(fcntl(fds[k], F_GETFL) & O_ACCMODE, O_RDWR);
+		if (!msgs_have(&warn, "no O_DIRECT"))
+			FKV_ASSERT(fd_is_direct(fds[k]), "shard %d", k);
+		FMT(path, "%s/shard-%03d.dat",
+			 p.roots[0].root, k);
+		FKV_ASSERT_EQ(stat(path, &st), 0);
+		FKV_ASSERT(S_ISREG(st.st_mode));
+		FKV_ASSERT_EQ(st.st_mode & 07777, 0640);
+		FKV_ASSERT_EQ(st.st_size, 64 * KiB);
+		if (!msgs_have(&warn, "no fallocate"))
+			FKV_ASSERT_GE((uint64_t)st.st_blocks * 512, 64 * KiB);
+	}
+	FMT(path, "%s/shard-003.dat", p.roots[0].root);
+	FKV_ASSERT_ERRNO(access(path, F_OK), ENOENT);
+
+	/* an aligned direct write lands at the shard's offset */
+	FKV_ASSERT_EQ(posix_memalign(&buf, 4096, 4096), 0);
+	memset(buf, 0xa5, 4096);
+	FKV_ASSERT_EQ(pwrite(fds[2], buf, 4096, 60 * KiB), 4096);
+	free(buf);
+	fkv_ssd_close(fds, 3);
+	FKV_ASSERT_EQ(fds[0], -1);
+	fkv_msgs_free(&warn);
+	fkv_ssd_plan_free(&p);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(prepare_truncates_old_shards_and_removes_stale_ones)
+{
+	char base[PATH_MAX], path[PATH_MAX], err[1024], old[8192];
+	struct fkv_msgs warn = { 0 };
+	struct fkv_ssd_plan p;
+	struct fkv_config c;
+	struct stat st;
+	int fds[2], fd;
+	size_t i;
+
+	plan_tmp(&c, &p, "128KB", base, sizeof(base));
+	FKV_ASSERT_EQ(fkv_ssd_prepare(&p, FKV_SSD_PREPARE_ALLOW_BUFFERED, fds,
+				      NULL, err, sizeof(err)), 0);
+	fkv_ssd_close(fds, 2);
+
+	/* a previous run's data, and shards of a larger previous config */
+	memset(old, 'x', sizeof(old));
+	FMT(path, "%s/shard-000.dat", p.roots[0].root);
+	fd = open(path, O_WRONLY);
+	FKV_ASSERT_EQ(pwrite(fd, old, sizeof(old), 0), (ssize_t)sizeof(old));
+	FKV_ASSERT_EQ(ftruncate(fd, 1 * MiB), 0);
+	close(fd);
+	FMT(path, "%s/shard-007.dat", p.roots[0].root);
+	FKV_ASSERT((fd = open(path, O_CREAT | O_WRONLY, 0600)) >= 0);
+	close(fd);
+	FMT(path, "%s/shard-7.dat", p.roots[0].root);
+	FKV_ASSERT((fd = open(path, O_CREAT | O_WRONLY, 0600)) >= 0);
+	close(fd);
+
+	FKV_ASSERT_EQ(fkv_ssd_prepare(&p, FKV_SSD_PREPARE_ALLOW_BUFFERED, fds,
+				      &warn, err, sizeof(err)), 0);
+	FKV_ASSERT_EQ(fstat(fds[0], &st), 0);
+	FKV_ASSERT_EQ(st.st_size, 64 * KiB);
+	fd = open(path, O_RDONLY);	/* not a name we write: kept */
+	FKV_ASSERT(fd >= 0);
+	close(fd);
+	FMT(path, "%s/shard-000.dat", p.roots[0].root);
+	fd = open(path, O_RDONLY);
+	FKV_ASSERT_EQ(pread(fd, old, sizeof(old), 0), (ssize_t)sizeof(old));
+	close(fd);
+	for (i = 0; i < sizeof(old); i++)
+		FKV_ASSERT(old[i] == 0, "byte %zu survived truncation", i);
+	FMT(path, "%s/shard-007.dat", p.roots[0].root);
+	FKV_ASSERT_ERRNO(access(path, F_OK), ENOENT);
+	FKV_ASSERT(msgs_have(&warn, "removed stale shard-007.dat (the plan has 2 shards)"));
+	fkv_ssd_close(fds, 2);
+	fkv_msgs_free(&warn);
+	fkv_ssd_plan_free(&p);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(prepare_does_not_follow_a_planted_symlink)
+{
+	char base[PATH_MAX], path[PATH_MAX], victim[PATH_MAX], err[1024];
+	struct fkv_ssd_plan p;
+	struct fkv_config c;
+	struct stat st;
+	int fds[2] = { 7, 7 }, fd;
+
+	plan_tmp(&c, &p, "128KB", base, sizeof(base));
+	FKV_ASSERT_EQ(fkv_ssd_prepare(&p, FKV_SSD_PREPARE_ALLOW_BUFFERED, fds,
+				      NULL, err, sizeof(err)), 0);
+	fkv_ssd_close(fds, 2);
+	FMT(victim, "%s/victim", tmpdir);
+	fd = open(victim, O_CREAT | O_WRONLY, 0600);
+	FKV_ASSERT_EQ(write(fd, "precious", 8), 8);
+	close(fd);
+	FMT(path, "%s/shard-001.dat", p.roots[0].root);
+	FKV_ASSERT_EQ(unlink(path), 0);
+	FKV_ASSERT_EQ(symlink(victim, path), 0);
+
+	FKV_ASSERT_EQ(fkv_ssd_prepare(&p, FKV_SSD_PREPARE_ALLOW_BUFFERED, fds,
+				      NULL, err, sizeof(err)), -ELOOP);
+	ASSERT_HAS(err, "shard-001.dat: Too many levels of symbolic links");
+	FKV_ASSERT_EQ(fds[0], -1);	/* shard 0 was opened, then closed */
+	FKV_ASSERT_EQ(fds[1], -1);
+	FKV_ASSERT_EQ(stat(victim, &st), 0);
+	FKV_ASSERT_EQ(st.st_size, 8);
+	fkv_ssd_plan_free(&p);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(prepare_refuses_a_root_that_moved_to_another_device)
+{
+	char base[PATH_MAX], err[1024];
+	struct fkv_ssd_plan p;
+	struct fkv_config c;
+	int fds[2];
+
+	plan_tmp(&c, &p, "128KB", base, sizeof(base));
+	p.roots[0].dev = makedev(0, 1);	/* as if mounted over since */
+	FKV_ASSERT_EQ(fkv_ssd_prepare(&p, 0, fds, NULL, err, sizeof(err)),
+		      -EXDEV);
+	ASSERT_HAS(err, "planned on 0:1 (mounted meanwhile?): plan again");
+	fkv_ssd_plan_free(&p);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(prepare_opens_a_block_device_exclusively)
+{
+	const char *limits[] = { "2MB" }, *paths[1];
+	struct fkv_ssd_plan_opts opts = { .shard_max = MiB };
+	char dev[64], err[512];
+	struct fkv_ssd_plan p;
+	struct fkv_config c;
+	int lfd, fds[2];
+
+	lfd = loop_attach(tmp_make(), 4 * MiB, dev, sizeof(dev));
+	paths[0] = dev;
+	config_for(&c, 1, paths, limits);
+	FKV_ASSERT_EQ(fkv_ssd_plan(&c, &opts, &p, err, sizeof(err)), 0);
+	FKV_ASSERT_EQ(fkv_ssd_prepare(&p, 0, fds, NULL, err, sizeof(err)), 0);
+	FKV_ASSERT(fds[0] >= 0 && fds[1] >= 0 && fds[0] != fds[1]);
+	FKV_ASSERT(fd_is_direct(fds[0]) && fd_is_direct(fds[1]));
+	FKV_ASSERT(fcntl(fds[1], F_GETFD) & FD_CLOEXEC);
+	FKV_ASSERT_ERRNO(open(dev, O_RDWR | O_EXCL), EBUSY);
+	/* a second prepare of the same plan says why it cannot */
+	{
+		int again[2];
+
+		FKV_ASSERT_EQ(fkv_ssd_prepare(&p, 0, again, NULL, err,
+					      sizeof(err)), -EBUSY);
+		ASSERT_HAS(err, "(mounted or in use)");
+	}
+	fkv_ssd_close(fds, 2);
+	fkv_ssd_plan_free(&p);
+	fkv_config_free(&c);
+	close(lfd);
+}
+
+/* ---- fluxonctl config check -------------------------------------------- */
+
+struct run {
+	int status;
+	char out[16384];
+	char err[16384];
+};
+
+static void slurp(FILE *f, char *buf, size_t len)
+{
+	size_t got;
+
+	rewind(f);
+	got = fread(buf, 1, len - 1, f);
+	buf[got] = '\0';
+	fclose(f);
+}
+
+/* $(O)/fluxonctl config @a1 [@a2 [@a3]]; skips when it is not built. */
+static void ctl(struct run *r, const char *a1, const char *a2, const char *a3)
+{
+	char self[PATH_MAX], bin[PATH_MAX + 16];
+	FILE *out = tmpfile(), *err = tmpfile();
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int status;
+	pid_t pid;
+
+	FKV_ASSERT(n > 0 && out && err);
+	self[n] = '\0';
+	FMT(bin, "%s/../fluxonctl", dirname(self));
+	if (access(bin, X_OK))
+		FKV_SKIP("fluxonctl not built (make userspace)");
+	pid = fork();
+	FKV_ASSERT(pid >= 0);
+	if (!pid) {
+		dup2(fileno(out), 1);
+		dup2(fileno(err), 2);
+		execl(bin, "fluxonctl", "config", a1, a2, a3, (char *)NULL);
+		_exit(127);
+	}
+	FKV_ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+	slurp(out, r->out, sizeof(r->out));
+	slurp(err, r->err, sizeof(r->err));
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	FKV_ASSERT(f);
+	fputs(text, f);
+	FKV_ASSERT_EQ(fclose(f), 0);
+}
+
+FKV_TEST(ctl_config_check_prints_the_plan_and_exits_0)
+{
+	char yaml[PATH_MAX], a[PATH_MAX], b[PATH_MAX], text[PATH_MAX * 3], want[PATH_MAX * 2];
+	struct run r;
+
+	mkdir_in(tmp_make(), "a", a, sizeof(a));
+	mkdir_in(tmpdir, "b", b, sizeof(b));
+	FMT(yaml, "%s/node.yaml", tmpdir);
+	FMT(text,
+		 "fluxonkv_spec:\n  instance: n1\n"
+		 "  large_file_paths: [\"%s\", \"%s\"]\n"
+		 "  large_limit_size: [1.5GB, 4GB]\n", a, b);
+	write_file(yaml, text);
+	ctl(&r, "check", yaml, NULL);
+	FKV_ASSERT(r.status == 0, "status %d, stderr: %s", r.status, r.err);
+	ASSERT_HAS(r.out, ": valid\n");
+	ASSERT_HAS(r.out, "  cluster_name  default\n");
+	ASSERT_HAS(r.out, "  instance      n1\n");
+	ASSERT_HAS(r.out, "  ssd tier      1 root, 2 shards, 1.5 GiB (1610612736 bytes)\n");
+	FMT(want,
+		 "      cache root %s/default_cluster_kv_ssd_storage/n1/ (to be created)\n", a);
+	ASSERT_HAS(r.out, want);
+	ASSERT_HAS(r.out, "      2 shards x 768 MiB (805306368 bytes): shard-000.dat .. shard-001.dat\n");
+	ASSERT_HAS(r.err, "warning: large_file_paths[1]: \"");
+	ASSERT_HAS(r.err, "like large_file_paths[0]");
+}
+
+FKV_TEST(ctl_config_check_json_is_one_object)
+{
+	char yaml[PATH_MAX], a[PATH_MAX], text[PATH_MAX * 3], want[PATH_MAX * 2];
+	char dev[32];
+	struct stat st;
+	struct run r;
+
+	mkdir_in(tmp_make(), "a", a, sizeof(a));
+	FMT(yaml, "%s/node.yaml", tmpdir);
+	FMT(text,
+		 "fluxonkv_spec:\n  cluster_name: c1\n  instance: n1\n"
+		 "  segment_mb: 256\n"
+		 "  large_file_paths: [\"%s\"]\n  large_limit_size: [2GB]\n", a);
+	write_file(yaml, text);
+	ctl(&r, "check", "--json", yaml);
+	FKV_ASSERT(r.status == 0, "status %d, stderr: %s", r.status, r.err);
+	FKV_ASSERT_EQ(r.err[0], '\0');
+	FKV_ASSERT_EQ(r.out[0], '{');
+	FKV_ASSERT_EQ(strchr(r.out, '\n') - r.out, (long)strlen(r.out) - 1);
+	ASSERT_HAS(r.out, "\"valid\":true,\"cluster_name\":\"c1\",\"instance\":\"n1\",\"instance_default\":false,\"segment_mb\":256,\"ssd\":true,\"capacity_bytes\":2147483648,\"shards\":2,\"roots\":[{\"index\":0,\"path\":");
+	FKV_ASSERT_EQ(stat(a, &st), 0);
+	FMT(dev, "%u:%u", major(st.st_dev), minor(st.st_dev));
+	FMT(want,
+		 "\"kind\":\"dir\",\"device\":\"%s\",\"cache_root\":\"%s/c1_cluster_kv_ssd_storage/n1\",\"exists\":false,\"limit_bytes\":2147483648,\"capacity_bytes\":2147483648,",
+		 dev, a);
+	ASSERT_HAS(r.out, want);
+	ASSERT_HAS(r.out, "\"shards\":2,\"shard_bytes\":1073741824,\"first_shard\":0}],\"warnings\":[],\"errors\":[]}\n");
+}
+
+FKV_TEST(ctl_config_check_lists_every_error_and_exits_1)
+{
+	char yaml[PATH_MAX];
+	struct run r;
+
+	FMT(yaml, "%s/bad.yaml", tmp_make());
+	write_file(yaml, "fluxonkv_spec:\n"
+		   "  large_file_paths: [/dev/null, rel]\n"
+		   "  large_limit_size: [1GB, 2XB]\n");
+	ctl(&r, "check", yaml, NULL);
+	FKV_ASSERT_EQ(r.status, 1);
+	FKV_ASSERT_EQ(r.out[0], '\0');
+	ASSERT_HAS(r.err, "bad.yaml: invalid (2 errors)\n");
+	ASSERT_HAS(r.err, "error: ");
+	ASSERT_HAS(r.err, "bad.yaml:2:33: large_file_paths[1]: \"rel\": must be an absolute path\n");
+	ASSERT_HAS(r.err, "bad.yaml:3:27: large_limit_size[1]: \"2XB\": unknown unit \"XB\" (use B, KB, MB, GB, TB; binary units)\n");
+
+	/* a valid file whose plan fails: the plan's errors */
+	write_file(yaml, "fluxonkv_spec:\n"
+		   "  large_file_paths: [/dev/null]\n"
+		   "  large_limit_size: [1GB]\n");
+	ctl(&r, "check", "--json", yaml);
+	FKV_ASSERT_EQ(r.status, 1);
+	ASSERT_HAS(r.out, "\"valid\":false,\"warnings\":[],\"errors\":[\"large_file_paths[0]: \\\"/dev/null\\\": not a directory or block device (a character device)\"]}\n");
+
+	ctl(&r, "check", "/nonexistent/node.yaml", NULL);
+	FKV_ASSERT_EQ(r.status, 1);
+	ASSERT_HAS(r.err, "error: /nonexistent/node.yaml: No such file or directory\n");
+}
+
+FKV_TEST(ctl_config_usage_errors_exit_2)
+{
+	struct run r;
+
+	ctl(&r, NULL, NULL, NULL);
+	FKV_ASSERT_EQ(r.status, 2);
+	ASSERT_HAS(r.err, "fluxonctl config: missing sub-command (check)\n");
+	ctl(&r, "verify", NULL, NULL);
+	FKV_ASSERT_EQ(r.status, 2);
+	ASSERT_HAS(r.err, "unknown sub-command 'verify'");
+	ctl(&r, "check", NULL, NULL);
+	FKV_ASSERT_EQ(r.status, 2);
+	ASSERT_HAS(r.err, "missing FILE");
+	ctl(&r, "check", "a", "b");
+	FKV_ASSERT_EQ(r.status, 2);
+	ASSERT_HAS(r.err, "unexpected argument 'b'");
+	ctl(&r, "check", "--yaml", "a");
+	FKV_ASSERT_EQ(r.status, 2);
+	ASSERT_HAS(r.err, "unknown option '--yaml'");
+	ctl(&r, "--help", NULL, NULL);
+	FKV_ASSERT_EQ(r.status, 0);
+	ASSERT_HAS(r.out, "Usage: fluxonctl config check [--json] FILE\n");
+}

@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * fluxonctl config check FILE: parse a configuration and plan its SSD tier
+ * (stat()s the paths, creates nothing), then show the plan or every error.
+ * The work is in common/config.c; this file only parses arguments and
+ * renders.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include "fluxonkv.h"
+#include "fluxonkv_config.h"
+#include "../common/ctl_json.h"
+#include "ctl.h"
+
+const char ctl_usage_config[] =
+	"Usage: fluxonctl config check [--json] FILE\n"
+	"\n"
+	"Validate the YAML configuration FILE (its fluxonkv_spec section) and\n"
+	"show the SSD tier it describes: for each large_file_paths entry its\n"
+	"kind (directory or raw block device), device, limit, shards and cache\n"
+	"root <path>/<cluster_name>_cluster_kv_ssd_storage/<instance>.  Paths\n"
+	"on a device an earlier path already uses are dropped (with a warning).\n"
+	"Nothing is created.  Every error found is listed.\n"
+	"\n"
+	"large_limit_size entries: bytes, or a size such as \"1.5GB\" with unit\n"
+	"B, KB, MB, GB, TB (or KiB .. TiB; case-insensitive).  Units are\n"
+	"binary (1 MB = 2^20 bytes), fractions are floored, at least 512.\n"
+	"\n"
+	"  -j, --json           one JSON object on stdout (also when invalid)\n"
+	"  -h, --help           show this help\n"
+	"\n"
+	"Exit status: 0 valid, 1 invalid or unreadable, 2 usage.\n"
+	"\n"
+	"Usage: fluxonctl config attach FILE\n"
+	"\n"
+	"Make the SSD tier of FILE real and hand it to the module: create the\n"
+	"cache roots, create+truncate and preallocate every shard file (old\n"
+	"contents are never recovered), open them O_DIRECT and attach them\n"
+	"(needs CAP_SYS_ADMIN).  Block devices are used raw.\n"
+	"Exit status: 0 attached, 1 error, 2 usage, 4 module not loaded.\n";
+
+static __attribute__((format(printf, 2, 3)))
+int ctl_config_usage(FILE *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("fluxonctl config: ", err);
+	va_start(ap, fmt);
+	vfprintf(err, fmt, ap);
+	va_end(ap);
+	fputs("\nTry 'fluxonctl config --help'.\n", err);
+	return -EINVAL;
+}
+
+/* argv: "config" "check" [OPTIONS] FILE; FILE goes to o->input. */
+int ctl_parse_config(int argc, char **argv, struct ctl_opts *o, FILE *err)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	if (argc < 2)
+		return ctl_config_usage(err, "missing sub-command (check)");
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		o->help = true;
+		return 0;
+	}
+	if (strcmp(argv[1], "check") && strcmp(argv[1], "attach"))
+		return ctl_config_usage(err, "unknown sub-command '%s' (check, attach)",
+					argv[1]);
+	o->what = argv[1];
+	argc--;
+	argv++;
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":jh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			o->json = true;
+			break;
+		case 'h':
+			o->help = true;
+			return 0;
+		default:
+			return ctl_config_usage(err, "unknown option '%s'",
+						argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return ctl_config_usage(err, "missing FILE");
+	o->input = argv[optind++];
+	if (optind < argc)
+		return ctl_config_usage(err, "unexpected argument '%s'",
+					argv[optind]);
+	return 0;
+}
+
+static const char *ctl_size(char *buf, size_t len, uint64_t v)
+{
+	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB",
+					 "PiB", "EiB" };
+	double d = v;
+	int i = 0;
+
+	while (d >= 1024 && i < 6) {
+		d /= 1024;
+		i++;
+	}
+	if (!i)
+		snprintf(buf, len, "%llu B", (unsigned long long)v);
+	else
+		snprintf(buf, len, "%.4g %s (%llu bytes)", d, u[i],
+			 (unsigned long long)v);
+	return buf;
+}
+
+static void ctl_config_human(FILE *f, const char *file,
+			     const struct fkv_config *c,
+			     const struct fkv_ssd_plan *p)
+{
+	char b1[64], b2[64];
+	size_t i;
+
+	fprintf(f, "%s: valid\n", file);
+	fprintf(f, "  cluster_name  %s\n", c->cluster_name);
+	fprintf(f, "  instance      %s%s\n", c->instance,
+		c->instance_default ? " (host name)" : "");
+	if (c->segment_mb)
+		fprintf(f, "  segment_mb    %u\n", c->segment_mb);
+	else
+		fprintf(f, "  segment_mb    module default\n");
+	if (!c->ssd) {
+		fprintf(f, "  ssd tier      off (large_limit_size not set)\n");
+	} else {
+		fprintf(f, "  ssd tier      %zu root%s, %u shard%s, %s\n",
+			p->nroots, p->nroots == 1 ? "" : "s", p->nshards,
+			p->nshards == 1 ? "" : "s",
+			ctl_size(b1, sizeof(b1), p->capacity));
+	}
+	for (i = 0; i < p->nroots; i++) {
+		const struct fkv_ssd_root *r = &p->roots[i];
+
+		fprintf(f, "  [%u] %s\n", r->index, r->path);
+		if (r->kind == FKV_SSD_BLOCKDEV) {
+			fprintf(f, "      block device %u:%u of %s, used raw\n",
+				major(r->dev), minor(r->dev),
+				ctl_size(b1, sizeof(b1), r->avail));
+		} else {
+			fprintf(f, "      directory on device %u:%u, %s free\n",
+				major(r->dev), minor(r->dev),
+				ctl_size(b1, sizeof(b1), r->avail));
+			fprintf(f, "      cache root %s/ (%s)\n", r->root,
+				r->exists ? "exists" : "to be created");
+		}
+		fprintf(f, "      limit %s, capacity %s\n",
+			ctl_size(b1, sizeof(b1), r->limit),
+			ctl_size(b2, sizeof(b2), r->capacity));
+		if (r->kind == FKV_SSD_BLOCKDEV) {
+			fprintf(f, "      %u region%s x %s\n", r->nshards,
+				r->nshards == 1 ? "" : "s",
+				ctl_size(b1, sizeof(b1), r->shard_size));
+			continue;
+		}
+		snprintf(b2, sizeof(b2), " .. " FKV_SSD_SHARD_FMT,
+			 r->nshards - 1);
+		fprintf(f, "      %u shard%s x %s: " FKV_SSD_SHARD_FMT "%s\n",
+			r->nshards, r->nshards == 1 ? "" : "s",
+			ctl_size(b1, sizeof(b1), r->shard_size), 0U,
+			r->nshards > 1 ? b2 : "");
+	}
+}
+
+static void ctl_json_list(FILE *f, const char *key,
+			  const struct fkv_msgs *a, const struct fkv_msgs *b)
+{
+	const struct fkv_msgs *m[2] = { a, b };
+	bool first = true;
+	size_t i, j;
+
+	fprintf(f, ",\"%s\":[", key);
+	for (j = 0; j < 2; j++) {
+		for (i = 0; i < m[j]->n; i++) {
+			if (!first)
+				fputc(',', f);
+			first = false;
+			ctl_json_quote(f, m[j]->v[i]);
+		}
+	}
+	fputc(']', f);
+}
+
+static void ctl_config_json(FILE *f, const char *file,
+			    const struct fkv_config *c,
+			    const struct fkv_ssd_plan *p, bool valid,
+			    const struct fkv_msgs *errors)
+{
+	struct fkv_msgs none = { 0 };
+	char dev[32];
+	size_t i;
+
+	fputs("{\"file\":", f);
+	ctl_json_quote(f, file);
+	fprintf(f, ",\"valid\":%s", valid ? "true" : "false");
+	if (valid) {
+		fputs(",\"cluster_name\":", f);
+		ctl_json_quote(f, c->cluster_name);
+		fputs(",\"instance\":", f);
+		ctl_json_quote(f, c->instance);
+		fprintf(f, ",\"instance_default\":%s",
+			c->instance_default ? "true" : "false");
+		if (c->segment_mb)
+			fprintf(f, ",\"segment_mb\":%u", c->segment_mb);
+		else
+			fputs(",\"segment_mb\":null", f);
+		fprintf(f, ",\"ssd\":%s,\"capacity_bytes\":%llu,\"shards\":%u,\"roots\":[",
+			c->ssd ? "true" : "false",
+			(unsigned long long)p->capacity, p->nshards);
+		for (i = 0; i < p->nroots; i++) {
+			const struct fkv_ssd_root *r = &p->roots[i];
+
+			snprintf(dev, sizeof(dev), "%u:%u", major(r->dev),
+				 minor(r->dev));
+			fprintf(f, "%s{\"index\":%u,\"path\":", i ? "," : "",
+				r->index);
+			ctl_json_quote(f, r->path);
+			fprintf(f, ",\"kind\":\"%s\",\"device\":\"%s\",\"cache_root\":",
+				r->kind == FKV_SSD_BLOCKDEV ? "blockdev" : "dir",
+				dev);
+			if (r->kind == FKV_SSD_BLOCKDEV)
+				fputs("null", f);
+			else
+				ctl_json_quote(f, r->root);
+			fprintf(f, ",\"exists\":%s,\"limit_bytes\":%llu,"
+				"\"capacity_bytes\":%llu,\"available_bytes\":%llu,"
+				"\"shards\":%u,\"shard_bytes\":%llu,\"first_shard\":%u}",
+				r->exists ? "true" : "false",
+				(unsigned long long)r->limit,
+				(unsigned long long)r->capacity,
+				(unsigned long long)r->avail, r->nshards,
+				(unsigned long long)r->shard_size,
+				r->first_shard);
+		}
+		fputc(']', f);
+	}
+	ctl_json_list(f, "warnings", &c->warnings, &p->warnings);
+	ctl_json_list(f, "errors", errors, &none);
+	fputs("}\n", f);
+}
+
+/* config attach: plan, prepare (create/truncate/open), hand fds over. */
+static int ctl_config_attach(const struct ctl_opts *o)
+{
+	struct fkv_ssd_plan plan = { 0 };
+	struct fkv_msgs warn = { 0 };
+	struct fkv_config cfg;
+	struct fkv *kv = NULL;
+	char err[512];
+	unsigned int i, k, n = 0;
+	int *fds = NULL, ret, rc = CTL_EXIT_ERROR;
+	size_t r;
+
+	ret = fkv_config_load(o->input, &cfg, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "fluxonctl config attach: %s: %s\n", o->input,
+			cfg.errors.n ? cfg.errors.v[0] : err);
+		return CTL_EXIT_ERROR;
+	}
+	if (!cfg.ssd) {
+		fprintf(stderr, "fluxonctl config attach: %s declares no SSD tier (large_limit_size)\n",
+			o->input);
+		goto out_cfg;
+	}
+	ret = fkv_ssd_plan(&cfg, NULL, &plan, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "fluxonctl config attach: %s\n",
+			plan.errors.n ? plan.errors.v[0] : err);
+		goto out_plan;
+	}
+	ret = fkv_open(o->device, &kv);
+	if (ret) {
+		fprintf(stderr, "fluxonctl config attach: %s\n", fkv_strerror(ret));
+		rc = CTL_EXIT_ABSENT;
+		goto out_plan;
+	}
+	fds = calloc(plan.nshards ? plan.nshards : 1, sizeof(*fds));
+	if (!fds)
+		goto out_kv;
+	ret = fkv_ssd_prepare(&plan, 0, fds, &warn, err, sizeof(err));
+	for (i = 0; i < warn.n; i++)
+		fprintf(stderr, "warning: %s\n", warn.v[i]);
+	if (ret) {
+		fprintf(stderr, "fluxonctl config attach: %s\n", err);
+		goto out_fds;
+	}
+	for (r = 0; r < plan.nroots; r++) {
+		const struct fkv_ssd_root *root = &plan.roots[r];
+
+		for (k = 0; k < root->nshards; k++) {
+			uint64_t off = root->kind == FKV_SSD_BLOCKDEV ?
+				       (uint64_t)k * root->shard_size : 0;
+			uint32_t shard;
+
+			ret = fkv_ssd_attach(kv, fds[root->first_shard + k], off,
+					     root->shard_size, (uint32_t)r,
+					     &shard);
+			if (ret) {
+				fprintf(stderr, "fluxonctl config attach: %s shard %u: %s\n",
+					root->root, k, fkv_strerror(ret));
+				goto out_fds;
+			}
+			n++;
+		}
+		printf("%s: %u shard%s x %llu MiB attached\n", root->root,
+		       root->nshards, root->nshards == 1 ? "" : "s",
+		       (unsigned long long)(root->shard_size >> 20));
+	}
+	printf("SSD tier: %u shards, %llu MiB\n", n,
+	       (unsigned long long)(plan.capacity >> 20));
+	rc = CTL_EXIT_OK;
+out_fds:
+	if (fds)
+		fkv_ssd_close(fds, plan.nshards);
+	free(fds);
+	fkv_msgs_free(&warn);
+out_kv:
+	fkv_close(kv);
+out_plan:
+	fkv_ssd_plan_free(&plan);
+out_cfg:
+	fkv_config_free(&cfg);
+	return rc;
+}
+
+int ctl_cmd_config(const struct ctl_opts *o)
+{
+	const char *file = o->input;
+	struct fkv_ssd_plan plan = { 0 };
+	struct fkv_config cfg;
+	const struct fkv_msgs *errors;
+	struct fkv_msgs one = { 0 };
+	char err[512], *onev[1] = { err };
+	bool valid;
+	size_t i;
+	int ret;
+
+	if (o->what && !strcmp(o->what, "attach"))
+		return ctl_config_attach(o);
+
+	ret = fkv_config_load(file, &cfg, err, sizeof(err));
+	if (!ret)
+		ret = fkv_ssd_plan(&cfg, NULL, &plan, err, sizeof(err));
+	valid = !ret;
+	errors = cfg.errors.n ? &cfg.errors : &plan.errors;
+	if (ret && !errors->n) {
+		/* unreadable file, out of memory: one message in @err */
+		one.v = onev;
+		one.n = 1;
+		errors = &one;
+	}
+
+	if (o->json) {
+		ctl_config_json(stdout, file, &cfg, &plan, valid, errors);
+	} else if (valid) {
+		ctl_config_human(stdout, file, &cfg, &plan);
+	} else {
+		fprintf(stderr, "fluxonctl config check: %s: invalid (%zu error%s)\n",
+			file, errors->n, errors->n == 1 ? "" : "s");
+		for (i = 0; i < errors->n; i++)
+			fprintf(stderr, "error: %s\n", errors->v[i]);
+	}
+	if (!o->json) {
+		for (i = 0; i < cfg.warnings.n; i++)
+			fprintf(stderr, "warning: %s\n", cfg.warnings.v[i]);
+		for (i = 0; i < plan.warnings.n; i++)
+			fprintf(stderr, "warning: %s\n", plan.warnings.v[i]);
+	}
+
+	fkv_ssd_plan_free(&plan);
+	fkv_config_free(&cfg);
+	if (fflush(stdout))
+		return CTL_EXIT_ERROR;
+	return valid ? CTL_EXIT_OK : CTL_EXIT_ERROR;
+}

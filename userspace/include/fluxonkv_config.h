@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * fluxonkv_config - the node's YAML configuration and the SSD tier plan
+ * derived from it (reference design §2).
+ *
+ * Three steps, each usable alone:
+ *
+ *   fkv_config_load()   file -> struct fkv_config   (reads the file and,
+ *                                                    for the default
+ *                                                    instance, the host name)
+ *   fkv_ssd_plan()      config -> struct fkv_ssd_plan  (stat()s the paths,
+ *                                                    creates nothing)
+ *   fkv_ssd_prepare()   plan -> open shard fds        (mkdir, create,
+ *                                                    truncate, preallocate)
+ *
+ * The library never prints.  Every problem found is recorded, one message per
+ * problem, in the result's `errors` list (all of them, not just the first),
+ * and also copied into the caller's @err buffer, one per line; non-fatal
+ * remarks go to `warnings`.  Messages are single lines: configured strings
+ * are quoted with non-printable bytes written as \xNN.  Functions return 0 or
+ * a negative errno (-EINVAL: the configuration is invalid; see `errors`).
+ * The result structs must be freed with their *_free() whatever the return.
+ *
+ * File format (only the `fluxonkv_spec` mapping is read; other top-level keys
+ * are ignored, so the file may carry other sections):
+ *
+ *	fluxonkv_spec:
+ *	  cluster_name: prod           # [A-Za-z0-9._-]{1,64}, not starting
+ *	                               # with '.'; default "default"
+ *	  instance: node7              # same charset; default: the host name
+ *	                               # (unsafe bytes mapped to '_')
+ *	  segment_mb: 4096             # optional, 1..16384 (module parameter)
+ *	  large_file_paths: [/data/a, /dev/nvme1n1]
+ *	  large_limit_size: ["4GB", 8589934592]
+ *
+ * An unknown or repeated key inside fluxonkv_spec is an error (a misspelt
+ * large_limit_size must not silently disable the SSD tier).  `~`/null or an
+ * absent key means "not set".  large_limit_size absent or null: no SSD tier
+ * (large_file_paths may still be listed).  Otherwise it must have exactly as
+ * many entries as large_file_paths, matched by index, and a configuration
+ * without large_file_paths may not declare it.  Paths must be absolute.
+ *
+ * Size grammar (large_limit_size entries, fkv_parse_size()):
+ *
+ *	size   := digits [ "." digits ] " "* [ unit ]
+ *	digits := [0-9]+            (decimal only: no sign, no exponent, no
+ *	                             "0x", no "_"; at most 64 fraction digits)
+ *	unit   := B | KB | MB | GB | TB | KiB | MiB | GiB | TiB
+ *	                            (case-insensitive; no unit = bytes)
+ *
+ * All units are binary: KB = KiB = 2^10, MB = MiB = 2^20, GB = 2^30,
+ * TB = 2^40.  The value is computed exactly and floored to whole bytes
+ * ("512.9B" = 512, "1.5GB" = 1610612736, "0.5KB" = 512).  It must be at least
+ * FKV_SIZE_MIN (512, the O_DIRECT sector) and below 2^63 (it must fit an
+ * off_t).  A YAML integer is the same as the size string of its digits.
+ */
+#ifndef FLUXONKV_CONFIG_H
+#define FLUXONKV_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define FKV_SIZE_MIN		512ULL
+#define FKV_SIZE_MAX		((1ULL << 63) - 1)
+#define FKV_NAME_MAX		64	/* cluster_name, instance */
+#define FKV_CLUSTER_DEFAULT	"default"
+#define FKV_SEGMENT_MB_MAX	16384
+
+/* The SSD plan's defaults (struct fkv_ssd_plan_opts). */
+#define FKV_SSD_SHARD_MAX	(1ULL << 30)	/* split capacity into <= 1 GiB */
+#define FKV_SSD_MAX_SHARDS	64		/* ... but at most 64 per root */
+#define FKV_SSD_SHARD_ALIGN	4096ULL		/* every shard size a multiple */
+#define FKV_SSD_ROOT_SUFFIX	"_cluster_kv_ssd_storage"
+#define FKV_SSD_SHARD_FMT	"shard-%03u.dat"
+
+/* A list of owned, NUL-terminated, single-line messages. */
+struct fkv_msgs {
+	char **v;
+	size_t n;
+};
+
+struct fkv_config {
+	char *cluster_name;	/* validated; FKV_CLUSTER_DEFAULT if unset */
+	char *instance;		/* validated; the host name if unset */
+	bool instance_default;	/* instance came from the host name */
+	unsigned int segment_mb;	/* 0 = not set (module default) */
+	char **paths;		/* large_file_paths, as written */
+	size_t npaths;
+	bool ssd;		/* large_limit_size set: SSD tier enabled */
+	uint64_t *limits;	/* large_limit_size in bytes, npaths entries
+				 * when ssd */
+	struct fkv_msgs warnings;
+	struct fkv_msgs errors;
+};
+
+/*
+ * Parse @s (NUL-terminated) as a size, grammar above.  0 and *out, or
+ * -EINVAL with one line in @err (if @errlen) such as
+ * `unknown unit "XB" (use B, KB, MB, GB, TB; binary units)`.  The message
+ * does not repeat @s: callers prefix it with their own context.
+ */
+int fkv_parse_size(const char *s, uint64_t *out, char *err, size_t errlen);
+
+/*
+ * Parse a YAML document of @len bytes; @name (e.g. the file name) prefixes
+ * every message as "name:line:col: ".  Returns 0, -EINVAL (see
+ * out->errors) or -ENOMEM.  Always call fkv_config_free(out) afterwards.
+ */
+int fkv_config_parse_buffer(const char *buf, size_t len, const char *name,
+			    struct fkv_config *out, char *err, size_t errlen);
+/* The same from a file; -errno (and a message) when it cannot be read. */
+int fkv_config_load(const char *path, struct fkv_config *out, char *err,
+		    size_t errlen);
+void fkv_config_free(struct fkv_config *c);
+
+enum fkv_ssd_kind {
+	FKV_SSD_DIR = 1,	/* shard files under a derived cache root */
+	FKV_SSD_BLOCKDEV = 2,	/* the device itself, split into regions */
+};
+
+/*
+ * One deduplicated SSD root: large_file_paths[index] and its limit.
+ *
+ * A directory gets the cache root
+ * "<path>/<cluster_name>_cluster_kv_ssd_storage/<instance>" holding nshards
+ * files FKV_SSD_SHARD_FMT of shard_size bytes each.  A block device is used
+ * raw: shard k is bytes [k * shard_size, (k + 1) * shard_size) of it.
+ * capacity = nshards * shard_size <= limit (rounded down to equal shards of
+ * a multiple of FKV_SSD_SHARD_ALIGN).
+ */
+struct fkv_ssd_root {
+	unsigned int index;	/* i in large_file_paths[i] */
+	enum fkv_ssd_kind kind;
+	char *path;		/* large_file_paths[i], trailing '/' removed */
+	char *root;		/* cache root directory, or the device path */
+	dev_t dev;		/* identity for dedup: st_dev of the cache root
+				 * (or its nearest existing ancestor), st_rdev
+				 * of a block device */
+	bool exists;		/* the cache root directory exists already */
+	uint64_t limit;		/* large_limit_size[i] */
+	uint64_t avail;		/* blockdev: its size; dir: free bytes of the
+				 * filesystem now (shards are preallocated) */
+	uint64_t capacity;
+	unsigned int nshards;
+	uint64_t shard_size;
+	unsigned int first_shard;	/* index of shard 0 in the plan */
+};
+
+struct fkv_ssd_plan {
+	struct fkv_ssd_root *roots;	/* in large_file_paths order */
+	size_t nroots;
+	unsigned int nshards;		/* all roots: the fds[] prepare fills */
+	uint64_t capacity;		/* sum of the roots' capacity */
+	struct fkv_msgs warnings;	/* dedup, free space, value size */
+	struct fkv_msgs errors;
+};
+
+struct fkv_ssd_plan_opts {
+	uint64_t shard_max;	/* 0 = FKV_SSD_SHARD_MAX */
+	unsigned int max_shards;	/* 0 = FKV_SSD_MAX_SHARDS */
+};
+
+/*
+ * Split @capacity into shards: n = ceil(capacity / shard_max) clamped to
+ * [1, max_shards] (max_shards itself at most 999: three-digit file names),
+ * size = round_down(capacity / n, FKV_SSD_SHARD_ALIGN).
+ * -ENOSPC when that size is 0 (capacity below one aligned shard).
+ */
+int fkv_ssd_split(uint64_t capacity, const struct fkv_ssd_plan_opts *opts,
+		  unsigned int *nshards, uint64_t *shard_size);
+
+/*
+ * Resolve every large_file_paths entry of @c (which must have `ssd` set;
+ * otherwise the plan is empty): stat it, derive the cache root, drop roots
+ * on a device an earlier root already uses (first wins, with a warning),
+ * split each limit into shards.  A path that does not exist yet is planned
+ * as a directory to be created, on its nearest existing ancestor's device
+ * (with a warning).  Errors: a relative path, a path that is neither a
+ * directory nor a block device, a block device smaller than its limit or
+ * that cannot be opened read-only to size it, a limit below one shard, a
+ * shard path longer than PATH_MAX.  @opts may be NULL.
+ */
+int fkv_ssd_plan(const struct fkv_config *c,
+		 const struct fkv_ssd_plan_opts *opts,
+		 struct fkv_ssd_plan *plan, char *err, size_t errlen);
+void fkv_ssd_plan_free(struct fkv_ssd_plan *plan);
+
+/*
+ * The file shard @k of @r lives in: "<root>/shard-%03u.dat" for a directory,
+ * the device itself for a block device (at offset k * shard_size).
+ * -ENAMETOOLONG when @buf is too short.
+ */
+int fkv_ssd_shard_path(const struct fkv_ssd_root *r, unsigned int k,
+		       char *buf, size_t len);
+
+/*
+ * Test-only: when a filesystem refuses O_DIRECT (tmpfs: EINVAL), open the
+ * shard without it, with a warning, instead of failing.
+ */
+#define FKV_SSD_PREPARE_ALLOW_BUFFERED	(1U << 0)
+
+/*
+ * Make the plan real.  Directories: mkdir -p the cache root (missing
+ * components mode 0750), check it is still on the planned device, then per
+ * shard open(O_CREAT | O_TRUNC | O_RDWR | O_DIRECT | O_CLOEXEC | O_NOFOLLOW,
+ * 0640) and fallocate() shard_size bytes (ftruncate(), with a warning in
+ * @warnings, where the filesystem has no fallocate).  Block devices: one
+ * open(O_RDWR | O_DIRECT | O_EXCL | O_CLOEXEC), dup'ed for its other shards.
+ * @fds (plan->nshards entries) receives shard i of the plan at
+ * fds[root->first_shard + k].  On error every fd opened here is closed and
+ * all @fds are -1; files already created stay (the next start truncates
+ * them).  @warnings may be NULL.
+ */
+int fkv_ssd_prepare(const struct fkv_ssd_plan *plan, unsigned int flags,
+		    int *fds, struct fkv_msgs *warnings, char *err,
+		    size_t errlen);
+/* Close @n fds (skipping -1) and set them to -1. */
+void fkv_ssd_close(int *fds, unsigned int n);
+
+void fkv_msgs_free(struct fkv_msgs *m);
+
+#endif /* FLUXONKV_CONFIG_H */
