@@ -220,6 +220,7 @@ int fluxonkv_pending_show(struct seq_file *m, void *unused);
 struct sk_buff;
 struct sk_buff *fluxonkv_genl_new(u8 cmd, size_t size, void **hdr);
 int fluxonkv_genl_send(struct sk_buff *skb, void *hdr);
+void fluxonkv_notify_ssd_state(void);
 
 /* ---- ssd.c: the SSD tier ---- */
 

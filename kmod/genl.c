@@ -244,6 +244,33 @@ int fluxonkv_genl_send(struct sk_buff *skb, void *hdr)
 	return ret == -ECONNREFUSED ? -ENOTCONN : ret;
 }
 
+/*
+ * SSD_STATE: this owner's SSD capacity changed.  Under the daemon lock, so
+ * it is ordered with a registration's answer (which carries the capacity
+ * too) and a master never applies an older value after a newer one.
+ */
+void fluxonkv_notify_ssd_state(void)
+{
+	struct sk_buff *skb;
+	void *hdr;
+
+	mutex_lock(&fluxonkv_daemon.lock);
+	if (!fluxonkv_daemon.portid)
+		goto out;
+	skb = fluxonkv_genl_new(FLUXONKV_CMD_SSD_STATE,
+				nla_total_size_64bit(sizeof(u64)), &hdr);
+	if (!skb)
+		goto out;
+	if (fluxonkv_put_u64(skb, FLUXONKV_A_SSD_CAPACITY,
+			     fluxonkv_ssd_capacity())) {
+		nlmsg_free(skb);
+		goto out;
+	}
+	fluxonkv_genl_send(skb, hdr);
+out:
+	mutex_unlock(&fluxonkv_daemon.lock);
+}
+
 int fluxonkv_notify(u8 cmd, const struct fluxonkv_upcall_args *args,
 		    const u64 *handles, unsigned int nhandles)
 {
@@ -373,11 +400,12 @@ static int fluxonkv_nl_register(struct sk_buff *skb, struct genl_info *info)
 	}
 	WRITE_ONCE(fluxonkv_daemon.pid, task_tgid_nr(current));
 	WRITE_ONCE(fluxonkv_daemon.portid, info->snd_portid);
+	/* Answered under the lock: see fluxonkv_notify_ssd_state(). */
+	ret = fluxonkv_reply_simple(info, FLUXONKV_CMD_DAEMON_REGISTER, true);
 	mutex_unlock(&fluxonkv_daemon.lock);
 
 	pr_info("daemon registered: pid %d port %u\n", fluxonkv_daemon_pid(),
 		info->snd_portid);
-	ret = fluxonkv_reply_simple(info, FLUXONKV_CMD_DAEMON_REGISTER, true);
 	fluxonkv_daemon_event(fluxonkv_daemon_pid());
 	return ret;
 }

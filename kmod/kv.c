@@ -269,17 +269,21 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 	struct fluxonkv_alloc *a;
 	int ret;
 
+	if (!start->len)
+		return -EPROTO;
+	/* Room first: a pin held across a room wait blocks ring writers. */
+	a = fluxonkv_alloc_room(start->len);
+	if (IS_ERR(a))
+		return PTR_ERR(a);
 	e = fluxonkv_ssd_pin(key, key_len, start->put_id);
-	if (!e) {
+	if (!e || fluxonkv_ssd_entry_len(e) != start->len) {
+		if (e)
+			fluxonkv_ssd_unpin(e);
+		fluxonkv_alloc_put(a);
 		/* Stale route: overwritten in the ring, or an old incarnation. */
 		fluxonkv_get_revoke(key, key_len, start->put_id,
 				    FLUXONKV_SOURCE_SSD, -ENOENT);
 		return -ESTALE;
-	}
-	a = fluxonkv_alloc_room(fluxonkv_ssd_entry_len(e));
-	if (IS_ERR(a)) {
-		fluxonkv_ssd_unpin(e);
-		return PTR_ERR(a);
 	}
 	ret = fluxonkv_ssd_read(e, a);	/* unpins e */
 	if (ret == -EINTR)

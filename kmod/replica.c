@@ -299,7 +299,7 @@ int fluxonkv_replica_show(struct seq_file *m, void *unused)
 			   r->alloc->len, kref_read(&r->alloc->ref),
 			   READ_ONCE(r->indexed));
 		seq_escape_mem(m, r->key, min_t(u32, r->key_len, 64),
-			       ESCAPE_ANY_NP, "\\\t\n");
+			       ESCAPE_HEX | ESCAPE_NP | ESCAPE_APPEND, "\\\t\n ");
 		seq_putc(m, '\n');
 	}
 	xa_unlock(&fluxonkv_handles);

@@ -373,26 +373,6 @@ static int fluxonkv_ssd_send_evicted(struct list_head *batch)
 	return fluxonkv_genl_send(skb, hdr);
 }
 
-/* SSD_STATE: tell the master this owner's SSD capacity changed. */
-static void fluxonkv_ssd_state_changed(void)
-{
-	struct sk_buff *skb;
-	void *hdr;
-
-	if (!fluxonkv_daemon_connected())
-		return;
-	skb = fluxonkv_genl_new(FLUXONKV_CMD_SSD_STATE,
-				nla_total_size_64bit(sizeof(u64)), &hdr);
-	if (!skb)
-		return;
-	if (nla_put_u64_64bit(skb, FLUXONKV_A_SSD_CAPACITY,
-			      fluxonkv_ssd_capacity(), FLUXONKV_A_PAD)) {
-		nlmsg_free(skb);
-		return;
-	}
-	fluxonkv_genl_send(skb, hdr);
-}
-
 /* SSD_COMMIT upcall: the master publishes the SSD replica if still valid. */
 static int fluxonkv_ssd_commit(const u8 *key, u32 key_len, u64 put_id,
 			       u64 len, bool *published)
@@ -1031,7 +1011,7 @@ int fluxonkv_ssd_attach(int fd, u64 offset, u64 capacity, u32 device,
 	*shard = sh->index;
 	pr_info("SSD shard %u attached: %llu MiB, device group %u\n",
 		sh->index, capacity >> 20, device);
-	fluxonkv_ssd_state_changed();
+	fluxonkv_notify_ssd_state();
 	return 0;
 
 err_unlock:
@@ -1066,7 +1046,7 @@ int fluxonkv_rings_show(struct seq_file *m, void *unused)
 					   fluxonkv_ssd_state_names[e->state],
 					   e->pins, e->put_id);
 				seq_escape_mem(m, e->key, min_t(u32, e->key_len, 64),
-					       ESCAPE_ANY_NP, "\\\t\n");
+					       ESCAPE_HEX | ESCAPE_NP | ESCAPE_APPEND, "\\\t\n ");
 				seq_putc(m, '\n');
 			}
 			spin_unlock(&fluxonkv_ssd.index_lock);

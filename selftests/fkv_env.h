@@ -17,6 +17,7 @@
 #ifndef FKV_ENV_H
 #define FKV_ENV_H
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -942,6 +943,241 @@ static inline uint64_t fkv_nla_u64(struct nlattr *a)
 static inline uint32_t fkv_nla_u32(struct nlattr *a)
 {
 	return a && nla_len(a) == 4 ? nla_get_u32(a) : UINT32_MAX;
+}
+
+/* ---- scratch disks, filesystems and SSD shards --------------------------- */
+
+/* Where tests mount scratch filesystems and write their files. */
+#define FKV_SCRATCH_DIR		"/tmp/fkv-scratch"
+
+/* modprobe NAME; its exit status or -errno (output shown on failure). */
+static inline int fkv_modprobe(const char *name)
+{
+	char *argv[] = { (char *)"modprobe", (char *)name, NULL };
+	char out[1024];
+	int ret = fkv_env_run(argv, out, sizeof(out));
+
+	if (ret) {
+		fkv_diag("modprobe %s failed (status %d):", name, ret);
+		fkv_diag_text("  ", out);
+	}
+	return ret;
+}
+
+/* The /sys/block name (vda, ...) of the virtio disk with serial NAME. */
+static inline int fkv_scratch_disk_node(const char *name, char *blk,
+					size_t len)
+{
+	struct dirent *de;
+	int ret = -ENODEV;
+	DIR *d = opendir("/sys/block");
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char path[300], serial[128];
+		FILE *f;
+
+		if (strncmp(de->d_name, "vd", 2))
+			continue;
+		snprintf(path, sizeof(path), "/sys/block/%s/serial",
+			 de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(serial, sizeof(serial), f)) {
+			serial[strcspn(serial, "\n")] = 0;
+			if (!strcmp(serial, name)) {
+				snprintf(blk, len, "%s", de->d_name);
+				ret = 0;
+			}
+		}
+		fclose(f);
+		if (!ret)
+			break;
+	}
+	closedir(d);
+	return ret;
+}
+
+/*
+ * The scratch disk `tools/vm/run --disk NAME:SIZE` gave the guest, as
+ * /dev/disk/by-id/virtio-NAME (in buf).  Loads virtio_blk if needed; the
+ * guest runs no udev, so the by-id link is made here from the disk's serial
+ * when it is missing.  0, or -ENODEV when no virtio disk has that serial.
+ */
+static inline int fkv_scratch_disk(const char *name, char *buf, size_t len)
+{
+	int64_t end = fkv_now_ms() + 3000;
+	char blk[256], target[300];
+	int ret;
+
+	snprintf(buf, len, "/dev/disk/by-id/virtio-%s", name);
+	ret = fkv_scratch_disk_node(name, blk, sizeof(blk));
+	if (ret == -ENODEV && !fkv_path_exists("/sys/module/virtio_blk")) {
+		fkv_modprobe("virtio_blk");
+		while ((ret = fkv_scratch_disk_node(name, blk, sizeof(blk))) &&
+		       fkv_now_ms() < end)
+			fkv_msleep(20);
+	}
+	if (ret)
+		return ret;
+	snprintf(target, sizeof(target), "/dev/%s", blk);
+	while (!fkv_path_exists(target) && fkv_now_ms() < end)
+		fkv_msleep(20);
+	if (fkv_path_exists(buf))
+		return 0;
+	mkdir("/dev/disk", 0755);
+	mkdir("/dev/disk/by-id", 0755);
+	snprintf(target, sizeof(target), "../../%s", blk);
+	if (symlink(target, buf) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Is DIR a mount point (on another device than its parent)? */
+static inline bool fkv_is_mountpoint(const char *dir)
+{
+	char parent[512];
+	struct stat a, b;
+
+	snprintf(parent, sizeof(parent), "%s/..", dir);
+	return !stat(dir, &a) && !stat(parent, &b) && a.st_dev != b.st_dev;
+}
+
+/* mkdir -p PATH (mode 0755); 0 or -errno. */
+static inline int fkv_mkdirs(const char *path)
+{
+	char buf[512], *p;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/*
+ * A fresh ext4 on DISK (a block device path) mounted on DIR, made once: if
+ * DIR is already a mount point it is reused.  0 or -errno (the failing
+ * command's output is shown).
+ */
+static inline int fkv_scratch_ext4(const char *disk, const char *dir)
+{
+	char *mkfs[] = { (char *)"mkfs.ext4", (char *)"-q", (char *)"-F",
+			 (char *)"-E", (char *)"nodiscard,lazy_itable_init=1,lazy_journal_init=1",
+			 (char *)disk, NULL };
+	char *mnt[] = { (char *)"mount", (char *)"-t", (char *)"ext4",
+			(char *)disk, (char *)dir, NULL };
+	char out[2048];
+	int ret;
+
+	ret = fkv_mkdirs(dir);
+	if (ret)
+		return ret;
+	if (fkv_is_mountpoint(dir))
+		return 0;
+	ret = fkv_env_run(mkfs, out, sizeof(out));
+	if (!ret)
+		ret = fkv_env_run(mnt, out, sizeof(out));
+	if (ret) {
+		fkv_diag("mkfs.ext4/mount %s on %s failed (status %d):", disk,
+			 dir, ret);
+		fkv_diag_text("  ", out);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* rm -rf PATH; 0 or rm's exit status. */
+static inline int fkv_rm_rf(const char *path)
+{
+	char *argv[] = { (char *)"rm", (char *)"-rf", (char *)path, NULL };
+
+	return fkv_env_run(argv, NULL, 0);
+}
+
+/* Write TEXT to PATH (created or truncated); 0 or -errno. */
+static inline int fkv_write_file(const char *path, const char *text)
+{
+	size_t len = strlen(text);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, len);
+	if (n != (ssize_t)len) {
+		int err = n < 0 ? -errno : -EIO;
+
+		close(fd);
+		return err;
+	}
+	return close(fd) ? -errno : 0;
+}
+
+/*
+ * FLUXONKV_IOC_SSD_ATTACH on the fluxonkv descriptor FD: the shard is
+ * [offset, offset + capacity) of SHARD_FD.  0 (index in *shard) or -errno.
+ */
+static inline int fkv_dev_ssd_attach(int fd, int shard_fd, uint64_t offset,
+				     uint64_t capacity, uint32_t device,
+				     uint32_t *shard)
+{
+	struct fluxonkv_ssd_attach a = {
+		.size = sizeof(a), .fd = shard_fd, .capacity = capacity,
+		.device = device, .offset = offset,
+	};
+
+	if (ioctl(fd, FLUXONKV_IOC_SSD_ATTACH, &a))
+		return -errno;
+	if (shard)
+		*shard = a.shard;
+	return 0;
+}
+
+static inline const char *fkv_env_fluxonctl(void)
+{
+	const char *c = getenv("FLUXONCTL");
+
+	return c && access(c, X_OK) == 0 ? c : NULL;
+}
+
+/* Skip the calling test when there is no fluxonctl to run. */
+#define FKV_REQUIRE_FLUXONCTL()						\
+	do {								\
+		if (!fkv_env_fluxonctl())				\
+			FKV_SKIP("FLUXONCTL (%s) is not an executable "	\
+				 "fluxonctl", getenv("FLUXONCTL") ?: "unset"); \
+	} while (0)
+
+/*
+ * Run `$FLUXONCTL ARG...` (NULL-terminated list) with its output in out;
+ * returns its exit status or -errno.
+ */
+static inline int fkv_ctl(char *out, size_t outsz, ...)
+{
+	char *argv[32];
+	const char *a;
+	va_list ap;
+	int argc = 0;
+
+	if (!fkv_env_fluxonctl())
+		return -ENOENT;
+	argv[argc++] = (char *)fkv_env_fluxonctl();
+	va_start(ap, outsz);
+	while ((a = va_arg(ap, const char *)) && argc < 31)
+		argv[argc++] = (char *)a;
+	va_end(ap);
+	argv[argc] = NULL;
+	return fkv_env_run(argv, out, outsz);
 }
 
 #endif /* FKV_ENV_H */

@@ -352,7 +352,8 @@ int main(int argc, char **argv)
 	if (optind != argc || !o.keys || o.size < 16 || !o.procs || o.procs > 256)
 		goto bad;
 
-	progress_tty = isatty(STDERR_FILENO);
+	progress_tty = isatty(STDERR_FILENO) &&
+		       (!getenv("TERM") || strcmp(getenv("TERM"), "dumb"));
 	ret = fkv_open(NULL, &kv);
 	if (ret) {
 		fprintf(stderr, "fkvload: cannot open %s: %s\n",

@@ -1,0 +1,1479 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * test_ssd - the SSD tier end to end: fluxonkv.ko + fluxond + fluxonctl on
+ * the scratch disks `tools/vm/run --disk` gives the guest (make vm-test
+ * passes ssd0:1G ssd1:512M ssd2:256M; a test whose disk is missing skips).
+ *
+ *   ssd0  ext4, mounted once under FKV_SCRATCH_DIR: shard files
+ *   ssd1  used raw as a block device shard
+ *   ssd2  under device-mapper, so its IO can be made to fail
+ *
+ * Values are patterns of (key, length, salt) checked byte for byte through
+ * the read-only segment mapping: whichever tier serves a get, it returns
+ * exactly the bytes of the version it names, or it misses.  SSD writes are
+ * asynchronous (after PUT_DONE), so tests wait for the module's persist
+ * counters before they depend on a copy being on the SSD.
+ */
+#include <linux/capability.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+
+#include <fluxonkv.h>
+
+#include "fkv_env.h"
+
+#define DISK_EXT4	"ssd0"
+#define DISK_RAW	"ssd1"
+#define DISK_DM		"ssd2"
+#define EXT4_MNT	FKV_SCRATCH_DIR "/" DISK_EXT4
+#define CLUSTER		"selftest"
+#define INSTANCE	"vm"
+#define SHARD0		CLUSTER "_cluster_kv_ssd_storage/" INSTANCE "/shard-000.dat"
+
+#define SSD_ALEN(len)	(((uint64_t)(len) + FLUXONKV_SSD_ALIGN - 1) &	\
+			 ~(uint64_t)(FLUXONKV_SSD_ALIGN - 1))
+#define KIB		1024ULL
+
+/* ---- values ---- */
+
+static struct fkv *kv_open(void)
+{
+	struct fkv *kv = NULL;
+	int ret = fkv_open(FKV_DEV_PATH, &kv);
+
+	FKV_ASSERT(ret == 0, "fkv_open: %s", fkv_strerror(ret));
+	return kv;
+}
+
+/* Put the pattern of (key, len, salt); returns the put_id. */
+static uint64_t put_pattern(struct fkv *kv, const char *key, size_t len,
+			    uint64_t salt)
+{
+	uint8_t *buf = malloc(len);
+	uint64_t put_id = 0;
+	int ret;
+
+	FKV_ASSERT(buf, "malloc %zu", len);
+	fkv_pattern_fill(buf, len, key, strlen(key), salt);
+	ret = fkv_put(kv, key, strlen(key), buf, len, &put_id);
+	free(buf);
+	FKV_ASSERT(ret == 0, "put '%s' (%zu bytes): %s", key, len,
+		   fkv_strerror(ret));
+	FKV_ASSERT_GT(put_id, 0);
+	return put_id;
+}
+
+/* H holds version put_id of KEY: the pattern of (len, salt), in the map. */
+static void check_holder(struct fkv *kv, const struct fkv_holder *h,
+			 const char *key, size_t len, uint64_t salt,
+			 uint64_t put_id)
+{
+	const uint8_t *base = fkv_segment_base(kv);
+	const uint8_t *data = h->data;
+
+	FKV_ASSERT(h->put_id == put_id, "'%s': put_id %" PRIu64 ", want %"
+		   PRIu64, key, h->put_id, put_id);
+	FKV_ASSERT(h->len == len, "'%s': %zu bytes, want %zu", key, h->len,
+		   len);
+	FKV_ASSERT(data >= base && data + len <= base + fkv_segment_size(kv),
+		   "'%s': holder data %p outside the mapping", key, h->data);
+	FKV_ASSERT(h->source == FLUXONKV_SOURCE_MEMORY ||
+		   h->source == FLUXONKV_SOURCE_SSD, "'%s': source %u", key,
+		   h->source);
+	FKV_ASSERT_PATTERN(data, len, key, strlen(key), salt);
+}
+
+/*
+ * The rest of the last segment granule of H is zero: a refill never shows
+ * bytes of another value (or the device's) past len.
+ */
+static void check_padding(const struct fkv_holder *h, const char *key)
+{
+	const uint8_t *p = (const uint8_t *)h->data + h->len;
+	size_t pad = FKV_ALIGN_UP(h->len) - h->len, i;
+
+	for (i = 0; i < pad; i++)
+		FKV_ASSERT(p[i] == 0, "'%s' (%zu bytes, source %u): padding "
+			   "byte %zu is %#x", key, h->len, h->source, i, p[i]);
+}
+
+/* get KEY, which must hit version put_id; returns its source. */
+static unsigned int get_check(struct fkv *kv, const char *key, size_t len,
+			      uint64_t salt, uint64_t put_id,
+			      struct fkv_holder *h)
+{
+	int ret = fkv_get(kv, key, strlen(key), h);
+
+	FKV_ASSERT(ret == 0, "get '%s': %s", key, fkv_strerror(ret));
+	check_holder(kv, h, key, len, salt, put_id);
+	return h->source;
+}
+
+static void release(struct fkv *kv, struct fkv_holder *h)
+{
+	int ret = fkv_holder_release(kv, h);
+
+	FKV_ASSERT(ret == 0, "release: %s", fkv_strerror(ret));
+}
+
+static void delete_key(struct fkv *kv, const char *key)
+{
+	int ret = fkv_delete(kv, key, strlen(key));
+
+	FKV_ASSERT(ret == 0, "delete '%s': %s", key, fkv_strerror(ret));
+}
+
+/* A get of KEY must miss cleanly. */
+static void get_miss(struct fkv *kv, const char *key)
+{
+	struct fkv_holder h;
+	int ret = fkv_get(kv, key, strlen(key), &h);
+
+	FKV_ASSERT(ret == -ENOENT, "get '%s': want ENOENT, got %s (put_id %"
+		   PRIu64 ", source %u)", key, ret ? fkv_strerror(ret) : "a hit",
+		   h.put_id, h.source);
+}
+
+/* ---- module, daemon, SSD counters ---- */
+
+/* Load with PARAMS and start fluxond; returns segment_used_bytes. */
+static uint64_t setup(const char *params)
+{
+	FKV_REQUIRE_DAEMON();
+	FKV_LOAD(params);
+	FKV_START_DAEMON();
+	return fkv_sysfs("segment_used_bytes");
+}
+
+static void teardown(uint64_t base)
+{
+	FKV_ASSERT_SYSFS_SETTLES("holders", 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	FKV_STOP_DAEMON();
+}
+
+/* Persists that ended: committed (published or not) or failed. */
+static uint64_t persists_done(void)
+{
+	return fkv_sysfs("ssd_commits_published") +
+	       fkv_sysfs("ssd_commits_ignored") +
+	       fkv_sysfs("ssd_persist_errors");
+}
+
+/* Wait up to 10 s for N persists in total to have ended. */
+static void wait_persists(uint64_t n)
+{
+	int64_t end = fkv_now_ms() + 10000;
+	uint64_t done;
+
+	while ((done = persists_done()) < n) {
+		if (fkv_now_ms() > end)
+			FKV_FAIL_AT(1, "%" PRIu64 " of %" PRIu64 " SSD persists "
+				    "ended in 10 s (ssd_writes %" PRIu64
+				    ", busy waits %" PRIu64 ")", done, n,
+				    fkv_sysfs("ssd_writes"),
+				    fkv_sysfs("ssd_busy_waits"));
+		fkv_msleep(5);
+	}
+}
+
+/* ---- scratch storage ---- */
+
+/* The scratch disk NAME as /dev/disk/by-id/virtio-NAME; skips if absent. */
+static void scratch_disk(const char *name, const char *size, char *path,
+			 size_t len)
+{
+	if (fkv_scratch_disk(name, path, len))
+		FKV_SKIP("no scratch disk %s: run the guest with "
+			 "tools/vm/run --disk %s:%s", name, name, size);
+}
+
+/* A fresh directory NAME on the ext4 of ssd0. */
+static void ext4_dir(const char *name, char *dir, size_t len)
+{
+	char disk[128];
+
+	scratch_disk(DISK_EXT4, "1G", disk, sizeof(disk));
+	FKV_ASSERT_EQ(fkv_scratch_ext4(disk, EXT4_MNT), 0);
+	snprintf(dir, len, EXT4_MNT "/%s", name);
+	FKV_ASSERT_EQ(fkv_rm_rf(dir), 0);
+	FKV_ASSERT_EQ(fkv_mkdirs(dir), 0);
+}
+
+/* Create DIR/NAME of SIZE bytes (sparse, zeros); its path in path. */
+static void make_file(const char *dir, const char *name, uint64_t size,
+		      char *path, size_t len)
+{
+	int fd;
+
+	snprintf(path, len, "%s/%s", dir, name);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	FKV_ASSERT(fd >= 0, "create %s: %s", path, strerror(errno));
+	FKV_ASSERT(ftruncate(fd, (off_t)size) == 0, "truncate %s: %s", path,
+		   strerror(errno));
+	close(fd);
+}
+
+/* PATH opened O_RDWR | O_DIRECT, as shards must be. */
+static int open_shard(const char *path)
+{
+	int fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+
+	FKV_ASSERT(fd >= 0, "open %s O_DIRECT: %s", path, strerror(errno));
+	return fd;
+}
+
+/* Attach [offset, offset + capacity) of PATH through libfluxonkv. */
+static uint32_t attach_file(struct fkv *kv, const char *path, uint64_t offset,
+			    uint64_t capacity)
+{
+	int fd = open_shard(path), ret;
+	uint32_t shard = UINT32_MAX;
+
+	ret = fkv_ssd_attach(kv, fd, offset, capacity, 0, &shard);
+	close(fd);
+	FKV_ASSERT(ret == 0, "attach %s [%" PRIu64 ", +%" PRIu64 "): %s",
+		   path, offset, capacity, fkv_strerror(ret));
+	return shard;
+}
+
+/* A fluxonkv_spec naming one large_file_paths entry and its limit. */
+static void write_config(const char *cfg, const char *path,
+			 const char *limit)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text),
+		 "# written by selftests/test_ssd\n"
+		 "fluxonkv_spec:\n"
+		 "  cluster_name: " CLUSTER "\n"
+		 "  instance: " INSTANCE "\n"
+		 "  large_file_paths: [%s]\n"
+		 "  large_limit_size: [\"%s\"]\n", path, limit);
+	FKV_ASSERT_EQ(fkv_mkdirs(FKV_SCRATCH_DIR), 0);
+	FKV_ASSERT_EQ(fkv_write_file(cfg, text), 0);
+}
+
+/* `fluxonctl config check --json CFG` says valid, with KIND, one shard. */
+static void config_check(const char *cfg, const char *kind)
+{
+	char out[4096], want[64];
+	int ret = fkv_ctl(out, sizeof(out), "config", "check", "--json", cfg,
+			  NULL);
+
+	snprintf(want, sizeof(want), "\"kind\":\"%s\"", kind);
+	if (ret || !strstr(out, "\"valid\":true") || !strstr(out, want) ||
+	    !strstr(out, "\"shards\":1,")) {
+		fkv_diag("fluxonctl config check --json %s (status %d):", cfg,
+			 ret);
+		fkv_diag_text("  ", out);
+		FKV_FAIL_AT(1, "want a valid plan with one %s shard", kind);
+	}
+}
+
+/* `fluxonctl config attach CFG` must succeed. */
+static void config_attach(const char *cfg)
+{
+	char out[4096];
+	int ret = fkv_ctl(out, sizeof(out), "config", "attach", cfg, NULL);
+
+	if (ret) {
+		fkv_diag("fluxonctl config attach %s (status %d):", cfg, ret);
+		fkv_diag_text("  ", out);
+	}
+	FKV_ASSERT_EQ(ret, 0);
+}
+
+/* Shards listed by debugfs `rings`, or -1 without debugfs. */
+static int debugfs_ring_shards(void)
+{
+	FILE *f = fopen(FKV_DEBUGFS_DIR "/rings", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "shard ", 6))
+			n++;
+	fclose(f);
+	return n;
+}
+
+/* ---- 1. attach validation ---- */
+
+enum unpriv { UNPRIV_NO_CAP_SYS_ADMIN, UNPRIV_NOBODY };
+
+/*
+ * Attach SHARD_FD through DEV from a child that lacks CAP_SYS_ADMIN (root
+ * without it in its effective set, or uid nobody); returns -errno or 0.
+ */
+static int attach_unprivileged(int dev, int shard_fd, enum unpriv how)
+{
+	int status, ret;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	FKV_ASSERT(pid >= 0);
+	if (pid == 0) {
+		if (how == UNPRIV_NOBODY) {
+			if (setgid(65534) || setuid(65534))
+				_exit(200);
+		} else {
+			struct __user_cap_header_struct hdr = {
+				.version = _LINUX_CAPABILITY_VERSION_3,
+			};
+			struct __user_cap_data_struct data[2];
+
+			if (syscall(SYS_capget, &hdr, data))
+				_exit(201);
+			data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective &=
+				~CAP_TO_MASK(CAP_SYS_ADMIN);
+			if (syscall(SYS_capset, &hdr, data))
+				_exit(202);
+		}
+		ret = fkv_dev_ssd_attach(dev, shard_fd, 0, 4 * FKV_MIB, 0, NULL);
+		_exit(ret < 0 ? -ret : 0);
+	}
+	FKV_ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	FKV_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) < 200,
+		   "unprivileged child failed to set up (status %#x)", status);
+	return -WEXITSTATUS(status);
+}
+
+/* The raw ioctl with a caller-built struct; 0 or -errno. */
+static int attach_raw(int dev, struct fluxonkv_ssd_attach *a)
+{
+	return ioctl(dev, FLUXONKV_IOC_SSD_ATTACH, a) ? -errno : 0;
+}
+
+FKV_TEST(attach_validates_privilege_descriptor_range_and_overlap)
+{
+	struct fluxonkv_ssd_attach good = {
+		.size = sizeof(good), .capacity = 4 * FKV_MIB,
+	}, a;
+	struct {
+		struct fluxonkv_ssd_attach a;
+		uint64_t tail;
+	} big;
+	char dir[256], pa[300], pb[300];
+	uint32_t shard = UINT32_MAX;
+	int dev, fa, fa2, fb, fd, closed;
+
+	ext4_dir("attach", dir, sizeof(dir));
+	FKV_LOAD("segment_mb=8");
+	make_file(dir, "a", 8 * FKV_MIB, pa, sizeof(pa));
+	make_file(dir, "b", 4 * FKV_MIB, pb, sizeof(pb));
+	dev = fkv_dev_open();
+	FKV_ASSERT(dev >= 0, "open %s: %s", FKV_DEV_PATH, strerror(errno));
+	fa = open_shard(pa);
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_capacity_bytes"), 0);
+
+	/* privilege comes first: a valid request without CAP_SYS_ADMIN */
+	FKV_ASSERT_EQ(attach_unprivileged(dev, fa, UNPRIV_NO_CAP_SYS_ADMIN),
+		      -EPERM);
+	FKV_ASSERT_EQ(attach_unprivileged(dev, fa, UNPRIV_NOBODY), -EPERM);
+
+	/* descriptors */
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, -1, 0, 4 * FKV_MIB, 0, &shard),
+		      -EBADF);
+	closed = dup(fa);
+	FKV_ASSERT(closed >= 0);
+	close(closed);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, closed, 0, 4 * FKV_MIB, 0,
+					 &shard), -EBADF);
+	fd = open(pa, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	FKV_ASSERT(fd >= 0);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fd, 0, 4 * FKV_MIB, 0, &shard),
+		      -EBADF);
+	close(fd);
+	fd = open(pa, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	FKV_ASSERT(fd >= 0);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fd, 0, 4 * FKV_MIB, 0, &shard),
+		      -EBADF);
+	close(fd);
+	fd = open(pa, O_RDWR | O_CLOEXEC);		/* no O_DIRECT */
+	FKV_ASSERT(fd >= 0);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fd, 0, 4 * FKV_MIB, 0, &shard),
+		      -EINVAL);
+	close(fd);
+	fd = open("/dev/null", O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (fd < 0)
+		fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	FKV_ASSERT(fd >= 0);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fd, 0, 4 * FKV_MIB, 0, &shard),
+		      -EINVAL);
+	close(fd);
+
+	/* capacity and offset */
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fa, 0, 0, 0, &shard), -EINVAL);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fa, 0, 4 * FKV_MIB + 512, 0,
+					 &shard), -EINVAL);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fa, 0, FKV_MIB - 4096, 0,
+					 &shard), -EINVAL);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fa, 512, 4 * FKV_MIB, 0,
+					 &shard), -EINVAL);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fa, 0, 8 * FKV_MIB + 4096, 0,
+					 &shard), -ENOSPC);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fa, 4 * FKV_MIB,
+					 4 * FKV_MIB + 4096, 0, &shard),
+		      -ENOSPC);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fa, 8 * FKV_MIB, FKV_MIB, 0,
+					 &shard), -ENOSPC);
+	/* offset + capacity wrapping around is never "inside the file" */
+	FKV_ASSERT_LT(fkv_dev_ssd_attach(dev, fa, UINT64_MAX - 4095, FKV_MIB,
+					 0, &shard), 0);
+
+	/* the struct: flags, reserved fields, size */
+	good.fd = fa;
+	a = good;
+	a.flags = 1;
+	FKV_ASSERT_EQ(attach_raw(dev, &a), -EINVAL);
+	a = good;
+	a.reserved0 = 1;
+	FKV_ASSERT_EQ(attach_raw(dev, &a), -EINVAL);
+	a = good;
+	a.reserved[0] = 1;
+	FKV_ASSERT_EQ(attach_raw(dev, &a), -EINVAL);
+	a = good;
+	a.reserved[1] = 1;
+	FKV_ASSERT_EQ(attach_raw(dev, &a), -EINVAL);
+	a = good;
+	a.size = FLUXONKV_SSD_ATTACH_SIZE_VER0 - 8;
+	FKV_ASSERT_EQ(attach_raw(dev, &a), -EINVAL);
+	memset(&big, 0, sizeof(big));
+	big.a = good;
+	big.a.size = sizeof(big);
+	big.tail = 1;
+	FKV_ASSERT_EQ(attach_raw(dev, &big.a), -E2BIG);
+	/* nothing of that was attached */
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_capacity_bytes"), 0);
+
+	/* successes number the shards 0, 1, ...; overlaps are refused */
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fa, 0, 4 * FKV_MIB, 0, &shard),
+		      0);
+	FKV_ASSERT_EQ(shard, 0);
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_capacity_bytes"), 4 * FKV_MIB);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fa, 0, 4 * FKV_MIB, 0, &shard),
+		      -EEXIST);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fa, 2 * FKV_MIB, 4 * FKV_MIB, 0,
+					 &shard), -EEXIST);
+	/* the same file through another open, overlapping by one page */
+	fa2 = open_shard(pa);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fa2, 4 * FKV_MIB - 4096,
+					 4 * FKV_MIB, 0, &shard), -EEXIST);
+	/* the adjacent range is free */
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fa2, 4 * FKV_MIB, 4 * FKV_MIB, 0,
+					 &shard), 0);
+	FKV_ASSERT_EQ(shard, 1);
+	close(fa2);
+
+	/* the minimum size, then the rest of the file up to its very end;
+	 * the descriptor may be closed at once */
+	fb = open_shard(pb);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fb, 0, FKV_MIB, 7, &shard), 0);
+	FKV_ASSERT_EQ(shard, 2);
+	close(fb);
+	fb = open_shard(pb);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fb, FKV_MIB, 3 * FKV_MIB, 7,
+					 &shard), 0);
+	FKV_ASSERT_EQ(shard, 3);
+	close(fb);
+
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_capacity_bytes"), 12 * FKV_MIB);
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_used_bytes"), 0);
+	if (debugfs_ring_shards() >= 0)
+		FKV_ASSERT_EQ(debugfs_ring_shards(), 4);
+	close(fa);
+	close(dev);
+}
+
+/* ---- 2. ext4 shard files from a configuration ---- */
+
+#define WS_KEYS		32	/* ~32 MiB: twice the 16 MiB segment */
+#define WS_CHURN	20
+
+static size_t ws_len(int i)
+{
+	return FKV_MIB - 777 + (size_t)i * 1237;
+}
+
+static void ws_key(char *buf, size_t n, int i)
+{
+	snprintf(buf, n, "ws-%02d", i);
+}
+
+FKV_TEST_TIMEOUT(ext4_tier_persists_then_refills_every_key_and_promotes, 240)
+{
+	const size_t l1 = 3 * FKV_MIB + 5, la2 = FKV_MIB + 12345;
+	uint64_t base, id1, ids[WS_KEYS], ida2, alens = 0, ssd0, reads0;
+	char dir[256], cfg[300], shard[400], key[32];
+	struct fkv_holder h, h2, ha, hb;
+	int perm[WS_KEYS], i, j, a = -1, b = -1, nssd = 0, ret;
+	uint64_t rnd = 0x5eed;
+	struct stat st;
+	struct fkv *kv;
+
+	FKV_REQUIRE_FLUXONCTL();
+	ext4_dir("tier", dir, sizeof(dir));
+	base = setup("segment_mb=16");
+
+	/* the daemon is up: it learns the new capacity from SSD_STATE */
+	snprintf(cfg, sizeof(cfg), FKV_SCRATCH_DIR "/tier.yaml");
+	write_config(cfg, dir, "256MB");
+	config_check(cfg, "dir");
+	config_attach(cfg);
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_capacity_bytes"), 256 * FKV_MIB);
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_used_bytes"), 0);
+	snprintf(shard, sizeof(shard), "%s/" SHARD0, dir);
+	FKV_ASSERT(stat(shard, &st) == 0, "%s: %s", shard, strerror(errno));
+	FKV_ASSERT_EQ(st.st_size, 256 * FKV_MIB);
+
+	/* one value: readable from DRAM at once, on the SSD right after */
+	kv = kv_open();
+	id1 = put_pattern(kv, "one", l1, 1);
+	FKV_ASSERT_EQ(get_check(kv, "one", l1, 1, id1, &h),
+		      FLUXONKV_SOURCE_MEMORY);
+	release(kv, &h);
+	wait_persists(1);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), 1);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_writes"), 1);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_write_bytes"), SSD_ALEN(l1));
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_used_bytes"), SSD_ALEN(l1));
+	alens = SSD_ALEN(l1);
+
+	/* a working set twice the segment, put one after the other */
+	for (i = 0; i < WS_KEYS; i++) {
+		ws_key(key, sizeof(key), i);
+		ids[i] = put_pattern(kv, key, ws_len(i), 100 + i);
+		alens += SSD_ALEN(ws_len(i));
+	}
+	wait_persists(1 + WS_KEYS);
+	FKV_EXPECT_EQ(fkv_sysfs("ssd_commits_ignored"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), 1 + WS_KEYS);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_writes"), 1 + WS_KEYS);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_io_errors"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_used_bytes"), alens);
+	FKV_ASSERT_GT(fkv_sysfs("evictions"), 0);
+
+	/* read back in random order: every get hits, with its own bytes */
+	for (i = 0; i < WS_KEYS; i++)
+		perm[i] = i;
+	for (i = WS_KEYS - 1; i > 0; i--) {
+		int k = (int)(fkv_xorshift(&rnd) % (uint64_t)(i + 1)), t;
+
+		t = perm[i];
+		perm[i] = perm[k];
+		perm[k] = t;
+	}
+	ssd0 = fkv_sysfs("hits_ssd");
+	reads0 = fkv_sysfs("ssd_reads");
+	for (j = 0; j < WS_KEYS; j++) {
+		i = perm[j];
+		ws_key(key, sizeof(key), i);
+		if (get_check(kv, key, ws_len(i), 100 + i, ids[i], &h) ==
+		    FLUXONKV_SOURCE_SSD) {
+			nssd++;
+			check_padding(&h, key);
+			/* promoted: the refilled bytes are now its replica */
+			FKV_ASSERT_EQ(get_check(kv, key, ws_len(i), 100 + i,
+						ids[i], &h2),
+				      FLUXONKV_SOURCE_MEMORY);
+			FKV_ASSERT(h2.data == h.data, "'%s': the refill at %p "
+				   "was not promoted (memory hit at %p)", key,
+				   h.data, h2.data);
+			release(kv, &h2);
+		}
+		release(kv, &h);
+	}
+	fkv_diag("%d of %d gets in random order refilled from SSD", nssd,
+		 WS_KEYS);
+	FKV_ASSERT_GT(nssd, 0);
+	FKV_ASSERT_EQ(fkv_sysfs("hits_ssd") - ssd0, nssd);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_reads") - reads0, nssd);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_revokes"), 0);
+
+	/* holders of refilled bytes outlive overwrite, delete and churn */
+	for (i = 0; i < WS_KEYS && b < 0; i++) {
+		ws_key(key, sizeof(key), i);
+		get_check(kv, key, ws_len(i), 100 + i, ids[i], &h);
+		if (h.source != FLUXONKV_SOURCE_SSD) {
+			release(kv, &h);
+		} else if (a < 0) {
+			a = i;
+			ha = h;
+		} else {
+			b = i;
+			hb = h;
+		}
+	}
+	FKV_ASSERT(b >= 0, "fewer than two keys came back from SSD");
+	ws_key(key, sizeof(key), a);
+	ida2 = put_pattern(kv, key, la2, 999);
+	FKV_ASSERT_GT(ida2, ids[a]);
+	FKV_ASSERT_EQ(get_check(kv, key, la2, 999, ida2, &h),
+		      FLUXONKV_SOURCE_MEMORY);
+	release(kv, &h);
+	check_holder(kv, &ha, key, ws_len(a), 100 + a, ids[a]);
+	ws_key(key, sizeof(key), b);
+	delete_key(kv, key);
+	get_miss(kv, key);
+	check_holder(kv, &hb, key, ws_len(b), 100 + b, ids[b]);
+	for (i = 0; i < WS_CHURN; i++) {
+		snprintf(key, sizeof(key), "churn-%02d", i);
+		put_pattern(kv, key, FKV_MIB, 500 + i);
+	}
+	ws_key(key, sizeof(key), a);
+	check_holder(kv, &ha, key, ws_len(a), 100 + a, ids[a]);
+	ws_key(key, sizeof(key), b);
+	check_holder(kv, &hb, key, ws_len(b), 100 + b, ids[b]);
+	release(kv, &ha);
+	release(kv, &hb);
+
+	/* the ring holds both versions of key a: only the newer comes back */
+	wait_persists(1 + WS_KEYS + 1 + WS_CHURN);
+	ws_key(key, sizeof(key), a);
+	get_check(kv, key, la2, 999, ida2, &h);
+	release(kv, &h);
+
+	/* delete everything: an SSD copy left in the ring never resurrects */
+	delete_key(kv, "one");
+	for (i = 0; i < WS_KEYS; i++) {
+		if (i == b)
+			continue;
+		ws_key(key, sizeof(key), i);
+		delete_key(kv, key);
+	}
+	for (i = 0; i < WS_CHURN; i++) {
+		snprintf(key, sizeof(key), "churn-%02d", i);
+		ret = fkv_delete(kv, key, strlen(key));
+		FKV_ASSERT(ret == 0 || ret == -ENOENT, "delete '%s': %s", key,
+			   fkv_strerror(ret));
+	}
+	get_miss(kv, "one");
+	ws_key(key, sizeof(key), 0);
+	get_miss(kv, key);
+	ws_key(key, sizeof(key), a);
+	get_miss(kv, key);
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_io_errors"), 0);
+	fkv_close(kv);
+	teardown(base);
+}
+
+/* ---- 3. a raw block device ---- */
+
+#define RAW_KEYS	24	/* ~12 MiB through an 8 MiB segment */
+
+static size_t raw_len(int i)
+{
+	return 512 * KIB + (size_t)i * 1001;
+}
+
+FKV_TEST_TIMEOUT(raw_block_device_tier_round_trip, 180)
+{
+	uint64_t base, ids[RAW_KEYS], alens = 0;
+	char disk[128], cfg[300], key[32];
+	size_t span = (size_t)((SSD_ALEN(raw_len(0)) + 4095) & ~4095ULL);
+	int i, fd, nssd = 0;
+	struct fkv_holder h;
+	struct fkv *kv;
+	void *buf;
+
+	FKV_REQUIRE_FLUXONCTL();
+	FKV_REQUIRE_DAEMON();
+	scratch_disk(DISK_RAW, "512M", disk, sizeof(disk));
+	FKV_LOAD("segment_mb=8");
+
+	/* attached before the daemon: it learns the capacity at register */
+	snprintf(cfg, sizeof(cfg), FKV_SCRATCH_DIR "/raw.yaml");
+	write_config(cfg, disk, "128MB");
+	config_check(cfg, "blockdev");
+	config_attach(cfg);
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_capacity_bytes"), 128 * FKV_MIB);
+	FKV_START_DAEMON();
+	base = fkv_sysfs("segment_used_bytes");
+
+	kv = kv_open();
+	for (i = 0; i < RAW_KEYS; i++) {
+		snprintf(key, sizeof(key), "raw-%02d", i);
+		ids[i] = put_pattern(kv, key, raw_len(i), 300 + i);
+		alens += SSD_ALEN(raw_len(i));
+		if (!i)		/* the first one first: at offset 0 */
+			wait_persists(1);
+	}
+	wait_persists(RAW_KEYS);
+	FKV_EXPECT_EQ(fkv_sysfs("ssd_commits_ignored"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), RAW_KEYS);
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_used_bytes"), alens);
+
+	/* the bytes are on the device itself: the first entry at offset 0 */
+	fd = open(disk, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	FKV_ASSERT(fd >= 0, "open %s: %s", disk, strerror(errno));
+	FKV_ASSERT_EQ(posix_memalign(&buf, 4096, span), 0);
+	FKV_ASSERT_EQ(pread(fd, buf, span, 0), (ssize_t)span);
+	FKV_ASSERT_PATTERN(buf, raw_len(0), "raw-00", 6, 300);
+	free(buf);
+	close(fd);
+
+	for (i = 0; i < RAW_KEYS; i++) {
+		snprintf(key, sizeof(key), "raw-%02d", i);
+		if (get_check(kv, key, raw_len(i), 300 + i, ids[i], &h) ==
+		    FLUXONKV_SOURCE_SSD)
+			nssd++;
+		release(kv, &h);
+	}
+	fkv_diag("%d of %d gets refilled from the block device", nssd,
+		 RAW_KEYS);
+	FKV_ASSERT_GT(nssd, 0);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_io_errors"), 0);
+	for (i = 0; i < RAW_KEYS; i++) {
+		snprintf(key, sizeof(key), "raw-%02d", i);
+		delete_key(kv, key);
+	}
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+	fkv_close(kv);
+	teardown(base);
+}
+
+/* ---- 4. ring wrap and tail eviction ---- */
+
+#define RW_CAP		(4 * FKV_MIB)
+#define RW_OPS		24
+
+/* Op i puts key rw-NAME: ops 10 and 21 overwrite the keys of ops 2, 18. */
+static int rw_name(int i)
+{
+	return i == 10 ? 2 : i == 21 ? 18 : i;
+}
+
+/* 900 KiB .. 1.2 MiB, never 512-aligned: 3 or 4 per ring, wraps leave gaps */
+static size_t rw_len(int i)
+{
+	return 900 * KIB + (size_t)((i * 7919) % 300) * KIB +
+	       (size_t)(i % 5) * 111 + 1;
+}
+
+/*
+ * The ring as the uapi describes it: entries appended at the head, the head
+ * wraps to offset 0 when the end is too short, the tail advances over the
+ * oldest entries.  Fed the writes in order, it says which survive.
+ */
+struct ring_sim {
+	uint64_t head, tail, evictions;
+	int n, op[RW_OPS];
+	uint64_t start[RW_OPS];
+};
+
+static void ring_sim_append(struct ring_sim *s, int op, uint64_t alen)
+{
+	uint64_t pos = s->head, phys = pos % RW_CAP;
+
+	if (phys + alen > RW_CAP)
+		pos += RW_CAP - phys;
+	if (!s->n)
+		s->tail = pos;
+	while (s->n && pos + alen - s->tail > RW_CAP) {
+		s->n--;
+		memmove(s->op, s->op + 1, s->n * sizeof(s->op[0]));
+		memmove(s->start, s->start + 1, s->n * sizeof(s->start[0]));
+		s->tail = s->n ? s->start[0] : pos;
+		s->evictions++;
+	}
+	s->op[s->n] = op;
+	s->start[s->n++] = pos;
+	s->head = pos + alen;
+}
+
+static bool ring_sim_has(const struct ring_sim *s, int op)
+{
+	int i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->op[i] == op)
+			return true;
+	return false;
+}
+
+FKV_TEST_TIMEOUT(ring_wraps_and_evicts_its_tail_and_stale_keys_miss, 180)
+{
+	uint64_t base, ids[RW_OPS], revokes0, misses0;
+	struct ring_sim sim = { 0 };
+	char dir[256], path[300], key[32];
+	int i, cur[RW_OPS], hits = 0, gone = 0, ret;
+	struct fkv_holder h;
+	struct fkv *kv;
+
+	ext4_dir("ring", dir, sizeof(dir));
+	base = setup("segment_mb=4");
+	make_file(dir, "shard", RW_CAP, path, sizeof(path));
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, path, 0, RW_CAP), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_capacity_bytes"), RW_CAP);
+
+	/* one write at a time, so the ring sees them in put order */
+	for (i = 0; i < RW_OPS; i++) {
+		snprintf(key, sizeof(key), "rw-%02d", rw_name(i));
+		ids[i] = put_pattern(kv, key, rw_len(i), i);
+		wait_persists(i + 1);
+		FKV_ASSERT(fkv_sysfs("ssd_commits_published") == (uint64_t)i + 1,
+			   "op %d: the SSD copy of '%s' was not published", i,
+			   key);
+		ring_sim_append(&sim, i, SSD_ALEN(rw_len(i)));
+		FKV_ASSERT_LE(fkv_sysfs("kv_ssd_used_bytes"), RW_CAP);
+	}
+	fkv_diag("ring: %" PRIu64 " evictions, %d entries left (ops %d..%d), "
+		 "%" PRIu64 " bytes", sim.evictions, sim.n, sim.op[0],
+		 sim.op[sim.n - 1], sim.head - sim.tail);
+	FKV_ASSERT_GE(sim.head / RW_CAP, 3);	/* the test wraps >= 3 times */
+	FKV_ASSERT(ring_sim_has(&sim, 21), "the test wants op 21 in the ring");
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_evictions"), sim.evictions);
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_used_bytes"), sim.head - sim.tail);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_busy_waits"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_notices_dropped"), 0);
+
+	/* SSD_EVICTED notices go out in batches within ~10 ms */
+	fkv_msleep(300);
+	revokes0 = fkv_sysfs("ssd_revokes");
+	misses0 = fkv_sysfs("misses");
+
+	/* each key's current version, oldest first: in the ring -> hits,
+	 * long gone from both tiers -> misses, never an older version */
+	for (i = 0; i < RW_OPS; i++)
+		cur[rw_name(i)] = i;
+	for (i = 0; i < RW_OPS; i++) {
+		if (rw_name(i) != i)
+			continue;
+		snprintf(key, sizeof(key), "rw-%02d", i);
+		if (ring_sim_has(&sim, cur[i])) {
+			get_check(kv, key, rw_len(cur[i]), cur[i], ids[cur[i]],
+				  &h);
+			release(kv, &h);
+			hits++;
+			continue;
+		}
+		/* 5 values of >= 900 KiB do not fit the 4 MiB segment */
+		if (cur[i] < RW_OPS - 5) {
+			get_miss(kv, key);
+			gone++;
+			continue;
+		}
+		ret = fkv_get(kv, key, strlen(key), &h);
+		FKV_ASSERT(ret == 0 || ret == -ENOENT, "get '%s': %s", key,
+			   fkv_strerror(ret));
+		if (!ret) {
+			check_holder(kv, &h, key, rw_len(cur[i]), cur[i],
+				     ids[cur[i]]);
+			FKV_ASSERT_EQ(h.source, FLUXONKV_SOURCE_MEMORY);
+			release(kv, &h);
+		}
+	}
+	fkv_diag("%d keys hit, %d missed as evicted from both tiers", hits,
+		 gone);
+	FKV_ASSERT_EQ(hits, sim.n);
+	FKV_ASSERT_GE(fkv_sysfs("misses") - misses0, gone);
+	/* the master had dropped the overwritten entries (SSD_EVICTED):
+	 * no stale SSD route had to be revoked */
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_revokes"), revokes0);
+
+	for (i = 0; i < RW_OPS; i++) {
+		if (rw_name(i) != i)
+			continue;
+		snprintf(key, sizeof(key), "rw-%02d", i);
+		ret = fkv_delete(kv, key, strlen(key));
+		FKV_ASSERT(ret == 0 || ret == -ENOENT, "delete '%s': %s", key,
+			   fkv_strerror(ret));
+		FKV_ASSERT(ret == 0 || !ring_sim_has(&sim, cur[i]),
+			   "'%s' is in the ring but had no route", key);
+	}
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_io_errors"), 0);
+	fkv_close(kv);
+	teardown(base);
+}
+
+/* ---- 5. IO errors (device-mapper) ---- */
+
+#define DM_NAME		"fkv-selftest-ssd"
+#define DM_PATH		"/dev/mapper/" DM_NAME
+#define DM_CAP		(32 * FKV_MIB)
+#define DM_KEYS		8	/* 8 MiB through a 4 MiB segment */
+#define DM_AFTER	6
+
+static size_t dm_len(int i)
+{
+	return FKV_MIB + 3000 + (size_t)i * 777;
+}
+
+/* dmsetup ARGS... (NULL-terminated); its exit status, output shown. */
+static int dmsetup(bool quiet, ...)
+{
+	char *argv[16], out[2048];
+	const char *arg;
+	va_list ap;
+	int argc = 0, ret;
+
+	argv[argc++] = (char *)"dmsetup";
+	argv[argc++] = (char *)"--noudevsync";
+	va_start(ap, quiet);
+	while ((arg = va_arg(ap, const char *)) && argc < 15)
+		argv[argc++] = (char *)arg;
+	va_end(ap);
+	argv[argc] = NULL;
+	ret = fkv_env_run(argv, out, sizeof(out));
+	if (ret && !quiet) {
+		fkv_diag("dmsetup %s failed (status %d):", argv[2], ret);
+		fkv_diag_text("  ", out);
+	}
+	return ret;
+}
+
+/* Swap the table of the dm device: suspend, load TABLE, resume. */
+static void dm_swap(const char *table)
+{
+	FKV_ASSERT_EQ(dmsetup(false, "suspend", DM_NAME, NULL), 0);
+	FKV_ASSERT_EQ(dmsetup(false, "load", DM_NAME, "--table", table, NULL),
+		      0);
+	FKV_ASSERT_EQ(dmsetup(false, "resume", DM_NAME, NULL), 0);
+}
+
+FKV_TEST_TIMEOUT(io_errors_revoke_the_ssd_copy_and_never_return_bad_bytes, 180)
+{
+	char disk[128], real[256], linear[256], error[128], key[32];
+	uint64_t base, ids[DM_KEYS], after[DM_AFTER], sectors, errs0;
+	uint64_t revokes, id;
+	int i, ret, nfail = 0;
+	struct fkv_holder h;
+	struct stat st;
+	struct fkv *kv;
+	FILE *f;
+
+	scratch_disk(DISK_DM, "256M", disk, sizeof(disk));
+	if (system("command -v dmsetup >/dev/null 2>&1"))
+		FKV_SKIP("dmsetup is not installed (Debian package: dmsetup)");
+	FKV_REQUIRE_DAEMON();
+	if (fkv_modprobe("dm-mod") || !fkv_path_exists("/dev/mapper/control"))
+		FKV_SKIP("device-mapper (dm-mod) is not available");
+	/* no udev in the guest: libdevmapper makes the /dev/mapper nodes */
+	setenv("DM_DISABLE_UDEV", "1", 1);
+
+	FKV_ASSERT(realpath(disk, real), "realpath %s: %s", disk,
+		   strerror(errno));
+	FKV_ASSERT_EQ(stat(real, &st), 0);
+	snprintf(linear, sizeof(linear), "/sys/class/block/%s/size",
+		 strrchr(real, '/') + 1);
+	f = fopen(linear, "r");
+	FKV_ASSERT(f && fscanf(f, "%" SCNu64, &sectors) == 1, "%s", linear);
+	fclose(f);
+	snprintf(linear, sizeof(linear), "0 %" PRIu64 " linear %u:%u 0",
+		 sectors, major(st.st_rdev), minor(st.st_rdev));
+	snprintf(error, sizeof(error), "0 %" PRIu64 " error", sectors);
+
+	base = setup("segment_mb=4");	/* unloads a previous module */
+	dmsetup(true, "remove", DM_NAME, NULL);
+	FKV_ASSERT_EQ(dmsetup(false, "create", DM_NAME, "--table", linear,
+			      NULL), 0);
+	FKV_ASSERT(fkv_path_exists(DM_PATH), "%s missing", DM_PATH);
+
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, DM_PATH, 0, DM_CAP), 0);
+	for (i = 0; i < DM_KEYS; i++) {
+		snprintf(key, sizeof(key), "dm-%d", i);
+		ids[i] = put_pattern(kv, key, dm_len(i), 700 + i);
+		wait_persists(i + 1);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), DM_KEYS);
+	errs0 = fkv_sysfs("ssd_io_errors");
+	FKV_ASSERT_EQ(errs0, 0);
+
+	/* the device fails every IO from now on */
+	dm_swap(error);
+	for (i = 0; i < DM_KEYS; i++) {
+		snprintf(key, sizeof(key), "dm-%d", i);
+		ret = fkv_get(kv, key, strlen(key), &h);
+		if (ret) {
+			FKV_ASSERT(ret == -ENOENT || ret == -EIO,
+				   "get '%s' from a failing SSD: %s", key,
+				   fkv_strerror(ret));
+			nfail++;
+			continue;
+		}
+		/* only a DRAM replica can still serve it, with its bytes */
+		FKV_ASSERT(h.source == FLUXONKV_SOURCE_MEMORY, "get '%s' was "
+			   "served from a failing SSD", key);
+		check_holder(kv, &h, key, dm_len(i), 700 + i, ids[i]);
+		release(kv, &h);
+		/* 4 values of > 1 MiB never fit the 4 MiB segment */
+		FKV_ASSERT(i >= DM_KEYS - 3, "'%s' still in DRAM", key);
+	}
+	fkv_diag("%d of %d gets failed cleanly", nfail, DM_KEYS);
+	FKV_ASSERT_GE(nfail, DM_KEYS - 3);
+	FKV_ASSERT_GT(fkv_sysfs("ssd_io_errors"), errs0);
+	revokes = fkv_sysfs("ssd_revokes");
+	FKV_ASSERT_GT(revokes, 0);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	/* the revoked copy is forgotten: the next get misses at once */
+	get_miss(kv, "dm-0");
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_revokes"), revokes);
+
+	/* a put still works from DRAM; its SSD copy fails in the background */
+	errs0 = fkv_sysfs("ssd_io_errors");
+	id = put_pattern(kv, "dm-during", dm_len(0), 777);
+	wait_persists(DM_KEYS + 1);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_persist_errors"), 1);
+	FKV_ASSERT_GT(fkv_sysfs("ssd_io_errors"), errs0);
+	FKV_ASSERT_EQ(get_check(kv, "dm-during", dm_len(0), 777, id, &h),
+		      FLUXONKV_SOURCE_MEMORY);
+	release(kv, &h);
+
+	/* healthy again: new values persist and refill */
+	dm_swap(linear);
+	for (i = 0; i < DM_AFTER; i++) {
+		snprintf(key, sizeof(key), "dm-after-%d", i);
+		after[i] = put_pattern(kv, key, dm_len(i), 800 + i);
+		wait_persists(DM_KEYS + 2 + i);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), DM_KEYS + DM_AFTER);
+	errs0 = fkv_sysfs("ssd_io_errors");
+	FKV_ASSERT_EQ(get_check(kv, "dm-after-0", dm_len(0), 800, after[0],
+				&h), FLUXONKV_SOURCE_SSD);
+	release(kv, &h);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_io_errors"), errs0);
+
+	for (i = 0; i < DM_KEYS; i++) {
+		snprintf(key, sizeof(key), "dm-%d", i);
+		ret = fkv_delete(kv, key, strlen(key));
+		FKV_ASSERT(ret == 0 || ret == -ENOENT, "delete '%s': %s", key,
+			   fkv_strerror(ret));
+	}
+	for (i = 0; i < DM_AFTER; i++) {
+		snprintf(key, sizeof(key), "dm-after-%d", i);
+		delete_key(kv, key);
+	}
+	delete_key(kv, "dm-during");
+	fkv_close(kv);
+	teardown(base);
+	/* the module holds the dm device until it goes */
+	FKV_ASSERT_EQ(fkv_env_unload(), 0);
+	FKV_ASSERT_EQ(dmsetup(false, "remove", DM_NAME, NULL), 0);
+}
+
+/* ---- 6. the owner restarts ---- */
+
+#define RS_KEYS		4
+#define RS_CAP		(16 * FKV_MIB)
+
+FKV_TEST_TIMEOUT(module_reload_starts_with_empty_rings_and_old_keys_miss, 180)
+{
+	uint64_t base, id, ids[RS_KEYS];
+	char dir[256], path[300], key[32];
+	struct fkv_holder h;
+	struct fkv *kv;
+	int i, status;
+
+	ext4_dir("restart", dir, sizeof(dir));
+	base = setup("segment_mb=4");
+	make_file(dir, "shard", RS_CAP, path, sizeof(path));
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, path, 0, RS_CAP), 0);
+	for (i = 0; i < RS_KEYS; i++) {
+		snprintf(key, sizeof(key), "rs-%d", i);
+		ids[i] = put_pattern(kv, key, FKV_MIB + 100 * i, 40 + i);
+		wait_persists(i + 1);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), RS_KEYS);
+	FKV_ASSERT_GT(fkv_sysfs("kv_ssd_used_bytes"), 0);
+	/* rs-0 is only on the SSD now, and it is served from there */
+	FKV_ASSERT_EQ(get_check(kv, "rs-0", FKV_MIB, 40, ids[0], &h),
+		      FLUXONKV_SOURCE_SSD);
+	release(kv, &h);
+	fkv_close(kv);
+
+	/* the module goes; its daemon follows on its own */
+	FKV_ASSERT_EQ(fkv_env_unload(), 0);
+	status = fkv_daemon_reap(fkv_env_daemon, 10000);
+	if (status == -1)
+		fkv_daemon_dump_log("still running 10 s after rmmod");
+	FKV_ASSERT(status != -1, "fluxond did not exit when the module went");
+	fkv_diag("fluxond exited with %s %d after rmmod",
+		 WIFSIGNALED(status) ? "signal" : "status",
+		 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	fkv_env_daemon = 0;
+	unlink(FKV_DAEMON_MARK);
+
+	/* a new instance: no shard, nothing to serve */
+	base = setup("segment_mb=4");
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_capacity_bytes"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_used_bytes"), 0);
+	kv = kv_open();
+	for (i = 0; i < RS_KEYS; i++) {
+		snprintf(key, sizeof(key), "rs-%d", i);
+		get_miss(kv, key);
+	}
+
+	/* the same file, old bytes and all: its ring starts empty */
+	FKV_ASSERT_EQ(attach_file(kv, path, 0, RS_CAP), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_capacity_bytes"), RS_CAP);
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_used_bytes"), 0);
+	for (i = 0; i < RS_KEYS; i++) {
+		snprintf(key, sizeof(key), "rs-%d", i);
+		get_miss(kv, key);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_reads"), 0);
+
+	/* a new version of rs-0 lands where the old one was; refilled, it
+	 * is the new one */
+	id = put_pattern(kv, "rs-0", FKV_MIB + 4096 + 7, 99);
+	wait_persists(1);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), 1);
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_used_bytes"),
+		      SSD_ALEN(FKV_MIB + 4096 + 7));
+	for (i = 1; i <= RS_KEYS; i++) {
+		snprintf(key, sizeof(key), "rs-new-%d", i);
+		put_pattern(kv, key, FKV_MIB, 60 + i);
+	}
+	FKV_ASSERT_EQ(get_check(kv, "rs-0", FKV_MIB + 4096 + 7, 99, id, &h),
+		      FLUXONKV_SOURCE_SSD);
+	release(kv, &h);
+	delete_key(kv, "rs-0");
+	for (i = 1; i <= RS_KEYS; i++) {
+		int ret;
+
+		snprintf(key, sizeof(key), "rs-new-%d", i);
+		ret = fkv_delete(kv, key, strlen(key));
+		FKV_ASSERT(ret == 0 || ret == -ENOENT, "delete '%s': %s", key,
+			   fkv_strerror(ret));
+	}
+	fkv_close(kv);
+	teardown(base);
+}
+
+/* ---- 7. refills racing ring overwrites ---- */
+
+#define CR_KEYS		40	/* ~28 MiB: more than DRAM, less than the ring */
+#define CR_WRITERS	2
+#define CR_READERS	3
+#define CR_MS		4000
+#define CR_TABLE	(1 << 16)
+#define CR_MAGIC	0x666b7673736472ULL	/* "fkvssdr" */
+#define CR_MAXBODY	(1100 * KIB)
+#define CR_SHARD	(12 * FKV_MIB)
+
+/* A self-describing value: this header, then the pattern of (key, salt). */
+struct cr_hdr {
+	uint64_t magic;
+	uint64_t salt;		/* writer << 32 | seq */
+	uint64_t len;		/* the whole value */
+	char key[16];
+};
+
+static struct {
+	uint64_t owner[CR_TABLE];	/* put_id -> salt + 1, once put returned */
+	int64_t end_ms;
+	uint64_t puts, hits[3], misses;
+} *cr;
+
+static void cr_key(char *buf, size_t n, int k)
+{
+	snprintf(buf, n, "cr-%02d", k);
+}
+
+static void *cr_writer(void *arg)
+{
+	uint32_t writer = (uint32_t)(uintptr_t)arg;
+	uint64_t rnd = 0x9e3779b97f4a7c15ULL * (writer + 1);
+	uint8_t *buf = malloc(sizeof(struct cr_hdr) + CR_MAXBODY);
+	struct fkv *kv = kv_open();
+	uint32_t seq;
+
+	FKV_ASSERT(buf);
+	for (seq = 1; fkv_now_ms() < cr->end_ms; seq++) {
+		uint64_t r = fkv_xorshift(&rnd), put_id = 0;
+		size_t body = 256 * KIB + (size_t)(r >> 16) % (CR_MAXBODY - 256 * KIB);
+		struct cr_hdr *hd = (struct cr_hdr *)buf;
+		int ret;
+
+		memset(hd, 0, sizeof(*hd));
+		cr_key(hd->key, sizeof(hd->key), (int)(r % CR_KEYS));
+		hd->magic = CR_MAGIC;
+		hd->salt = (uint64_t)writer << 32 | seq;
+		hd->len = sizeof(*hd) + body;
+		fkv_pattern_fill(buf + sizeof(*hd), body, hd->key,
+				 strlen(hd->key), hd->salt);
+		ret = fkv_put(kv, hd->key, strlen(hd->key), buf, hd->len,
+			      &put_id);
+		FKV_ASSERT(ret == 0, "put '%s': %s", hd->key, fkv_strerror(ret));
+		FKV_ASSERT(put_id > 0 && put_id < CR_TABLE);
+		__atomic_store_n(&cr->owner[put_id], hd->salt + 1,
+				 __ATOMIC_RELEASE);
+		__atomic_fetch_add(&cr->puts, 1, __ATOMIC_RELAXED);
+	}
+	fkv_close(kv);
+	free(buf);
+	return NULL;
+}
+
+/* H holds a whole cr value of KEY, the one its put_id was put with. */
+static void cr_check(const struct fkv_holder *h, const char *key)
+{
+	const struct cr_hdr *hd = h->data;
+	uint64_t owner;
+	long off;
+
+	FKV_ASSERT(h->len > sizeof(*hd), "'%s': %zu bytes", key, h->len);
+	FKV_ASSERT(hd->magic == CR_MAGIC, "'%s' (put_id %" PRIu64 ", source "
+		   "%u): bad magic %#" PRIx64, key, h->put_id, h->source,
+		   hd->magic);
+	FKV_ASSERT(!strcmp(hd->key, key), "'%s': bytes of key '%.16s'", key,
+		   hd->key);
+	FKV_ASSERT(hd->len == h->len, "'%s': header says %" PRIu64 " bytes, "
+		   "holder %zu", key, hd->len, h->len);
+	off = fkv_pattern_check((const uint8_t *)h->data + sizeof(*hd),
+				h->len - sizeof(*hd), key, strlen(key),
+				hd->salt);
+	FKV_ASSERT(off < 0, "'%s' (put_id %" PRIu64 ", source %u): torn at "
+		   "body offset %ld", key, h->put_id, h->source, off);
+	FKV_ASSERT(h->put_id > 0 && h->put_id < CR_TABLE);
+	owner = __atomic_load_n(&cr->owner[h->put_id], __ATOMIC_ACQUIRE);
+	FKV_ASSERT(!owner || owner == hd->salt + 1, "'%s': put_id %" PRIu64
+		   " was put with salt %#" PRIx64 ", holder has %#" PRIx64
+		   " (source %u)", key, h->put_id, owner - 1, hd->salt,
+		   h->source);
+	check_padding(h, key);
+}
+
+/* An unexpected get failure: show the state, then fail. */
+static void cr_dump(const char *key, int ret)
+{
+	static const char *const names[] = {
+		"segment_used_bytes", "holders", "replicas", "room_waits",
+		"evictions", "ssd_writes", "ssd_reads", "ssd_busy_waits",
+		"ssd_commits_published", "ssd_commits_ignored", "ssd_revokes",
+		"kv_ssd_used_bytes", "upcall_timeouts",
+	};
+	char line[1024] = "";
+	size_t i, n = 0;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		n += snprintf(line + n, sizeof(line) - n, " %s=%" PRIu64,
+			      names[i], fkv_sysfs(names[i]));
+	fkv_diag("state:%s", line);
+	fkv_diag_file("segment: ", FKV_DEBUGFS_DIR "/segment");
+	fkv_diag_file("holders: ", FKV_DEBUGFS_DIR "/holders");
+	fkv_diag_file("replicas: ", FKV_DEBUGFS_DIR "/replicas");
+	fkv_diag_file("rings: ", FKV_DEBUGFS_DIR "/rings");
+	FKV_FAIL_AT(1, "get '%s': %s", key, fkv_strerror(ret));
+}
+
+static void *cr_reader(void *arg)
+{
+	uint64_t rnd = 0xabcdef12345ULL * ((uintptr_t)arg + 1);
+	struct fkv_holder kept = { 0 };
+	struct fkv *kv = kv_open();
+	char key[16];
+
+	while (fkv_now_ms() < cr->end_ms) {
+		uint64_t r = fkv_xorshift(&rnd);
+		struct fkv_holder h;
+		int ret;
+
+		cr_key(key, sizeof(key), (int)(r % CR_KEYS));
+		ret = fkv_get(kv, key, strlen(key), &h);
+		if (ret == -ENOENT) {
+			__atomic_fetch_add(&cr->misses, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (ret)
+			cr_dump(key, ret);
+		cr_check(&h, key);
+		__atomic_fetch_add(&cr->hits[h.source % 3], 1,
+				   __ATOMIC_RELAXED);
+		/* now and then keep one across later operations */
+		if (r & 0x300) {
+			release(kv, &h);
+			continue;
+		}
+		if (kept.id) {
+			cr_check(&kept, ((const struct cr_hdr *)kept.data)->key);
+			release(kv, &kept);
+		}
+		kept = h;
+	}
+	if (kept.id)
+		release(kv, &kept);
+	fkv_close(kv);
+	return NULL;
+}
+
+FKV_TEST_TIMEOUT(refills_racing_ring_overwrites_never_return_wrong_bytes, 120)
+{
+	pthread_t tid[CR_WRITERS + CR_READERS];
+	char dir[256], path[300], key[16];
+	uint64_t base;
+	struct fkv *kv;
+	int i, ret;
+
+	ext4_dir("race", dir, sizeof(dir));
+	/*
+	 * What may pin DRAM at once: a kept holder and a get per reader, a
+	 * put per writer: 8 values of <= 1.1 MiB, about half of the segment.
+	 * Everything else the master can evict.
+	 */
+	base = setup("segment_mb=16");
+	cr = mmap(NULL, sizeof(*cr), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	FKV_ASSERT(cr != MAP_FAILED);
+	/* two shards of one file, used round-robin, each wrapping often */
+	make_file(dir, "shards", 2 * CR_SHARD, path, sizeof(path));
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, path, 0, CR_SHARD), 0);
+	FKV_ASSERT_EQ(attach_file(kv, path, CR_SHARD, CR_SHARD), 1);
+
+	cr->end_ms = fkv_now_ms() + CR_MS;
+	for (i = 0; i < CR_WRITERS + CR_READERS; i++)
+		FKV_ASSERT_EQ(pthread_create(&tid[i], NULL, i < CR_WRITERS ?
+					     cr_writer : cr_reader,
+					     (void *)(uintptr_t)i), 0);
+	for (i = 0; i < CR_WRITERS + CR_READERS; i++)
+		pthread_join(tid[i], NULL);
+	fkv_diag("%" PRIu64 " puts; gets: %" PRIu64 " from memory, %" PRIu64
+		 " from SSD, %" PRIu64 " misses; SSD: %" PRIu64 " evictions, %"
+		 PRIu64 " revokes, %" PRIu64 " busy waits, %" PRIu64
+		 " commits ignored", cr->puts, cr->hits[FLUXONKV_SOURCE_MEMORY],
+		 cr->hits[FLUXONKV_SOURCE_SSD], cr->misses,
+		 fkv_sysfs("ssd_evictions"), fkv_sysfs("ssd_revokes"),
+		 fkv_sysfs("ssd_busy_waits"), fkv_sysfs("ssd_commits_ignored"));
+	FKV_ASSERT_GT(cr->hits[FLUXONKV_SOURCE_SSD], 0);
+	FKV_ASSERT_GT(fkv_sysfs("ssd_evictions"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_io_errors"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_persist_errors"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("upcall_timeouts"), 0);
+
+	for (i = 0; i < CR_KEYS; i++) {
+		cr_key(key, sizeof(key), i);
+		ret = fkv_delete(kv, key, strlen(key));
+		FKV_ASSERT(ret == 0 || ret == -ENOENT, "delete '%s': %s", key,
+			   fkv_strerror(ret));
+	}
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+	fkv_close(kv);
+	teardown(base);
+}
+
+/* ---- 8. a refill waiting for DRAM vs the ring write that frees it ---- */
+
+#define PW_V		(1020 * KIB)	/* X, A1..A3: 4 of them fill the ring */
+#define PW_B		(64 * KIB)	/* fits the ring's rest */
+#define PW_C		(300 * KIB)	/* does not: its write must pop X */
+#define PW_RING		(4 * FKV_MIB + 256 * KIB)
+
+static const char *const pw_keys[] = {
+	"pw-x", "pw-a1", "pw-a2", "pw-a3", "pw-b", "pw-c",
+};
+
+struct pw_get {
+	int ret;
+	int64_t done_ms;
+	struct fkv_holder h;
+};
+
+static void *pw_get_x(void *arg)
+{
+	struct pw_get *g = arg;
+	struct fkv *kv = kv_open();
+
+	g->ret = fkv_get(kv, "pw-x", 4, &g->h);
+	g->done_ms = fkv_now_ms();
+	if (!g->ret) {
+		check_holder(kv, &g->h, "pw-x", PW_V, 1, g->h.put_id);
+		release(kv, &g->h);
+	}
+	fkv_close(kv);
+	return NULL;
+}
+
+/*
+ * The 4 MiB segment: A1..A3 and B held by holders leave less than X needs,
+ * so a get of X (only in the ring, at its tail) waits for room.  Then C is
+ * put: its SSD write has to advance the ring's tail over X.  Once the
+ * master evicted C's replica and B's holder is gone, C's bytes are all
+ * that stand between X's refill and its room: the ring write must be able
+ * to finish while the get waits, so the get ends promptly, with X's bytes
+ * or a miss (X may be overwritten in the ring by then), never -ENOSPC after
+ * the full room wait.
+ */
+FKV_TEST_TIMEOUT(refill_waiting_for_room_does_not_stall_ring_writes, 90)
+{
+	struct fkv_holder ha[3], hb;
+	struct pw_get g = { 0 };
+	char dir[256], path[300], key[16];
+	uint64_t base, rw0, n;
+	int64_t t_free;
+	pthread_t tid;
+	struct fkv *kv;
+	int i, ret;
+
+	ext4_dir("pinwait", dir, sizeof(dir));
+	base = setup("segment_mb=4");
+	make_file(dir, "shard", PW_RING, path, sizeof(path));
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, path, 0, PW_RING), 0);
+
+	/* ring: X A1 A2 A3 B, 208 KiB left; DRAM: A1..A3 (X evicted) */
+	put_pattern(kv, "pw-x", PW_V, 1);
+	wait_persists(1);
+	for (i = 0; i < 3; i++) {
+		snprintf(key, sizeof(key), "pw-a%d", i + 1);
+		put_pattern(kv, key, PW_V, 10 + i);
+		wait_persists(2 + i);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), 4);
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 3);	/* X left DRAM */
+	for (i = 0; i < 3; i++) {
+		snprintf(key, sizeof(key), "pw-a%d", i + 1);
+		FKV_ASSERT_EQ(fkv_get(kv, key, strlen(key), &ha[i]), 0);
+		FKV_ASSERT_EQ(ha[i].source, FLUXONKV_SOURCE_MEMORY);
+	}
+	put_pattern(kv, "pw-b", PW_B, 20);
+	wait_persists(5);
+	FKV_ASSERT_EQ(fkv_get(kv, "pw-b", 4, &hb), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_evictions"), 0);	/* X still there */
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"),
+		      base + 3 * PW_V + PW_B);
+
+	/* the get of X waits for room */
+	rw0 = fkv_sysfs("room_waits");
+	FKV_ASSERT_EQ(pthread_create(&tid, NULL, pw_get_x, &g), 0);
+	FKV_ASSERT_EQ(fkv_sysfs_wait("room_waits", rw0 + 1, 3000, &n), 0);
+
+	/* C fits DRAM; its SSD write needs X's place in the ring */
+	put_pattern(kv, "pw-c", PW_C, 30);
+	/* the master evicts everything it can for the get (A1..A3, B, C) */
+	if (fkv_sysfs_wait("replicas", 0, 3000, &n))
+		FKV_FAIL_AT(1, "%" PRIu64 " replicas left after 3 s of "
+			    "NEED_ROOM", n);
+	release(kv, &hb);
+	t_free = fkv_now_ms();
+
+	pthread_join(tid, NULL);
+	fkv_diag("get of X ended %" PRId64 " ms after B's holder went: %s "
+		 "(ssd_busy_waits %" PRIu64 ", ssd_evictions %" PRIu64 ")",
+		 g.done_ms - t_free, g.ret ? fkv_strerror(g.ret) : "hit",
+		 fkv_sysfs("ssd_busy_waits"), fkv_sysfs("ssd_evictions"));
+	FKV_ASSERT(g.ret == 0 || g.ret == -ENOENT, "get of X: %s",
+		   fkv_strerror(g.ret));
+	FKV_ASSERT_LT(g.done_ms - t_free, 2000);
+	wait_persists(6);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_persist_errors"), 0);
+
+	for (i = 0; i < 3; i++)
+		release(kv, &ha[i]);
+	for (i = 0; i < 6; i++) {
+		ret = fkv_delete(kv, pw_keys[i], strlen(pw_keys[i]));
+		FKV_ASSERT(ret == 0 || ret == -ENOENT, "delete '%s': %s",
+			   pw_keys[i], fkv_strerror(ret));
+	}
+	fkv_close(kv);
+	teardown(base);
+}
