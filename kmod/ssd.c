@@ -38,7 +38,6 @@
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
-#include <linux/wait.h>
 #include <net/genetlink.h>
 
 #include "fluxonkv.h"
@@ -75,9 +74,9 @@ struct fluxonkv_ssd_dev;
  * @entries: ring order, oldest first.
  * @head: logical position of the next entry (physical = head % capacity).
  * @tail: logical position of the oldest entry (head when empty).
- * @unpin_seq: bumped (with a wake-up on @wq) whenever an entry may have
- *	stopped being busy; writers waiting for the tail sleep on it.
- * @wq: see @unpin_seq.
+ * @unpin_seq: bumped whenever an entry may have stopped being busy; a
+ *	write parked on a busy tail compares it to resume without a lost
+ *	wake-up.
  * @node: on the device's shard list.
  */
 struct fluxonkv_shard {
@@ -91,7 +90,6 @@ struct fluxonkv_shard {
 	u64 head;
 	u64 tail;
 	atomic_t unpin_seq;
-	wait_queue_head_t wq;
 	struct list_head node;
 };
 
@@ -131,6 +129,7 @@ struct fluxonkv_ssd_job {
 	struct fluxonkv_alloc *alloc;	/* target (read) or source (write) */
 	struct fluxonkv_ssd_entry *entry;	/* read: pinned by the caller */
 	struct completion done;		/* read: the waiter */
+	unsigned long parked_at;	/* write: first found the ring busy */
 	int ret;
 	struct kref ref;		/* read: waiter + worker */
 	u64 put_id;			/* write */
@@ -148,11 +147,13 @@ struct fluxonkv_ssd_worker {
 /**
  * struct fluxonkv_ssd_dev - IO queue of one physical device.
  * @id: userspace's device group.
- * @lock: protects @reads, @writes, @read_streak, @idle.
+ * @lock: protects @reads, @writes, @read_streak, @idle, @writes_blocked.
  * @reads: queued refill reads.
  * @writes: queued persist writes.
  * @read_streak: reads picked since the last write.
  * @idle: bitmap of idle workers.
+ * @writes_blocked: the first queued write waits for a busy ring entry; no
+ *	worker takes writes until an unpin kicks the device.
  * @shards: its shards (attach mutex).
  * @next_shard: round-robin cursor (attach mutex).
  * @workers: up to FLUXONKV_SSD_DEPTH jobs in flight.
@@ -165,6 +166,7 @@ struct fluxonkv_ssd_dev {
 	struct list_head writes;
 	unsigned int read_streak;
 	unsigned long idle;
+	bool writes_blocked;
 	struct list_head shards;
 	struct fluxonkv_shard *next_shard;
 	struct fluxonkv_ssd_worker workers[FLUXONKV_SSD_DEPTH];
@@ -239,10 +241,13 @@ u64 fluxonkv_ssd_used(void)
 	return used;
 }
 
+static void fluxonkv_ssd_poke(struct fluxonkv_ssd_dev *dev);
+
+/* An entry of @sh may have stopped being busy: resume parked writes. */
 static void fluxonkv_shard_kick(struct fluxonkv_shard *sh)
 {
 	atomic_inc(&sh->unpin_seq);
-	wake_up_all(&sh->wq);
+	fluxonkv_ssd_poke(sh->dev);
 }
 
 /* ---- eviction notices to the master (reference §7.1) ---- */
@@ -373,19 +378,35 @@ static int fluxonkv_ssd_send_evicted(struct list_head *batch)
 	return fluxonkv_genl_send(skb, hdr);
 }
 
-/* SSD_COMMIT upcall: the master publishes the SSD replica if still valid. */
+/*
+ * SSD_COMMIT upcall: the master publishes the SSD replica if still valid.
+ * With @err < 0 it reports a failed persist instead: either way the master
+ * stops protecting the DRAM replica from eviction (reference §3: the
+ * replica joins the eviction cache once its persist is over).
+ */
 static int fluxonkv_ssd_commit(const u8 *key, u32 key_len, u64 put_id,
-			       u64 len, bool *published)
+			       u64 len, int err, bool *published)
 {
 	struct fluxonkv_upcall_args args = {
 		.key = key, .key_len = key_len, .put_id = put_id, .len = len,
+		.err = err,
 	};
 	struct fluxonkv_upcall up = {};
 	int ret;
 
 	ret = fluxonkv_upcall(FLUXONKV_CMD_SSD_COMMIT, &args, &up);
-	*published = !ret && (up.flags & FLUXONKV_SSD_F_PUBLISHED);
+	*published = !ret && !err && (up.flags & FLUXONKV_SSD_F_PUBLISHED);
 	return ret;
+}
+
+/* A persist failed before or while writing: count it, tell the master. */
+static void fluxonkv_ssd_persist_failed(const u8 *key, u32 key_len,
+					u64 put_id, u64 len, int err)
+{
+	bool published;
+
+	atomic64_inc(&fluxonkv_ssd_stats.persist_errors);
+	fluxonkv_ssd_commit(key, key_len, put_id, len, err, &published);
 }
 
 /* ---- the ring ---- */
@@ -432,18 +453,17 @@ static bool fluxonkv_ring_pop(struct fluxonkv_shard *sh, u64 next_pos)
 
 /*
  * Reserve alen bytes at the head of @sh for a new WRITING entry, advancing
- * the tail over the oldest entries; waits while the oldest one is busy
- * (BlockedByBusyIo), at most twice the request timeout.
+ * the tail over the oldest entries.  If the oldest entry is busy the write
+ * must wait (BlockedByBusyIo): -EAGAIN, with @seen set to the shard's
+ * unpin_seq observed under its lock, so the caller can park the job
+ * instead of blocking an IO worker that the pin holder may need.
  */
 static struct fluxonkv_ssd_entry *
 fluxonkv_ring_reserve(struct fluxonkv_shard *sh, const u8 *key, u32 key_len,
-		      u64 put_id, u64 len)
+		      u64 put_id, u64 len, int *seen)
 {
-	unsigned long timeout = 2 * msecs_to_jiffies(fluxonkv_request_timeout_ms);
 	u64 alen = fluxonkv_ssd_alen(len), pos, phys;
 	struct fluxonkv_ssd_entry *e;
-	bool waited = false;
-	int seen;
 
 	if (alen > sh->capacity)
 		return ERR_PTR(-EFBIG);
@@ -460,34 +480,22 @@ fluxonkv_ring_reserve(struct fluxonkv_shard *sh, const u8 *key, u32 key_len,
 	INIT_HLIST_NODE(&e->index_node);
 
 	mutex_lock(&sh->lock);
-	for (;;) {
-		pos = sh->head;
-		phys = pos % sh->capacity;
-		if (phys + alen > sh->capacity)
-			pos += sh->capacity - phys;	/* wrap to offset 0 */
-		if (list_empty(&sh->entries))
-			WRITE_ONCE(sh->tail, pos);
-		while (!list_empty(&sh->entries) &&
-		       pos + alen - sh->tail > sh->capacity)
-			if (!fluxonkv_ring_pop(sh, pos))
-				break;
-		if (pos + alen - sh->tail <= sh->capacity)
+	pos = sh->head;
+	phys = pos % sh->capacity;
+	if (phys + alen > sh->capacity)
+		pos += sh->capacity - phys;	/* wrap to offset 0 */
+	if (list_empty(&sh->entries))
+		WRITE_ONCE(sh->tail, pos);
+	while (!list_empty(&sh->entries) &&
+	       pos + alen - sh->tail > sh->capacity)
+		if (!fluxonkv_ring_pop(sh, pos))
 			break;
-
+	if (pos + alen - sh->tail > sh->capacity) {
 		/* The oldest entry is pinned or still being written. */
-		seen = atomic_read(&sh->unpin_seq);
+		*seen = atomic_read(&sh->unpin_seq);
 		mutex_unlock(&sh->lock);
-		if (!waited) {
-			atomic64_inc(&fluxonkv_ssd_stats.busy_waits);
-			waited = true;
-		}
-		if (!wait_event_timeout(sh->wq,
-					atomic_read(&sh->unpin_seq) != seen,
-					timeout)) {
-			kfree(e);
-			return ERR_PTR(-EBUSY);
-		}
-		mutex_lock(&sh->lock);
+		kfree(e);
+		return ERR_PTR(-EAGAIN);
 	}
 	e->start = pos;
 	WRITE_ONCE(sh->head, pos + alen);
@@ -626,20 +634,50 @@ static struct fluxonkv_shard *fluxonkv_ssd_next_shard(struct fluxonkv_ssd_dev *d
 	return sh;
 }
 
-/* Persist one value: reserve, write, commit locally, tell the master. */
-static void fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
+/*
+ * The write at the head of @dev's queue waits for a busy ring entry: put it
+ * back first in line and stop taking writes until an unpin kicks the
+ * device.  If the entry was unpinned meanwhile (@seen is stale), retry now.
+ */
+static void fluxonkv_ssd_park(struct fluxonkv_ssd_dev *dev,
+			      struct fluxonkv_ssd_job *job,
+			      struct fluxonkv_shard *sh, int seen)
+{
+	if (!job->parked_at) {
+		atomic64_inc(&fluxonkv_ssd_stats.busy_waits);
+		job->parked_at = jiffies ? jiffies : 1;
+	}
+	spin_lock(&dev->lock);
+	list_add(&job->node, &dev->writes);
+	if (atomic_read(&sh->unpin_seq) == seen)
+		dev->writes_blocked = true;
+	spin_unlock(&dev->lock);
+}
+
+/*
+ * Persist one value: reserve, write, commit locally, tell the master.
+ * Returns true if the job was parked (it stays queued), false when done.
+ */
+static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
 				  struct fluxonkv_ssd_job *job)
 {
+	unsigned long patience = 2 * msecs_to_jiffies(fluxonkv_request_timeout_ms);
 	struct fluxonkv_shard *sh = fluxonkv_ssd_next_shard(w->dev);
 	struct fluxonkv_ssd_entry *e;
 	bool published;
-	int ret;
+	int ret, seen;
 
 	e = fluxonkv_ring_reserve(sh, job->key, job->key_len, job->put_id,
-				  job->alloc->len);
+				  job->alloc->len, &seen);
+	if (PTR_ERR_OR_ZERO(e) == -EAGAIN &&
+	    (!job->parked_at || time_before(jiffies, job->parked_at + patience))) {
+		fluxonkv_ssd_park(w->dev, job, sh, seen);
+		return true;
+	}
 	if (IS_ERR(e)) {
-		atomic64_inc(&fluxonkv_ssd_stats.persist_errors);
-		return;
+		fluxonkv_ssd_persist_failed(job->key, job->key_len, job->put_id,
+					    job->alloc->len, PTR_ERR(e));
+		return false;
 	}
 	ret = fluxonkv_ssd_io(w, sh->file, true, job->alloc, e->alen,
 			      sh->offset + e->start % sh->capacity);
@@ -655,19 +693,21 @@ static void fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
 	}
 	spin_unlock(&fluxonkv_ssd.index_lock);
 	if (ret) {
-		atomic64_inc(&fluxonkv_ssd_stats.persist_errors);
 		fluxonkv_shard_kick(sh);
-		return;
+		fluxonkv_ssd_persist_failed(job->key, job->key_len, job->put_id,
+					    job->alloc->len, ret);
+		return false;
 	}
 	atomic64_inc(&fluxonkv_ssd_stats.writes);
 	atomic64_add(e->alen, &fluxonkv_ssd_stats.write_bytes);
 
 	ret = fluxonkv_ssd_commit(job->key, job->key_len, job->put_id,
-				  e->len, &published);
+				  e->len, 0, &published);
 	if (!ret)
 		atomic64_inc(published ? &fluxonkv_ssd_stats.commits_published :
 			     &fluxonkv_ssd_stats.commits_ignored);
 	fluxonkv_ssd_unpin(e);
+	return false;
 }
 
 static void fluxonkv_ssd_do_read(struct fluxonkv_ssd_worker *w,
@@ -712,8 +752,10 @@ static struct fluxonkv_ssd_job *fluxonkv_ssd_pick(struct fluxonkv_ssd_dev *dev)
 
 	if (list_empty(&dev->reads) && list_empty(&dev->writes))
 		return NULL;
+	if (dev->writes_blocked && list_empty(&dev->reads))
+		return NULL;
 	read = !list_empty(&dev->reads) &&
-	       (list_empty(&dev->writes) ||
+	       (list_empty(&dev->writes) || dev->writes_blocked ||
 		dev->read_streak < FLUXONKV_SSD_READ_WEIGHT);
 	if (read) {
 		job = list_first_entry(&dev->reads, struct fluxonkv_ssd_job, node);
@@ -748,12 +790,29 @@ static void fluxonkv_ssd_worker_fn(struct work_struct *work)
 			fluxonkv_ssd_do_read(w, job);
 			complete(&job->done);
 			kref_put(&job->ref, fluxonkv_ssd_job_release);
-		} else {
-			fluxonkv_ssd_do_write(w, job);
+		} else if (!fluxonkv_ssd_do_write(w, job)) {
 			fluxonkv_ssd_job_release(&job->ref);
 		}
 	}
 	memalloc_noio_restore(noio);
+}
+
+/* Clear the parked state and start an idle worker if work is queued. */
+static void fluxonkv_ssd_poke(struct fluxonkv_ssd_dev *dev)
+{
+	int slot = -1;
+
+	spin_lock(&dev->lock);
+	if (dev->writes_blocked) {
+		dev->writes_blocked = false;
+		if (dev->idle && !list_empty(&dev->writes)) {
+			slot = __ffs(dev->idle);
+			__clear_bit(slot, &dev->idle);
+		}
+	}
+	spin_unlock(&dev->lock);
+	if (slot >= 0)
+		queue_work(fluxonkv_ssd.wq, &dev->workers[slot].work);
 }
 
 static void fluxonkv_ssd_queue(struct fluxonkv_ssd_dev *dev,
@@ -798,12 +857,16 @@ int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
 					 struct fluxonkv_ssd_dev, node) :
 			list_next_entry(dev, node);
 	mutex_unlock(&fluxonkv_ssd.attach_lock);
-	if (!dev)
+	if (!dev) {
+		fluxonkv_ssd_persist_failed(key, key_len, put_id, a->len, -ENODEV);
 		return -ENODEV;
+	}
 
 	job = kzalloc(struct_size(job, key, key_len), GFP_KERNEL);
-	if (!job)
+	if (!job) {
+		fluxonkv_ssd_persist_failed(key, key_len, put_id, a->len, -ENOMEM);
 		return -ENOMEM;
+	}
 	job->read = false;
 	job->put_id = put_id;
 	job->key_len = key_len;
@@ -984,7 +1047,6 @@ int fluxonkv_ssd_attach(int fd, u64 offset, u64 capacity, u32 device,
 	sh->capacity = capacity;
 	mutex_init(&sh->lock);
 	INIT_LIST_HEAD(&sh->entries);
-	init_waitqueue_head(&sh->wq);
 
 	mutex_lock(&fluxonkv_ssd.attach_lock);
 	if (fluxonkv_ssd.nshards >= FLUXONKV_SSD_MAX_SHARDS) {
@@ -1075,6 +1137,7 @@ int fluxonkv_ssd_init(void)
 
 void fluxonkv_ssd_exit(void)
 {
+	struct fluxonkv_ssd_job *job, *jtmp;
 	struct fluxonkv_ssd_dev *dev, *dtmp;
 	struct fluxonkv_ssd_entry *e, *etmp;
 	struct fluxonkv_shard *sh, *stmp;
@@ -1096,7 +1159,15 @@ void fluxonkv_ssd_exit(void)
 			fput(sh->file);
 			kfree(sh);
 		}
-		WARN_ON(!list_empty(&dev->reads) || !list_empty(&dev->writes));
+		/* Writes still parked on a busy tail are given up. */
+		list_for_each_entry_safe(job, jtmp, &dev->writes, node) {
+			list_del(&job->node);
+			fluxonkv_ssd_persist_failed(job->key, job->key_len,
+						    job->put_id, job->alloc->len,
+						    -ESHUTDOWN);
+			fluxonkv_ssd_job_release(&job->ref);
+		}
+		WARN_ON(!list_empty(&dev->reads));
 		fluxonkv_ssd_dev_free(dev);
 	}
 }

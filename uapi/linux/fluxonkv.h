@@ -255,7 +255,9 @@ enum fluxonkv_cmd {
 	/* multicast on "events": DAEMON_PID (0 = gone) */
 	FLUXONKV_CMD_DAEMON_EVENT,
 	/* upcall KEY, PUT_ID, LEN: the value is committed to this owner's SSD
-	 * ring -> FLAGS (FLUXONKV_SSD_F_PUBLISHED if the route took it) */
+	 * ring -> FLAGS (FLUXONKV_SSD_F_PUBLISHED if the route took it).
+	 * With ERRNO: the persist of that version failed.  Either way the
+	 * persist is over: the master may evict the DRAM replica from now on. */
 	FLUXONKV_CMD_SSD_COMMIT,
 	/* notify ENTRY...: committed SSD entries overwritten at the ring tail */
 	FLUXONKV_CMD_SSD_EVICTED,
