@@ -15,10 +15,10 @@
  * would overrun a busy entry waits, it never overwrites it.  Overwritten
  * committed entries are reported to the master in batches (SSD_EVICTED).
  *
- * IO runs in up to FLUXONKV_SSD_DEPTH workers per device, each doing direct
- * IO on the shard's file (vfs_iter_read/write over bvecs built straight from
- * segment pages: the loop driver's pattern, which also covers raw block
- * devices).  Workers pick FLUXONKV_SSD_READ_WEIGHT reads for each write when
+ * IO runs in up to FLUXONKV_SSD_DEPTH workers per device: bios built
+ * straight from segment pages for a raw block device (nvmet's io-cmd-bdev
+ * pattern), direct IO through the file for a shard file (vfs_iter_read/
+ * write over the same bvecs: the loop driver's pattern).  Workers pick FLUXONKV_SSD_READ_WEIGHT reads for each write when
  * both are queued: refills are favoured, background writes never starve.
  *
  * Segment ranges are 4 KiB aligned and rounded up, so a read of the aligned
@@ -66,6 +66,10 @@ struct fluxonkv_ssd_dev;
 /**
  * struct fluxonkv_shard - one attached file or block device and its ring.
  * @file: opened O_DIRECT by userspace; our reference.
+ * @bdev: the block device when @file is one: IO goes as bios; NULL for a
+ *	regular file (direct IO through the file).
+ * @align: IO alignment: FLUXONKV_SSD_ALIGN, or the device's logical block
+ *	size if larger.
  * @offset: where the ring starts in @file.
  * @capacity: ring bytes (multiple of 4096).
  * @index: shard number, as returned by attach.
@@ -81,6 +85,8 @@ struct fluxonkv_ssd_dev;
  */
 struct fluxonkv_shard {
 	struct file *file;
+	struct block_device *bdev;
+	unsigned int align;
 	u64 offset;
 	u64 capacity;
 	unsigned int index;
@@ -188,6 +194,7 @@ static struct {
 	struct fluxonkv_ssd_dev *next_dev;
 	u64 capacity;			/* sum of shard capacities */
 	struct workqueue_struct *wq;
+	struct bio_set bioset;		/* bios for raw block device shards */
 
 	/* Protects the key index, every entry's state, pins and indexed. */
 	spinlock_t index_lock;
@@ -206,9 +213,9 @@ static int fluxonkv_ssd_send_evicted(struct list_head *batch);
 
 /* ---- helpers ---- */
 
-static u64 fluxonkv_ssd_alen(u64 len)
+static u64 fluxonkv_ssd_alen(const struct fluxonkv_shard *sh, u64 len)
 {
-	return round_up(len, FLUXONKV_SSD_ALIGN);
+	return round_up(len, sh->align);
 }
 
 static u32 fluxonkv_ssd_hash(const u8 *key, u32 key_len)
@@ -462,7 +469,7 @@ static struct fluxonkv_ssd_entry *
 fluxonkv_ring_reserve(struct fluxonkv_shard *sh, const u8 *key, u32 key_len,
 		      u64 put_id, u64 len, int *seen)
 {
-	u64 alen = fluxonkv_ssd_alen(len), pos, phys;
+	u64 alen = fluxonkv_ssd_alen(sh, len), pos, phys;
 	struct fluxonkv_ssd_entry *e;
 
 	if (alen > sh->capacity)
@@ -595,11 +602,48 @@ static unsigned int fluxonkv_ssd_bvecs(struct bio_vec *bv,
 	return n;
 }
 
-static int fluxonkv_ssd_io(struct fluxonkv_ssd_worker *w, struct file *file,
-			   bool write, struct fluxonkv_alloc *a, u64 alen,
-			   loff_t pos)
+/*
+ * Raw block device: bios built straight from the segment pages (the
+ * nvmet io-cmd-bdev pattern: fill a bio, chain it to the next when full,
+ * wait on the last).  Bypasses the block device's page cache entirely.
+ */
+static int fluxonkv_ssd_bio(struct fluxonkv_ssd_worker *w,
+			    struct block_device *bdev, bool write,
+			    unsigned int nr, loff_t pos)
 {
-	unsigned int nr = fluxonkv_ssd_bvecs(w->bvec, a, alen);
+	blk_opf_t opf = write ? REQ_OP_WRITE : REQ_OP_READ;
+	struct bio *bio;
+	unsigned int i;
+	int ret;
+
+	bio = bio_alloc_bioset(bdev, min_t(unsigned int, nr, BIO_MAX_VECS),
+			       opf, GFP_NOIO, &fluxonkv_ssd.bioset);
+	bio->bi_iter.bi_sector = pos >> SECTOR_SHIFT;
+	for (i = 0; i < nr; i++) {
+		struct bio_vec *bv = &w->bvec[i];
+
+		while (bio_add_page(bio, bv->bv_page, bv->bv_len,
+				    bv->bv_offset) != bv->bv_len) {
+			struct bio *prev = bio;
+
+			bio = bio_alloc_bioset(bdev,
+					       min_t(unsigned int, nr - i,
+						     BIO_MAX_VECS),
+					       opf, GFP_NOIO, &fluxonkv_ssd.bioset);
+			bio->bi_iter.bi_sector = bio_end_sector(prev);
+			bio_chain(prev, bio);
+			submit_bio(prev);
+		}
+	}
+	ret = submit_bio_wait(bio);
+	bio_put(bio);
+	return ret;
+}
+
+/* Regular file (or block device file): direct IO, the loop driver's way. */
+static int fluxonkv_ssd_kiocb(struct fluxonkv_ssd_worker *w, struct file *file,
+			      bool write, unsigned int nr, u64 alen, loff_t pos)
+{
 	struct iov_iter iter;
 	ssize_t ret;
 
@@ -614,10 +658,27 @@ static int fluxonkv_ssd_io(struct fluxonkv_ssd_worker *w, struct file *file,
 	}
 	if (ret == alen)
 		return 0;
-	atomic64_inc(&fluxonkv_ssd_stats.io_errors);
-	pr_warn_ratelimited("SSD %s of %llu bytes at %lld: %zd\n",
-			    write ? "write" : "read", alen, pos, ret);
 	return ret < 0 ? ret : -EIO;
+}
+
+static int fluxonkv_ssd_io(struct fluxonkv_ssd_worker *w,
+			   struct fluxonkv_shard *sh, bool write,
+			   struct fluxonkv_alloc *a, u64 alen, loff_t pos)
+{
+	unsigned int nr = fluxonkv_ssd_bvecs(w->bvec, a, alen);
+	int ret;
+
+	pos += sh->offset;
+	if (sh->bdev)
+		ret = fluxonkv_ssd_bio(w, sh->bdev, write, nr, pos);
+	else
+		ret = fluxonkv_ssd_kiocb(w, sh->file, write, nr, alen, pos);
+	if (!ret)
+		return 0;
+	atomic64_inc(&fluxonkv_ssd_stats.io_errors);
+	pr_warn_ratelimited("SSD %s of %llu bytes at %lld on shard %u: %d\n",
+			    write ? "write" : "read", alen, pos, sh->index, ret);
+	return ret;
 }
 
 /* Pick the next shard of @dev, round-robin. */
@@ -679,8 +740,8 @@ static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
 					    job->alloc->len, PTR_ERR(e));
 		return false;
 	}
-	ret = fluxonkv_ssd_io(w, sh->file, true, job->alloc, e->alen,
-			      sh->offset + e->start % sh->capacity);
+	ret = fluxonkv_ssd_io(w, sh, true, job->alloc, e->alen,
+			      e->start % sh->capacity);
 
 	spin_lock(&fluxonkv_ssd.index_lock);
 	if (ret) {
@@ -717,8 +778,8 @@ static void fluxonkv_ssd_do_read(struct fluxonkv_ssd_worker *w,
 	struct fluxonkv_shard *sh = e->shard;
 	int ret;
 
-	ret = fluxonkv_ssd_io(w, sh->file, false, job->alloc, e->alen,
-			      sh->offset + e->start % sh->capacity);
+	ret = fluxonkv_ssd_io(w, sh, false, job->alloc, e->alen,
+			      e->start % sh->capacity);
 	if (!ret) {
 		/* The captured range must still be ahead of the tail. */
 		mutex_lock(&sh->lock);
@@ -987,6 +1048,18 @@ static bool fluxonkv_ssd_attached(struct file *file, u64 offset, u64 capacity)
 	return false;
 }
 
+/* Logical block size of the device under @file (a block device or fs). */
+static unsigned int fluxonkv_ssd_lbs(struct file *file)
+{
+	struct inode *inode = file->f_mapping->host;
+
+	if (S_ISBLK(inode->i_mode))
+		return bdev_logical_block_size(I_BDEV(inode));
+	if (inode->i_sb->s_bdev)
+		return bdev_logical_block_size(inode->i_sb->s_bdev);
+	return FLUXONKV_SSD_ALIGN;
+}
+
 static int fluxonkv_ssd_check_file(struct file *file, u64 offset,
 				   u64 capacity)
 {
@@ -1043,6 +1116,14 @@ int fluxonkv_ssd_attach(int fd, u64 offset, u64 capacity, u32 device,
 		goto err_fput;
 	}
 	sh->file = file;
+	if (S_ISBLK(file_inode(file)->i_mode))
+		sh->bdev = I_BDEV(file->f_mapping->host);
+	sh->align = max_t(unsigned int, FLUXONKV_SSD_ALIGN,
+			  fluxonkv_ssd_lbs(file));
+	if (sh->align > PAGE_SIZE || offset % sh->align) {
+		ret = -EINVAL;	/* sectors larger than a page: not supported */
+		goto err_free;
+	}
 	sh->offset = offset;
 	sh->capacity = capacity;
 	mutex_init(&sh->lock);
@@ -1078,6 +1159,7 @@ int fluxonkv_ssd_attach(int fd, u64 offset, u64 capacity, u32 device,
 
 err_unlock:
 	mutex_unlock(&fluxonkv_ssd.attach_lock);
+err_free:
 	kfree(sh);
 err_fput:
 	fput(file);
@@ -1123,6 +1205,8 @@ int fluxonkv_rings_show(struct seq_file *m, void *unused)
 
 int fluxonkv_ssd_init(void)
 {
+	int ret;
+
 	mutex_init(&fluxonkv_ssd.attach_lock);
 	INIT_LIST_HEAD(&fluxonkv_ssd.devs);
 	spin_lock_init(&fluxonkv_ssd.index_lock);
@@ -1130,9 +1214,17 @@ int fluxonkv_ssd_init(void)
 	spin_lock_init(&fluxonkv_ssd.notice_lock);
 	INIT_LIST_HEAD(&fluxonkv_ssd.notices);
 	INIT_DELAYED_WORK(&fluxonkv_ssd.notice_work, fluxonkv_ssd_notice_flush);
+	ret = bioset_init(&fluxonkv_ssd.bioset, BIO_POOL_SIZE, 0,
+			  BIOSET_NEED_BVECS);
+	if (ret)
+		return ret;
 	fluxonkv_ssd.wq = alloc_workqueue("fluxonkv_ssd",
 					  WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
-	return fluxonkv_ssd.wq ? 0 : -ENOMEM;
+	if (!fluxonkv_ssd.wq) {
+		bioset_exit(&fluxonkv_ssd.bioset);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 void fluxonkv_ssd_exit(void)
@@ -1170,4 +1262,5 @@ void fluxonkv_ssd_exit(void)
 		WARN_ON(!list_empty(&dev->reads));
 		fluxonkv_ssd_dev_free(dev);
 	}
+	bioset_exit(&fluxonkv_ssd.bioset);
 }
