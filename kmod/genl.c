@@ -42,6 +42,9 @@ static struct {
 	.lock = __MUTEX_INITIALIZER(fluxonkv_daemon.lock),
 };
 
+/* Set once the family is going away: no more multicasts. */
+static bool fluxonkv_genl_exiting;
+
 /* Outstanding upcalls by request id; whoever erases one completes it. */
 static DEFINE_XARRAY_ALLOC1(fluxonkv_pending);
 static u32 fluxonkv_pending_next;	/* cyclic cursor (xa lock) */
@@ -96,9 +99,10 @@ static void fluxonkv_disconnect_work(struct work_struct *work)
 		fluxonkv_daemon.gone_portid);
 	fluxonkv_pending_fail_all(-ENOTCONN);
 	fluxonkv_replica_drop_all();
+	if (!fluxonkv_genl_exiting)
+		fluxonkv_daemon_event(0);
 	fluxonkv_daemon.gone_portid = 0;
 	mutex_unlock(&fluxonkv_daemon.lock);
-	fluxonkv_daemon_event(0);
 }
 
 /* Called with the daemon lock held. */
@@ -386,27 +390,34 @@ static int fluxonkv_nl_get_version(struct sk_buff *skb, struct genl_info *info)
 
 static int fluxonkv_nl_register(struct sk_buff *skb, struct genl_info *info)
 {
+	pid_t pid = task_tgid_nr(current);
 	int ret;
 
-	/* A previous daemon's teardown must finish before a new one starts. */
+	/*
+	 * A previous daemon's teardown must finish before a new one starts;
+	 * it may have been queued after our flush: look under the lock.
+	 */
+retry:
 	flush_work(&fluxonkv_daemon.disconnect_work);
-
 	mutex_lock(&fluxonkv_daemon.lock);
+	if (fluxonkv_daemon.gone_portid) {
+		mutex_unlock(&fluxonkv_daemon.lock);
+		goto retry;
+	}
 	if (fluxonkv_daemon.portid &&
 	    fluxonkv_daemon.portid != info->snd_portid) {
 		mutex_unlock(&fluxonkv_daemon.lock);
 		NL_SET_ERR_MSG(info->extack, "another daemon is registered");
 		return -EBUSY;
 	}
-	WRITE_ONCE(fluxonkv_daemon.pid, task_tgid_nr(current));
+	WRITE_ONCE(fluxonkv_daemon.pid, pid);
 	WRITE_ONCE(fluxonkv_daemon.portid, info->snd_portid);
 	/* Answered under the lock: see fluxonkv_notify_ssd_state(). */
 	ret = fluxonkv_reply_simple(info, FLUXONKV_CMD_DAEMON_REGISTER, true);
+	fluxonkv_daemon_event(pid);
 	mutex_unlock(&fluxonkv_daemon.lock);
 
-	pr_info("daemon registered: pid %d port %u\n", fluxonkv_daemon_pid(),
-		info->snd_portid);
-	fluxonkv_daemon_event(fluxonkv_daemon_pid());
+	pr_info("daemon registered: pid %d port %u\n", pid, info->snd_portid);
 	return ret;
 }
 
@@ -468,9 +479,9 @@ static int fluxonkv_nl_answer(struct sk_buff *skb, struct genl_info *info)
 	    GENL_REQ_ATTR_CHECK(info, FLUXONKV_A_STATUS))
 		return -EINVAL;
 	status = nla_get_s32(info->attrs[FLUXONKV_A_STATUS]);
-	if (status > 0 || status < -MAX_ERRNO) {
+	if (status > 0 || status <= -ERESTARTSYS) {
 		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[FLUXONKV_A_STATUS],
-				    "status must be 0 or a negative errno");
+				    "status must be 0 or a negative errno below 512");
 		return -EINVAL;
 	}
 	id = nla_get_u64(info->attrs[FLUXONKV_A_REQ_ID]);
@@ -556,12 +567,18 @@ static const struct nla_policy fluxonkv_put_done_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32, FLUXONKV_PUT_F_PUBLISHED),
 };
 
+/* Not const: 6.1's NLA_POLICY_FULL_RANGE takes a plain pointer. */
+static struct netlink_range_validation fluxonkv_len_range = {
+	.min = 1,
+	.max = FLUXONKV_VALUE_MAX,
+};
+
 static const struct nla_policy fluxonkv_get_start_policy[FLUXONKV_A_MAX + 1] = {
 	FLUXONKV_ANSWER_POLICY,
 	[FLUXONKV_A_SOURCE] = NLA_POLICY_MAX(NLA_U32, FLUXONKV_SOURCE_SSD),
 	[FLUXONKV_A_HANDLE] = NLA_POLICY_MIN(NLA_U64, 1),
 	[FLUXONKV_A_PUT_ID] = NLA_POLICY_MIN(NLA_U64, 1),
-	[FLUXONKV_A_LEN] = NLA_POLICY_MIN(NLA_U64, 1),
+	[FLUXONKV_A_LEN] = NLA_POLICY_FULL_RANGE(NLA_U64, &fluxonkv_len_range),
 };
 
 static const struct nla_policy fluxonkv_get_done_policy[FLUXONKV_A_MAX + 1] = {
@@ -633,6 +650,12 @@ static struct genl_family fluxonkv_genl_family __ro_after_init = {
 	.version = FLUXONKV_GENL_VERSION,
 	.maxattr = FLUXONKV_A_MAX,
 	.netnsok = false,
+	/*
+	 * Handlers lock their own state; messages from one socket are still
+	 * handled in order (synchronously in its sendmsg), and a register
+	 * that waits for a teardown does not stall all of generic netlink.
+	 */
+	.parallel_ops = true,
 	.module = THIS_MODULE,
 	.ops = fluxonkv_genl_ops,
 	.n_ops = ARRAY_SIZE(fluxonkv_genl_ops),
@@ -660,13 +683,17 @@ err_notifier:
 
 void fluxonkv_genl_exit(void)
 {
-	genl_unregister_family(&fluxonkv_genl_family);
-	netlink_unregister_notifier(&fluxonkv_netlink_nb);
 	mutex_lock(&fluxonkv_daemon.lock);
+	fluxonkv_genl_exiting = true;
 	if (fluxonkv_daemon.portid)
 		fluxonkv_daemon_detach();
 	mutex_unlock(&fluxonkv_daemon.lock);
 	flush_work(&fluxonkv_daemon.disconnect_work);
-	WARN_ON(!xa_empty(&fluxonkv_pending));
-	xa_destroy(&fluxonkv_pending);
+	genl_unregister_family(&fluxonkv_genl_family);
+	netlink_unregister_notifier(&fluxonkv_netlink_nb);
+	/*
+	 * The pending xarray is static and every entry is erased by its
+	 * owner (an SSD worker may still be finishing an upcall that fails
+	 * with -ENOTCONN): nothing to destroy here.
+	 */
 }

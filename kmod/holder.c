@@ -50,6 +50,7 @@ void fluxonkv_session_free(struct fluxonkv_session *s)
 		xa_erase(&s->holders, id);
 		fluxonkv_alloc_put(a);
 		atomic64_dec(&fluxonkv_stats.holders);
+		cond_resched();
 	}
 	xa_destroy(&s->holders);
 	kfree(s);
@@ -82,7 +83,7 @@ int fluxonkv_holder_release(struct fluxonkv_session *s, u64 id)
 {
 	struct fluxonkv_alloc *a;
 
-	if (!id || id > ULONG_MAX)
+	if (!id)
 		return -ENOENT;
 	a = xa_erase(&s->holders, id);
 	if (!a)

@@ -269,7 +269,8 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 	struct fluxonkv_alloc *a;
 	int ret;
 
-	if (!start->len)
+	if (!start->len || start->len > min_t(u64, FLUXONKV_VALUE_MAX,
+					      fluxonkv_seg.size))
 		return -EPROTO;
 	/* Room first: a pin held across a room wait blocks ring writers. */
 	a = fluxonkv_alloc_room(start->len);

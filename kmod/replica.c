@@ -173,6 +173,7 @@ void fluxonkv_replica_drop_all(void)
 			continue;
 		fluxonkv_unindex(r);
 		fluxonkv_replica_put(r);
+		cond_resched();
 	}
 }
 

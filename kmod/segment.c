@@ -138,6 +138,8 @@ struct fluxonkv_alloc *fluxonkv_alloc_new(u64 len)
 	struct fluxonkv_alloc *a;
 	unsigned long start;
 
+	if (WARN_ON_ONCE(!len || len > seg->size))
+		return ERR_PTR(-EINVAL);
 	a = kmem_cache_alloc(fluxonkv_alloc_cache, GFP_KERNEL);
 	if (!a)
 		return ERR_PTR(-ENOMEM);
@@ -207,20 +209,21 @@ static const struct vm_operations_struct fluxonkv_vm_ops = {
 };
 
 /*
- * The mapping is read-only for everyone: values change only through put,
- * under the module's control.  Clearing VM_MAYWRITE makes a later
- * mprotect(PROT_WRITE) fail too.
+ * The mapping is read-only and not executable for everyone: values change
+ * only through put, under the module's control, and are data, never code.
+ * Clearing VM_MAYWRITE / VM_MAYEXEC makes a later mprotect() fail too.
  */
 int fluxonkv_segment_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	unsigned long pages = vma_pages(vma);
 
-	if (vma->vm_flags & VM_WRITE)
+	if (vma->vm_flags & (VM_WRITE | VM_EXEC))
 		return -EPERM;
 	if (vma->vm_pgoff >= fluxonkv_seg.npages ||
 	    pages > fluxonkv_seg.npages - vma->vm_pgoff)
 		return -EINVAL;
-	fluxonkv_vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP, VM_MAYWRITE);
+	fluxonkv_vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP,
+			      VM_MAYWRITE | VM_MAYEXEC);
 	vma->vm_ops = &fluxonkv_vm_ops;
 	return 0;
 }

@@ -49,6 +49,7 @@
 #define FLUXONKV_SSD_NOTICE_BATCH	256	/* reference §7.1 */
 #define FLUXONKV_SSD_NOTICE_DELAY_MS	10
 #define FLUXONKV_SSD_NOTICE_MAX		4096	/* queue bound; oldest dropped */
+#define FLUXONKV_SSD_NOTICE_BYTES	(32 << 10)	/* per SSD_EVICTED message */
 #define FLUXONKV_SSD_INDEX_BITS		12
 
 enum fluxonkv_ssd_state {
@@ -310,6 +311,7 @@ static void fluxonkv_ssd_notice_flush(struct work_struct *work)
 {
 	struct fluxonkv_ssd_notice *n;
 	unsigned int count = 0;
+	size_t bytes = 0;
 	LIST_HEAD(batch);
 	int ret;
 
@@ -318,6 +320,10 @@ static void fluxonkv_ssd_notice_flush(struct work_struct *work)
 	       !list_empty(&fluxonkv_ssd.notices)) {
 		n = list_first_entry(&fluxonkv_ssd.notices,
 				     struct fluxonkv_ssd_notice, node);
+		/* Keep one message small enough to allocate and receive. */
+		bytes += n->key_len + 32;
+		if (count && bytes > FLUXONKV_SSD_NOTICE_BYTES)
+			break;
 		list_move_tail(&n->node, &batch);
 		fluxonkv_ssd.nnotices--;
 		count++;
@@ -487,6 +493,11 @@ fluxonkv_ring_reserve(struct fluxonkv_shard *sh, const u8 *key, u32 key_len,
 	INIT_HLIST_NODE(&e->index_node);
 
 	mutex_lock(&sh->lock);
+	/*
+	 * Sampled before looking at the tail: an unpin after this point
+	 * bumps it, so a park decided on a stale view is retried at once.
+	 */
+	*seen = atomic_read(&sh->unpin_seq);
 	pos = sh->head;
 	phys = pos % sh->capacity;
 	if (phys + alen > sh->capacity)
@@ -499,7 +510,6 @@ fluxonkv_ring_reserve(struct fluxonkv_shard *sh, const u8 *key, u32 key_len,
 			break;
 	if (pos + alen - sh->tail > sh->capacity) {
 		/* The oldest entry is pinned or still being written. */
-		*seen = atomic_read(&sh->unpin_seq);
 		mutex_unlock(&sh->lock);
 		kfree(e);
 		return ERR_PTR(-EAGAIN);
@@ -561,10 +571,13 @@ struct fluxonkv_ssd_entry *fluxonkv_ssd_pin(const u8 *key, u32 key_len,
 
 void fluxonkv_ssd_unpin(struct fluxonkv_ssd_entry *e)
 {
+	/* Once unpinned, a writer may free @e: shards live until exit. */
+	struct fluxonkv_shard *sh = e->shard;
+
 	spin_lock(&fluxonkv_ssd.index_lock);
 	e->pins--;
 	spin_unlock(&fluxonkv_ssd.index_lock);
-	fluxonkv_shard_kick(e->shard);
+	fluxonkv_shard_kick(sh);
 }
 
 u64 fluxonkv_ssd_entry_len(const struct fluxonkv_ssd_entry *e)
@@ -640,21 +653,29 @@ static int fluxonkv_ssd_bio(struct fluxonkv_ssd_worker *w,
 	return ret;
 }
 
-/* Regular file (or block device file): direct IO, the loop driver's way. */
+/*
+ * Shard file: direct IO with our own kiocb (loop's lo_rw_aio()), so the
+ * flags of the struct file userspace shares with us (O_APPEND, a cleared
+ * O_DIRECT after attach) never steer where the module writes.
+ */
 static int fluxonkv_ssd_kiocb(struct fluxonkv_ssd_worker *w, struct file *file,
 			      bool write, unsigned int nr, u64 alen, loff_t pos)
 {
 	struct iov_iter iter;
+	struct kiocb kiocb;
 	ssize_t ret;
 
 	iov_iter_bvec(&iter, write ? ITER_SOURCE : ITER_DEST, w->bvec, nr,
 		      alen);
+	init_sync_kiocb(&kiocb, file);
+	kiocb.ki_flags = IOCB_DIRECT;
+	kiocb.ki_pos = pos;
 	if (write) {
 		file_start_write(file);
-		ret = vfs_iter_write(file, &iter, &pos, 0);
+		ret = call_write_iter(file, &kiocb, &iter);
 		file_end_write(file);
 	} else {
-		ret = vfs_iter_read(file, &iter, &pos, 0);
+		ret = call_read_iter(file, &kiocb, &iter);
 	}
 	if (ret == alen)
 		return 0;
@@ -668,7 +689,7 @@ static int fluxonkv_ssd_io(struct fluxonkv_ssd_worker *w,
 	unsigned int nr = fluxonkv_ssd_bvecs(w->bvec, a, alen);
 	int ret;
 
-	pos += sh->offset;
+	pos += sh->offset;	/* unchanged below: logged on error */
 	if (sh->bdev)
 		ret = fluxonkv_ssd_bio(w, sh->bdev, write, nr, pos);
 	else
@@ -1138,6 +1159,10 @@ int fluxonkv_ssd_attach(int fd, u64 offset, u64 capacity, u32 device,
 		ret = -EEXIST;
 		goto err_unlock;
 	}
+	if (fluxonkv_ssd.capacity + capacity < fluxonkv_ssd.capacity) {
+		ret = -EOVERFLOW;
+		goto err_unlock;
+	}
 	dev = fluxonkv_ssd_dev_get(device);
 	if (IS_ERR(dev)) {
 		ret = PTR_ERR(dev);
@@ -1218,8 +1243,8 @@ int fluxonkv_ssd_init(void)
 			  BIOSET_NEED_BVECS);
 	if (ret)
 		return ret;
-	fluxonkv_ssd.wq = alloc_workqueue("fluxonkv_ssd",
-					  WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	/* Not a reclaim path: workers may wait for the daemon's answers. */
+	fluxonkv_ssd.wq = alloc_workqueue("fluxonkv_ssd", WQ_UNBOUND, 0);
 	if (!fluxonkv_ssd.wq) {
 		bioset_exit(&fluxonkv_ssd.bioset);
 		return -ENOMEM;

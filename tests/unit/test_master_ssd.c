@@ -2,9 +2,10 @@
 /*
  * test_master_ssd.c - the master's SSD tier: the PERSIST decision at
  * PUT_START, SSD_COMMIT's publish conditions, eviction that keeps an
- * SSD-backed route, GET_START's source order, GET_DONE promotion,
- * GET_REVOKE and SSD_EVICTED cleanup, SSD_STATE, owner restart, and what the
- * dispatcher answers for each.
+ * SSD-backed route, persisting replicas that no eviction takes before their
+ * SSD_COMMIT, GET_START's source order, GET_DONE promotion, GET_REVOKE and
+ * SSD_EVICTED cleanup, SSD_STATE, owner restart, and what the dispatcher
+ * answers for each.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -144,13 +145,35 @@ static uint32_t get_done_ssd(const char *key, uint64_t put_id,
 	return flags;
 }
 
-/* Policy, route table and SSD counters must agree. */
+/* SSD_COMMIT with ERRNO; returns its FLAGS (STATUS must be 0). */
+static uint32_t commit_failed(const char *key, uint64_t put_id, int error)
+{
+	uint32_t flags = 99;
+
+	FKV_ASSERT_EQ(fkv_master_ssd_commit_failed(F.m, K(key), put_id, error,
+						   &flags), 0);
+	return flags;
+}
+
+/* A published version whose persist failed: evictable, memory only. */
+static uint64_t put_failed(const char *key, uint64_t len, uint64_t *handle)
+{
+	uint64_t id = put(key, len, handle);
+
+	FKV_ASSERT_EQ(commit_failed(key, id, -EIO), 0);
+	return id;
+}
+
+/*
+ * Policy, route table and SSD counters must agree: every memory replica is
+ * either in the policy or persisting.
+ */
 static void check_consistent(void)
 {
 	struct fkv_master_stats st = stats();
 
-	FKV_ASSERT_EQ(st.policy_bytes, st.used);
-	FKV_ASSERT_EQ(st.policy_objects, st.mem_replicas);
+	FKV_ASSERT_EQ(st.policy_bytes + st.persisting_bytes, st.used);
+	FKV_ASSERT_EQ(st.policy_objects + st.persisting, st.mem_replicas);
 	FKV_ASSERT_LE(st.mem_replicas, st.routes);
 	FKV_ASSERT_LE(st.ssd_replicas, st.routes);
 	/* A visible route has at least one medium. */
@@ -298,8 +321,11 @@ FKV_TEST(commit_after_the_memory_replica_was_evicted_is_ignored)
 	uint64_t id, h;
 
 	mk(100 * U, SSD, "lru", 100, 100);
+	/* Only a persist that outlived its TTL can lose its memory first. */
 	id = put("k", U, &h);
-	put("other", U, NULL);
+	F.now += FKV_INFLIGHT_TTL_MS;
+	fkv_master_tick(F.m);
+	put_failed("other", U, NULL);
 	evict_oldest(h);
 	FKV_ASSERT(fkv_routes_lookup(fkv_master_routes(F.m), K("k")) == NULL);
 	FKV_ASSERT_EQ(commit("k", id, U), 0);
@@ -413,7 +439,7 @@ FKV_TEST(eviction_keeps_an_ssd_backed_route_and_drops_only_memory)
 
 	mk(100 * U, SSD, "lru", 100, 100);
 	id = put_committed("k", 2 * U, &h);
-	put("plain", U, &h2);
+	put_failed("plain", U, &h2);
 	FKV_ASSERT_EQ(fkv_master_need_room(F.m, 2 * U, 3 * U), 0);
 	FKV_ASSERT_EQ(F.ndrops, 1);
 	FKV_ASSERT_EQ(F.drops[0], h);
@@ -466,6 +492,223 @@ FKV_TEST(watermark_eviction_keeps_ssd_backed_routes)
 	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_SSD);
 	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("k2"), &g), 0);
 	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_MEMORY);
+	check_consistent();
+	fkv_master_destroy(F.m);
+}
+
+/* ---- persisting replicas: evictable only once persisted (§3) ---- */
+
+static const char *const policies[] = { "lru", "s3fifo" };
+
+FKV_TEST(a_persisting_replica_is_never_chosen_by_need_room_or_watermarks)
+{
+	uint64_t hp, hq, he, id;
+	uint32_t flags;
+	size_t i;
+
+	for (i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
+		struct fkv_get_result g;
+
+		mk(10 * U, SSD, policies[i], 50, 50);
+		put("p", 4 * U, &hp);
+		/* 4 used + 4 reserved > 5: the watermark finds nothing. */
+		put("q", 4 * U, &hq);
+		FKV_ASSERT_EQ(F.ndrops, 0);
+		FKV_ASSERT_EQ(stats().persisting, 2);
+		FKV_ASSERT_EQ(stats().persisting_bytes, 8 * U);
+		FKV_ASSERT_EQ(stats().used, 8 * U);
+		FKV_ASSERT_EQ(stats().policy_objects, 0);
+		FKV_ASSERT_EQ(fkv_master_need_room(F.m, U, 10 * U), -ENOSPC);
+		FKV_ASSERT_EQ(stats().need_room_enospc, 1);
+		/* Hits do not make it a policy object either. */
+		fkv_master_access(F.m, hp);
+		FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("q"), &g), 0);
+		FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_MEMORY);
+		FKV_ASSERT_EQ(g.handle, hq);
+		FKV_ASSERT_EQ(stats().policy_objects, 0);
+
+		/* With an evictable replica around, only that one goes. */
+		put_failed("e", U, &he);
+		FKV_ASSERT_EQ(F.ndrops, 0);
+		FKV_ASSERT_EQ(fkv_master_need_room(F.m, 8 * U, 10 * U), 0);
+		FKV_ASSERT_EQ(F.ndrops, 1);
+		FKV_ASSERT_EQ(F.drops[0], he);
+		FKV_ASSERT_EQ(fkv_master_need_room(F.m, U, 8 * U), -ENOSPC);
+		put_failed("e2", U, &he);
+		/* A put above the high watermark evicts e2, never p or q. */
+		FKV_ASSERT_EQ(fkv_master_put_start(F.m, K("w"), U, &id,
+						   &flags), 0);
+		FKV_ASSERT_EQ(F.ndrops, 2);
+		FKV_ASSERT_EQ(F.drops[1], he);
+		FKV_ASSERT_EQ(F.drop_flags[1], FLUXONKV_DROP_F_EVICTED);
+		FKV_ASSERT_EQ(local("p")->mem_handle, hp);
+		FKV_ASSERT_EQ(local("q")->mem_handle, hq);
+		FKV_ASSERT(local("p")->persisting && local("q")->persisting);
+		check_consistent();
+		fkv_master_destroy(F.m);
+	}
+}
+
+FKV_TEST(ssd_commit_makes_a_persisting_replica_evictable_and_publishes_ssd)
+{
+	struct fkv_get_result g;
+	uint64_t id, h;
+
+	mk(100 * U, SSD, "lru", 100, 100);
+	id = put("k", 2 * U + 1, &h);
+	FKV_ASSERT(local("k")->persisting);
+	FKV_ASSERT_EQ(fkv_master_need_room(F.m, U, 0), -ENOSPC);
+	FKV_ASSERT_EQ(commit("k", id, 2 * U + 1), FLUXONKV_SSD_F_PUBLISHED);
+	FKV_ASSERT(!local("k")->persisting);
+	FKV_ASSERT(local("k")->ssd);
+	FKV_ASSERT_EQ(local("k")->ssd_len, 2 * U + 1);
+	FKV_ASSERT_EQ(stats().persisting, 0);
+	FKV_ASSERT_EQ(stats().persisting_bytes, 0);
+	FKV_ASSERT_EQ(stats().policy_objects, 1);
+	FKV_ASSERT_EQ(stats().policy_bytes, 3 * U);
+	/* A repeated commit does not insert it twice. */
+	FKV_ASSERT_EQ(commit("k", id, 2 * U + 1), FLUXONKV_SSD_F_PUBLISHED);
+	FKV_ASSERT_EQ(stats().policy_objects, 1);
+	check_consistent();
+	/* Now eviction may take its memory; the SSD copy keeps the key. */
+	evict_oldest(h);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("k"), &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_SSD);
+	FKV_ASSERT_EQ(g.put_id, id);
+	FKV_ASSERT_EQ(stats().persist_failures, 0);
+	check_consistent();
+	fkv_master_destroy(F.m);
+}
+
+FKV_TEST(ssd_commit_with_errno_makes_it_evictable_without_an_ssd_replica)
+{
+	struct fkv_get_result g;
+	uint64_t id, h;
+	uint32_t flags = 99;
+
+	mk(100 * U, SSD, "lru", 100, 100);
+	id = put("k", U, &h);
+	/* Malformed arguments are the only non-zero status. */
+	FKV_ASSERT_EQ(fkv_master_ssd_commit_failed(F.m, K("k"), 0, -EIO,
+						   &flags), -EINVAL);
+	FKV_ASSERT_EQ(flags, 0);
+	FKV_ASSERT(local("k")->persisting);
+	FKV_ASSERT_EQ(commit_failed("k", id, -ENOSPC), 0);
+	FKV_ASSERT(!local("k")->persisting);
+	FKV_ASSERT(!local("k")->ssd);
+	FKV_ASSERT_EQ(local("k")->mem_handle, h);
+	FKV_ASSERT_EQ(stats().persist_failures, 1);
+	FKV_ASSERT_EQ(stats().ssd_replicas, 0);
+	FKV_ASSERT_EQ(stats().ssd_commits_published, 0);
+	FKV_ASSERT_EQ(stats().policy_objects, 1);
+	FKV_ASSERT_EQ(stats().persisting, 0);
+	/* A repeated failure, or one for another version: counted, no-op. */
+	FKV_ASSERT_EQ(commit_failed("k", id, -EIO), 0);
+	FKV_ASSERT_EQ(commit_failed("k", id + 7, -EIO), 0);
+	FKV_ASSERT_EQ(stats().persist_failures, 3);
+	FKV_ASSERT_EQ(stats().policy_objects, 1);
+	/* Memory only: evicting it ends the key. */
+	evict_oldest(h);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("k"), &g), -ENOENT);
+	check_consistent();
+	fkv_master_destroy(F.m);
+}
+
+FKV_TEST(a_persisting_replica_without_commit_becomes_evictable_after_the_ttl)
+{
+	struct fkv_get_result g;
+	uint64_t a, b, ha, hb;
+
+	mk(100 * U, SSD, "lru", 100, 100);
+	a = put("a", U, &ha);
+	F.now += 20000;
+	b = put("b", U, &hb);
+	F.now += FKV_INFLIGHT_TTL_MS - 20000 - 1;
+	fkv_master_tick(F.m);
+	FKV_ASSERT_EQ(stats().persisting, 2);
+	FKV_ASSERT_EQ(fkv_master_need_room(F.m, U, 0), -ENOSPC);
+	F.now += 1;
+	fkv_master_tick(F.m);
+	FKV_ASSERT_EQ(stats().persist_expired, 1);
+	FKV_ASSERT_EQ(stats().persisting, 1);
+	FKV_ASSERT(!local("a")->persisting);
+	FKV_ASSERT(local("b")->persisting);
+	FKV_ASSERT_EQ(stats().policy_objects, 1);
+	check_consistent();
+	/* The one past its TTL is evictable; the other is not yet. */
+	evict_oldest(ha);
+	FKV_ASSERT_EQ(fkv_master_need_room(F.m, U, 0), -ENOSPC);
+	/* Its commit, late, finds no memory replica: not resurrected. */
+	FKV_ASSERT_EQ(commit("a", a, U), 0);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("a"), &g), -ENOENT);
+	F.now += 20000;
+	fkv_master_tick(F.m);
+	FKV_ASSERT_EQ(stats().persist_expired, 2);
+	/* A commit after the TTL still publishes the SSD replica. */
+	FKV_ASSERT_EQ(commit("b", b, U), FLUXONKV_SSD_F_PUBLISHED);
+	FKV_ASSERT_EQ(stats().policy_objects, 1);
+	evict_oldest(hb);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("b"), &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_SSD);
+	check_consistent();
+	fkv_master_destroy(F.m);
+}
+
+FKV_TEST(overwrite_or_delete_while_persisting_drops_it_late_commit_no_op)
+{
+	struct fkv_get_result g;
+	uint64_t v1, v2, h1, h2, deleted;
+
+	mk(100 * U, SSD, "lru", 100, 100);
+	v1 = put("k", U, &h1);
+	v2 = put("k", 2 * U, &h2);
+	FKV_ASSERT_EQ(F.ndrops, 1);
+	FKV_ASSERT_EQ(F.drops[0], h1);
+	FKV_ASSERT_EQ(F.drop_flags[0], 0);
+	FKV_ASSERT_EQ(stats().persisting, 1);
+	FKV_ASSERT_EQ(stats().persisting_bytes, 2 * U);
+	/* v1's commit and failure change nothing: v2 still persists. */
+	FKV_ASSERT_EQ(commit("k", v1, U), 0);
+	FKV_ASSERT_EQ(commit_failed("k", v1, -EIO), 0);
+	FKV_ASSERT(local("k")->persisting);
+	FKV_ASSERT(!local("k")->ssd);
+	FKV_ASSERT_EQ(local("k")->mem_handle, h2);
+	FKV_ASSERT_EQ(stats().policy_objects, 0);
+	FKV_ASSERT_EQ(fkv_master_delete(F.m, K("k"), &deleted), 0);
+	FKV_ASSERT_EQ(deleted, v2);
+	FKV_ASSERT_EQ(F.ndrops, 2);
+	FKV_ASSERT_EQ(F.drops[1], h2);
+	FKV_ASSERT_EQ(F.drop_flags[1], 0);
+	FKV_ASSERT_EQ(stats().persisting, 0);
+	FKV_ASSERT_EQ(stats().persisting_bytes, 0);
+	FKV_ASSERT_EQ(commit("k", v2, 2 * U), 0);
+	FKV_ASSERT_EQ(commit_failed("k", v2, -EIO), 0);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("k"), &g), -ENOENT);
+	FKV_ASSERT_EQ(stats().ssd_replicas, 0);
+	FKV_ASSERT_EQ(stats().policy_objects, 0);
+	/* Nor does the TTL find anything left of them. */
+	F.now += 2 * FKV_INFLIGHT_TTL_MS;
+	fkv_master_tick(F.m);
+	FKV_ASSERT_EQ(stats().persist_expired, 0);
+	FKV_ASSERT_EQ(F.ndrops, 2);
+	FKV_ASSERT_EQ(stats().used, 0);
+	check_consistent();
+	fkv_master_destroy(F.m);
+}
+
+FKV_TEST(owner_restart_forgets_persisting_replicas)
+{
+	uint64_t id;
+
+	mk(100 * U, SSD, "lru", 100, 100);
+	id = put("k", U, NULL);
+	fkv_master_owner_restart(F.m, INC + 1, SSD);
+	FKV_ASSERT_EQ(stats().persisting, 0);
+	FKV_ASSERT_EQ(stats().persisting_bytes, 0);
+	FKV_ASSERT_EQ(stats().used, 0);
+	FKV_ASSERT_EQ(F.ndrops, 0);
+	FKV_ASSERT_EQ(commit("k", id, U), 0);
+	FKV_ASSERT_EQ(stats().policy_objects, 0);
 	check_consistent();
 	fkv_master_destroy(F.m);
 }
@@ -604,7 +847,7 @@ FKV_TEST(promotion_evicts_others_above_the_high_watermark_never_itself)
 		char key[8];
 
 		snprintf(key, sizeof(key), "k%d", i);
-		put(key, 10 * U, &h[i - 1]);
+		put_committed(key, 10 * U, &h[i - 1]);
 	}
 	F.ndrops = 0;
 	FKV_ASSERT_EQ(stats().used, 90 * U);
@@ -859,6 +1102,66 @@ FKV_TEST(dispatch_answers_the_ssd_flow_with_the_right_attributes)
 	fkv_master_destroy(F.m);
 }
 
+FKV_TEST(dispatch_answers_a_failed_ssd_commit_with_status_0_and_no_flags)
+{
+	struct fkv_upcall u;
+	struct fkv_reply r;
+	uint64_t id, h;
+
+	mk(100 * U, SSD, "lru", 100, 100);
+	id = put("k", 3 * U, &h);
+	/* ERRNO: failed; LEN is not needed to say so. */
+	u = up(FLUXONKV_CMD_SSD_COMMIT, A(PUT_ID) | A(ERRNO), "k");
+	u.put_id = id;
+	u.error = -EIO;
+	FKV_ASSERT(fkv_dispatch(F.m, &u, &r));
+	FKV_ASSERT_EQ(r.status, 0);
+	FKV_ASSERT_EQ(r.present, A(FLAGS));
+	FKV_ASSERT_EQ(r.flags, 0);
+	FKV_ASSERT(!local("k")->persisting);
+	FKV_ASSERT(!local("k")->ssd);
+	FKV_ASSERT_EQ(stats().persist_failures, 1);
+	FKV_ASSERT_EQ(stats().policy_objects, 1);
+
+	/* ERRNO with LEN, as the module sends it: the same. */
+	id = put("j", 3 * U, NULL);
+	u = up(FLUXONKV_CMD_SSD_COMMIT, A(PUT_ID) | A(LEN) | A(ERRNO), "j");
+	u.put_id = id;
+	u.len = 3 * U;
+	u.error = -ENOSPC;
+	FKV_ASSERT(fkv_dispatch(F.m, &u, &r));
+	FKV_ASSERT_EQ(r.status, 0);
+	FKV_ASSERT_EQ(r.flags, 0);
+	FKV_ASSERT(!local("j")->ssd);
+	FKV_ASSERT_EQ(stats().persist_failures, 2);
+
+	/* An ERRNO of 0 is a success. */
+	id = put("s", 3 * U, NULL);
+	u = up(FLUXONKV_CMD_SSD_COMMIT, A(PUT_ID) | A(LEN) | A(ERRNO), "s");
+	u.put_id = id;
+	u.len = 3 * U;
+	u.error = 0;
+	FKV_ASSERT(fkv_dispatch(F.m, &u, &r));
+	FKV_ASSERT_EQ(r.status, 0);
+	FKV_ASSERT_EQ(r.flags, FLUXONKV_SSD_F_PUBLISHED);
+	FKV_ASSERT(local("s")->ssd);
+	FKV_ASSERT_EQ(stats().persist_failures, 2);
+
+	/* A success still needs LEN; a failure still needs PUT_ID. */
+	u.present &= ~(A(LEN) | A(ERRNO));
+	FKV_ASSERT(fkv_dispatch(F.m, &u, &r));
+	FKV_ASSERT_EQ(r.status, -EINVAL);
+	FKV_ASSERT_EQ(r.present, 0);
+	u = up(FLUXONKV_CMD_SSD_COMMIT, A(LEN) | A(ERRNO), "s");
+	u.len = 3 * U;
+	u.error = -EIO;
+	FKV_ASSERT(fkv_dispatch(F.m, &u, &r));
+	FKV_ASSERT_EQ(r.status, -EINVAL);
+	FKV_ASSERT_EQ(stats().persist_failures, 2);
+	check_consistent();
+	fkv_master_destroy(F.m);
+}
+
 /* ---- SSD_EVICTED entries, built by hand as the kernel lays them out ---- */
 
 struct abuf {
@@ -1041,4 +1344,116 @@ FKV_TEST(workload_over_memory_and_ssd_never_misses_a_committed_key)
 	FKV_ASSERT_EQ(stats().drops, stats().evictions);
 	check_consistent();
 	fkv_master_destroy(F.m);
+}
+
+/*
+ * A bootstrap into a small segment, as the module drives it: @slots one-unit
+ * slots, 3 * @slots serial puts of distinct keys, all answered PERSIST, and
+ * the SSD writer reporting each SSD_COMMIT @lag puts after its PUT_DONE.
+ * The module allocates after PUT_START; a full segment sends NEED_ROOM, and
+ * while that answers -ENOSPC the module waits (its 5 s retry) during which
+ * the writer catches up: the oldest pending commit arrives.  No holders:
+ * a DROP_REPLICA frees its slot at once.
+ */
+static void bootstrap(const char *policy, unsigned int slots,
+		      unsigned int lag)
+{
+	unsigned int n = 3 * slots, i, head = 0, tail = 0, waits = 0;
+	uint64_t ids[3 * 64], allocated = 0;
+	uint32_t flags;
+	char key[16];
+
+	FKV_ASSERT_LE(n, sizeof(ids) / sizeof(ids[0]));
+	mk(slots * U, SSD, policy, 0, 0);
+	for (i = 0; i < n; i++) {
+		uint64_t h = F.next_handle++;
+
+		snprintf(key, sizeof(key), "boot%u", i);
+		FKV_ASSERT_EQ(fkv_master_put_start(F.m, K(key), U, &ids[i],
+						   &flags), 0);
+		FKV_ASSERT_EQ(flags, FLUXONKV_PUT_F_PERSIST);
+		/* The module's segment: allocated minus dropped slots. */
+		while (allocated - F.ndrops >= slots) {
+			if (!fkv_master_need_room(F.m, U,
+						  (allocated - F.ndrops) * U))
+				continue;
+			/* Only persisting replicas are left in memory... */
+			FKV_ASSERT_EQ(stats().persisting,
+				      stats().mem_replicas);
+			/* ... and their commits are what the module awaits. */
+			FKV_ASSERT_LT(head, tail);
+			snprintf(key, sizeof(key), "boot%u", head);
+			FKV_ASSERT_EQ(commit(key, ids[head], U),
+				      FLUXONKV_SSD_F_PUBLISHED);
+			head++;
+			waits++;
+		}
+		allocated++;
+		snprintf(key, sizeof(key), "boot%u", i);
+		FKV_ASSERT_EQ(fkv_master_put_done(F.m, K(key), ids[i], h, U,
+						  &flags), 0);
+		FKV_ASSERT_EQ(flags, FLUXONKV_PUT_F_PUBLISHED);
+		tail++;
+		while (tail - head > lag) {
+			snprintf(key, sizeof(key), "boot%u", head);
+			/* Every commit finds its memory replica. */
+			FKV_ASSERT_EQ(commit(key, ids[head], U),
+				      FLUXONKV_SSD_F_PUBLISHED);
+			head++;
+		}
+		FKV_ASSERT_LE(stats().used, slots * U);
+		check_consistent();
+	}
+	for (; head < tail; head++) {
+		snprintf(key, sizeof(key), "boot%u", head);
+		FKV_ASSERT_EQ(commit(key, ids[head], U),
+			      FLUXONKV_SSD_F_PUBLISHED);
+	}
+	/* Every key has its value in memory or on SSD. */
+	for (i = 0; i < n; i++) {
+		const struct fkv_replica *rep;
+		struct fkv_get_result g;
+
+		snprintf(key, sizeof(key), "boot%u", i);
+		rep = local(key);
+		FKV_ASSERT(rep != NULL);
+		FKV_ASSERT(rep->mem_handle || rep->ssd);
+		FKV_ASSERT(rep->ssd);
+		FKV_ASSERT_EQ(fkv_master_get_start(F.m, K(key), &g), 0);
+		FKV_ASSERT_EQ(g.put_id, ids[i]);
+	}
+	FKV_ASSERT_EQ(stats().routes, n);
+	FKV_ASSERT_EQ(stats().ssd_replicas, n);
+	FKV_ASSERT_EQ(stats().ssd_commits_published, n);
+	FKV_ASSERT_EQ(stats().ssd_commits_ignored, 0);
+	FKV_ASSERT_EQ(stats().persisting, 0);
+	FKV_ASSERT_GE(stats().evictions, n - slots);
+	FKV_ASSERT_EQ(stats().drops, stats().evictions);
+	/*
+	 * The module waited exactly when the writer lagged a full segment:
+	 * below that the watermark always found committed replicas to evict.
+	 */
+	if (lag < slots)
+		FKV_ASSERT_EQ(waits, 0);
+	else
+		FKV_ASSERT_GT(waits, 0);
+	fkv_diag("bootstrap %s, %u slots, lag %u: %u waits, %llu evictions",
+		 policy, slots, lag, waits,
+		 (unsigned long long)stats().evictions);
+	check_consistent();
+	fkv_master_destroy(F.m);
+}
+
+FKV_TEST(a_bootstrap_into_a_small_segment_never_loses_a_value)
+{
+	static const unsigned int lags[] = { 0, 1, 3, 8, 12, 15, 16, 17, 32,
+					     100 };
+	size_t p, l;
+
+	for (p = 0; p < sizeof(policies) / sizeof(policies[0]); p++)
+		for (l = 0; l < sizeof(lags) / sizeof(lags[0]); l++)
+			bootstrap(policies[p], 16, lags[l]);
+	bootstrap("s3fifo", 64, 50);
+	bootstrap("lru", 1, 0);
+	bootstrap("lru", 1, 2);
 }

@@ -307,6 +307,72 @@ FKV_TEST(ssd_commit_and_ssd_state_decode)
 	nlmsg_free(msg);
 }
 
+FKV_TEST(a_failed_ssd_commit_decodes_its_errno_and_is_answered_without_flags)
+{
+	static const struct fkv_master_ops ops = { .send_drop = no_drop };
+	struct fkv_master_config cfg = {
+		.capacity = 1 << 20, .incarnation = 5, .ssd_capacity = 1 << 20,
+	};
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	const struct fkv_replica *rep;
+	struct fkv_master_stats st;
+	struct nl_msg *msg, *ans;
+	struct fkv_master *m;
+	struct fkv_upcall u;
+	struct fkv_reply r;
+	uint64_t id;
+	uint32_t flags;
+
+	fkv_log_setup(FKV_LOG_ERR, false);
+	m = fkv_master_create(&cfg, &ops, NULL);
+	FKV_ASSERT(m != NULL);
+	FKV_ASSERT_EQ(fkv_master_put_start(m, "kk", 2, 5000, &id, &flags), 0);
+	FKV_ASSERT_EQ(flags, FLUXONKV_PUT_F_PERSIST);
+	FKV_ASSERT_EQ(fkv_master_put_done(m, "kk", 2, id, 0x77, 5000, &flags),
+		      0);
+
+	msg = upcall(FLUXONKV_CMD_SSD_COMMIT);
+	put_u64(msg, FLUXONKV_A_REQ_ID, 13);
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, 2, "kk"), 0);
+	put_u64(msg, FLUXONKV_A_PUT_ID, id);
+	put_u64(msg, FLUXONKV_A_LEN, 5000);
+	FKV_ASSERT_EQ(nla_put_s32(msg, FLUXONKV_A_ERRNO, -EIO), 0);
+	FKV_ASSERT_EQ(decode(msg, &u), 0);
+	FKV_ASSERT_EQ(u.present, A(REQ_ID) | A(KEY) | A(PUT_ID) | A(LEN) |
+				 A(ERRNO));
+	FKV_ASSERT_EQ(u.error, -EIO);
+	FKV_ASSERT(fkv_dispatch(m, &u, &r));
+	ans = fkv_nl_reply_msg(FAMILY, u.cmd, u.req_id, &r);
+	FKV_ASSERT(ans != NULL);
+	FKV_ASSERT_EQ(parse(ans, tb)->cmd, FLUXONKV_CMD_SSD_COMMIT);
+	FKV_ASSERT_EQ(nla_get_u64(tb[FLUXONKV_A_REQ_ID]), 13);
+	FKV_ASSERT_EQ(nla_get_s32(tb[FLUXONKV_A_STATUS]), 0);
+	FKV_ASSERT_EQ(nla_get_u32(tb[FLUXONKV_A_FLAGS]), 0);
+	nlmsg_free(ans);
+	nlmsg_free(msg);
+	/* The replica is evictable now, with no SSD copy. */
+	rep = fkv_routes_local(fkv_master_routes(m),
+			       fkv_routes_lookup(fkv_master_routes(m),
+						 "kk", 2));
+	FKV_ASSERT(!rep->persisting);
+	FKV_ASSERT(!rep->ssd);
+	fkv_master_get_stats(m, &st);
+	FKV_ASSERT_EQ(st.persist_failures, 1);
+	FKV_ASSERT_EQ(st.policy_objects, 1);
+
+	/* An ERRNO that is not an s32 makes the message malformed. */
+	msg = upcall(FLUXONKV_CMD_SSD_COMMIT);
+	put_u64(msg, FLUXONKV_A_REQ_ID, 14);
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, 2, "kk"), 0);
+	put_u64(msg, FLUXONKV_A_PUT_ID, id);
+	put_u64(msg, FLUXONKV_A_ERRNO, 5);
+	FKV_ASSERT_EQ(decode(msg, &u), -EINVAL);
+	FKV_ASSERT_EQ(u.present, A(REQ_ID));
+	FKV_ASSERT_EQ(u.req_id, 14);
+	nlmsg_free(msg);
+	fkv_master_destroy(m);
+}
+
 /* One SSD_EVICTED ENTRY nest, as the kernel builds it. */
 static void put_entry(struct nl_msg *msg, const void *key, int key_len,
 		      uint64_t put_id)

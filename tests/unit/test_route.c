@@ -2,9 +2,10 @@
 /*
  * test_route.c - the master's route table: versions, in-flight puts, TTL,
  * capacity accounting, the handles it gives up, and SSD replicas (commit,
- * promotion, clearing, owner restart).
+ * promotion, clearing, owner restart, persisting replicas).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,6 +29,11 @@ struct rec {
 	size_t nforgot;
 	uint64_t forgot[MAXREC];
 	uint64_t forgot_weights[MAXREC];
+	size_t nsettled;
+	uint64_t settled[MAXREC];		/* memory handles */
+	bool settled_expired[MAXREC];
+	bool settled_ssd[MAXREC];		/* rep->ssd when settled */
+	bool settled_persisting[MAXREC];	/* rep->persisting then */
 };
 
 static const uint8_t secret[16] = "fluxonkv-tests!";
@@ -64,6 +70,20 @@ static void rec_forget(void *arg, uint64_t handle, uint64_t weight)
 	r->nforgot++;
 }
 
+static void rec_settled(void *arg, const struct fkv_route *rt,
+			const struct fkv_replica *rep, bool expired)
+{
+	struct rec *r = arg;
+
+	if (r->nsettled < MAXREC) {
+		r->settled[r->nsettled] = rep->mem_handle;
+		r->settled_expired[r->nsettled] = expired;
+		r->settled_ssd[r->nsettled] = rep->ssd;
+		r->settled_persisting[r->nsettled] = rep->persisting;
+	}
+	r->nsettled++;
+}
+
 static uint64_t rec_clock(void *arg)
 {
 	return ((struct rec *)arg)->now;
@@ -73,6 +93,7 @@ static const struct fkv_route_ops rec_ops = {
 	.drop = rec_drop,
 	.forget = rec_forget,
 	.expired = rec_expired,
+	.settled = rec_settled,
 };
 
 static struct rec R;
@@ -654,6 +675,205 @@ FKV_TEST(forget_stale_removes_dead_replicas_without_drops)
 	FKV_ASSERT_EQ(fkv_routes_put_done(t, K("mem"), id, 0x1, UNIT, INC + 1,
 					  NULL), 1);
 	FKV_ASSERT_EQ(local_of(t, "mem")->tomb_tag, INC + 1);
+	fkv_routes_destroy(t);
+}
+
+/* ---- persisting replicas ---- */
+
+/* PUT_START with persist + PUT_DONE that must publish; returns the put_id. */
+static uint64_t put_persist(struct fkv_routes *t, const char *key,
+			    uint64_t len, uint64_t handle)
+{
+	uint64_t id = 0;
+
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K(key), len, true, &id), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_done(t, K(key), id, handle, len, INC,
+					  NULL), 1);
+	return id;
+}
+
+FKV_TEST(a_persisted_put_is_persisting_until_its_ssd_commit)
+{
+	struct fkv_routes *t = mk();
+	uint64_t id = put_persist(t, "k", 3000, 0x1);
+
+	put(t, "plain", UNIT, 0x2);
+	FKV_ASSERT(local_of(t, "k")->persisting);
+	FKV_ASSERT(!local_of(t, "plain")->persisting);
+	FKV_ASSERT_EQ(fkv_routes_persisting_count(t), 1);
+	FKV_ASSERT_EQ(fkv_routes_persisting_bytes(t), UNIT);
+	/* It counts in used like any replica. */
+	FKV_ASSERT_EQ(fkv_routes_used(t), 2 * UNIT);
+	FKV_ASSERT_EQ(R.nsettled, 0);
+	/* A commit of another version settles nothing. */
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("k"), id + 5, 3000, INC), 0);
+	FKV_ASSERT_EQ(R.nsettled, 0);
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("k"), id, 3000, INC), 1);
+	FKV_ASSERT_EQ(R.nsettled, 1);
+	FKV_ASSERT_EQ(R.settled[0], 0x1);
+	FKV_ASSERT(!R.settled_expired[0]);
+	/* Settled after the SSD replica was set, no longer persisting. */
+	FKV_ASSERT(R.settled_ssd[0]);
+	FKV_ASSERT(!R.settled_persisting[0]);
+	FKV_ASSERT(!local_of(t, "k")->persisting);
+	FKV_ASSERT(local_of(t, "k")->persist);
+	FKV_ASSERT_EQ(fkv_routes_persisting_count(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_persisting_bytes(t), 0);
+	/* A repeated commit settles nothing twice. */
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("k"), id, 3000, INC), 1);
+	FKV_ASSERT_EQ(R.nsettled, 1);
+	FKV_ASSERT_EQ(R.ndrops, 0);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(a_commit_that_cannot_publish_still_ends_the_persist)
+{
+	struct fkv_routes *t = mk();
+	uint64_t id = put_persist(t, "k", 3000, 0x1);
+
+	/* A length other than the replica's: no SSD replica, but settled. */
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("k"), id, 2999, INC), 0);
+	FKV_ASSERT_EQ(R.nsettled, 1);
+	FKV_ASSERT(!R.settled_ssd[0]);
+	FKV_ASSERT(!local_of(t, "k")->ssd);
+	FKV_ASSERT(!local_of(t, "k")->persisting);
+	FKV_ASSERT_EQ(fkv_routes_ssd_count(t), 0);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(persist_failed_settles_the_current_version_without_an_ssd_replica)
+{
+	struct fkv_routes *t = mk();
+	uint64_t id = put_persist(t, "k", UNIT, 0x1);
+
+	put(t, "plain", UNIT, 0x2);
+	FKV_ASSERT_EQ(fkv_routes_persist_failed(t, "", 0, id), -EINVAL);
+	FKV_ASSERT_EQ(fkv_routes_persist_failed(t, K("k"), 0), -EINVAL);
+	FKV_ASSERT_EQ(fkv_routes_persist_failed(t, K("k"), id + 1), 0);
+	FKV_ASSERT_EQ(fkv_routes_persist_failed(t, K("nope"), id), 0);
+	/* Never persisting: nothing to do. */
+	FKV_ASSERT_EQ(fkv_routes_persist_failed(t, K("plain"), id + 1), 0);
+	FKV_ASSERT_EQ(R.nsettled, 0);
+	FKV_ASSERT_EQ(fkv_routes_persist_failed(t, K("k"), id), 1);
+	FKV_ASSERT_EQ(R.nsettled, 1);
+	FKV_ASSERT_EQ(R.settled[0], 0x1);
+	FKV_ASSERT(!R.settled_expired[0]);
+	FKV_ASSERT(!R.settled_ssd[0]);
+	FKV_ASSERT(!local_of(t, "k")->persisting);
+	FKV_ASSERT(!local_of(t, "k")->ssd);
+	FKV_ASSERT_EQ(local_of(t, "k")->mem_handle, 0x1);
+	FKV_ASSERT_EQ(fkv_routes_persisting_count(t), 0);
+	/* Once settled, again is nothing. */
+	FKV_ASSERT_EQ(fkv_routes_persist_failed(t, K("k"), id), 0);
+	FKV_ASSERT_EQ(R.nsettled, 1);
+	FKV_ASSERT_EQ(R.ndrops, 0);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(persisting_replicas_settle_by_ttl_in_deadline_order)
+{
+	struct fkv_routes *t = mk();
+	uint64_t a, b, inflight;
+
+	a = put_persist(t, "a", UNIT, 0x1);
+	R.now += 10000;
+	b = put_persist(t, "b", 2 * UNIT, 0x2);
+	FKV_ASSERT_EQ(fkv_routes_next_expiry_ms(t),
+		      FKV_INFLIGHT_TTL_MS - 10000);
+	R.now += FKV_INFLIGHT_TTL_MS - 10000 - 1;
+	FKV_ASSERT_EQ(fkv_routes_sweep_persisting(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_next_expiry_ms(t), 1);
+	/* An in-flight put expiring first is the next deadline. */
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("c"), UNIT, true, &inflight),
+		      0);
+	R.now += 1;
+	/* The in-flight sweep is a different sweep. */
+	FKV_ASSERT_EQ(fkv_routes_sweep(t), 0);
+	FKV_ASSERT_EQ(R.nsettled, 0);
+	FKV_ASSERT_EQ(fkv_routes_sweep_persisting(t), 1);
+	FKV_ASSERT_EQ(R.nsettled, 1);
+	FKV_ASSERT_EQ(R.settled[0], 0x1);
+	FKV_ASSERT(R.settled_expired[0]);
+	FKV_ASSERT(!local_of(t, "a")->persisting);
+	FKV_ASSERT(local_of(t, "b")->persisting);
+	FKV_ASSERT_EQ(fkv_routes_persisting_bytes(t), 2 * UNIT);
+	FKV_ASSERT_EQ(fkv_routes_next_expiry_ms(t), 10000);
+	R.now += 10000;
+	FKV_ASSERT_EQ(fkv_routes_sweep_persisting(t), 1);
+	FKV_ASSERT_EQ(R.settled[1], 0x2);
+	FKV_ASSERT(R.settled_expired[1]);
+	FKV_ASSERT_EQ(fkv_routes_persisting_count(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_persisting_bytes(t), 0);
+	/* Expired, not lost: the replicas and their versions stay. */
+	FKV_ASSERT_EQ(fkv_routes_lookup(t, K("a"))->put_id, a);
+	FKV_ASSERT_EQ(fkv_routes_lookup(t, K("b"))->put_id, b);
+	FKV_ASSERT_EQ(fkv_routes_used(t), 3 * UNIT);
+	/* A late commit publishes SSD but settles nothing twice. */
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("a"), a, UNIT, INC), 1);
+	FKV_ASSERT_EQ(R.nsettled, 2);
+	/* The put of "c", started 10001 ms ago. */
+	FKV_ASSERT_EQ(fkv_routes_next_expiry_ms(t),
+		      FKV_INFLIGHT_TTL_MS - 10001);
+	FKV_ASSERT_EQ(R.ndrops, 0);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(a_persisting_replica_dropped_or_forgotten_is_never_settled)
+{
+	struct fkv_routes *t = mk();
+	uint64_t v1, v2, id, deleted;
+
+	/* Overwrite: the old one is dropped, the new one persists. */
+	v1 = put_persist(t, "k", UNIT, 0x1);
+	v2 = put_persist(t, "k", 2 * UNIT, 0x2);
+	FKV_ASSERT_EQ(R.ndrops, 1);
+	FKV_ASSERT_EQ(R.drops[0], 0x1);
+	FKV_ASSERT_EQ(fkv_routes_persisting_count(t), 1);
+	FKV_ASSERT_EQ(fkv_routes_persisting_bytes(t), 2 * UNIT);
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("k"), v1, UNIT, INC), 0);
+	FKV_ASSERT_EQ(fkv_routes_persist_failed(t, K("k"), v1), 0);
+	FKV_ASSERT(local_of(t, "k")->persisting);
+	/* Delete. */
+	FKV_ASSERT_EQ(fkv_routes_delete(t, K("k"), &deleted), 0);
+	FKV_ASSERT_EQ(deleted, v2);
+	FKV_ASSERT_EQ(fkv_routes_persisting_count(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_persisting_bytes(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("k"), v2, 2 * UNIT, INC), 0);
+	/* Drop by handle. */
+	put_persist(t, "d", UNIT, 0x3);
+	FKV_ASSERT_EQ(fkv_routes_drop_handle(t, 0x3), 0);
+	FKV_ASSERT(fkv_routes_lookup(t, K("d")) == NULL);
+	/* Owner restart. */
+	id = put_persist(t, "r", UNIT, 0x4);
+	FKV_ASSERT_EQ(fkv_routes_forget_stale(t, INC + 1), 1);
+	FKV_ASSERT_EQ(R.nforgot, 1);
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("r"), id, UNIT, INC + 1), 0);
+	FKV_ASSERT_EQ(fkv_routes_persisting_count(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_persisting_bytes(t), 0);
+	/* Nothing is left for the TTL either. */
+	R.now += 2 * FKV_INFLIGHT_TTL_MS;
+	FKV_ASSERT_EQ(fkv_routes_sweep_persisting(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_next_expiry_ms(t), -1);
+	FKV_ASSERT_EQ(R.nsettled, 0);
+	FKV_ASSERT_EQ(R.ndrops, 3);
+	FKV_ASSERT_EQ(fkv_routes_used(t), 0);
+	fkv_routes_destroy(t);
+}
+
+FKV_TEST(a_handle_reused_after_a_drop_can_persist_again)
+{
+	struct fkv_routes *t = mk();
+	uint64_t id;
+
+	put_persist(t, "k", UNIT, 0x1);
+	FKV_ASSERT_EQ(fkv_routes_drop_handle(t, 0x1), 0);
+	/* The module may hand out the same handle for a new replica. */
+	id = put_persist(t, "j", UNIT, 0x1);
+	FKV_ASSERT(local_of(t, "j")->persisting);
+	FKV_ASSERT_EQ(fkv_routes_persisting_count(t), 1);
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("j"), id, UNIT, INC), 1);
+	FKV_ASSERT_EQ(R.nsettled, 1);
+	FKV_ASSERT_EQ(fkv_routes_persisting_count(t), 0);
 	fkv_routes_destroy(t);
 }
 

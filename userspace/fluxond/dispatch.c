@@ -74,6 +74,16 @@ static void ssd_evicted(struct fkv_master *m, const struct fkv_upcall *u)
 		fkv_warn("SSD_EVICTED: %u malformed entries skipped", bad);
 }
 
+/*
+ * SSD_COMMIT with a non-zero ERRNO reports a failed persist (an ERRNO of 0
+ * is a success like a commit without one).
+ */
+static bool ssd_commit_failed(const struct fkv_upcall *u)
+{
+	return u->cmd == FLUXONKV_CMD_SSD_COMMIT &&
+	       (u->present & A(ERRNO)) && u->error;
+}
+
 bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 		  struct fkv_reply *r)
 {
@@ -82,6 +92,9 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 	size_t i;
 
 	memset(r, 0, sizeof(*r));
+	/* A failed persist has no length to publish: LEN is not needed. */
+	if (ssd_commit_failed(u))
+		need &= ~A(LEN);
 	if (!need) {
 		fkv_warn("unexpected command %u (%s) from the module", u->cmd,
 			 fkv_cmd_name(u->cmd));
@@ -150,9 +163,17 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 			fkv_master_access(m, fkv_upcall_handle(u, i));
 		break;
 	case FLUXONKV_CMD_SSD_COMMIT:
-		r->status = fkv_master_ssd_commit(m, u->key, u->key_len,
-						  u->put_id, u->len,
-						  &r->flags);
+		if (ssd_commit_failed(u))
+			r->status = fkv_master_ssd_commit_failed(m, u->key,
+								 u->key_len,
+								 u->put_id,
+								 u->error,
+								 &r->flags);
+		else
+			r->status = fkv_master_ssd_commit(m, u->key,
+							  u->key_len,
+							  u->put_id, u->len,
+							  &r->flags);
 		r->present = A(FLAGS);
 		break;
 	case FLUXONKV_CMD_SSD_EVICTED:

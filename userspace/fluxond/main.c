@@ -5,8 +5,8 @@
  * Startup: options, detach if asked, pid file, open the generic netlink
  * family, register as the daemon, build the master for the segment the
  * module reports.  Then one poll() loop: upcalls from the netlink socket and
- * a one-second tick (in-flight put TTL sweep).  SIGTERM/SIGINT unregister
- * and exit 0.
+ * a one-second tick (in-flight put and persisting replica TTL sweeps).
+ * SIGTERM/SIGINT unregister and exit 0.
  */
 #include <errno.h>
 #include <poll.h>
@@ -224,10 +224,15 @@ static void log_stats(const struct fluxond *d)
 		 (unsigned long long)st.deletes,
 		 (unsigned long long)st.evictions);
 	fkv_info("stats: SSD %zu replicas (%llu bytes), %llu persist puts, "
+		 "%zu persisting (%llu bytes), %llu persist failures, "
+		 "%llu persist timeouts, "
 		 "%llu commits published, %llu ignored, %llu SSD gets, "
 		 "%llu promoted, %llu not, %llu revoked, %llu evicted",
 		 st.ssd_replicas, (unsigned long long)st.ssd_bytes,
-		 (unsigned long long)st.persist_puts,
+		 (unsigned long long)st.persist_puts, st.persisting,
+		 (unsigned long long)st.persisting_bytes,
+		 (unsigned long long)st.persist_failures,
+		 (unsigned long long)st.persist_expired,
 		 (unsigned long long)st.ssd_commits_published,
 		 (unsigned long long)st.ssd_commits_ignored,
 		 (unsigned long long)st.ssd_gets,

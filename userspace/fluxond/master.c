@@ -57,10 +57,37 @@ static void route_expired(void *arg, const struct fkv_route *r,
 		 (unsigned long long)put_id, fkv_key_fmt(kb, r->key, r->key_len));
 }
 
+/*
+ * A persisting replica's persist is over (SSD_COMMIT, success or failure) or
+ * timed out: from now on it competes for DRAM like any other replica.
+ */
+static void route_settled(void *arg, const struct fkv_route *r,
+			  const struct fkv_replica *rep, bool expired)
+{
+	struct fkv_master *m = arg;
+	char kb[FKV_KEY_FMT_LEN];
+	int err;
+
+	if (expired) {
+		m->st.persist_expired++;
+		fkv_warn("replica %#llx of key '%s' put %llu: no SSD_COMMIT "
+			 "within the TTL, now evictable",
+			 (unsigned long long)rep->mem_handle,
+			 fkv_key_fmt(kb, r->key, r->key_len),
+			 (unsigned long long)r->put_id);
+	}
+	err = fkv_evict_insert(m->policy, rep->mem_handle,
+			       fkv_weight(rep->mem_len), r->hash);
+	if (err)
+		fkv_err("replica %#llx persisted but not evictable: %s",
+			(unsigned long long)rep->mem_handle, strerror(-err));
+}
+
 static const struct fkv_route_ops master_route_ops = {
 	.drop = route_drop,
 	.forget = route_forget,
 	.expired = route_expired,
+	.settled = route_settled,
 };
 
 int fkv_master_check_watermarks(unsigned int high_pct, unsigned int low_pct)
@@ -231,6 +258,7 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 			size_t key_len, uint64_t put_id, uint64_t handle,
 			uint64_t len, uint32_t *flags)
 {
+	const struct fkv_replica *rep;
 	const struct fkv_route *r = NULL;
 	char kb[FKV_KEY_FMT_LEN];
 	int ret, err;
@@ -250,11 +278,23 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 		return 0;
 	}
 	m->st.published++;
+	*flags = FLUXONKV_PUT_F_PUBLISHED;
+	rep = fkv_routes_local(m->routes, r);
+	/*
+	 * Reference §3: while its SSD write runs the replica must stay; it
+	 * enters the policy at SSD_COMMIT (route_settled).
+	 */
+	if (rep && rep->persisting)
+		return 0;
+	if (rep && rep->persist)
+		fkv_warn("replica %#llx of put %llu is evictable before its "
+			 "persist: out of memory",
+			 (unsigned long long)handle,
+			 (unsigned long long)put_id);
 	err = fkv_evict_insert(m->policy, handle, fkv_weight(len), r->hash);
 	if (err)
 		fkv_err("replica %#llx is published but not evictable: %s",
 			(unsigned long long)handle, strerror(-err));
-	*flags = FLUXONKV_PUT_F_PUBLISHED;
 	return 0;
 }
 
@@ -294,6 +334,24 @@ int fkv_master_ssd_commit(struct fkv_master *m, const void *key,
 	}
 	m->st.ssd_commits_published++;
 	*flags = FLUXONKV_SSD_F_PUBLISHED;
+	return 0;
+}
+
+int fkv_master_ssd_commit_failed(struct fkv_master *m, const void *key,
+				 size_t key_len, uint64_t put_id, int error,
+				 uint32_t *flags)
+{
+	char kb[FKV_KEY_FMT_LEN];
+	int ret;
+
+	*flags = 0;
+	ret = fkv_routes_persist_failed(m->routes, key, key_len, put_id);
+	if (ret < 0)
+		return ret;
+	m->st.persist_failures++;
+	fkv_dbg("SSD_COMMIT put %llu of key '%s' failed (%d)%s",
+		(unsigned long long)put_id, fkv_key_fmt(kb, key, key_len),
+		error, ret ? ": replica now evictable" : "");
 	return 0;
 }
 
@@ -435,6 +493,7 @@ void fkv_master_access(struct fkv_master *m, uint64_t handle)
 void fkv_master_tick(struct fkv_master *m)
 {
 	fkv_routes_sweep(m->routes);
+	fkv_routes_sweep_persisting(m->routes);
 }
 
 void fkv_master_get_stats(const struct fkv_master *m,
@@ -451,6 +510,8 @@ void fkv_master_get_stats(const struct fkv_master *m,
 	st->routes = fkv_routes_count(m->routes);
 	st->mem_replicas = fkv_routes_mem_count(m->routes);
 	st->inflight = fkv_routes_inflight(m->routes);
+	st->persisting = fkv_routes_persisting_count(m->routes);
+	st->persisting_bytes = fkv_routes_persisting_bytes(m->routes);
 	st->ssd_capacity = m->ssd_capacity;
 	st->ssd_replicas = fkv_routes_ssd_count(m->routes);
 	st->ssd_bytes = fkv_routes_ssd_bytes(m->routes);

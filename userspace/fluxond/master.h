@@ -64,6 +64,9 @@ struct fkv_master_config {
  * did not become the memory replica; ssd_revoked = SSD replicas cleared by
  * GET_REVOKE (revokes counts them all); ssd_evicted / ssd_evicted_stale =
  * SSD_EVICTED entries that cleared a replica / named another version.
+ * persisting / persisting_bytes (gauges) = published replicas waiting for
+ * their SSD_COMMIT, not evictable yet; persist_failures = SSD_COMMITs with
+ * ERRNO; persist_expired = persisting replicas made evictable by the TTL.
  */
 struct fkv_master_stats {
 	uint64_t capacity, used, reserved, high_bytes, low_bytes;
@@ -78,6 +81,8 @@ struct fkv_master_stats {
 	uint64_t persist_puts, ssd_commits_published, ssd_commits_ignored;
 	uint64_t ssd_gets, promotions, promotions_refused;
 	uint64_t revokes, ssd_revoked, ssd_evicted, ssd_evicted_stale;
+	size_t persisting;
+	uint64_t persisting_bytes, persist_failures, persist_expired;
 	uint64_t owner_restarts, forgotten;
 };
 
@@ -122,7 +127,13 @@ void fkv_master_owner_restart(struct fkv_master *m, uint64_t incarnation,
 int fkv_master_put_start(struct fkv_master *m, const void *key,
 			 size_t key_len, uint64_t len, uint64_t *put_id,
 			 uint32_t *flags);
-/* PUT_DONE {KEY, PUT_ID, HANDLE, LEN} -> FLAGS (PUBLISHED or 0). */
+/*
+ * PUT_DONE {KEY, PUT_ID, HANDLE, LEN} -> FLAGS (PUBLISHED or 0).  A replica
+ * published by a put answered PERSIST is *persisting*: it counts in used but
+ * stays out of the eviction policy (neither watermarks nor NEED_ROOM take
+ * it) until its SSD_COMMIT, success or failure, or until the in-flight TTL
+ * passes after PUT_DONE (fkv_master_tick, with a warning).
+ */
 int fkv_master_put_done(struct fkv_master *m, const void *key,
 			size_t key_len, uint64_t put_id, uint64_t handle,
 			uint64_t len, uint32_t *flags);
@@ -133,11 +144,21 @@ void fkv_master_put_abort(struct fkv_master *m, const void *key,
  * SSD_COMMIT {KEY, PUT_ID, LEN} -> FLAGS: FLUXONKV_SSD_F_PUBLISHED if the
  * route took the SSD replica (current version, memory replica present, tomb
  * tag live), 0 if the commit is late or stale.  STATUS is 0 either way
- * (-EINVAL only for malformed arguments).
+ * (-EINVAL only for malformed arguments).  A persisting replica of that
+ * version becomes evictable.
  */
 int fkv_master_ssd_commit(struct fkv_master *m, const void *key,
 			  size_t key_len, uint64_t put_id, uint64_t len,
 			  uint32_t *flags);
+/*
+ * SSD_COMMIT {KEY, PUT_ID, ERRNO} -> FLAGS 0: the persist of that version
+ * failed (@error < 0: IO error, no ring room, no shard).  A persisting
+ * replica of it becomes evictable, without an SSD replica.  STATUS 0
+ * (-EINVAL only for malformed arguments).
+ */
+int fkv_master_ssd_commit_failed(struct fkv_master *m, const void *key,
+				 size_t key_len, uint64_t put_id, int error,
+				 uint32_t *flags);
 /*
  * SSD_EVICTED, one ENTRY {KEY, PUT_ID} (notify): the owner's ring overwrote
  * that committed entry; the route's SSD replica goes if it is that version.
@@ -175,7 +196,10 @@ int fkv_master_need_room(struct fkv_master *m, uint64_t bytes,
 /* ACCESS {HANDLES}: one handle hit through the kernel's fast path. */
 void fkv_master_access(struct fkv_master *m, uint64_t handle);
 
-/* Periodic work (in-flight TTL sweep); call about once a second. */
+/*
+ * Periodic work (in-flight put TTL sweep, persisting replica TTL); call
+ * about once a second.
+ */
 void fkv_master_tick(struct fkv_master *m);
 
 void fkv_master_get_stats(const struct fkv_master *m,

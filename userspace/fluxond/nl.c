@@ -136,6 +136,7 @@ static const struct nla_policy ssd_commit_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_KEY] = P_KEY,
 	[FLUXONKV_A_PUT_ID] = P_U64,
 	[FLUXONKV_A_LEN] = P_U64,
+	[FLUXONKV_A_ERRNO] = P_U32,	/* s32: the persist failed */
 };
 
 static const struct nla_policy ssd_evicted_policy[FLUXONKV_A_MAX + 1] = {

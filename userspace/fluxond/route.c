@@ -33,6 +33,20 @@ struct fkv_inflight {
 	uint64_t deadline_ms;
 };
 
+/**
+ * struct fkv_persisting - a persisting memory replica (route.h).
+ * @link: in fkv_routes.persisting_list, oldest (= earliest deadline) first.
+ * @handle: its memory handle; the key in fkv_routes.persisting.
+ * @weight: its weight, counted in fkv_routes.persisting_bytes.
+ * @deadline_ms: the sweep makes it evictable at this time.
+ */
+struct fkv_persisting {
+	struct fkv_list link;
+	uint64_t handle;
+	uint64_t weight;
+	uint64_t deadline_ms;
+};
+
 struct fkv_routes {
 	const struct fkv_route_ops *ops;
 	void *arg;
@@ -50,6 +64,9 @@ struct fkv_routes {
 	struct fkv_u64map by_handle;	/* memory handle -> route */
 	struct fkv_u64map inflight;	/* put_id -> struct fkv_inflight */
 	struct fkv_list inflight_list;
+	struct fkv_u64map persisting;	/* handle -> struct fkv_persisting */
+	struct fkv_list persisting_list;
+	uint64_t persisting_bytes;
 
 	uint64_t last_put_id;
 	uint64_t used;
@@ -95,6 +112,7 @@ struct fkv_routes *fkv_routes_create(const struct fkv_route_config *cfg,
 	t->now_ms = cfg->now_ms ? cfg->now_ms : clock_monotonic_ms;
 	t->clock_arg = cfg->clock_arg;
 	fkv_list_init(&t->inflight_list);
+	fkv_list_init(&t->persisting_list);
 	if (cfg->hash_secret) {
 		memcpy(t->secret, cfg->hash_secret, sizeof(t->secret));
 	} else {
@@ -113,8 +131,13 @@ struct fkv_routes *fkv_routes_create(const struct fkv_route_config *cfg,
 	err = fkv_u64map_init(&t->inflight, 0);
 	if (err)
 		goto err_by_handle;
+	err = fkv_u64map_init(&t->persisting, 0);
+	if (err)
+		goto err_inflight;
 	return t;
 
+err_inflight:
+	fkv_u64map_fini(&t->inflight);
 err_by_handle:
 	fkv_u64map_fini(&t->by_handle);
 err_buckets:
@@ -136,6 +159,10 @@ void fkv_routes_destroy(struct fkv_routes *t)
 		fkv_list_del(l);
 		free(fkv_container_of(l, struct fkv_inflight, link));
 	}
+	while ((l = fkv_list_first(&t->persisting_list))) {
+		fkv_list_del(l);
+		free(fkv_container_of(l, struct fkv_persisting, link));
+	}
 	for (i = 0; i < t->nbuckets; i++) {
 		struct fkv_route *r = t->buckets[i], *next;
 
@@ -145,6 +172,7 @@ void fkv_routes_destroy(struct fkv_routes *t)
 		}
 	}
 	free(t->buckets);
+	fkv_u64map_fini(&t->persisting);
 	fkv_u64map_fini(&t->inflight);
 	fkv_u64map_fini(&t->by_handle);
 	free(t);
@@ -314,6 +342,53 @@ int fkv_routes_put_abort(struct fkv_routes *t, const void *key,
 	return 0;
 }
 
+/*
+ * Make the freshly published local replica @rep persisting, deadline now +
+ * TTL.  On allocation failure it stays evictable (persisting = false).
+ */
+static void persisting_add(struct fkv_routes *t, struct fkv_replica *rep)
+{
+	struct fkv_persisting *ps = calloc(1, sizeof(*ps));
+
+	if (!ps)
+		return;
+	if (fkv_u64map_put(&t->persisting, rep->mem_handle, ps)) {
+		free(ps);
+		return;
+	}
+	ps->handle = rep->mem_handle;
+	ps->weight = fkv_weight(rep->mem_len);
+	ps->deadline_ms = fkv_routes_now_ms(t) + t->ttl_ms;
+	fkv_list_add_tail(&ps->link, &t->persisting_list);
+	t->persisting_bytes += ps->weight;
+	rep->persisting = true;
+}
+
+/* Forget that @rep is persisting (its memory handle is still set). */
+static void persisting_del(struct fkv_routes *t, struct fkv_replica *rep)
+{
+	struct fkv_persisting *ps;
+
+	if (!rep->persisting)
+		return;
+	rep->persisting = false;
+	ps = fkv_u64map_del(&t->persisting, rep->mem_handle);
+	if (!ps)
+		return;
+	fkv_list_del(&ps->link);
+	t->persisting_bytes -= ps->weight;
+	free(ps);
+}
+
+/* The persist of @rep is over: it becomes evictable. */
+static void persisting_end(struct fkv_routes *t, struct fkv_route *r,
+			   struct fkv_replica *rep, bool expired)
+{
+	persisting_del(t, rep);
+	if (t->ops->settled)
+		t->ops->settled(t->arg, r, rep, expired);
+}
+
 /* Drop a replica's memory copy (the slot itself stays). */
 static void drop_mem(struct fkv_routes *t, struct fkv_replica *rep)
 {
@@ -321,6 +396,8 @@ static void drop_mem(struct fkv_routes *t, struct fkv_replica *rep)
 
 	if (!handle)
 		return;
+	/* Dropped while persisting: there is nothing left to settle. */
+	persisting_del(t, rep);
 	fkv_u64map_del(&t->by_handle, handle);
 	if (rep->node == t->node)
 		t->used -= w;
@@ -409,6 +486,8 @@ int fkv_routes_put_done(struct fkv_routes *t, const void *key, size_t key_len,
 	rep->persist = persist;
 	t->used += fkv_weight(len);
 	t->nvisible++;
+	if (persist)
+		persisting_add(t, rep);
 	if (routep)
 		*routep = r;
 	return 1;
@@ -527,9 +606,15 @@ int fkv_routes_ssd_commit(struct fkv_routes *t, const void *key,
 	    len > FLUXONKV_VALUE_MAX)
 		return -EINVAL;
 	rep = local_of_version(t, key, key_len, put_id, &r);
-	if (!rep || !rep->mem_handle || rep->mem_len != len ||
-	    rep->tomb_tag != live_tag)
+	if (!rep)
 		return 0;
+	if (!rep->mem_handle || rep->mem_len != len ||
+	    rep->tomb_tag != live_tag) {
+		/* Not taken, but the persist of this version is over. */
+		if (rep->persisting)
+			persisting_end(t, r, rep, false);
+		return 0;
+	}
 	if (!rep->ssd) {
 		t->nssd++;
 		rep->ssd = true;
@@ -538,6 +623,23 @@ int fkv_routes_ssd_commit(struct fkv_routes *t, const void *key,
 	}
 	rep->ssd_len = len;
 	t->ssd_bytes += len;
+	if (rep->persisting)
+		persisting_end(t, r, rep, false);
+	return 1;
+}
+
+int fkv_routes_persist_failed(struct fkv_routes *t, const void *key,
+			      size_t key_len, uint64_t put_id)
+{
+	struct fkv_replica *rep;
+	struct fkv_route *r;
+
+	if (!fkv_key_valid(key, key_len) || !put_id)
+		return -EINVAL;
+	rep = local_of_version(t, key, key_len, put_id, &r);
+	if (!rep || !rep->persisting)
+		return 0;
+	persisting_end(t, r, rep, false);
 	return 1;
 }
 
@@ -598,6 +700,7 @@ static void forget_replica(struct fkv_routes *t, struct fkv_replica *rep)
 	drop_ssd(t, rep);
 	if (!handle)
 		return;
+	persisting_del(t, rep);
 	fkv_u64map_del(&t->by_handle, handle);
 	if (rep->node == t->node)
 		t->used -= w;
@@ -660,17 +763,57 @@ unsigned int fkv_routes_sweep(struct fkv_routes *t)
 	return n;
 }
 
+unsigned int fkv_routes_sweep_persisting(struct fkv_routes *t)
+{
+	uint64_t now = fkv_routes_now_ms(t);
+	unsigned int n = 0;
+	struct fkv_list *l;
+
+	while ((l = fkv_list_first(&t->persisting_list))) {
+		struct fkv_persisting *ps =
+			fkv_container_of(l, struct fkv_persisting, link);
+		struct fkv_route *r = fkv_u64map_get(&t->by_handle,
+						     ps->handle);
+		struct fkv_replica *rep = NULL;
+		uint32_t i;
+
+		if (ps->deadline_ms > now)
+			break;
+		for (i = 0; r && i < r->nreplicas; i++)
+			if (r->replicas[i].mem_handle == ps->handle)
+				rep = &r->replicas[i];
+		if (rep && rep->persisting) {
+			persisting_end(t, r, rep, true);
+		} else {
+			/* Cannot happen: drops forget their entry. */
+			fkv_u64map_del(&t->persisting, ps->handle);
+			fkv_list_del(&ps->link);
+			t->persisting_bytes -= ps->weight;
+			free(ps);
+		}
+		n++;
+	}
+	return n;
+}
+
 int64_t fkv_routes_next_expiry_ms(const struct fkv_routes *t)
 {
 	struct fkv_list *l = fkv_list_first(&t->inflight_list);
-	uint64_t now;
-	struct fkv_inflight *p;
+	struct fkv_list *lp = fkv_list_first(&t->persisting_list);
+	uint64_t now, deadline;
 
-	if (!l)
+	if (!l && !lp)
 		return -1;
-	p = fkv_container_of(l, struct fkv_inflight, link);
+	deadline = UINT64_MAX;
+	if (l)
+		deadline = fkv_container_of(l, struct fkv_inflight,
+					    link)->deadline_ms;
+	if (lp && fkv_container_of(lp, struct fkv_persisting,
+				   link)->deadline_ms < deadline)
+		deadline = fkv_container_of(lp, struct fkv_persisting,
+					    link)->deadline_ms;
 	now = fkv_routes_now_ms(t);
-	return p->deadline_ms > now ? (int64_t)(p->deadline_ms - now) : 0;
+	return deadline > now ? (int64_t)(deadline - now) : 0;
 }
 
 uint64_t fkv_routes_capacity(const struct fkv_routes *t)
@@ -711,6 +854,16 @@ uint64_t fkv_routes_ssd_bytes(const struct fkv_routes *t)
 size_t fkv_routes_inflight(const struct fkv_routes *t)
 {
 	return fkv_u64map_count(&t->inflight);
+}
+
+size_t fkv_routes_persisting_count(const struct fkv_routes *t)
+{
+	return fkv_u64map_count(&t->persisting);
+}
+
+uint64_t fkv_routes_persisting_bytes(const struct fkv_routes *t)
+{
+	return t->persisting_bytes;
 }
 
 uint64_t fkv_routes_last_put_id(const struct fkv_routes *t)

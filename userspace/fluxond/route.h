@@ -17,6 +17,13 @@
  * keeps the SSD one (and the route); the route goes when neither is left,
  * on delete, or when a newer version is published.
  *
+ * A local memory replica published by a put that asked for PERSIST is
+ * *persisting* until its SSD_COMMIT (success or failure) arrives, or until
+ * the in-flight TTL passes after PUT_DONE (a module that never reports must
+ * not pin DRAM forever): it counts in used, but the caller must not offer it
+ * to the eviction policy yet (reference §3: the master keeps the target alive
+ * while the persist runs).  ops->settled says when it becomes evictable.
+ *
  * Pure logic: whenever the table gives up its reference on a memory replica
  * (overwrite, delete, eviction) it calls ops->drop; the caller turns that
  * into DROP_REPLICA.  Single threaded; nothing here locks.
@@ -32,7 +39,10 @@
 
 /* Owner nodes a route can name; a single node uses one. */
 #define FKV_ROUTE_MAX_REPLICAS	4
-/* In-flight puts are forgotten this long after PUT_START. */
+/*
+ * In-flight puts are forgotten this long after PUT_START; a persisting
+ * replica becomes evictable this long after PUT_DONE without SSD_COMMIT.
+ */
 #define FKV_INFLIGHT_TTL_MS	60000ULL
 
 static inline uint64_t fkv_weight(uint64_t len)
@@ -52,6 +62,9 @@ static inline uint64_t fkv_weight(uint64_t len)
  * @ssd_len: its length.
  * @persist: PUT_START asked the owner to persist this version to SSD, so an
  *	SSD_COMMIT may follow.
+ * @persisting: the memory copy waits for that SSD_COMMIT and is not
+ *	evictable yet (see the top of this file); only a local replica with a
+ *	memory copy is ever persisting.
  */
 struct fkv_replica {
 	uint32_t node;
@@ -60,6 +73,7 @@ struct fkv_replica {
 	uint64_t mem_len;
 	bool ssd;
 	bool persist;
+	bool persisting;
 	uint64_t ssd_len;
 };
 
@@ -94,6 +108,14 @@ struct fkv_route_ops {
 	void (*forget)(void *arg, uint64_t handle, uint64_t weight);
 	/* Optional: an in-flight put passed its TTL and was forgotten. */
 	void (*expired)(void *arg, const struct fkv_route *r, uint64_t put_id);
+	/*
+	 * Optional: the persisting replica @rep of @r stopped persisting
+	 * and may now be evicted: its SSD_COMMIT came (success or failure)
+	 * or, @expired, its persist TTL passed.  Not called for a
+	 * persisting replica that is dropped or forgotten instead.
+	 */
+	void (*settled)(void *arg, const struct fkv_route *r,
+			const struct fkv_replica *rep, bool expired);
 };
 
 struct fkv_route_config {
@@ -141,7 +163,9 @@ int fkv_routes_put_abort(struct fkv_routes *t, const void *key,
  * Complete an in-flight put: its reservation is released; if no newer
  * version exists the route becomes {put_id, {local: tomb_tag, handle, len,
  * persist as decided at PUT_START}}, the previous version's memory replicas
- * are dropped and its SSD replicas forgotten.
+ * are dropped and its SSD replicas forgotten.  A replica with persist is
+ * also persisting (deadline now + TTL), unless that bookkeeping could not be
+ * allocated: then it is published evictable, persisting = false.
  * Returns 1 (published; *routep = the route), 0 (superseded: the handle is
  * not kept), -ETIMEDOUT (put_id not in flight: expired or already done),
  * -EINVAL (bad arguments, key mismatch, never issued put_id), -EEXIST (the
@@ -180,12 +204,24 @@ int fkv_routes_drop_handle(struct fkv_routes *t, uint64_t handle);
  * SSD_COMMIT: the local owner committed version @put_id (@len bytes) of a
  * key to its SSD ring.  The local replica gets ssd = {len} only if the key
  * is visible, its put_id is @put_id, the local memory replica is present,
- * its length is @len and its tomb tag is @live_tag.  Returns 1 (published),
- * 0 (ignored: late, stale or deleted), -EINVAL (bad arguments).
+ * its length is @len and its tomb tag is @live_tag.  Either way the persist
+ * of that version is over: if the local replica of the current version
+ * @put_id is persisting, it stops (ops->settled, after the SSD replica is
+ * set).  Returns 1 (published), 0 (ignored: late, stale or deleted),
+ * -EINVAL (bad arguments).
  */
 int fkv_routes_ssd_commit(struct fkv_routes *t, const void *key,
 			  size_t key_len, uint64_t put_id, uint64_t len,
 			  uint64_t live_tag);
+
+/*
+ * SSD_COMMIT with ERRNO: the persist of version @put_id failed.  If the local
+ * replica of the current version @put_id is persisting it stops
+ * (ops->settled); no SSD replica.  Returns 1 (it was persisting), 0 (nothing
+ * to do: late, stale, deleted, already settled), -EINVAL (bad arguments).
+ */
+int fkv_routes_persist_failed(struct fkv_routes *t, const void *key,
+			      size_t key_len, uint64_t put_id);
 
 /*
  * GET_DONE after an SSD refill: make @handle (@len bytes) the local memory
@@ -220,7 +256,16 @@ size_t fkv_routes_forget_stale(struct fkv_routes *t, uint64_t live_tag);
 /* Drop in-flight puts past their deadline; returns how many. */
 unsigned int fkv_routes_sweep(struct fkv_routes *t);
 
-/* Milliseconds until the oldest in-flight put expires; -1 if none. */
+/*
+ * Persisting replicas past their deadline stop persisting (ops->settled
+ * with expired = true); returns how many.
+ */
+unsigned int fkv_routes_sweep_persisting(struct fkv_routes *t);
+
+/*
+ * Milliseconds until the next in-flight put or persisting replica expires;
+ * -1 if none.
+ */
 int64_t fkv_routes_next_expiry_ms(const struct fkv_routes *t);
 
 uint64_t fkv_routes_now_ms(const struct fkv_routes *t);
@@ -235,6 +280,9 @@ size_t fkv_routes_mem_count(const struct fkv_routes *t);
 size_t fkv_routes_ssd_count(const struct fkv_routes *t);
 uint64_t fkv_routes_ssd_bytes(const struct fkv_routes *t);
 size_t fkv_routes_inflight(const struct fkv_routes *t);
+/* Persisting replicas (see above) and the sum of their weights. */
+size_t fkv_routes_persisting_count(const struct fkv_routes *t);
+uint64_t fkv_routes_persisting_bytes(const struct fkv_routes *t);
 /* Newest put_id handed out (0 = none yet). */
 uint64_t fkv_routes_last_put_id(const struct fkv_routes *t);
 
