@@ -278,6 +278,31 @@ struct fluxonkv_stats {
 };
 
 extern struct fluxonkv_stats fluxonkv_stats;
+
+/*
+ * Operation latency histograms (debugfs "latency"): bucket i counts
+ * operations that took < 2^(i + FLUXONKV_LAT_SHIFT) ns, the last bucket
+ * everything slower.  Atomic counters, no lock.
+ */
+#define FLUXONKV_LAT_SHIFT	10	/* first bucket: < 1.024 us */
+#define FLUXONKV_LAT_BUCKETS	26	/* last bound 2^35 ns = 34 s */
+
+enum fluxonkv_lat_op {
+	FLUXONKV_LAT_PUT,
+	FLUXONKV_LAT_GET_MEMORY,
+	FLUXONKV_LAT_GET_SSD,
+	FLUXONKV_LAT_GET_MISS,
+	FLUXONKV_LAT_DELETE,
+	FLUXONKV_LAT_NR,
+};
+
+struct fluxonkv_lat {
+	atomic64_t count[FLUXONKV_LAT_BUCKETS];
+	atomic64_t sum_ns;
+};
+
+void fluxonkv_lat_record(enum fluxonkv_lat_op op, u64 start_ns);
+int fluxonkv_latency_show(struct seq_file *m, void *unused);
 extern struct fluxonkv_segment fluxonkv_seg;
 extern unsigned int fluxonkv_request_timeout_ms;
 extern u64 fluxonkv_incarnation;

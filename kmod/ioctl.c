@@ -11,6 +11,7 @@
 
 #include <linux/fs.h>
 #include <linux/minmax.h>
+#include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 
 #include "fluxonkv.h"
@@ -95,6 +96,7 @@ static long fluxonkv_ioc_info(void __user *uarg)
 
 static long fluxonkv_ioc_put(void __user *uarg)
 {
+	u64 t0;
 	u8 key[FLUXONKV_KEY_MAX];
 	struct fluxonkv_put put;
 	long usize;
@@ -118,15 +120,18 @@ static long fluxonkv_ioc_put(void __user *uarg)
 	if (!access_ok(u64_to_user_ptr(put.value_ptr), put.value_len))
 		return -EFAULT;
 
+	t0 = ktime_get_ns();
 	ret = fluxonkv_put(key, put.key_len, u64_to_user_ptr(put.value_ptr),
 			   put.value_len, &put.put_id);
 	if (ret)
 		return ret;
+	fluxonkv_lat_record(FLUXONKV_LAT_PUT, t0);
 	return fluxonkv_copy_out(uarg, &put, sizeof(put), usize);
 }
 
 static long fluxonkv_ioc_get(struct fluxonkv_session *s, void __user *uarg)
 {
+	u64 t0;
 	struct fluxonkv_get_result res;
 	u8 key[FLUXONKV_KEY_MAX];
 	struct fluxonkv_get get;
@@ -145,9 +150,14 @@ static long fluxonkv_ioc_get(struct fluxonkv_session *s, void __user *uarg)
 	if (ret)
 		return ret;
 
+	t0 = ktime_get_ns();
 	ret = fluxonkv_get(s, key, get.key_len, &res);
+	if (ret == -ENOENT)
+		fluxonkv_lat_record(FLUXONKV_LAT_GET_MISS, t0);
 	if (ret)
 		return ret;
+	fluxonkv_lat_record(res.source == FLUXONKV_SOURCE_SSD ?
+			    FLUXONKV_LAT_GET_SSD : FLUXONKV_LAT_GET_MEMORY, t0);
 	get.holder_id = res.holder_id;
 	get.offset = res.offset;
 	get.len = res.len;
@@ -177,6 +187,7 @@ static long fluxonkv_ioc_release(struct fluxonkv_session *s, void __user *uarg)
 
 static long fluxonkv_ioc_delete(void __user *uarg)
 {
+	u64 t0;
 	struct fluxonkv_delete del;
 	u8 key[FLUXONKV_KEY_MAX];
 	long usize;
@@ -191,7 +202,11 @@ static long fluxonkv_ioc_delete(void __user *uarg)
 	ret = fluxonkv_key_in(key, del.key_len, del.key_ptr);
 	if (ret)
 		return ret;
-	return fluxonkv_delete(key, del.key_len);
+	t0 = ktime_get_ns();
+	ret = fluxonkv_delete(key, del.key_len);
+	if (!ret)
+		fluxonkv_lat_record(FLUXONKV_LAT_DELETE, t0);
+	return ret;
 }
 
 static long fluxonkv_ioc_ssd_attach(void __user *uarg)

@@ -16,10 +16,59 @@
 #include <linux/random.h>
 #include <linux/seq_file.h>
 #include <linux/sysfs.h>
+#include <linux/timekeeping.h>
 
 #include "fluxonkv.h"
 
 struct fluxonkv_stats fluxonkv_stats;
+static struct fluxonkv_lat fluxonkv_lat[FLUXONKV_LAT_NR];
+
+static const char *const fluxonkv_lat_names[FLUXONKV_LAT_NR] = {
+	[FLUXONKV_LAT_PUT] = "put",
+	[FLUXONKV_LAT_GET_MEMORY] = "get_memory",
+	[FLUXONKV_LAT_GET_SSD] = "get_ssd",
+	[FLUXONKV_LAT_GET_MISS] = "get_miss",
+	[FLUXONKV_LAT_DELETE] = "delete",
+};
+
+void fluxonkv_lat_record(enum fluxonkv_lat_op op, u64 start_ns)
+{
+	u64 ns = ktime_get_ns() - start_ns;
+	unsigned int b = 0;
+
+	if (ns >> FLUXONKV_LAT_SHIFT)
+		b = min_t(unsigned int, ilog2(ns) - FLUXONKV_LAT_SHIFT + 1,
+			  FLUXONKV_LAT_BUCKETS - 1);
+	atomic64_inc(&fluxonkv_lat[op].count[b]);
+	atomic64_add(ns, &fluxonkv_lat[op].sum_ns);
+}
+
+/*
+ * One line per operation: name, count, sum_ns, then the bucket counts
+ * ("<1024ns" first, "+Inf" last); the header names the upper bounds.
+ */
+int fluxonkv_latency_show(struct seq_file *m, void *unused)
+{
+	unsigned int op, b;
+
+	seq_puts(m, "op\tcount\tsum_ns");
+	for (b = 0; b < FLUXONKV_LAT_BUCKETS - 1; b++)
+		seq_printf(m, "\tle_%llu", 1ULL << (b + FLUXONKV_LAT_SHIFT));
+	seq_puts(m, "\tle_inf\n");
+	for (op = 0; op < FLUXONKV_LAT_NR; op++) {
+		u64 total = 0;
+
+		for (b = 0; b < FLUXONKV_LAT_BUCKETS; b++)
+			total += atomic64_read(&fluxonkv_lat[op].count[b]);
+		seq_printf(m, "%s\t%llu\t%llu", fluxonkv_lat_names[op], total,
+			   (u64)atomic64_read(&fluxonkv_lat[op].sum_ns));
+		for (b = 0; b < FLUXONKV_LAT_BUCKETS; b++)
+			seq_printf(m, "\t%llu",
+				   (u64)atomic64_read(&fluxonkv_lat[op].count[b]));
+		seq_putc(m, '\n');
+	}
+	return 0;
+}
 u64 fluxonkv_incarnation;
 /* Largest put_id any master assigned: a new master continues above it. */
 atomic64_t fluxonkv_put_id_max;
@@ -259,6 +308,7 @@ FLUXONKV_DEBUGFS_SHOW(dbg_replicas, fluxonkv_replica_show);
 FLUXONKV_DEBUGFS_SHOW(dbg_holders, fluxonkv_holders_show);
 FLUXONKV_DEBUGFS_SHOW(dbg_pending, fluxonkv_pending_show);
 FLUXONKV_DEBUGFS_SHOW(dbg_rings, fluxonkv_rings_show);
+FLUXONKV_DEBUGFS_SHOW(dbg_latency, fluxonkv_latency_show);
 
 static void fluxonkv_debugfs_init(void)
 {
@@ -274,6 +324,8 @@ static void fluxonkv_debugfs_init(void)
 			    &fluxonkv_dbg_pending_fops);
 	debugfs_create_file("rings", 0400, fluxonkv_debugfs, NULL,
 			    &fluxonkv_dbg_rings_fops);
+	debugfs_create_file("latency", 0400, fluxonkv_debugfs, NULL,
+			    &fluxonkv_dbg_latency_fops);
 }
 
 /* ---- init / exit ---- */
