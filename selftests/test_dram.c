@@ -13,35 +13,9 @@
 #include <fluxonkv.h>
 
 #include "fkv_env.h"
+#include "fkv_kv.h"
 
 /* ---- helpers ---- */
-
-static struct fkv *kv_open(void)
-{
-	struct fkv *kv = NULL;
-	int ret = fkv_open(FKV_DEV_PATH, &kv);
-
-	FKV_ASSERT(ret == 0, "fkv_open: %s", fkv_strerror(ret));
-	return kv;
-}
-
-/* Put the pattern of (key, len, salt); returns the put_id. */
-static uint64_t put_pattern(struct fkv *kv, const char *key, size_t len,
-			    uint64_t salt)
-{
-	uint8_t *buf = malloc(len);
-	uint64_t put_id = 0;
-	int ret;
-
-	FKV_ASSERT(buf, "malloc %zu", len);
-	fkv_pattern_fill(buf, len, key, strlen(key), salt);
-	ret = fkv_put(kv, key, strlen(key), buf, len, &put_id);
-	free(buf);
-	FKV_ASSERT(ret == 0, "put '%s' (%zu bytes): %s", key, len,
-		   fkv_strerror(ret));
-	FKV_ASSERT_GT(put_id, 0);
-	return put_id;
-}
 
 /* The holder lies inside the mapping and holds the expected bytes. */
 static void check_holder(struct fkv *kv, const struct fkv_holder *h,

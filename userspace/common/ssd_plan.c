@@ -92,7 +92,7 @@ void fkv_plan_msg(struct fkv_plan_ctx *x, struct fkv_msgs *m,
 }
 
 /* "GiB"-style rendering for messages: "1.5 GiB (1610612736 bytes)". */
-static const char *fkv_bytes(char *buf, size_t len, uint64_t v)
+const char *fkv_bytes(char *buf, size_t len, uint64_t v)
 {
 	static const char *const u[] = { "bytes", "KiB", "MiB", "GiB", "TiB",
 					 "PiB", "EiB" };

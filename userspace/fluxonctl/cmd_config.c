@@ -105,25 +105,6 @@ int ctl_parse_config(int argc, char **argv, struct ctl_opts *o, FILE *err)
 	return 0;
 }
 
-static const char *ctl_size(char *buf, size_t len, uint64_t v)
-{
-	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB",
-					 "PiB", "EiB" };
-	double d = v;
-	int i = 0;
-
-	while (d >= 1024 && i < 6) {
-		d /= 1024;
-		i++;
-	}
-	if (!i)
-		snprintf(buf, len, "%llu B", (unsigned long long)v);
-	else
-		snprintf(buf, len, "%.4g %s (%llu bytes)", d, u[i],
-			 (unsigned long long)v);
-	return buf;
-}
-
 static void ctl_config_human(FILE *f, const char *file,
 			     const struct fkv_config *c,
 			     const struct fkv_ssd_plan *p)
@@ -145,7 +126,7 @@ static void ctl_config_human(FILE *f, const char *file,
 		fprintf(f, "  ssd tier      %zu root%s, %u shard%s, %s\n",
 			p->nroots, p->nroots == 1 ? "" : "s", p->nshards,
 			p->nshards == 1 ? "" : "s",
-			ctl_size(b1, sizeof(b1), p->capacity));
+			fkv_bytes(b1, sizeof(b1), p->capacity));
 	}
 	for (i = 0; i < p->nroots; i++) {
 		const struct fkv_ssd_root *r = &p->roots[i];
@@ -154,28 +135,28 @@ static void ctl_config_human(FILE *f, const char *file,
 		if (r->kind == FKV_SSD_BLOCKDEV) {
 			fprintf(f, "      block device %u:%u of %s, used raw\n",
 				major(r->dev), minor(r->dev),
-				ctl_size(b1, sizeof(b1), r->avail));
+				fkv_bytes(b1, sizeof(b1), r->avail));
 		} else {
 			fprintf(f, "      directory on device %u:%u, %s free\n",
 				major(r->dev), minor(r->dev),
-				ctl_size(b1, sizeof(b1), r->avail));
+				fkv_bytes(b1, sizeof(b1), r->avail));
 			fprintf(f, "      cache root %s/ (%s)\n", r->root,
 				r->exists ? "exists" : "to be created");
 		}
 		fprintf(f, "      limit %s, capacity %s\n",
-			ctl_size(b1, sizeof(b1), r->limit),
-			ctl_size(b2, sizeof(b2), r->capacity));
+			fkv_bytes(b1, sizeof(b1), r->limit),
+			fkv_bytes(b2, sizeof(b2), r->capacity));
 		if (r->kind == FKV_SSD_BLOCKDEV) {
 			fprintf(f, "      %u region%s x %s\n", r->nshards,
 				r->nshards == 1 ? "" : "s",
-				ctl_size(b1, sizeof(b1), r->shard_size));
+				fkv_bytes(b1, sizeof(b1), r->shard_size));
 			continue;
 		}
 		snprintf(b2, sizeof(b2), " .. " FKV_SSD_SHARD_FMT,
 			 r->nshards - 1);
 		fprintf(f, "      %u shard%s x %s: " FKV_SSD_SHARD_FMT "%s\n",
 			r->nshards, r->nshards == 1 ? "" : "s",
-			ctl_size(b1, sizeof(b1), r->shard_size), 0U,
+			fkv_bytes(b1, sizeof(b1), r->shard_size), 0U,
 			r->nshards > 1 ? b2 : "");
 	}
 }

@@ -221,4 +221,7 @@ void fkv_ssd_close(int *fds, unsigned int n);
 
 void fkv_msgs_free(struct fkv_msgs *m);
 
+/* "1.5 GiB (1610612736 bytes)" into @buf; returns @buf. */
+const char *fkv_bytes(char *buf, size_t len, uint64_t v);
+
 #endif /* FLUXONKV_CONFIG_H */
