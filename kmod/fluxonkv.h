@@ -127,8 +127,12 @@ int fluxonkv_replica_show(struct seq_file *m, void *unused);
 
 /* ---- holder.c: per file description holders ---- */
 
+/* Holders one file description may have at once (-EMFILE beyond). */
+#define FLUXONKV_HOLDERS_MAX	65536
+
 struct fluxonkv_session {
 	struct xarray holders;		/* holder id -> alloc; own lock */
+	atomic_t nholders;		/* entries in @holders */
 	struct list_head node;		/* on the session list (debugfs) */
 	pid_t pid;			/* opener, for debugfs */
 };

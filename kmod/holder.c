@@ -62,17 +62,25 @@ void fluxonkv_session_free(struct fluxonkv_session *s)
  * @a: the range; the holder takes over the caller's reference on success.
  * @id: out: the new holder id.
  *
- * Return: 0 or -ENOMEM (the caller keeps its reference).
+ * Return: 0, -EMFILE if the session has FLUXONKV_HOLDERS_MAX holders
+ * already, or -ENOMEM (the caller keeps its reference).
  */
 int fluxonkv_holder_add(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 			u64 *id)
 {
-	u64 hid = atomic64_inc_return(&fluxonkv_holder_next);
+	u64 hid;
 	int ret;
 
-	ret = xa_insert(&s->holders, hid, a, GFP_KERNEL);
-	if (ret)
+	if (atomic_inc_return(&s->nholders) > FLUXONKV_HOLDERS_MAX) {
+		atomic_dec(&s->nholders);
+		return -EMFILE;
+	}
+	hid = atomic64_inc_return(&fluxonkv_holder_next);
+	ret = xa_insert(&s->holders, hid, a, GFP_KERNEL_ACCOUNT);
+	if (ret) {
+		atomic_dec(&s->nholders);
 		return ret == -EBUSY ? -EEXIST : ret;
+	}
 	atomic64_inc(&fluxonkv_stats.holders);
 	*id = hid;
 	return 0;
@@ -88,6 +96,7 @@ int fluxonkv_holder_release(struct fluxonkv_session *s, u64 id)
 	a = xa_erase(&s->holders, id);
 	if (!a)
 		return -ENOENT;
+	atomic_dec(&s->nholders);
 	fluxonkv_alloc_put(a);
 	atomic64_dec(&fluxonkv_stats.holders);
 	return 0;

@@ -43,6 +43,7 @@
 #include "fluxonkv.h"
 
 #define FLUXONKV_SSD_DEPTH		4	/* IO workers per device */
+#define FLUXONKV_SSD_WRITES_MAX		64	/* queued persists per device */
 #define FLUXONKV_SSD_READ_WEIGHT	2	/* reads per write when both wait */
 #define FLUXONKV_SSD_MAX_SHARDS		64
 #define FLUXONKV_SSD_MIN_SHARD		(1ULL << 20)
@@ -159,6 +160,7 @@ struct fluxonkv_ssd_worker {
  * @writes: queued persist writes.
  * @read_streak: reads picked since the last write.
  * @idle: bitmap of idle workers.
+ * @nwrites: jobs on @writes.
  * @writes_blocked: the first queued write waits for a busy ring entry; no
  *	worker takes writes until an unpin kicks the device.
  * @shards: its shards (attach mutex).
@@ -173,6 +175,7 @@ struct fluxonkv_ssd_dev {
 	struct list_head writes;
 	unsigned int read_streak;
 	unsigned long idle;
+	unsigned int nwrites;
 	bool writes_blocked;
 	struct list_head shards;
 	struct fluxonkv_shard *next_shard;
@@ -731,6 +734,7 @@ static void fluxonkv_ssd_park(struct fluxonkv_ssd_dev *dev,
 	}
 	spin_lock(&dev->lock);
 	list_add(&job->node, &dev->writes);
+	dev->nwrites++;
 	if (atomic_read(&sh->unpin_seq) == seen)
 		dev->writes_blocked = true;
 	spin_unlock(&dev->lock);
@@ -845,6 +849,7 @@ static struct fluxonkv_ssd_job *fluxonkv_ssd_pick(struct fluxonkv_ssd_dev *dev)
 	} else {
 		job = list_first_entry(&dev->writes, struct fluxonkv_ssd_job, node);
 		dev->read_streak = 0;
+		dev->nwrites--;
 	}
 	list_del(&job->node);
 	return job;
@@ -897,12 +902,25 @@ static void fluxonkv_ssd_poke(struct fluxonkv_ssd_dev *dev)
 		queue_work(fluxonkv_ssd.wq, &dev->workers[slot].work);
 }
 
-static void fluxonkv_ssd_queue(struct fluxonkv_ssd_dev *dev,
-			       struct fluxonkv_ssd_job *job)
+/*
+ * Queue @job on @dev and wake an idle worker.  Persists beyond
+ * FLUXONKV_SSD_WRITES_MAX per device are refused (-EBUSY): each one holds
+ * DRAM the master cannot reuse until it is done, so a slow device must not
+ * collect them without bound.
+ */
+static int fluxonkv_ssd_queue(struct fluxonkv_ssd_dev *dev,
+			      struct fluxonkv_ssd_job *job)
 {
 	int slot = -1;
 
 	spin_lock(&dev->lock);
+	if (!job->read) {
+		if (dev->nwrites >= FLUXONKV_SSD_WRITES_MAX) {
+			spin_unlock(&dev->lock);
+			return -EBUSY;
+		}
+		dev->nwrites++;
+	}
 	list_add_tail(&job->node, job->read ? &dev->reads : &dev->writes);
 	if (dev->idle) {
 		slot = __ffs(dev->idle);
@@ -911,6 +929,7 @@ static void fluxonkv_ssd_queue(struct fluxonkv_ssd_dev *dev,
 	spin_unlock(&dev->lock);
 	if (slot >= 0)
 		queue_work(fluxonkv_ssd.wq, &dev->workers[slot].work);
+	return 0;
 }
 
 /**
@@ -921,14 +940,16 @@ static void fluxonkv_ssd_queue(struct fluxonkv_ssd_dev *dev,
  * @a: the replica's bytes; the job takes its own reference.
  *
  * Asynchronous: returns at once.  Return: 0, -ENODEV if no shard is
- * attached (the owner-side check of the reference's persist request), or
- * -ENOMEM.
+ * attached (the owner-side check of the reference's persist request),
+ * -EBUSY if the device already has FLUXONKV_SSD_WRITES_MAX persists queued,
+ * or -ENOMEM; on error the master has been told (SSD_COMMIT with ERRNO).
  */
 int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
 			 struct fluxonkv_alloc *a)
 {
 	struct fluxonkv_ssd_job *job;
 	struct fluxonkv_ssd_dev *dev;
+	int ret;
 
 	mutex_lock(&fluxonkv_ssd.attach_lock);
 	dev = fluxonkv_ssd.next_dev;
@@ -955,8 +976,12 @@ int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
 	memcpy(job->key, key, key_len);
 	fluxonkv_alloc_get(a);
 	job->alloc = a;
-	fluxonkv_ssd_queue(dev, job);
-	return 0;
+	ret = fluxonkv_ssd_queue(dev, job);
+	if (ret) {
+		fluxonkv_ssd_persist_failed(key, key_len, put_id, a->len, ret);
+		fluxonkv_ssd_job_release(&job->ref);
+	}
+	return ret;
 }
 
 /**
@@ -990,7 +1015,7 @@ int fluxonkv_ssd_read(struct fluxonkv_ssd_entry *e, struct fluxonkv_alloc *a)
 	init_completion(&job->done);
 	kref_init(&job->ref);
 	kref_get(&job->ref);
-	fluxonkv_ssd_queue(e->shard->dev, job);
+	fluxonkv_ssd_queue(e->shard->dev, job);	/* reads are never refused */
 
 	ret = wait_for_completion_killable(&job->done);
 	ret = ret ? -EINTR : job->ret;
