@@ -129,10 +129,13 @@ static void fluxonkv_note_put_id(u64 put_id)
 		;
 }
 
-static void fluxonkv_put_abort(const u8 *key, u32 key_len, u64 put_id, int err)
+/* @handle: a replica the master may have published but we dropped, or 0. */
+static void fluxonkv_put_abort(const u8 *key, u32 key_len, u64 put_id,
+			       u64 handle, int err)
 {
 	struct fluxonkv_upcall_args args = {
-		.key = key, .key_len = key_len, .put_id = put_id, .err = err,
+		.key = key, .key_len = key_len, .put_id = put_id,
+		.handle = handle, .err = err,
 	};
 
 	fluxonkv_notify(FLUXONKV_CMD_PUT_ABORT, &args, NULL, 0);
@@ -196,6 +199,13 @@ int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
 		 * -ENOENT: the master already dropped it, which is fine.
 		 */
 		fluxonkv_replica_drop(r->handle);
+		/*
+		 * No answer: the master may have published the handle we
+		 * just dropped; name it so gets are not routed to it.
+		 */
+		if (ret)
+			fluxonkv_put_abort(key, key_len, start.put_id,
+					   r->handle, ret);
 	} else if (start.flags & FLUXONKV_PUT_F_PERSIST) {
 		/*
 		 * Background SSD copy (reference §3 stage 3).  -ENODEV: the
@@ -214,7 +224,7 @@ int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
 err_alloc:
 	fluxonkv_alloc_put(a);
 err_abort:
-	fluxonkv_put_abort(key, key_len, start.put_id, ret);
+	fluxonkv_put_abort(key, key_len, start.put_id, 0, ret);
 	return ret;
 }
 
@@ -235,17 +245,21 @@ static int fluxonkv_grant(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 	return 0;
 }
 
-/* GET_REVOKE: the source the master chose failed (reference §7.2). */
+/*
+ * GET_REVOKE: the source the master chose failed (reference §7.2); for a
+ * memory source, @handle names the replica this owner no longer has.
+ */
 static void fluxonkv_get_revoke(const u8 *key, u32 key_len, u64 put_id,
-				u32 source, int err)
+				u32 source, u64 handle, int err)
 {
 	struct fluxonkv_upcall_args args = {
 		.key = key, .key_len = key_len, .put_id = put_id,
-		.source = source, .err = err,
+		.source = source, .handle = handle, .err = err,
 	};
 	struct fluxonkv_upcall up = {};
 
-	atomic64_inc(&fluxonkv_ssd_stats.revokes);
+	if (source == FLUXONKV_SOURCE_SSD)
+		atomic64_inc(&fluxonkv_ssd_stats.revokes);
 	fluxonkv_upcall(FLUXONKV_CMD_GET_REVOKE, &args, &up);
 }
 
@@ -283,7 +297,7 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 		fluxonkv_alloc_put(a);
 		/* Stale route: overwritten in the ring, or an old incarnation. */
 		fluxonkv_get_revoke(key, key_len, start->put_id,
-				    FLUXONKV_SOURCE_SSD, -ENOENT);
+				    FLUXONKV_SOURCE_SSD, 0, -ENOENT);
 		return -ESTALE;
 	}
 	ret = fluxonkv_ssd_read(e, a);	/* unpins e */
@@ -292,7 +306,7 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 	if (ret) {
 		/* Never a half-filled holder: revoke and re-select. */
 		fluxonkv_get_revoke(key, key_len, start->put_id,
-				    FLUXONKV_SOURCE_SSD, ret);
+				    FLUXONKV_SOURCE_SSD, 0, ret);
 		fluxonkv_alloc_put(a);
 		return -ESTALE;
 	}
@@ -369,8 +383,13 @@ int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 			return ret;
 		if (up.source == FLUXONKV_SOURCE_MEMORY) {
 			a = up.alloc;	/* pinned by the answer handler */
-			if (!a)
-				break;	/* not a live replica of this version */
+			if (!a) {
+				/* Not a live replica of this version here. */
+				fluxonkv_get_revoke(key, key_len, up.put_id,
+						    FLUXONKV_SOURCE_MEMORY,
+						    up.handle, -ENOENT);
+				continue;
+			}
 			ret = fluxonkv_grant(s, a, up.put_id,
 					     FLUXONKV_SOURCE_MEMORY, res);
 			if (!ret)

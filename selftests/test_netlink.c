@@ -802,19 +802,40 @@ FKV_TEST(late_publication_of_an_older_version_does_not_win)
 	fkv_nl_close(&nl);
 }
 
-/* Answer a pending GET_START for "routed" with the given replica. */
+/*
+ * Answer a pending GET_START for "routed" with the given replica.  If the
+ * module refuses it (@stale), it must revoke exactly that handle as a
+ * memory source and ask again; the second GET_START is answered -ENOENT.
+ */
 static struct client_result routed_get(struct fkv_nl *nl, uint64_t handle,
-				       uint64_t put_id, uint64_t len)
+				       uint64_t put_id, uint64_t len,
+				       bool stale)
 {
 	struct nlattr *tb[FLUXONKV_A_MAX + 1];
 	struct answer a = { .cmd = FLUXONKV_CMD_GET_START, .has_req_id = true,
 			    .has_status = true, .put_id = put_id,
 			    .handle = handle, .len = len,
 			    .source = FLUXONKV_SOURCE_MEMORY };
+	struct answer ok = { .has_req_id = true, .has_status = true };
 	struct client c = client_start(CLIENT_GET, "routed", 0);
 
 	a.req_id = expect_upcall(nl, FLUXONKV_CMD_GET_START, tb);
 	FKV_ASSERT_EQ(send_answer(nl, &a), 0);
+	if (stale) {
+		ok.cmd = FLUXONKV_CMD_GET_REVOKE;
+		ok.req_id = expect_upcall(nl, FLUXONKV_CMD_GET_REVOKE, tb);
+		FKV_ASSERT(tb[FLUXONKV_A_SOURCE] &&
+			   fkv_nla_u32(tb[FLUXONKV_A_SOURCE]) ==
+			   FLUXONKV_SOURCE_MEMORY, "revoke of a memory source");
+		FKV_ASSERT(tb[FLUXONKV_A_HANDLE] &&
+			   fkv_nla_u64(tb[FLUXONKV_A_HANDLE]) == handle,
+			   "revoke names the refused handle");
+		FKV_ASSERT_EQ(send_answer(nl, &ok), 0);
+		ok.cmd = FLUXONKV_CMD_GET_START;
+		ok.status = -ENOENT;
+		ok.req_id = expect_upcall(nl, FLUXONKV_CMD_GET_START, tb);
+		FKV_ASSERT_EQ(send_answer(nl, &ok), 0);
+	}
 	return client_wait(&c);
 }
 
@@ -839,20 +860,20 @@ FKV_TEST(get_routed_by_handle_is_checked_against_key_and_version)
 	/* without a local replica, gets go to the master */
 	FKV_ASSERT_EQ(drop_replica(&nl, h5), 0);
 
-	r = routed_get(&nl, h3, 3, 7000);
+	r = routed_get(&nl, h3, 3, 7000, false);
 	FKV_ASSERT_EQ(r.err, 0);
 	FKV_ASSERT_EQ(r.put_id, 3);
 	FKV_ASSERT_EQ(r.len, 7000);
 	FKV_ASSERT(r.intact, "routed get did not return the replica's bytes");
 
-	r = routed_get(&nl, h3, 4, 7000);	/* wrong version */
-	FKV_ASSERT(r.err != 0, "get served a replica under a wrong put_id");
-	r = routed_get(&nl, hx, 6, 6000);	/* another key's replica */
-	FKV_ASSERT(r.err != 0, "get served another key's replica");
-	r = routed_get(&nl, h5, 5, 5000);	/* a dropped replica */
-	FKV_ASSERT(r.err != 0, "get served a dropped replica");
-	r = routed_get(&nl, h3 + (1ULL << 32), 3, 7000);	/* no such handle */
-	FKV_ASSERT(r.err != 0, "get served an unknown handle");
+	r = routed_get(&nl, h3, 4, 7000, true);	/* wrong version */
+	FKV_ASSERT_EQ(r.err, ENOENT);
+	r = routed_get(&nl, hx, 6, 6000, true);	/* another key's replica */
+	FKV_ASSERT_EQ(r.err, ENOENT);
+	r = routed_get(&nl, h5, 5, 5000, true);	/* a dropped replica */
+	FKV_ASSERT_EQ(r.err, ENOENT);
+	r = routed_get(&nl, h3 + (1ULL << 32), 3, 7000, true);	/* no such handle */
+	FKV_ASSERT_EQ(r.err, ENOENT);
 	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
 
 	FKV_ASSERT_EQ(drop_replica(&nl, h3), 0);

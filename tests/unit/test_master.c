@@ -285,7 +285,7 @@ FKV_TEST(put_abort_forgets_the_inflight_put_and_its_reservation)
 	FKV_ASSERT_EQ(fkv_master_put_start(F.m, K("k"), 5 * U, &id, &flags),
 		      0);
 	FKV_ASSERT_EQ(stats().reserved, 5 * U);
-	fkv_master_put_abort(F.m, K("k"), id, -EFAULT);
+	fkv_master_put_abort(F.m, K("k"), id, 0, -EFAULT);
 	FKV_ASSERT_EQ(stats().reserved, 0);
 	FKV_ASSERT_EQ(stats().inflight, 0);
 	FKV_ASSERT_EQ(stats().aborted, 1);
@@ -519,10 +519,42 @@ FKV_TEST(without_ssd_get_done_promotes_nothing_and_get_revoke_keeps_memory)
 	FKV_ASSERT_EQ(flags, 0);
 	FKV_ASSERT(fkv_routes_by_handle(fkv_master_routes(F.m), 0x999) == NULL);
 	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, K("a"), 1,
-					    FLUXONKV_SOURCE_SSD, -EIO), 0);
+					    FLUXONKV_SOURCE_SSD, 0, -EIO), 0);
 	/* No SSD replica to clear: the memory one is untouched. */
 	FKV_ASSERT(present("a"));
 	FKV_ASSERT_EQ(F.ndrops, 0);
+	fkv_master_destroy(F.m);
+}
+
+/*
+ * The module lost a published replica (its PUT_DONE timed out, or a get
+ * found the memory route stale): the master forgets that handle so gets
+ * are no longer routed to it; other handles and versions are untouched.
+ */
+FKV_TEST(module_reported_lost_replicas_are_forgotten)
+{
+	struct fkv_get_result g;
+	uint64_t ha, hb;
+
+	mk(100 * U, NULL, 0, 0);
+	ha = put("a", U);
+	hb = put("b", U);
+	/* A stale memory route reported with another handle: kept. */
+	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, K("a"), 1,
+					    FLUXONKV_SOURCE_MEMORY, hb + 7,
+					    -ENOENT), 0);
+	FKV_ASSERT(present("a"));
+	/* With its own handle: gone, gets miss instead of looping. */
+	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, K("a"), 1,
+					    FLUXONKV_SOURCE_MEMORY, ha,
+					    -ENOENT), 0);
+	FKV_ASSERT(!present("a"));
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("a"), &g), -ENOENT);
+	/* PUT_ABORT after a published PUT_DONE, naming the handle. */
+	fkv_master_put_abort(F.m, K("b"), 2, hb, -ETIMEDOUT);
+	FKV_ASSERT(!present("b"));
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("b"), &g), -ENOENT);
+	FKV_ASSERT_EQ(fkv_routes_used(fkv_master_routes(F.m)), 0);
 	fkv_master_destroy(F.m);
 }
 

@@ -738,7 +738,7 @@ FKV_TEST(get_start_picks_memory_first_then_ssd_then_enoent)
 	FKV_ASSERT_EQ(stats().ssd_gets, 1);
 
 	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, K("k"), id,
-					    FLUXONKV_SOURCE_SSD, -ENOENT), 0);
+					    FLUXONKV_SOURCE_SSD, 0, -ENOENT), 0);
 	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("k"), &g), -ENOENT);
 	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_NONE);
 	FKV_ASSERT_EQ(stats().gets, 4);
@@ -893,25 +893,25 @@ FKV_TEST(get_revoke_clears_only_the_ssd_replica_of_the_matching_version)
 	v1 = ssd_only("k", U);
 	/* A memory source that failed clears nothing. */
 	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, K("k"), v1,
-					    FLUXONKV_SOURCE_MEMORY, -EIO), 0);
+					    FLUXONKV_SOURCE_MEMORY, 0, -EIO), 0);
 	/* Another version: nothing. */
 	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, K("k"), v1 + 1,
-					    FLUXONKV_SOURCE_SSD, -EIO), 0);
+					    FLUXONKV_SOURCE_SSD, 0, -EIO), 0);
 	FKV_ASSERT(local("k") != NULL && local("k")->ssd);
 	/* The failed SSD source: the route had nothing else, it goes. */
 	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, K("k"), v1,
-					    FLUXONKV_SOURCE_SSD, -ENOENT), 0);
+					    FLUXONKV_SOURCE_SSD, 0, -ENOENT), 0);
 	FKV_ASSERT(local("k") == NULL);
 	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("k"), &g), -ENOENT);
 	/* Again (the module retried): still STATUS 0. */
 	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, K("k"), v1,
-					    FLUXONKV_SOURCE_SSD, -ENOENT), 0);
+					    FLUXONKV_SOURCE_SSD, 0, -ENOENT), 0);
 
 	/* With a memory replica too, only the SSD one goes. */
 	v2 = put_committed("k", U, &h2);
 	F.ndrops = 0;
 	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, K("k"), v2,
-					    FLUXONKV_SOURCE_SSD, -EIO), 0);
+					    FLUXONKV_SOURCE_SSD, 0, -EIO), 0);
 	FKV_ASSERT(!local("k")->ssd);
 	FKV_ASSERT_EQ(local("k")->mem_handle, h2);
 	FKV_ASSERT_EQ(F.ndrops, 0);

@@ -123,7 +123,7 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 		break;
 	case FLUXONKV_CMD_PUT_ABORT:
 		fkv_master_put_abort(m, u->key, u->key_len, u->put_id,
-				     u->error);
+				     u->handle, u->error);
 		break;
 	case FLUXONKV_CMD_GET_START:
 		r->status = fkv_master_get_start(m, u->key, u->key_len, &g);
@@ -147,7 +147,7 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 		/* The module's policy takes REQ_ID and STATUS only. */
 		r->status = fkv_master_get_revoke(m, u->key, u->key_len,
 						  u->put_id, u->source,
-						  u->error);
+						  u->handle, u->error);
 		break;
 	case FLUXONKV_CMD_DELETE:
 		r->status = fkv_master_delete(m, u->key, u->key_len,

@@ -298,12 +298,32 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 	return 0;
 }
 
+/*
+ * The module reports it no longer has replica @handle (a PUT_DONE it could
+ * not complete, or a memory route it found stale): forget it, so gets stop
+ * being routed to it.  The DROP_REPLICA this sends is answered -ENOENT.
+ */
+static bool master_lost_handle(struct fkv_master *m, uint64_t handle)
+{
+	if (!handle || fkv_routes_drop_handle(m->routes, handle))
+		return false;
+	m->st.lost_replicas++;
+	return true;
+}
+
 void fkv_master_put_abort(struct fkv_master *m, const void *key,
-			  size_t key_len, uint64_t put_id, int error)
+			  size_t key_len, uint64_t put_id, uint64_t handle,
+			  int error)
 {
 	char kb[FKV_KEY_FMT_LEN];
 	int err;
 
+	/* A PUT_DONE the module gave up on: published here, gone there. */
+	if (master_lost_handle(m, handle))
+		fkv_info("put %llu of key '%s': replica %#llx lost by the module (%d)",
+			 (unsigned long long)put_id,
+			 fkv_key_fmt(kb, key, key_len),
+			 (unsigned long long)handle, error);
 	err = fkv_routes_put_abort(m->routes, key, key_len, put_id);
 	if (!err)
 		m->st.aborted++;
@@ -437,12 +457,15 @@ int fkv_master_get_done(struct fkv_master *m, const void *key,
 
 int fkv_master_get_revoke(struct fkv_master *m, const void *key,
 			  size_t key_len, uint64_t put_id, uint32_t source,
-			  int error)
+			  uint64_t handle, int error)
 {
 	char kb[FKV_KEY_FMT_LEN];
 	bool cleared = false;
 
 	m->st.revokes++;
+	/* A memory route to a replica the module no longer has. */
+	if (source == FLUXONKV_SOURCE_MEMORY && master_lost_handle(m, handle))
+		cleared = true;
 	/* Only a failed SSD source is forgotten, and only that version. */
 	if (source == FLUXONKV_SOURCE_SSD &&
 	    !fkv_routes_clear_ssd(m->routes, key, key_len, put_id)) {
@@ -451,7 +474,7 @@ int fkv_master_get_revoke(struct fkv_master *m, const void *key,
 	}
 	fkv_dbg("GET_REVOKE put %llu of key '%s' source %u (%d): %s",
 		(unsigned long long)put_id, fkv_key_fmt(kb, key, key_len),
-		source, error, cleared ? "SSD replica cleared" : "kept");
+		source, error, cleared ? "replica cleared" : "kept");
 	return 0;
 }
 

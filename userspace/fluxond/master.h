@@ -81,6 +81,7 @@ struct fkv_master_stats {
 	uint64_t persist_puts, ssd_commits_published, ssd_commits_ignored;
 	uint64_t ssd_gets, promotions, promotions_refused;
 	uint64_t revokes, ssd_revoked, ssd_evicted, ssd_evicted_stale;
+	uint64_t lost_replicas;	/* the module reported a handle gone */
 	size_t persisting;
 	uint64_t persisting_bytes, persist_failures, persist_expired;
 	uint64_t owner_restarts, forgotten;
@@ -139,7 +140,8 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 			uint64_t len, uint32_t *flags);
 /* PUT_ABORT {KEY, PUT_ID, ERRNO}: notify. */
 void fkv_master_put_abort(struct fkv_master *m, const void *key,
-			  size_t key_len, uint64_t put_id, int error);
+			  size_t key_len, uint64_t put_id, uint64_t handle,
+			  int error);
 /*
  * SSD_COMMIT {KEY, PUT_ID, LEN} -> FLAGS: FLUXONKV_SSD_F_PUBLISHED if the
  * route took the SSD replica (current version, memory replica present, tomb
@@ -186,7 +188,7 @@ int fkv_master_get_done(struct fkv_master *m, const void *key,
  */
 int fkv_master_get_revoke(struct fkv_master *m, const void *key,
 			  size_t key_len, uint64_t put_id, uint32_t source,
-			  int error);
+			  uint64_t handle, int error);
 /* DELETE {KEY} -> PUT_ID (the version deleted) or -ENOENT. */
 int fkv_master_delete(struct fkv_master *m, const void *key, size_t key_len,
 		      uint64_t *put_id);

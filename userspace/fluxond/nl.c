@@ -90,6 +90,7 @@ static const struct nla_policy put_abort_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
 	[FLUXONKV_A_KEY] = P_KEY,
 	[FLUXONKV_A_PUT_ID] = P_U64,
+	[FLUXONKV_A_HANDLE] = P_U64,
 	[FLUXONKV_A_ERRNO] = P_U32,
 };
 
@@ -112,6 +113,7 @@ static const struct nla_policy get_revoke_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_KEY] = P_KEY,
 	[FLUXONKV_A_PUT_ID] = P_U64,
 	[FLUXONKV_A_SOURCE] = P_U32,
+	[FLUXONKV_A_HANDLE] = P_U64,
 	[FLUXONKV_A_ERRNO] = P_U32,
 };
 
