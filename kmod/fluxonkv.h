@@ -289,7 +289,7 @@ extern struct fluxonkv_stats fluxonkv_stats;
  * everything slower.  Atomic counters, no lock.
  */
 #define FLUXONKV_LAT_SHIFT	10	/* first bucket: < 1.024 us */
-#define FLUXONKV_LAT_BUCKETS	26	/* last bound 2^35 ns = 34 s */
+#define FLUXONKV_LAT_BUCKETS	26	/* last bound 2^34 ns = 17 s, then +Inf */
 
 enum fluxonkv_lat_op {
 	FLUXONKV_LAT_PUT,

@@ -104,7 +104,9 @@ EOF
 
 # Prometheus text format checks that need no promtool: every sample's metric
 # has a # TYPE before it, names are valid, values are numbers, counters end
-# in _total.  Prints what is wrong; fails if anything is.
+# in _total.  A histogram's samples are its _bucket (le increasing up to
+# +Inf, counts cumulative), _sum and _count (== the +Inf bucket), per label
+# set.  Prints what is wrong; fails if anything is.
 prom_check() {
 	awk '
 	/^# TYPE / { type[$3] = $4; next }
@@ -112,14 +114,56 @@ prom_check() {
 	{
 		name = $1
 		sub(/\{.*/, "", name)
+		labels = ""
+		if (match($1, /\{.*\}/)) labels = substr($1, RSTART + 1, RLENGTH - 2)
+		base = name
+		if (!(name in type)) {
+			b = name
+			if (sub(/_(bucket|sum|count)$/, "", b) && type[b] == "histogram")
+				base = b
+		}
 		if (name !~ /^[a-zA-Z_:][a-zA-Z0-9_:]*$/) { print "bad name: " $0; bad = 1 }
-		if (!(name in type)) { print "no # TYPE before: " $0; bad = 1 }
+		if (!(base in type)) { print "no # TYPE before: " $0; bad = 1 }
 		if ($NF !~ /^[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?$/ &&
 		    $NF !~ /^([-+]Inf|NaN)$/) { print "bad value: " $0; bad = 1 }
-		if (type[name] == "counter" && name !~ /_total$/) { print "counter without _total: " $0; bad = 1 }
+		if (type[base] == "counter" && name !~ /_total$/) { print "counter without _total: " $0; bad = 1 }
+		if (type[base] == "histogram") {
+			if (name == base) { print "histogram sample without a suffix: " $0; bad = 1 }
+			le = ""
+			if (match(labels, /(^|,)le="[^"]*"/)) {
+				le = substr(labels, RSTART, RLENGTH)
+				sub(/^,?le="/, "", le)
+				sub(/"$/, "", le)
+				sub(/(^|,)le="[^"]*"/, "", labels)
+				sub(/^,/, "", labels)
+			}
+			key = base "{" labels "}"
+			if (name ~ /_bucket$/) {
+				if (le == "") { print "bucket without le: " $0; bad = 1 }
+				if (key in inf) { print "bucket after +Inf: " $0; bad = 1 }
+				if ((key in cum) && $NF + 0 < cum[key]) { print "buckets not cumulative: " $0; bad = 1 }
+				if (le != "+Inf" && (key in lastle) && le + 0 <= lastle[key]) { print "le not increasing: " $0; bad = 1 }
+				cum[key] = $NF + 0
+				lastle[key] = le + 0
+				if (le == "+Inf") inf[key] = $NF + 0
+			} else if (name ~ /_count$/) {
+				if (!(key in inf)) { print "_count without a +Inf bucket: " $0; bad = 1 }
+				else if (inf[key] != $NF + 0) { print "_count is not the +Inf bucket: " $0; bad = 1 }
+				counted[key] = 1
+			}
+		}
 		n++
 	}
-	END { if (!n) { print "no samples"; bad = 1 }; exit bad }'
+	END {
+		for (k in inf) if (!(k in counted)) { print "no _count for " k; bad = 1 }
+		if (!n) { print "no samples"; bad = 1 }
+		exit bad
+	}'
+}
+
+# The value of the Prometheus sample $1 (name{labels}, exactly) on stdin.
+prom_value() {
+	awk -v s="$1" '$1 == s { print $2; found = 1 } END { exit !found }'
 }
 
 # --- put / get / delete -----------------------------------------------------
@@ -172,6 +216,9 @@ prom_check() {
 	[[ "$output" == *"module:    loaded, version 0.1.0"* ]]
 	[[ "$output" == *"daemon:    connected (pid $pid)"* ]]
 	[[ "$output" == *"of 32.0 MiB used"* ]]
+	# no shard was attached: the module has an SSD tier of nothing
+	[ "$(cat "$SYSFS/kv_ssd_capacity_bytes")" = 0 ]
+	echo "$output" | grep -qx "ssd:       none"
 	[[ "$output" == *'family "fluxonkv" reachable'* ]]
 	"$FLUXONCTL" status --json >"$t/status.json"
 
@@ -194,12 +241,89 @@ prom_check() {
 	echo "$output" | grep -qx "fluxonkv_puts_total $(cat "$SYSFS/puts")"
 	echo "$output" | grep -qx "fluxonkv_segment_capacity_bytes 33554432"
 	echo "$output" | grep -qx "fluxonkv_daemon_up 1"
+	# the SSD tier: the reference's gauges, typed counters
+	echo "$output" | grep -qx "# TYPE kv_ssd_capacity_bytes gauge"
+	echo "$output" | grep -qx "kv_ssd_capacity_bytes 0"
+	echo "$output" | grep -qx "# TYPE kv_ssd_used_bytes gauge"
+	echo "$output" | grep -qx "# TYPE fluxonkv_ssd_writes_total counter"
+	echo "$output" | grep -qx "fluxonkv_ssd_writes_total $(cat "$SYSFS/ssd_writes")"
+	! echo "$output" | grep -q "untyped"
 	run -2 "$FLUXONCTL" stats --json --prometheus
 
 	json_check "@$t/status.json" "d['module_loaded'] is True" \
 		"d['daemon_pid'] == $pid" "d['segment_capacity_bytes'] == 33554432" \
+		"d['kv_ssd_capacity_bytes'] == 0" "d['kv_ssd_used_percent'] is None" \
 		"d['netlink']['ok'] is True" \
 		"@$t/stats.json" "d['version'] == '0.1.0'" "${exprs[@]}"
+}
+
+@test "status shows the SSD tier's use when sysfs has one" {
+	local s=$BATS_TEST_TMPDIR/sysfs
+	cp -r "$SYSFS" "$s"
+	echo 4294967296 >"$s/kv_ssd_capacity_bytes"
+	echo 1073741824 >"$s/kv_ssd_used_bytes"
+	run -0 env FLUXONKV_SYSFS="$s" "$FLUXONCTL" status
+	echo "$output" | grep -qx "ssd:       1.0 GiB of 4.0 GiB used (25.0%)"
+	run -0 env FLUXONKV_SYSFS="$s" "$FLUXONCTL" stats
+	echo "$output" | grep -Eq '^kv_ssd_used_bytes +1073741824 \(1\.0 GiB, 25\.0%\)$'
+}
+
+@test "stats show operation latency; the histogram counts the gets done" {
+	local t=$BATS_TEST_TMPDIR before miss_before after miss_after inf i
+	"$FLUXONCTL" put latency/key --value v
+	"$FLUXONCTL" stats --prometheus >"$t/before"
+	before=$(prom_value 'fluxonkv_op_latency_seconds_count{op="get_memory"}' <"$t/before")
+	miss_before=$(prom_value 'fluxonkv_op_latency_seconds_count{op="get_miss"}' <"$t/before")
+	for i in 1 2 3 4 5 6 7; do
+		"$FLUXONCTL" get latency/key >/dev/null
+	done
+	run -3 "$FLUXONCTL" get latency/missing
+
+	run -0 --separate-stderr "$FLUXONCTL" stats --prometheus
+	echo "$output" | prom_check
+	if command -v promtool >/dev/null; then
+		echo "$output" | promtool check metrics
+	fi
+	echo "$output" | grep -qx "# TYPE fluxonkv_op_latency_seconds histogram"
+	after=$(echo "$output" | prom_value 'fluxonkv_op_latency_seconds_count{op="get_memory"}')
+	miss_after=$(echo "$output" | prom_value 'fluxonkv_op_latency_seconds_count{op="get_miss"}')
+	inf=$(echo "$output" | prom_value 'fluxonkv_op_latency_seconds_bucket{op="get_memory",le="+Inf"}')
+	echo "get_memory $before -> $after, get_miss $miss_before -> $miss_after"
+	# every get of a present key is one get_memory, the missing one a get_miss
+	[ "$((after - before))" -eq 7 ]
+	[ "$((miss_after - miss_before))" -eq 1 ]
+	[ "$inf" = "$after" ]
+	for op in put get_memory get_ssd get_miss delete; do
+		echo "$output" | grep -q "^fluxonkv_op_latency_seconds_sum{op=\"$op\"} "
+	done
+
+	run -0 "$FLUXONCTL" stats
+	echo "$output" | grep -Eq '^latency \(pNN: upper bound'
+	echo "$output" | grep -Eq "^get_memory +$after +[0-9.]+ [num]?s "
+	"$FLUXONCTL" stats --json >"$t/stats.json"
+	json_check "@$t/stats.json" \
+		"d['latency']['get_memory']['count'] >= $after" \
+		"d['latency']['get_memory']['p50_ns'] <= d['latency']['get_memory']['p99_ns']" \
+		"d['latency']['get_ssd']['count'] == 0" \
+		"d['latency']['get_ssd']['p50_ns'] is None"
+}
+
+@test "stats without a readable latency file still exit 0 and say so" {
+	local t=$BATS_TEST_TMPDIR
+	run -0 --separate-stderr env FLUXONKV_DEBUGFS="$t/none" "$FLUXONCTL" stats
+	[[ "$output" == *"latency: unavailable ($t/none/latency: No such file or directory"* ]]
+	echo "$output" | grep -Eq "^puts +[0-9]+\$"
+	env FLUXONKV_DEBUGFS="$t/none" "$FLUXONCTL" stats --json >"$t/stats.json"
+	json_check "@$t/stats.json" "d['latency'] is None" "d['puts'] >= 1"
+	run -0 --separate-stderr env FLUXONKV_DEBUGFS="$t/none" "$FLUXONCTL" stats --prometheus
+	echo "$output" | prom_check
+	! echo "$output" | grep -q latency
+	# not root: debugfs refuses, sysfs does not
+	if command -v setpriv >/dev/null &&
+	   setpriv --reuid=65534 --regid=65534 --clear-groups "$FLUXONCTL" --version >/dev/null; then
+		run -0 setpriv --reuid=65534 --regid=65534 --clear-groups "$FLUXONCTL" stats
+		[[ "$output" == *"latency: unavailable ("*"Permission denied; debugfs is readable by root only)"* ]]
+	fi
 }
 
 # --- dump -------------------------------------------------------------------------

@@ -272,6 +272,9 @@ FKV_TEST(every_command_documents_its_options_and_exit_codes)
 	FKV_ASSERT(strstr(ctl_usage_delete, "3 not found") != NULL);
 	FKV_ASSERT(strstr(ctl_usage_status, "4 module not loaded") != NULL);
 	FKV_ASSERT(strstr(ctl_usage_stats, "--prometheus") != NULL);
+	/* percentiles from a log2 histogram are bucket bounds: say so */
+	FKV_ASSERT(strstr(ctl_usage_stats, "UPPER BOUND") != NULL);
+	FKV_ASSERT(strstr(ctl_usage_stats, "$FLUXONKV_DEBUGFS") != NULL);
 	FKV_ASSERT(strstr(ctl_usage_main, "3 key not found") != NULL);
 }
 

@@ -131,6 +131,25 @@ static void fake_remove(void)
 	nftw(sysdir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
 }
 
+static char dbgdir[64];
+
+/* A debugfs directory whose latency file has 3 gets: 2 fast, 1 slower. */
+static void fake_debugfs(void)
+{
+	char path[128];
+	FILE *f;
+
+	strcpy(dbgdir, "/tmp/fkv-ctl-dbg-XXXXXX");
+	FKV_ASSERT(mkdtemp(dbgdir));
+	setenv("FLUXONKV_DEBUGFS", dbgdir, 1);
+	snprintf(path, sizeof(path), "%s/latency", dbgdir);
+	f = fopen(path, "w");
+	FKV_ASSERT(f);
+	fputs("op\tcount\tsum_ns\tle_1024\tle_2048\tle_4096\tle_inf\n"
+	      "get_memory\t3\t5000\t0\t2\t1\t0\n", f);
+	fclose(f);
+}
+
 FKV_TEST(no_command_is_a_usage_error_with_the_usage_on_stderr)
 {
 	struct run r;
@@ -244,5 +263,49 @@ FKV_TEST(status_shows_sysfs_even_when_netlink_cannot_answer)
 	assert_has(r.out, "netlink:   ");
 	if (r.status == 1)
 		assert_has(r.out, "netlink:   error: ");
+	fake_remove();
+}
+
+FKV_TEST(stats_add_latency_from_the_debugfs_override_in_each_format)
+{
+	struct run r;
+
+	fake_sysfs();
+	fake_debugfs();
+	RUN(&r, "stats");
+	FKV_ASSERT_EQ(r.status, 0);
+	assert_has(r.out, "\nget_memory              3      1.7 us      2.0 us      4.1 us      4.1 us\n");
+	RUN(&r, "stats", "--json");
+	FKV_ASSERT_EQ(r.status, 0);
+	assert_has(r.out, "\"latency\":{\"get_memory\":{\"count\":3,\"sum_ns\":5000,"
+		   "\"mean_ns\":1667,\"p50_ns\":2048,\"p95_ns\":4096,\"p99_ns\":4096}}}\n");
+	RUN(&r, "stats", "--prometheus");
+	FKV_ASSERT_EQ(r.status, 0);
+	assert_has(r.out, "fluxonkv_op_latency_seconds_bucket{op=\"get_memory\",le=\"0.000002048\"} 2\n"
+		   "fluxonkv_op_latency_seconds_bucket{op=\"get_memory\",le=\"0.000004096\"} 3\n"
+		   "fluxonkv_op_latency_seconds_bucket{op=\"get_memory\",le=\"+Inf\"} 3\n"
+		   "fluxonkv_op_latency_seconds_sum{op=\"get_memory\"} 0.000005\n"
+		   "fluxonkv_op_latency_seconds_count{op=\"get_memory\"} 3\n");
+	nftw(dbgdir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+	fake_remove();
+}
+
+FKV_TEST(stats_without_a_readable_latency_file_still_succeed)
+{
+	struct run r;
+
+	fake_sysfs();
+	setenv("FLUXONKV_DEBUGFS", "/nonexistent/fluxonkv", 1);
+	RUN(&r, "stats");
+	FKV_ASSERT_EQ(r.status, 0);
+	assert_has(r.out, "puts                     3\n");
+	assert_has(r.out, "latency: unavailable (/nonexistent/fluxonkv/latency: ");
+	RUN(&r, "stats", "--json");
+	FKV_ASSERT_EQ(r.status, 0);
+	assert_has(r.out, "\"latency\":null}\n");
+	RUN(&r, "stats", "--prometheus");
+	FKV_ASSERT_EQ(r.status, 0);
+	assert_has(r.out, "fluxonkv_puts_total 3\n");
+	FKV_ASSERT(strstr(r.out, "latency") == NULL, "%s", r.out);
 	fake_remove();
 }

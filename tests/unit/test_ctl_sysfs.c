@@ -10,8 +10,10 @@
 #include <sys/stat.h>
 
 #include "../../userspace/common/ctl_format.h"
+#include "../../userspace/common/ctl_latency.h"
 #include "../../userspace/common/ctl_sysfs.h"
 #include "../../selftests/fkv_test.h"
+#include "prom_expo.h"
 
 static char sysdir[64];
 
@@ -69,6 +71,41 @@ static void fake_module(void)
 	put_file("upcall_timeouts", "7\n");
 	put_file("upcall_errors", "8\n");
 	put_file("room_waits", "9\n");
+	/* an SSD tier of 4 GiB, a quarter used */
+	put_file("kv_ssd_capacity_bytes", "4294967296\n");
+	put_file("kv_ssd_used_bytes", "1073741824\n");
+	put_file("ssd_writes", "21\n");
+	put_file("ssd_write_bytes", "22020096\n");
+	put_file("ssd_reads", "23\n");
+	put_file("ssd_read_bytes", "24117248\n");
+	put_file("ssd_io_errors", "25\n");
+	put_file("ssd_persist_errors", "26\n");
+	put_file("ssd_evictions", "27\n");
+	put_file("ssd_busy_waits", "28\n");
+	put_file("ssd_commits_published", "29\n");
+	put_file("ssd_commits_ignored", "30\n");
+	put_file("ssd_notices_dropped", "31\n");
+	put_file("ssd_revokes", "32\n");
+}
+
+/* A module older than the SSD tier: none of its files. */
+static void fake_module_without_ssd(void)
+{
+	static const char *const ssd[] = {
+		"kv_ssd_capacity_bytes", "kv_ssd_used_bytes", "ssd_writes",
+		"ssd_write_bytes", "ssd_reads", "ssd_read_bytes",
+		"ssd_io_errors", "ssd_persist_errors", "ssd_evictions",
+		"ssd_busy_waits", "ssd_commits_published",
+		"ssd_commits_ignored", "ssd_notices_dropped", "ssd_revokes",
+	};
+	char path[128];
+	size_t i;
+
+	fake_module();
+	for (i = 0; i < sizeof(ssd) / sizeof(ssd[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", sysdir, ssd[i]);
+		FKV_ASSERT_EQ(unlink(path), 0);
+	}
 }
 
 static struct ctl_stats load(void)
@@ -232,15 +269,27 @@ FKV_TEST(the_snapshot_covers_every_attribute_the_module_documents)
 		"puts", "gets", "hits_memory", "hits_ssd", "misses", "deletes",
 		"evictions", "replica_drops", "upcall_timeouts",
 		"upcall_errors", "room_waits",
+		"kv_ssd_capacity_bytes", "kv_ssd_used_bytes", "ssd_writes",
+		"ssd_write_bytes", "ssd_reads", "ssd_read_bytes",
+		"ssd_io_errors", "ssd_persist_errors", "ssd_evictions",
+		"ssd_busy_waits", "ssd_commits_published",
+		"ssd_commits_ignored", "ssd_notices_dropped", "ssd_revokes",
 	};
 	struct ctl_stats st;
 	size_t i;
 
 	fake_module();
 	st = load();
-	for (i = 0; i < sizeof(documented) / sizeof(documented[0]); i++)
-		FKV_EXPECT(ctl_stats_get(&st, documented[i]) != NULL, "%s",
+	for (i = 0; i < sizeof(documented) / sizeof(documented[0]); i++) {
+		const struct ctl_stat *x = ctl_stats_get(&st, documented[i]);
+
+		FKV_EXPECT(x != NULL, "%s", documented[i]);
+		/* known, typed: none falls through to "untyped" */
+		FKV_EXPECT(x && x->def, "%s is not in ctl_stat_defs",
 			   documented[i]);
+	}
+	/* and the table knows nothing the module does not document */
+	FKV_ASSERT_EQ(ctl_stat_ndefs, sizeof(documented) / sizeof(documented[0]));
 	ctl_stats_free(&st);
 	fake_remove();
 }
@@ -255,7 +304,7 @@ FKV_TEST(stats_as_json_are_one_flat_object_with_null_for_unreadable_files)
 	sysdir[strlen(sysdir) - strlen("/hits_ssd")] = '\0';
 	put_file("version", "0.1\"x\n");
 	st = load();
-	out = CAPTURE(ctl_render_stats_json(f, &st));
+	out = CAPTURE(ctl_render_stats_json(f, &st, NULL));
 	assert_str_eq(out,
 		"{\"version\":\"0.1\\\"x\",\"abi_version\":1,"
 		"\"segment_capacity_bytes\":67108864,"
@@ -264,66 +313,30 @@ FKV_TEST(stats_as_json_are_one_flat_object_with_null_for_unreadable_files)
 		"\"hits_memory\":15,\"hits_ssd\":null,\"misses\":4,"
 		"\"deletes\":5,\"evictions\":6,\"replica_drops\":11,"
 		"\"upcall_timeouts\":7,"
-		"\"upcall_errors\":8,\"room_waits\":9}\n");
+		"\"upcall_errors\":8,\"room_waits\":9,"
+		"\"kv_ssd_capacity_bytes\":4294967296,"
+		"\"kv_ssd_used_bytes\":1073741824,\"ssd_writes\":21,"
+		"\"ssd_write_bytes\":22020096,\"ssd_reads\":23,"
+		"\"ssd_read_bytes\":24117248,\"ssd_io_errors\":25,"
+		"\"ssd_persist_errors\":26,\"ssd_evictions\":27,"
+		"\"ssd_busy_waits\":28,\"ssd_commits_published\":29,"
+		"\"ssd_commits_ignored\":30,\"ssd_notices_dropped\":31,"
+		"\"ssd_revokes\":32}\n");
 	free(out);
 	ctl_stats_free(&st);
 	fake_remove();
 }
 
-/* The name of a sample line ("name{labels} value" or "name value"). */
-static void sample_name(const char *line, char *name, size_t len)
+/* The exposition format is valid (prom_expo.h); how many samples. */
+static int assert_valid_exposition(const char *text)
 {
-	size_t n = strcspn(line, "{ ");
+	char *copy = strdup(text);
+	struct prom_expo_result r;
 
-	FKV_ASSERT(n < len);
-	memcpy(name, line, n);
-	name[n] = '\0';
-}
-
-/*
- * Check the text exposition format: every sample is preceded by its own
- * HELP and TYPE lines, names are valid, counters end in _total, values
- * are integers.
- */
-static void assert_valid_exposition(char *text)
-{
-	char family[128] = "", type[16] = "", name[128];
-	char *line, *save;
-	const char *c;
-	int samples = 0, n;
-
-	for (line = strtok_r(text, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		if (!strncmp(line, "# HELP ", 7)) {
-			sample_name(line + 7, family, sizeof(family));
-			FKV_ASSERT(strlen(line) > 8 + strlen(family), "%s", line);
-			continue;
-		}
-		if (!strncmp(line, "# TYPE ", 7)) {
-			sample_name(line + 7, name, sizeof(name));
-			FKV_ASSERT(!strcmp(name, family), "TYPE without HELP: %s", line);
-			n = sscanf(line + 8 + strlen(name), "%15s", type);
-			FKV_ASSERT_EQ(n, 1);
-			FKV_ASSERT(!strcmp(type, "gauge") || !strcmp(type, "counter") ||
-				   !strcmp(type, "untyped"), "%s", line);
-			continue;
-		}
-		FKV_ASSERT(line[0] != '#', "stray comment: %s", line);
-		sample_name(line, name, sizeof(name));
-		FKV_ASSERT(!strcmp(name, family), "sample outside its family: %s",
-			   line);
-		FKV_ASSERT(isalpha((unsigned char)name[0]) || name[0] == '_');
-		for (c = name; *c; c++)
-			FKV_ASSERT(isalnum((unsigned char)*c) || *c == '_', "%s", name);
-		FKV_ASSERT(!strcmp(type, "counter") ==
-			   (strlen(name) > 6 && !strcmp(name + strlen(name) - 6, "_total")),
-			   "counter naming: %s is a %s", name, type);
-		c = strrchr(line, ' ');
-		FKV_ASSERT(c && isdigit((unsigned char)c[1]), "%s", line);
-		samples++;
-		family[0] = '\0';	/* one sample per family here */
-	}
-	FKV_ASSERT_GT(samples, 0);
+	FKV_ASSERT(copy);
+	r = prom_expo_check(copy);
+	free(copy);
+	return r.samples;
 }
 
 FKV_TEST(stats_for_prometheus_have_help_type_and_the_reference_names)
@@ -333,7 +346,7 @@ FKV_TEST(stats_for_prometheus_have_help_type_and_the_reference_names)
 
 	fake_module();
 	st = load();
-	out = CAPTURE(ctl_render_stats_prometheus(f, &st));
+	out = CAPTURE(ctl_render_stats_prometheus(f, &st, NULL));
 	ASSERT_HAS(out, "# HELP fluxonkv_puts_total Puts completed.\n"
 			"# TYPE fluxonkv_puts_total counter\n"
 			"fluxonkv_puts_total 10\n");
@@ -348,6 +361,28 @@ FKV_TEST(stats_for_prometheus_have_help_type_and_the_reference_names)
 			"fluxonkv_segment_used_bytes 16777216\n");
 	ASSERT_HAS(out, "fluxonkv_info{version=\"0.1.0\",abi_version=\"1\"} 1\n");
 	ASSERT_HAS(out, "fluxonkv_daemon_up 1\n");
+	/* the SSD tier: the reference's gauges by their exact names */
+	ASSERT_HAS(out, "# HELP kv_ssd_capacity_bytes Bytes of SSD attached as the tier below DRAM (0 = no SSD tier).\n"
+			"# TYPE kv_ssd_capacity_bytes gauge\n"
+			"kv_ssd_capacity_bytes 4294967296\n");
+	ASSERT_HAS(out, "# TYPE kv_ssd_used_bytes gauge\n"
+			"kv_ssd_used_bytes 1073741824\n");
+	ASSERT_HAS(out, "# TYPE fluxonkv_kv_ssd_used_bytes gauge\n"
+			"fluxonkv_kv_ssd_used_bytes 1073741824\n");
+	/* its counters end in _total */
+	ASSERT_HAS(out, "# HELP fluxonkv_ssd_writes_total Values written to the SSD tier.\n"
+			"# TYPE fluxonkv_ssd_writes_total counter\n"
+			"fluxonkv_ssd_writes_total 21\n");
+	ASSERT_HAS(out, "# TYPE fluxonkv_ssd_write_bytes_total counter\n"
+			"fluxonkv_ssd_write_bytes_total 22020096\n");
+	ASSERT_HAS(out, "# TYPE fluxonkv_ssd_revokes_total counter\n"
+			"fluxonkv_ssd_revokes_total 32\n");
+	ASSERT_HAS(out, "# TYPE fluxonkv_ssd_commits_ignored_total counter\n"
+			"fluxonkv_ssd_commits_ignored_total 30\n");
+	FKV_ASSERT(strstr(out, "untyped") == NULL, "every known file is typed");
+	FKV_ASSERT(strstr(out, "# HELP fluxonkv_ssd_writes ") == NULL);
+	/* no latency was asked for: no histogram */
+	FKV_ASSERT(strstr(out, "latency") == NULL);
 	assert_valid_exposition(out);
 	free(out);
 	ctl_stats_free(&st);
@@ -365,7 +400,7 @@ FKV_TEST(prometheus_output_escapes_labels_and_skips_unreadable_values)
 	put_file("misses", "garbage\n");
 	put_file("brand_new", "5\n");
 	st = load();
-	out = CAPTURE(ctl_render_stats_prometheus(f, &st));
+	out = CAPTURE(ctl_render_stats_prometheus(f, &st, NULL));
 	ASSERT_HAS(out, "fluxonkv_info{version=\"a\\\"b\\\\c\",abi_version=\"1\"} 1\n");
 	ASSERT_HAS(out, "fluxonkv_daemon_up 0\n");
 	ASSERT_HAS(out, "# TYPE fluxonkv_brand_new untyped\nfluxonkv_brand_new 5\n");
@@ -385,9 +420,13 @@ FKV_TEST(stats_for_humans_show_sizes_in_binary_units_and_the_used_share)
 	fake_module();
 	put_file("evictions", "x\n");
 	st = load();
-	out = CAPTURE(ctl_render_stats_human(f, &st));
+	out = CAPTURE(ctl_render_stats_human(f, &st, NULL));
 	ASSERT_HAS(out, "segment_capacity_bytes   67108864 (64.0 MiB)\n");
 	ASSERT_HAS(out, "segment_used_bytes       16777216 (16.0 MiB, 25.0%)\n");
+	ASSERT_HAS(out, "kv_ssd_capacity_bytes    4294967296 (4.0 GiB)\n");
+	ASSERT_HAS(out, "kv_ssd_used_bytes        1073741824 (1.0 GiB, 25.0%)\n");
+	ASSERT_HAS(out, "ssd_write_bytes          22020096 (21.0 MiB)\n");
+	ASSERT_HAS(out, "ssd_busy_waits           28\n");
 	ASSERT_HAS(out, "version                  0.1.0\n");
 	ASSERT_HAS(out, "puts                     10\n");
 	ASSERT_HAS(out, "evictions                unreadable: Invalid argument\n");
@@ -421,6 +460,7 @@ FKV_TEST(status_for_humans_summarises_module_daemon_segment_and_netlink)
 		"module:    loaded, version 0.1.0, ABI 1\n"
 		"daemon:    connected (pid 4242)\n"
 		"segment:   16.0 MiB of 64.0 MiB used (25.0%)\n"
+		"ssd:       1.0 GiB of 4.0 GiB used (25.0%)\n"
 		"replicas:  3\n"
 		"holders:   2\n"
 		"netlink:   family \"fluxonkv\" reachable (version 0.1.0, ABI 1, daemon pid 4242)\n");
@@ -473,6 +513,8 @@ FKV_TEST(status_as_json_carries_sysfs_and_the_netlink_reply)
 		"\"daemon_connected\":true,\"daemon_pid\":4242,"
 		"\"segment_capacity_bytes\":67108864,"
 		"\"segment_used_bytes\":16777216,\"segment_used_percent\":25.00,"
+		"\"kv_ssd_capacity_bytes\":4294967296,"
+		"\"kv_ssd_used_bytes\":1073741824,\"kv_ssd_used_percent\":25.00,"
 		"\"replicas\":3,\"holders\":2,"
 		"\"netlink\":{\"ok\":true,\"version\":\"0.1.0\",\"abi_version\":1,"
 		"\"segment_size\":67108864,\"segment_used\":16777216,"
@@ -493,4 +535,139 @@ FKV_TEST(status_of_an_unloaded_module_says_so)
 	out = CAPTURE(ctl_render_status_json(f, &s));
 	assert_str_eq(out, "{\"module_loaded\":false}\n");
 	free(out);
+}
+
+FKV_TEST(status_says_none_for_an_ssd_tier_with_no_capacity)
+{
+	struct ctl_status s = { .nl_queried = false };
+	struct ctl_stats st;
+	char *out;
+
+	fake_module();
+	put_file("kv_ssd_capacity_bytes", "0\n");
+	put_file("kv_ssd_used_bytes", "0\n");
+	st = load();
+	s.sysfs_dir = sysdir;
+	s.stats = &st;
+	out = CAPTURE(ctl_render_status_human(f, &s));
+	ASSERT_HAS(out, "segment:   16.0 MiB of 64.0 MiB used (25.0%)\n"
+			"ssd:       none\n"
+			"replicas:  3\n");
+	free(out);
+	out = CAPTURE(ctl_render_status_json(f, &s));
+	ASSERT_HAS(out, "\"kv_ssd_capacity_bytes\":0,\"kv_ssd_used_bytes\":0,"
+			"\"kv_ssd_used_percent\":null,");
+	free(out);
+	ctl_stats_free(&st);
+	fake_remove();
+}
+
+FKV_TEST(status_of_a_module_without_an_ssd_tier_has_no_ssd_line)
+{
+	struct ctl_status s = { .nl_queried = false };
+	struct ctl_stats st;
+	char *out;
+
+	fake_module_without_ssd();
+	st = load();
+	s.sysfs_dir = sysdir;
+	s.stats = &st;
+	out = CAPTURE(ctl_render_status_human(f, &s));
+	FKV_ASSERT(strstr(out, "ssd") == NULL, "%s", out);
+	ASSERT_HAS(out, "segment:   16.0 MiB of 64.0 MiB used (25.0%)\n"
+			"replicas:  3\n");
+	free(out);
+	out = CAPTURE(ctl_render_status_json(f, &s));
+	ASSERT_HAS(out, "\"kv_ssd_capacity_bytes\":null,\"kv_ssd_used_bytes\":null,"
+			"\"kv_ssd_used_percent\":null,");
+	free(out);
+	/* and its stats leave the SSD counters out rather than invent zeros */
+	out = CAPTURE(ctl_render_stats_prometheus(f, &st, NULL));
+	FKV_ASSERT(strstr(out, "fluxonkv_ssd_") == NULL, "%s", out);
+	FKV_ASSERT(strstr(out, "kv_ssd") == NULL, "%s", out);
+	free(out);
+	ctl_stats_free(&st);
+	fake_remove();
+}
+
+/* A latency file as the module writes it, with two bounds only. */
+static const char small_latency[] =
+	"op\tcount\tsum_ns\tle_1024\tle_2048\tle_inf\n"
+	"put\t4\t6000\t1\t2\t1\n"
+	"get_memory\t0\t0\t0\t0\t0\n";
+
+FKV_TEST(stats_carry_the_latency_histograms_in_every_format)
+{
+	struct ctl_latency lat;
+	struct ctl_stats st;
+	char *out;
+
+	FKV_ASSERT_EQ(ctl_latency_parse(small_latency, strlen(small_latency),
+					&lat), 0);
+	strcpy(lat.path, "/fake/latency");
+	fake_module();
+	st = load();
+
+	out = CAPTURE(ctl_render_stats_prometheus(f, &st, &lat));
+	ASSERT_HAS(out, "fluxonkv_daemon_up 1\n"
+		"# HELP fluxonkv_op_latency_seconds ");
+	ASSERT_HAS(out, "# TYPE fluxonkv_op_latency_seconds histogram\n"
+		"fluxonkv_op_latency_seconds_bucket{op=\"put\",le=\"0.000001024\"} 1\n"
+		"fluxonkv_op_latency_seconds_bucket{op=\"put\",le=\"0.000002048\"} 3\n"
+		"fluxonkv_op_latency_seconds_bucket{op=\"put\",le=\"+Inf\"} 4\n"
+		"fluxonkv_op_latency_seconds_sum{op=\"put\"} 0.000006\n"
+		"fluxonkv_op_latency_seconds_count{op=\"put\"} 4\n"
+		"fluxonkv_op_latency_seconds_bucket{op=\"get_memory\",le=\"0.000001024\"} 0\n");
+	FKV_ASSERT_EQ(prom_expo_check(out).histogram_series, 2);
+	free(out);
+
+	out = CAPTURE(ctl_render_stats_json(f, &st, &lat));
+	ASSERT_HAS(out, "\"ssd_revokes\":32,\"latency\":{"
+		"\"put\":{\"count\":4,\"sum_ns\":6000,\"mean_ns\":1500,"
+		"\"p50_ns\":2048,\"p95_ns\":null,\"p99_ns\":null},"
+		"\"get_memory\":{\"count\":0,\"sum_ns\":0,\"mean_ns\":null,"
+		"\"p50_ns\":null,\"p95_ns\":null,\"p99_ns\":null}}}\n");
+	free(out);
+
+	out = CAPTURE(ctl_render_stats_human(f, &st, &lat));
+	ASSERT_HAS(out, "ssd_revokes              32\n\nlatency (");
+	ASSERT_HAS(out, "\nput                     4      1.5 us      2.0 us     >2.0 us     >2.0 us\n");
+	free(out);
+	ctl_stats_free(&st);
+	fake_remove();
+}
+
+FKV_TEST(stats_without_debugfs_say_latency_is_unavailable_and_still_work)
+{
+	struct ctl_latency lat;
+	struct ctl_stats st;
+	char *out;
+
+	FKV_ASSERT_EQ(ctl_latency_load("/nonexistent/fluxonkv", &lat), -ENOENT);
+	fake_module();
+	st = load();
+
+	out = CAPTURE(ctl_render_stats_human(f, &st, &lat));
+	ASSERT_HAS(out, "puts                     10\n");
+	ASSERT_HAS(out, "\nlatency: unavailable (/nonexistent/fluxonkv/latency: "
+			"No such file or directory; debugfs not mounted");
+	free(out);
+
+	out = CAPTURE(ctl_render_stats_json(f, &st, &lat));
+	ASSERT_HAS(out, "\"ssd_revokes\":32,\"latency\":null}\n");
+	free(out);
+
+	out = CAPTURE(ctl_render_stats_prometheus(f, &st, &lat));
+	ASSERT_HAS(out, "fluxonkv_puts_total 10\n");
+	FKV_ASSERT(strstr(out, "latency") == NULL, "%s", out);
+	assert_valid_exposition(out);
+	free(out);
+
+	lat.err = -EACCES;
+	out = CAPTURE(ctl_render_stats_human(f, &st, &lat));
+	ASSERT_HAS(out, "latency: unavailable (/nonexistent/fluxonkv/latency: "
+			"Permission denied; debugfs is readable by root only)\n");
+	free(out);
+	ctl_stats_free(&st);
+	fake_remove();
 }

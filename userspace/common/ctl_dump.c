@@ -25,6 +25,13 @@ const struct ctl_dump_file ctl_dump_files[] = {
 };
 const size_t ctl_dump_nfiles = sizeof(ctl_dump_files) / sizeof(ctl_dump_files[0]);
 
+const char *ctl_debugfs_dir(void)
+{
+	const char *dir = getenv(CTL_DEBUGFS_ENV);
+
+	return dir && *dir ? dir : CTL_DEBUGFS_DEFAULT_DIR;
+}
+
 const struct ctl_dump_file *ctl_dump_file_find(const char *name)
 {
 	size_t i;

@@ -19,6 +19,9 @@
 #define CTL_DEBUGFS_ENV		"FLUXONKV_DEBUGFS"
 #define CTL_DEBUGFS_MOUNT	"/sys/kernel/debug"
 
+/* $FLUXONKV_DEBUGFS when set and not empty, CTL_DEBUGFS_DEFAULT_DIR else. */
+const char *ctl_debugfs_dir(void);
+
 /* One dump file fluxonctl knows. */
 struct ctl_dump_file {
 	const char *name;	/* file in the debugfs directory */

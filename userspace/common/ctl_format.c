@@ -65,10 +65,27 @@ const char *ctl_source_name(unsigned int source)
 
 /* --- stats ------------------------------------------------------------ */
 
-void ctl_render_stats_human(FILE *f, const struct ctl_stats *st)
+/* The capacity a "used" gauge is a share of, or NULL. */
+static const char *ctl_share_of(const char *name)
 {
-	const struct ctl_stat *cap = ctl_stats_get(st, "segment_capacity_bytes");
+	static const char *const pairs[][2] = {
+		{ "segment_used_bytes", "segment_capacity_bytes" },
+		{ "kv_ssd_used_bytes", "kv_ssd_capacity_bytes" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+		if (!strcmp(name, pairs[i][0]))
+			return pairs[i][1];
+	return NULL;
+}
+
+void ctl_render_stats_human(FILE *f, const struct ctl_stats *st,
+			    const struct ctl_latency *lat)
+{
+	const struct ctl_stat *cap;
 	char size[CTL_SIZE_BUFLEN];
+	const char *of;
 	size_t i;
 
 	for (i = 0; i < st->n; i++) {
@@ -87,17 +104,23 @@ void ctl_render_stats_human(FILE *f, const struct ctl_stats *st)
 		if (s->def && s->def->is_bytes) {
 			fprintf(f, " (%s",
 				ctl_format_size(s->value, size, sizeof(size)));
-			if (!strcmp(s->name, "segment_used_bytes") && cap &&
-			    cap->value)
+			of = ctl_share_of(s->name);
+			cap = of ? ctl_stats_get(st, of) : NULL;
+			if (cap && cap->value)
 				fprintf(f, ", %.1f%%",
 					ctl_percent(s->value, cap->value));
 			fputc(')', f);
 		}
 		fputc('\n', f);
 	}
+	if (lat) {
+		fputc('\n', f);
+		ctl_render_latency_human(f, lat);
+	}
 }
 
-void ctl_render_stats_json(FILE *f, const struct ctl_stats *st)
+void ctl_render_stats_json(FILE *f, const struct ctl_stats *st,
+			   const struct ctl_latency *lat)
 {
 	struct ctl_json j;
 	size_t i;
@@ -114,6 +137,8 @@ void ctl_render_stats_json(FILE *f, const struct ctl_stats *st)
 		else
 			ctl_json_u64(&j, s->name, s->value);
 	}
+	if (lat)
+		ctl_render_latency_json(&j, lat);
 	ctl_json_close(&j);
 }
 
@@ -162,7 +187,8 @@ static void ctl_prom_info(FILE *f, const struct ctl_stats *st)
 		fputs("} 1\n", f);
 }
 
-void ctl_render_stats_prometheus(FILE *f, const struct ctl_stats *st)
+void ctl_render_stats_prometheus(FILE *f, const struct ctl_stats *st,
+				 const struct ctl_latency *lat)
 {
 	const struct ctl_stat *pid;
 	size_t i;
@@ -205,6 +231,8 @@ void ctl_render_stats_prometheus(FILE *f, const struct ctl_stats *st)
 				"Whether a fluxond daemon is registered (1) or not (0).");
 		fprintf(f, CTL_PROM_PREFIX "daemon_up %d\n", pid->value != 0);
 	}
+	if (lat)
+		ctl_render_latency_prometheus(f, lat);
 }
 
 /* --- status ----------------------------------------------------------- */
@@ -245,10 +273,32 @@ static void ctl_status_u64_human(FILE *f, const struct ctl_stats *st,
 		fprintf(f, "%-10s unknown\n", label);
 }
 
+/*
+ * "LABEL  used of capacity used (share)", "none" for an empty capacity (a
+ * tier the module knows but nobody attached), "unknown" if unreadable.
+ */
+static void ctl_status_tier_human(FILE *f, const struct ctl_stats *st,
+				  const char *label, const char *cap_name,
+				  const char *used_name, bool zero_is_none)
+{
+	const struct ctl_stat *cap = ctl_stats_get(st, cap_name);
+	const struct ctl_stat *used = ctl_stats_get(st, used_name);
+	char a[CTL_SIZE_BUFLEN], b[CTL_SIZE_BUFLEN];
+
+	if (cap && used && cap->value)
+		fprintf(f, "%-10s %s of %s used (%.1f%%)\n", label,
+			ctl_format_size(used->value, a, sizeof(a)),
+			ctl_format_size(cap->value, b, sizeof(b)),
+			ctl_percent(used->value, cap->value));
+	else if (cap && zero_is_none && !cap->value)
+		fprintf(f, "%-10s none\n", label);
+	else
+		fprintf(f, "%-10s unknown\n", label);
+}
+
 void ctl_render_status_human(FILE *f, const struct ctl_status *s)
 {
-	const struct ctl_stat *ver, *abi, *pid, *cap, *used;
-	char a[CTL_SIZE_BUFLEN], b[CTL_SIZE_BUFLEN];
+	const struct ctl_stat *ver, *abi, *pid;
 
 	if (!s->stats) {
 		fprintf(f, "%-10s not loaded (no %s)\n", "module:",
@@ -269,15 +319,13 @@ void ctl_render_status_human(FILE *f, const struct ctl_status *s)
 	else
 		fprintf(f, "%-10s not connected\n", "daemon:");
 
-	cap = ctl_stats_get(s->stats, "segment_capacity_bytes");
-	used = ctl_stats_get(s->stats, "segment_used_bytes");
-	if (cap && used && cap->value)
-		fprintf(f, "%-10s %s of %s used (%.1f%%)\n", "segment:",
-			ctl_format_size(used->value, a, sizeof(a)),
-			ctl_format_size(cap->value, b, sizeof(b)),
-			ctl_percent(used->value, cap->value));
-	else
-		fprintf(f, "%-10s unknown\n", "segment:");
+	ctl_status_tier_human(f, s->stats, "segment:", "segment_capacity_bytes",
+			      "segment_used_bytes", false);
+	/* a module older than the SSD tier has neither file: no line */
+	if (ctl_stats_get(s->stats, CTL_SSD_CAPACITY) ||
+	    ctl_stats_get(s->stats, CTL_SSD_USED))
+		ctl_status_tier_human(f, s->stats, "ssd:", CTL_SSD_CAPACITY,
+				      CTL_SSD_USED, true);
 
 	ctl_status_u64_human(f, s->stats, "replicas:", "replicas");
 	ctl_status_u64_human(f, s->stats, "holders:", "holders");
@@ -294,6 +342,23 @@ static void ctl_json_stat_u64(struct ctl_json *j, const struct ctl_stats *st,
 		ctl_json_u64(j, key, s->value);
 	else
 		ctl_json_null(j, key);
+}
+
+/* capacity, used (null if unreadable) and the share (null if no capacity). */
+static void ctl_status_tier_json(struct ctl_json *j, const struct ctl_stats *st,
+				 const char *cap_name, const char *used_name,
+				 const char *percent_key)
+{
+	const struct ctl_stat *cap = ctl_stats_get(st, cap_name);
+	const struct ctl_stat *used = ctl_stats_get(st, used_name);
+
+	ctl_json_stat_u64(j, st, cap_name, cap_name);
+	ctl_json_stat_u64(j, st, used_name, used_name);
+	if (cap && used && cap->value)
+		ctl_json_double(j, percent_key,
+				ctl_percent(used->value, cap->value));
+	else
+		ctl_json_null(j, percent_key);
 }
 
 static void ctl_status_nl_json(struct ctl_json *j,
@@ -320,7 +385,7 @@ static void ctl_status_nl_json(struct ctl_json *j,
 
 void ctl_render_status_json(FILE *f, const struct ctl_status *s)
 {
-	const struct ctl_stat *ver, *pid, *cap, *used;
+	const struct ctl_stat *ver, *pid;
 	struct ctl_json j;
 
 	ctl_json_init(&j, f);
@@ -341,17 +406,10 @@ void ctl_render_status_json(FILE *f, const struct ctl_status *s)
 			ctl_json_null(&j, "daemon_connected");
 		ctl_json_stat_u64(&j, s->stats, "daemon_pid", "daemon_pid");
 
-		cap = ctl_stats_get(s->stats, "segment_capacity_bytes");
-		used = ctl_stats_get(s->stats, "segment_used_bytes");
-		ctl_json_stat_u64(&j, s->stats, "segment_capacity_bytes",
-				  "segment_capacity_bytes");
-		ctl_json_stat_u64(&j, s->stats, "segment_used_bytes",
-				  "segment_used_bytes");
-		if (cap && used && cap->value)
-			ctl_json_double(&j, "segment_used_percent",
-					ctl_percent(used->value, cap->value));
-		else
-			ctl_json_null(&j, "segment_used_percent");
+		ctl_status_tier_json(&j, s->stats, "segment_capacity_bytes",
+				     "segment_used_bytes", "segment_used_percent");
+		ctl_status_tier_json(&j, s->stats, CTL_SSD_CAPACITY,
+				     CTL_SSD_USED, "kv_ssd_used_percent");
 		ctl_json_stat_u64(&j, s->stats, "replicas", "replicas");
 		ctl_json_stat_u64(&j, s->stats, "holders", "holders");
 	}

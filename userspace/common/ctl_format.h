@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ctl_latency.h"
 #include "ctl_sysfs.h"
 
 #define CTL_SIZE_BUFLEN		24
@@ -55,9 +56,18 @@ struct ctl_holder_info {
 	unsigned int source;
 };
 
-void ctl_render_stats_human(FILE *f, const struct ctl_stats *st);
-void ctl_render_stats_json(FILE *f, const struct ctl_stats *st);
-void ctl_render_stats_prometheus(FILE *f, const struct ctl_stats *st);
+/*
+ * The sysfs snapshot, then the latency histograms (ctl_latency.h) when
+ * @lat is not NULL: a table or why it is unavailable (human), member
+ * "latency" (JSON, null when unavailable), a histogram family
+ * (Prometheus, left out when unavailable).
+ */
+void ctl_render_stats_human(FILE *f, const struct ctl_stats *st,
+			    const struct ctl_latency *lat);
+void ctl_render_stats_json(FILE *f, const struct ctl_stats *st,
+			   const struct ctl_latency *lat);
+void ctl_render_stats_prometheus(FILE *f, const struct ctl_stats *st,
+				 const struct ctl_latency *lat);
 
 void ctl_render_status_human(FILE *f, const struct ctl_status *s);
 void ctl_render_status_json(FILE *f, const struct ctl_status *s);

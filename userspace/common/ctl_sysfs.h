@@ -33,6 +33,10 @@ int ctl_sysfs_read_str(const struct ctl_sysfs *s, const char *name,
 int ctl_sysfs_read_u64(const struct ctl_sysfs *s, const char *name,
 		       uint64_t *v);
 
+/* The SSD tier's gauges (reference section 2.4 names them so). */
+#define CTL_SSD_CAPACITY	"kv_ssd_capacity_bytes"
+#define CTL_SSD_USED		"kv_ssd_used_bytes"
+
 /* How a value is presented (Prometheus type, human form). */
 enum ctl_stat_kind {
 	CTL_STAT_LABEL,		/* identifies the module: an info label */

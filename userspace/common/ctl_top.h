@@ -17,8 +17,8 @@
 #define CTL_TOP_BAR_WIDTH	40
 
 /* SSD tier sysfs files (ARCHITECTURE.md, "Observability"); shown if present. */
-#define CTL_TOP_SSD_CAPACITY	"kv_ssd_capacity_bytes"
-#define CTL_TOP_SSD_USED	"kv_ssd_used_bytes"
+#define CTL_TOP_SSD_CAPACITY	CTL_SSD_CAPACITY
+#define CTL_TOP_SSD_USED	CTL_SSD_USED
 
 struct ctl_top_frame {
 	const struct ctl_stats *prev;	/* NULL: first frame, no rates yet */

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * fluxonctl status / stats: sysfs (and, for status, netlink) to text.
+ * fluxonctl status / stats: sysfs (and, for status, netlink; for stats,
+ * the debugfs latency histograms) to text.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/ctl_format.h"
+#include "../common/ctl_latency.h"
 #include "../common/ctl_sysfs.h"
 #include "ctl.h"
 #include "netlink.h"
@@ -65,6 +68,7 @@ int ctl_cmd_status(const struct ctl_opts *o)
 
 int ctl_cmd_stats(const struct ctl_opts *o)
 {
+	struct ctl_latency *lat;
 	struct ctl_sysfs sys;
 	struct ctl_stats st;
 	int ret;
@@ -75,12 +79,24 @@ int ctl_cmd_stats(const struct ctl_opts *o)
 			sys.dir);
 	if (ret)
 		return ret;
+	/*
+	 * Latency lives in debugfs (root only): without it the sysfs values
+	 * are still worth printing, and lat->err says why it is missing.
+	 */
+	lat = malloc(sizeof(*lat));
+	if (!lat) {
+		fprintf(stderr, "fluxonctl stats: %s\n", strerror(ENOMEM));
+		ctl_stats_free(&st);
+		return CTL_EXIT_ERROR;
+	}
+	ctl_latency_load(NULL, lat);
 	if (o->prometheus)
-		ctl_render_stats_prometheus(stdout, &st);
+		ctl_render_stats_prometheus(stdout, &st, lat);
 	else if (o->json)
-		ctl_render_stats_json(stdout, &st);
+		ctl_render_stats_json(stdout, &st, lat);
 	else
-		ctl_render_stats_human(stdout, &st);
+		ctl_render_stats_human(stdout, &st, lat);
+	free(lat);
 	ctl_stats_free(&st);
 	return fflush(stdout) ? CTL_EXIT_ERROR : CTL_EXIT_OK;
 }
