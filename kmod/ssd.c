@@ -1226,6 +1226,16 @@ int fluxonkv_rings_show(struct seq_file *m, void *unused)
 
 	mutex_lock(&fluxonkv_ssd.attach_lock);
 	list_for_each_entry(dev, &fluxonkv_ssd.devs, node) {
+		struct fluxonkv_ssd_job *job;
+		unsigned int reads = 0, busy;
+
+		spin_lock(&dev->lock);
+		list_for_each_entry(job, &dev->reads, node)
+			reads++;
+		busy = FLUXONKV_SSD_DEPTH - hweight_long(dev->idle);
+		seq_printf(m, "device %u queued_reads %u queued_writes %u workers_busy %u writes_parked %d\n",
+			   dev->id, reads, dev->nwrites, busy, dev->writes_blocked);
+		spin_unlock(&dev->lock);
 		list_for_each_entry(sh, &dev->shards, node) {
 			mutex_lock(&sh->lock);
 			seq_printf(m, "shard %u device %u offset %llu capacity %llu head %llu tail %llu used %llu\n",
