@@ -6,7 +6,7 @@
  *
  *   ssd0  ext4, mounted once under FKV_SCRATCH_DIR: shard files
  *   ssd1  used raw as a block device shard
- *   ssd2  under device-mapper, so its IO can be made to fail
+ *   ssd2  under device-mapper, so its IO can be made to fail or slow
  *
  * Values are patterns of (key, length, salt) checked byte for byte through
  * the read-only segment mapping: whichever tier serves a get, it returns
@@ -1450,4 +1450,420 @@ FKV_TEST_TIMEOUT(refill_waiting_for_room_does_not_stall_ring_writes, 90)
 	}
 	fkv_close(kv);
 	teardown(base);
+}
+
+/* ---- shared by 9..11: the whole segment, dm-delay ---- */
+
+/*
+ * Put KEY as one value the size of the free segment and wait for its
+ * persist (*persists counts the persists so far): the master has to evict
+ * every other DRAM replica for it, so afterwards DRAM holds only this one
+ * and every other key can only come back from the SSD.
+ */
+static uint64_t fill_segment(struct fkv *kv, uint64_t base, const char *key,
+			     uint64_t salt, uint64_t *persists)
+{
+	uint64_t len = fkv_sysfs("segment_capacity_bytes") - base, id;
+
+	id = put_pattern(kv, key, len, salt);
+	wait_persists(++*persists);
+	FKV_ASSERT(fkv_sysfs("replicas") == 1, "%" PRIu64 " DRAM replicas "
+		   "left beside the %" PRIu64 "-byte '%s'",
+		   fkv_sysfs("replicas") - 1, len, key);
+	return id;
+}
+
+#define DLY_NAME	"fkv-selftest-delay"
+#define DLY_PATH	"/dev/mapper/" DLY_NAME
+
+/*
+ * DLY_NAME over all of the scratch disk ssd2 as a dm `delay` target: reads
+ * wait read_ms, writes write_ms.  Skips without the disk, dmsetup or the
+ * target.  Call after setup(): a module a failed test left behind may hold
+ * a previous DLY_NAME.
+ */
+static void dm_delay_create(unsigned int read_ms, unsigned int write_ms)
+{
+	char disk[128], real[256], path[300], table[256], devno[32];
+	uint64_t sectors;
+	struct stat st;
+	FILE *f;
+
+	scratch_disk(DISK_DM, "256M", disk, sizeof(disk));
+	if (system("command -v dmsetup >/dev/null 2>&1"))
+		FKV_SKIP("dmsetup is not installed (Debian package: dmsetup)");
+	if (fkv_modprobe("dm-mod") || !fkv_path_exists("/dev/mapper/control"))
+		FKV_SKIP("device-mapper (dm-mod) is not available");
+	if (fkv_modprobe("dm-delay"))
+		FKV_SKIP("the device-mapper delay target is not available");
+	setenv("DM_DISABLE_UDEV", "1", 1);
+
+	FKV_ASSERT(realpath(disk, real), "realpath %s: %s", disk,
+		   strerror(errno));
+	FKV_ASSERT_EQ(stat(real, &st), 0);
+	snprintf(path, sizeof(path), "/sys/class/block/%s/size",
+		 strrchr(real, '/') + 1);
+	f = fopen(path, "r");
+	FKV_ASSERT(f && fscanf(f, "%" SCNu64, &sectors) == 1, "%s", path);
+	fclose(f);
+	snprintf(devno, sizeof(devno), "%u:%u", major(st.st_rdev),
+		 minor(st.st_rdev));
+	snprintf(table, sizeof(table), "0 %" PRIu64 " delay %s 0 %u %s 0 %u",
+		 sectors, devno, read_ms, devno, write_ms);
+	dmsetup(true, "remove", DLY_NAME, NULL);
+	FKV_ASSERT_EQ(dmsetup(false, "create", DLY_NAME, "--table", table,
+			      NULL), 0);
+	FKV_ASSERT(fkv_path_exists(DLY_PATH), "%s missing", DLY_PATH);
+}
+
+/* Delete KEY, which may have left both tiers already. */
+static void delete_any(struct fkv *kv, const char *key)
+{
+	int ret = fkv_delete(kv, key, strlen(key));
+
+	FKV_ASSERT(ret == 0 || ret == -ENOENT, "delete '%s': %s", key,
+		   fkv_strerror(ret));
+}
+
+/* Unload the module (it holds the dm device), then remove DLY_NAME. */
+static void dm_delay_remove(void)
+{
+	FKV_ASSERT_EQ(fkv_env_unload(), 0);
+	FKV_ASSERT_EQ(dmsetup(false, "remove", DLY_NAME, NULL), 0);
+}
+
+/*
+ * Read pins of KEY's entry in debugfs `rings` (read pins + commit pin);
+ * -1 if KEY has no ring entry, -2 without debugfs.  *parked (may be NULL)
+ * gets the first device's writes_parked.
+ */
+static int ring_pins(const char *key, int *parked)
+{
+	FILE *f = fopen(FKV_DEBUGFS_DIR "/rings", "r");
+	char line[512], state[16], k[128];
+	unsigned long long off, len, alen, put_id;
+	unsigned int pins;
+	int ret = -1, p;
+	char *s;
+
+	if (!f)
+		return -2;
+	while (fgets(line, sizeof(line), f)) {
+		if (parked && (s = strstr(line, "writes_parked ")) &&
+		    sscanf(s, "writes_parked %d", &p) == 1) {
+			*parked = p;
+			parked = NULL;
+		}
+		if (sscanf(line, "\t%llu\t%llu\t%llu\t%15s\t%u\t%llu\t%127s",
+			   &off, &len, &alen, state, &pins, &put_id, k) == 7 &&
+		    !strcmp(k, key))
+			ret = (int)pins;
+	}
+	fclose(f);
+	return ret;
+}
+
+/* ---- 9. lengths that are no multiple of 512 ---- */
+
+static const size_t ol_lens[] = {
+	1, 511, 512, 513, 4095, 4097, FKV_MIB - 128, FKV_MIB + 1,
+};
+#define OL_N		(sizeof(ol_lens) / sizeof(ol_lens[0]))
+#define OL_CAP		(16 * FKV_MIB)
+
+/*
+ * Every length comes back from the SSD byte for byte with nothing after
+ * len in its last page but zeros; the ring uses round_up(len, 512) for it
+ * and a refill reads exactly that.  The segment is dirtied first with a
+ * pattern over all of it, so stale bytes would show in any padding.
+ */
+FKV_TEST(odd_lengths_round_trip_through_the_ssd_with_zero_padding)
+{
+	uint64_t base, ids[OL_N], persists = 0, used, wbytes, rbytes;
+	char dir[256], path[300], key[32];
+	struct fkv_holder h;
+	struct fkv *kv;
+	size_t i;
+
+	ext4_dir("odd", dir, sizeof(dir));
+	base = setup("segment_mb=4");
+	make_file(dir, "shard", OL_CAP, path, sizeof(path));
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, path, 0, OL_CAP), 0);
+
+	fill_segment(kv, base, "ol-dirt", 1, &persists);
+	delete_key(kv, "ol-dirt");
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+
+	for (i = 0; i < OL_N; i++) {
+		snprintf(key, sizeof(key), "ol-%zu", ol_lens[i]);
+		used = fkv_sysfs("kv_ssd_used_bytes");
+		wbytes = fkv_sysfs("ssd_write_bytes");
+		ids[i] = put_pattern(kv, key, ol_lens[i], 100 + i);
+		wait_persists(++persists);
+		FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), persists);
+		FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_used_bytes") - used,
+			      SSD_ALEN(ol_lens[i]));
+		FKV_ASSERT_EQ(fkv_sysfs("ssd_write_bytes") - wbytes,
+			      SSD_ALEN(ol_lens[i]));
+	}
+
+	fill_segment(kv, base, "ol-fill", 2, &persists);
+	for (i = 0; i < OL_N; i++) {
+		snprintf(key, sizeof(key), "ol-%zu", ol_lens[i]);
+		rbytes = fkv_sysfs("ssd_read_bytes");
+		FKV_ASSERT_EQ(get_check(kv, key, ol_lens[i], 100 + i, ids[i],
+					&h), FLUXONKV_SOURCE_SSD);
+		check_padding(&h, key);
+		FKV_ASSERT_EQ(fkv_sysfs("ssd_read_bytes") - rbytes,
+			      SSD_ALEN(ol_lens[i]));
+		release(kv, &h);
+		/* promoted: the same bytes from DRAM */
+		FKV_ASSERT_EQ(get_check(kv, key, ol_lens[i], 100 + i, ids[i],
+					&h), FLUXONKV_SOURCE_MEMORY);
+		check_padding(&h, key);
+		release(kv, &h);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_io_errors"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_revokes"), 0);
+
+	for (i = 0; i < OL_N; i++) {
+		snprintf(key, sizeof(key), "ol-%zu", ol_lens[i]);
+		delete_key(kv, key);
+	}
+	delete_key(kv, "ol-fill");
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+	fkv_close(kv);
+	teardown(base);
+}
+
+/* ---- 10. a slow device under the persists (dm-delay on writes) ---- */
+
+#define SP_DELAY_MS	1000	/* wide margins for a loaded TCG host */
+#define SP_CAP		(32 * FKV_MIB)
+#define SP_LEN		(512 * KIB + 123)
+
+/*
+ * Writes take SP_DELAY_MS: the put returns long before its SSD copy is
+ * written; a version overwritten, or a key deleted, while its persist is
+ * still writing loses when its commit lands late (ignored), so only the
+ * new version is ever served, from DRAM and after eviction from the SSD,
+ * and the deleted key stays deleted.
+ */
+FKV_TEST(slow_persist_put_returns_early_and_late_commits_never_win)
+{
+	const size_t l1 = SP_LEN + 1000, l2 = SP_LEN + 2000;
+	uint64_t base, idc, id1, id2, fill, persists = 0;
+	int64_t t0, t_put, t_persist;
+	struct fkv_holder h;
+	struct fkv *kv;
+
+	base = setup("segment_mb=4");
+	dm_delay_create(0, SP_DELAY_MS);
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, DLY_PATH, 0, SP_CAP), 0);
+
+	/* (c) the put does not wait for the SSD */
+	t0 = fkv_now_ms();
+	idc = put_pattern(kv, "sp-c", SP_LEN, 1);
+	t_put = fkv_now_ms() - t0;
+	FKV_ASSERT_EQ(persists_done(), 0);
+	wait_persists(++persists);
+	t_persist = fkv_now_ms() - t0;
+	fkv_diag("put returned after %" PRId64 " ms, its persist ended after "
+		 "%" PRId64 " ms (write delay %u ms)", t_put, t_persist,
+		 SP_DELAY_MS);
+	FKV_ASSERT_LT(t_put, SP_DELAY_MS / 2);
+	FKV_ASSERT_GE(t_persist, SP_DELAY_MS * 3 / 4);	/* the disk is slow */
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), 1);
+
+	/* (a) overwritten while the old version is being written */
+	id1 = put_pattern(kv, "sp-k", l1, 10);
+	id2 = put_pattern(kv, "sp-k", l2, 11);
+	FKV_ASSERT_GT(id2, id1);
+	FKV_ASSERT_EQ(persists_done(), persists);	/* both still writing */
+	FKV_ASSERT_EQ(get_check(kv, "sp-k", l2, 11, id2, &h),
+		      FLUXONKV_SOURCE_MEMORY);
+	release(kv, &h);
+	persists += 2;
+	wait_persists(persists);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_ignored"), 1);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), 2);
+	FKV_ASSERT_EQ(get_check(kv, "sp-k", l2, 11, id2, &h),
+		      FLUXONKV_SOURCE_MEMORY);
+	release(kv, &h);
+
+	/* (b) deleted while its only version is being written */
+	put_pattern(kv, "sp-d", SP_LEN, 20);
+	delete_key(kv, "sp-d");
+	get_miss(kv, "sp-d");
+	FKV_ASSERT_EQ(persists_done(), persists);	/* still writing */
+	wait_persists(++persists);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_ignored"), 2);
+	get_miss(kv, "sp-d");
+
+	/* out of DRAM: the SSD has both versions of sp-k and sp-d's bytes */
+	fill_segment(kv, base, "sp-fill", 30, &persists);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), 3);
+	fill = fkv_sysfs("segment_capacity_bytes") - base;
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_used_bytes"),
+		      SSD_ALEN(SP_LEN) + SSD_ALEN(l1) + SSD_ALEN(l2) +
+		      SSD_ALEN(SP_LEN) + SSD_ALEN(fill));
+	FKV_ASSERT_EQ(get_check(kv, "sp-k", l2, 11, id2, &h),
+		      FLUXONKV_SOURCE_SSD);
+	check_padding(&h, "sp-k");
+	release(kv, &h);
+	get_miss(kv, "sp-d");
+	FKV_ASSERT_EQ(get_check(kv, "sp-c", SP_LEN, 1, idc, &h),
+		      FLUXONKV_SOURCE_SSD);
+	release(kv, &h);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_ignored"), 2);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_persist_errors"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_revokes"), 0);
+
+	delete_key(kv, "sp-c");
+	delete_key(kv, "sp-k");
+	delete_key(kv, "sp-fill");
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+	fkv_close(kv);
+	teardown(base);
+	dm_delay_remove();
+}
+
+/* ---- 11. a slow refill pins the ring tail while writes wrap ---- */
+
+#define RP_V		FKV_MIB
+#define RP_READ_MS	2000	/* wide: the puts below must fit in it on a loaded TCG host */
+#define RP_WRITERS	4	/* the 4th wraps onto X */
+
+struct rp_get {
+	uint64_t put_id;
+	int ret;
+	unsigned int source;
+	int64_t ms;
+	int done;
+};
+
+/* get X (only on the SSD): its read waits RP_READ_MS on the device. */
+static void *rp_get_x(void *arg)
+{
+	struct rp_get *g = arg;
+	struct fkv *kv = kv_open();
+	int64_t t0 = fkv_now_ms();
+	struct fkv_holder h;
+
+	g->ret = fkv_get(kv, "rp-x", 4, &h);
+	g->ms = fkv_now_ms() - t0;
+	if (!g->ret) {
+		g->source = h.source;
+		check_holder(kv, &h, "rp-x", RP_V, 1, g->put_id);
+		check_padding(&h, "rp-x");
+		release(kv, &h);
+	}
+	fkv_close(kv);
+	__atomic_store_n(&g->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * Ring: X, the filler F, W1..W3 fill it exactly; W4 wraps onto X.  While
+ * a refill of X reads it from a device that delays reads, W4's write must
+ * wait (busy wait) instead of overwriting X: the refill returns X's bytes;
+ * then W4 and later writes complete.
+ */
+FKV_TEST(ring_writer_waits_for_a_slow_refill_pinning_the_tail)
+{
+	uint64_t base, seg, ring, persists = 0, busy0, n;
+	uint64_t ids[RP_WRITERS + 3];
+	struct rp_get g = { 0 };
+	int64_t end;
+	int i, pins, parked = -1;
+	pthread_t tid;
+	struct fkv_holder h;
+	struct fkv *kv;
+	char key[16];
+
+	base = setup("segment_mb=4");
+	seg = fkv_sysfs("segment_capacity_bytes") - base;
+	ring = SSD_ALEN(RP_V) * 4 + SSD_ALEN(seg);
+	ring = (ring + 4095) & ~4095ULL;
+	dm_delay_create(RP_READ_MS, 0);
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, DLY_PATH, 0, ring), 0);
+
+	g.put_id = put_pattern(kv, "rp-x", RP_V, 1);
+	wait_persists(++persists);
+	fill_segment(kv, base, "rp-fill", 2, &persists);
+	busy0 = fkv_sysfs("ssd_busy_waits");
+	FKV_ASSERT_EQ(busy0, 0);
+
+	FKV_ASSERT_EQ(pthread_create(&tid, NULL, rp_get_x, &g), 0);
+	/* the refill's read is on the device: X carries a read pin */
+	end = fkv_now_ms() + 3000;
+	while ((pins = ring_pins("rp-x", NULL)) == 0 && fkv_now_ms() < end)
+		fkv_msleep(2);
+	if (pins == -2)
+		fkv_msleep(100);	/* no debugfs: give the read time */
+	else
+		FKV_ASSERT(pins > 0, "X's ring entry: pins %d", pins);
+
+	for (i = 1; i <= RP_WRITERS; i++) {
+		snprintf(key, sizeof(key), "rp-w%d", i);
+		ids[i] = put_pattern(kv, key, RP_V, 10 + i);
+	}
+	/* W1..W3 fit; W4 waits for X */
+	wait_persists(persists + RP_WRITERS - 1);
+	if (fkv_sysfs_wait("ssd_busy_waits", busy0 + 1, 3000, &n))
+		FKV_FAIL_AT(1, "ssd_busy_waits %" PRIu64 ": W4 did not wait "
+			    "for the pinned X", n);
+	n = persists_done();
+	pins = ring_pins("rp-x", &parked);
+	fkv_diag("during the refill: %" PRIu64 " persists ended, X pins %d, "
+		 "writes parked %d, refill %s", n, pins, parked,
+		 __atomic_load_n(&g.done, __ATOMIC_ACQUIRE) ? "done" :
+		 "reading");
+	if (pins != -2) {
+		/* read after n: X was still pinned when n was read */
+		FKV_ASSERT(pins > 0, "X's read ended before the check (pins "
+			   "%d): raise RP_READ_MS", pins);
+		FKV_ASSERT_EQ(n, persists + RP_WRITERS - 1);
+		FKV_ASSERT_EQ(parked, 1);
+		FKV_ASSERT_EQ(ring_pins("rp-w4", NULL), -1);
+	}
+
+	pthread_join(tid, NULL);
+	fkv_diag("refill of X: %s after %" PRId64 " ms (read delay %u ms)",
+		 g.ret ? fkv_strerror(g.ret) : "hit", g.ms, RP_READ_MS);
+	FKV_ASSERT(g.ret == 0, "get of X: %s", fkv_strerror(g.ret));
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_SSD);
+	FKV_ASSERT_GE(g.ms, RP_READ_MS * 3 / 4);	/* the read was slow */
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_revokes"), 0);
+
+	/* X is unpinned: W4 overwrites it, and writes go on */
+	persists += RP_WRITERS;
+	wait_persists(persists);
+	FKV_ASSERT_GE(fkv_sysfs("ssd_evictions"), 1);
+	for (i = RP_WRITERS + 1; i <= RP_WRITERS + 2; i++) {
+		snprintf(key, sizeof(key), "rp-w%d", i);
+		ids[i] = put_pattern(kv, key, RP_V, 10 + i);
+		wait_persists(++persists);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), persists);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_persist_errors"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_io_errors"), 0);
+	FKV_ASSERT_LE(fkv_sysfs("kv_ssd_used_bytes"), ring);
+	get_check(kv, "rp-w4", RP_V, 10 + RP_WRITERS, ids[RP_WRITERS], &h);
+	release(kv, &h);
+
+	/* X, F, W1.. may be gone from both tiers by now */
+	delete_any(kv, "rp-x");
+	delete_any(kv, "rp-fill");
+	for (i = 1; i <= RP_WRITERS + 2; i++) {
+		snprintf(key, sizeof(key), "rp-w%d", i);
+		delete_any(kv, key);
+	}
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+	fkv_close(kv);
+	teardown(base);
+	dm_delay_remove();
 }
