@@ -16,40 +16,10 @@
 #include "../../userspace/fluxond/hash.h"
 #include "../../userspace/fluxond/log.h"
 #include "../../userspace/fluxond/master.h"
+#include "master_fx.h"
 
-#define U	((uint64_t)FLUXONKV_SEGMENT_ALIGN)
-#define INC	0x5eedULL
-#define MAXDROPS 8192
 
-struct fx {
-	struct fkv_master *m;
-	uint64_t now;
-	size_t ndrops;
-	uint64_t drops[MAXDROPS];
-	uint32_t drop_flags[MAXDROPS];
-	uint64_t next_handle;
-};
-
-static struct fx F;
 static const uint8_t secret[16] = "master-secret-16";
-
-static void rec_drop(void *arg, uint64_t handle, uint32_t flags)
-{
-	struct fx *f = arg;
-
-	if (f->ndrops < MAXDROPS) {
-		f->drops[f->ndrops] = handle;
-		f->drop_flags[f->ndrops] = flags;
-	}
-	f->ndrops++;
-}
-
-static uint64_t fx_clock(void *arg)
-{
-	return ((struct fx *)arg)->now;
-}
-
-static const struct fkv_master_ops rec_ops = { .send_drop = rec_drop };
 
 static struct fkv_master *mk(uint64_t capacity, const char *policy,
 			     unsigned int high, unsigned int low)

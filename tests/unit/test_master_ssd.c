@@ -20,43 +20,13 @@
 #include "../../userspace/fluxond/hash.h"
 #include "../../userspace/fluxond/log.h"
 #include "../../userspace/fluxond/master.h"
+#include "master_fx.h"
 
-#define U	((uint64_t)FLUXONKV_SEGMENT_ALIGN)
-#define INC	0x5eedULL
 #define SSD	(1000 * U)
-#define MAXDROPS 8192
 #define A(x)	FKV_ATTR(FLUXONKV_A_##x)
 #define K(s)	(s), strlen(s)
 
-struct fx {
-	struct fkv_master *m;
-	uint64_t now;
-	size_t ndrops;
-	uint64_t drops[MAXDROPS];
-	uint32_t drop_flags[MAXDROPS];
-	uint64_t next_handle;
-};
-
-static struct fx F;
 static const uint8_t secret[16] = "ssd-tier-secret!";
-
-static void rec_drop(void *arg, uint64_t handle, uint32_t flags)
-{
-	struct fx *f = arg;
-
-	if (f->ndrops < MAXDROPS) {
-		f->drops[f->ndrops] = handle;
-		f->drop_flags[f->ndrops] = flags;
-	}
-	f->ndrops++;
-}
-
-static uint64_t fx_clock(void *arg)
-{
-	return ((struct fx *)arg)->now;
-}
-
-static const struct fkv_master_ops rec_ops = { .send_drop = rec_drop };
 
 static struct fkv_master *mk(uint64_t capacity, uint64_t ssd_capacity,
 			     const char *policy, unsigned int high,

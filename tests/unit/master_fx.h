@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * master_fx.h - the fixture the master unit tests share: a master whose
+ * DROP_REPLICA sends are recorded and whose clock is a variable.
+ * Include after the fluxond headers.
+ */
+#ifndef MASTER_FX_H
+#define MASTER_FX_H
+
+#define U	((uint64_t)FLUXONKV_SEGMENT_ALIGN)
+#define INC	0x5eedULL
+#define MAXDROPS 8192
+
+struct fx {
+	struct fkv_master *m;
+	uint64_t now;
+	size_t ndrops;
+	uint64_t drops[MAXDROPS];
+	uint32_t drop_flags[MAXDROPS];
+	uint64_t next_handle;
+};
+
+static struct fx F;
+
+static void rec_drop(void *arg, uint64_t handle, uint32_t flags)
+{
+	struct fx *f = arg;
+
+	if (f->ndrops < MAXDROPS) {
+		f->drops[f->ndrops] = handle;
+		f->drop_flags[f->ndrops] = flags;
+	}
+	f->ndrops++;
+}
+
+static uint64_t fx_clock(void *arg)
+{
+	return ((struct fx *)arg)->now;
+}
+
+static const struct fkv_master_ops rec_ops = { .send_drop = rec_drop };
+
+#endif /* MASTER_FX_H */
