@@ -436,10 +436,12 @@ prom_value() {
 		[ "$(echo "$output" | grep -c '^SSD')" = 0 ]
 	fi
 	[ "$(printf '%s' "$output" | grep -c $'\x1b')" = 0 ]
-	# first frame: no rates yet; second: 3 puts in 1 s (2 if one was late)
+	# first frame: no rates yet; second: the puts made in between (up to
+	# 3 in 1 s; a loaded host may push some past the second frame, so
+	# the rate is positive and at most 3/s, not exactly 3)
 	[ "$(echo "$output" | grep -cE '^puts +- +[0-9]+$')" = 1 ]
 	echo "$output" | grep -E '^puts +[0-9]' |
-		awk '{ exit !($2 >= 2.0 && $2 <= 3.05) }'
+		awk '{ exit !($2 > 0 && $2 <= 3.05) }'
 }
 
 @test "top redraws a terminal, shows an SSD bar if sysfs has one, rejects bad options" {
