@@ -116,6 +116,15 @@ demo: deps
 	$(MAKE) all
 	tools/demo $(O)
 
+# Benchmark vs memcached+extstore in the guest (Documentation/fluxonkv/bench.md):
+# results in $(O)/bench/<timestamp>/.  bench-quick: small matrix, ~3 min.
+FKVBENCH_OBJS := $(call obj,$(wildcard tools/bench/fkvbench/*.c))
+$(O)/fkvbench: $(FKVBENCH_OBJS) $(O)/libfluxonkv.a
+	$(CC) $(LDFLAGS) -o $@ $^ -lm -lpthread
+.PHONY: bench bench-quick
+bench bench-quick: module userspace $(O)/fkvbench
+	tools/bench/run --$(if $(filter bench,$@),full,quick) --build $(O)
+
 # Install from an existing build (never builds: run 'make' first).  DESTDIR,
 # PREFIX (/usr/local) and the other directories: see packaging/install.
 .PHONY: install

@@ -106,11 +106,11 @@ FKV_TEST(create_refuses_bad_watermarks_and_zero_capacity)
 	FKV_ASSERT(fkv_master_create(&cfg, &rec_ops, &F) == NULL);
 }
 
-FKV_TEST(default_watermarks_are_90_and_80_percent)
+FKV_TEST(default_watermarks_are_98_and_95_percent)
 {
 	mk(1000 * U, NULL, 0, 0);
-	FKV_ASSERT_EQ(stats().high_bytes, 900 * U);
-	FKV_ASSERT_EQ(stats().low_bytes, 800 * U);
+	FKV_ASSERT_EQ(stats().high_bytes, 980 * U);
+	FKV_ASSERT_EQ(stats().low_bytes, 950 * U);
 	FKV_ASSERT(!strcmp(fkv_master_policy(F.m)->ops->name, "s3fifo"));
 	fkv_master_destroy(F.m);
 }

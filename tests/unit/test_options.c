@@ -27,7 +27,7 @@ static int parse(struct fkv_options *o, char **argv)
 
 #define ARGV(...)	((char *[]){ "fluxond", __VA_ARGS__, NULL })
 
-FKV_TEST(defaults_are_foreground_s3fifo_90_80_info)
+FKV_TEST(defaults_are_foreground_s3fifo_98_95_info)
 {
 	struct fkv_options o;
 
@@ -35,8 +35,8 @@ FKV_TEST(defaults_are_foreground_s3fifo_90_80_info)
 	FKV_ASSERT(!o.daemon);
 	FKV_ASSERT(o.pidfile == NULL);
 	FKV_ASSERT(!strcmp(o.policy, "s3fifo"));
-	FKV_ASSERT_EQ(o.high_pct, 90);
-	FKV_ASSERT_EQ(o.low_pct, 80);
+	FKV_ASSERT_EQ(o.high_pct, 98);
+	FKV_ASSERT_EQ(o.low_pct, 95);
 	FKV_ASSERT_EQ(o.log_level, FKV_LOG_INFO);
 	FKV_ASSERT(!o.help && !o.version);
 }
@@ -73,8 +73,8 @@ FKV_TEST(bad_values_are_usage_errors)
 	FKV_ASSERT_EQ(parse(&o, ARGV("--high-watermark", "101")), -EINVAL);
 	FKV_ASSERT_EQ(parse(&o, ARGV("--high-watermark", "9x")), -EINVAL);
 	FKV_ASSERT_EQ(parse(&o, ARGV("--low-watermark", "-5")), -EINVAL);
-	FKV_ASSERT_EQ(parse(&o, ARGV("--low-watermark", "95")), -EINVAL);
-	FKV_ASSERT(strstr(errbuf, "low watermark 95% above high watermark 90%"));
+	FKV_ASSERT_EQ(parse(&o, ARGV("--low-watermark", "99")), -EINVAL);
+	FKV_ASSERT(strstr(errbuf, "low watermark 99% above high watermark 98%"));
 	FKV_ASSERT_EQ(parse(&o, ARGV("--log-level", "loud")), -EINVAL);
 	FKV_ASSERT_EQ(parse(&o, ARGV("--pidfile")), -EINVAL);
 	FKV_ASSERT(strstr(errbuf, "--pidfile needs an argument"));

@@ -18,8 +18,8 @@
 #include "evict.h"
 #include "route.h"
 
-#define FKV_HIGH_WATERMARK_DEFAULT	90
-#define FKV_LOW_WATERMARK_DEFAULT	80
+#define FKV_HIGH_WATERMARK_DEFAULT	98
+#define FKV_LOW_WATERMARK_DEFAULT	95
 
 struct fkv_master_ops {
 	/*
