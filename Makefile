@@ -106,6 +106,7 @@ check: deps
 	@rm -rf $(O)/results
 	-tools/record-step unit $(MAKE) --no-print-directory unit
 	-tools/record-step vm-test $(MAKE) --no-print-directory vm-test
+	-tools/record-step bench-quick $(MAKE) --no-print-directory bench-quick
 	@tools/tap-summary $$(find $(O)/results -name '*.tap' | sort)
 
 deps:
