@@ -375,6 +375,17 @@ prom_value() {
 	[ "$output" = '{"holders":[]}' ]
 }
 
+@test "dump rings and latency print the module's text; they have no JSON form" {
+	run -0 "$FLUXONCTL" dump latency
+	[[ "$output" == op$'\t'count$'\t'sum_ns* ]]
+	echo "$output" | grep -q '^get_memory'$'\t'
+	run -0 "$FLUXONCTL" dump rings
+	# no SSD attached in this file's setup: no device, no shard lines
+	[ -z "$(echo "$output" | grep -E '^(device|shard) ')" ]
+	run -2 "$FLUXONCTL" dump --json rings
+	[[ "$output" == *"no JSON form"* ]]
+}
+
 @test "dump segment and pending describe the segment and the registered daemon" {
 	local pid
 	pid=$(cat "$SYSFS/daemon_pid")

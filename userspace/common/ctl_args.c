@@ -22,7 +22,8 @@ const char ctl_usage_main[] =
 	"  status               module, daemon, segment and SSD tier state\n"
 	"  stats                every counter and operation latency (human,\n"
 	"                       --json or --prometheus)\n"
-	"  dump WHAT            a debugfs dump: replicas, holders, pending, segment\n"
+	"  dump WHAT            a debugfs dump: replicas, holders, pending, segment,\n"
+	"                       rings, latency\n"
 	"  top                  live rates and segment use, refreshed\n"
 	"  config check FILE    validate a configuration, show its SSD plan\n"
 	"  config attach FILE   create the SSD shards of FILE, attach them\n"
@@ -110,7 +111,7 @@ const char ctl_usage_stats[] =
 	"Exit status: 0 ok, 1 error, 2 usage, 4 module not loaded.\n";
 
 const char ctl_usage_dump[] =
-	"Usage: fluxonctl dump [--json] replicas|holders|pending|segment\n"
+	"Usage: fluxonctl dump [--json] replicas|holders|pending|segment|rings|latency\n"
 	"\n"
 	"Print one of the module's debugfs dumps (/sys/kernel/debug/fluxonkv/,\n"
 	"$FLUXONKV_DEBUGFS overrides) as an aligned table:\n"
@@ -481,11 +482,11 @@ int ctl_parse_dump(int argc, char **argv, struct ctl_opts *o, FILE *err)
 		return i < 0 ? i : 0;
 	if (i >= argc)
 		return ctl_usage_error(err, argv[0],
-				       "missing WHAT (replicas, holders, pending, segment)");
+				       "missing WHAT (replicas, holders, pending, segment, rings, latency)");
 	o->what = argv[i++];
 	if (!ctl_dump_file_find(o->what))
 		return ctl_usage_error(err, argv[0],
-				       "unknown dump '%s' (replicas, holders, pending, segment)",
+				       "unknown dump '%s' (replicas, holders, pending, segment, rings, latency)",
 				       o->what);
 	return ctl_no_more(argc, argv, i, err);
 }

@@ -15,13 +15,19 @@
 
 const struct ctl_dump_file ctl_dump_files[] = {
 	{ "replicas", "replicas",
-	  "every DRAM replica: handle, put_id, offset, len, refs, key" },
+	  "every DRAM replica: handle, put_id, offset, len, refs, key", false },
 	{ "holders", "holders",
-	  "every holder granted, by the pid of the session that holds it" },
+	  "every holder granted, by the pid of the session that holds it", false },
 	{ "pending", "upcalls",
-	  "the registered daemon and the upcalls waiting for its answer" },
+	  "the registered daemon and the upcalls waiting for its answer", false },
 	{ "segment", NULL,
-	  "the DRAM segment: size, used, pages, chunks" },
+	  "the DRAM segment: size, used, pages, chunks", false },
+	{ "rings", NULL,
+	  "SSD devices (queues), shards (head, tail, used) and ring entries with state and pins",
+	  true },
+	{ "latency", NULL,
+	  "per-operation latency histograms (fluxonctl stats shows percentiles)",
+	  true },
 };
 const size_t ctl_dump_nfiles = sizeof(ctl_dump_files) / sizeof(ctl_dump_files[0]);
 

@@ -12,6 +12,7 @@
 #ifndef FLUXONKV_CTL_DUMP_H
 #define FLUXONKV_CTL_DUMP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -27,6 +28,7 @@ struct ctl_dump_file {
 	const char *name;	/* file in the debugfs directory */
 	const char *table;	/* JSON member holding its rows */
 	const char *what;	/* one line for --help */
+	bool raw;		/* printed as the module writes it (no JSON) */
 };
 
 extern const struct ctl_dump_file ctl_dump_files[];

@@ -132,6 +132,18 @@ int ctl_cmd_dump(const struct ctl_opts *o)
 		return CTL_EXIT_ERROR;
 	}
 
+	if (file->raw) {
+		/* Nested layout, already meant for people: shown as is. */
+		if (o->json) {
+			free(text);
+			fprintf(stderr, "fluxonctl dump: %s has no JSON form\n",
+				file->name);
+			return CTL_EXIT_USAGE;
+		}
+		err = fwrite(text, 1, len, stdout) == len ? 0 : -EIO;
+		free(text);
+		return err || fflush(stdout) ? CTL_EXIT_ERROR : CTL_EXIT_OK;
+	}
 	err = ctl_dump_parse(text, len, &d);
 	free(text);
 	if (err == -EPROTO) {
