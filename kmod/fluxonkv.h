@@ -107,6 +107,11 @@ struct fluxonkv_replica {
 	u8 key[];
 };
 
+void fluxonkv_removal_begin(void);
+void fluxonkv_removal_end(void);
+void fluxonkv_put_inflight_add(const u8 *key, u32 key_len, int delta);
+unsigned int fluxonkv_look_begin(const u8 *key, u32 key_len, bool *unsure);
+bool fluxonkv_look_stable(unsigned int seq);
 int fluxonkv_replica_init(void);
 void fluxonkv_replica_exit(void);
 struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,
@@ -182,11 +187,19 @@ long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
  * @alloc: GET_START only: a memory source pinned by the answer handler,
  *	before a later DROP_REPLICA from the daemon can free it.
  * @key, @key_len: DELETE and GET_START: the key of the request.
+ * @ssd_entry: SSD_COMMIT: the committed entry (commit-pinned until the
+ *	answer); a PUBLISHED answer marks it routed in the answer handler.
+ * @end: asynchronous upcalls only (fluxonkv_upcall_async()): called once,
+ *	with @status set, instead of completing @done; it owns @up.
+ * @deadline: asynchronous upcalls: jiffies after which the sweep fails it
+ *	with -ETIMEDOUT.
  */
 struct fluxonkv_upcall {
 	u64 id;
 	u8 cmd;
 	struct completion done;
+	void (*end)(struct fluxonkv_upcall *up);
+	unsigned long deadline;
 	int status;
 	u64 put_id;
 	u32 flags;
@@ -197,6 +210,7 @@ struct fluxonkv_upcall {
 	struct fluxonkv_alloc *alloc;
 	const u8 *key;
 	u32 key_len;
+	struct fluxonkv_ssd_entry *ssd_entry;
 };
 
 /* Attributes an upcall carries; zero/NULL fields are left out. */
@@ -214,9 +228,12 @@ struct fluxonkv_upcall_args {
 int fluxonkv_genl_init(void);
 void fluxonkv_genl_exit(void);
 bool fluxonkv_daemon_connected(void);
+bool fluxonkv_daemon_local_routes(void);
 pid_t fluxonkv_daemon_pid(void);
 int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
 		    struct fluxonkv_upcall *up);
+void fluxonkv_upcall_async(u8 cmd, const struct fluxonkv_upcall_args *args,
+			   struct fluxonkv_upcall *up);
 int fluxonkv_notify(u8 cmd, const struct fluxonkv_upcall_args *args,
 		    const u64 *handles, unsigned int nhandles);
 int fluxonkv_pending_show(struct seq_file *m, void *unused);
@@ -257,6 +274,11 @@ int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
 struct fluxonkv_ssd_entry *fluxonkv_ssd_pin(const u8 *key, u32 key_len,
 					    u64 put_id);
 void fluxonkv_ssd_unpin(struct fluxonkv_ssd_entry *e);
+bool fluxonkv_ssd_lookup_routed(const u8 *key, u32 key_len, u64 *put_id,
+				u64 *len);
+void fluxonkv_ssd_route(struct fluxonkv_ssd_entry *e);
+void fluxonkv_ssd_unroute(const u8 *key, u32 key_len, u64 max_put_id);
+void fluxonkv_ssd_unroute_all(void);
 u64 fluxonkv_ssd_entry_len(const struct fluxonkv_ssd_entry *e);
 int fluxonkv_ssd_read(struct fluxonkv_ssd_entry *e, struct fluxonkv_alloc *a);
 u64 fluxonkv_ssd_capacity(void);
@@ -272,6 +294,11 @@ struct fluxonkv_stats {
 	atomic64_t hits_memory;
 	atomic64_t hits_ssd;
 	atomic64_t misses;
+	atomic64_t local_misses;	/* answered from the index, no upcall */
+	atomic64_t local_refills;	/* SSD refills without GET_START */
+	atomic64_t local_unsure;	/* local misses asked of the master */
+	atomic64_t promotions;		/* refills the master promoted */
+	atomic64_t promotions_refused;	/* refills left temporary */
 	atomic64_t deletes;
 	atomic64_t evictions;		/* drops flagged as evictions */
 	atomic64_t replica_drops;	/* every DROP_REPLICA */

@@ -35,6 +35,7 @@ static struct genl_family fluxonkv_genl_family;
 static struct {
 	struct mutex lock;
 	u32 portid;		/* 0: none */
+	u32 flags;		/* FLUXONKV_REGISTER_F_* it registered with */
 	pid_t pid;
 	struct work_struct disconnect_work;
 	u32 gone_portid;	/* port being torn down by disconnect_work */
@@ -45,13 +46,32 @@ static struct {
 /* Set once the family is going away: no more multicasts. */
 static bool fluxonkv_genl_exiting;
 
-/* Outstanding upcalls by request id; whoever erases one completes it. */
+/*
+ * Outstanding upcalls by request id; whoever erases one (under the xa
+ * lock) completes it, or ends it if it is asynchronous.
+ */
 static DEFINE_XARRAY_ALLOC1(fluxonkv_pending);
 static u32 fluxonkv_pending_next;	/* cyclic cursor (xa lock) */
+
+/* Fails asynchronous upcalls the daemon never answered. */
+static void fluxonkv_async_sweep(struct work_struct *work);
+static DECLARE_DELAYED_WORK(fluxonkv_async_sweep_work, fluxonkv_async_sweep);
 
 bool fluxonkv_daemon_connected(void)
 {
 	return READ_ONCE(fluxonkv_daemon.portid) != 0;
+}
+
+/*
+ * The registered master routes only to this owner (uapi
+ * FLUXONKV_REGISTER_F_LOCAL_ROUTES): a get is answered from the index.
+ * Read locklessly: a get racing a registration change either asks the
+ * master or answers from an index that mirrors its routes.
+ */
+bool fluxonkv_daemon_local_routes(void)
+{
+	return READ_ONCE(fluxonkv_daemon.flags) &
+	       FLUXONKV_REGISTER_F_LOCAL_ROUTES;
 }
 
 pid_t fluxonkv_daemon_pid(void)
@@ -77,6 +97,16 @@ static void fluxonkv_daemon_event(pid_t pid)
 	genlmsg_multicast(&fluxonkv_genl_family, skb, 0, 0, GFP_KERNEL);
 }
 
+/* Hand a claimed (erased) upcall its outcome. */
+static void fluxonkv_upcall_finish(struct fluxonkv_upcall *up, int status)
+{
+	up->status = status;
+	if (up->end)
+		up->end(up);	/* frees @up */
+	else
+		complete(&up->done);
+}
+
 /* Fail every waiter: the daemon that would answer is gone. */
 static void fluxonkv_pending_fail_all(int err)
 {
@@ -87,9 +117,46 @@ static void fluxonkv_pending_fail_all(int err)
 		up = xa_erase(&fluxonkv_pending, id);
 		if (!up)
 			continue;
-		up->status = err;
-		complete(&up->done);
+		fluxonkv_upcall_finish(up, err);
 	}
+}
+
+/*
+ * Expire asynchronous upcalls past their deadline.  Entries are looked at
+ * under the xa lock only: an answer claims its entry under the same lock
+ * and may free it right after.
+ */
+static void fluxonkv_async_sweep(struct work_struct *work)
+{
+	struct fluxonkv_upcall *up, *expired;
+	bool more = false;
+	unsigned long id;
+
+	do {
+		expired = NULL;
+		xa_lock(&fluxonkv_pending);
+		xa_for_each(&fluxonkv_pending, id, up) {
+			if (!up->end)
+				continue;
+			if (time_before(jiffies, up->deadline)) {
+				more = true;
+				continue;
+			}
+			__xa_erase(&fluxonkv_pending, id);
+			expired = up;
+			break;
+		}
+		xa_unlock(&fluxonkv_pending);
+		if (expired) {
+			atomic64_inc(&fluxonkv_stats.upcall_timeouts);
+			pr_warn_ratelimited("daemon did not answer cmd %u (req %llu) in %u ms\n",
+					    expired->cmd, expired->id,
+					    fluxonkv_request_timeout_ms);
+			fluxonkv_upcall_finish(expired, -ETIMEDOUT);
+		}
+	} while (expired);
+	if (more)
+		schedule_delayed_work(&fluxonkv_async_sweep_work, HZ);
 }
 
 static void fluxonkv_disconnect_work(struct work_struct *work)
@@ -99,6 +166,7 @@ static void fluxonkv_disconnect_work(struct work_struct *work)
 		fluxonkv_daemon.gone_portid);
 	fluxonkv_pending_fail_all(-ENOTCONN);
 	fluxonkv_replica_drop_all();
+	fluxonkv_ssd_unroute_all();
 	if (!fluxonkv_genl_exiting)
 		fluxonkv_daemon_event(0);
 	fluxonkv_daemon.gone_portid = 0;
@@ -110,6 +178,7 @@ static void fluxonkv_daemon_detach(void)
 {
 	fluxonkv_daemon.gone_portid = fluxonkv_daemon.portid;
 	WRITE_ONCE(fluxonkv_daemon.portid, 0);
+	WRITE_ONCE(fluxonkv_daemon.flags, 0);
 	WRITE_ONCE(fluxonkv_daemon.pid, 0);
 	schedule_work(&fluxonkv_daemon.disconnect_work);
 }
@@ -333,6 +402,47 @@ err_erase:
 	return ret;
 }
 
+/**
+ * fluxonkv_upcall_async() - ask the daemon without waiting for the answer.
+ * @cmd: FLUXONKV_CMD_*.
+ * @args: attributes to send.
+ * @up: allocated by the caller with @up->end set; owned by this call from
+ *	here on.
+ *
+ * @up->end runs exactly once: from the answer handler (after what it does
+ * for @cmd, e.g. publishing a promoted replica), on a send failure, when
+ * the daemon goes away (-ENOTCONN) or after request_timeout_ms
+ * (-ETIMEDOUT).  May sleep (allocation, a full daemon socket).
+ */
+void fluxonkv_upcall_async(u8 cmd, const struct fluxonkv_upcall_args *args,
+			   struct fluxonkv_upcall *up)
+{
+	u32 id;
+	int ret;
+
+	up->cmd = cmd;
+	up->deadline = jiffies + msecs_to_jiffies(fluxonkv_request_timeout_ms);
+	if (!fluxonkv_daemon_connected()) {
+		ret = -ENOTCONN;
+		goto end;
+	}
+	ret = xa_alloc_cyclic(&fluxonkv_pending, &id, up, xa_limit_32b,
+			      &fluxonkv_pending_next, GFP_KERNEL);
+	if (ret < 0)
+		goto end;
+	up->id = id;
+	/* Before the send: once sent, @up may be answered and freed. */
+	schedule_delayed_work(&fluxonkv_async_sweep_work,
+			      msecs_to_jiffies(fluxonkv_request_timeout_ms) + 1);
+	ret = fluxonkv_send(cmd, id, args, NULL, 0);
+	if (ret >= 0)
+		return;
+	if (xa_erase(&fluxonkv_pending, id) != up)
+		return;		/* a disconnect claimed and ended it */
+end:
+	fluxonkv_upcall_finish(up, ret);
+}
+
 int fluxonkv_pending_show(struct seq_file *m, void *unused)
 {
 	struct fluxonkv_upcall *up;
@@ -349,6 +459,16 @@ int fluxonkv_pending_show(struct seq_file *m, void *unused)
 }
 
 /* ---- doit handlers ---- */
+
+static u64 fluxonkv_attr_u64(struct genl_info *info, int type)
+{
+	return info->attrs[type] ? nla_get_u64(info->attrs[type]) : 0;
+}
+
+static u32 fluxonkv_attr_u32(struct genl_info *info, int type)
+{
+	return info->attrs[type] ? nla_get_u32(info->attrs[type]) : 0;
+}
 
 static int fluxonkv_reply_simple(struct genl_info *info, u8 cmd,
 				 bool with_segment)
@@ -374,7 +494,9 @@ static int fluxonkv_reply_simple(struct genl_info *info, u8 cmd,
 	     fluxonkv_put_u64(skb, FLUXONKV_A_PUT_ID,
 			      atomic64_read(&fluxonkv_put_id_max)) ||
 	     fluxonkv_put_u64(skb, FLUXONKV_A_SSD_CAPACITY,
-			      fluxonkv_ssd_capacity())))
+			      fluxonkv_ssd_capacity()) ||
+	     nla_put_u32(skb, FLUXONKV_A_FLAGS,
+			 READ_ONCE(fluxonkv_daemon.flags))))
 		goto err;
 	genlmsg_end(skb, hdr);
 	return genlmsg_reply(skb, info);
@@ -390,6 +512,7 @@ static int fluxonkv_nl_get_version(struct sk_buff *skb, struct genl_info *info)
 
 static int fluxonkv_nl_register(struct sk_buff *skb, struct genl_info *info)
 {
+	u32 flags = fluxonkv_attr_u32(info, FLUXONKV_A_FLAGS);
 	pid_t pid = task_tgid_nr(current);
 	int ret;
 
@@ -411,13 +534,15 @@ retry:
 		return -EBUSY;
 	}
 	WRITE_ONCE(fluxonkv_daemon.pid, pid);
+	WRITE_ONCE(fluxonkv_daemon.flags, flags);
 	WRITE_ONCE(fluxonkv_daemon.portid, info->snd_portid);
 	/* Answered under the lock: see fluxonkv_notify_ssd_state(). */
 	ret = fluxonkv_reply_simple(info, FLUXONKV_CMD_DAEMON_REGISTER, true);
 	fluxonkv_daemon_event(pid);
 	mutex_unlock(&fluxonkv_daemon.lock);
 
-	pr_info("daemon registered: pid %d port %u\n", pid, info->snd_portid);
+	pr_info("daemon registered: pid %d port %u%s\n", pid, info->snd_portid,
+		flags & FLUXONKV_REGISTER_F_LOCAL_ROUTES ? ", local routes" : "");
 	return ret;
 }
 
@@ -445,16 +570,6 @@ static int fluxonkv_from_daemon(struct genl_info *info)
 		return -EPERM;
 	}
 	return 0;
-}
-
-static u64 fluxonkv_attr_u64(struct genl_info *info, int type)
-{
-	return info->attrs[type] ? nla_get_u64(info->attrs[type]) : 0;
-}
-
-static u32 fluxonkv_attr_u32(struct genl_info *info, int type)
-{
-	return info->attrs[type] ? nla_get_u32(info->attrs[type]) : 0;
 }
 
 /*
@@ -505,18 +620,27 @@ static int fluxonkv_nl_answer(struct sk_buff *skb, struct genl_info *info)
 	up->len = fluxonkv_attr_u64(info, FLUXONKV_A_LEN);
 	up->source = fluxonkv_attr_u32(info, FLUXONKV_A_SOURCE);
 	if (!status && cmd == FLUXONKV_CMD_PUT_DONE && up->replica &&
-	    (up->flags & FLUXONKV_PUT_F_PUBLISHED))
+	    (up->flags & FLUXONKV_PUT_F_PUBLISHED)) {
 		fluxonkv_replica_publish(up->replica);
+		/* The master dropped the older versions' SSD copies. */
+		fluxonkv_ssd_unroute(up->replica->key, up->replica->key_len,
+				     up->replica->put_id - 1);
+	}
 	if (!status && cmd == FLUXONKV_CMD_GET_DONE && up->replica &&
 	    (up->flags & FLUXONKV_GET_F_PROMOTED))
 		fluxonkv_replica_publish(up->replica);
-	if (!status && cmd == FLUXONKV_CMD_DELETE && up->key)
+	if (!status && cmd == FLUXONKV_CMD_DELETE && up->key) {
 		fluxonkv_index_forget(up->key, up->key_len, up->put_id);
+		fluxonkv_ssd_unroute(up->key, up->key_len, up->put_id);
+	}
+	if (!status && cmd == FLUXONKV_CMD_SSD_COMMIT && up->ssd_entry &&
+	    (up->flags & FLUXONKV_SSD_F_PUBLISHED))
+		fluxonkv_ssd_route(up->ssd_entry);
 	if (!status && cmd == FLUXONKV_CMD_GET_START && up->key &&
 	    up->source == FLUXONKV_SOURCE_MEMORY)
 		up->alloc = fluxonkv_handle_lookup(up->handle, up->key,
 						   up->key_len, up->put_id);
-	complete(&up->done);
+	fluxonkv_upcall_finish(up, status);
 	return 0;
 
 unknown:
@@ -549,6 +673,11 @@ static int fluxonkv_nl_drop_replica(struct sk_buff *skb, struct genl_info *info)
 /* ---- policies: one per command ---- */
 
 static const struct nla_policy fluxonkv_empty_policy[FLUXONKV_A_MAX + 1] = {
+};
+
+static const struct nla_policy fluxonkv_register_policy[FLUXONKV_A_MAX + 1] = {
+	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32,
+					     FLUXONKV_REGISTER_F_LOCAL_ROUTES),
 };
 
 /* Common to every answer: request id and status. */
@@ -618,7 +747,7 @@ static const struct genl_ops fluxonkv_genl_ops[] = {
 	FLUXONKV_OP(FLUXONKV_CMD_GET_VERSION, fluxonkv_nl_get_version,
 		    fluxonkv_empty_policy, 0),
 	FLUXONKV_OP(FLUXONKV_CMD_DAEMON_REGISTER, fluxonkv_nl_register,
-		    fluxonkv_empty_policy, GENL_ADMIN_PERM),
+		    fluxonkv_register_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_DAEMON_UNREGISTER, fluxonkv_nl_unregister,
 		    fluxonkv_empty_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_PUT_START, fluxonkv_nl_answer,
@@ -689,6 +818,7 @@ void fluxonkv_genl_exit(void)
 		fluxonkv_daemon_detach();
 	mutex_unlock(&fluxonkv_daemon.lock);
 	flush_work(&fluxonkv_daemon.disconnect_work);
+	cancel_delayed_work_sync(&fluxonkv_async_sweep_work);
 	genl_unregister_family(&fluxonkv_genl_family);
 	netlink_unregister_notifier(&fluxonkv_netlink_nb);
 	/*

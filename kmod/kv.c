@@ -7,7 +7,10 @@
  *         master for room, §4.1) -> copy the value in -> PUT_DONE (master
  *         publishes; the answer handler indexes it) -> return.
  * get:    local index hit -> holder, no upcall (an ACCESS note is batched
- *         for the master's eviction policy); miss -> GET_START.
+ *         for the master's eviction policy); miss -> GET_START, or with a
+ *         local-routes master (uapi FLUXONKV_REGISTER_F_LOCAL_ROUTES) the
+ *         SSD entry it routes to, else -ENOENT, without asking; an SSD
+ *         refill ends with an asynchronous GET_DONE (promotion).
  * delete: DELETE; the master drops the route's replicas before answering.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -15,6 +18,7 @@
 #include <linux/delay.h>
 #include <linux/jiffies.h>
 #include <linux/sched/signal.h>
+#include <linux/slab.h>
 #include <linux/uaccess.h>
 
 #include "fluxonkv.h"
@@ -191,7 +195,10 @@ int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
 	args.put_id = start.put_id;
 	args.handle = r->handle;
 	done.replica = r;
+	/* Local misses of this key ask the master meanwhile (replica.c). */
+	fluxonkv_put_inflight_add(key, key_len, 1);
 	ret = fluxonkv_upcall(FLUXONKV_CMD_PUT_DONE, &args, &done);
+	fluxonkv_put_inflight_add(key, key_len, -1);
 	if (ret || !(done.flags & FLUXONKV_PUT_F_PUBLISHED)) {
 		/*
 		 * Not published (a newer version won, or no answer): the
@@ -258,26 +265,72 @@ static void fluxonkv_get_revoke(const u8 *key, u32 key_len, u64 put_id,
 	};
 	struct fluxonkv_upcall up = {};
 
-	if (source == FLUXONKV_SOURCE_SSD)
+	if (source == FLUXONKV_SOURCE_SSD) {
 		atomic64_inc(&fluxonkv_ssd_stats.revokes);
+		/* The master forgets it; so does the local route. */
+		fluxonkv_ssd_unroute(key, key_len, put_id);
+	}
 	fluxonkv_upcall(FLUXONKV_CMD_GET_REVOKE, &args, &up);
+}
+
+/*
+ * GET_DONE answered (or failed): the answer handler published @r if the
+ * master promoted it; otherwise the handle table lets it go and the
+ * holder's bytes were a temporary copy.
+ */
+static void fluxonkv_get_done_end(struct fluxonkv_upcall *up)
+{
+	struct fluxonkv_replica *r = up->replica;
+
+	if (up->status || !(up->flags & FLUXONKV_GET_F_PROMOTED)) {
+		fluxonkv_replica_drop(r->handle);
+		atomic64_inc(&fluxonkv_stats.promotions_refused);
+	} else {
+		atomic64_inc(&fluxonkv_stats.promotions);
+	}
+	fluxonkv_replica_put(r);
+	kfree(up);
+}
+
+/*
+ * Offer the refilled replica @r to the master (GET_DONE) without waiting:
+ * the get returns its holder now, and the promotion lands in the index when
+ * the answer comes (in order with the master's later DROP_REPLICA).  Takes
+ * over the caller's reference on @r.
+ */
+static void fluxonkv_get_done_async(const u8 *key, u32 key_len,
+				    struct fluxonkv_replica *r)
+{
+	struct fluxonkv_upcall_args args = {
+		.key = key, .key_len = key_len, .put_id = r->put_id,
+		.handle = r->handle, .len = r->alloc->len,
+		.source = FLUXONKV_SOURCE_SSD,
+	};
+	struct fluxonkv_upcall *up;
+
+	up = kzalloc(sizeof(*up), GFP_KERNEL);
+	if (!up) {
+		fluxonkv_replica_drop(r->handle);
+		fluxonkv_replica_put(r);
+		return;
+	}
+	up->replica = r;
+	up->end = fluxonkv_get_done_end;
+	fluxonkv_upcall_async(FLUXONKV_CMD_GET_DONE, &args, up);
 }
 
 /*
  * Refill from this owner's SSD into a new target (reference §5.1), then
  * GET_DONE: the master promotes it to the DRAM replica when the version is
  * still current and has none, otherwise the holder is temporary.
+ * @start: the version and length to read (from GET_START, or from the
+ * local SSD route).
  * Returns 0 with a holder, -ESTALE to make the caller re-select, or -errno.
  */
 static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 				 u32 key_len, const struct fluxonkv_upcall *start,
 				 struct fluxonkv_get_result *res)
 {
-	struct fluxonkv_upcall_args args = {
-		.key = key, .key_len = key_len, .put_id = start->put_id,
-		.source = FLUXONKV_SOURCE_SSD,
-	};
-	struct fluxonkv_upcall done = {};
 	struct fluxonkv_ssd_entry *e;
 	struct fluxonkv_replica *r;
 	struct fluxonkv_alloc *a;
@@ -317,16 +370,8 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 		goto err_alloc;
 	}
 	fluxonkv_alloc_get(a);		/* the holder's reference */
-	args.handle = r->handle;
-	args.len = a->len;
-	done.replica = r;
-	ret = fluxonkv_upcall(FLUXONKV_CMD_GET_DONE, &args, &done);
-	if (ret || !(done.flags & FLUXONKV_GET_F_PROMOTED))
-		fluxonkv_replica_drop(r->handle);	/* temporary holder */
-	fluxonkv_replica_put(r);
-	if (ret == -EINTR)
-		goto err_alloc;
-	/* The bytes are complete whatever the master answered. */
+	fluxonkv_get_done_async(key, key_len, r);
+	/* The bytes are complete whatever the master will answer. */
 	ret = fluxonkv_grant(s, a, start->put_id, FLUXONKV_SOURCE_SSD, res);
 	if (!ret)
 		atomic64_inc(&fluxonkv_stats.hits_ssd);
@@ -344,9 +389,11 @@ err_alloc:
  * @key_len: 1..FLUXONKV_KEY_MAX.
  * @res: out: holder id, offset/len in the segment, put_id, source tier.
  *
- * DRAM first: the local index, then the master's route.  Without a DRAM
- * replica the master may route to this owner's SSD; a stale SSD route is
- * revoked and the source re-selected at most FLUXONKV_GET_RETRIES times.
+ * DRAM first: the local index, then the master's route (asked with
+ * GET_START, or with a local-routes master read from the SSD index).
+ * Without a DRAM replica the master may route to this owner's SSD; a stale
+ * SSD route is revoked and the source re-selected at most
+ * FLUXONKV_GET_RETRIES times.
  *
  * Return: 0, -ENOENT on a miss, or -errno.
  */
@@ -363,18 +410,39 @@ int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 	if (!fluxonkv_daemon_connected())
 		return -ENOTCONN;
 
-	a = fluxonkv_index_lookup(key, key_len, &put_id, &handle);
-	if (a) {
-		ret = fluxonkv_grant(s, a, put_id, FLUXONKV_SOURCE_MEMORY, res);
-		if (!ret) {
-			atomic64_inc(&fluxonkv_stats.hits_memory);
-			fluxonkv_access_note(handle);
-		}
-		return ret;
-	}
-
 	for (tries = 0; tries <= FLUXONKV_GET_RETRIES; tries++) {
 		struct fluxonkv_upcall up = { .key = key, .key_len = key_len };
+		bool local = fluxonkv_daemon_local_routes(), unsure = false;
+		unsigned int seq = 0;
+
+		if (local)
+			seq = fluxonkv_look_begin(key, key_len, &unsure);
+		a = fluxonkv_index_lookup(key, key_len, &put_id, &handle);
+		if (a) {
+			ret = fluxonkv_grant(s, a, put_id,
+					     FLUXONKV_SOURCE_MEMORY, res);
+			if (!ret) {
+				atomic64_inc(&fluxonkv_stats.hits_memory);
+				fluxonkv_access_note(handle);
+			}
+			return ret;
+		}
+		if (local && fluxonkv_ssd_lookup_routed(key, key_len, &up.put_id,
+							&up.len)) {
+			atomic64_inc(&fluxonkv_stats.local_refills);
+			ret = fluxonkv_get_from_ssd(s, key, key_len, &up, res);
+			if (ret != -ESTALE)
+				return ret;
+			continue;
+		}
+		if (local) {
+			if (!unsure && fluxonkv_look_stable(seq)) {
+				atomic64_inc(&fluxonkv_stats.local_misses);
+				break;
+			}
+			/* A put or removal overlapped: the master knows. */
+			atomic64_inc(&fluxonkv_stats.local_unsure);
+		}
 
 		ret = fluxonkv_upcall(FLUXONKV_CMD_GET_START, &args, &up);
 		if (ret == -ENOENT)

@@ -194,6 +194,11 @@ FLUXONKV_ATTR_STAT(gets);
 FLUXONKV_ATTR_STAT(hits_memory);
 FLUXONKV_ATTR_STAT(hits_ssd);
 FLUXONKV_ATTR_STAT(misses);
+FLUXONKV_ATTR_STAT(local_misses);
+FLUXONKV_ATTR_STAT(local_refills);
+FLUXONKV_ATTR_STAT(local_unsure);
+FLUXONKV_ATTR_STAT(promotions);
+FLUXONKV_ATTR_STAT(promotions_refused);
 FLUXONKV_ATTR_STAT(deletes);
 FLUXONKV_ATTR_STAT(evictions);
 FLUXONKV_ATTR_STAT(replica_drops);
@@ -232,6 +237,11 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_hits_memory.attr,
 	&fluxonkv_attr_hits_ssd.attr,
 	&fluxonkv_attr_misses.attr,
+	&fluxonkv_attr_local_misses.attr,
+	&fluxonkv_attr_local_refills.attr,
+	&fluxonkv_attr_local_unsure.attr,
+	&fluxonkv_attr_promotions.attr,
+	&fluxonkv_attr_promotions_refused.attr,
 	&fluxonkv_attr_deletes.attr,
 	&fluxonkv_attr_evictions.attr,
 	&fluxonkv_attr_replica_drops.attr,

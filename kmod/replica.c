@@ -13,6 +13,17 @@
  * happens in the PUT_DONE answer handler and unpublication in DROP_REPLICA
  * and DELETE handlers, all in the order the daemon sent them, so a get never
  * sees a version older than a completed put or a key whose delete completed.
+ *
+ * With a local-routes master (kv.c) a get also answers "no such key" from
+ * the index and the SSD routes.  That answer is only right for a stable
+ * view: the daemon drops an overwritten version (DROP_REPLICA) before it
+ * answers the PUT_DONE that publishes the new one, so for a moment neither
+ * is indexed although the master routes to the new one.  Two things make
+ * the view checkable: every removal of a route the index or the SSD routes
+ * had is bracketed by fluxonkv_removal_begin()/_end(), and a put counts
+ * itself in fluxonkv_put_inflight[] (by key hash) around PUT_DONE.  A get
+ * that saw no removal start, end or run across its look, and no put of a
+ * key in the same bucket in flight, saw what the master routes.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -33,6 +44,14 @@ static u32 fluxonkv_handle_next;	/* cyclic allocation cursor (xa lock) */
 static DEFINE_SPINLOCK(fluxonkv_index_lock);
 static DEFINE_HASHTABLE(fluxonkv_index, FLUXONKV_INDEX_BITS);
 static atomic_long_t fluxonkv_nr_replicas;
+
+/* Route removals in progress, and completed (see the comment on top). */
+static atomic_t fluxonkv_removing = ATOMIC_INIT(0);
+static atomic_t fluxonkv_removed_seq = ATOMIC_INIT(0);
+
+/* Puts between sending PUT_DONE and its answer, by key hash bucket. */
+#define FLUXONKV_PUT_BUCKETS	256
+static atomic_t fluxonkv_put_inflight[FLUXONKV_PUT_BUCKETS];
 
 int fluxonkv_replica_init(void)
 {
@@ -55,6 +74,61 @@ static bool fluxonkv_key_eq(const struct fluxonkv_replica *r, const u8 *key,
 			    u32 key_len)
 {
 	return r->key_len == key_len && !memcmp(r->key, key, key_len);
+}
+
+/* Around anything that removes a route the index or SSD routes showed. */
+void fluxonkv_removal_begin(void)
+{
+	atomic_inc(&fluxonkv_removing);
+	smp_mb__after_atomic();
+}
+
+void fluxonkv_removal_end(void)
+{
+	smp_mb__before_atomic();
+	atomic_inc(&fluxonkv_removed_seq);
+	smp_mb__after_atomic();
+	atomic_dec(&fluxonkv_removing);
+}
+
+/* Around PUT_DONE: @delta +1 before sending it, -1 once answered. */
+void fluxonkv_put_inflight_add(const u8 *key, u32 key_len, int delta)
+{
+	atomic_t *c = &fluxonkv_put_inflight[fluxonkv_key_hash(key, key_len) %
+					     FLUXONKV_PUT_BUCKETS];
+
+	smp_mb__before_atomic();
+	atomic_add(delta, c);
+	smp_mb__after_atomic();
+}
+
+/**
+ * fluxonkv_look_begin() - start a look at the routes of @key.
+ * @key: key bytes.
+ * @key_len: key length.
+ * @unsure: out: true if a removal or a put of a key in the same bucket is
+ *	in flight (then only the master can tell a miss).
+ *
+ * Return: a cookie for fluxonkv_look_stable().
+ */
+unsigned int fluxonkv_look_begin(const u8 *key, u32 key_len, bool *unsure)
+{
+	unsigned int seq = atomic_read(&fluxonkv_removed_seq);
+
+	smp_mb();
+	*unsure = atomic_read(&fluxonkv_removing) ||
+		  atomic_read(&fluxonkv_put_inflight[fluxonkv_key_hash(key, key_len) %
+						     FLUXONKV_PUT_BUCKETS]);
+	smp_mb();
+	return seq;
+}
+
+/* True if no route removal overlapped the look begun with @seq. */
+bool fluxonkv_look_stable(unsigned int seq)
+{
+	smp_mb();
+	return !atomic_read(&fluxonkv_removing) &&
+	       atomic_read(&fluxonkv_removed_seq) == seq;
 }
 
 /**
@@ -119,12 +193,14 @@ void fluxonkv_replica_put(struct fluxonkv_replica *r)
 
 static void fluxonkv_unindex(struct fluxonkv_replica *r)
 {
+	fluxonkv_removal_begin();
 	spin_lock(&fluxonkv_index_lock);
 	if (r->indexed) {
 		hash_del(&r->node);
 		r->indexed = false;
 	}
 	spin_unlock(&fluxonkv_index_lock);
+	fluxonkv_removal_end();
 }
 
 static struct fluxonkv_replica *fluxonkv_handle_erase(u64 handle)
@@ -218,6 +294,7 @@ void fluxonkv_index_forget(const u8 *key, u32 key_len, u64 put_id)
 	u32 h = fluxonkv_key_hash(key, key_len);
 	struct fluxonkv_replica *cur;
 
+	fluxonkv_removal_begin();
 	spin_lock(&fluxonkv_index_lock);
 	hash_for_each_possible(fluxonkv_index, cur, node, h) {
 		if (fluxonkv_key_eq(cur, key, key_len) &&
@@ -228,6 +305,7 @@ void fluxonkv_index_forget(const u8 *key, u32 key_len, u64 put_id)
 		}
 	}
 	spin_unlock(&fluxonkv_index_lock);
+	fluxonkv_removal_end();
 }
 
 /**

@@ -113,6 +113,10 @@ struct fluxonkv_shard {
  * @state: enum fluxonkv_ssd_state (index lock).
  * @pins: read pins + commit pin (index lock); busy while non-zero.
  * @indexed: current SSD entry of its key (index lock).
+ * @routed: the master routes gets of this version to it (index lock): set
+ *	by a PUBLISHED SSD_COMMIT answer, cleared when the master drops the
+ *	SSD copy (overwrite, delete, revoke, daemon gone).  Only an indexed
+ *	COMMITTED entry is ever routed.
  * @key_len: bytes of @key.
  * @key: the key.
  */
@@ -126,6 +130,7 @@ struct fluxonkv_ssd_entry {
 	u64 put_id;
 	u8 state;
 	bool indexed;
+	bool routed;
 	unsigned int pins;
 	u32 key_len;
 	u8 key[];
@@ -401,13 +406,15 @@ static int fluxonkv_ssd_send_evicted(struct list_head *batch)
  * replica joins the eviction cache once its persist is over).
  */
 static int fluxonkv_ssd_commit(const u8 *key, u32 key_len, u64 put_id,
-			       u64 len, int err, bool *published)
+			       u64 len, int err, struct fluxonkv_ssd_entry *e,
+			       bool *published)
 {
 	struct fluxonkv_upcall_args args = {
 		.key = key, .key_len = key_len, .put_id = put_id, .len = len,
 		.err = err,
 	};
-	struct fluxonkv_upcall up = {};
+	/* @e (commit-pinned) is marked routed by the answer handler. */
+	struct fluxonkv_upcall up = { .ssd_entry = e };
 	int ret;
 
 	ret = fluxonkv_upcall(FLUXONKV_CMD_SSD_COMMIT, &args, &up);
@@ -422,7 +429,7 @@ static void fluxonkv_ssd_persist_failed(const u8 *key, u32 key_len,
 	bool published;
 
 	atomic64_inc(&fluxonkv_ssd_stats.persist_errors);
-	fluxonkv_ssd_commit(key, key_len, put_id, len, err, &published);
+	fluxonkv_ssd_commit(key, key_len, put_id, len, err, NULL, &published);
 }
 
 /* ---- the ring ---- */
@@ -443,17 +450,21 @@ static bool fluxonkv_ring_pop(struct fluxonkv_shard *sh, u64 next_pos)
 
 	e = list_first_entry(&sh->entries, struct fluxonkv_ssd_entry,
 			     ring_node);
+	fluxonkv_removal_begin();
 	spin_lock(&fluxonkv_ssd.index_lock);
 	if (fluxonkv_entry_busy(e)) {
 		spin_unlock(&fluxonkv_ssd.index_lock);
+		fluxonkv_removal_end();
 		return false;
 	}
 	if (e->indexed) {
 		hash_del(&e->index_node);
 		e->indexed = false;
+		e->routed = false;
 	}
 	committed = e->state == FLUXONKV_SSD_COMMITTED;
 	spin_unlock(&fluxonkv_ssd.index_lock);
+	fluxonkv_removal_end();
 
 	list_del(&e->ring_node);
 	WRITE_ONCE(sh->tail, list_empty(&sh->entries) ? next_pos :
@@ -537,6 +548,7 @@ static void fluxonkv_ssd_index(struct fluxonkv_ssd_entry *e)
 			return;
 		hash_del(&cur->index_node);
 		cur->indexed = false;
+		cur->routed = false;
 		break;
 	}
 	hash_add(fluxonkv_ssd.index, &e->index_node, h);
@@ -570,6 +582,87 @@ struct fluxonkv_ssd_entry *fluxonkv_ssd_pin(const u8 *key, u32 key_len,
 	}
 	spin_unlock(&fluxonkv_ssd.index_lock);
 	return found;
+}
+
+/* The key's indexed entry, or NULL.  Called with the index lock held. */
+static struct fluxonkv_ssd_entry *fluxonkv_ssd_find(const u8 *key,
+						    u32 key_len)
+{
+	u32 h = fluxonkv_ssd_hash(key, key_len);
+	struct fluxonkv_ssd_entry *e;
+
+	hash_for_each_possible(fluxonkv_ssd.index, e, index_node, h)
+		if (fluxonkv_ssd_key_eq(e, key, key_len))
+			return e;
+	return NULL;
+}
+
+/**
+ * fluxonkv_ssd_lookup_routed() - the version of @key the master routes to
+ *	this owner's SSD, if any.
+ * @key: key bytes.
+ * @key_len: key length.
+ * @put_id: out: its version.
+ * @len: out: its length.
+ *
+ * Nothing is pinned: the caller allocates its target first, then pins the
+ * version with fluxonkv_ssd_pin() (which fails if it went meanwhile).
+ */
+bool fluxonkv_ssd_lookup_routed(const u8 *key, u32 key_len, u64 *put_id,
+				u64 *len)
+{
+	struct fluxonkv_ssd_entry *e;
+	bool found = false;
+
+	spin_lock(&fluxonkv_ssd.index_lock);
+	e = fluxonkv_ssd_find(key, key_len);
+	if (e && e->routed) {
+		*put_id = e->put_id;
+		*len = e->len;
+		found = true;
+	}
+	spin_unlock(&fluxonkv_ssd.index_lock);
+	return found;
+}
+
+/*
+ * SSD_COMMIT answered PUBLISHED: from the answer handler, so it is ordered
+ * with the master's later answers that drop the copy.  @e is commit-pinned.
+ */
+void fluxonkv_ssd_route(struct fluxonkv_ssd_entry *e)
+{
+	spin_lock(&fluxonkv_ssd.index_lock);
+	if (e->indexed && e->state == FLUXONKV_SSD_COMMITTED)
+		e->routed = true;
+	spin_unlock(&fluxonkv_ssd.index_lock);
+}
+
+/* The master no longer routes to @key's SSD versions up to @max_put_id. */
+void fluxonkv_ssd_unroute(const u8 *key, u32 key_len, u64 max_put_id)
+{
+	struct fluxonkv_ssd_entry *e;
+
+	fluxonkv_removal_begin();
+	spin_lock(&fluxonkv_ssd.index_lock);
+	e = fluxonkv_ssd_find(key, key_len);
+	if (e && e->put_id <= max_put_id)
+		e->routed = false;
+	spin_unlock(&fluxonkv_ssd.index_lock);
+	fluxonkv_removal_end();
+}
+
+/* The daemon went away: its routes went with it. */
+void fluxonkv_ssd_unroute_all(void)
+{
+	struct fluxonkv_ssd_entry *e;
+	unsigned int bkt;
+
+	fluxonkv_removal_begin();
+	spin_lock(&fluxonkv_ssd.index_lock);
+	hash_for_each(fluxonkv_ssd.index, bkt, e, index_node)
+		e->routed = false;
+	spin_unlock(&fluxonkv_ssd.index_lock);
+	fluxonkv_removal_end();
 }
 
 void fluxonkv_ssd_unpin(struct fluxonkv_ssd_entry *e)
@@ -768,6 +861,8 @@ static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
 	ret = fluxonkv_ssd_io(w, sh, true, job->alloc, e->alen,
 			      e->start % sh->capacity);
 
+	/* Indexing may replace (and so unroute) an older entry of the key. */
+	fluxonkv_removal_begin();
 	spin_lock(&fluxonkv_ssd.index_lock);
 	if (ret) {
 		e->state = FLUXONKV_SSD_DEAD;
@@ -778,6 +873,7 @@ static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
 		fluxonkv_ssd_index(e);
 	}
 	spin_unlock(&fluxonkv_ssd.index_lock);
+	fluxonkv_removal_end();
 	if (ret) {
 		fluxonkv_shard_kick(sh);
 		fluxonkv_ssd_persist_failed(job->key, job->key_len, job->put_id,
@@ -788,7 +884,7 @@ static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
 	atomic64_add(e->alen, &fluxonkv_ssd_stats.write_bytes);
 
 	ret = fluxonkv_ssd_commit(job->key, job->key_len, job->put_id,
-				  e->len, 0, &published);
+				  e->len, 0, e, &published);
 	if (!ret)
 		atomic64_inc(published ? &fluxonkv_ssd_stats.commits_published :
 			     &fluxonkv_ssd_stats.commits_ignored);

@@ -56,6 +56,8 @@ static int fkv_env_setup_all(const char **why);
 
 /* The daemon this test process started (0: none). */
 static pid_t fkv_env_daemon;
+/* One more fluxond argument for the next fkv_daemon_start(), or NULL. */
+static const char *fkv_env_daemon_arg;
 /* Set in the harness's parent once the environment is usable. */
 static bool fkv_env_usable;
 
@@ -437,7 +439,8 @@ static inline pid_t fkv_daemon_start(void)
 		dup2(in, 0);
 		dup2(log, 1);
 		dup2(log, 2);
-		execl(bin, bin, "--foreground", (char *)NULL);
+		execl(bin, bin, "--foreground", fkv_env_daemon_arg,
+		      (char *)NULL);
 		fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
 		_exit(127);
 	}

@@ -920,3 +920,103 @@ FKV_TEST_TIMEOUT(module_serves_put_get_after_protocol_abuse, 120)
 	fkv_close(kv);
 	FKV_STOP_DAEMON();
 }
+
+/* Register with FLAGS; the reply's attributes land in tb. */
+static int register_daemon_flags(struct fkv_nl *nl, uint32_t flags,
+				 struct nlattr **tb)
+{
+	int ret = send_raw_attr(nl, FLUXONKV_CMD_DAEMON_REGISTER,
+				FLUXONKV_A_FLAGS, &flags, sizeof(flags));
+
+	if (ret)
+		return ret;
+	FKV_ASSERT_EQ(fkv_nl_next(nl, FLUXONKV_CMD_DAEMON_REGISTER, tb, 2000),
+		      0);
+	return 0;
+}
+
+/*
+ * A local-routes master (REGISTER_F_LOCAL_ROUTES): a get of a key the
+ * module has no route for is answered ENOENT with no GET_START.  But while
+ * an overwrite is between the master's DROP_REPLICA of the old version and
+ * its PUT_DONE answer publishing the new one, neither is indexed although
+ * the master routes to the new one: that get must ask the master, not miss.
+ */
+FKV_TEST(local_routes_answer_misses_alone_but_ask_during_an_overwrite)
+{
+	struct answer a = { .has_req_id = true, .has_status = true,
+			    .has_flags = true };
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	uint64_t h1, h2, misses0, unsure0;
+	struct client put, get;
+	struct client_result r;
+	struct fkv_nl nl;
+
+	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
+	nl_open(&nl);
+	/* an unknown flag is refused by the policy */
+	FKV_ASSERT_EQ(register_daemon_flags(&nl, 1U << 7, tb), -EINVAL);
+	FKV_ASSERT_EQ(register_daemon_flags(&nl,
+					    FLUXONKV_REGISTER_F_LOCAL_ROUTES,
+					    tb), 0);
+	FKV_ASSERT(tb[FLUXONKV_A_FLAGS] && fkv_nla_u32(tb[FLUXONKV_A_FLAGS]) ==
+		   FLUXONKV_REGISTER_F_LOCAL_ROUTES, "reply echoes the flags");
+	h1 = fake_master_put(&nl, "ow", 5000, 1);
+
+	/* a key nobody put: ENOENT from the module alone */
+	misses0 = fkv_sysfs("local_misses");
+	get = client_start(CLIENT_GET, "never-put", 0);
+	r = client_wait(&get);
+	FKV_ASSERT_EQ(r.err, ENOENT);
+	FKV_ASSERT_EQ(fkv_sysfs("local_misses") - misses0, 1);
+	FKV_ASSERT(fkv_nl_next(&nl, FLUXONKV_CMD_GET_START, tb, 300) != 0,
+		   "a local miss still sent GET_START");
+
+	/* overwrite: PUT_DONE pending, the old version already dropped */
+	put = client_start(CLIENT_PUT, "ow", 6000);
+	a.cmd = FLUXONKV_CMD_PUT_START;
+	a.req_id = expect_upcall(&nl, FLUXONKV_CMD_PUT_START, tb);
+	a.put_id = 2;
+	a.flags = 0;
+	FKV_ASSERT_EQ(send_answer(&nl, &a), 0);
+	a.req_id = expect_upcall(&nl, FLUXONKV_CMD_PUT_DONE, tb);
+	h2 = fkv_nla_u64(tb[FLUXONKV_A_HANDLE]);
+	FKV_ASSERT_EQ(drop_replica(&nl, h1), 0);
+
+	unsure0 = fkv_sysfs("local_unsure");
+	get = client_start(CLIENT_GET, "ow", 0);
+	{
+		struct answer g = { .cmd = FLUXONKV_CMD_GET_START,
+				    .has_req_id = true, .has_status = true,
+				    .put_id = 2, .handle = h2, .len = 6000,
+				    .source = FLUXONKV_SOURCE_MEMORY };
+
+		g.req_id = expect_upcall(&nl, FLUXONKV_CMD_GET_START, tb);
+		FKV_ASSERT_EQ(send_answer(&nl, &g), 0);
+	}
+	r = client_wait(&get);
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT_EQ(r.put_id, 2);
+	FKV_ASSERT(r.intact, "the mid-overwrite get's bytes");
+	FKV_ASSERT_EQ(fkv_sysfs("local_unsure") - unsure0, 1);
+
+	a.cmd = FLUXONKV_CMD_PUT_DONE;
+	a.put_id = 0;
+	a.flags = FLUXONKV_PUT_F_PUBLISHED;
+	FKV_ASSERT_EQ(send_answer(&nl, &a), 0);
+	r = client_wait(&put);
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT_EQ(r.put_id, 2);
+
+	/* published: served from the index again, no upcall */
+	get = client_start(CLIENT_GET, "ow", 0);
+	r = client_wait(&get);
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT_EQ(r.put_id, 2);
+	FKV_ASSERT(fkv_nl_next(&nl, FLUXONKV_CMD_GET_START, tb, 300) != 0,
+		   "an indexed key sent GET_START");
+
+	FKV_ASSERT_EQ(drop_replica(&nl, h2), 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
+	fkv_nl_close(&nl);
+}

@@ -481,7 +481,7 @@ static void ws_key(char *buf, size_t n, int i)
 FKV_TEST_TIMEOUT(ext4_tier_persists_then_refills_every_key_and_promotes, 240)
 {
 	const size_t l1 = 3 * FKV_MIB + 5, la2 = FKV_MIB + 12345;
-	uint64_t base, id1, ids[WS_KEYS], ida2, alens = 0, ssd0, reads0;
+	uint64_t base, id1, ids[WS_KEYS], ida2, alens = 0, ssd0, reads0, prom0;
 	char dir[256], cfg[300], shard[400], key[32];
 	struct fkv_holder h, h2, ha, hb;
 	int perm[WS_KEYS], i, j, a = -1, b = -1, nssd = 0, ret;
@@ -543,6 +543,7 @@ FKV_TEST_TIMEOUT(ext4_tier_persists_then_refills_every_key_and_promotes, 240)
 	}
 	ssd0 = fkv_sysfs("hits_ssd");
 	reads0 = fkv_sysfs("ssd_reads");
+	prom0 = fkv_sysfs("promotions");
 	for (j = 0; j < WS_KEYS; j++) {
 		i = perm[j];
 		ws_key(key, sizeof(key), i);
@@ -550,6 +551,8 @@ FKV_TEST_TIMEOUT(ext4_tier_persists_then_refills_every_key_and_promotes, 240)
 		    FLUXONKV_SOURCE_SSD) {
 			nssd++;
 			check_padding(&h, key);
+			/* GET_DONE is asynchronous: the promotion lands soon */
+			FKV_ASSERT_SYSFS_SETTLES("promotions", prom0 + nssd);
 			/* promoted: the refilled bytes are now its replica */
 			FKV_ASSERT_EQ(get_check(kv, key, ws_len(i), 100 + i,
 						ids[i], &h2),
@@ -1579,7 +1582,7 @@ static const size_t ol_lens[] = {
  */
 FKV_TEST(odd_lengths_round_trip_through_the_ssd_with_zero_padding)
 {
-	uint64_t base, ids[OL_N], persists = 0, used, wbytes, rbytes;
+	uint64_t base, ids[OL_N], persists = 0, used, wbytes, rbytes, prom0;
 	char dir[256], path[300], key[32];
 	struct fkv_holder h;
 	struct fkv *kv;
@@ -1609,6 +1612,7 @@ FKV_TEST(odd_lengths_round_trip_through_the_ssd_with_zero_padding)
 	}
 
 	fill_segment(kv, base, "ol-fill", 2, &persists);
+	prom0 = fkv_sysfs("promotions");
 	for (i = 0; i < OL_N; i++) {
 		snprintf(key, sizeof(key), "ol-%zu", ol_lens[i]);
 		rbytes = fkv_sysfs("ssd_read_bytes");
@@ -1618,6 +1622,7 @@ FKV_TEST(odd_lengths_round_trip_through_the_ssd_with_zero_padding)
 		FKV_ASSERT_EQ(fkv_sysfs("ssd_read_bytes") - rbytes,
 			      SSD_ALEN(ol_lens[i]));
 		release(kv, &h);
+		FKV_ASSERT_SYSFS_SETTLES("promotions", prom0 + i + 1);
 		/* promoted: the same bytes from DRAM */
 		FKV_ASSERT_EQ(get_check(kv, key, ol_lens[i], 100 + i, ids[i],
 					&h), FLUXONKV_SOURCE_MEMORY);
@@ -1866,4 +1871,84 @@ FKV_TEST(ring_writer_waits_for_a_slow_refill_pinning_the_tail)
 	fkv_close(kv);
 	teardown(base);
 	dm_delay_remove();
+}
+
+/* ---- 13. gets answered from the module's index vs asking the master ---- */
+
+#define LR_CAP		(16 * FKV_MIB)
+#define LR_LEN		(FKV_MIB + 77)
+
+/*
+ * One mode: @arg NULL = fluxond's default (FLUXONKV_REGISTER_F_LOCAL_ROUTES:
+ * the module refills from the SSD entry the master accepted and answers
+ * misses itself), "--ask-on-miss" = every DRAM miss is a GET_START.  Both
+ * must serve exactly the same versions: refills, misses, a delete and an
+ * overwrite of an SSD-only key, and nothing after the daemon restarts.
+ */
+static void local_routes_mode(const char *arg)
+{
+	uint64_t base, ida, idc, idc2, persists = 0, refills0, lmiss0, miss0;
+	bool local = arg == NULL;
+	char dir[256], path[300];
+	struct fkv_holder h;
+	struct fkv *kv;
+
+	fkv_diag("fluxond %s", local ? "(local routes)" : arg);
+	ext4_dir(local ? "lr-local" : "lr-ask", dir, sizeof(dir));
+	fkv_env_daemon_arg = arg;
+	base = setup("segment_mb=4");
+	make_file(dir, "shard", LR_CAP, path, sizeof(path));
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, path, 0, LR_CAP), 0);
+
+	ida = put_pattern(kv, "lr-a", LR_LEN, 1);
+	put_pattern(kv, "lr-b", LR_LEN, 2);
+	idc = put_pattern(kv, "lr-c", LR_LEN, 3);
+	persists += 3;
+	wait_persists(persists);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), 3);
+	fill_segment(kv, base, "lr-fill", 4, &persists);	/* SSD-only now */
+
+	refills0 = fkv_sysfs("local_refills");
+	lmiss0 = fkv_sysfs("local_misses");
+	miss0 = fkv_sysfs("misses");
+	FKV_ASSERT_EQ(get_check(kv, "lr-a", LR_LEN, 1, ida, &h),
+		      FLUXONKV_SOURCE_SSD);
+	release(kv, &h);
+	FKV_ASSERT_EQ(fkv_sysfs("local_refills") - refills0, local ? 1 : 0);
+	get_miss(kv, "lr-never-put");
+	FKV_ASSERT_EQ(fkv_sysfs("misses") - miss0, 1);
+	FKV_ASSERT_EQ(fkv_sysfs("local_misses") - lmiss0, local ? 1 : 0);
+
+	/* a deleted SSD-only key is gone from the module's routes too */
+	delete_key(kv, "lr-b");
+	get_miss(kv, "lr-b");
+
+	/* an overwrite drops the old SSD copy; the new one takes over */
+	idc2 = put_pattern(kv, "lr-c", LR_LEN + 4096, 33);
+	FKV_ASSERT_GT(idc2, idc);
+	wait_persists(++persists);
+	fill_segment(kv, base, "lr-fill", 5, &persists);
+	FKV_ASSERT_EQ(get_check(kv, "lr-c", LR_LEN + 4096, 33, idc2, &h),
+		      FLUXONKV_SOURCE_SSD);
+	release(kv, &h);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_revokes"), 0);
+
+	/* the routes die with the daemon: a new one starts empty */
+	FKV_STOP_DAEMON();
+	FKV_START_DAEMON();
+	miss0 = fkv_sysfs("misses");
+	get_miss(kv, "lr-a");
+	get_miss(kv, "lr-c");
+	FKV_ASSERT_EQ(fkv_sysfs("misses") - miss0, 2);
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 0);
+	fkv_close(kv);
+	teardown(base);
+	fkv_env_daemon_arg = NULL;
+}
+
+FKV_TEST_TIMEOUT(local_routes_and_ask_on_miss_serve_the_same_versions, 180)
+{
+	local_routes_mode(NULL);
+	local_routes_mode("--ask-on-miss");
 }

@@ -225,9 +225,9 @@ enum fluxonkv_cmd {
 	FLUXONKV_CMD_UNSPEC,
 	/* anyone -> module: reply VERSION, ABI, SEGMENT_SIZE/USED, DAEMON_PID */
 	FLUXONKV_CMD_GET_VERSION,
-	/* cmd: daemon registers its port; reply SEGMENT_SIZE, INCARNATION,
-	 * PUT_ID (largest put_id seen: a new master continues above it),
-	 * SSD_CAPACITY */
+	/* cmd [FLAGS (FLUXONKV_REGISTER_F_*)]: daemon registers its port;
+	 * reply SEGMENT_SIZE, INCARNATION, PUT_ID (largest put_id seen: a new
+	 * master continues above it), SSD_CAPACITY, FLAGS (accepted) */
 	FLUXONKV_CMD_DAEMON_REGISTER,
 	/* cmd: daemon leaves (closing the socket does the same) */
 	FLUXONKV_CMD_DAEMON_UNREGISTER,
@@ -294,6 +294,16 @@ enum fluxonkv_attr {
 	__FLUXONKV_A_MAX,
 	FLUXONKV_A_MAX = __FLUXONKV_A_MAX - 1
 };
+
+/*
+ * FLUXONKV_A_FLAGS of DAEMON_REGISTER: the master routes only to this
+ * owner's replicas, so the module's index (DRAM replicas the master
+ * published, SSD entries it accepted with SSD_COMMIT) is the whole route
+ * table.  The module then answers a get from it alone: an SSD refill
+ * without GET_START, a miss with -ENOENT at once, and GET_DONE without
+ * waiting for the answer.  Without it every local miss asks the master.
+ */
+#define FLUXONKV_REGISTER_F_LOCAL_ROUTES	(1U << 0)
 
 /* FLUXONKV_A_FLAGS of PUT_START replies */
 #define FLUXONKV_PUT_F_PERSIST		(1U << 0)	/* also write to SSD */

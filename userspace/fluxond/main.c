@@ -120,7 +120,12 @@ static int open_and_register(struct fluxond *d)
 		fkv_info("module %s, ABI %u", v.version[0] ? v.version : "?",
 			 v.abi);
 
-	err = fkv_nl_register(d->nl, &d->reg);
+	/*
+	 * This master routes only to the module it registers with (one
+	 * node): the module may answer gets from its own index.
+	 */
+	err = fkv_nl_register(d->nl, d->opt.ask_on_miss ? 0 :
+			      FLUXONKV_REGISTER_F_LOCAL_ROUTES, &d->reg);
 	switch (err) {
 	case 0:
 		break;
@@ -153,13 +158,15 @@ static int open_and_register(struct fluxond *d)
 	}
 	fkv_info("registered: segment %llu bytes (%llu MiB, %llu used), "
 		 "SSD %llu MiB, incarnation %#llx, policy %s, watermarks "
-		 "%u%%/%u%%",
+		 "%u%%/%u%%, %s",
 		 (unsigned long long)d->reg.segment_size,
 		 (unsigned long long)(d->reg.segment_size >> 20),
 		 (unsigned long long)d->reg.segment_used,
 		 (unsigned long long)(d->reg.ssd_capacity >> 20),
 		 (unsigned long long)d->reg.incarnation, d->opt.policy,
-		 d->opt.high_pct, d->opt.low_pct);
+		 d->opt.high_pct, d->opt.low_pct,
+		 d->reg.flags & FLUXONKV_REGISTER_F_LOCAL_ROUTES ?
+		 "misses answered by the module" : "every miss asks this master");
 	if (d->reg.segment_used)
 		fkv_warn("the segment already holds %llu bytes this master "
 			 "does not know about",

@@ -162,6 +162,7 @@ static const struct nla_policy answer_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_DAEMON_PID] = P_U32,
 	[FLUXONKV_A_PUT_ID] = P_U64,
 	[FLUXONKV_A_SSD_CAPACITY] = P_U64,
+	[FLUXONKV_A_FLAGS] = P_U32,
 };
 
 static const struct nla_policy *upcall_policy(uint8_t cmd)
@@ -511,6 +512,8 @@ static void take_answer(struct fkv_nl *nl, struct nlmsghdr *nlh, uint8_t cmd)
 	/* Absent from modules without an SSD tier: 0 = no SSD. */
 	if ((n = tb[FLUXONKV_A_SSD_CAPACITY]))
 		q->reg.ssd_capacity = nla_get_u64(n);
+	if ((n = tb[FLUXONKV_A_FLAGS]))
+		q->reg.flags = nla_get_u32(n);
 	if ((n = tb[FLUXONKV_A_INCARNATION])) {
 		q->reg.incarnation = nla_get_u64(n);
 		q->have |= A(INCARNATION);
@@ -612,8 +615,11 @@ static int on_error(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
 	return NL_SKIP;
 }
 
-/* Send a request with NLM_F_ACK and wait for its answer and ACK. */
-static int request(struct fkv_nl *nl, uint8_t cmd)
+/*
+ * Send a request with NLM_F_ACK (and FLAGS if @flags) and wait for its
+ * answer and ACK.
+ */
+static int request(struct fkv_nl *nl, uint8_t cmd, uint32_t flags)
 {
 	struct nl_msg *msg = new_msg(nl->family, cmd, NLM_F_ACK);
 	uint64_t deadline = now_ms() + FKV_NL_TIMEOUT_MS;
@@ -621,6 +627,10 @@ static int request(struct fkv_nl *nl, uint8_t cmd)
 
 	if (!msg)
 		return -ENOMEM;
+	if (flags && nla_put_u32(msg, FLUXONKV_A_FLAGS, flags) < 0) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
 	memset(&nl->req, 0, sizeof(nl->req));
 	err = send_msg(nl, msg);
 	if (!err) {
@@ -657,7 +667,7 @@ static int request(struct fkv_nl *nl, uint8_t cmd)
 
 int fkv_nl_get_version(struct fkv_nl *nl, struct fkv_nl_version *v)
 {
-	int err = request(nl, FLUXONKV_CMD_GET_VERSION);
+	int err = request(nl, FLUXONKV_CMD_GET_VERSION, 0);
 
 	if (err)
 		return err;
@@ -667,9 +677,10 @@ int fkv_nl_get_version(struct fkv_nl *nl, struct fkv_nl_version *v)
 	return 0;
 }
 
-int fkv_nl_register(struct fkv_nl *nl, struct fkv_nl_register_info *info)
+int fkv_nl_register(struct fkv_nl *nl, uint32_t flags,
+		    struct fkv_nl_register_info *info)
 {
-	int err = request(nl, FLUXONKV_CMD_DAEMON_REGISTER);
+	int err = request(nl, FLUXONKV_CMD_DAEMON_REGISTER, flags);
 
 	if (!err && (!nl->req.got_reply ||
 		     (nl->req.have & (A(SEGMENT_SIZE) | A(INCARNATION))) !=
@@ -686,7 +697,7 @@ int fkv_nl_register(struct fkv_nl *nl, struct fkv_nl_register_info *info)
 
 int fkv_nl_unregister(struct fkv_nl *nl)
 {
-	return request(nl, FLUXONKV_CMD_DAEMON_UNREGISTER);
+	return request(nl, FLUXONKV_CMD_DAEMON_UNREGISTER, 0);
 }
 
 int fkv_nl_process(struct fkv_nl *nl)

@@ -27,6 +27,7 @@ struct fkv_nl_register_info {
 	uint64_t put_id_max;	/* largest put_id the module has seen */
 	uint64_t ssd_capacity;	/* the module's SSD ring bytes; 0 = none
 				 * (or a module without an SSD tier) */
+	uint32_t flags;		/* FLUXONKV_REGISTER_F_* the module took */
 };
 
 /* GET_VERSION's answer; fields the module did not send stay zero. */
@@ -58,7 +59,12 @@ int fkv_nl_get_version(struct fkv_nl *nl, struct fkv_nl_version *v);
  * Become the daemon.  -EBUSY: another live daemon is registered; -EPERM:
  * no CAP_NET_ADMIN; -ETIMEDOUT: no answer; -EPROTO: malformed answer.
  */
-int fkv_nl_register(struct fkv_nl *nl, struct fkv_nl_register_info *info);
+/*
+ * DAEMON_REGISTER with @flags (FLUXONKV_REGISTER_F_*); the module's answer
+ * in @info.  0 or -errno.
+ */
+int fkv_nl_register(struct fkv_nl *nl, uint32_t flags,
+		    struct fkv_nl_register_info *info);
 int fkv_nl_unregister(struct fkv_nl *nl);
 
 /*

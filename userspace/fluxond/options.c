@@ -21,6 +21,7 @@ enum {
 	OPT_HIGH,
 	OPT_LOW,
 	OPT_LOG_LEVEL,
+	OPT_ASK_ON_MISS,
 };
 
 static const struct option long_opts[] = {
@@ -31,6 +32,7 @@ static const struct option long_opts[] = {
 	{ "high-watermark", required_argument, NULL, OPT_HIGH },
 	{ "low-watermark", required_argument, NULL, OPT_LOW },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+	{ "ask-on-miss", no_argument, NULL, OPT_ASK_ON_MISS },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -50,6 +52,9 @@ void fkv_options_usage(FILE *f, const char *prog)
 		"      --high-watermark PCT start evicting above PCT%% of the segment (default %d)\n"
 		"      --low-watermark PCT  ... down to PCT%% (default %d)\n"
 		"      --log-level LEVEL    error, warn, info (default) or debug\n"
+		"      --ask-on-miss        the module asks this daemon (GET_START) on every\n"
+		"                           DRAM miss instead of answering from its own\n"
+		"                           index (SSD routes, misses)\n"
 		"  -h, --help               show this help\n"
 		"  -V, --version            show the version\n"
 		"\n"
@@ -123,6 +128,9 @@ int fkv_options_parse(struct fkv_options *o, int argc, char **argv,
 					"(error, warn, info, debug)\n", optarg);
 				return -EINVAL;
 			}
+			break;
+		case OPT_ASK_ON_MISS:
+			o->ask_on_miss = true;
 			break;
 		case OPT_HELP:
 			o->help = true;

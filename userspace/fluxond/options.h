@@ -19,6 +19,7 @@ struct fkv_options {
 	unsigned int high_pct;		/* --high-watermark PCT */
 	unsigned int low_pct;		/* --low-watermark PCT */
 	enum fkv_log_level log_level;	/* --log-level */
+	bool ask_on_miss;		/* --ask-on-miss: no local routes */
 	bool help;
 	bool version;
 };

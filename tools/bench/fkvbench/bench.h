@@ -33,6 +33,7 @@ struct bench_opts {
 	double zipf;
 	uint64_t seed;
 	bool shuffle;			/* rank -> key through a fixed permutation */
+	bool scan;			/* --pattern scan instead of Zipf */
 	const char *prefix;
 	/* put */
 	double put_rate_mib;		/* 0: unlimited */
@@ -90,6 +91,8 @@ struct bench_keys {
 	uint32_t *perm;			/* rank -> key */
 	uint64_t seed;
 	const char *prefix;
+	bool scan;			/* cyclic scan, not Zipf */
+	unsigned int workers;		/* scan: interleaving stride */
 };
 
 uint64_t bench_now_ns(void);

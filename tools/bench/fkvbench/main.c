@@ -32,6 +32,9 @@ static void usage(FILE *f)
 "  --seed X         key-sequence seed (default 1)\n"
 "  --rank-map M     shuffle (default: popularity independent of put order)\n"
 "                   | identity (rank r is key r - 1)\n"
+"  --pattern P      zipf (default) | scan: op i of worker w reads key\n"
+"                   (i * workers + w) mod keys, a cyclic scan in put order\n"
+"                   that a DRAM tier smaller than the data cannot hold\n"
 "  --prefix P       key prefix (default \"fkvbench-\")\n"
 "  --put-rate MIB   put: bootstrap rate limit in MiB/s (default 0: none)\n"
 "  --workers N      get: concurrent workers (default 1)\n"
@@ -57,6 +60,7 @@ int main(int argc, char **argv)
 		{ "warmup", 1, NULL, 'W' }, { "window", 1, NULL, 'T' },
 		{ "disk", 1, NULL, 'd' }, { "ranges", 1, NULL, 'g' },
 		{ "seconds", 1, NULL, 'e' }, { "label", 1, NULL, 'l' },
+		{ "pattern", 1, NULL, 'A' },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	struct bench_opts o = {
@@ -97,6 +101,12 @@ int main(int argc, char **argv)
 			if (!strcmp(optarg, "identity"))
 				o.shuffle = false;
 			else if (strcmp(optarg, "shuffle"))
+				goto bad;
+			break;
+		case 'A':
+			if (!strcmp(optarg, "scan"))
+				o.scan = true;
+			else if (strcmp(optarg, "zipf"))
 				goto bad;
 			break;
 		case 'm':

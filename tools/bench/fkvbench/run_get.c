@@ -280,7 +280,7 @@ int bench_run_get(const struct bench_opts *o, const struct bench_backend *be)
 
 	printf("{\"phase\":\"get\",\"backend\":\"%s\",%s%s"
 	       "\"keys\":%lu,\"size\":%zu,\"zipf\":%.3f,\"seed\":%" PRIu64 ","
-	       "\"rank_map\":\"%s\",\"workers\":%u,\"layout\":\"%s\",\"mode\":\"%s\","
+	       "\"rank_map\":\"%s\",\"pattern\":\"%s\",\"workers\":%u,\"layout\":\"%s\",\"mode\":\"%s\","
 	       "\"warmup_s\":%.3f,\"window_s\":%.3f,"
 	       "\"gets\":%" PRIu64 ",\"hits\":%" PRIu64 ",\"hits_dram\":%" PRIu64 ","
 	       "\"hits_ssd\":%" PRIu64 ",\"hits_unknown\":%" PRIu64 ","
@@ -299,7 +299,8 @@ int bench_run_get(const struct bench_opts *o, const struct bench_backend *be)
 	       "\"trace_ranges\":\"%s\"%s%s}\n",
 	       be->name, o->label ? o->label : "", o->label ? "," : "",
 	       o->keys, o->size, o->zipf, o->seed,
-	       o->shuffle ? "shuffle" : "identity", o->workers,
+	       o->shuffle ? "shuffle" : "identity", o->scan ? "scan" : "zipf",
+	       o->workers,
 	       o->procs ? "procs" : "threads", o->bytes_mode ? "bytes" : "holder",
 	       o->warmup_s, o->window_s,
 	       t.counted, hits, t.hits[BENCH_TIER_DRAM], t.hits[BENCH_TIER_SSD],

@@ -77,6 +77,8 @@ int bench_keys_init(struct bench_keys *k, const struct bench_opts *o)
 	k->n = o->keys;
 	k->seed = o->seed;
 	k->prefix = o->prefix;
+	k->scan = o->scan;
+	k->workers = o->workers ? o->workers : 1;
 	k->cdf = malloc(k->n * sizeof(*k->cdf));
 	k->perm = malloc(k->n * sizeof(*k->perm));
 	if (!k->cdf || !k->perm) {
@@ -119,6 +121,8 @@ uint64_t bench_key_at(const struct bench_keys *k, unsigned int worker,
 	double u = (double)(r >> 11) / (double)(1ull << 53);
 	unsigned long lo = 0, hi = k->n - 1;
 
+	if (k->scan)
+		return (op * k->workers + worker) % k->n;
 	while (lo < hi) {
 		unsigned long mid = lo + (hi - lo) / 2;
 
