@@ -324,6 +324,12 @@ enum fluxonkv_lat_op {
 	FLUXONKV_LAT_GET_SSD,
 	FLUXONKV_LAT_GET_MISS,
 	FLUXONKV_LAT_DELETE,
+	/* stages of an SSD refill (get_ssd) and of a persist */
+	FLUXONKV_LAT_REFILL_ALLOC,	/* room for the target */
+	FLUXONKV_LAT_REFILL_READ,	/* queued read until the waiter wakes */
+	FLUXONKV_LAT_REFILL_DONE,	/* replica + sending GET_DONE */
+	FLUXONKV_LAT_SSD_READ_IO,	/* the read itself, in an IO worker */
+	FLUXONKV_LAT_SSD_WRITE_IO,	/* a persist's write, in an IO worker */
 	FLUXONKV_LAT_NR,
 };
 

@@ -67,16 +67,38 @@ void fluxonkv_access_note(u64 handle)
 		mod_delayed_work(system_wq, &fluxonkv_access.work, 0);
 }
 
+/*
+ * Refilled replicas waiting to be offered to the master (GET_DONE), sent
+ * from a worker so that a get returns without waking the daemon itself.
+ */
+struct fluxonkv_get_done_req {
+	struct list_head node;		/* on fluxonkv_get_done.list */
+	struct fluxonkv_upcall up;	/* up.replica: the refilled replica */
+};
+
+static struct {
+	spinlock_t lock;		/* protects list */
+	struct list_head list;
+	struct work_struct work;
+} fluxonkv_get_done;
+
+static void fluxonkv_get_done_send(struct work_struct *work);
+
 int fluxonkv_kv_init(void)
 {
 	spin_lock_init(&fluxonkv_access.lock);
 	INIT_DELAYED_WORK(&fluxonkv_access.work, fluxonkv_access_flush);
+	spin_lock_init(&fluxonkv_get_done.lock);
+	INIT_LIST_HEAD(&fluxonkv_get_done.list);
+	INIT_WORK(&fluxonkv_get_done.work, fluxonkv_get_done_send);
 	return 0;
 }
 
+/* After the daemon is gone: queued offers end with -ENOTCONN. */
 void fluxonkv_kv_exit(void)
 {
 	cancel_delayed_work_sync(&fluxonkv_access.work);
+	flush_work(&fluxonkv_get_done.work);
 }
 
 /*
@@ -280,6 +302,8 @@ static void fluxonkv_get_revoke(const u8 *key, u32 key_len, u64 put_id,
  */
 static void fluxonkv_get_done_end(struct fluxonkv_upcall *up)
 {
+	struct fluxonkv_get_done_req *req =
+		container_of(up, struct fluxonkv_get_done_req, up);
 	struct fluxonkv_replica *r = up->replica;
 
 	if (up->status || !(up->flags & FLUXONKV_GET_F_PROMOTED)) {
@@ -289,34 +313,53 @@ static void fluxonkv_get_done_end(struct fluxonkv_upcall *up)
 		atomic64_inc(&fluxonkv_stats.promotions);
 	}
 	fluxonkv_replica_put(r);
-	kfree(up);
+	kfree(req);
+}
+
+static void fluxonkv_get_done_send(struct work_struct *work)
+{
+	struct fluxonkv_get_done_req *req, *tmp;
+	LIST_HEAD(batch);
+
+	spin_lock(&fluxonkv_get_done.lock);
+	list_splice_init(&fluxonkv_get_done.list, &batch);
+	spin_unlock(&fluxonkv_get_done.lock);
+	list_for_each_entry_safe(req, tmp, &batch, node) {
+		struct fluxonkv_replica *r = req->up.replica;
+		struct fluxonkv_upcall_args args = {
+			.key = r->key, .key_len = r->key_len,
+			.put_id = r->put_id, .handle = r->handle,
+			.len = r->alloc->len, .source = FLUXONKV_SOURCE_SSD,
+		};
+
+		list_del(&req->node);
+		fluxonkv_upcall_async(FLUXONKV_CMD_GET_DONE, &args, &req->up);
+	}
 }
 
 /*
  * Offer the refilled replica @r to the master (GET_DONE) without waiting:
- * the get returns its holder now, and the promotion lands in the index when
- * the answer comes (in order with the master's later DROP_REPLICA).  Takes
- * over the caller's reference on @r.
+ * the get returns its holder now, a worker sends the offer, and the
+ * promotion lands in the index when the answer comes (in order with the
+ * master's later DROP_REPLICA).  Takes over the caller's reference on @r.
  */
-static void fluxonkv_get_done_async(const u8 *key, u32 key_len,
-				    struct fluxonkv_replica *r)
+static void fluxonkv_get_done_async(struct fluxonkv_replica *r)
 {
-	struct fluxonkv_upcall_args args = {
-		.key = key, .key_len = key_len, .put_id = r->put_id,
-		.handle = r->handle, .len = r->alloc->len,
-		.source = FLUXONKV_SOURCE_SSD,
-	};
-	struct fluxonkv_upcall *up;
+	struct fluxonkv_get_done_req *req;
 
-	up = kzalloc(sizeof(*up), GFP_KERNEL);
-	if (!up) {
+	req = kzalloc(sizeof(*req), GFP_KERNEL);
+	if (!req) {
 		fluxonkv_replica_drop(r->handle);
+		atomic64_inc(&fluxonkv_stats.promotions_refused);
 		fluxonkv_replica_put(r);
 		return;
 	}
-	up->replica = r;
-	up->end = fluxonkv_get_done_end;
-	fluxonkv_upcall_async(FLUXONKV_CMD_GET_DONE, &args, up);
+	req->up.replica = r;
+	req->up.end = fluxonkv_get_done_end;
+	spin_lock(&fluxonkv_get_done.lock);
+	list_add_tail(&req->node, &fluxonkv_get_done.list);
+	spin_unlock(&fluxonkv_get_done.lock);
+	queue_work(system_unbound_wq, &fluxonkv_get_done.work);
 }
 
 /*
@@ -334,13 +377,16 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 	struct fluxonkv_ssd_entry *e;
 	struct fluxonkv_replica *r;
 	struct fluxonkv_alloc *a;
+	u64 t0;
 	int ret;
 
 	if (!start->len || start->len > min_t(u64, FLUXONKV_VALUE_MAX,
 					      fluxonkv_seg.size))
 		return -EPROTO;
 	/* Room first: a pin held across a room wait blocks ring writers. */
+	t0 = ktime_get_ns();
 	a = fluxonkv_alloc_room(start->len);
+	fluxonkv_lat_record(FLUXONKV_LAT_REFILL_ALLOC, t0);
 	if (IS_ERR(a))
 		return PTR_ERR(a);
 	e = fluxonkv_ssd_pin(key, key_len, start->put_id);
@@ -353,7 +399,9 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 				    FLUXONKV_SOURCE_SSD, 0, -ENOENT);
 		return -ESTALE;
 	}
+	t0 = ktime_get_ns();
 	ret = fluxonkv_ssd_read(e, a);	/* unpins e */
+	fluxonkv_lat_record(FLUXONKV_LAT_REFILL_READ, t0);
 	if (ret == -EINTR)
 		goto err_alloc;
 	if (ret) {
@@ -364,13 +412,15 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 		return -ESTALE;
 	}
 
+	t0 = ktime_get_ns();
 	r = fluxonkv_replica_new(key, key_len, start->put_id, a);
 	if (IS_ERR(r)) {
 		ret = PTR_ERR(r);
 		goto err_alloc;
 	}
 	fluxonkv_alloc_get(a);		/* the holder's reference */
-	fluxonkv_get_done_async(key, key_len, r);
+	fluxonkv_get_done_async(r);
+	fluxonkv_lat_record(FLUXONKV_LAT_REFILL_DONE, t0);
 	/* The bytes are complete whatever the master will answer. */
 	ret = fluxonkv_grant(s, a, start->put_id, FLUXONKV_SOURCE_SSD, res);
 	if (!ret)

@@ -29,6 +29,11 @@ static const char *const fluxonkv_lat_names[FLUXONKV_LAT_NR] = {
 	[FLUXONKV_LAT_GET_SSD] = "get_ssd",
 	[FLUXONKV_LAT_GET_MISS] = "get_miss",
 	[FLUXONKV_LAT_DELETE] = "delete",
+	[FLUXONKV_LAT_REFILL_ALLOC] = "refill_alloc",
+	[FLUXONKV_LAT_REFILL_READ] = "refill_read",
+	[FLUXONKV_LAT_REFILL_DONE] = "refill_done",
+	[FLUXONKV_LAT_SSD_READ_IO] = "ssd_read_io",
+	[FLUXONKV_LAT_SSD_WRITE_IO] = "ssd_write_io",
 };
 
 void fluxonkv_lat_record(enum fluxonkv_lat_op op, u64 start_ns)

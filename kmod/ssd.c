@@ -845,6 +845,7 @@ static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
 	struct fluxonkv_ssd_entry *e;
 	bool published;
 	int ret, seen;
+	u64 t0;
 
 	e = fluxonkv_ring_reserve(sh, job->key, job->key_len, job->put_id,
 				  job->alloc->len, &seen);
@@ -858,8 +859,10 @@ static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
 					    job->alloc->len, PTR_ERR(e));
 		return false;
 	}
+	t0 = ktime_get_ns();
 	ret = fluxonkv_ssd_io(w, sh, true, job->alloc, e->alen,
 			      e->start % sh->capacity);
+	fluxonkv_lat_record(FLUXONKV_LAT_SSD_WRITE_IO, t0);
 
 	/* Indexing may replace (and so unroute) an older entry of the key. */
 	fluxonkv_removal_begin();
@@ -897,10 +900,12 @@ static void fluxonkv_ssd_do_read(struct fluxonkv_ssd_worker *w,
 {
 	struct fluxonkv_ssd_entry *e = job->entry;
 	struct fluxonkv_shard *sh = e->shard;
+	u64 t0 = ktime_get_ns();
 	int ret;
 
 	ret = fluxonkv_ssd_io(w, sh, false, job->alloc, e->alen,
 			      e->start % sh->capacity);
+	fluxonkv_lat_record(FLUXONKV_LAT_SSD_READ_IO, t0);
 	if (!ret) {
 		/* The captured range must still be ahead of the tail. */
 		mutex_lock(&sh->lock);
@@ -1004,6 +1009,25 @@ static void fluxonkv_ssd_poke(struct fluxonkv_ssd_dev *dev)
  * DRAM the master cannot reuse until it is done, so a slow device must not
  * collect them without bound.
  */
+/*
+ * The caller ran a job in @slot itself: hand the slot to its worker if work
+ * is waiting (nobody else could start a worker for it meanwhile), else
+ * mark it idle again.
+ */
+static void fluxonkv_ssd_slot_done(struct fluxonkv_ssd_dev *dev, int slot)
+{
+	bool more;
+
+	spin_lock(&dev->lock);
+	more = !list_empty(&dev->reads) ||
+	       (!list_empty(&dev->writes) && !dev->writes_blocked);
+	if (!more)
+		__set_bit(slot, &dev->idle);
+	spin_unlock(&dev->lock);
+	if (more)
+		queue_work(fluxonkv_ssd.wq, &dev->workers[slot].work);
+}
+
 static int fluxonkv_ssd_queue(struct fluxonkv_ssd_dev *dev,
 			      struct fluxonkv_ssd_job *job)
 {
@@ -1086,19 +1110,44 @@ int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
  *	worker once the read is done).
  * @a: the target, at least the entry's aligned length long.
  *
- * Sleeps until the read is done (killable: an abandoned read finishes in
+ * Sleeps until the read is done: in the caller's context when a worker
+ * slot is idle, else queued (killable: an abandoned queued read finishes in
  * the background and frees itself).  Return: 0 or -errno; a failed read
  * never leaves a half-filled target to a holder (the caller frees it).
  */
 int fluxonkv_ssd_read(struct fluxonkv_ssd_entry *e, struct fluxonkv_alloc *a)
 {
+	struct fluxonkv_ssd_dev *dev = e->shard->dev;
 	struct fluxonkv_ssd_job *job;
-	int ret;
+	int ret, slot = -1;
 
 	if (a->span < e->alen) {
 		fluxonkv_ssd_unpin(e);
 		return -EINVAL;
 	}
+	/*
+	 * An idle worker slot and no read queued ahead: the caller does the
+	 * IO itself in that slot, saving two context switches; the depth and
+	 * the read/write weighting stay those of the queue.
+	 */
+	spin_lock(&dev->lock);
+	if (dev->idle && list_empty(&dev->reads)) {
+		slot = __ffs(dev->idle);
+		__clear_bit(slot, &dev->idle);
+	}
+	spin_unlock(&dev->lock);
+	if (slot >= 0) {
+		struct fluxonkv_ssd_job inline_job = {
+			.read = true, .entry = e, .alloc = a,
+		};
+		unsigned int noio = memalloc_noio_save();
+
+		fluxonkv_ssd_do_read(&dev->workers[slot], &inline_job);
+		memalloc_noio_restore(noio);
+		fluxonkv_ssd_slot_done(dev, slot);
+		return inline_job.ret;
+	}
+
 	job = kzalloc(sizeof(*job), GFP_KERNEL);
 	if (!job) {
 		fluxonkv_ssd_unpin(e);
@@ -1111,7 +1160,7 @@ int fluxonkv_ssd_read(struct fluxonkv_ssd_entry *e, struct fluxonkv_alloc *a)
 	init_completion(&job->done);
 	kref_init(&job->ref);
 	kref_get(&job->ref);
-	fluxonkv_ssd_queue(e->shard->dev, job);	/* reads are never refused */
+	fluxonkv_ssd_queue(dev, job);	/* reads are never refused */
 
 	ret = wait_for_completion_killable(&job->done);
 	ret = ret ? -EINTR : job->ret;
