@@ -160,6 +160,7 @@ struct fluxonkv_get_result {
 };
 
 int fluxonkv_kv_init(void);
+void fluxonkv_kv_quiesce(void);
 void fluxonkv_kv_exit(void);
 int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
 		 u64 len, u64 *put_id);
@@ -192,7 +193,8 @@ long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
  * @end: asynchronous upcalls only (fluxonkv_upcall_async()): called once,
  *	with @status set, instead of completing @done; it owns @up.
  * @deadline: asynchronous upcalls: jiffies after which the sweep fails it
- *	with -ETIMEDOUT.
+ *	with -ETIMEDOUT (xa lock).
+ * @sending: asynchronous upcalls: not sent yet, the sweep skips it (xa lock).
  */
 struct fluxonkv_upcall {
 	u64 id;
@@ -200,6 +202,7 @@ struct fluxonkv_upcall {
 	struct completion done;
 	void (*end)(struct fluxonkv_upcall *up);
 	unsigned long deadline;
+	bool sending;
 	int status;
 	u64 put_id;
 	u32 flags;

@@ -136,7 +136,7 @@ static void fluxonkv_async_sweep(struct work_struct *work)
 		expired = NULL;
 		xa_lock(&fluxonkv_pending);
 		xa_for_each(&fluxonkv_pending, id, up) {
-			if (!up->end)
+			if (!up->end || up->sending)
 				continue;
 			if (time_before(jiffies, up->deadline)) {
 				more = true;
@@ -405,14 +405,16 @@ err_erase:
 /**
  * fluxonkv_upcall_async() - ask the daemon without waiting for the answer.
  * @cmd: FLUXONKV_CMD_*.
- * @args: attributes to send.
+ * @args: attributes to send; must stay valid until this returns even if
+ *	@up ends meanwhile (a disconnect may end it during the send).
  * @up: allocated by the caller with @up->end set; owned by this call from
  *	here on.
  *
  * @up->end runs exactly once: from the answer handler (after what it does
- * for @cmd, e.g. publishing a promoted replica), on a send failure, when
- * the daemon goes away (-ENOTCONN) or after request_timeout_ms
- * (-ETIMEDOUT).  May sleep (allocation, a full daemon socket).
+ * for @cmd, e.g. publishing a promoted replica), on a send failure (a full
+ * daemon socket included: nothing waits for room), when the daemon goes
+ * away (-ENOTCONN) or request_timeout_ms after the send (-ETIMEDOUT).
+ * May sleep (allocation).
  */
 void fluxonkv_upcall_async(u8 cmd, const struct fluxonkv_upcall_args *args,
 			   struct fluxonkv_upcall *up)
@@ -421,7 +423,7 @@ void fluxonkv_upcall_async(u8 cmd, const struct fluxonkv_upcall_args *args,
 	int ret;
 
 	up->cmd = cmd;
-	up->deadline = jiffies + msecs_to_jiffies(fluxonkv_request_timeout_ms);
+	up->sending = true;	/* the sweep leaves it alone until sent */
 	if (!fluxonkv_daemon_connected()) {
 		ret = -ENOTCONN;
 		goto end;
@@ -431,14 +433,23 @@ void fluxonkv_upcall_async(u8 cmd, const struct fluxonkv_upcall_args *args,
 	if (ret < 0)
 		goto end;
 	up->id = id;
-	/* Before the send: once sent, @up may be answered and freed. */
+	ret = fluxonkv_send_once(cmd, id, args, NULL, 0);
+	if (ret < 0) {
+		if (xa_erase(&fluxonkv_pending, id) != up)
+			return;	/* a disconnect claimed and ended it */
+		goto end;
+	}
+	/* Still pending (not answered or failed meanwhile): start its clock. */
+	xa_lock(&fluxonkv_pending);
+	if (xa_load(&fluxonkv_pending, id) == up) {
+		up->deadline = jiffies +
+			       msecs_to_jiffies(fluxonkv_request_timeout_ms);
+		up->sending = false;
+	}
+	xa_unlock(&fluxonkv_pending);
 	schedule_delayed_work(&fluxonkv_async_sweep_work,
 			      msecs_to_jiffies(fluxonkv_request_timeout_ms) + 1);
-	ret = fluxonkv_send(cmd, id, args, NULL, 0);
-	if (ret >= 0)
-		return;
-	if (xa_erase(&fluxonkv_pending, id) != up)
-		return;		/* a disconnect claimed and ended it */
+	return;
 end:
 	fluxonkv_upcall_finish(up, ret);
 }

@@ -76,10 +76,18 @@ struct fluxonkv_get_done_req {
 	struct fluxonkv_upcall up;	/* up.replica: the refilled replica */
 };
 
+/*
+ * Offers queued or waiting for their answer; above this a refill stays a
+ * temporary holder instead (a stalled daemon must not fill the segment
+ * with refilled copies it will never promote).
+ */
+#define FLUXONKV_GET_DONE_MAX	256
+
 static struct {
 	spinlock_t lock;		/* protects list */
 	struct list_head list;
 	struct work_struct work;
+	atomic_t pending;		/* queued + sent, not ended */
 } fluxonkv_get_done;
 
 static void fluxonkv_get_done_send(struct work_struct *work);
@@ -94,7 +102,12 @@ int fluxonkv_kv_init(void)
 	return 0;
 }
 
-/* After the daemon is gone: queued offers end with -ENOTCONN. */
+/* No more gets (the device is gone): send or end the queued offers. */
+void fluxonkv_kv_quiesce(void)
+{
+	flush_work(&fluxonkv_get_done.work);
+}
+
 void fluxonkv_kv_exit(void)
 {
 	cancel_delayed_work_sync(&fluxonkv_access.work);
@@ -314,6 +327,7 @@ static void fluxonkv_get_done_end(struct fluxonkv_upcall *up)
 	}
 	fluxonkv_replica_put(r);
 	kfree(req);
+	atomic_dec(&fluxonkv_get_done.pending);
 }
 
 static void fluxonkv_get_done_send(struct work_struct *work)
@@ -333,7 +347,10 @@ static void fluxonkv_get_done_send(struct work_struct *work)
 		};
 
 		list_del(&req->node);
+		/* args point into @r: keep it even if @req ends meanwhile */
+		kref_get(&r->ref);
 		fluxonkv_upcall_async(FLUXONKV_CMD_GET_DONE, &args, &req->up);
+		fluxonkv_replica_put(r);
 	}
 }
 
@@ -345,10 +362,13 @@ static void fluxonkv_get_done_send(struct work_struct *work)
  */
 static void fluxonkv_get_done_async(struct fluxonkv_replica *r)
 {
-	struct fluxonkv_get_done_req *req;
+	struct fluxonkv_get_done_req *req = NULL;
 
-	req = kzalloc(sizeof(*req), GFP_KERNEL);
+	if (atomic_inc_return(&fluxonkv_get_done.pending) <=
+	    FLUXONKV_GET_DONE_MAX)
+		req = kzalloc(sizeof(*req), GFP_KERNEL);
 	if (!req) {
+		atomic_dec(&fluxonkv_get_done.pending);
 		fluxonkv_replica_drop(r->handle);
 		atomic64_inc(&fluxonkv_stats.promotions_refused);
 		fluxonkv_replica_put(r);
@@ -402,6 +422,9 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 	t0 = ktime_get_ns();
 	ret = fluxonkv_ssd_read(e, a);	/* unpins e */
 	fluxonkv_lat_record(FLUXONKV_LAT_REFILL_READ, t0);
+	/* An interrupted read says nothing about the SSD copy: no revoke. */
+	if (ret && signal_pending(current))
+		ret = -EINTR;
 	if (ret == -EINTR)
 		goto err_alloc;
 	if (ret) {

@@ -398,6 +398,8 @@ err_segment:
 static void __exit fluxonkv_exit(void)
 {
 	misc_deregister(&fluxonkv_misc);
+	/* Queued GET_DONE offers may not re-arm genl's sweep after its exit. */
+	fluxonkv_kv_quiesce();
 	fluxonkv_genl_exit();
 	debugfs_remove_recursive(fluxonkv_debugfs);
 	fluxonkv_sysfs_exit();

@@ -127,8 +127,9 @@ unsigned int fluxonkv_look_begin(const u8 *key, u32 key_len, bool *unsure)
 bool fluxonkv_look_stable(unsigned int seq)
 {
 	smp_mb();
-	return !atomic_read(&fluxonkv_removing) &&
-	       atomic_read(&fluxonkv_removed_seq) == seq;
+	if (atomic_read_acquire(&fluxonkv_removing))
+		return false;
+	return atomic_read(&fluxonkv_removed_seq) == seq;
 }
 
 /**

@@ -18,8 +18,11 @@
  * IO runs in up to FLUXONKV_SSD_DEPTH workers per device: bios built
  * straight from segment pages for a raw block device (nvmet's io-cmd-bdev
  * pattern), direct IO through the file for a shard file (vfs_iter_read/
- * write over the same bvecs: the loop driver's pattern).  Workers pick FLUXONKV_SSD_READ_WEIGHT reads for each write when
- * both are queued: refills are favoured, background writes never starve.
+ * write over the same bvecs: the loop driver's pattern).  Workers pick
+ * FLUXONKV_SSD_READ_WEIGHT reads for each write when both are queued:
+ * refills are favoured, background writes never starve.  A refill that
+ * finds a worker slot idle and no read queued runs its read in that slot
+ * from its own context (no hand-off to a worker and back).
  *
  * Segment ranges are 4 KiB aligned and rounded up, so a read of the aligned
  * length always lands directly in the final target: no scratch copy is ever
@@ -117,6 +120,8 @@ struct fluxonkv_shard {
  *	by a PUBLISHED SSD_COMMIT answer, cleared when the master drops the
  *	SSD copy (overwrite, delete, revoke, daemon gone).  Only an indexed
  *	COMMITTED entry is ever routed.
+ * @route_gen: fluxonkv_ssd.route_gen when it was indexed (index lock): an
+ *	SSD_COMMIT answer from a daemon that has gone since cannot route it.
  * @key_len: bytes of @key.
  * @key: the key.
  */
@@ -131,6 +136,7 @@ struct fluxonkv_ssd_entry {
 	u8 state;
 	bool indexed;
 	bool routed;
+	u32 route_gen;
 	unsigned int pins;
 	u32 key_len;
 	u8 key[];
@@ -208,6 +214,7 @@ static struct {
 	/* Protects the key index, every entry's state, pins and indexed. */
 	spinlock_t index_lock;
 	DECLARE_HASHTABLE(index, FLUXONKV_SSD_INDEX_BITS);
+	u32 route_gen;			/* bumped when every route goes */
 
 	/* Protects notices and nnotices. */
 	spinlock_t notice_lock;
@@ -432,6 +439,27 @@ static void fluxonkv_ssd_persist_failed(const u8 *key, u32 key_len,
 	fluxonkv_ssd_commit(key, key_len, put_id, len, err, NULL, &published);
 }
 
+/*
+ * SSD_COMMIT got no answer (timeout, signal, daemon gone): the master may
+ * or may not route to @e, so nobody may trust it.  It becomes space only,
+ * and the master is told it is gone (SSD_EVICTED), which clears a route it
+ * took.  @e is commit-pinned.
+ */
+static void fluxonkv_ssd_forget(struct fluxonkv_ssd_entry *e)
+{
+	fluxonkv_removal_begin();
+	spin_lock(&fluxonkv_ssd.index_lock);
+	if (e->indexed) {
+		hash_del(&e->index_node);
+		e->indexed = false;
+		e->routed = false;
+	}
+	e->state = FLUXONKV_SSD_DEAD;
+	spin_unlock(&fluxonkv_ssd.index_lock);
+	fluxonkv_removal_end();
+	fluxonkv_ssd_notice_add(e);
+}
+
 /* ---- the ring ---- */
 
 static bool fluxonkv_entry_busy(const struct fluxonkv_ssd_entry *e)
@@ -553,6 +581,7 @@ static void fluxonkv_ssd_index(struct fluxonkv_ssd_entry *e)
 	}
 	hash_add(fluxonkv_ssd.index, &e->index_node, h);
 	e->indexed = true;
+	e->route_gen = fluxonkv_ssd.route_gen;
 }
 
 /**
@@ -632,7 +661,8 @@ bool fluxonkv_ssd_lookup_routed(const u8 *key, u32 key_len, u64 *put_id,
 void fluxonkv_ssd_route(struct fluxonkv_ssd_entry *e)
 {
 	spin_lock(&fluxonkv_ssd.index_lock);
-	if (e->indexed && e->state == FLUXONKV_SSD_COMMITTED)
+	if (e->indexed && e->state == FLUXONKV_SSD_COMMITTED &&
+	    e->route_gen == fluxonkv_ssd.route_gen)
 		e->routed = true;
 	spin_unlock(&fluxonkv_ssd.index_lock);
 }
@@ -659,6 +689,7 @@ void fluxonkv_ssd_unroute_all(void)
 
 	fluxonkv_removal_begin();
 	spin_lock(&fluxonkv_ssd.index_lock);
+	fluxonkv_ssd.route_gen++;
 	hash_for_each(fluxonkv_ssd.index, bkt, e, index_node)
 		e->routed = false;
 	spin_unlock(&fluxonkv_ssd.index_lock);
@@ -891,6 +922,8 @@ static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
 	if (!ret)
 		atomic64_inc(published ? &fluxonkv_ssd_stats.commits_published :
 			     &fluxonkv_ssd_stats.commits_ignored);
+	else
+		fluxonkv_ssd_forget(e);
 	fluxonkv_ssd_unpin(e);
 	return false;
 }

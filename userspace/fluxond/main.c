@@ -126,6 +126,12 @@ static int open_and_register(struct fluxond *d)
 	 */
 	err = fkv_nl_register(d->nl, d->opt.ask_on_miss ? 0 :
 			      FLUXONKV_REGISTER_F_LOCAL_ROUTES, &d->reg);
+	if (err == -EINVAL && !d->opt.ask_on_miss) {
+		/* A module that predates the flag refuses the attribute. */
+		fkv_warn("module refused REGISTER_F_LOCAL_ROUTES: every miss "
+			 "will ask this daemon");
+		err = fkv_nl_register(d->nl, 0, &d->reg);
+	}
 	switch (err) {
 	case 0:
 		break;
