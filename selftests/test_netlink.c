@@ -1020,3 +1020,87 @@ FKV_TEST(local_routes_answer_misses_alone_but_ask_during_an_overwrite)
 	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
 	fkv_nl_close(&nl);
 }
+
+/*
+ * A persist whose SSD_COMMIT the master never answers: the module cannot
+ * know whether the master took the SSD route, so it forgets the entry
+ * (space only) and reports it in SSD_EVICTED, which clears a route the
+ * master may have taken.  Once the DRAM copy goes, nothing routes to the
+ * SSD copy: a local-routes get misses without asking.  Needs the scratch
+ * disk ssd2 (raw block device shard).
+ */
+FKV_TEST(ssd_commit_without_an_answer_is_forgotten_on_both_sides)
+{
+	struct answer a = { .has_req_id = true, .has_status = true,
+			    .has_flags = true };
+	struct nlattr *tb[FLUXONKV_A_MAX + 1], *etb[FLUXONKV_A_MAX + 1];
+	uint64_t h, commit_id;
+	struct client put, get;
+	struct client_result r;
+	struct fkv_nl nl;
+	char disk[128];
+	int dev, sfd;
+
+	if (fkv_scratch_disk("ssd2", disk, sizeof(disk)))
+		FKV_SKIP("no scratch disk ssd2: run the guest with "
+			 "tools/vm/run --disk ssd2:256M");
+	FKV_LOAD("segment_mb=32 request_timeout_ms=1000");
+	nl_open(&nl);
+	FKV_ASSERT_EQ(register_daemon_flags(&nl,
+					    FLUXONKV_REGISTER_F_LOCAL_ROUTES,
+					    tb), 0);
+	dev = fkv_dev_open();
+	FKV_ASSERT(dev >= 0);
+	sfd = open(disk, O_RDWR | O_DIRECT | O_CLOEXEC);
+	FKV_ASSERT(sfd >= 0, "open %s: %s", disk, strerror(errno));
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, sfd, 0, 16 * FKV_MIB, 0, NULL),
+		      0);
+	close(sfd);
+
+	put = client_start(CLIENT_PUT, "nc", 5000);
+	a.cmd = FLUXONKV_CMD_PUT_START;
+	a.req_id = expect_upcall(&nl, FLUXONKV_CMD_PUT_START, tb);
+	a.put_id = 1;
+	a.flags = FLUXONKV_PUT_F_PERSIST;
+	FKV_ASSERT_EQ(send_answer(&nl, &a), 0);
+	a.cmd = FLUXONKV_CMD_PUT_DONE;
+	a.req_id = expect_upcall(&nl, FLUXONKV_CMD_PUT_DONE, tb);
+	h = fkv_nla_u64(tb[FLUXONKV_A_HANDLE]);
+	a.put_id = 0;
+	a.flags = FLUXONKV_PUT_F_PUBLISHED;
+	FKV_ASSERT_EQ(send_answer(&nl, &a), 0);
+	r = client_wait(&put);
+	FKV_ASSERT_EQ(r.err, 0);
+
+	/* the persist asks; nobody answers within request_timeout_ms */
+	commit_id = expect_upcall(&nl, FLUXONKV_CMD_SSD_COMMIT, tb);
+	FKV_ASSERT_EQ(fkv_nla_u64(tb[FLUXONKV_A_PUT_ID]), 1);
+	FKV_ASSERT_EQ(fkv_nl_next(&nl, FLUXONKV_CMD_SSD_EVICTED, tb, 5000), 0);
+	FKV_ASSERT(tb[FLUXONKV_A_ENTRY], "SSD_EVICTED without ENTRY");
+	FKV_ASSERT_EQ(nla_parse_nested(etb, FLUXONKV_A_MAX,
+				       tb[FLUXONKV_A_ENTRY], NULL), 0);
+	FKV_ASSERT(etb[FLUXONKV_A_KEY] && nla_len(etb[FLUXONKV_A_KEY]) == 2 &&
+		   !memcmp(nla_data(etb[FLUXONKV_A_KEY]), "nc", 2),
+		   "SSD_EVICTED names the key");
+	FKV_ASSERT_EQ(fkv_nla_u64(etb[FLUXONKV_A_PUT_ID]), 1);
+	FKV_ASSERT_GT(fkv_sysfs("upcall_timeouts"), 0);
+
+	/* a late PUBLISHED answer finds nobody waiting */
+	a.cmd = FLUXONKV_CMD_SSD_COMMIT;
+	a.req_id = commit_id;
+	a.flags = FLUXONKV_SSD_F_PUBLISHED;
+	FKV_ASSERT_EQ(send_answer(&nl, &a), -ENOENT);
+
+	/* without its DRAM copy the key is gone, and the module knows it */
+	FKV_ASSERT_EQ(drop_replica(&nl, h), 0);
+	get = client_start(CLIENT_GET, "nc", 0);
+	r = client_wait(&get);
+	FKV_ASSERT_EQ(r.err, ENOENT);
+	FKV_ASSERT(fkv_nl_next(&nl, FLUXONKV_CMD_GET_START, tb, 300) != 0,
+		   "a forgotten SSD entry still made the module ask");
+	FKV_ASSERT_EQ(fkv_sysfs("hits_ssd"), 0);
+
+	close(dev);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
+	fkv_nl_close(&nl);
+}
