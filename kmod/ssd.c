@@ -1419,14 +1419,14 @@ int fluxonkv_rings_show(struct seq_file *m, void *unused)
 			seq_printf(m, "shard %u device %u offset %llu capacity %llu head %llu tail %llu used %llu\n",
 				   sh->index, dev->id, sh->offset, sh->capacity,
 				   sh->head, sh->tail, sh->head - sh->tail);
-			seq_puts(m, "\toffset\tlen\talen\tstate\tpins\tput_id\tkey\n");
+			seq_puts(m, "\toffset\tlen\talen\tstate\tpins\tput_id\trouted\tkey\n");
 			spin_lock(&fluxonkv_ssd.index_lock);
 			list_for_each_entry(e, &sh->entries, ring_node) {
-				seq_printf(m, "\t%llu\t%llu\t%llu\t%s\t%u\t%llu\t",
+				seq_printf(m, "\t%llu\t%llu\t%llu\t%s\t%u\t%llu\t%d\t",
 					   e->start % sh->capacity, e->len,
 					   e->alen,
 					   fluxonkv_ssd_state_names[e->state],
-					   e->pins, e->put_id);
+					   e->pins, e->put_id, e->routed);
 				seq_escape_mem(m, e->key, min_t(u32, e->key_len, 64),
 					       ESCAPE_HEX | ESCAPE_NP | ESCAPE_APPEND, "\\\t\n ");
 				seq_putc(m, '\n');

@@ -1540,13 +1540,18 @@ static void dm_delay_remove(void)
  * -1 if KEY has no ring entry, -2 without debugfs.  *parked (may be NULL)
  * gets the first device's writes_parked.
  */
-static int ring_pins(const char *key, int *parked)
+/*
+ * Pins of KEY's newest ring entry (or of the entry of version PUT_ID if
+ * not 0), -1 if none, -2 without debugfs; its routed flag in *routed.
+ */
+static int ring_entry(const char *key, uint64_t want, int *parked,
+		      int *routed)
 {
 	FILE *f = fopen(FKV_DEBUGFS_DIR "/rings", "r");
 	char line[512], state[16], k[128];
 	unsigned long long off, len, alen, put_id;
 	unsigned int pins;
-	int ret = -1, p;
+	int ret = -1, p, r;
 	char *s;
 
 	if (!f)
@@ -1557,13 +1562,22 @@ static int ring_pins(const char *key, int *parked)
 			*parked = p;
 			parked = NULL;
 		}
-		if (sscanf(line, "\t%llu\t%llu\t%llu\t%15s\t%u\t%llu\t%127s",
-			   &off, &len, &alen, state, &pins, &put_id, k) == 7 &&
-		    !strcmp(k, key))
+		if (sscanf(line, "\t%llu\t%llu\t%llu\t%15s\t%u\t%llu\t%d\t%127s",
+			   &off, &len, &alen, state, &pins, &put_id, &r,
+			   k) == 8 &&
+		    !strcmp(k, key) && (!want || put_id == want)) {
 			ret = (int)pins;
+			if (routed)
+				*routed = r;
+		}
 	}
 	fclose(f);
 	return ret;
+}
+
+static int ring_pins(const char *key, int *parked)
+{
+	return ring_entry(key, 0, parked, NULL);
 }
 
 /* ---- 9. lengths that are no multiple of 512 ---- */
@@ -1889,6 +1903,7 @@ static void local_routes_mode(const char *arg)
 {
 	uint64_t base, ida, idc, idc2, persists = 0, refills0, lmiss0, miss0;
 	bool local = arg == NULL;
+	int routed = -1;
 	char dir[256], path[300];
 	struct fkv_holder h;
 	struct fkv *kv;
@@ -1907,6 +1922,9 @@ static void local_routes_mode(const char *arg)
 	persists += 3;
 	wait_persists(persists);
 	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), 3);
+	/* the master took every copy: the module's entries say routed */
+	FKV_ASSERT_EQ(ring_entry("lr-a", ida, NULL, &routed), 0);
+	FKV_ASSERT_EQ(routed, 1);
 	fill_segment(kv, base, "lr-fill", 4, &persists);	/* SSD-only now */
 
 	refills0 = fkv_sysfs("local_refills");
@@ -1923,6 +1941,8 @@ static void local_routes_mode(const char *arg)
 	/* a deleted SSD-only key is gone from the module's routes too */
 	delete_key(kv, "lr-b");
 	get_miss(kv, "lr-b");
+	FKV_ASSERT_EQ(ring_entry("lr-b", 0, NULL, &routed), 0);
+	FKV_ASSERT_EQ(routed, 0);
 
 	/* an overwrite drops the old SSD copy; the new one takes over */
 	idc2 = put_pattern(kv, "lr-c", LR_LEN + 4096, 33);
@@ -1933,9 +1953,21 @@ static void local_routes_mode(const char *arg)
 		      FLUXONKV_SOURCE_SSD);
 	release(kv, &h);
 	FKV_ASSERT_EQ(fkv_sysfs("ssd_revokes"), 0);
+	FKV_ASSERT_EQ(ring_entry("lr-c", idc, NULL, &routed), 0);
+	FKV_ASSERT_EQ(routed, 0);	/* the overwritten version */
+	FKV_ASSERT_EQ(ring_entry("lr-c", idc2, NULL, &routed), 0);
+	FKV_ASSERT_EQ(routed, 1);
 
 	/* the routes die with the daemon: a new one starts empty */
 	FKV_STOP_DAEMON();
+	{
+		int64_t end = fkv_now_ms() + 3000;	/* teardown is a work */
+
+		while (ring_entry("lr-c", idc2, NULL, &routed) == 0 &&
+		       routed && fkv_now_ms() < end)
+			fkv_msleep(10);
+	}
+	FKV_ASSERT_EQ(routed, 0);
 	FKV_START_DAEMON();
 	miss0 = fkv_sysfs("misses");
 	get_miss(kv, "lr-a");
