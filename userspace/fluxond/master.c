@@ -493,10 +493,19 @@ int fkv_master_delete(struct fkv_master *m, const void *key, size_t key_len,
 int fkv_master_need_room(struct fkv_master *m, uint64_t bytes,
 			 uint64_t segment_used)
 {
-	uint64_t got;
+	uint64_t want = bytes ? bytes : 1, got;
 
 	m->st.need_room++;
-	got = evict(m, bytes ? bytes : 1);
+	/*
+	 * The segment holds more than this master accounts for (refills it
+	 * has not been offered yet, temporary holders, puts in flight): make
+	 * room so that its real usage lands at the low watermark, or the next
+	 * allocation asks again at once.
+	 */
+	if (segment_used + bytes > m->low_bytes &&
+	    segment_used + bytes - m->low_bytes > want)
+		want = segment_used + bytes - m->low_bytes;
+	got = evict(m, want);
 	fkv_dbg("NEED_ROOM %llu bytes (segment used %llu): evicted %llu",
 		(unsigned long long)bytes, (unsigned long long)segment_used,
 		(unsigned long long)got);
