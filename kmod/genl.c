@@ -350,6 +350,21 @@ int fluxonkv_notify(u8 cmd, const struct fluxonkv_upcall_args *args,
 	return fluxonkv_send(cmd, 0, args, handles, nhandles);
 }
 
+/* Give @up a request id among the outstanding upcalls: 0 or -errno. */
+static int fluxonkv_pending_add(struct fluxonkv_upcall *up, u32 *id)
+{
+	int ret;
+
+	if (!fluxonkv_daemon_connected())
+		return -ENOTCONN;
+	ret = xa_alloc_cyclic(&fluxonkv_pending, id, up, xa_limit_32b,
+			      &fluxonkv_pending_next, GFP_KERNEL);
+	if (ret < 0)
+		return ret;
+	up->id = *id;
+	return 0;
+}
+
 /**
  * fluxonkv_upcall() - ask the daemon and wait for its answer.
  * @cmd: FLUXONKV_CMD_*.
@@ -372,13 +387,9 @@ int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
 	init_completion(&up->done);
 	up->cmd = cmd;
 	up->status = 0;
-	if (!fluxonkv_daemon_connected())
-		return -ENOTCONN;
-	ret = xa_alloc_cyclic(&fluxonkv_pending, &id, up, xa_limit_32b,
-			      &fluxonkv_pending_next, GFP_KERNEL);
-	if (ret < 0)
+	ret = fluxonkv_pending_add(up, &id);
+	if (ret)
 		return ret;
-	up->id = id;
 
 	ret = fluxonkv_send(cmd, id, args, NULL, 0);
 	if (ret < 0)
@@ -424,15 +435,9 @@ void fluxonkv_upcall_async(u8 cmd, const struct fluxonkv_upcall_args *args,
 
 	up->cmd = cmd;
 	up->sending = true;	/* the sweep leaves it alone until sent */
-	if (!fluxonkv_daemon_connected()) {
-		ret = -ENOTCONN;
+	ret = fluxonkv_pending_add(up, &id);
+	if (ret)
 		goto end;
-	}
-	ret = xa_alloc_cyclic(&fluxonkv_pending, &id, up, xa_limit_32b,
-			      &fluxonkv_pending_next, GFP_KERNEL);
-	if (ret < 0)
-		goto end;
-	up->id = id;
 	ret = fluxonkv_send_once(cmd, id, args, NULL, 0);
 	if (ret < 0) {
 		if (xa_erase(&fluxonkv_pending, id) != up)
