@@ -111,7 +111,7 @@ void fluxonkv_kv_quiesce(void)
 void fluxonkv_kv_exit(void)
 {
 	cancel_delayed_work_sync(&fluxonkv_access.work);
-	flush_work(&fluxonkv_get_done.work);
+	fluxonkv_kv_quiesce();
 }
 
 /*

@@ -214,7 +214,7 @@ static struct {
 	/* Protects the key index, every entry's state, pins and indexed. */
 	spinlock_t index_lock;
 	DECLARE_HASHTABLE(index, FLUXONKV_SSD_INDEX_BITS);
-	u32 route_gen;			/* bumped when every route goes */
+	u32 route_gen;			/* bumped when every route goes (index lock) */
 
 	/* Protects notices and nnotices. */
 	spinlock_t notice_lock;

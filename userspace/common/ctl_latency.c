@@ -13,6 +13,7 @@
 #include "ctl_dump.h"
 #include "ctl_json.h"
 #include "ctl_latency.h"
+#include "ctl_sysfs.h"
 
 #define CTL_LAT_PROM_NAME	"fluxonkv_op_latency_seconds"
 #define CTL_LAT_FILE_MAX	(1 << 20)	/* a sane file is a few KiB */
@@ -185,44 +186,6 @@ int ctl_latency_parse(const char *text, size_t len, struct ctl_latency *l)
 	return err;
 }
 
-static int ctl_lat_read(int fd, char **out, size_t *len)
-{
-	size_t cap = 4096, got = 0;
-	char *buf = malloc(cap), *nbuf;
-	ssize_t n;
-
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		if (got == cap) {
-			if (cap >= CTL_LAT_FILE_MAX) {
-				free(buf);
-				return -EFBIG;
-			}
-			nbuf = realloc(buf, cap * 2);
-			if (!nbuf) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = nbuf;
-			cap *= 2;
-		}
-		n = read(fd, buf + got, cap - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			free(buf);
-			return -errno;
-		}
-		if (!n)
-			break;
-		got += n;
-	}
-	*out = buf;
-	*len = got;
-	return 0;
-}
-
 int ctl_latency_load(const char *dir, struct ctl_latency *l)
 {
 	char *text = NULL;
@@ -240,7 +203,7 @@ int ctl_latency_load(const char *dir, struct ctl_latency *l)
 	fd = open(l->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return l->err = -errno;
-	err = ctl_lat_read(fd, &text, &len);
+	err = ctl_read_fd(fd, CTL_LAT_FILE_MAX, &text, &len);
 	close(fd);
 	if (err)
 		return l->err = err;

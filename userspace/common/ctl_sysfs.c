@@ -284,3 +284,52 @@ enum ctl_stat_kind ctl_stat_kind(const struct ctl_stat *s)
 {
 	return s->def ? s->def->kind : CTL_STAT_UNTYPED;
 }
+
+int ctl_read_fd(int fd, size_t max, char **out, size_t *len)
+{
+	size_t cap = 4096, got = 0;
+	char *buf, *nbuf;
+	struct stat st;
+	ssize_t n;
+
+	/* A regular file says how big it is: one allocation, one pass. */
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0)
+		cap = (uint64_t)st.st_size < max ? (size_t)st.st_size + 2 :
+						   max + 2;
+	buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (cap - got < 2) {
+			if (got > max) {
+				free(buf);
+				return -E2BIG;
+			}
+			cap = cap * 2 > max + 2 ? max + 2 : cap * 2;
+			nbuf = realloc(buf, cap);
+			if (!nbuf) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nbuf;
+		}
+		n = read(fd, buf + got, cap - got - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			free(buf);
+			return -errno;
+		}
+		if (!n)
+			break;
+		got += n;
+	}
+	if (got > max) {
+		free(buf);
+		return -E2BIG;
+	}
+	buf[got] = '\0';
+	*out = buf;
+	*len = got;
+	return 0;
+}

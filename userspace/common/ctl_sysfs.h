@@ -24,6 +24,12 @@ struct ctl_sysfs {
 
 /* Pick the directory (env or default); -ENAMETOOLONG if it cannot fit. */
 int ctl_sysfs_init(struct ctl_sysfs *s);
+
+/*
+ * All of @fd (to end of file) into a malloc'ed, NUL-terminated buffer;
+ * @len excludes the NUL.  0, -E2BIG past @max bytes, -ENOMEM or -errno.
+ */
+int ctl_read_fd(int fd, size_t max, char **out, size_t *len);
 /* Is the module loaded, i.e. does the directory exist? */
 bool ctl_sysfs_present(const struct ctl_sysfs *s);
 /* Read a file's text without its trailing newline; -errno on failure. */

@@ -19,42 +19,6 @@
 #define DEBUGFS_MAGIC	0x64626720	/* <linux/magic.h> */
 #endif
 
-/* The whole of file @fd, NUL-terminated, into a malloc'ed buffer. */
-static int ctl_read_all(int fd, char **out, size_t *len)
-{
-	size_t cap = 4096, got = 0;
-	char *buf = malloc(cap), *nbuf;
-	ssize_t n;
-
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		if (cap - got < 2) {
-			nbuf = realloc(buf, cap * 2);
-			if (!nbuf) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = nbuf;
-			cap *= 2;
-		}
-		n = read(fd, buf + got, cap - got - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			free(buf);
-			return -errno;
-		}
-		if (!n)
-			break;
-		got += n;
-	}
-	buf[got] = '\0';
-	*out = buf;
-	*len = got;
-	return 0;
-}
-
 static bool ctl_debugfs_mounted(void)
 {
 	struct statfs sfs;
@@ -125,7 +89,7 @@ int ctl_cmd_dump(const struct ctl_opts *o)
 	if (fd < 0)
 		return ctl_dump_open_failed(file->name, dir, path, from_env,
 					    -errno);
-	err = ctl_read_all(fd, &text, &len);
+	err = ctl_read_fd(fd, SIZE_MAX - 2, &text, &len);
 	close(fd);
 	if (err) {
 		fprintf(stderr, "fluxonctl dump: %s: %s\n", path, strerror(-err));

@@ -32,54 +32,6 @@ static int ctl_open(const char *cmd, const struct ctl_opts *o,
 	return CTL_EXIT_OK;
 }
 
-/* All of @fd into a malloc'ed buffer; -E2BIG past @max bytes. */
-static int ctl_slurp(int fd, uint64_t max, unsigned char **out, size_t *len)
-{
-	size_t cap = 1 << 20, got = 0;
-	unsigned char *buf, *nbuf;
-	struct stat st;
-	ssize_t n;
-
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0)
-		cap = (uint64_t)st.st_size < max ? (size_t)st.st_size + 1 :
-						   (size_t)max + 1;
-	buf = malloc(cap);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		if (got == cap) {
-			if (cap > max) {
-				free(buf);
-				return -E2BIG;
-			}
-			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-			nbuf = realloc(buf, cap);
-			if (!nbuf) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = nbuf;
-		}
-		n = read(fd, buf + got, cap - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			free(buf);
-			return -errno;
-		}
-		if (!n)
-			break;
-		got += n;
-	}
-	if (got > max) {
-		free(buf);
-		return -E2BIG;
-	}
-	*out = buf;
-	*len = got;
-	return 0;
-}
-
 static int ctl_read_input(const struct ctl_opts *o, uint64_t max,
 			  unsigned char **buf, size_t *len)
 {
@@ -89,7 +41,7 @@ static int ctl_read_input(const struct ctl_opts *o, uint64_t max,
 	fd = use_stdin ? STDIN_FILENO : open(o->input, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	err = ctl_slurp(fd, max, buf, len);
+	err = ctl_read_fd(fd, max, (char **)buf, len);
 	if (!use_stdin)
 		close(fd);
 	return err;
