@@ -18,6 +18,7 @@ LDFLAGS ?=
 NL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null)
 NL_LIBS := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null)
 YAML_LIBS := -lyaml
+CRYPTO_LIBS := -lcrypto
 
 LIB_SRCS := $(wildcard userspace/lib/*.c)
 COMMON_SRCS := $(wildcard userspace/common/*.c)
@@ -47,6 +48,7 @@ help:
 	@echo "  make sparse     the module through sparse (C=2)"
 	@echo "  make unit       native unit tests"
 	@echo "  make vm-test    boot the guest and run selftests/run_tests there"
+	@echo "  make cluster-test  boot 2, then 3 guests on one network: selftests/cluster/net.sh"
 
 module:
 	@test -d "$(KDIR)" || { echo "no kernel headers at $(KDIR): run 'make deps'"; exit 1; }
@@ -72,7 +74,7 @@ $(O)/libfluxonkv.so: $(LIB_OBJS)
 	$(CC) -shared -Wl,-soname,libfluxonkv.so.1 -o $@ $^ -lpthread
 
 $(O)/fluxond: $(FLUXOND_OBJS) $(COMMON_OBJS)
-	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) -lpthread
 
 $(O)/fluxonctl: $(FLUXONCTL_OBJS) $(COMMON_OBJS) $(O)/libfluxonkv.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) -lpthread
@@ -83,7 +85,7 @@ $(O)/fkvload: $(O)/tools/bench/fkvload.o $(O)/libfluxonkv.a
 # Unit tests link every non-main object of the daemon, common code and lib.
 $(O)/unit/%: $(O)/tests/unit/%.o $(FLUXOND_LIBOBJS) $(COMMON_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) -lpthread
 
 $(O)/selftests/%: $(O)/selftests/%.o $(O)/libfluxonkv.a $(COMMON_OBJS)
 	@mkdir -p $(dir $@)
@@ -98,6 +100,20 @@ vm-test: all
 		--disk ssd0:1G --disk ssd1:512M --disk ssd2:256M \
 		-- selftests/run_tests $(O)
 
+# Several guests on one virtual network (tools/vm/cluster): the 2- and 3-node
+# network smoke tests, TAP and each guest's console in $(O)/results/cluster/
+# {2n,3n}/.  Builds nothing; both run even if the first fails.
+.PHONY: cluster-test
+cluster-test:
+	@rm -rf $(O)/results/cluster && mkdir -p $(O)/results/cluster/2n $(O)/results/cluster/3n
+	@rc=0; \
+	for n in 2 3; do \
+		echo "tools/vm/cluster --nodes $$n --timeout 300 --results $(O)/results/cluster/$${n}n -- selftests/cluster/net.sh"; \
+		tools/vm/cluster --nodes $$n --timeout 300 --results $(O)/results/cluster/$${n}n \
+			-- selftests/cluster/net.sh || rc=1; \
+	done; \
+	exit $$rc
+
 # Everything CI runs.  Unit and VM tests both run even if one fails; the
 # closing line counts every TAP result.
 check: deps
@@ -106,6 +122,7 @@ check: deps
 	@rm -rf $(O)/results
 	-tools/record-step unit $(MAKE) --no-print-directory unit
 	-tools/record-step vm-test $(MAKE) --no-print-directory vm-test
+	-tools/record-step cluster-test $(MAKE) --no-print-directory cluster-test
 	-tools/record-step bench-quick $(MAKE) --no-print-directory bench-quick
 	@tools/tap-summary $$(find $(O)/results -name '*.tap' | sort)
 

@@ -82,6 +82,8 @@ static inline void fluxonkv_alloc_get(struct fluxonkv_alloc *a)
 void fluxonkv_alloc_put(struct fluxonkv_alloc *a);
 u64 fluxonkv_segment_used(void);
 int fluxonkv_segment_mmap(struct file *file, struct vm_area_struct *vma);
+/* Outstanding FETCHes (targets the daemon may be writing), at most: */
+#define FLUXONKV_FETCH_MAX	1024
 
 /* ---- replica.c: replicas, handles and the local index ---- */
 
@@ -113,6 +115,8 @@ void fluxonkv_put_inflight_add(const u8 *key, u32 key_len, int delta);
 unsigned int fluxonkv_look_begin(const u8 *key, u32 key_len, bool *unsure);
 bool fluxonkv_look_stable(unsigned int seq);
 int fluxonkv_replica_init(void);
+void fluxonkv_replica_set_node(u32 node_id);
+u32 fluxonkv_replica_node(void);
 void fluxonkv_replica_exit(void);
 struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,
 					      u64 put_id,
@@ -140,6 +144,11 @@ struct fluxonkv_session {
 	atomic_t nholders;		/* entries in @holders */
 	struct list_head node;		/* on the session list (debugfs) */
 	pid_t pid;			/* opener, for debugfs */
+	/*
+	 * Opened O_RDWR with CAP_SYS_ADMIN: may map the segment writable
+	 * and pin replicas by handle (the node daemon's data plane).
+	 */
+	bool privileged;
 };
 
 struct fluxonkv_session *fluxonkv_session_new(void);
@@ -167,6 +176,8 @@ int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
 int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 		 struct fluxonkv_get_result *res);
 int fluxonkv_delete(const u8 *key, u32 key_len);
+int fluxonkv_hold(struct fluxonkv_session *s, const u8 *key, u32 key_len,
+		  u64 handle, u64 put_id, struct fluxonkv_get_result *res);
 void fluxonkv_access_note(u64 handle);
 
 /* ---- ioctl.c ---- */
@@ -195,6 +206,9 @@ long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
  * @deadline: asynchronous upcalls: jiffies after which the sweep fails it
  *	with -ETIMEDOUT (xa lock).
  * @sending: asynchronous upcalls: not sent yet, the sweep skips it (xa lock).
+ * @no_expire: asynchronous upcalls the sweep never times out (FETCH: the
+ *	daemon may be writing the target until it answers); ended only by
+ *	the answer or a daemon disconnect.
  */
 struct fluxonkv_upcall {
 	u64 id;
@@ -203,6 +217,7 @@ struct fluxonkv_upcall {
 	void (*end)(struct fluxonkv_upcall *up);
 	unsigned long deadline;
 	bool sending;
+	bool no_expire;
 	int status;
 	u64 put_id;
 	u32 flags;
@@ -226,6 +241,7 @@ struct fluxonkv_upcall_args {
 	u64 bytes;
 	s32 err;
 	u32 source;
+	u64 offset;
 };
 
 int fluxonkv_genl_init(void);
@@ -296,6 +312,10 @@ struct fluxonkv_stats {
 	atomic64_t gets;
 	atomic64_t hits_memory;
 	atomic64_t hits_ssd;
+	atomic64_t hits_remote;		/* pulled / pushed from another node */
+	atomic64_t fetches;		/* FETCH upcalls sent */
+	atomic64_t fetch_errors;	/* FETCHes that failed (revoked) */
+	atomic64_t fetch_abandoned;	/* gets that gave up on a FETCH */
 	atomic64_t misses;
 	atomic64_t local_misses;	/* answered from the index, no upcall */
 	atomic64_t local_refills;	/* SSD refills without GET_START */
@@ -333,6 +353,8 @@ enum fluxonkv_lat_op {
 	FLUXONKV_LAT_REFILL_DONE,	/* replica + sending GET_DONE */
 	FLUXONKV_LAT_SSD_READ_IO,	/* the read itself, in an IO worker */
 	FLUXONKV_LAT_SSD_WRITE_IO,	/* a persist's write, in an IO worker */
+	FLUXONKV_LAT_GET_REMOTE,	/* a get answered from another node */
+	FLUXONKV_LAT_FETCH,		/* FETCH sent until the target is full */
 	FLUXONKV_LAT_NR,
 };
 

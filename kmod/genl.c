@@ -136,7 +136,7 @@ static void fluxonkv_async_sweep(struct work_struct *work)
 		expired = NULL;
 		xa_lock(&fluxonkv_pending);
 		xa_for_each(&fluxonkv_pending, id, up) {
-			if (!up->end || up->sending)
+			if (!up->end || up->sending || up->no_expire)
 				continue;
 			if (time_before(jiffies, up->deadline)) {
 				more = true;
@@ -226,6 +226,8 @@ static int fluxonkv_fill_args(struct sk_buff *skb,
 	if (a->err && nla_put_s32(skb, FLUXONKV_A_ERRNO, a->err))
 		return -EMSGSIZE;
 	if (a->source && nla_put_u32(skb, FLUXONKV_A_SOURCE, a->source))
+		return -EMSGSIZE;
+	if (a->offset && fluxonkv_put_u64(skb, FLUXONKV_A_OFFSET, a->offset))
 		return -EMSGSIZE;
 	return 0;
 }
@@ -512,7 +514,8 @@ static int fluxonkv_reply_simple(struct genl_info *info, u8 cmd,
 	     fluxonkv_put_u64(skb, FLUXONKV_A_SSD_CAPACITY,
 			      fluxonkv_ssd_capacity()) ||
 	     nla_put_u32(skb, FLUXONKV_A_FLAGS,
-			 READ_ONCE(fluxonkv_daemon.flags))))
+			 READ_ONCE(fluxonkv_daemon.flags)) ||
+	     nla_put_u32(skb, FLUXONKV_A_NODE_ID, fluxonkv_replica_node())))
 		goto err;
 	genlmsg_end(skb, hdr);
 	return genlmsg_reply(skb, info);
@@ -529,6 +532,7 @@ static int fluxonkv_nl_get_version(struct sk_buff *skb, struct genl_info *info)
 static int fluxonkv_nl_register(struct sk_buff *skb, struct genl_info *info)
 {
 	u32 flags = fluxonkv_attr_u32(info, FLUXONKV_A_FLAGS);
+	u32 node_id = fluxonkv_attr_u32(info, FLUXONKV_A_NODE_ID);
 	pid_t pid = task_tgid_nr(current);
 	int ret;
 
@@ -551,13 +555,19 @@ retry:
 	}
 	WRITE_ONCE(fluxonkv_daemon.pid, pid);
 	WRITE_ONCE(fluxonkv_daemon.flags, flags);
+	/*
+	 * No handle of a previous daemon survives its teardown (waited for
+	 * above), so the node id changes only between two sets of handles.
+	 */
+	fluxonkv_replica_set_node(node_id);
 	WRITE_ONCE(fluxonkv_daemon.portid, info->snd_portid);
 	/* Answered under the lock: see fluxonkv_notify_ssd_state(). */
 	ret = fluxonkv_reply_simple(info, FLUXONKV_CMD_DAEMON_REGISTER, true);
 	fluxonkv_daemon_event(pid);
 	mutex_unlock(&fluxonkv_daemon.lock);
 
-	pr_info("daemon registered: pid %d port %u%s\n", pid, info->snd_portid,
+	pr_info("daemon registered: pid %d port %u node %u%s\n", pid,
+		info->snd_portid, node_id,
 		flags & FLUXONKV_REGISTER_F_LOCAL_ROUTES ? ", local routes" : "");
 	return ret;
 }
@@ -694,6 +704,7 @@ static const struct nla_policy fluxonkv_empty_policy[FLUXONKV_A_MAX + 1] = {
 static const struct nla_policy fluxonkv_register_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32,
 					     FLUXONKV_REGISTER_F_LOCAL_ROUTES),
+	[FLUXONKV_A_NODE_ID] = NLA_POLICY_MAX(NLA_U32, FLUXONKV_NODE_MAX),
 };
 
 /* Common to every answer: request id and status. */
@@ -720,7 +731,8 @@ static struct netlink_range_validation fluxonkv_len_range = {
 
 static const struct nla_policy fluxonkv_get_start_policy[FLUXONKV_A_MAX + 1] = {
 	FLUXONKV_ANSWER_POLICY,
-	[FLUXONKV_A_SOURCE] = NLA_POLICY_MAX(NLA_U32, FLUXONKV_SOURCE_SSD),
+	[FLUXONKV_A_SOURCE] = NLA_POLICY_MAX(NLA_U32,
+					     FLUXONKV_SOURCE_REMOTE_SSD),
 	[FLUXONKV_A_HANDLE] = NLA_POLICY_MIN(NLA_U64, 1),
 	[FLUXONKV_A_PUT_ID] = NLA_POLICY_MIN(NLA_U64, 1),
 	[FLUXONKV_A_LEN] = NLA_POLICY_FULL_RANGE(NLA_U64, &fluxonkv_len_range),
@@ -784,6 +796,8 @@ static const struct genl_ops fluxonkv_genl_ops[] = {
 		    fluxonkv_drop_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_SSD_COMMIT, fluxonkv_nl_answer,
 		    fluxonkv_ssd_commit_policy, GENL_ADMIN_PERM),
+	FLUXONKV_OP(FLUXONKV_CMD_FETCH, fluxonkv_nl_answer,
+		    fluxonkv_status_policy, GENL_ADMIN_PERM),
 };
 
 static const struct genl_multicast_group fluxonkv_genl_mcgrps[] = {

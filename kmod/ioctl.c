@@ -22,6 +22,7 @@ static_assert(sizeof(struct fluxonkv_get) == FLUXONKV_GET_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_release) == FLUXONKV_RELEASE_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_delete) == FLUXONKV_DELETE_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_ssd_attach) == FLUXONKV_SSD_ATTACH_SIZE_VER0);
+static_assert(sizeof(struct fluxonkv_hold) == FLUXONKV_HOLD_SIZE_VER0);
 
 /*
  * Copy a size-prefixed struct in.  @ver0 is the smallest size ever defined;
@@ -157,7 +158,9 @@ static long fluxonkv_ioc_get(struct fluxonkv_session *s, void __user *uarg)
 	if (ret)
 		return ret;
 	fluxonkv_lat_record(res.source == FLUXONKV_SOURCE_SSD ?
-			    FLUXONKV_LAT_GET_SSD : FLUXONKV_LAT_GET_MEMORY, t0);
+			    FLUXONKV_LAT_GET_SSD :
+			    res.source == FLUXONKV_SOURCE_MEMORY ?
+			    FLUXONKV_LAT_GET_MEMORY : FLUXONKV_LAT_GET_REMOTE, t0);
 	get.holder_id = res.holder_id;
 	get.offset = res.offset;
 	get.len = res.len;
@@ -166,6 +169,40 @@ static long fluxonkv_ioc_get(struct fluxonkv_session *s, void __user *uarg)
 	ret = fluxonkv_copy_out(uarg, &get, sizeof(get), usize);
 	if (ret)
 		/* The caller cannot learn the id: do not leak the pin. */
+		fluxonkv_holder_release(s, res.holder_id);
+	return ret;
+}
+
+static long fluxonkv_ioc_hold(struct fluxonkv_session *s, void __user *uarg)
+{
+	struct fluxonkv_get_result res;
+	u8 key[FLUXONKV_KEY_MAX];
+	struct fluxonkv_hold hold;
+	long usize;
+	int ret;
+
+	usize = fluxonkv_copy_in(&hold, sizeof(hold), FLUXONKV_HOLD_SIZE_VER0,
+				 uarg);
+	if (usize < 0)
+		return usize;
+	if (!s->privileged)
+		return -EPERM;
+	if (hold.flags || hold.holder_id || hold.offset || hold.len ||
+	    !hold.handle || !hold.put_id ||
+	    !fluxonkv_zero(hold.reserved, ARRAY_SIZE(hold.reserved)))
+		return -EINVAL;
+	ret = fluxonkv_key_in(key, hold.key_len, hold.key_ptr);
+	if (ret)
+		return ret;
+	ret = fluxonkv_hold(s, key, hold.key_len, hold.handle, hold.put_id,
+			    &res);
+	if (ret)
+		return ret;
+	hold.holder_id = res.holder_id;
+	hold.offset = res.offset;
+	hold.len = res.len;
+	ret = fluxonkv_copy_out(uarg, &hold, sizeof(hold), usize);
+	if (ret)
 		fluxonkv_holder_release(s, res.holder_id);
 	return ret;
 }
@@ -253,6 +290,8 @@ long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return fluxonkv_ioc_delete(uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_SSD_ATTACH):
 		return fluxonkv_ioc_ssd_attach(uarg);
+	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_HOLD):
+		return fluxonkv_ioc_hold(s, uarg);
 	default:
 		return -ENOTTY;
 	}

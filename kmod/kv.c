@@ -17,6 +17,7 @@
 
 #include <linux/delay.h>
 #include <linux/jiffies.h>
+#include <linux/refcount.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -74,6 +75,7 @@ void fluxonkv_access_note(u64 handle)
 struct fluxonkv_get_done_req {
 	struct list_head node;		/* on fluxonkv_get_done.list */
 	struct fluxonkv_upcall up;	/* up.replica: the refilled replica */
+	u32 source;			/* where its bytes came from */
 };
 
 /*
@@ -343,7 +345,7 @@ static void fluxonkv_get_done_send(struct work_struct *work)
 		struct fluxonkv_upcall_args args = {
 			.key = r->key, .key_len = r->key_len,
 			.put_id = r->put_id, .handle = r->handle,
-			.len = r->alloc->len, .source = FLUXONKV_SOURCE_SSD,
+			.len = r->alloc->len, .source = req->source,
 		};
 
 		list_del(&req->node);
@@ -360,7 +362,7 @@ static void fluxonkv_get_done_send(struct work_struct *work)
  * promotion lands in the index when the answer comes (in order with the
  * master's later DROP_REPLICA).  Takes over the caller's reference on @r.
  */
-static void fluxonkv_get_done_async(struct fluxonkv_replica *r)
+static void fluxonkv_get_done_async(struct fluxonkv_replica *r, u32 source)
 {
 	struct fluxonkv_get_done_req *req = NULL;
 
@@ -376,6 +378,7 @@ static void fluxonkv_get_done_async(struct fluxonkv_replica *r)
 	}
 	req->up.replica = r;
 	req->up.end = fluxonkv_get_done_end;
+	req->source = source;
 	spin_lock(&fluxonkv_get_done.lock);
 	list_add_tail(&req->node, &fluxonkv_get_done.list);
 	spin_unlock(&fluxonkv_get_done.lock);
@@ -442,12 +445,158 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 		goto err_alloc;
 	}
 	fluxonkv_alloc_get(a);		/* the holder's reference */
-	fluxonkv_get_done_async(r);
+	fluxonkv_get_done_async(r, FLUXONKV_SOURCE_SSD);
 	fluxonkv_lat_record(FLUXONKV_LAT_REFILL_DONE, t0);
 	/* The bytes are complete whatever the master will answer. */
 	ret = fluxonkv_grant(s, a, start->put_id, FLUXONKV_SOURCE_SSD, res);
 	if (!ret)
 		atomic64_inc(&fluxonkv_stats.hits_ssd);
+	return ret;
+
+err_alloc:
+	fluxonkv_alloc_put(a);
+	return ret;
+}
+
+/*
+ * A target the daemon fills from another node (FETCH).  Shared by the get
+ * waiting for it and by the upcall.  The upcall ends only with the
+ * daemon's answer or its disconnect, never with a timeout: until then the
+ * daemon may still be writing the target through its mapping, so the
+ * range stays allocated (@alloc) even when the get has given up.
+ */
+struct fluxonkv_fetch {
+	struct fluxonkv_upcall up;	/* asynchronous, no_expire */
+	struct completion done;		/* the upcall ended */
+	refcount_t users;		/* the waiting get + the upcall */
+	struct fluxonkv_alloc *alloc;	/* the target: one reference */
+};
+
+/* FETCHes not ended yet (FLUXONKV_FETCH_MAX at most). */
+static atomic_t fluxonkv_fetches_out = ATOMIC_INIT(0);
+
+static void fluxonkv_fetch_put(struct fluxonkv_fetch *f)
+{
+	if (!refcount_dec_and_test(&f->users))
+		return;
+	fluxonkv_alloc_put(f->alloc);
+	kfree(f);
+	atomic_dec(&fluxonkv_fetches_out);
+}
+
+static void fluxonkv_fetch_end(struct fluxonkv_upcall *up)
+{
+	struct fluxonkv_fetch *f = container_of(up, struct fluxonkv_fetch, up);
+
+	complete(&f->done);
+	fluxonkv_fetch_put(f);
+}
+
+/*
+ * Ask the daemon to fill @a with the remote source @start names, and wait
+ * (killable) at most request_timeout_ms.  Return: the daemon's status,
+ * -ETIMEDOUT / -EINTR (the target stays allocated until the daemon
+ * answers), -ENOTCONN, -EBUSY (too many FETCHes out) or -ENOMEM.
+ */
+static int fluxonkv_fetch(const u8 *key, u32 key_len,
+			  const struct fluxonkv_upcall *start,
+			  struct fluxonkv_alloc *a)
+{
+	struct fluxonkv_upcall_args args = {
+		.key = key, .key_len = key_len, .put_id = start->put_id,
+		.len = start->len, .source = start->source,
+		.handle = start->handle, .offset = a->offset,
+	};
+	unsigned long timeout = msecs_to_jiffies(fluxonkv_request_timeout_ms);
+	struct fluxonkv_fetch *f;
+	long left;
+	int ret;
+
+	if (atomic_inc_return(&fluxonkv_fetches_out) > FLUXONKV_FETCH_MAX) {
+		atomic_dec(&fluxonkv_fetches_out);
+		return -EBUSY;
+	}
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f) {
+		atomic_dec(&fluxonkv_fetches_out);
+		return -ENOMEM;
+	}
+	init_completion(&f->done);
+	refcount_set(&f->users, 2);
+	fluxonkv_alloc_get(a);
+	f->alloc = a;
+	f->up.end = fluxonkv_fetch_end;
+	f->up.no_expire = true;
+	atomic64_inc(&fluxonkv_stats.fetches);
+	fluxonkv_upcall_async(FLUXONKV_CMD_FETCH, &args, &f->up);
+
+	left = wait_for_completion_killable_timeout(&f->done, timeout);
+	if (left > 0) {
+		ret = f->up.status;
+	} else {
+		ret = left ? -EINTR : -ETIMEDOUT;
+		atomic64_inc(&fluxonkv_stats.fetch_abandoned);
+		pr_warn_ratelimited("daemon did not fill a %llu byte target in %u ms; it stays allocated until it answers\n",
+				    start->len, fluxonkv_request_timeout_ms);
+	}
+	fluxonkv_fetch_put(f);
+	return ret;
+}
+
+/*
+ * The master routes to another node (reference §4.2 remote memory pull,
+ * §5.3 remote SSD push): allocate a local target, let the daemon fill it
+ * (FETCH), then offer it with GET_DONE like an SSD refill: promoted to
+ * this node's DRAM replica, or a temporary holder.  A failed transfer
+ * revokes that source and the caller re-selects (-ESTALE): never a
+ * half-filled holder.
+ */
+static int fluxonkv_get_remote(struct fluxonkv_session *s, const u8 *key,
+			       u32 key_len, const struct fluxonkv_upcall *start,
+			       struct fluxonkv_get_result *res)
+{
+	struct fluxonkv_replica *r;
+	struct fluxonkv_alloc *a;
+	u64 t0;
+	int ret;
+
+	if (!start->len || !start->put_id || !start->handle ||
+	    start->len > min_t(u64, FLUXONKV_VALUE_MAX, fluxonkv_seg.size))
+		return -EPROTO;
+	a = fluxonkv_alloc_room(start->len);
+	if (IS_ERR(a))
+		return PTR_ERR(a);
+	t0 = ktime_get_ns();
+	ret = fluxonkv_fetch(key, key_len, start, a);
+	fluxonkv_lat_record(FLUXONKV_LAT_FETCH, t0);
+	switch (ret) {
+	case 0:
+		break;
+	case -EINTR:
+	case -ETIMEDOUT:
+	case -ENOTCONN:
+	case -EBUSY:
+	case -ENOMEM:
+		/* Nothing learnt about the source. */
+		goto err_alloc;
+	default:
+		atomic64_inc(&fluxonkv_stats.fetch_errors);
+		fluxonkv_get_revoke(key, key_len, start->put_id, start->source,
+				    start->handle, ret);
+		fluxonkv_alloc_put(a);
+		return -ESTALE;
+	}
+
+	r = fluxonkv_replica_new(key, key_len, start->put_id, a);
+	if (IS_ERR(r)) {
+		ret = PTR_ERR(r);
+		goto err_alloc;
+	}
+	fluxonkv_alloc_get(a);		/* the holder's reference */
+	fluxonkv_get_done_async(r, start->source);
+	ret = fluxonkv_grant(s, a, start->put_id, start->source, res);
+	if (!ret)
+		atomic64_inc(&fluxonkv_stats.hits_remote);
 	return ret;
 
 err_alloc:
@@ -537,6 +686,13 @@ int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 				atomic64_inc(&fluxonkv_stats.hits_memory);
 			return ret;
 		}
+		if (up.source == FLUXONKV_SOURCE_REMOTE ||
+		    up.source == FLUXONKV_SOURCE_REMOTE_SSD) {
+			ret = fluxonkv_get_remote(s, key, key_len, &up, res);
+			if (ret != -ESTALE)
+				return ret;
+			continue;
+		}
 		if (up.source != FLUXONKV_SOURCE_SSD || !up.put_id)
 			break;
 		ret = fluxonkv_get_from_ssd(s, key, key_len, &up, res);
@@ -545,6 +701,31 @@ int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 	}
 	atomic64_inc(&fluxonkv_stats.misses);
 	return -ENOENT;
+}
+
+/**
+ * fluxonkv_hold() - pin the replica @handle for a privileged session.
+ * @s: the caller's session; must be privileged (the node daemon).
+ * @key: the key the caller expects @handle to carry.
+ * @key_len: 1..FLUXONKV_KEY_MAX.
+ * @handle: a replica handle (the master's reference).
+ * @put_id: the version the caller expects @handle to be.
+ * @res: out: holder id, offset and length.
+ *
+ * The node daemon serves another node's pull from the pinned range.
+ * Return: 0, -EPERM, -ENOENT (no such live replica) or -errno.
+ */
+int fluxonkv_hold(struct fluxonkv_session *s, const u8 *key, u32 key_len,
+		  u64 handle, u64 put_id, struct fluxonkv_get_result *res)
+{
+	struct fluxonkv_alloc *a;
+
+	if (!s->privileged)
+		return -EPERM;
+	a = fluxonkv_handle_lookup(handle, key, key_len, put_id);
+	if (!a)
+		return -ENOENT;
+	return fluxonkv_grant(s, a, put_id, FLUXONKV_SOURCE_MEMORY, res);
 }
 
 /* Return: 0, -ENOENT if the key had no route, or -errno. */

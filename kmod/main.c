@@ -34,6 +34,8 @@ static const char *const fluxonkv_lat_names[FLUXONKV_LAT_NR] = {
 	[FLUXONKV_LAT_REFILL_DONE] = "refill_done",
 	[FLUXONKV_LAT_SSD_READ_IO] = "ssd_read_io",
 	[FLUXONKV_LAT_SSD_WRITE_IO] = "ssd_write_io",
+	[FLUXONKV_LAT_GET_REMOTE] = "get_remote",
+	[FLUXONKV_LAT_FETCH] = "fetch",
 };
 
 void fluxonkv_lat_record(enum fluxonkv_lat_op op, u64 start_ns)
@@ -139,6 +141,8 @@ static int fluxonkv_open(struct inode *inode, struct file *file)
 	s = fluxonkv_session_new();
 	if (!s)
 		return -ENOMEM;
+	/* Decided once, with the opener's credentials (like a capability). */
+	s->privileged = (file->f_mode & FMODE_WRITE) && capable(CAP_SYS_ADMIN);
 	file->private_data = s;
 	return 0;
 }
@@ -198,6 +202,10 @@ FLUXONKV_ATTR_STAT(puts);
 FLUXONKV_ATTR_STAT(gets);
 FLUXONKV_ATTR_STAT(hits_memory);
 FLUXONKV_ATTR_STAT(hits_ssd);
+FLUXONKV_ATTR_STAT(hits_remote);
+FLUXONKV_ATTR_STAT(fetches);
+FLUXONKV_ATTR_STAT(fetch_errors);
+FLUXONKV_ATTR_STAT(fetch_abandoned);
 FLUXONKV_ATTR_STAT(misses);
 FLUXONKV_ATTR_STAT(local_misses);
 FLUXONKV_ATTR_STAT(local_refills);
@@ -241,6 +249,10 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_gets.attr,
 	&fluxonkv_attr_hits_memory.attr,
 	&fluxonkv_attr_hits_ssd.attr,
+	&fluxonkv_attr_hits_remote.attr,
+	&fluxonkv_attr_fetches.attr,
+	&fluxonkv_attr_fetch_errors.attr,
+	&fluxonkv_attr_fetch_abandoned.attr,
 	&fluxonkv_attr_misses.attr,
 	&fluxonkv_attr_local_misses.attr,
 	&fluxonkv_attr_local_refills.attr,

@@ -39,6 +39,26 @@
 /* handle -> replica; the xarray's own lock serialises insert/erase. */
 static DEFINE_XARRAY_ALLOC1(fluxonkv_handles);
 static u32 fluxonkv_handle_next;	/* cyclic allocation cursor (xa lock) */
+/* Slots live in the low bits of a handle (uapi FLUXONKV_HANDLE_*). */
+static const struct xa_limit fluxonkv_slot_limit =
+	XA_LIMIT(1, FLUXONKV_HANDLE_SLOT_MASK);
+/* Stamped into new handles; set at daemon registration (genl.c). */
+static u32 fluxonkv_node_id;
+
+void fluxonkv_replica_set_node(u32 node_id)
+{
+	WRITE_ONCE(fluxonkv_node_id, node_id);
+}
+
+u32 fluxonkv_replica_node(void)
+{
+	return READ_ONCE(fluxonkv_node_id);
+}
+
+static u32 fluxonkv_handle_slot(u64 handle)
+{
+	return (u32)(handle & FLUXONKV_HANDLE_SLOT_MASK);
+}
 
 /* Protects fluxonkv_index and every replica's ->indexed and ->node. */
 static DEFINE_SPINLOCK(fluxonkv_index_lock);
@@ -160,7 +180,7 @@ struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,
 	r->key_len = key_len;
 	r->put_id = put_id;
 
-	ret = xa_alloc_cyclic(&fluxonkv_handles, &id, r, xa_limit_32b,
+	ret = xa_alloc_cyclic(&fluxonkv_handles, &id, r, fluxonkv_slot_limit,
 			      &fluxonkv_handle_next, GFP_KERNEL);
 	if (ret < 0) {
 		kfree(r);
@@ -170,7 +190,8 @@ struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,
 	 * The upper half makes a recycled slot a different handle, so a late
 	 * DROP_REPLICA for an old replica cannot hit a new one.
 	 */
-	r->handle = ((u64)(put_id & 0xffffffff) << 32) | id;
+	r->handle = ((u64)(put_id & 0xffffffff) << 32) |
+		    ((u64)(fluxonkv_replica_node() & 0xff) << 24) | id;
 	r->alloc = alloc;
 	atomic_long_inc(&fluxonkv_nr_replicas);
 	return r;
@@ -207,7 +228,7 @@ static void fluxonkv_unindex(struct fluxonkv_replica *r)
 static struct fluxonkv_replica *fluxonkv_handle_erase(u64 handle)
 {
 	struct fluxonkv_replica *r;
-	u32 id = lower_32_bits(handle);
+	u32 id = fluxonkv_handle_slot(handle);
 
 	xa_lock(&fluxonkv_handles);
 	r = xa_load(&fluxonkv_handles, id);
@@ -269,7 +290,7 @@ void fluxonkv_replica_publish(struct fluxonkv_replica *r)
 	 * Checked under the index lock: a concurrent drop erases the handle
 	 * first and unindexes under this lock after us.
 	 */
-	if (xa_load(&fluxonkv_handles, lower_32_bits(r->handle)) != r)
+	if (xa_load(&fluxonkv_handles, fluxonkv_handle_slot(r->handle)) != r)
 		goto out;
 	hash_for_each_possible(fluxonkv_index, cur, node, h) {
 		if (fluxonkv_key_eq(cur, r->key, r->key_len)) {
@@ -351,7 +372,7 @@ struct fluxonkv_alloc *fluxonkv_handle_lookup(u64 handle, const u8 *key,
 	struct fluxonkv_replica *r;
 
 	xa_lock(&fluxonkv_handles);
-	r = xa_load(&fluxonkv_handles, lower_32_bits(handle));
+	r = xa_load(&fluxonkv_handles, fluxonkv_handle_slot(handle));
 	if (r && r->handle == handle && r->put_id == put_id &&
 	    fluxonkv_key_eq(r, key, key_len)) {
 		a = r->alloc;

@@ -233,21 +233,34 @@ static const struct vm_operations_struct fluxonkv_vm_ops = {
 };
 
 /*
- * The mapping is read-only and not executable for everyone: values change
+ * The mapping is read-only and not executable for clients: values change
  * only through put, under the module's control, and are data, never code.
  * Clearing VM_MAYWRITE / VM_MAYEXEC makes a later mprotect() fail too.
+ * A privileged session (O_RDWR + CAP_SYS_ADMIN at open: the node daemon)
+ * may map it writable, to land remote payloads in the targets the module
+ * hands it by FETCH; it is trusted with the whole segment (the trust
+ * model in Documentation/fluxonkv/cluster.md).
  */
 int fluxonkv_segment_mmap(struct file *file, struct vm_area_struct *vma)
 {
+	struct fluxonkv_session *s = file->private_data;
 	unsigned long pages = vma_pages(vma);
+	unsigned long clear = VM_MAYEXEC;
 
-	if (vma->vm_flags & (VM_WRITE | VM_EXEC))
+	if (vma->vm_flags & VM_EXEC)
 		return -EPERM;
+	if (!s->privileged) {
+		if (vma->vm_flags & VM_WRITE)
+			return -EPERM;
+		clear |= VM_MAYWRITE;
+	} else if ((vma->vm_flags & VM_WRITE) && !(vma->vm_flags & VM_SHARED)) {
+		return -EINVAL;	/* a private copy would land nowhere */
+	}
 	if (vma->vm_pgoff >= fluxonkv_seg.npages ||
 	    pages > fluxonkv_seg.npages - vma->vm_pgoff)
 		return -EINVAL;
 	fluxonkv_vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_MIXEDMAP,
-			      VM_MAYWRITE | VM_MAYEXEC);
+			      clear);
 	vma->vm_ops = &fluxonkv_vm_ops;
 	return 0;
 }

@@ -4,13 +4,20 @@
  * parser in userspace/common/config.c.
  *
  * Each input is (1) a whole YAML document for fkv_config_parse_buffer() and
- * (2) its first line, as a string, for fkv_parse_size().  Beyond the
- * sanitizers it checks the library's promises and abort()s when one breaks:
- * a result is either valid (no errors, every limit in [512, 2^63), names
- * and paths as documented) or -EINVAL with single-line messages; a parsed
- * size equals an independent 128-bit computation; fkv_ssd_split() gives
- * 1..64 aligned shards that fit the capacity.  It never touches the
- * filesystem (fkv_ssd_plan() stat()s paths: not fuzzed here).
+ * (2) its first line, as a string, for fkv_parse_size() and
+ * fkv_parse_hostport().  Beyond the sanitizers it checks the library's
+ * promises and abort()s when one breaks: a result is either valid (no
+ * errors, every limit in [512, 2^63), names and paths as documented, a
+ * cluster section with every field in range and defaults applied) or
+ * -EINVAL with single-line messages; a parsed size equals an independent
+ * 128-bit computation; fkv_ssd_split() gives 1..64 aligned shards that fit
+ * the capacity; an accepted host:port is already in the one form
+ * fkv_hostport_str() writes, and parses back to itself.
+ *
+ * The filesystem is touched only through cluster.secret_file, as the
+ * parser always does: stat(), then for a regular file an O_RDONLY open and
+ * a read of at most 1026 bytes (fkv_ssd_plan() stat()s paths: not fuzzed
+ * here).
  *
  * Build and run (no Makefile target: clang only):
  *
@@ -33,6 +40,7 @@
  *      -o build-fuzz/replay_config
  *   build-fuzz/replay_config $(find tests/fuzz/corpus/config -type f)
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
@@ -147,6 +155,93 @@ static void fuzz_size(const uint8_t *data, size_t size)
 	CHECK(shard <= FKV_SSD_SHARD_MAX || n == FKV_SSD_MAX_SHARDS);
 }
 
+/*
+ * A host:port: refused with the outputs untouched, or accepted as exactly
+ * the text fkv_hostport_str() writes for the result.
+ */
+static void fuzz_hostport(const char *s)
+{
+	char buf[FKV_HOSTPORT_BUF], err[256], small[FKV_HOST_BUF];
+	struct fkv_hostport hp = { .host = "untouched", .port = 7 };
+	struct fkv_hostport again;
+	unsigned char a6[16];
+	size_t i, len;
+	uint16_t p;
+	int ret;
+
+	err[0] = '\0';
+	ret = fkv_parse_hostport(s, hp.host, sizeof(hp.host), &hp.port, err,
+				 sizeof(err));
+	if (ret) {
+		CHECK(ret == -EINVAL);
+		CHECK(!strcmp(hp.host, "untouched") && hp.port == 7);
+		check_line(err);
+		return;
+	}
+	len = strlen(hp.host);
+	CHECK(hp.port >= 1 && len >= 1 && len <= FKV_HOST_MAX);
+	for (i = 0; i < len; i++)
+		CHECK(isalnum((unsigned char)hp.host[i]) ||
+		      strchr(".-_:", hp.host[i]));
+	if (strchr(hp.host, ':'))
+		CHECK(inet_pton(AF_INET6, hp.host, a6) == 1);
+	/* the accepted text is canonical: it is what we would write */
+	CHECK(!strcmp(fkv_hostport_str(buf, sizeof(buf), &hp), s));
+	CHECK(!fkv_parse_hostport(buf, again.host, sizeof(again.host),
+				  &again.port, NULL, 0));
+	CHECK(!strcmp(again.host, hp.host) && again.port == hp.port);
+	/* a host buffer one byte short is refused, not overrun */
+	CHECK(fkv_parse_hostport(s, small, len, &p, NULL, 0) == -EINVAL);
+}
+
+/* The promises of a valid configuration's cluster section. */
+static void check_cluster(const struct fkv_cluster_config *cl)
+{
+	static const struct fkv_cluster_config zero;
+	const struct fkv_hostport *hp[3] = {
+		&cl->master, &cl->listen, &cl->advertise,
+	};
+	char buf[FKV_HOSTPORT_BUF];
+	struct fkv_hostport again;
+	size_t i;
+
+	if (!cl->present) {
+		CHECK(!memcmp(cl, &zero, sizeof(zero)));
+		return;
+	}
+	check_name(cl->node_name);
+	CHECK(cl->role == FKV_ROLE_NODE || cl->role == FKV_ROLE_MASTER);
+	CHECK(cl->transport == FKV_TRANSPORT_TCP ||
+	      cl->transport == FKV_TRANSPORT_RDMA ||
+	      cl->transport == FKV_TRANSPORT_AUTO);
+	for (i = 0; i < 3; i++) {
+		CHECK(hp[i]->host[0] && hp[i]->port >= 1);
+		fkv_hostport_str(buf, sizeof(buf), hp[i]);
+		CHECK(!fkv_parse_hostport(buf, again.host, sizeof(again.host),
+					  &again.port, NULL, 0));
+		CHECK(!strcmp(again.host, hp[i]->host) &&
+		      again.port == hp[i]->port);
+	}
+	CHECK(!fkv_host_is_wildcard(cl->master.host));
+	CHECK(!fkv_host_is_wildcard(cl->advertise.host));
+	if (cl->advertise_default)
+		CHECK(!memcmp(&cl->advertise, &cl->listen,
+			      sizeof(cl->listen)));
+	CHECK(cl->secret && cl->secret_len >= FKV_SECRET_MIN &&
+	      cl->secret_len <= FKV_SECRET_MAX &&
+	      cl->secret[cl->secret_len] == '\0');
+	if (cl->secret_source == FKV_SECRET_FILE)
+		CHECK(cl->secret_file && cl->secret_file[0] == '/');
+	else
+		CHECK(cl->secret_source == FKV_SECRET_INLINE &&
+		      !cl->secret_file &&
+		      strlen((const char *)cl->secret) == cl->secret_len);
+	CHECK(cl->heartbeat_ms >= FKV_HEARTBEAT_MS_MIN &&
+	      cl->heartbeat_ms <= FKV_HEARTBEAT_MS_MAX);
+	CHECK(cl->dead_after_ms > 2 * cl->heartbeat_ms &&
+	      cl->dead_after_ms <= FKV_DEAD_AFTER_MS_MAX);
+}
+
 static void fuzz_yaml(const uint8_t *data, size_t size)
 {
 	struct fkv_config c;
@@ -181,6 +276,7 @@ static void fuzz_yaml(const uint8_t *data, size_t size)
 				CHECK(c.limits[i] >= FKV_SIZE_MIN &&
 				      c.limits[i] <= FKV_SIZE_MAX);
 		}
+		check_cluster(&c.cluster);
 	}
 	fkv_config_free(&c);
 
@@ -195,7 +291,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	char line[512];
+	size_t len = 0;
+
+	/* the first line, longer than any host:port may be */
+	while (len < size && len < sizeof(line) - 1 && data[len] != '\n')
+		len++;
+	memcpy(line, data, len);
+	line[len] = '\0';
+
 	fuzz_size(data, size);
+	fuzz_hostport(line);
 	fuzz_yaml(data, size);
 	return 0;
 }

@@ -147,6 +147,16 @@ static void parse_bad(const char *yaml, struct fkv_config *c, char *err,
 	FKV_ASSERT(c->errors.n > 0);
 }
 
+/* Write @text to @path (created 0644 or truncated). */
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	FKV_ASSERT(f, "%s: %s", path, strerror(errno));
+	fputs(text, f);
+	FKV_ASSERT_EQ(fclose(f), 0);
+}
+
 /* A fresh directory for this test. */
 static const char *tmp_make(void)
 {
@@ -562,7 +572,7 @@ FKV_TEST(config_unknown_and_duplicate_keys_are_refused)
 
 	parse_bad("fluxonkv_spec:\n  large_file_path: [/a]\n", &c, err,
 		  sizeof(err));
-	ASSERT_HAS(err, "t.yaml:2:3: fluxonkv_spec: unknown key \"large_file_path\" (known: cluster_name, instance, segment_mb, large_file_paths, large_limit_size)");
+	ASSERT_HAS(err, "t.yaml:2:3: fluxonkv_spec: unknown key \"large_file_path\" (known: cluster_name, instance, segment_mb, large_file_paths, large_limit_size, cluster)");
 	fkv_config_free(&c);
 
 	parse_bad("fluxonkv_spec:\n  instance: a\n  instance: b\n", &c, err,
@@ -731,6 +741,871 @@ FKV_TEST(config_load_reads_a_file_and_names_it)
 	fclose(f);
 	FKV_ASSERT_EQ(fkv_config_load(path, &c, err, sizeof(err)), -EFBIG);
 	ASSERT_HAS(err, "node.yaml: larger than 1048576 bytes: not a configuration file");
+	fkv_config_free(&c);
+}
+
+/* ---- host:port --------------------------------------------------------- */
+
+/* @s must parse as @host and @port. */
+static void hp_ok(const char *s, const char *host, unsigned int port)
+{
+	char h[FKV_HOST_BUF], err[256] = "";
+	uint16_t p = 0;
+	int ret = fkv_parse_hostport(s, h, sizeof(h), &p, err, sizeof(err));
+
+	FKV_ASSERT(ret == 0, "\"%s\": %d %s", s, ret, err);
+	ASSERT_STREQ(h, host);
+	FKV_ASSERT_EQ(p, port);
+}
+
+/*
+ * @s must be refused with a single-line message containing @msg, leaving
+ * the outputs untouched.
+ */
+static void hp_bad(const char *s, const char *msg)
+{
+	char h[FKV_HOST_BUF] = "untouched", err[512] = "";
+	uint16_t p = 4242;
+	int ret = fkv_parse_hostport(s, h, sizeof(h), &p, err, sizeof(err));
+
+	FKV_ASSERT(ret == -EINVAL, "\"%s\" accepted as %s port %u (%d)", s, h,
+		   p, ret);
+	ASSERT_STREQ(h, "untouched");
+	FKV_ASSERT_EQ(p, 4242);
+	FKV_ASSERT(err[0] && !strchr(err, '\n'), "\"%s\": message \"%s\"", s,
+		   err);
+	ASSERT_HAS(err, msg);
+}
+
+FKV_TEST(hostport_accepts_names_ipv4_and_bracketed_ipv6)
+{
+	char name[300], s[320];
+
+	hp_ok("10.77.0.1:7470", "10.77.0.1", 7470);
+	hp_ok("0.0.0.0:7471", "0.0.0.0", 7471);
+	hp_ok("255.255.255.255:65535", "255.255.255.255", 65535);
+	hp_ok("1.2.3.0:1", "1.2.3.0", 1);
+	hp_ok("localhost:80", "localhost", 80);
+	hp_ok("node-a.lan:7471", "node-a.lan", 7471);
+	hp_ok("kv_0.svc.cluster.local:443", "kv_0.svc.cluster.local", 443);
+	hp_ok("a:1", "a", 1);
+	hp_ok("7.example:9", "7.example", 9);	/* numeric label, named host */
+	hp_ok("10.77.0.1a:9", "10.77.0.1a", 9);	/* a letter: a name */
+	hp_ok("[::1]:7470", "::1", 7470);
+	hp_ok("[::]:7471", "::", 7471);
+	hp_ok("[fe80::1:2]:9", "fe80::1:2", 9);
+	hp_ok("[2001:db8::10.0.0.1]:5", "2001:db8::10.0.0.1", 5);
+	hp_ok("[::ffff:10.0.0.1]:5", "::ffff:10.0.0.1", 5);
+	/* a 63-byte label and a 253-byte name are the limits */
+	memset(name, 'a', 63);
+	name[63] = '\0';
+	FMT(s, "%s.b:1", name);
+	strcat(name, ".b");
+	hp_ok(s, name, 1);
+	memset(name, 'a', 253);
+	name[253] = '\0';
+	for (int i = 50; i < 253; i += 51)
+		name[i] = '.';
+	FMT(s, "%s:1", name);
+	hp_ok(s, name, 1);
+}
+
+FKV_TEST(hostport_ports_are_1_to_65535_plain_decimal)
+{
+	hp_ok("a:65535", "a", 65535);
+	hp_ok("a:1", "a", 1);
+	hp_bad("a:0", "port \"0\": must be a decimal number from 1 to 65535");
+	hp_bad("a:65536", "port \"65536\": must be a decimal number from 1 to 65535");
+	hp_bad("a:99999999999999999999", "port \"99999999999999999999\": must be");
+	hp_bad("a:", "port \"\": must be a decimal number");
+	/* leading zeros are refused: "07470" reads as octal to some tools */
+	hp_bad("a:07470",
+	       "port \"07470\": must be a decimal number from 1 to 65535 without leading zeros");
+	hp_bad("a:00", "without leading zeros");
+	hp_bad("a:-1", "port \"-1\"");
+	hp_bad("a:+80", "port \"+80\"");
+	hp_bad("a: 80", "port \" 80\"");
+	hp_bad("a:80 ", "port \"80 \"");
+	hp_bad("a:0x50", "port \"0x50\"");
+	hp_bad("a:80a", "port \"80a\"");
+	hp_bad("a:8\x01", "port \"8\\x01\"");
+	hp_bad("[::1]:0", "port \"0\"");
+}
+
+FKV_TEST(hostport_shape_errors_name_the_problem)
+{
+	hp_bad("", "empty address (want host:port)");
+	hp_bad("a", "no :port (want host:port)");
+	hp_bad("10.0.0.1", "no :port (want host:port)");
+	hp_bad(":80", "host \"\" is empty");
+	/* IPv6 without brackets: which colon is the port's? */
+	hp_bad("::1:80", "more than one ':': write an IPv6 address in brackets, e.g. \"[::1]:7470\"");
+	hp_bad("fe80::1", "more than one ':'");
+	hp_bad("a:80:81", "more than one ':'");
+	/* brackets */
+	hp_bad("[::1", "'[' without ']' (want [IPv6]:port)");
+	hp_bad("[::1:80", "'[' without ']'");
+	hp_bad("::1]:80", "']' without '[' (want [IPv6]:port)");
+	hp_bad("a]:80", "']' without '['");
+	hp_bad("a[::1]:80", "'[' may only open the host (want [IPv6]:port)");
+	hp_bad("[::1]", "no :port after ']' (want [IPv6]:port)");
+	hp_bad("[::1]80", "\"80\" after ']' (want [IPv6]:port)");
+	hp_bad("[::1]]:80", "\"]:80\" after ']'");
+	hp_bad("[]:80", "host \"\" is empty");
+	hp_bad("[[::1]:80", "host \"[::1\" is not an IPv6 address");
+	hp_bad("[[::1]]:80", "\"]:80\" after ']'");
+	hp_bad("[10.0.0.1]:80", "host \"10.0.0.1\" is not an IPv6 address");
+	hp_bad("[node-a]:80", "is not an IPv6 address");
+	hp_bad("[::1::2]:80", "is not an IPv6 address");
+	hp_bad("[fe80::1%eth0]:80", "host \"fe80::1%eth0\" has a zone (%...): not supported");
+	hp_bad("[0000:0000:0000:0000:0000:0000:0000:0000:0]:1",
+	       "is not an IPv6 address");
+}
+
+FKV_TEST(hostport_hosts_are_dns_names_or_strict_ipv4)
+{
+	char name[300], s[320];
+
+	/* digits and dots only: an IPv4 address, strictly */
+	hp_bad("256.1.1.1:1", "host \"256.1.1.1\" is not an IPv4 address (four decimal numbers 0..255 without leading zeros, e.g. 10.0.0.1)");
+	hp_bad("1.2.3:1", "host \"1.2.3\" is not an IPv4 address");
+	hp_bad("1.2.3.4.5:1", "is not an IPv4 address");
+	hp_bad("010.0.0.1:1", "host \"010.0.0.1\" is not an IPv4 address");
+	hp_bad("1.2.3.04:1", "is not an IPv4 address");
+	hp_bad("1..2.3:1", "is not an IPv4 address");
+	hp_bad("1.2.3.4.:1", "is not an IPv4 address");
+	hp_bad("1234.1.1.1:1", "is not an IPv4 address");
+	hp_bad("7470:1", "host \"7470\" is not an IPv4 address");
+	/* names */
+	hp_bad("-a:1", "host \"-a\" has a label starting with '-'");
+	hp_bad("a-:1", "host \"a-\" has a label ending with '-'");
+	hp_bad("a.-b:1", "has a label starting with '-'");
+	hp_bad("a-.b:1", "has a label ending with '-'");
+	hp_bad("a..b:1", "host \"a..b\" has an empty label (a leading, trailing or doubled '.')");
+	hp_bad(".a:1", "has an empty label");
+	hp_bad("a.:1", "has an empty label");
+	hp_bad("a b:1", "host \"a b\" may only contain letters, digits, '-', '_' and '.' (a DNS name), or be an IPv4 address or [IPv6]");
+	hp_bad("a/b:1", "may only contain letters");
+	hp_bad("*:1", "host \"*\" may only contain");
+	hp_bad("a\x01:1", "host \"a\\x01\" may only contain");
+	hp_bad("a\x7f:1", "host \"a\\x7f\" may only contain");
+	hp_bad("\xc3\xa9t\xc3\xa9:1", "host \"\\xc3\\xa9t\\xc3\\xa9\" may only contain");
+	hp_bad("a\tb:1", "host \"a\\x09b\"");
+	/* a 64-byte label; a 254-byte name */
+	memset(name, 'a', 64);
+	name[64] = '\0';
+	FMT(s, "%s:1", name);
+	hp_bad(s, "has a label longer than 63 bytes");
+	memset(name, 'a', 254);
+	name[254] = '\0';
+	for (int i = 50; i < 254; i += 51)
+		name[i] = '.';
+	FMT(s, "%s:1", name);
+	hp_bad(s, "is longer than 253 bytes");
+}
+
+FKV_TEST(hostport_small_buffers_are_refused_not_overrun)
+{
+	char h[8] = "xxxxxxx", err[256], tiny[6];
+	uint16_t p = 7;
+
+	FKV_ASSERT_EQ(fkv_parse_hostport("abcdefgh:1", h, sizeof(h), &p, err,
+					 sizeof(err)), -EINVAL);
+	ASSERT_STREQ(err, "host is longer than 7 bytes");
+	ASSERT_STREQ(h, "xxxxxxx");
+	FKV_ASSERT_EQ(p, 7);
+	FKV_ASSERT_EQ(fkv_parse_hostport("abcdefg:1", h, sizeof(h), &p, NULL,
+					 0), 0);
+	ASSERT_STREQ(h, "abcdefg");
+	FKV_ASSERT_EQ(p, 1);
+	/* no message buffer, or a short one */
+	FKV_ASSERT_EQ(fkv_parse_hostport("a:0", h, sizeof(h), &p, NULL, 0),
+		      -EINVAL);
+	FKV_ASSERT_EQ(fkv_parse_hostport("a:0", h, sizeof(h), &p, tiny,
+					 sizeof(tiny)), -EINVAL);
+	ASSERT_STREQ(tiny, "port ");
+}
+
+FKV_TEST(hostport_wildcards_and_formatting)
+{
+	static const char *const any[] = {
+		"0.0.0.0", "::", "0:0::0", "0:0:0:0:0:0:0:0", "::ffff:0.0.0.0",
+	};
+	static const char *const not_any[] = {
+		"127.0.0.1", "0.0.0.1", "::1", "::ffff:127.0.0.1", "a", "zero",
+	};
+	struct fkv_hostport hp = { .port = 7470 };
+	char buf[FKV_HOSTPORT_BUF], h[FKV_HOST_BUF];
+	uint16_t port;
+	size_t i;
+
+	for (i = 0; i < sizeof(any) / sizeof(any[0]); i++)
+		FKV_ASSERT(fkv_host_is_wildcard(any[i]), "%s", any[i]);
+	for (i = 0; i < sizeof(not_any) / sizeof(not_any[0]); i++)
+		FKV_ASSERT(!fkv_host_is_wildcard(not_any[i]), "%s", not_any[i]);
+
+	strcpy(hp.host, "10.77.0.1");
+	ASSERT_STREQ(fkv_hostport_str(buf, sizeof(buf), &hp), "10.77.0.1:7470");
+	strcpy(hp.host, "fe80::1");
+	ASSERT_STREQ(fkv_hostport_str(buf, sizeof(buf), &hp), "[fe80::1]:7470");
+	/* what it writes parses back to the same */
+	FKV_ASSERT_EQ(fkv_parse_hostport(buf, h, sizeof(h), &port, NULL, 0), 0);
+	ASSERT_STREQ(h, "fe80::1");
+	FKV_ASSERT_EQ(port, 7470);
+}
+
+/* ---- the cluster section ----------------------------------------------- */
+
+/* fluxonkv_spec with instance n1 and a cluster mapping from line 4 on. */
+#define SPEC	"fluxonkv_spec:\n  instance: n1\n  cluster:\n"
+#define SECRET	"0123456789abcdef"	/* 16 bytes: the shortest */
+/* The required keys, lines 4-7. */
+#define CL_MIN	"    role: node\n"					\
+		"    master: 10.77.0.1:7470\n"				\
+		"    listen: 10.77.0.2:7471\n"				\
+		"    secret: \"" SECRET "\"\n"
+
+/* No message of @c mentions @secret. */
+static void assert_secret_unsaid(const struct fkv_config *c,
+				 const char *err, const char *secret)
+{
+	size_t i;
+
+	FKV_ASSERT(!strstr(err, secret), "secret in: %s", err);
+	for (i = 0; i < c->errors.n; i++)
+		FKV_ASSERT(!strstr(c->errors.v[i], secret), "secret in: %s",
+			   c->errors.v[i]);
+	for (i = 0; i < c->warnings.n; i++)
+		FKV_ASSERT(!strstr(c->warnings.v[i], secret), "secret in: %s",
+			   c->warnings.v[i]);
+}
+
+/* @yaml must be refused with @msg among its errors. */
+static void cl_bad(const char *yaml, const char *msg)
+{
+	char err[4096];
+	struct fkv_config c;
+
+	parse_bad(yaml, &c, err, sizeof(err));
+	FKV_ASSERT(msgs_have(&c.errors, msg), "want \"%s\" in: %s", msg, err);
+	fkv_config_free(&c);
+}
+
+/* A file @name in this test's directory with @len bytes and @mode. */
+static const char *secret_file(const char *name, const void *text,
+			       size_t len, mode_t mode)
+{
+	static char path[PATH_MAX];
+	int fd;
+
+	FMT(path, "%s/%s", tmpdir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	FKV_ASSERT(fd >= 0, "%s: %s", path, strerror(errno));
+	FKV_ASSERT_EQ(write(fd, text, len), (ssize_t)len);
+	FKV_ASSERT_EQ(fchmod(fd, mode), 0);
+	close(fd);
+	return path;
+}
+
+/* A config whose cluster secret is the file @path. */
+static int parse_secret_file(const char *path, struct fkv_config *c,
+			     char *err, size_t len)
+{
+	char yaml[PATH_MAX + 256];
+
+	FMT(yaml, SPEC "    role: node\n    master: 10.77.0.1:7470\n"
+	    "    listen: 10.77.0.2:7471\n    secret_file: \"%s\"\n", path);
+	return parse(yaml, c, err, len);
+}
+
+FKV_TEST(cluster_absent_or_null_is_a_single_node)
+{
+	static const char *const docs[] = {
+		"fluxonkv_spec:\n  instance: n1\n",
+		SPEC,
+		"fluxonkv_spec:\n  cluster: ~\n",
+		"fluxonkv_spec:\n  cluster: null\n",
+		"fluxonkv_spec: {cluster: }\n",
+	};
+	struct fkv_cluster_config zero = { 0 };
+	struct fkv_config c;
+	size_t i;
+
+	for (i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		parse_ok(docs[i], &c);
+		FKV_ASSERT(!c.cluster.present, "doc %zu", i);
+		FKV_ASSERT(!memcmp(&c.cluster, &zero, sizeof(zero)),
+			   "doc %zu: fields set", i);
+		fkv_config_free(&c);
+	}
+}
+
+FKV_TEST(cluster_full_section_is_parsed)
+{
+	struct fkv_config c;
+
+	parse_ok("fluxonkv_spec:\n"
+		 "  cluster_name: prod\n"
+		 "  instance: n1\n"
+		 "  cluster:\n"
+		 "    node_name: a\n"
+		 "    role: master\n"
+		 "    master: 10.77.0.1:7470\n"
+		 "    listen: 0.0.0.0:7471\n"
+		 "    advertise: node-a.lan:7471\n"
+		 "    transport: rdma\n"
+		 "    secret: \"at-least-16-bytes\"\n"
+		 "    heartbeat_ms: 250\n"
+		 "    dead_after_ms: 501\n", &c);
+	FKV_ASSERT(c.cluster.present);
+	ASSERT_STREQ(c.cluster.node_name, "a");
+	FKV_ASSERT(!c.cluster.node_name_default);
+	FKV_ASSERT_EQ(c.cluster.role, FKV_ROLE_MASTER);
+	ASSERT_STREQ(c.cluster.master.host, "10.77.0.1");
+	FKV_ASSERT_EQ(c.cluster.master.port, 7470);
+	ASSERT_STREQ(c.cluster.listen.host, "0.0.0.0");
+	FKV_ASSERT_EQ(c.cluster.listen.port, 7471);
+	ASSERT_STREQ(c.cluster.advertise.host, "node-a.lan");
+	FKV_ASSERT_EQ(c.cluster.advertise.port, 7471);
+	FKV_ASSERT(!c.cluster.advertise_default);
+	FKV_ASSERT_EQ(c.cluster.transport, FKV_TRANSPORT_RDMA);
+	FKV_ASSERT_EQ(c.cluster.secret_len, 17);
+	FKV_ASSERT(!memcmp(c.cluster.secret, "at-least-16-bytes", 18));
+	FKV_ASSERT_EQ(c.cluster.secret_source, FKV_SECRET_INLINE);
+	FKV_ASSERT(c.cluster.secret_file == NULL);
+	FKV_ASSERT_EQ(c.cluster.heartbeat_ms, 250);
+	FKV_ASSERT_EQ(c.cluster.dead_after_ms, 501);
+	FKV_ASSERT_EQ(c.warnings.n, 0);
+	ASSERT_STREQ(fkv_cluster_role_name(c.cluster.role), "master");
+	ASSERT_STREQ(fkv_transport_name(c.cluster.transport), "rdma");
+	fkv_config_free(&c);
+
+	/* the other enum values, an IPv6 master, a quoted number */
+	parse_ok(SPEC "    role: node\n    master: \"[fd00::1]:7470\"\n"
+		 "    listen: \"[fd00::2]:7471\"\n    transport: auto\n"
+		 "    secret: \"" SECRET "\"\n    heartbeat_ms: \"50\"\n", &c);
+	FKV_ASSERT_EQ(c.cluster.role, FKV_ROLE_NODE);
+	FKV_ASSERT_EQ(c.cluster.transport, FKV_TRANSPORT_AUTO);
+	ASSERT_STREQ(c.cluster.master.host, "fd00::1");
+	ASSERT_STREQ(c.cluster.advertise.host, "fd00::2");
+	FKV_ASSERT_EQ(c.cluster.heartbeat_ms, 50);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(cluster_defaults_node_name_advertise_transport_and_timing)
+{
+	struct fkv_config c;
+
+	parse_ok(SPEC CL_MIN, &c);
+	FKV_ASSERT(c.cluster.present);
+	ASSERT_STREQ(c.cluster.node_name, "n1");	/* the instance */
+	FKV_ASSERT(c.cluster.node_name_default);
+	ASSERT_STREQ(c.cluster.advertise.host, "10.77.0.2");	/* listen */
+	FKV_ASSERT_EQ(c.cluster.advertise.port, 7471);
+	FKV_ASSERT(c.cluster.advertise_default);
+	FKV_ASSERT_EQ(c.cluster.transport, FKV_TRANSPORT_TCP);
+	FKV_ASSERT_EQ(c.cluster.heartbeat_ms, 1000);
+	FKV_ASSERT_EQ(c.cluster.dead_after_ms, 5000);
+	FKV_ASSERT_EQ(c.cluster.secret_len, 16);
+	FKV_ASSERT_EQ(c.cluster.secret[16], '\0');
+	fkv_config_free(&c);
+
+	/* null keys are not set; instance written after the cluster counts */
+	parse_ok("fluxonkv_spec:\n  cluster:\n" CL_MIN
+		 "    node_name: ~\n    transport:\n    advertise: null\n"
+		 "    heartbeat_ms: ~\n    dead_after_ms: ~\n"
+		 "  instance: late\n", &c);
+	ASSERT_STREQ(c.cluster.node_name, "late");
+	FKV_ASSERT(c.cluster.advertise_default);
+	FKV_ASSERT_EQ(c.cluster.transport, FKV_TRANSPORT_TCP);
+	FKV_ASSERT_EQ(c.cluster.dead_after_ms, 5000);
+	fkv_config_free(&c);
+
+	/* no instance: node_name is the host name's instance */
+	parse_ok("fluxonkv_spec:\n  cluster:\n" CL_MIN, &c);
+	FKV_ASSERT(c.instance_default && c.cluster.node_name_default);
+	ASSERT_STREQ(c.cluster.node_name, c.instance);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(cluster_requires_role_master_listen_and_a_secret)
+{
+	char err[2048];
+	struct fkv_config c;
+
+	parse_bad(SPEC "    node_name: a\n", &c, err, sizeof(err));
+	FKV_ASSERT_EQ(c.errors.n, 4);
+	ASSERT_STREQ(c.errors.v[0],
+		     "t.yaml:4:5: cluster: role is required (master or node)");
+	ASSERT_STREQ(c.errors.v[1],
+		     "t.yaml:4:5: cluster: master is required (host:port of the master's control listener)");
+	ASSERT_STREQ(c.errors.v[2],
+		     "t.yaml:4:5: cluster: listen is required (host:port of this node's data-plane listener)");
+	ASSERT_STREQ(c.errors.v[3],
+		     "t.yaml:4:5: cluster: a shared secret is required: set secret or secret_file (16 to 1024 bytes)");
+	fkv_config_free(&c);
+
+	/* an empty mapping is a cluster section too, not a single node */
+	parse_bad("fluxonkv_spec:\n  cluster: {}\n", &c, err, sizeof(err));
+	FKV_ASSERT_EQ(c.errors.n, 4);
+	fkv_config_free(&c);
+
+	/* null counts as absent for required keys */
+	cl_bad(SPEC "    role: ~\n    master: 10.77.0.1:7470\n"
+	       "    listen: 10.77.0.2:7471\n    secret: \"" SECRET "\"\n",
+	       "cluster: role is required");
+
+	cl_bad("fluxonkv_spec:\n  cluster: 5\n",
+	       "t.yaml:2:12: cluster: must be a mapping (or null for a single node)");
+	cl_bad("fluxonkv_spec:\n  cluster: [a]\n", "cluster: must be a mapping");
+	cl_bad("fluxonkv_spec:\n  cluster: \"\"\n", "cluster: must be a mapping");
+}
+
+FKV_TEST(cluster_unknown_and_duplicate_keys_are_refused)
+{
+	char err[2048];
+	struct fkv_config c;
+
+	parse_bad(SPEC CL_MIN "    heartbeat: 1000\n", &c, err, sizeof(err));
+	FKV_ASSERT_EQ(c.errors.n, 1);
+	ASSERT_STREQ(c.errors.v[0],
+		     "t.yaml:8:5: cluster: unknown key \"heartbeat\" (known: node_name, role, master, listen, advertise, transport, secret, secret_file, heartbeat_ms, dead_after_ms)");
+	fkv_config_free(&c);
+
+	parse_bad(SPEC CL_MIN "    role: master\n", &c, err, sizeof(err));
+	ASSERT_STREQ(err, "t.yaml:8:5: cluster: duplicate key role");
+	FKV_ASSERT_EQ(c.cluster.role, FKV_ROLE_NODE);	/* the first one */
+	fkv_config_free(&c);
+
+	/* a repeated key is one even when the first was null */
+	cl_bad(SPEC "    transport: ~\n" CL_MIN "    transport: tcp\n",
+	       "t.yaml:9:5: cluster: duplicate key transport");
+	cl_bad(SPEC CL_MIN "    ? [a]\n    : b\n", "cluster: keys must be strings");
+	/* cluster itself may appear once */
+	cl_bad(SPEC CL_MIN "  cluster: ~\n",
+	       "t.yaml:8:3: fluxonkv_spec: duplicate key cluster");
+	/* fluxonkv_spec's list of known keys names cluster */
+	cl_bad("fluxonkv_spec:\n  clusters: ~\n",
+	       "fluxonkv_spec: unknown key \"clusters\" (known: cluster_name, instance, segment_mb, large_file_paths, large_limit_size, cluster)");
+}
+
+FKV_TEST(cluster_role_and_transport_are_closed_lists)
+{
+	cl_bad(SPEC "    role: Master\n    master: 10.77.0.1:7470\n"
+	       "    listen: 10.77.0.2:7471\n    secret: \"" SECRET "\"\n",
+	       "t.yaml:4:11: cluster.role: \"Master\": must be master or node");
+	cl_bad(SPEC "    role: worker\n    master: 10.77.0.1:7470\n"
+	       "    listen: 10.77.0.2:7471\n    secret: \"" SECRET "\"\n",
+	       "cluster.role: \"worker\": must be master or node");
+	cl_bad(SPEC "    role: [node]\n    master: 10.77.0.1:7470\n"
+	       "    listen: 10.77.0.2:7471\n    secret: \"" SECRET "\"\n",
+	       "cluster.role: must be a string, not a list");
+	cl_bad(SPEC CL_MIN "    transport: TCP\n",
+	       "t.yaml:8:16: cluster.transport: \"TCP\": must be tcp, rdma or auto");
+	cl_bad(SPEC CL_MIN "    transport: udp\n",
+	       "cluster.transport: \"udp\": must be tcp, rdma or auto");
+	cl_bad(SPEC CL_MIN "    transport: {a: b}\n",
+	       "cluster.transport: must be a string, not a mapping");
+}
+
+FKV_TEST(cluster_node_name_is_checked_like_instance)
+{
+	cl_bad(SPEC CL_MIN "    node_name: \"a/b\"\n",
+	       "t.yaml:8:16: cluster.node_name: \"a/b\": may only contain letters, digits, '.', '_' and '-'");
+	cl_bad(SPEC CL_MIN "    node_name: .a\n",
+	       "cluster.node_name: \".a\": must not start with '.'");
+	cl_bad(SPEC CL_MIN "    node_name: \"\"\n",
+	       "cluster.node_name: \"\": is empty");
+	cl_bad(SPEC CL_MIN "    node_name: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+	       "cluster.node_name: \"aaaa");
+}
+
+FKV_TEST(cluster_addresses_are_checked_and_dialed_ones_are_no_wildcards)
+{
+	struct fkv_config c;
+
+	cl_bad(SPEC "    role: node\n    master: 10.77.0.1:0\n"
+	       "    listen: 10.77.0.2:7471\n    secret: \"" SECRET "\"\n",
+	       "t.yaml:5:13: cluster.master: \"10.77.0.1:0\": port \"0\": must be a decimal number from 1 to 65535");
+	cl_bad(SPEC "    role: node\n    master: 10.77.0.1\n"
+	       "    listen: 10.77.0.2:7471\n    secret: \"" SECRET "\"\n",
+	       "cluster.master: \"10.77.0.1\": no :port (want host:port)");
+	cl_bad(SPEC "    role: node\n    master: \"::1:7470\"\n"
+	       "    listen: 10.77.0.2:7471\n    secret: \"" SECRET "\"\n",
+	       "cluster.master: \"::1:7470\": more than one ':': write an IPv6 address in brackets");
+	cl_bad(SPEC "    role: node\n    master: 10.77.0.1:7470\n"
+	       "    listen: \"n 2:7471\"\n    secret: \"" SECRET "\"\n",
+	       "t.yaml:6:13: cluster.listen: \"n 2:7471\": host \"n 2\" may only contain");
+	cl_bad(SPEC CL_MIN "    advertise: 10.77.0.2:65536\n",
+	       "t.yaml:8:16: cluster.advertise: \"10.77.0.2:65536\": port \"65536\"");
+	cl_bad(SPEC CL_MIN "    advertise: [10.77.0.2:7471]\n",
+	       "cluster.advertise: must be a string, not a list");
+	/* unquoted, [IPv6] is a YAML flow list: the file is refused */
+	cl_bad(SPEC "    master: [::1]:7470\n", "invalid YAML");
+
+	/* a wildcard listen needs an advertise address */
+	cl_bad(SPEC "    role: node\n    master: 10.77.0.1:7470\n"
+	       "    listen: 0.0.0.0:7471\n    secret: \"" SECRET "\"\n",
+	       "t.yaml:6:13: cluster.listen: \"0.0.0.0:7471\" is a wildcard address, which peers cannot dial: set cluster.advertise");
+	cl_bad(SPEC "    role: node\n    master: 10.77.0.1:7470\n"
+	       "    listen: \"[::]:7471\"\n    secret: \"" SECRET "\"\n",
+	       "cluster.listen: \"[::]:7471\" is a wildcard address");
+	parse_ok(SPEC "    role: node\n    master: 10.77.0.1:7470\n"
+		 "    listen: \"[::]:7471\"\n    advertise: \"[fd00::2]:7471\"\n"
+		 "    secret: \"" SECRET "\"\n", &c);
+	ASSERT_STREQ(c.cluster.listen.host, "::");
+	ASSERT_STREQ(c.cluster.advertise.host, "fd00::2");
+	fkv_config_free(&c);
+
+	/* advertise and master are dialed: never a wildcard */
+	cl_bad(SPEC CL_MIN "    advertise: 0.0.0.0:7471\n",
+	       "t.yaml:8:16: cluster.advertise: \"0.0.0.0:7471\": a wildcard address cannot be dialed: give one peers can reach");
+	cl_bad(SPEC "    role: master\n    master: 0.0.0.0:7470\n"
+	       "    listen: 10.77.0.1:7471\n    secret: \"" SECRET "\"\n",
+	       "cluster.master: \"0.0.0.0:7470\": a wildcard address cannot be dialed");
+	cl_bad(SPEC "    role: master\n    master: \"[::]:7470\"\n"
+	       "    listen: 10.77.0.1:7471\n    secret: \"" SECRET "\"\n",
+	       "cluster.master: \"[::]:7470\": a wildcard address cannot be dialed");
+}
+
+FKV_TEST(cluster_inline_secret_is_16_to_1024_bytes_and_never_quoted)
+{
+	char yaml[2048], long_secret[1100], err[4096];
+	struct fkv_config c;
+
+	/* 15 bytes: too short; the message gives the length only */
+	parse_bad(SPEC "    role: node\n    master: 10.77.0.1:7470\n"
+		  "    listen: 10.77.0.2:7471\n    secret: \"too-short-by-1!\"\n",
+		  &c, err, sizeof(err));
+	FKV_ASSERT_EQ(c.errors.n, 1);
+	ASSERT_STREQ(c.errors.v[0],
+		     "t.yaml:7:13: cluster.secret: is 15 bytes: must be 16 to 1024 bytes");
+	assert_secret_unsaid(&c, err, "too-short-by-1!");
+	fkv_config_free(&c);
+
+	/* 1024 bytes: the longest; 1025: too long */
+	memset(long_secret, 'k', 1024);
+	long_secret[1024] = '\0';
+	FMT(yaml, SPEC "    role: node\n    master: 10.77.0.1:7470\n"
+	    "    listen: 10.77.0.2:7471\n    secret: %s\n", long_secret);
+	parse_ok(yaml, &c);
+	FKV_ASSERT_EQ(c.cluster.secret_len, 1024);
+	fkv_config_free(&c);
+	strcat(long_secret, "k");
+	FMT(yaml, SPEC "    role: node\n    master: 10.77.0.1:7470\n"
+	    "    listen: 10.77.0.2:7471\n    secret: %s\n", long_secret);
+	parse_bad(yaml, &c, err, sizeof(err));
+	ASSERT_HAS(err, "cluster.secret: is 1025 bytes: must be 16 to 1024 bytes");
+	assert_secret_unsaid(&c, err, "kkkkkkkkkkkkkkkk");
+	fkv_config_free(&c);
+
+	cl_bad(SPEC "    role: node\n    master: 10.77.0.1:7470\n"
+	       "    listen: 10.77.0.2:7471\n    secret: \"\"\n",
+	       "cluster.secret: is 0 bytes: must be 16 to 1024 bytes");
+	cl_bad(SPEC "    role: node\n    master: 10.77.0.1:7470\n"
+	       "    listen: 10.77.0.2:7471\n    secret: [a]\n",
+	       "cluster.secret: must be a string, not a list");
+
+	/* a NUL byte: refused, and still not quoted */
+	parse_bad(SPEC "    role: node\n    master: 10.77.0.1:7470\n"
+		  "    listen: 10.77.0.2:7471\n"
+		  "    secret: \"abcdefgh\\0ijklmnopq\"\n", &c, err, sizeof(err));
+	ASSERT_STREQ(err,
+		     "t.yaml:7:13: cluster.secret: contains a NUL byte (put a binary secret in secret_file)");
+	fkv_config_free(&c);
+
+	/* a valid secret next to errors elsewhere: in no message either */
+	parse_bad(SPEC "    role: nodes\n    master: 10.77.0.1:7470\n"
+		  "    listen: 10.77.0.2:7471\n"
+		  "    secret: \"do-not-print-this-secret\"\n"
+		  "    secret_file: relative\n", &c, err, sizeof(err));
+	FKV_ASSERT_EQ(c.errors.n, 3);
+	assert_secret_unsaid(&c, err, "do-not-print-this-secret");
+	fkv_config_free(&c);
+}
+
+FKV_TEST(cluster_secret_and_secret_file_are_exclusive)
+{
+	char err[2048];
+	struct fkv_config c;
+	const char *path;
+
+	tmp_make();
+	path = secret_file("s", "file-secret-0123456789\n", 23, 0600);
+	{
+		char yaml[PATH_MAX + 256];
+
+		FMT(yaml, SPEC CL_MIN "    secret_file: \"%s\"\n", path);
+		parse_bad(yaml, &c, err, sizeof(err));
+	}
+	FKV_ASSERT_EQ(c.errors.n, 1);
+	ASSERT_STREQ(c.errors.v[0],
+		     "t.yaml:8:18: cluster: secret and secret_file are both set: use exactly one");
+	assert_secret_unsaid(&c, err, "file-secret-0123456789");
+	assert_secret_unsaid(&c, err, SECRET);
+	fkv_config_free(&c);
+
+	/* one of them null: the other one is used */
+	{
+		char yaml[PATH_MAX + 256];
+
+		FMT(yaml, SPEC "    secret: ~\n    role: node\n"
+		    "    master: 10.77.0.1:7470\n    listen: 10.77.0.2:7471\n"
+		    "    secret_file: \"%s\"\n", path);
+		parse_ok(yaml, &c);
+	}
+	FKV_ASSERT_EQ(c.cluster.secret_source, FKV_SECRET_FILE);
+	fkv_config_free(&c);
+	parse_ok(SPEC CL_MIN "    secret_file: ~\n", &c);
+	FKV_ASSERT_EQ(c.cluster.secret_source, FKV_SECRET_INLINE);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(cluster_secret_file_is_read_with_one_newline_stripped)
+{
+	static const char bin[20] = "\x00\x01\x02\xff\nsecret\x00with-nul";
+	char err[2048], path[PATH_MAX];
+	struct fkv_config c;
+
+	tmp_make();
+	strcpy(path, secret_file("cluster.secret", "s3cr3t-from-a-file\n",
+				 19, 0600));
+	FKV_ASSERT(parse_secret_file(path, &c, err, sizeof(err)) == 0, "%s",
+		   err);
+	FKV_ASSERT_EQ(c.cluster.secret_source, FKV_SECRET_FILE);
+	ASSERT_STREQ(c.cluster.secret_file, path);
+	FKV_ASSERT_EQ(c.cluster.secret_len, 18);
+	FKV_ASSERT(!memcmp(c.cluster.secret, "s3cr3t-from-a-file", 19));
+	fkv_config_free(&c);
+
+	/* no newline: all of it; two: only the last one goes */
+	secret_file("cluster.secret", "s3cr3t-from-a-file", 18, 0600);
+	FKV_ASSERT_EQ(parse_secret_file(path, &c, err, sizeof(err)), 0);
+	FKV_ASSERT_EQ(c.cluster.secret_len, 18);
+	fkv_config_free(&c);
+	secret_file("cluster.secret", "s3cr3t-from-a-file\n\n", 20, 0600);
+	FKV_ASSERT_EQ(parse_secret_file(path, &c, err, sizeof(err)), 0);
+	FKV_ASSERT_EQ(c.cluster.secret_len, 19);
+	FKV_ASSERT_EQ(c.cluster.secret[18], '\n');
+	fkv_config_free(&c);
+
+	/* binary, NULs included; owner-read-only is fine */
+	secret_file("cluster.secret", bin, sizeof(bin), 0400);
+	FKV_ASSERT_EQ(parse_secret_file(path, &c, err, sizeof(err)), 0);
+	FKV_ASSERT_EQ(c.cluster.secret_len, sizeof(bin));
+	FKV_ASSERT(!memcmp(c.cluster.secret, bin, sizeof(bin)));
+	fkv_config_free(&c);
+
+	/* fkv_config_load() reads it the same way */
+	{
+		char yaml[PATH_MAX + 256], cfg[PATH_MAX];
+
+		FMT(cfg, "%s/node.yaml", tmpdir);
+		FMT(yaml, SPEC "    role: node\n    master: 10.77.0.1:7470\n"
+		    "    listen: 10.77.0.2:7471\n    secret_file: \"%s\"\n", path);
+		write_text(cfg, yaml);
+		FKV_ASSERT(fkv_config_load(cfg, &c, err, sizeof(err)) == 0,
+			   "%s", err);
+		FKV_ASSERT_EQ(c.cluster.secret_len, sizeof(bin));
+		fkv_config_free(&c);
+	}
+}
+
+FKV_TEST(cluster_secret_file_open_to_group_or_others_is_refused)
+{
+	static const mode_t modes[] = { 0640, 0604, 0644, 0620, 0602, 0610,
+					0601, 0660 };
+	char err[2048], path[PATH_MAX], want[PATH_MAX + 128];
+	struct fkv_config c;
+	size_t i;
+
+	tmp_make();
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		strcpy(path, secret_file("leaky.secret", "leaky-secret-0123456\n",
+					 21, modes[i]));
+		FKV_ASSERT_EQ(parse_secret_file(path, &c, err, sizeof(err)),
+			      -EINVAL);
+		FMT(want, "t.yaml:7:18: cluster.secret_file: \"%s\": mode %04o lets group or others access the secret: chmod 600 it (as for an ssh key)",
+		    path, (unsigned int)modes[i]);
+		FKV_ASSERT_EQ(c.errors.n, 1);
+		ASSERT_STREQ(c.errors.v[0], want);
+		assert_secret_unsaid(&c, err, "leaky-secret");
+		FKV_ASSERT(c.cluster.secret == NULL);	/* never read */
+		fkv_config_free(&c);
+	}
+	/* 0600 and 0400 are fine (0700 too: x for the owner only) */
+	secret_file("leaky.secret", "leaky-secret-0123456\n", 21, 0700);
+	FKV_ASSERT_EQ(parse_secret_file(path, &c, err, sizeof(err)), 0);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(cluster_secret_file_errors_name_the_path)
+{
+	char err[2048], path[PATH_MAX], want[PATH_MAX + 128], big[1100];
+	struct fkv_config c;
+
+	tmp_make();
+	cl_bad(SPEC "    role: node\n    master: 10.77.0.1:7470\n"
+	       "    listen: 10.77.0.2:7471\n    secret_file: etc/cluster.secret\n",
+	       "t.yaml:7:18: cluster.secret_file: \"etc/cluster.secret\": must be an absolute path");
+	cl_bad(SPEC "    role: node\n    master: 10.77.0.1:7470\n"
+	       "    listen: 10.77.0.2:7471\n    secret_file: \"\"\n",
+	       "cluster.secret_file: is empty");
+
+	FMT(path, "%s/missing.secret", tmpdir);
+	FKV_ASSERT_EQ(parse_secret_file(path, &c, err, sizeof(err)), -EINVAL);
+	FMT(want, "cluster.secret_file: \"%s\": No such file or directory", path);
+	ASSERT_HAS(err, want);
+	fkv_config_free(&c);
+
+	/* not a regular file: never opened (a FIFO would block) */
+	FKV_ASSERT_EQ(parse_secret_file(tmpdir, &c, err, sizeof(err)), -EINVAL);
+	ASSERT_HAS(err, "\": not a regular file");
+	fkv_config_free(&c);
+	FKV_ASSERT_EQ(parse_secret_file("/dev/null", &c, err, sizeof(err)),
+		      -EINVAL);
+	ASSERT_HAS(err, "cluster.secret_file: \"/dev/null\": not a regular file");
+	fkv_config_free(&c);
+	FMT(path, "%s/fifo", tmpdir);
+	FKV_ASSERT_EQ(mkfifo(path, 0600), 0);
+	FKV_ASSERT_EQ(parse_secret_file(path, &c, err, sizeof(err)), -EINVAL);
+	ASSERT_HAS(err, "fifo\": not a regular file");
+	fkv_config_free(&c);
+
+	/* the secret's length, after the newline goes */
+	strcpy(path, secret_file("short", "fifteen-bytes!!\n", 16, 0600));
+	FKV_ASSERT_EQ(parse_secret_file(path, &c, err, sizeof(err)), -EINVAL);
+	FMT(want, "cluster.secret_file: \"%s\": the secret is 15 bytes: must be 16 to 1024 bytes", path);
+	ASSERT_HAS(err, want);
+	assert_secret_unsaid(&c, err, "fifteen-bytes!!");
+	fkv_config_free(&c);
+	strcpy(path, secret_file("empty", "", 0, 0600));
+	FKV_ASSERT_EQ(parse_secret_file(path, &c, err, sizeof(err)), -EINVAL);
+	ASSERT_HAS(err, "the secret is 0 bytes");
+	fkv_config_free(&c);
+	memset(big, 'b', sizeof(big));
+	big[1024] = '\n';	/* 1024 bytes and a newline: the longest */
+	strcpy(path, secret_file("big", big, 1025, 0600));
+	FKV_ASSERT_EQ(parse_secret_file(path, &c, err, sizeof(err)), 0);
+	FKV_ASSERT_EQ(c.cluster.secret_len, 1024);
+	fkv_config_free(&c);
+	strcpy(path, secret_file("big", big, 1025 - 1, 0600));
+	FKV_ASSERT_EQ(parse_secret_file(path, &c, err, sizeof(err)), 0);
+	FKV_ASSERT_EQ(c.cluster.secret_len, 1024);
+	fkv_config_free(&c);
+	big[1024] = 'b';	/* 1025 bytes, no newline */
+	strcpy(path, secret_file("big", big, 1025, 0600));
+	FKV_ASSERT_EQ(parse_secret_file(path, &c, err, sizeof(err)), -EINVAL);
+	ASSERT_HAS(err, "the secret is 1025 bytes: must be 16 to 1024 bytes");
+	fkv_config_free(&c);
+	strcpy(path, secret_file("big", big, sizeof(big), 0600));
+	FKV_ASSERT_EQ(parse_secret_file(path, &c, err, sizeof(err)), -EINVAL);
+	ASSERT_HAS(err, "\": longer than 1024 bytes (and a newline)");
+	assert_secret_unsaid(&c, err, "bbbbbbbbbbbbbbbb");
+	fkv_config_free(&c);
+}
+
+FKV_TEST(cluster_heartbeat_and_dead_after_ranges)
+{
+	struct fkv_config c;
+
+	parse_ok(SPEC CL_MIN "    heartbeat_ms: 50\n    dead_after_ms: 101\n",
+		 &c);
+	FKV_ASSERT_EQ(c.cluster.heartbeat_ms, 50);
+	FKV_ASSERT_EQ(c.cluster.dead_after_ms, 101);
+	fkv_config_free(&c);
+	parse_ok(SPEC CL_MIN "    heartbeat_ms: 60000\n"
+		 "    dead_after_ms: 600000\n", &c);
+	FKV_ASSERT_EQ(c.cluster.heartbeat_ms, 60000);
+	FKV_ASSERT_EQ(c.cluster.dead_after_ms, 600000);
+	fkv_config_free(&c);
+	/* the default heartbeat with a short dead_after */
+	parse_ok(SPEC CL_MIN "    dead_after_ms: 2001\n", &c);
+	FKV_ASSERT_EQ(c.cluster.heartbeat_ms, 1000);
+	fkv_config_free(&c);
+
+	cl_bad(SPEC CL_MIN "    heartbeat_ms: 49\n",
+	       "t.yaml:8:19: cluster.heartbeat_ms: \"49\": must be an integer from 50 to 60000 (ms)");
+	cl_bad(SPEC CL_MIN "    heartbeat_ms: 60001\n",
+	       "cluster.heartbeat_ms: \"60001\": must be an integer from 50 to 60000 (ms)");
+	cl_bad(SPEC CL_MIN "    heartbeat_ms: 1e3\n", "cluster.heartbeat_ms: \"1e3\"");
+	cl_bad(SPEC CL_MIN "    heartbeat_ms: -100\n", "cluster.heartbeat_ms: \"-100\"");
+	cl_bad(SPEC CL_MIN "    heartbeat_ms: 1.5\n", "cluster.heartbeat_ms: \"1.5\"");
+	cl_bad(SPEC CL_MIN "    heartbeat_ms: 99999999999999999999\n",
+	       "cluster.heartbeat_ms: \"99999999999999999999\"");
+	cl_bad(SPEC CL_MIN "    dead_after_ms: 600001\n",
+	       "t.yaml:8:20: cluster.dead_after_ms: \"600001\": must be an integer from 1 to 600000 (ms, and more than 2 * heartbeat_ms)");
+	cl_bad(SPEC CL_MIN "    dead_after_ms: 0\n", "cluster.dead_after_ms: \"0\"");
+}
+
+FKV_TEST(cluster_dead_after_must_exceed_two_heartbeats)
+{
+	char err[2048];
+	struct fkv_config c;
+
+	cl_bad(SPEC CL_MIN "    heartbeat_ms: 1000\n    dead_after_ms: 2000\n",
+	       "t.yaml:9:20: cluster.dead_after_ms: 2000 must be greater than 2 * heartbeat_ms (2 * 1000 = 2000)");
+	cl_bad(SPEC CL_MIN "    dead_after_ms: 1999\n",
+	       "cluster.dead_after_ms: 1999 must be greater than 2 * heartbeat_ms (2 * 1000 = 2000)");
+	/* a long heartbeat against the default dead_after: said at heartbeat */
+	cl_bad(SPEC CL_MIN "    heartbeat_ms: 2500\n",
+	       "t.yaml:8:19: cluster.dead_after_ms: the default 5000 must be greater than 2 * heartbeat_ms (2 * 2500 = 5000): set dead_after_ms");
+	/* a bad heartbeat is one error, not two */
+	parse_bad(SPEC CL_MIN "    heartbeat_ms: 10\n    dead_after_ms: 15\n",
+		  &c, err, sizeof(err));
+	FKV_ASSERT(c.errors.n == 1, "%s", err);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(cluster_every_error_is_reported_in_one_pass)
+{
+	char err[4096], *line, *save;
+	struct fkv_config c;
+	int n = 0;
+
+	parse_bad("fluxonkv_spec:\n"
+		  "  cluster:\n"
+		  "    role: boss\n"
+		  "    master: \"::1:7470\"\n"
+		  "    listen: 0.0.0.0:99999\n"
+		  "    transport: udp\n"
+		  "    secret: short\n"
+		  "    heartbeat_ms: 10\n"
+		  "    dead_after_ms: 1000000\n"
+		  "    nodename: x\n"
+		  "  segment_mb: 0\n", &c, err, sizeof(err));
+	FKV_ASSERT(c.errors.n == 9, "%s", err);
+	ASSERT_HAS(c.errors.v[0], "t.yaml:3:11: cluster.role: \"boss\"");
+	ASSERT_HAS(c.errors.v[1], "t.yaml:4:13: cluster.master: \"::1:7470\"");
+	ASSERT_HAS(c.errors.v[2], "t.yaml:5:13: cluster.listen: \"0.0.0.0:99999\": port \"99999\"");
+	ASSERT_HAS(c.errors.v[3], "t.yaml:6:16: cluster.transport: \"udp\"");
+	ASSERT_HAS(c.errors.v[4], "t.yaml:7:13: cluster.secret: is 5 bytes");
+	ASSERT_HAS(c.errors.v[5], "t.yaml:8:19: cluster.heartbeat_ms: \"10\"");
+	ASSERT_HAS(c.errors.v[6], "t.yaml:9:20: cluster.dead_after_ms: \"1000000\"");
+	ASSERT_HAS(c.errors.v[7], "t.yaml:10:5: cluster: unknown key \"nodename\"");
+	ASSERT_HAS(c.errors.v[8], "t.yaml:11:15: segment_mb: \"0\"");
+	assert_secret_unsaid(&c, err, "short");
+	for (line = strtok_r(err, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		ASSERT_STREQ(line, c.errors.v[n++]);
+	FKV_ASSERT_EQ(n, 9);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(cluster_free_clears_the_struct)
+{
+	struct fkv_cluster_config zero = { 0 };
+	struct fkv_config c;
+
+	parse_ok(SPEC CL_MIN, &c);
+	FKV_ASSERT(c.cluster.secret);
+	fkv_config_free(&c);
+	FKV_ASSERT(!memcmp(&c.cluster, &zero, sizeof(zero)));
+	/* freeing twice, or after a failed parse, is fine */
+	fkv_config_free(&c);
+	FKV_ASSERT_EQ(parse(SPEC "    secret: \"" SECRET "\"\n", &c, NULL, 0),
+		      -EINVAL);
+	FKV_ASSERT(c.cluster.secret);	/* kept until freed, then wiped */
 	fkv_config_free(&c);
 }
 
@@ -1333,7 +2208,7 @@ FKV_TEST(ctl_config_check_json_is_one_object)
 		 "\"kind\":\"dir\",\"device\":\"%s\",\"cache_root\":\"%s/c1_cluster_kv_ssd_storage/n1\",\"exists\":false,\"limit_bytes\":2147483648,\"capacity_bytes\":2147483648,",
 		 dev, a);
 	ASSERT_HAS(r.out, want);
-	ASSERT_HAS(r.out, "\"shards\":2,\"shard_bytes\":1073741824,\"first_shard\":0}],\"warnings\":[],\"errors\":[]}\n");
+	ASSERT_HAS(r.out, "\"shards\":2,\"shard_bytes\":1073741824,\"first_shard\":0}],\"cluster\":null,\"warnings\":[],\"errors\":[]}\n");
 }
 
 FKV_TEST(ctl_config_check_lists_every_error_and_exits_1)
@@ -1364,6 +2239,80 @@ FKV_TEST(ctl_config_check_lists_every_error_and_exits_1)
 	ctl(&r, "check", "/nonexistent/node.yaml", NULL);
 	FKV_ASSERT_EQ(r.status, 1);
 	ASSERT_HAS(r.err, "error: /nonexistent/node.yaml: No such file or directory\n");
+}
+
+FKV_TEST(ctl_config_check_shows_the_cluster_but_never_the_secret)
+{
+	char yaml[PATH_MAX], sec[PATH_MAX], text[PATH_MAX * 2];
+	char want[PATH_MAX * 2];
+	struct run r;
+
+	FMT(yaml, "%s/a.yaml", tmp_make());
+	write_file(yaml, "fluxonkv_spec:\n  cluster_name: prod\n  instance: a\n"
+		   "  cluster:\n    role: master\n    master: 10.77.0.1:7470\n"
+		   "    listen: 0.0.0.0:7471\n    advertise: 10.77.0.1:7471\n"
+		   "    secret: \"inline-secret-never-shown\"\n");
+	ctl(&r, "check", yaml, NULL);
+	FKV_ASSERT(r.status == 0, "status %d, stderr: %s", r.status, r.err);
+	ASSERT_HAS(r.out, "  ssd tier      off (large_limit_size not set)\n"
+		   "  cluster       role master, node name a (instance)\n"
+		   "      master    10.77.0.1:7470\n"
+		   "      listen    0.0.0.0:7471\n"
+		   "      advertise 10.77.0.1:7471\n"
+		   "      transport tcp\n"
+		   "      heartbeat 1000 ms, dead after 5000 ms\n"
+		   "      secret    25 bytes from inline\n");
+	FKV_ASSERT(!strstr(r.out, "never-shown") && !strstr(r.err, "never-shown"));
+	ctl(&r, "check", "--json", yaml);
+	FKV_ASSERT(r.status == 0, "status %d, stderr: %s", r.status, r.err);
+	ASSERT_HAS(r.out, "\"roots\":[],\"cluster\":{\"node_name\":\"a\",\"node_name_default\":true,\"role\":\"master\",\"master\":\"10.77.0.1:7470\",\"listen\":\"0.0.0.0:7471\",\"advertise\":\"10.77.0.1:7471\",\"advertise_default\":false,\"transport\":\"tcp\",\"heartbeat_ms\":1000,\"dead_after_ms\":5000,\"secret_bytes\":25,\"secret_source\":\"inline\",\"secret_file\":null},\"warnings\":[],\"errors\":[]}\n");
+	FKV_ASSERT(!strstr(r.out, "never-shown"));
+
+	/* node b: secret from a file, IPv6, defaults */
+	FMT(sec, "%s/cluster.secret", tmpdir);
+	write_file(sec, "file-secret-never-shown\n");
+	FKV_ASSERT_EQ(chmod(sec, 0600), 0);
+	FMT(yaml, "%s/b.yaml", tmpdir);
+	FMT(text, "fluxonkv_spec:\n  instance: b\n  cluster:\n    node_name: nb\n"
+	    "    role: node\n    master: \"[fd00::1]:7470\"\n"
+	    "    listen: \"[fd00::2]:7471\"\n    transport: auto\n"
+	    "    heartbeat_ms: 200\n    dead_after_ms: 1000\n"
+	    "    secret_file: %s\n", sec);
+	write_file(yaml, text);
+	ctl(&r, "check", yaml, NULL);
+	FKV_ASSERT(r.status == 0, "status %d, stderr: %s", r.status, r.err);
+	FMT(want, "  cluster       role node, node name nb\n"
+	    "      master    [fd00::1]:7470\n"
+	    "      listen    [fd00::2]:7471\n"
+	    "      advertise [fd00::2]:7471 (listen)\n"
+	    "      transport auto\n"
+	    "      heartbeat 200 ms, dead after 1000 ms\n"
+	    "      secret    23 bytes from file %s\n", sec);
+	ASSERT_HAS(r.out, want);
+	FKV_ASSERT(!strstr(r.out, "never-shown"));
+	ctl(&r, "check", "--json", yaml);
+	FKV_ASSERT(r.status == 0, "status %d, stderr: %s", r.status, r.err);
+	FMT(want, "\"cluster\":{\"node_name\":\"nb\",\"node_name_default\":false,\"role\":\"node\",\"master\":\"[fd00::1]:7470\",\"listen\":\"[fd00::2]:7471\",\"advertise\":\"[fd00::2]:7471\",\"advertise_default\":true,\"transport\":\"auto\",\"heartbeat_ms\":200,\"dead_after_ms\":1000,\"secret_bytes\":23,\"secret_source\":\"file\",\"secret_file\":\"%s\"}", sec);
+	ASSERT_HAS(r.out, want);
+	FKV_ASSERT(!strstr(r.out, "never-shown"));
+
+	/* a readable secret file: invalid, exit 1, still not shown */
+	FKV_ASSERT_EQ(chmod(sec, 0644), 0);
+	ctl(&r, "check", yaml, NULL);
+	FKV_ASSERT_EQ(r.status, 1);
+	ASSERT_HAS(r.err, "b.yaml: invalid (1 error)\n");
+	ASSERT_HAS(r.err, "mode 0644 lets group or others access the secret");
+	FKV_ASSERT(!strstr(r.out, "never-shown") && !strstr(r.err, "never-shown"));
+	ctl(&r, "check", "--json", yaml);
+	FKV_ASSERT_EQ(r.status, 1);
+	ASSERT_HAS(r.out, "\"valid\":false,\"warnings\":[],\"errors\":[\"");
+	FKV_ASSERT(!strstr(r.out, "never-shown"));
+
+	/* no cluster section: said so */
+	write_file(yaml, "fluxonkv_spec: {}\n");
+	ctl(&r, "check", yaml, NULL);
+	FKV_ASSERT_EQ(r.status, 0);
+	ASSERT_HAS(r.out, "  cluster       off (single node)\n");
 }
 
 FKV_TEST(ctl_config_usage_errors_exit_2)

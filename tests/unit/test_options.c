@@ -39,6 +39,59 @@ FKV_TEST(defaults_are_foreground_s3fifo_98_95_info)
 	FKV_ASSERT_EQ(o.low_pct, 95);
 	FKV_ASSERT_EQ(o.log_level, FKV_LOG_INFO);
 	FKV_ASSERT(!o.help && !o.version);
+	FKV_ASSERT(!strcmp(o.config_path, "/etc/fluxonkv/fluxonkv.yaml"));
+	FKV_ASSERT(!o.config_explicit);
+}
+
+FKV_TEST(config_file_is_recorded_with_whether_it_was_given)
+{
+	struct fkv_options o;
+
+	FKV_ASSERT_EQ(parse(&o, ARGV("--config", "/srv/n1.yaml")), 0);
+	FKV_ASSERT(!strcmp(o.config_path, "/srv/n1.yaml"));
+	FKV_ASSERT(o.config_explicit);
+	FKV_ASSERT_EQ(parse(&o, ARGV("-c", "rel.yaml")), 0);
+	FKV_ASSERT(!strcmp(o.config_path, "rel.yaml"));
+	FKV_ASSERT(o.config_explicit);
+	FKV_ASSERT_EQ(parse(&o, ARGV("--config=/a.yaml", "-d")), 0);
+	FKV_ASSERT(!strcmp(o.config_path, "/a.yaml"));
+	FKV_ASSERT(o.daemon);
+	/* giving the default path explicitly still counts as given */
+	FKV_ASSERT_EQ(parse(&o, ARGV("-c/etc/fluxonkv/fluxonkv.yaml")), 0);
+	FKV_ASSERT(o.config_explicit);
+	/* the last one wins, like every other option */
+	FKV_ASSERT_EQ(parse(&o, ARGV("-c", "/a", "--config", "/b")), 0);
+	FKV_ASSERT(!strcmp(o.config_path, "/b"));
+	/* a fresh parse forgets the last one */
+	FKV_ASSERT_EQ(parse(&o, ARGV("-f")), 0);
+	FKV_ASSERT(!o.config_explicit);
+	FKV_ASSERT(!strcmp(o.config_path, "/etc/fluxonkv/fluxonkv.yaml"));
+}
+
+FKV_TEST(config_needs_a_nonempty_path)
+{
+	struct fkv_options o;
+
+	FKV_ASSERT_EQ(parse(&o, ARGV("--config")), -EINVAL);
+	FKV_ASSERT(strstr(errbuf, "option --config needs an argument"));
+	FKV_ASSERT_EQ(parse(&o, ARGV("-c")), -EINVAL);
+	FKV_ASSERT(strstr(errbuf, "option -c needs an argument"));
+	FKV_ASSERT_EQ(parse(&o, ARGV("--config", "")), -EINVAL);
+	FKV_ASSERT(strstr(errbuf, "--config needs a path"));
+	FKV_ASSERT_EQ(parse(&o, ARGV("--config=")), -EINVAL);
+	FKV_ASSERT(strstr(errbuf, "--config needs a path"));
+}
+
+FKV_TEST(help_lists_the_config_option_and_its_default)
+{
+	char buf[4096];
+	FILE *f = fmemopen(buf, sizeof(buf), "w");
+
+	FKV_ASSERT(f != NULL);
+	fkv_options_usage(f, "fluxond");
+	FKV_ASSERT_EQ(fclose(f), 0);
+	FKV_ASSERT(strstr(buf, "  -c, --config FILE "));
+	FKV_ASSERT(strstr(buf, "(default /etc/fluxonkv/fluxonkv.yaml;"));
 }
 
 FKV_TEST(every_option_is_parsed)

@@ -36,6 +36,8 @@ enum fluxonkv_source {
 	FLUXONKV_SOURCE_NONE = 0,	/* miss (netlink only) */
 	FLUXONKV_SOURCE_MEMORY = 1,	/* a DRAM replica */
 	FLUXONKV_SOURCE_SSD = 2,	/* refilled from the SSD tier */
+	FLUXONKV_SOURCE_REMOTE = 3,	/* pulled from another node's DRAM */
+	FLUXONKV_SOURCE_REMOTE_SSD = 4,	/* pushed from another node's SSD */
 };
 
 /*
@@ -194,6 +196,39 @@ struct fluxonkv_ssd_attach {
 };
 #define FLUXONKV_SSD_ATTACH_SIZE_VER0	56
 
+/**
+ * struct fluxonkv_hold - FLUXONKV_IOC_HOLD: pin a replica by its handle.
+ * @size: in: sizeof(struct fluxonkv_hold).
+ * @key_len: in: 1..FLUXONKV_KEY_MAX.
+ * @key_ptr: in: user pointer to the key bytes.
+ * @handle: in: a replica handle the module gave the master (PUT_DONE,
+ *	GET_DONE).
+ * @put_id: in: the version the caller expects under @handle.
+ * @flags: in: must be zero.
+ * @holder_id: out: as for FLUXONKV_IOC_GET.
+ * @offset: out: where the value starts in the segment mapping.
+ * @len: out: value length.
+ * @reserved: must be zero.
+ *
+ * For the node daemon serving another node's pull (the cluster data
+ * plane): needs a file description opened with CAP_SYS_ADMIN.  ENOENT
+ * unless @handle names a live replica of @key at @put_id.  The holder is
+ * this file description's, like any other.
+ */
+struct fluxonkv_hold {
+	__u32 size;
+	__u32 key_len;
+	__u64 key_ptr;
+	__u64 handle;
+	__u64 put_id;
+	__u64 flags;
+	__u64 holder_id;
+	__u64 offset;
+	__u64 len;
+	__u64 reserved[2];
+};
+#define FLUXONKV_HOLD_SIZE_VER0		80
+
 /* SSD rings are written and read in units of this many bytes (reference
  * §6.1: aligned_len = align_up(len, 512); only len is ever exposed). */
 #define FLUXONKV_SSD_ALIGN	512
@@ -205,6 +240,13 @@ struct fluxonkv_ssd_attach {
 #define FLUXONKV_IOC_RELEASE	_IOW(FLUXONKV_IOC_MAGIC, 0x03, struct fluxonkv_release)
 #define FLUXONKV_IOC_DELETE	_IOW(FLUXONKV_IOC_MAGIC, 0x04, struct fluxonkv_delete)
 #define FLUXONKV_IOC_SSD_ATTACH	_IOWR(FLUXONKV_IOC_MAGIC, 0x05, struct fluxonkv_ssd_attach)
+#define FLUXONKV_IOC_HOLD	_IOWR(FLUXONKV_IOC_MAGIC, 0x06, struct fluxonkv_hold)
+
+/*
+ * The mapping is read-only for everyone but a file description opened
+ * O_RDWR with CAP_SYS_ADMIN: the node daemon maps the segment writable to
+ * land remote payloads (FLUXONKV_CMD_FETCH) straight in their targets.
+ */
 
 /*
  * Generic netlink family.
@@ -225,9 +267,10 @@ enum fluxonkv_cmd {
 	FLUXONKV_CMD_UNSPEC,
 	/* anyone -> module: reply VERSION, ABI, SEGMENT_SIZE/USED, DAEMON_PID */
 	FLUXONKV_CMD_GET_VERSION,
-	/* cmd [FLAGS (FLUXONKV_REGISTER_F_*)]: daemon registers its port;
-	 * reply SEGMENT_SIZE, INCARNATION, PUT_ID (largest put_id seen: a new
-	 * master continues above it), SSD_CAPACITY, FLAGS (accepted) */
+	/* cmd [FLAGS (FLUXONKV_REGISTER_F_*), NODE_ID]: daemon registers its
+	 * port; reply SEGMENT_SIZE, INCARNATION, PUT_ID (largest put_id seen:
+	 * a new master continues above it), SSD_CAPACITY, FLAGS (accepted),
+	 * NODE_ID (stamped into every handle from now on) */
 	FLUXONKV_CMD_DAEMON_REGISTER,
 	/* cmd: daemon leaves (closing the socket does the same) */
 	FLUXONKV_CMD_DAEMON_UNREGISTER,
@@ -263,6 +306,11 @@ enum fluxonkv_cmd {
 	FLUXONKV_CMD_SSD_EVICTED,
 	/* notify SSD_CAPACITY: this owner's SSD capacity changed (0 = none) */
 	FLUXONKV_CMD_SSD_STATE,
+	/* upcall KEY, PUT_ID, LEN, SOURCE, HANDLE (GET_START's token), OFFSET:
+	 * fill LEN bytes at OFFSET of the segment from the remote source
+	 * GET_START named -> STATUS.  The target stays allocated until this
+	 * is answered (or the daemon goes), even if the get gave up. */
+	FLUXONKV_CMD_FETCH,
 
 	__FLUXONKV_CMD_MAX,
 	FLUXONKV_CMD_MAX = __FLUXONKV_CMD_MAX - 1
@@ -290,6 +338,8 @@ enum fluxonkv_attr {
 	FLUXONKV_A_PAD,
 	FLUXONKV_A_SSD_CAPACITY,	/* u64: bytes of SSD ring (0 = no SSD) */
 	FLUXONKV_A_ENTRY,		/* nested: KEY + PUT_ID (SSD_EVICTED) */
+	FLUXONKV_A_OFFSET,		/* u64: byte offset in the segment */
+	FLUXONKV_A_NODE_ID,		/* u32: 0..FLUXONKV_NODE_MAX */
 
 	__FLUXONKV_A_MAX,
 	FLUXONKV_A_MAX = __FLUXONKV_A_MAX - 1
@@ -304,6 +354,23 @@ enum fluxonkv_attr {
  * waiting for the answer.  Without it every local miss asks the master.
  */
 #define FLUXONKV_REGISTER_F_LOCAL_ROUTES	(1U << 0)
+
+/*
+ * GET_START may answer SOURCE=REMOTE or REMOTE_SSD with PUT_ID, LEN and a
+ * HANDLE that is the daemon's own token for the transfer: the module
+ * allocates a target and asks the daemon to fill it (FETCH), then offers
+ * it with GET_DONE {SOURCE} like an SSD refill.
+ */
+
+/*
+ * Replica handles: bits 0..23 a slot, 24..31 the node id the daemon
+ * registered with (0 on a single node), 32..63 the low half of the
+ * put_id.  Distinct nodes of a cluster therefore never issue the same
+ * handle, and the master reads the owner off a handle.
+ */
+#define FLUXONKV_NODE_MAX		255
+#define FLUXONKV_HANDLE_SLOT_MASK	0xffffffULL
+#define FLUXONKV_HANDLE_NODE(h)		((__u32)(((h) >> 24) & 0xff))
 
 /* FLUXONKV_A_FLAGS of PUT_START replies */
 #define FLUXONKV_PUT_F_PERSIST		(1U << 0)	/* also write to SSD */

@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * config: the node's YAML configuration (libyaml document API) and the size
- * strings in it.  See <fluxonkv_config.h> for the file format and the size
- * grammar; ssd_plan.c turns the result into SSD shards.  Nothing here
- * prints.
+ * config: the node's YAML configuration (libyaml document API), the size
+ * strings and host:port addresses in it.  See <fluxonkv_config.h> for the
+ * file format and both grammars; ssd_plan.c turns the result into SSD
+ * shards.  Nothing here prints, and nothing here resolves a name.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <yaml.h>
@@ -245,6 +248,219 @@ too_large:
 	return -ERANGE;
 }
 
+/* ---- host:port --------------------------------------------------------- */
+
+#define FKV_LABEL_MAX	63	/* one DNS label */
+
+/* An IPv4 dotted quad, strictly: four octets 0..255, no leading zeros. */
+static bool fkv_ipv4_ok(const char *h, size_t len)
+{
+	unsigned int octets = 0, v, digits;
+	size_t i = 0;
+
+	while (octets < 4) {
+		v = 0;
+		digits = 0;
+		while (i < len && h[i] >= '0' && h[i] <= '9' && digits < 4) {
+			v = v * 10 + (h[i++] - '0');
+			digits++;
+		}
+		if (!digits || digits > 3 || v > 255 ||
+		    (digits > 1 && h[i - digits] == '0'))
+			return false;
+		if (++octets < 4) {
+			if (i >= len || h[i] != '.')
+				return false;
+			i++;
+		}
+	}
+	return i == len;
+}
+
+/* Why @h (@len bytes, no brackets) is no valid host, or NULL. */
+static const char *fkv_host_problem(const char *h, size_t len, bool bracketed)
+{
+	char ip6[INET6_ADDRSTRLEN];
+	struct in6_addr a6;
+	size_t i, label = 0;
+	bool numeric = true;
+
+	if (!len)
+		return "is empty";
+	if (bracketed) {
+		if (memchr(h, '%', len))
+			return "has a zone (%...): not supported, use an address without one";
+		if (len >= sizeof(ip6))
+			return "is not an IPv6 address";
+		memcpy(ip6, h, len);
+		ip6[len] = '\0';
+		if (inet_pton(AF_INET6, ip6, &a6) != 1)
+			return "is not an IPv6 address";
+		return NULL;
+	}
+	for (i = 0; i < len; i++)
+		if (!(h[i] >= '0' && h[i] <= '9') && h[i] != '.')
+			numeric = false;
+	if (numeric)	/* never a name: the last label of one has a letter */
+		return fkv_ipv4_ok(h, len) ? NULL :
+		       "is not an IPv4 address (four decimal numbers 0..255 without leading zeros, e.g. 10.0.0.1)";
+	if (len > FKV_HOST_MAX)
+		return "is longer than 253 bytes";
+	for (i = 0; i < len; i++) {
+		unsigned char c = h[i];
+
+		if (c == '.') {
+			if (!label)
+				return "has an empty label (a leading, trailing or doubled '.')";
+			if (h[i - 1] == '-')
+				return "has a label ending with '-'";
+			label = 0;
+			continue;
+		}
+		if (!isalnum(c) && c != '-' && c != '_')
+			return "may only contain letters, digits, '-', '_' and '.' (a DNS name), or be an IPv4 address or [IPv6]";
+		if (!label && c == '-')
+			return "has a label starting with '-'";
+		if (++label > FKV_LABEL_MAX)
+			return "has a label longer than 63 bytes";
+	}
+	if (!label)
+		return "has an empty label (a leading, trailing or doubled '.')";
+	if (h[len - 1] == '-')
+		return "has a label ending with '-'";
+	return NULL;
+}
+
+int fkv_parse_hostport(const char *s, char *host, size_t host_size,
+		       uint16_t *port, char *err, size_t errlen)
+{
+	const char *hs, *colon, *p, *why;
+	char q[FKV_QUOTE_BUF];
+	bool bracketed = false;
+	unsigned long v = 0;
+	size_t hlen;
+
+	if (!*s) {
+		fkv_seterr(err, errlen, "empty address (want host:port)");
+		return -EINVAL;
+	}
+	if (*s == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close) {
+			fkv_seterr(err, errlen,
+				   "'[' without ']' (want [IPv6]:port)");
+			return -EINVAL;
+		}
+		if (close[1] != ':') {
+			fkv_seterr(err, errlen, "%s after ']' (want [IPv6]:port)",
+				   close[1] ? fkv_quote(q, close + 1) :
+				   "no :port");
+			return -EINVAL;
+		}
+		bracketed = true;
+		hs = s + 1;
+		hlen = close - hs;
+		colon = close + 1;
+	} else {
+		if (strchr(s, '[')) {
+			fkv_seterr(err, errlen,
+				   "'[' may only open the host (want [IPv6]:port)");
+			return -EINVAL;
+		}
+		if (strchr(s, ']')) {
+			fkv_seterr(err, errlen,
+				   "']' without '[' (want [IPv6]:port)");
+			return -EINVAL;
+		}
+		colon = strchr(s, ':');
+		if (!colon) {
+			fkv_seterr(err, errlen, "no :port (want host:port)");
+			return -EINVAL;
+		}
+		if (strchr(colon + 1, ':')) {
+			/* an IPv6 address: which ':' starts the port? */
+			fkv_seterr(err, errlen,
+				   "more than one ':': write an IPv6 address in brackets, e.g. \"[::1]:7470\"");
+			return -EINVAL;
+		}
+		hs = s;
+		hlen = colon - s;
+	}
+	why = fkv_host_problem(hs, hlen, bracketed);
+	if (why) {
+		fkv_seterr(err, errlen, "host %s %s", fkv_quote_n(q, hs, hlen),
+			   why);
+		return -EINVAL;
+	}
+	if (hlen >= host_size) {
+		fkv_seterr(err, errlen, "host is longer than %zu bytes",
+			   host_size ? host_size - 1 : 0);
+		return -EINVAL;
+	}
+	for (p = colon + 1; *p >= '0' && *p <= '9' && v <= 65535; p++)
+		v = v * 10 + (*p - '0');
+	if (p == colon + 1 || *p || !v || v > 65535 || colon[1] == '0') {
+		fkv_seterr(err, errlen,
+			   "port %s: must be a decimal number from 1 to 65535%s",
+			   fkv_quote(q, colon + 1),
+			   colon[1] == '0' && colon[2] ? " without leading zeros" : "");
+		return -EINVAL;
+	}
+	memcpy(host, hs, hlen);
+	host[hlen] = '\0';
+	*port = (uint16_t)v;
+	return 0;
+}
+
+bool fkv_host_is_wildcard(const char *host)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return a4.s_addr == htonl(INADDR_ANY);
+	if (inet_pton(AF_INET6, host, &a6) != 1)
+		return false;
+	/* ::ffff:0.0.0.0 is 0.0.0.0 too: it would dial this host */
+	return IN6_IS_ADDR_UNSPECIFIED(&a6) ||
+	       (IN6_IS_ADDR_V4MAPPED(&a6) && !a6.s6_addr32[3]);
+}
+
+const char *fkv_hostport_str(char *buf, size_t len,
+			     const struct fkv_hostport *hp)
+{
+	bool v6 = strchr(hp->host, ':');
+
+	snprintf(buf, len, "%s%s%s:%u", v6 ? "[" : "", hp->host,
+		 v6 ? "]" : "", hp->port);
+	return buf;
+}
+
+const char *fkv_cluster_role_name(enum fkv_cluster_role role)
+{
+	switch (role) {
+	case FKV_ROLE_MASTER:
+		return "master";
+	case FKV_ROLE_NODE:
+		return "node";
+	}
+	return "?";
+}
+
+const char *fkv_transport_name(enum fkv_transport t)
+{
+	switch (t) {
+	case FKV_TRANSPORT_TCP:
+		return "tcp";
+	case FKV_TRANSPORT_RDMA:
+		return "rdma";
+	case FKV_TRANSPORT_AUTO:
+		return "auto";
+	}
+	return "?";
+}
+
 /* ---- YAML -------------------------------------------------------------- */
 
 struct fkv_cfg_ctx {
@@ -380,26 +596,37 @@ static void fkv_cfg_name(struct fkv_cfg_ctx *x, yaml_node_t *n,
 		x->oom = 1;
 }
 
-static void fkv_cfg_segment_mb(struct fkv_cfg_ctx *x, yaml_node_t *n)
+/*
+ * A decimal integer in [@min, @max] (@max well below ULONG_MAX / 10) into
+ * *@out; false after an error, whose message ends with "(@unit)".
+ */
+static bool fkv_cfg_uint(struct fkv_cfg_ctx *x, yaml_node_t *n,
+			 const char *key, unsigned long min, unsigned long max,
+			 const char *unit, unsigned int *out)
 {
 	char q[FKV_QUOTE_BUF];
 	unsigned long v = 0;
 	const char *s, *p;
 
-	if (fkv_is_null(n))
-		return;
-	s = fkv_cfg_string(x, n, "segment_mb");
+	s = fkv_cfg_string(x, n, key);
 	if (!s)
-		return;
-	for (p = s; isdigit((unsigned char)*p) && v <= FKV_SEGMENT_MB_MAX; p++)
+		return false;
+	for (p = s; isdigit((unsigned char)*p) && v <= max; p++)
 		v = v * 10 + (*p - '0');
-	if (p == s || *p || !v || v > FKV_SEGMENT_MB_MAX) {
-		fkv_cfg_err(x, n,
-			    "segment_mb: %s: must be an integer from 1 to %d (MiB)",
-			    fkv_quote(q, s), FKV_SEGMENT_MB_MAX);
-		return;
+	if (p == s || *p || v < min || v > max) {
+		fkv_cfg_err(x, n, "%s: %s: must be an integer from %lu to %lu (%s)",
+			    key, fkv_quote(q, s), min, max, unit);
+		return false;
 	}
-	x->c->segment_mb = v;
+	*out = v;
+	return true;
+}
+
+static void fkv_cfg_segment_mb(struct fkv_cfg_ctx *x, yaml_node_t *n)
+{
+	if (!fkv_is_null(n))
+		fkv_cfg_uint(x, n, "segment_mb", 1, FKV_SEGMENT_MB_MAX, "MiB",
+			     &x->c->segment_mb);
 }
 
 /* The entries of a list, or -1 after an error. */
@@ -503,21 +730,446 @@ static int fkv_cfg_limits(struct fkv_cfg_ctx *x, yaml_node_t *n)
 	return count;
 }
 
+/*
+ * The index of mapping key @key in @names (@n of them), or -1 after
+ * reporting it as no string, unknown or repeated (@section names the
+ * mapping).  @vals[i] is the value of names[i] seen so far.
+ */
+static int fkv_cfg_key(struct fkv_cfg_ctx *x, const char *section,
+		       yaml_node_t *key, const char *const *names, int n,
+		       yaml_node_t **vals)
+{
+	char q[FKV_QUOTE_BUF], known[256] = "";
+	size_t used = 0;
+	int k;
+
+	if (key->type != YAML_SCALAR_NODE) {
+		fkv_cfg_err(x, key, "%s: keys must be strings", section);
+		return -1;
+	}
+	for (k = 0; k < n; k++)
+		if (!strcmp(fkv_scalar(key), names[k]))
+			break;
+	if (k == n) {
+		for (k = 0; k < n && used < sizeof(known); k++)
+			used += snprintf(known + used, sizeof(known) - used,
+					 "%s%s", k ? ", " : "", names[k]);
+		fkv_cfg_err(x, key, "%s: unknown key %s (known: %s)", section,
+			    fkv_quote_n(q, fkv_scalar(key),
+					key->data.scalar.length), known);
+		return -1;
+	}
+	if (vals[k]) {
+		fkv_cfg_err(x, key, "%s: duplicate key %s", section, names[k]);
+		return -1;
+	}
+	return k;
+}
+
+/* ---- the cluster section ----------------------------------------------- */
+
+enum fkv_cluster_key {
+	FKV_CL_NODE_NAME,
+	FKV_CL_ROLE,
+	FKV_CL_MASTER,
+	FKV_CL_LISTEN,
+	FKV_CL_ADVERTISE,
+	FKV_CL_TRANSPORT,
+	FKV_CL_SECRET,
+	FKV_CL_SECRET_FILE,
+	FKV_CL_HEARTBEAT,
+	FKV_CL_DEAD_AFTER,
+	FKV_CL_NR
+};
+
+static const char *const fkv_cluster_keys[FKV_CL_NR] = {
+	[FKV_CL_NODE_NAME] = "node_name",
+	[FKV_CL_ROLE] = "role",
+	[FKV_CL_MASTER] = "master",
+	[FKV_CL_LISTEN] = "listen",
+	[FKV_CL_ADVERTISE] = "advertise",
+	[FKV_CL_TRANSPORT] = "transport",
+	[FKV_CL_SECRET] = "secret",
+	[FKV_CL_SECRET_FILE] = "secret_file",
+	[FKV_CL_HEARTBEAT] = "heartbeat_ms",
+	[FKV_CL_DEAD_AFTER] = "dead_after_ms",
+};
+
+/*
+ * A host:port; @dialed: peers connect to it, so a wildcard is refused.
+ * False after an error.
+ */
+static bool fkv_cfg_hostport(struct fkv_cfg_ctx *x, yaml_node_t *n,
+			     const char *key, bool dialed,
+			     struct fkv_hostport *hp)
+{
+	char q[FKV_QUOTE_BUF], why[256];
+	struct fkv_hostport v;
+	const char *s;
+
+	s = fkv_cfg_string(x, n, key);
+	if (!s)
+		return false;
+	if (fkv_parse_hostport(s, v.host, sizeof(v.host), &v.port, why,
+			       sizeof(why))) {
+		fkv_cfg_err(x, n, "%s: %s: %s", key, fkv_quote(q, s), why);
+		return false;
+	}
+	if (dialed && fkv_host_is_wildcard(v.host)) {
+		fkv_cfg_err(x, n,
+			    "%s: %s: a wildcard address cannot be dialed: give one peers can reach",
+			    key, fkv_quote(q, s));
+		return false;
+	}
+	*hp = v;
+	return true;
+}
+
+/* One of @names (@count of them) as its index + 1; 0 after an error. */
+static int fkv_cfg_enum(struct fkv_cfg_ctx *x, yaml_node_t *n,
+			const char *key, const char *const *names, int count,
+			const char *want)
+{
+	char q[FKV_QUOTE_BUF];
+	const char *s;
+	int i;
+
+	s = fkv_cfg_string(x, n, key);
+	if (!s)
+		return 0;
+	for (i = 0; i < count; i++)
+		if (!strcmp(s, names[i]))
+			return i + 1;
+	fkv_cfg_err(x, n, "%s: %s: must be %s", key, fkv_quote(q, s), want);
+	return 0;
+}
+
+static void fkv_secret_wipe(struct fkv_cluster_config *cl)
+{
+	if (cl->secret) {
+		explicit_bzero(cl->secret, cl->secret_len);
+		free(cl->secret);
+	}
+	cl->secret = NULL;
+	cl->secret_len = 0;
+}
+
+/* Keep a copy of the @len secret bytes at @p (and a NUL after them). */
+static bool fkv_cfg_secret_set(struct fkv_cfg_ctx *x, const void *p,
+			       size_t len, enum fkv_secret_source src)
+{
+	struct fkv_cluster_config *cl = &x->c->cluster;
+
+	fkv_secret_wipe(cl);	/* both keys given: an error follows */
+	cl->secret = malloc(len + 1);
+	if (!cl->secret) {
+		x->oom = 1;
+		return false;
+	}
+	memcpy(cl->secret, p, len);
+	cl->secret[len] = '\0';
+	cl->secret_len = len;
+	cl->secret_source = src;
+	return true;
+}
+
+/*
+ * cluster.secret.  Its text is never quoted in a message; the document's
+ * copy is wiped once taken (libyaml's own input buffers cannot be reached).
+ */
+static bool fkv_cfg_secret(struct fkv_cfg_ctx *x, yaml_node_t *n)
+{
+	size_t len;
+	bool ok = false;
+
+	if (n->type != YAML_SCALAR_NODE) {
+		fkv_cfg_err(x, n, "cluster.secret: must be a string, not a %s",
+			    n->type == YAML_SEQUENCE_NODE ? "list" : "mapping");
+		return false;
+	}
+	len = n->data.scalar.length;
+	if (memchr(n->data.scalar.value, '\0', len))
+		fkv_cfg_err(x, n,
+			    "cluster.secret: contains a NUL byte (put a binary secret in secret_file)");
+	else if (len < FKV_SECRET_MIN || len > FKV_SECRET_MAX)
+		fkv_cfg_err(x, n,
+			    "cluster.secret: is %zu byte%s: must be %d to %d bytes",
+			    len, len == 1 ? "" : "s", FKV_SECRET_MIN,
+			    FKV_SECRET_MAX);
+	else
+		ok = fkv_cfg_secret_set(x, n->data.scalar.value, len,
+					FKV_SECRET_INLINE);
+	explicit_bzero(n->data.scalar.value, len);
+	return ok;
+}
+
+/*
+ * cluster.secret_file: read it now.  Only a regular file is opened (a
+ * FIFO or a device could block or act on open), and one that group or
+ * others may access is refused before its content is read, as ssh does
+ * with keys.
+ */
+static bool fkv_cfg_secret_file(struct fkv_cfg_ctx *x, yaml_node_t *n)
+{
+	static const char *const key = "cluster.secret_file";
+	struct fkv_cluster_config *cl = &x->c->cluster;
+	char q[FKV_QUOTE_BUF], buf[FKV_SECRET_MAX + 2];
+	const char *path;
+	struct stat st;
+	size_t len = 0;
+	bool ok = false;
+	ssize_t r;
+	int fd;
+
+	path = fkv_cfg_string(x, n, key);
+	if (!path)
+		return false;
+	if (!*path) {
+		fkv_cfg_err(x, n, "%s: is empty", key);
+		return false;
+	}
+	if (path[0] != '/') {
+		fkv_cfg_err(x, n, "%s: %s: must be an absolute path", key,
+			    fkv_quote(q, path));
+		return false;
+	}
+	if (strlen(path) >= PATH_MAX) {
+		fkv_cfg_err(x, n, "%s: longer than %d bytes", key, PATH_MAX - 1);
+		return false;
+	}
+	free(cl->secret_file);
+	cl->secret_file = strdup(path);
+	if (!cl->secret_file) {
+		x->oom = 1;
+		return false;
+	}
+	fkv_quote(q, path);
+	if (stat(path, &st)) {
+		fkv_cfg_err(x, n, "%s: %s: %s", key, q, strerror(errno));
+		return false;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fkv_cfg_err(x, n, "%s: %s: not a regular file", key, q);
+		return false;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		fkv_cfg_err(x, n, "%s: %s: %s", key, q, strerror(errno));
+		return false;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {	/* replaced since */
+		fkv_cfg_err(x, n, "%s: %s: not a regular file", key, q);
+		goto out;
+	}
+	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+		fkv_cfg_err(x, n,
+			    "%s: %s: mode %04o lets group or others access the secret: chmod 600 it (as for an ssh key)",
+			    key, q, (unsigned int)(st.st_mode & 07777));
+		goto out;
+	}
+	while (len < sizeof(buf)) {
+		r = read(fd, buf + len, sizeof(buf) - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			fkv_cfg_err(x, n, "%s: %s: %s", key, q, strerror(errno));
+			goto out;
+		}
+		if (!r)
+			break;
+		len += r;
+	}
+	if (len == sizeof(buf)) {
+		fkv_cfg_err(x, n, "%s: %s: longer than %d bytes (and a newline)",
+			    key, q, FKV_SECRET_MAX);
+		goto out;
+	}
+	if (len && buf[len - 1] == '\n')
+		len--;
+	if (len < FKV_SECRET_MIN || len > FKV_SECRET_MAX) {
+		fkv_cfg_err(x, n,
+			    "%s: %s: the secret is %zu byte%s: must be %d to %d bytes",
+			    key, q, len, len == 1 ? "" : "s", FKV_SECRET_MIN,
+			    FKV_SECRET_MAX);
+		goto out;
+	}
+	ok = fkv_cfg_secret_set(x, buf, len, FKV_SECRET_FILE);
+out:
+	explicit_bzero(buf, sizeof(buf));
+	close(fd);
+	return ok;
+}
+
+/*
+ * The cross-checks and defaults once every key of @map has been seen:
+ * @vals[k] is the value of key k when set (not null), @ok[k] whether it
+ * was valid.
+ */
+static void fkv_cfg_cluster_check(struct fkv_cfg_ctx *x, yaml_node_t *map,
+				  yaml_node_t **vals, const bool *ok)
+{
+	struct fkv_cluster_config *cl = &x->c->cluster;
+	char hp[FKV_HOSTPORT_BUF], q[FKV_QUOTE_BUF];
+	yaml_node_t *later;
+	unsigned int hb, dead;
+
+	if (!vals[FKV_CL_ROLE])
+		fkv_cfg_err(x, map, "cluster: role is required (master or node)");
+	if (!vals[FKV_CL_MASTER])
+		fkv_cfg_err(x, map,
+			    "cluster: master is required (host:port of the master's control listener)");
+	if (!vals[FKV_CL_LISTEN])
+		fkv_cfg_err(x, map,
+			    "cluster: listen is required (host:port of this node's data-plane listener)");
+	if (!vals[FKV_CL_SECRET] && !vals[FKV_CL_SECRET_FILE])
+		fkv_cfg_err(x, map,
+			    "cluster: a shared secret is required: set secret or secret_file (%d to %d bytes)",
+			    FKV_SECRET_MIN, FKV_SECRET_MAX);
+	if (vals[FKV_CL_SECRET] && vals[FKV_CL_SECRET_FILE]) {
+		later = vals[FKV_CL_SECRET];
+		if (vals[FKV_CL_SECRET_FILE]->start_mark.index >
+		    later->start_mark.index)
+			later = vals[FKV_CL_SECRET_FILE];
+		fkv_cfg_err(x, later,
+			    "cluster: secret and secret_file are both set: use exactly one");
+	}
+
+	if (!vals[FKV_CL_ADVERTISE] && ok[FKV_CL_LISTEN]) {
+		fkv_hostport_str(hp, sizeof(hp), &cl->listen);
+		if (fkv_host_is_wildcard(cl->listen.host))
+			fkv_cfg_err(x, vals[FKV_CL_LISTEN],
+				    "cluster.listen: %s is a wildcard address, which peers cannot dial: set cluster.advertise",
+				    fkv_quote(q, hp));
+		cl->advertise = cl->listen;
+		cl->advertise_default = true;
+	}
+	if (!vals[FKV_CL_TRANSPORT])
+		cl->transport = FKV_TRANSPORT_TCP;
+
+	if (!vals[FKV_CL_HEARTBEAT])
+		cl->heartbeat_ms = FKV_HEARTBEAT_MS_DEFAULT;
+	if (!vals[FKV_CL_DEAD_AFTER])
+		cl->dead_after_ms = FKV_DEAD_AFTER_MS_DEFAULT;
+	if ((vals[FKV_CL_HEARTBEAT] && !ok[FKV_CL_HEARTBEAT]) ||
+	    (vals[FKV_CL_DEAD_AFTER] && !ok[FKV_CL_DEAD_AFTER]))
+		return;		/* already reported */
+	hb = cl->heartbeat_ms;
+	dead = cl->dead_after_ms;
+	if (dead > 2 * hb)
+		return;
+	if (vals[FKV_CL_DEAD_AFTER])
+		fkv_cfg_err(x, vals[FKV_CL_DEAD_AFTER],
+			    "cluster.dead_after_ms: %u must be greater than 2 * heartbeat_ms (2 * %u = %u)",
+			    dead, hb, 2 * hb);
+	else
+		fkv_cfg_err(x, vals[FKV_CL_HEARTBEAT],
+			    "cluster.dead_after_ms: the default %u must be greater than 2 * heartbeat_ms (2 * %u = %u): set dead_after_ms",
+			    dead, hb, 2 * hb);
+}
+
+static void fkv_cfg_cluster(struct fkv_cfg_ctx *x, yaml_node_t *map)
+{
+	static const char *const roles[] = { "node", "master" };
+	static const char *const transports[] = { "tcp", "rdma", "auto" };
+	struct fkv_cluster_config *cl = &x->c->cluster;
+	yaml_node_t *vals[FKV_CL_NR] = { NULL }, *seen[FKV_CL_NR] = { NULL };
+	bool ok[FKV_CL_NR] = { false };
+	yaml_node_pair_t *pair;
+	int k;
+
+	if (fkv_is_null(map))
+		return;		/* single node */
+	if (map->type != YAML_MAPPING_NODE) {
+		fkv_cfg_err(x, map,
+			    "cluster: must be a mapping (or null for a single node)");
+		return;
+	}
+	cl->present = true;
+	for (pair = map->data.mapping.pairs.start;
+	     pair < map->data.mapping.pairs.top; pair++) {
+		yaml_node_t *key = yaml_document_get_node(x->doc, pair->key);
+		yaml_node_t *val = yaml_document_get_node(x->doc, pair->value);
+
+		k = fkv_cfg_key(x, "cluster", key, fkv_cluster_keys,
+				FKV_CL_NR, seen);
+		if (k < 0)
+			continue;
+		seen[k] = val;	/* a repeated key is one even after a null */
+		if (fkv_is_null(val))
+			continue;	/* not set */
+		vals[k] = val;
+		switch (k) {
+		case FKV_CL_NODE_NAME:
+			fkv_cfg_name(x, val, "cluster.node_name",
+				     &cl->node_name);
+			ok[k] = cl->node_name;
+			break;
+		case FKV_CL_ROLE:
+			/* FKV_ROLE_NODE = 1, FKV_ROLE_MASTER = 2: index + 1 */
+			cl->role = fkv_cfg_enum(x, val, "cluster.role", roles,
+						2, "master or node");
+			ok[k] = cl->role;
+			break;
+		case FKV_CL_MASTER:
+			ok[k] = fkv_cfg_hostport(x, val, "cluster.master", true,
+						 &cl->master);
+			break;
+		case FKV_CL_LISTEN:
+			ok[k] = fkv_cfg_hostport(x, val, "cluster.listen", false,
+						 &cl->listen);
+			break;
+		case FKV_CL_ADVERTISE:
+			ok[k] = fkv_cfg_hostport(x, val, "cluster.advertise",
+						 true, &cl->advertise);
+			break;
+		case FKV_CL_TRANSPORT:
+			cl->transport = fkv_cfg_enum(x, val, "cluster.transport",
+						     transports, 3,
+						     "tcp, rdma or auto");
+			ok[k] = cl->transport;
+			break;
+		case FKV_CL_SECRET:
+			ok[k] = fkv_cfg_secret(x, val);
+			break;
+		case FKV_CL_SECRET_FILE:
+			ok[k] = fkv_cfg_secret_file(x, val);
+			break;
+		case FKV_CL_HEARTBEAT:
+			ok[k] = fkv_cfg_uint(x, val, "cluster.heartbeat_ms",
+					     FKV_HEARTBEAT_MS_MIN,
+					     FKV_HEARTBEAT_MS_MAX, "ms",
+					     &cl->heartbeat_ms);
+			break;
+		case FKV_CL_DEAD_AFTER:
+			ok[k] = fkv_cfg_uint(x, val, "cluster.dead_after_ms", 1,
+					     FKV_DEAD_AFTER_MS_MAX,
+					     "ms, and more than 2 * heartbeat_ms",
+					     &cl->dead_after_ms);
+			break;
+		}
+	}
+	fkv_cfg_cluster_check(x, map, vals, ok);
+}
+
+/* ---- fluxonkv_spec ----------------------------------------------------- */
+
 enum fkv_spec_key {
-	FKV_KEY_CLUSTER,
+	FKV_KEY_CLUSTER_NAME,
 	FKV_KEY_INSTANCE,
 	FKV_KEY_SEGMENT_MB,
 	FKV_KEY_PATHS,
 	FKV_KEY_LIMITS,
+	FKV_KEY_CLUSTER,
 	FKV_KEY_NR
 };
 
 static const char *const fkv_spec_keys[FKV_KEY_NR] = {
-	[FKV_KEY_CLUSTER] = "cluster_name",
+	[FKV_KEY_CLUSTER_NAME] = "cluster_name",
 	[FKV_KEY_INSTANCE] = "instance",
 	[FKV_KEY_SEGMENT_MB] = "segment_mb",
 	[FKV_KEY_PATHS] = "large_file_paths",
 	[FKV_KEY_LIMITS] = "large_limit_size",
+	[FKV_KEY_CLUSTER] = "cluster",
 };
 
 /*
@@ -529,7 +1181,6 @@ static void fkv_cfg_spec_keys(struct fkv_cfg_ctx *x, yaml_node_t *spec,
 {
 	struct fkv_config *c = x->c;
 	yaml_node_pair_t *pair;
-	char q[FKV_QUOTE_BUF];
 	int k;
 
 	for (pair = spec->data.mapping.pairs.start;
@@ -537,28 +1188,13 @@ static void fkv_cfg_spec_keys(struct fkv_cfg_ctx *x, yaml_node_t *spec,
 		yaml_node_t *key = yaml_document_get_node(x->doc, pair->key);
 		yaml_node_t *val = yaml_document_get_node(x->doc, pair->value);
 
-		if (key->type != YAML_SCALAR_NODE) {
-			fkv_cfg_err(x, key, "fluxonkv_spec: keys must be strings");
+		k = fkv_cfg_key(x, "fluxonkv_spec", key, fkv_spec_keys,
+				FKV_KEY_NR, vals);
+		if (k < 0)
 			continue;
-		}
-		for (k = 0; k < FKV_KEY_NR; k++)
-			if (!strcmp(fkv_scalar(key), fkv_spec_keys[k]))
-				break;
-		if (k == FKV_KEY_NR) {
-			fkv_cfg_err(x, key,
-				    "fluxonkv_spec: unknown key %s (known: cluster_name, instance, segment_mb, large_file_paths, large_limit_size)",
-				    fkv_quote_n(q, fkv_scalar(key),
-						key->data.scalar.length));
-			continue;
-		}
-		if (vals[k]) {
-			fkv_cfg_err(x, key, "fluxonkv_spec: duplicate key %s",
-				    fkv_spec_keys[k]);
-			continue;
-		}
 		vals[k] = val;
 		switch (k) {
-		case FKV_KEY_CLUSTER:
+		case FKV_KEY_CLUSTER_NAME:
 			fkv_cfg_name(x, val, "cluster_name", &c->cluster_name);
 			break;
 		case FKV_KEY_INSTANCE:
@@ -572,6 +1208,9 @@ static void fkv_cfg_spec_keys(struct fkv_cfg_ctx *x, yaml_node_t *spec,
 			break;
 		case FKV_KEY_LIMITS:
 			*nlimits = fkv_cfg_limits(x, val);
+			break;
+		case FKV_KEY_CLUSTER:
+			fkv_cfg_cluster(x, val);
 			break;
 		}
 	}
@@ -704,6 +1343,13 @@ out_parser:
 		if (!out->instance)
 			x.oom = 1;
 	}
+	/* node_name defaults to the instance, itself known only now */
+	if (!x.oom && out->cluster.present && !out->cluster.node_name) {
+		out->cluster.node_name = strdup(out->instance);
+		out->cluster.node_name_default = true;
+		if (!out->cluster.node_name)
+			x.oom = 1;
+	}
 	if (x.oom) {
 		fkv_seterr(err, errlen, "%s: out of memory", x.name);
 		return -ENOMEM;
@@ -769,6 +1415,7 @@ int fkv_config_load(const char *path, struct fkv_config *out, char *err,
 	}
 	ret = fkv_config_parse_buffer(buf, len, path, out, err, errlen);
 out:
+	explicit_bzero(buf, len);	/* it may hold cluster.secret */
 	free(buf);
 	close(fd);
 	return ret;
@@ -784,6 +1431,9 @@ void fkv_config_free(struct fkv_config *c)
 		free(c->paths[i]);
 	free(c->paths);
 	free(c->limits);
+	fkv_secret_wipe(&c->cluster);
+	free(c->cluster.node_name);
+	free(c->cluster.secret_file);
 	fkv_msgs_free(&c->warnings);
 	fkv_msgs_free(&c->errors);
 	memset(c, 0, sizeof(*c));

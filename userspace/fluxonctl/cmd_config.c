@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * fluxonctl config check FILE: parse a configuration and plan its SSD tier
- * (stat()s the paths, creates nothing), then show the plan or every error.
- * The work is in common/config.c; this file only parses arguments and
- * renders.
+ * (stat()s the paths, creates nothing), then show the plan and the cluster
+ * section, or every error.  The work is in common/config.c; this file only
+ * parses arguments and renders.  The cluster secret is never shown: only
+ * its length and where it came from.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,6 +28,12 @@ const char ctl_usage_config[] =
 	"root <path>/<cluster_name>_cluster_kv_ssd_storage/<instance>.  Paths\n"
 	"on a device an earlier path already uses are dropped (with a warning).\n"
 	"Nothing is created.  Every error found is listed.\n"
+	"\n"
+	"The cluster section, if any, is shown too: role, node name, master,\n"
+	"listen and advertise addresses (checked, not resolved), transport,\n"
+	"heartbeat and dead-after times, and the secret's length and source\n"
+	"(never the secret; secret_file is read, and refused when group or\n"
+	"others may access it).\n"
 	"\n"
 	"large_limit_size entries: bytes, or a size such as \"1.5GB\" with unit\n"
 	"B, KB, MB, GB, TB (or KiB .. TiB; case-insensitive).  Units are\n"
@@ -105,6 +112,38 @@ int ctl_parse_config(int argc, char **argv, struct ctl_opts *o, FILE *err)
 	return 0;
 }
 
+/* Where the secret came from: "inline" or "file PATH". */
+static const char *ctl_secret_source(const struct fkv_cluster_config *cl)
+{
+	return cl->secret_source == FKV_SECRET_FILE ? "file" : "inline";
+}
+
+static void ctl_cluster_human(FILE *f, const struct fkv_cluster_config *cl)
+{
+	char hp[FKV_HOSTPORT_BUF];
+
+	if (!cl->present) {
+		fprintf(f, "  cluster       off (single node)\n");
+		return;
+	}
+	fprintf(f, "  cluster       role %s, node name %s%s\n",
+		fkv_cluster_role_name(cl->role), cl->node_name,
+		cl->node_name_default ? " (instance)" : "");
+	fprintf(f, "      master    %s\n",
+		fkv_hostport_str(hp, sizeof(hp), &cl->master));
+	fprintf(f, "      listen    %s\n",
+		fkv_hostport_str(hp, sizeof(hp), &cl->listen));
+	fprintf(f, "      advertise %s%s\n",
+		fkv_hostport_str(hp, sizeof(hp), &cl->advertise),
+		cl->advertise_default ? " (listen)" : "");
+	fprintf(f, "      transport %s\n", fkv_transport_name(cl->transport));
+	fprintf(f, "      heartbeat %u ms, dead after %u ms\n",
+		cl->heartbeat_ms, cl->dead_after_ms);
+	fprintf(f, "      secret    %zu bytes from %s%s%s\n", cl->secret_len,
+		ctl_secret_source(cl), cl->secret_file ? " " : "",
+		cl->secret_file ? cl->secret_file : "");
+}
+
 static void ctl_config_human(FILE *f, const char *file,
 			     const struct fkv_config *c,
 			     const struct fkv_ssd_plan *p)
@@ -159,6 +198,7 @@ static void ctl_config_human(FILE *f, const char *file,
 			fkv_bytes(b1, sizeof(b1), r->shard_size), 0U,
 			r->nshards > 1 ? b2 : "");
 	}
+	ctl_cluster_human(f, &c->cluster);
 }
 
 static void ctl_json_list(FILE *f, const char *key,
@@ -178,6 +218,39 @@ static void ctl_json_list(FILE *f, const char *key,
 		}
 	}
 	fputc(']', f);
+}
+
+/* ,"cluster":null or ,"cluster":{...}: the section, secret by length. */
+static void ctl_cluster_json(FILE *f, const struct fkv_cluster_config *cl)
+{
+	char hp[FKV_HOSTPORT_BUF];
+
+	if (!cl->present) {
+		fputs(",\"cluster\":null", f);
+		return;
+	}
+	fputs(",\"cluster\":{\"node_name\":", f);
+	ctl_json_quote(f, cl->node_name);
+	fprintf(f, ",\"node_name_default\":%s,\"role\":\"%s\",\"master\":",
+		cl->node_name_default ? "true" : "false",
+		fkv_cluster_role_name(cl->role));
+	ctl_json_quote(f, fkv_hostport_str(hp, sizeof(hp), &cl->master));
+	fputs(",\"listen\":", f);
+	ctl_json_quote(f, fkv_hostport_str(hp, sizeof(hp), &cl->listen));
+	fputs(",\"advertise\":", f);
+	ctl_json_quote(f, fkv_hostport_str(hp, sizeof(hp), &cl->advertise));
+	fprintf(f, ",\"advertise_default\":%s,\"transport\":\"%s\","
+		"\"heartbeat_ms\":%u,\"dead_after_ms\":%u,"
+		"\"secret_bytes\":%zu,\"secret_source\":\"%s\","
+		"\"secret_file\":",
+		cl->advertise_default ? "true" : "false",
+		fkv_transport_name(cl->transport), cl->heartbeat_ms,
+		cl->dead_after_ms, cl->secret_len, ctl_secret_source(cl));
+	if (cl->secret_file)
+		ctl_json_quote(f, cl->secret_file);
+	else
+		fputs("null", f);
+	fputc('}', f);
 }
 
 static void ctl_config_json(FILE *f, const char *file,
@@ -232,6 +305,7 @@ static void ctl_config_json(FILE *f, const char *file,
 				r->first_shard);
 		}
 		fputc(']', f);
+		ctl_cluster_json(f, &c->cluster);
 	}
 	ctl_json_list(f, "warnings", &c->warnings, &p->warnings);
 	ctl_json_list(f, "errors", errors, &none);

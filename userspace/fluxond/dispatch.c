@@ -37,6 +37,8 @@ static const struct {
 		A(REQ_ID) | A(KEY) | A(PUT_ID) | A(LEN), true },
 	[FLUXONKV_CMD_SSD_EVICTED] = { "SSD_EVICTED", A(ENTRY), false },
 	[FLUXONKV_CMD_SSD_STATE] = { "SSD_STATE", A(SSD_CAPACITY), false },
+	[FLUXONKV_CMD_FETCH] = { "FETCH", A(REQ_ID) | A(KEY) | A(PUT_ID) |
+		A(LEN) | A(SOURCE) | A(HANDLE) | A(OFFSET), true },
 };
 
 #define NCMDS	(sizeof(cmds) / sizeof(cmds[0]))
@@ -181,6 +183,10 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 		break;
 	case FLUXONKV_CMD_SSD_STATE:
 		fkv_master_set_ssd_capacity(m, u->ssd_capacity);
+		break;
+	case FLUXONKV_CMD_FETCH:
+		/* The cluster runtime moves bytes; the master never does. */
+		r->status = -EOPNOTSUPP;
 		break;
 	}
 	if (r->status)

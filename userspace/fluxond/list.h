@@ -68,6 +68,13 @@ static inline struct fkv_list *fkv_list_last(const struct fkv_list *h)
 	return fkv_list_empty(h) ? NULL : h->prev;
 }
 
+/* The entry after @n in @h, or NULL at the end. */
+static inline struct fkv_list *fkv_list_next(const struct fkv_list *h,
+					     const struct fkv_list *n)
+{
+	return n->next == h ? NULL : n->next;
+}
+
 static inline struct fkv_list *fkv_list_first(const struct fkv_list *h)
 {
 	return fkv_list_empty(h) ? NULL : h->next;

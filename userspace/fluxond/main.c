@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * main.c - fluxond: the fluxonkv master daemon (single node).
+ * main.c - fluxond: the fluxonkv master daemon.
  *
- * Startup: options, detach if asked, pid file, open the generic netlink
- * family, register as the daemon, build the master for the segment the
- * module reports.  Then one poll() loop: upcalls from the netlink socket and
- * a one-second tick (in-flight put and persisting replica TTL sweeps).
- * SIGTERM/SIGINT unregister and exit 0.
+ * Startup: options, the configuration file (--config), detach if asked,
+ * pid file, open the generic netlink family, register as the daemon,
+ * build the master for the segment the module reports and, with a
+ * cluster: section, the cluster control plane (cluster_ctl.h: the member
+ * listener in master role, the connection to the master in node role).
+ * Then one poll() loop: upcalls from the netlink socket, cluster
+ * connections, and ticks (cluster timers every 100 ms; in-flight put and
+ * persisting replica TTL sweeps every second).  SIGTERM/SIGINT unregister
+ * and exit 0.
  */
 #include <errno.h>
 #include <poll.h>
@@ -17,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clusterd.h"
 #include "daemon.h"
 #include "dispatch.h"
 #include "log.h"
@@ -25,9 +30,14 @@
 #include "options.h"
 
 #define FKV_TICK_MS	1000
+#define FKV_CLUSTER_TICK_MS	100
+/* Cluster connections polled at most (members + joins in progress). */
+#define FKV_POLL_MAX	96
 
 struct fluxond {
 	struct fkv_options opt;
+	struct fkv_config cfg;		/* --config, or the embedded default */
+	struct fkv_clusterd *cd;	/* cluster runtime, or NULL */
 	struct fkv_nl *nl;
 	struct fkv_master *master;	/* NULL until registered */
 	struct fkv_nl_register_info reg;
@@ -55,6 +65,8 @@ static bool on_upcall(void *arg, const struct fkv_upcall *u,
 {
 	struct fluxond *d = arg;
 
+	if (d->cd)
+		return fkv_clusterd_upcall(d->cd, u, r);
 	if (!d->master) {
 		memset(r, 0, sizeof(*r));
 		r->status = -EAGAIN;
@@ -91,6 +103,29 @@ static int setup_signals(sigset_t *orig)
 	return 0;
 }
 
+/*
+ * A cluster: the runtime registers with the module itself (a node once it
+ * has joined the master and learnt its id; in a cluster a local miss is
+ * not a cluster miss, so never with local routes).
+ */
+static int start_cluster(struct fluxond *d)
+{
+	struct fkv_clusterd_config c = {
+		.cc = &d->cfg.cluster,
+		.nl = d->nl,
+		.policy = d->opt.policy,
+		.high_pct = d->opt.high_pct,
+		.low_pct = d->opt.low_pct,
+	};
+
+	if (d->cfg.cluster.transport == FKV_TRANSPORT_RDMA) {
+		fkv_err("cluster: transport rdma is not built yet; use tcp "
+			"(or auto, which falls back to it)");
+		return -EOPNOTSUPP;
+	}
+	return fkv_clusterd_start(&d->cd, &c);
+}
+
 static int open_and_register(struct fluxond *d)
 {
 	struct fkv_master_config mc = { 0 };
@@ -124,13 +159,15 @@ static int open_and_register(struct fluxond *d)
 	 * This master routes only to the module it registers with (one
 	 * node): the module may answer gets from its own index.
 	 */
+	if (d->cfg.cluster.present)
+		return start_cluster(d);
 	err = fkv_nl_register(d->nl, d->opt.ask_on_miss ? 0 :
-			      FLUXONKV_REGISTER_F_LOCAL_ROUTES, &d->reg);
+			      FLUXONKV_REGISTER_F_LOCAL_ROUTES, 0, &d->reg);
 	if (err == -EINVAL && !d->opt.ask_on_miss) {
 		/* A module that predates the flag refuses the attribute. */
 		fkv_warn("module refused REGISTER_F_LOCAL_ROUTES: every miss "
 			 "will ask this daemon");
-		err = fkv_nl_register(d->nl, 0, &d->reg);
+		err = fkv_nl_register(d->nl, 0, 0, &d->reg);
 	}
 	switch (err) {
 	case 0:
@@ -180,41 +217,88 @@ static int open_and_register(struct fluxond *d)
 	return 0;
 }
 
+/*
+ * --config: load it as fkv_options promises (options.h).  0, or 1 after
+ * printing every problem.
+ */
+static int load_config(struct fluxond *d)
+{
+	char msg[4096] = "";
+	int err;
+
+	err = fkv_config_load(d->opt.config_path, &d->cfg, msg, sizeof(msg));
+	if (err == -ENOENT && !d->opt.config_explicit) {
+		fkv_config_free(&d->cfg);
+		memset(&d->cfg, 0, sizeof(d->cfg));
+		fkv_dbg("no %s: single node, DRAM only", d->opt.config_path);
+		return 0;
+	}
+	if (err) {
+		fkv_err("configuration %s: %s", d->opt.config_path,
+			msg[0] ? msg : strerror(-err));
+		return 1;
+	}
+	return 0;
+}
+
+static uint64_t next_deadline(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
 static int run(struct fluxond *d, const sigset_t *unblocked)
 {
 	uint64_t next_tick = now_ms() + FKV_TICK_MS;
+	uint64_t next_cluster = now_ms();
 	int err;
 
 	/* Upcalls held back while DAEMON_REGISTER was answered. */
 	err = fkv_nl_process(d->nl);
 	while (!err && !stop_signal) {
-		struct pollfd pfd = { .fd = fkv_nl_fd(d->nl),
-				      .events = POLLIN };
-		uint64_t now = now_ms();
+		struct pollfd pfd[1 + FKV_POLL_MAX];
+		uint64_t now = now_ms(), until;
 		struct timespec ts = { 0 };
-		int n;
+		int n, ncl = 0;
 
 		if (now >= next_tick) {
-			fkv_master_tick(d->master);
+			if (d->master)
+				fkv_master_tick(d->master);
 			next_tick = now + FKV_TICK_MS;
 		}
-		ts.tv_nsec = (long)(next_tick - now) * 1000000L;
+		if (d->cd && now >= next_cluster) {
+			fkv_clusterd_tick(d->cd);
+			next_cluster = now + FKV_CLUSTER_TICK_MS;
+		}
+		until = d->cd ? next_deadline(next_tick, next_cluster)
+			      : next_tick;
+		ts.tv_nsec = (long)(until > now ? until - now : 0) * 1000000L;
 		if (ts.tv_nsec >= 1000000000L) {
 			ts.tv_sec = ts.tv_nsec / 1000000000L;
 			ts.tv_nsec %= 1000000000L;
 		}
-		n = ppoll(&pfd, 1, &ts, unblocked);
+		pfd[0] = (struct pollfd){ .fd = fkv_nl_fd(d->nl),
+					  .events = POLLIN };
+		if (d->cd)
+			ncl = fkv_clusterd_pollfds(d->cd, pfd + 1, FKV_POLL_MAX);
+		n = ppoll(pfd, 1 + (nfds_t)ncl, &ts, unblocked);
 		if (n < 0) {
 			if (errno != EINTR)
 				err = -errno;
 			continue;
 		}
-		if (n > 0)
+		if (n > 0 && pfd[0].revents)
 			err = fkv_nl_process(d->nl);
+		if (!err && n > 0 && d->cd) {
+			err = fkv_clusterd_handle(d->cd, pfd + 1, ncl);
+			if (err)
+				fkv_err("cluster: cannot go on: %s (fix the "
+					"cluster section of %s)", strerror(-err),
+					d->opt.config_path);
+		}
 	}
 	if (err == -ENODEV)
 		fkv_err("the fluxonkv module was unloaded");
-	else if (err)
+	else if (err && err != -EACCES && err != -EEXIST)
 		fkv_err("netlink: %s", strerror(-err));
 	return err;
 }
@@ -275,6 +359,9 @@ int main(int argc, char **argv)
 		       FLUXONKV_ABI_VERSION);
 		return 0;
 	}
+	fkv_log_setup(d.opt.log_level, false);
+	if (load_config(&d))
+		return 1;
 	if (d.opt.daemon && d.opt.pidfile && d.opt.pidfile[0] != '/') {
 		/* The daemon runs in /: anchor a relative pid file path now. */
 		char *cwd = get_current_dir_name();
@@ -313,6 +400,9 @@ int main(int argc, char **argv)
 	}
 	if (open_and_register(&d))
 		goto fail;
+	/* The master of a cluster routes; a plain node has none. */
+	if (d.cd)
+		d.master = fkv_clusterd_master(d.cd);
 	fkv_daemon_ready(d.ready_fd, 0);
 	d.ready_fd = -1;
 	fkv_log_tee_stderr(false);
@@ -320,20 +410,32 @@ int main(int argc, char **argv)
 	err = run(&d, &unblocked);
 	if (stop_signal)
 		fkv_info("%s: unregistering", strsignal(stop_signal));
-	if (!err) {
+	if (!err && (!d.cd || fkv_clusterd_registered(d.cd))) {
 		int uerr = fkv_nl_unregister(d.nl);
 
 		if (uerr)
 			fkv_warn("DAEMON_UNREGISTER: %s", strerror(-uerr));
 	}
-	log_stats(&d);
+	if (d.master)
+		log_stats(&d);
+	if (d.cd) {
+		fkv_clusterd_log_stats(d.cd);
+		fkv_clusterd_stop(d.cd);	/* owns the master */
+		d.master = NULL;
+	}
 	fkv_master_destroy(d.master);
 	fkv_nl_close(d.nl);
 	fkv_pidfile_remove(d.opt.pidfile, d.pidfile_fd);
+	fkv_config_free(&d.cfg);
 	free(pidfile);
 	return err ? 1 : 0;
 
 fail:
+	fkv_config_free(&d.cfg);
+	if (d.cd) {
+		fkv_clusterd_stop(d.cd);
+		d.master = NULL;
+	}
 	fkv_master_destroy(d.master);
 	fkv_nl_close(d.nl);
 	fkv_pidfile_remove(d.opt.pidfile, d.pidfile_fd);

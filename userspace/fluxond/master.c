@@ -4,31 +4,64 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 #include "master.h"
 
-struct fkv_master {
-	const struct fkv_master_ops *ops;
-	void *arg;
+/*
+ * One owner node: the segment it offers, its eviction policy (each node's
+ * DRAM is evicted on its own) and its live incarnation (tomb tag).
+ */
+struct fkv_mnode {
+	bool live;
 	uint64_t incarnation;	/* the owner's live tomb tag */
+	uint64_t capacity;	/* segment bytes */
 	uint64_t ssd_capacity;	/* the owner's SSD ring, 0 = none */
 	uint64_t high_bytes;	/* evict when used + reserved exceeds this */
 	uint64_t low_bytes;	/* ... down to this */
+	struct fkv_evict *policy;
+	char addr[FKV_MASTER_ADDR_MAX];	/* its data plane address */
+	uint64_t remote_gets;	/* gets it served to other nodes */
+};
+
+struct fkv_master {
+	const struct fkv_master_ops *ops;
+	void *arg;
+	const char *policy_name;
+	unsigned int high_pct, low_pct;
+	uint32_t self;		/* this daemon's node (0 on a single node) */
+	uint32_t caller;	/* the node whose upcall is being handled */
 	bool evicting;		/* drops now are evictions */
 	struct fkv_routes *routes;
-	struct fkv_evict *policy;
+	struct fkv_mnode nodes[FKV_ROUTE_NODES];
 	struct fkv_master_stats st;	/* counters only; see get_stats */
 };
+
+/*
+ * The owner of a memory handle: its node bits (uapi FLUXONKV_HANDLE_NODE)
+ * in a cluster; on a single node every handle is ours.
+ */
+static uint32_t node_of(const struct fkv_master *m, uint64_t handle)
+{
+	uint32_t n = FLUXONKV_HANDLE_NODE(handle);
+
+	return m->nodes[n].policy ? n : m->self;
+}
+
+static struct fkv_mnode *caller(struct fkv_master *m)
+{
+	return &m->nodes[m->caller];
+}
 
 /* route.c gave up a memory replica: forget it in the policy, tell the module. */
 static void route_drop(void *arg, uint64_t handle, uint64_t weight)
 {
 	struct fkv_master *m = arg;
 
-	fkv_evict_remove(m->policy, handle);
+	fkv_evict_remove(m->nodes[node_of(m, handle)].policy, handle);
 	m->st.drops++;
 	fkv_dbg("drop replica %#llx (%llu bytes%s)",
 		(unsigned long long)handle, (unsigned long long)weight,
@@ -42,7 +75,7 @@ static void route_forget(void *arg, uint64_t handle, uint64_t weight)
 {
 	struct fkv_master *m = arg;
 
-	fkv_evict_remove(m->policy, handle);
+	fkv_evict_remove(m->nodes[node_of(m, handle)].policy, handle);
 	m->st.forgotten++;
 }
 
@@ -76,7 +109,7 @@ static void route_settled(void *arg, const struct fkv_route *r,
 			 fkv_key_fmt(kb, r->key, r->key_len),
 			 (unsigned long long)r->put_id);
 	}
-	err = fkv_evict_insert(m->policy, rep->mem_handle,
+	err = fkv_evict_insert(m->nodes[rep->node].policy, rep->mem_handle,
 			       fkv_weight(rep->mem_len), r->hash);
 	if (err)
 		fkv_err("replica %#llx persisted but not evictable: %s",
@@ -112,7 +145,7 @@ struct fkv_master *fkv_master_create(const struct fkv_master_config *cfg,
 					: FKV_LOW_WATERMARK_DEFAULT;
 	struct fkv_route_config rc = {
 		.capacity = cfg->capacity,
-		.node = 0,
+		.node = cfg->node,
 		.ttl_ms = cfg->ttl_ms,
 		.now_ms = cfg->now_ms,
 		.clock_arg = cfg->clock_arg,
@@ -123,6 +156,7 @@ struct fkv_master *fkv_master_create(const struct fkv_master_config *cfg,
 	int err;
 
 	if (!cfg->capacity || !ops || !ops->send_drop ||
+	    cfg->node >= FKV_ROUTE_NODES ||
 	    fkv_master_check_watermarks(high, low)) {
 		errno = EINVAL;
 		return NULL;
@@ -132,14 +166,16 @@ struct fkv_master *fkv_master_create(const struct fkv_master_config *cfg,
 		return NULL;
 	m->ops = ops;
 	m->arg = arg;
-	m->incarnation = cfg->incarnation;
-	m->ssd_capacity = cfg->ssd_capacity;
-	m->high_bytes = pct_of(cfg->capacity, high);
-	m->low_bytes = pct_of(cfg->capacity, low);
-	m->policy = fkv_evict_create(cfg->policy ? cfg->policy : "s3fifo",
-				     cfg->capacity);
-	if (!m->policy)
+	m->policy_name = cfg->policy ? cfg->policy : "s3fifo";
+	m->high_pct = high;
+	m->low_pct = low;
+	m->self = m->caller = cfg->node;
+	err = fkv_master_node_up(m, cfg->node, cfg->incarnation, cfg->capacity,
+				 cfg->ssd_capacity, NULL);
+	if (err) {
+		errno = -err;
 		goto err_free;
+	}
 	m->routes = fkv_routes_create(&rc, &master_route_ops, m);
 	if (!m->routes)
 		goto err_policy;
@@ -147,7 +183,7 @@ struct fkv_master *fkv_master_create(const struct fkv_master_config *cfg,
 
 err_policy:
 	err = errno;
-	fkv_evict_destroy(m->policy);
+	fkv_evict_destroy(m->nodes[cfg->node].policy);
 	errno = err;
 err_free:
 	err = errno;
@@ -158,11 +194,79 @@ err_free:
 
 void fkv_master_destroy(struct fkv_master *m)
 {
+	unsigned int i;
+
 	if (!m)
 		return;
 	fkv_routes_destroy(m->routes);
-	fkv_evict_destroy(m->policy);
+	for (i = 0; i < FKV_ROUTE_NODES; i++)
+		fkv_evict_destroy(m->nodes[i].policy);
 	free(m);
+}
+
+int fkv_master_node_up(struct fkv_master *m, uint32_t node,
+		       uint64_t incarnation, uint64_t capacity,
+		       uint64_t ssd_capacity, const char *addr)
+{
+	struct fkv_mnode *n;
+	size_t forgotten;
+
+	if (node >= FKV_ROUTE_NODES || !capacity)
+		return -EINVAL;
+	n = &m->nodes[node];
+	if (!n->policy) {
+		n->policy = fkv_evict_create(m->policy_name, capacity);
+		if (!n->policy)
+			return -errno;
+		n->capacity = capacity;
+	}
+	if (capacity != n->capacity)
+		fkv_warn("node %u: segment %llu bytes, was %llu (kept for the "
+			 "policy's queues)", node, (unsigned long long)capacity,
+			 (unsigned long long)n->capacity);
+	n->high_bytes = pct_of(capacity, m->high_pct);
+	n->low_bytes = pct_of(capacity, m->low_pct);
+	n->ssd_capacity = ssd_capacity;
+	snprintf(n->addr, sizeof(n->addr), "%s", addr ? addr : "");
+	if (n->live && n->incarnation != incarnation && m->routes) {
+		forgotten = fkv_routes_forget_node(m->routes, node,
+						   incarnation);
+		fkv_info("node %u restarted (incarnation %#llx): %zu replicas "
+			 "of the previous instance forgotten", node,
+			 (unsigned long long)incarnation, forgotten);
+		m->st.owner_restarts++;
+	}
+	n->live = true;
+	n->incarnation = incarnation;
+	return 0;
+}
+
+void fkv_master_node_down(struct fkv_master *m, uint32_t node)
+{
+	struct fkv_mnode *n;
+	size_t forgotten;
+
+	if (node >= FKV_ROUTE_NODES || node == m->self)
+		return;
+	n = &m->nodes[node];
+	if (!n->live)
+		return;
+	n->live = false;
+	/*
+	 * Its replicas died with it: forgotten without DROP_REPLICA (the
+	 * node dropped every reference when it lost the master), and so
+	 * are the puts placed on it.  A route left without replicas goes.
+	 */
+	forgotten = fkv_routes_forget_node(m->routes, node, 0);
+	m->st.nodes_left++;
+	fkv_info("node %u left: %zu of its replicas forgotten", node,
+		 forgotten);
+}
+
+void fkv_master_set_caller(struct fkv_master *m, uint32_t node)
+{
+	m->caller = node < FKV_ROUTE_NODES && m->nodes[node].policy ?
+		    node : m->self;
 }
 
 static void evict_one(void *arg, uint64_t handle, uint64_t weight)
@@ -179,10 +283,13 @@ static void evict_one(void *arg, uint64_t handle, uint64_t weight)
 	m->evicting = false;
 }
 
-/* Evict by policy until @want bytes are given up; returns bytes evicted. */
-static uint64_t evict(struct fkv_master *m, uint64_t want)
+/*
+ * Evict by @node's policy until @want bytes of its DRAM are given up;
+ * returns bytes evicted.
+ */
+static uint64_t evict(struct fkv_master *m, uint32_t node, uint64_t want)
 {
-	return fkv_evict_bytes(m->policy, want, evict_one, m);
+	return fkv_evict_bytes(m->nodes[node].policy, want, evict_one, m);
 }
 
 /*
@@ -190,30 +297,33 @@ static uint64_t evict(struct fkv_master *m, uint64_t want)
  * Only replicas the policy tracks are candidates: a caller that must keep
  * one (a just promoted replica) inserts it afterwards.
  */
-static void enforce_watermarks(struct fkv_master *m)
+static void enforce_watermarks(struct fkv_master *m, uint32_t node)
 {
-	uint64_t used = fkv_routes_used(m->routes);
-	uint64_t need = used + fkv_routes_reserved(m->routes);
+	const struct fkv_mnode *n = &m->nodes[node];
+	uint64_t used = fkv_routes_node_used(m->routes, node);
+	uint64_t need = used + fkv_routes_node_reserved(m->routes, node);
 	uint64_t want, got;
 
-	if (need <= m->high_bytes)
+	if (need <= n->high_bytes)
 		return;
-	want = need - m->low_bytes;
+	want = need - n->low_bytes;
 	if (want > used)
 		want = used;
-	got = evict(m, want);
-	fkv_dbg("watermark: %llu bytes needed of %llu high, evicted %llu",
-		(unsigned long long)need, (unsigned long long)m->high_bytes,
-		(unsigned long long)got);
+	got = evict(m, node, want);
+	fkv_dbg("watermark of node %u: %llu bytes needed of %llu high, "
+		"evicted %llu", node, (unsigned long long)need,
+		(unsigned long long)n->high_bytes, (unsigned long long)got);
 }
 
 void fkv_master_set_ssd_capacity(struct fkv_master *m, uint64_t bytes)
 {
-	if (bytes != m->ssd_capacity)
-		fkv_info("owner SSD capacity %llu -> %llu bytes",
-			 (unsigned long long)m->ssd_capacity,
+	struct fkv_mnode *n = caller(m);
+
+	if (bytes != n->ssd_capacity)
+		fkv_info("node %u SSD capacity %llu -> %llu bytes", m->caller,
+			 (unsigned long long)n->ssd_capacity,
 			 (unsigned long long)bytes);
-	m->ssd_capacity = bytes;
+	n->ssd_capacity = bytes;
 }
 
 void fkv_master_owner_restart(struct fkv_master *m, uint64_t incarnation,
@@ -222,11 +332,11 @@ void fkv_master_owner_restart(struct fkv_master *m, uint64_t incarnation,
 	size_t n;
 
 	fkv_master_set_ssd_capacity(m, ssd_capacity);
-	if (incarnation == m->incarnation)
+	if (incarnation == caller(m)->incarnation)
 		return;
 	m->st.owner_restarts++;
-	m->incarnation = incarnation;
-	n = fkv_routes_forget_stale(m->routes, incarnation);
+	caller(m)->incarnation = incarnation;
+	n = fkv_routes_forget_node(m->routes, m->caller, incarnation);
 	fkv_info("owner restarted (incarnation %#llx): %zu replicas of the "
 		 "previous instance forgotten",
 		 (unsigned long long)incarnation, n);
@@ -237,12 +347,18 @@ int fkv_master_put_start(struct fkv_master *m, const void *key,
 			 uint32_t *flags)
 {
 	/* Reference §2.4/§3: the SSD decision is taken here, once. */
-	bool persist = m->ssd_capacity && len <= m->ssd_capacity;
+	uint64_t ssd = caller(m)->ssd_capacity;
+	bool persist = ssd && len <= ssd;
 	int err;
 
 	*flags = 0;
-	err = fkv_routes_put_start(m->routes, key, key_len, len, persist,
-				   put_id);
+	/*
+	 * Placed on the caller (local first, §2.4): the module has the bytes
+	 * in hand.  Placing a put on another node needs the payload pushed
+	 * there first (not built yet: Documentation/fluxonkv/status.md).
+	 */
+	err = fkv_routes_put_start_on(m->routes, m->caller, key, key_len, len,
+				      persist, put_id);
 	if (err)
 		return err;
 	m->st.puts++;
@@ -250,7 +366,7 @@ int fkv_master_put_start(struct fkv_master *m, const void *key,
 		m->st.persist_puts++;
 		*flags = FLUXONKV_PUT_F_PERSIST;
 	}
-	enforce_watermarks(m);
+	enforce_watermarks(m, m->caller);
 	return 0;
 }
 
@@ -265,7 +381,7 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 
 	*flags = 0;
 	ret = fkv_routes_put_done(m->routes, key, key_len, put_id, handle, len,
-				  m->incarnation, &r);
+				  caller(m)->incarnation, &r);
 	if (ret < 0) {
 		fkv_info("PUT_DONE put %llu key '%s' handle %#llx: %s",
 			 (unsigned long long)put_id,
@@ -279,7 +395,7 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 	}
 	m->st.published++;
 	*flags = FLUXONKV_PUT_F_PUBLISHED;
-	rep = fkv_routes_local(m->routes, r);
+	rep = fkv_routes_replica_of(r, m->caller);
 	/*
 	 * Reference §3: while its SSD write runs the replica must stay; it
 	 * enters the policy at SSD_COMMIT (route_settled).
@@ -291,7 +407,8 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 			 "persist: out of memory",
 			 (unsigned long long)handle,
 			 (unsigned long long)put_id);
-	err = fkv_evict_insert(m->policy, handle, fkv_weight(len), r->hash);
+	err = fkv_evict_insert(caller(m)->policy, handle, fkv_weight(len),
+			       r->hash);
 	if (err)
 		fkv_err("replica %#llx is published but not evictable: %s",
 			(unsigned long long)handle, strerror(-err));
@@ -340,8 +457,8 @@ int fkv_master_ssd_commit(struct fkv_master *m, const void *key,
 	int ret;
 
 	*flags = 0;
-	ret = fkv_routes_ssd_commit(m->routes, key, key_len, put_id, len,
-				    m->incarnation);
+	ret = fkv_routes_ssd_commit_on(m->routes, m->caller, key, key_len,
+				       put_id, len, caller(m)->incarnation);
 	if (ret < 0)
 		return ret;
 	if (!ret) {
@@ -365,7 +482,8 @@ int fkv_master_ssd_commit_failed(struct fkv_master *m, const void *key,
 	int ret;
 
 	*flags = 0;
-	ret = fkv_routes_persist_failed(m->routes, key, key_len, put_id);
+	ret = fkv_routes_persist_failed_on(m->routes, m->caller, key, key_len,
+					   put_id);
 	if (ret < 0)
 		return ret;
 	m->st.persist_failures++;
@@ -378,40 +496,73 @@ int fkv_master_ssd_commit_failed(struct fkv_master *m, const void *key,
 void fkv_master_ssd_evicted(struct fkv_master *m, const void *key,
 			    size_t key_len, uint64_t put_id)
 {
-	if (!fkv_routes_clear_ssd(m->routes, key, key_len, put_id))
+	if (!fkv_routes_clear_ssd_on(m->routes, m->caller, key, key_len,
+				     put_id))
 		m->st.ssd_evicted++;
 	else
 		m->st.ssd_evicted_stale++;
 }
 
+/* @rep is a replica of a live instance of its node. */
+static bool replica_live(const struct fkv_master *m,
+			 const struct fkv_replica *rep)
+{
+	const struct fkv_mnode *n = &m->nodes[rep->node];
+
+	return n->live && rep->tomb_tag == n->incarnation;
+}
+
 int fkv_master_get_start(struct fkv_master *m, const void *key,
 			 size_t key_len, struct fkv_get_result *res)
 {
-	const struct fkv_replica *rep;
+	const struct fkv_replica *rep, *remote = NULL;
 	const struct fkv_route *r;
+	uint32_t i;
 
 	memset(res, 0, sizeof(*res));
 	if (!fkv_key_valid(key, key_len))
 		return -EINVAL;
 	m->st.gets++;
 	r = fkv_routes_lookup(m->routes, key, key_len);
-	rep = r ? fkv_routes_local(m->routes, r) : NULL;
-	if (!rep || rep->tomb_tag != m->incarnation ||
-	    (!rep->mem_handle && !rep->ssd)) {
+	if (!r) {
 		m->st.get_misses++;
 		return -ENOENT;
 	}
+	rep = fkv_routes_replica_of(r, m->caller);
+	if (rep && !replica_live(m, rep))
+		rep = NULL;
+	/* Another live node's DRAM copy, for a pull. */
+	for (i = 0; i < r->nreplicas && !remote; i++) {
+		const struct fkv_replica *o = &r->replicas[i];
+
+		if (o->node != m->caller && o->mem_handle &&
+		    replica_live(m, o) && m->nodes[o->node].addr[0])
+			remote = o;
+	}
 	res->put_id = r->put_id;
-	if (rep->mem_handle) {
-		/* Memory first (reference §4). */
-		fkv_evict_touch(m->policy, rep->mem_handle);
+	/* Memory first (reference §4): our own, then another node's. */
+	if (rep && rep->mem_handle) {
+		fkv_evict_touch(caller(m)->policy, rep->mem_handle);
 		res->source = FLUXONKV_SOURCE_MEMORY;
 		res->handle = rep->mem_handle;
 		res->len = rep->mem_len;
-	} else {
+	} else if (remote) {
+		fkv_evict_touch(m->nodes[remote->node].policy,
+				remote->mem_handle);
+		m->st.remote_gets++;
+		m->nodes[remote->node].remote_gets++;
+		res->source = FLUXONKV_SOURCE_REMOTE;
+		res->handle = remote->mem_handle;
+		res->len = remote->mem_len;
+		res->node = remote->node;
+		res->addr = m->nodes[remote->node].addr;
+	} else if (rep && rep->ssd) {
 		m->st.ssd_gets++;
 		res->source = FLUXONKV_SOURCE_SSD;
 		res->len = rep->ssd_len;
+	} else {
+		m->st.get_misses++;
+		return -ENOENT;
 	}
 	return 0;
 }
@@ -426,12 +577,14 @@ int fkv_master_get_done(struct fkv_master *m, const void *key,
 
 	*flags = 0;
 	/* A memory source reused the replica the route names already. */
-	if (source != FLUXONKV_SOURCE_SSD)
+	if (source != FLUXONKV_SOURCE_SSD && source != FLUXONKV_SOURCE_REMOTE &&
+	    source != FLUXONKV_SOURCE_REMOTE_SSD)
 		return 0;
 	if (!fkv_key_valid(key, key_len))
 		return -EINVAL;
-	ret = fkv_routes_promote(m->routes, key, key_len, put_id, handle, len,
-				 m->incarnation, &r);
+	/* The caller's copy, refilled from its SSD or pulled from a peer. */
+	ret = fkv_routes_promote_on(m->routes, m->caller, key, key_len, put_id,
+				    handle, len, caller(m)->incarnation, &r);
 	if (ret <= 0) {
 		m->st.promotions_refused++;
 		if (ret < 0)
@@ -446,8 +599,9 @@ int fkv_master_get_done(struct fkv_master *m, const void *key,
 	}
 	m->st.promotions++;
 	/* Room for it is made from the others: it is not tracked yet. */
-	enforce_watermarks(m);
-	err = fkv_evict_insert(m->policy, handle, fkv_weight(len), r->hash);
+	enforce_watermarks(m, m->caller);
+	err = fkv_evict_insert(caller(m)->policy, handle, fkv_weight(len),
+			       r->hash);
 	if (err)
 		fkv_err("replica %#llx is promoted but not evictable: %s",
 			(unsigned long long)handle, strerror(-err));
@@ -468,8 +622,20 @@ int fkv_master_get_revoke(struct fkv_master *m, const void *key,
 		cleared = true;
 	/* Only a failed SSD source is forgotten, and only that version. */
 	if (source == FLUXONKV_SOURCE_SSD &&
-	    !fkv_routes_clear_ssd(m->routes, key, key_len, put_id)) {
+	    !fkv_routes_clear_ssd_on(m->routes, m->caller, key, key_len,
+				     put_id)) {
 		m->st.ssd_revoked++;
+		cleared = true;
+	}
+	/*
+	 * A pull the source refused because it no longer has that replica
+	 * (ENOENT / ESTALE from its HOLD): forget it.  A network failure
+	 * says nothing about the replica; membership handles dead nodes.
+	 */
+	if (source == FLUXONKV_SOURCE_REMOTE &&
+	    (error == -ENOENT || error == -ESTALE) &&
+	    master_lost_handle(m, handle)) {
+		m->st.remote_revoked++;
 		cleared = true;
 	}
 	fkv_dbg("GET_REVOKE put %llu of key '%s' source %u (%d): %s",
@@ -502,10 +668,10 @@ int fkv_master_need_room(struct fkv_master *m, uint64_t bytes,
 	 * room so that its real usage lands at the low watermark, or the next
 	 * allocation asks again at once.
 	 */
-	if (segment_used + bytes > m->low_bytes &&
-	    segment_used + bytes - m->low_bytes > want)
-		want = segment_used + bytes - m->low_bytes;
-	got = evict(m, want);
+	if (segment_used + bytes > caller(m)->low_bytes &&
+	    segment_used + bytes - caller(m)->low_bytes > want)
+		want = segment_used + bytes - caller(m)->low_bytes;
+	got = evict(m, m->caller, want);
 	fkv_dbg("NEED_ROOM %llu bytes (segment used %llu): evicted %llu",
 		(unsigned long long)bytes, (unsigned long long)segment_used,
 		(unsigned long long)got);
@@ -519,7 +685,7 @@ int fkv_master_need_room(struct fkv_master *m, uint64_t bytes,
 void fkv_master_access(struct fkv_master *m, uint64_t handle)
 {
 	m->st.accesses++;
-	fkv_evict_touch(m->policy, handle);
+	fkv_evict_touch(m->nodes[node_of(m, handle)].policy, handle);
 }
 
 void fkv_master_tick(struct fkv_master *m)
@@ -531,20 +697,21 @@ void fkv_master_tick(struct fkv_master *m)
 void fkv_master_get_stats(const struct fkv_master *m,
 			  struct fkv_master_stats *st)
 {
-	const struct fkv_evict *p = m->policy;
+	const struct fkv_mnode *n = &m->nodes[m->self];
+	const struct fkv_evict *p = n->policy;
 
 	*st = m->st;
 	st->capacity = fkv_routes_capacity(m->routes);
 	st->used = fkv_routes_used(m->routes);
 	st->reserved = fkv_routes_reserved(m->routes);
-	st->high_bytes = m->high_bytes;
-	st->low_bytes = m->low_bytes;
+	st->high_bytes = n->high_bytes;
+	st->low_bytes = n->low_bytes;
 	st->routes = fkv_routes_count(m->routes);
 	st->mem_replicas = fkv_routes_mem_count(m->routes);
 	st->inflight = fkv_routes_inflight(m->routes);
 	st->persisting = fkv_routes_persisting_count(m->routes);
 	st->persisting_bytes = fkv_routes_persisting_bytes(m->routes);
-	st->ssd_capacity = m->ssd_capacity;
+	st->ssd_capacity = n->ssd_capacity;
 	st->ssd_replicas = fkv_routes_ssd_count(m->routes);
 	st->ssd_bytes = fkv_routes_ssd_bytes(m->routes);
 	st->policy_objects = p->count;
@@ -558,5 +725,26 @@ const struct fkv_routes *fkv_master_routes(const struct fkv_master *m)
 
 const struct fkv_evict *fkv_master_policy(const struct fkv_master *m)
 {
-	return m->policy;
+	return m->nodes[m->self].policy;
+}
+
+int fkv_master_node_info(const struct fkv_master *m, uint32_t node,
+			 struct fkv_master_node_info *info)
+{
+	const struct fkv_mnode *n;
+
+	if (node >= FKV_ROUTE_NODES || !m->nodes[node].policy)
+		return -ENOENT;
+	n = &m->nodes[node];
+	memset(info, 0, sizeof(*info));
+	info->live = n->live;
+	info->incarnation = n->incarnation;
+	info->capacity = n->capacity;
+	info->used = fkv_routes_node_used(m->routes, node);
+	info->reserved = fkv_routes_node_reserved(m->routes, node);
+	info->ssd_capacity = n->ssd_capacity;
+	info->replicas = n->policy->count;
+	info->remote_gets = n->remote_gets;
+	snprintf(info->addr, sizeof(info->addr), "%s", n->addr);
+	return 0;
 }

@@ -18,6 +18,9 @@
 #include "evict.h"
 #include "route.h"
 
+/* A node's data plane address, as text ("host:port"). */
+#define FKV_MASTER_ADDR_MAX		300
+
 #define FKV_HIGH_WATERMARK_DEFAULT	98
 #define FKV_LOW_WATERMARK_DEFAULT	95
 
@@ -41,8 +44,11 @@ struct fkv_master_ops {
  *	1 <= low <= high <= 100.
  * @ttl_ms, @now_ms, @clock_arg, @hash_secret, @first_put_id: see struct
  *	fkv_route_config.
+ * @node: this daemon's own node id (0 on a single node; the cluster id
+ *	the module stamps into its handles otherwise).
  */
 struct fkv_master_config {
+	uint32_t node;
 	uint64_t capacity;
 	uint64_t incarnation;
 	uint64_t ssd_capacity;
@@ -85,14 +91,30 @@ struct fkv_master_stats {
 	size_t persisting;
 	uint64_t persisting_bytes, persist_failures, persist_expired;
 	uint64_t owner_restarts, forgotten;
+	/* cluster: GET_STARTs answered with another node's DRAM copy,
+	 * such copies revoked by a failed pull, nodes that left */
+	uint64_t remote_gets, remote_revoked, nodes_left;
+};
+
+/* One node as the master sees it (fkv_master_node_info). */
+struct fkv_master_node_info {
+	bool live;
+	uint64_t incarnation;
+	uint64_t capacity, used, reserved;
+	uint64_t ssd_capacity;
+	size_t replicas;	/* DRAM replicas its policy tracks */
+	uint64_t remote_gets;	/* gets it served to other nodes */
+	char addr[FKV_MASTER_ADDR_MAX];
 };
 
 /* What GET_START answers for a hit. */
 struct fkv_get_result {
 	uint32_t source;	/* enum fluxonkv_source */
-	uint64_t handle;	/* FLUXONKV_SOURCE_MEMORY only */
+	uint64_t handle;	/* MEMORY: ours; REMOTE: the source node's */
 	uint64_t put_id;
 	uint64_t len;
+	uint32_t node;		/* REMOTE: the source node */
+	const char *addr;	/* REMOTE: its data plane address */
 };
 
 struct fkv_master;
@@ -105,6 +127,29 @@ void fkv_master_destroy(struct fkv_master *m);
 
 /* Check watermark percentages as fkv_master_create() would; 0 or -EINVAL. */
 int fkv_master_check_watermarks(unsigned int high_pct, unsigned int low_pct);
+
+/*
+ * Cluster membership.  fkv_master_node_up(): node @node is live under
+ * @incarnation with a segment of @capacity bytes, @ssd_capacity of SSD and
+ * its data plane at @addr (NULL or "" for the master's own node, which
+ * never serves a pull to itself); a new incarnation of a known node
+ * forgets the old one's replicas.  0 or -errno.  fkv_master_node_down():
+ * the node left (LEAVE, connection closed, missed heartbeats): its
+ * replicas and the puts placed on it are forgotten, it is never chosen
+ * again under that incarnation.
+ */
+int fkv_master_node_up(struct fkv_master *m, uint32_t node,
+		       uint64_t incarnation, uint64_t capacity,
+		       uint64_t ssd_capacity, const char *addr);
+void fkv_master_node_down(struct fkv_master *m, uint32_t node);
+/*
+ * The node whose upcall the next fkv_master_* calls answer (its replicas
+ * are "local", its DRAM is the one evicted, its incarnation the tomb tag).
+ * Unknown nodes fall back to the master's own.
+ */
+void fkv_master_set_caller(struct fkv_master *m, uint32_t node);
+int fkv_master_node_info(const struct fkv_master *m, uint32_t node,
+			 struct fkv_master_node_info *info);
 
 /*
  * SSD_STATE {SSD_CAPACITY} (notify): the owner's SSD ring size changed.

@@ -117,6 +117,16 @@ static const struct nla_policy get_revoke_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_ERRNO] = P_U32,
 };
 
+static const struct nla_policy fetch_policy[FLUXONKV_A_MAX + 1] = {
+	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_KEY] = P_KEY,
+	[FLUXONKV_A_PUT_ID] = P_U64,
+	[FLUXONKV_A_LEN] = P_U64,
+	[FLUXONKV_A_SOURCE] = P_U32,
+	[FLUXONKV_A_HANDLE] = P_U64,
+	[FLUXONKV_A_OFFSET] = P_U64,
+};
+
 static const struct nla_policy delete_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
 	[FLUXONKV_A_KEY] = P_KEY,
@@ -163,6 +173,7 @@ static const struct nla_policy answer_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_PUT_ID] = P_U64,
 	[FLUXONKV_A_SSD_CAPACITY] = P_U64,
 	[FLUXONKV_A_FLAGS] = P_U32,
+	[FLUXONKV_A_NODE_ID] = P_U32,
 };
 
 static const struct nla_policy *upcall_policy(uint8_t cmd)
@@ -180,6 +191,7 @@ static const struct nla_policy *upcall_policy(uint8_t cmd)
 	case FLUXONKV_CMD_SSD_COMMIT:	return ssd_commit_policy;
 	case FLUXONKV_CMD_SSD_EVICTED:	return ssd_evicted_policy;
 	case FLUXONKV_CMD_SSD_STATE:	return ssd_state_policy;
+	case FLUXONKV_CMD_FETCH:	return fetch_policy;
 	default:			return NULL;
 	}
 }
@@ -283,7 +295,7 @@ struct nl_msg *fkv_nl_drop_msg(int family, uint64_t handle, uint32_t flags)
 	return msg;
 }
 
-static void send_reply(struct fkv_nl *nl, uint8_t cmd, uint64_t req_id,
+void fkv_nl_send_reply(struct fkv_nl *nl, uint8_t cmd, uint64_t req_id,
 		       const struct fkv_reply *r)
 {
 	struct nl_msg *msg = fkv_nl_reply_msg(nl->family, cmd, req_id, r);
@@ -370,6 +382,9 @@ static int decode(const struct nla_policy *pol, struct nlattr **tb,
 		case FLUXONKV_A_SSD_CAPACITY:
 			u->ssd_capacity = nla_get_u64(n);
 			break;
+		case FLUXONKV_A_OFFSET:
+			u->offset = nla_get_u64(n);
+			break;
 		case FLUXONKV_A_ENTRY:
 			/* tb[] keeps the last one: walk them all later. */
 			u->attrs = genlmsg_attrdata(gh, 0);
@@ -392,8 +407,10 @@ int fkv_nl_decode(struct nlmsghdr *nlh, struct fkv_upcall *u)
 	if (!pol)
 		return -EOPNOTSUPP;
 	if (genlmsg_parse(nlh, 0, tb, FLUXONKV_A_MAX, pol) >= 0 &&
-	    decode(pol, tb, gh, u) >= 0)
+	    decode(pol, tb, gh, u) >= 0) {
+		u->nlh = nlh;
 		return 0;
+	}
 	/* Malformed: keep only a REQ_ID that can still be answered. */
 	memset(u, 0, sizeof(*u));
 	u->cmd = gh->cmd;
@@ -430,11 +447,11 @@ static void handle_upcall(struct fkv_nl *nl, struct nlmsghdr *nlh,
 		}
 		fkv_warn("malformed %s upcall %llu answered -EINVAL",
 			 fkv_cmd_name(cmd), (unsigned long long)u.req_id);
-		send_reply(nl, cmd, u.req_id, &r);
+		fkv_nl_send_reply(nl, cmd, u.req_id, &r);
 		return;
 	}
 	if (nl->fn(nl->arg, &u, &r) && (u.present & A(REQ_ID)))
-		send_reply(nl, cmd, u.req_id, &r);
+		fkv_nl_send_reply(nl, cmd, u.req_id, &r);
 }
 
 /* Keep an upcall that arrived before DAEMON_REGISTER's answer. */
@@ -514,6 +531,8 @@ static void take_answer(struct fkv_nl *nl, struct nlmsghdr *nlh, uint8_t cmd)
 		q->reg.ssd_capacity = nla_get_u64(n);
 	if ((n = tb[FLUXONKV_A_FLAGS]))
 		q->reg.flags = nla_get_u32(n);
+	if ((n = tb[FLUXONKV_A_NODE_ID]))
+		q->reg.node_id = nla_get_u32(n);
 	if ((n = tb[FLUXONKV_A_INCARNATION])) {
 		q->reg.incarnation = nla_get_u64(n);
 		q->have |= A(INCARNATION);
@@ -616,10 +635,11 @@ static int on_error(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
 }
 
 /*
- * Send a request with NLM_F_ACK (and FLAGS if @flags) and wait for its
- * answer and ACK.
+ * Send a request with NLM_F_ACK (and FLAGS if @flags, NODE_ID if @node_id)
+ * and wait for its answer and ACK.
  */
-static int request(struct fkv_nl *nl, uint8_t cmd, uint32_t flags)
+static int request(struct fkv_nl *nl, uint8_t cmd, uint32_t flags,
+		   uint32_t node_id)
 {
 	struct nl_msg *msg = new_msg(nl->family, cmd, NLM_F_ACK);
 	uint64_t deadline = now_ms() + FKV_NL_TIMEOUT_MS;
@@ -627,7 +647,8 @@ static int request(struct fkv_nl *nl, uint8_t cmd, uint32_t flags)
 
 	if (!msg)
 		return -ENOMEM;
-	if (flags && nla_put_u32(msg, FLUXONKV_A_FLAGS, flags) < 0) {
+	if ((flags && nla_put_u32(msg, FLUXONKV_A_FLAGS, flags) < 0) ||
+	    (node_id && nla_put_u32(msg, FLUXONKV_A_NODE_ID, node_id) < 0)) {
 		nlmsg_free(msg);
 		return -EMSGSIZE;
 	}
@@ -667,7 +688,7 @@ static int request(struct fkv_nl *nl, uint8_t cmd, uint32_t flags)
 
 int fkv_nl_get_version(struct fkv_nl *nl, struct fkv_nl_version *v)
 {
-	int err = request(nl, FLUXONKV_CMD_GET_VERSION, 0);
+	int err = request(nl, FLUXONKV_CMD_GET_VERSION, 0, 0);
 
 	if (err)
 		return err;
@@ -677,10 +698,10 @@ int fkv_nl_get_version(struct fkv_nl *nl, struct fkv_nl_version *v)
 	return 0;
 }
 
-int fkv_nl_register(struct fkv_nl *nl, uint32_t flags,
+int fkv_nl_register(struct fkv_nl *nl, uint32_t flags, uint32_t node_id,
 		    struct fkv_nl_register_info *info)
 {
-	int err = request(nl, FLUXONKV_CMD_DAEMON_REGISTER, flags);
+	int err = request(nl, FLUXONKV_CMD_DAEMON_REGISTER, flags, node_id);
 
 	if (!err && (!nl->req.got_reply ||
 		     (nl->req.have & (A(SEGMENT_SIZE) | A(INCARNATION))) !=
@@ -697,7 +718,7 @@ int fkv_nl_register(struct fkv_nl *nl, uint32_t flags,
 
 int fkv_nl_unregister(struct fkv_nl *nl)
 {
-	return request(nl, FLUXONKV_CMD_DAEMON_UNREGISTER, 0);
+	return request(nl, FLUXONKV_CMD_DAEMON_UNREGISTER, 0, 0);
 }
 
 int fkv_nl_process(struct fkv_nl *nl)

@@ -28,6 +28,7 @@ struct fkv_nl_register_info {
 	uint64_t ssd_capacity;	/* the module's SSD ring bytes; 0 = none
 				 * (or a module without an SSD tier) */
 	uint32_t flags;		/* FLUXONKV_REGISTER_F_* the module took */
+	uint32_t node_id;	/* stamped into its handles (0: single node) */
 };
 
 /* GET_VERSION's answer; fields the module did not send stay zero. */
@@ -60,10 +61,11 @@ int fkv_nl_get_version(struct fkv_nl *nl, struct fkv_nl_version *v);
  * no CAP_NET_ADMIN; -ETIMEDOUT: no answer; -EPROTO: malformed answer.
  */
 /*
- * DAEMON_REGISTER with @flags (FLUXONKV_REGISTER_F_*); the module's answer
- * in @info.  0 or -errno.
+ * DAEMON_REGISTER with @flags (FLUXONKV_REGISTER_F_*) and @node_id (0 on a
+ * single node; the cluster id the master gave this node otherwise); the
+ * module's answer in @info.  0 or -errno.
  */
-int fkv_nl_register(struct fkv_nl *nl, uint32_t flags,
+int fkv_nl_register(struct fkv_nl *nl, uint32_t flags, uint32_t node_id,
 		    struct fkv_nl_register_info *info);
 int fkv_nl_unregister(struct fkv_nl *nl);
 
@@ -72,6 +74,13 @@ int fkv_nl_unregister(struct fkv_nl *nl);
  * batch, so timers still run).  0, or a fatal -errno.
  */
 int fkv_nl_process(struct fkv_nl *nl);
+
+/*
+ * Answer upcall @req_id of @cmd now; for the callback that returned false
+ * to answer later (a FETCH, or an upcall forwarded to a remote master).
+ */
+void fkv_nl_send_reply(struct fkv_nl *nl, uint8_t cmd, uint64_t req_id,
+		       const struct fkv_reply *r);
 
 /* Send DROP_REPLICA {HANDLE, FLAGS (FLUXONKV_DROP_F_*)}.  0 or -errno. */
 int fkv_nl_send_drop(struct fkv_nl *nl, uint64_t handle, uint32_t flags);

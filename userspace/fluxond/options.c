@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fluxonkv_config.h"
 #include "evict.h"
 #include "master.h"
 #include "options.h"
@@ -15,6 +16,7 @@ enum {
 	OPT_FOREGROUND = 'f',
 	OPT_DAEMON = 'd',
 	OPT_PIDFILE = 'p',
+	OPT_CONFIG = 'c',
 	OPT_HELP = 'h',
 	OPT_VERSION = 'V',
 	OPT_POLICY = 256,
@@ -28,6 +30,7 @@ static const struct option long_opts[] = {
 	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
 	{ "daemon", no_argument, NULL, OPT_DAEMON },
 	{ "pidfile", required_argument, NULL, OPT_PIDFILE },
+	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "policy", required_argument, NULL, OPT_POLICY },
 	{ "high-watermark", required_argument, NULL, OPT_HIGH },
 	{ "low-watermark", required_argument, NULL, OPT_LOW },
@@ -48,6 +51,10 @@ void fkv_options_usage(FILE *f, const char *prog)
 		"  -f, --foreground         stay in the foreground, log to stderr (default)\n"
 		"  -d, --daemon             detach (fork, setsid), log to syslog\n"
 		"  -p, --pidfile PATH       write and lock a pid file\n"
+		"  -c, --config FILE        node configuration: SSD tier, cluster section\n"
+		"                           (default " FKV_CONFIG_PATH_DEFAULT ";\n"
+		"                           if that is missing: one node, no SSD tier,\n"
+		"                           no network; a FILE given must exist)\n"
 		"      --policy NAME        eviction policy: s3fifo (default) or lru\n"
 		"      --high-watermark PCT start evicting above PCT%% of the segment (default %d)\n"
 		"      --low-watermark PCT  ... down to PCT%% (default %d)\n"
@@ -87,10 +94,12 @@ int fkv_options_parse(struct fkv_options *o, int argc, char **argv,
 	o->high_pct = FKV_HIGH_WATERMARK_DEFAULT;
 	o->low_pct = FKV_LOW_WATERMARK_DEFAULT;
 	o->log_level = FKV_LOG_INFO;
+	o->config_path = FKV_CONFIG_PATH_DEFAULT;
 
 	optind = 0;	/* full re-initialisation (glibc) */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":fdp:hV", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":fdp:c:hV", long_opts,
+				NULL)) != -1) {
 		switch (c) {
 		case OPT_FOREGROUND:
 			o->daemon = false;
@@ -104,6 +113,14 @@ int fkv_options_parse(struct fkv_options *o, int argc, char **argv,
 				return -EINVAL;
 			}
 			o->pidfile = optarg;
+			break;
+		case OPT_CONFIG:
+			if (!optarg[0]) {
+				fprintf(err, "--config needs a path\n");
+				return -EINVAL;
+			}
+			o->config_path = optarg;
+			o->config_explicit = true;
 			break;
 		case OPT_POLICY:
 			if (!fkv_evict_valid_name(optarg)) {

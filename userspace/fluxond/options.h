@@ -15,6 +15,23 @@
 struct fkv_options {
 	bool daemon;			/* --daemon: fork, setsid, syslog */
 	const char *pidfile;		/* --pidfile PATH or NULL */
+	/*
+	 * --config FILE: the node configuration, FKV_CONFIG_PATH_DEFAULT
+	 * unless given.  config_explicit: it was given on the command line.
+	 *
+	 * Only the option is parsed here; nothing reads the file yet.  The
+	 * contract for whoever loads it (fluxond/main.c, with
+	 * fkv_config_load()):
+	 *  - config_explicit and the file cannot be read (ENOENT included):
+	 *    an error, exit 1;
+	 *  - the default path and it does not exist (ENOENT): not an error:
+	 *    use the embedded default, a single node with no SSD tier and no
+	 *    cluster section (as an empty fluxonkv_spec parses);
+	 *  - any other failure to read it (EACCES, ...) or an invalid file,
+	 *    default path or not: an error, exit 1, with every message.
+	 */
+	const char *config_path;
+	bool config_explicit;
 	const char *policy;		/* --policy s3fifo|lru */
 	unsigned int high_pct;		/* --high-watermark PCT */
 	unsigned int low_pct;		/* --low-watermark PCT */

@@ -29,6 +29,7 @@ struct fkv_inflight {
 	uint64_t put_id;
 	uint64_t len;
 	bool persist;
+	uint32_t node;
 	uint64_t reserved;
 	uint64_t deadline_ms;
 };
@@ -69,8 +70,8 @@ struct fkv_routes {
 	uint64_t persisting_bytes;
 
 	uint64_t last_put_id;
-	uint64_t used;
-	uint64_t reserved;
+	uint64_t used_by[FKV_ROUTE_NODES];	/* per owner node */
+	uint64_t reserved_by[FKV_ROUTE_NODES];
 	size_t nssd;			/* committed SSD replicas */
 	uint64_t ssd_bytes;		/* sum of their lengths */
 };
@@ -273,12 +274,21 @@ int fkv_routes_put_start(struct fkv_routes *t, const void *key,
 			 size_t key_len, uint64_t len, bool persist,
 			 uint64_t *put_id)
 {
+	return fkv_routes_put_start_on(t, t->node, key, key_len, len, persist,
+				       put_id);
+}
+
+int fkv_routes_put_start_on(struct fkv_routes *t, uint32_t node,
+			    const void *key, size_t key_len, uint64_t len,
+			    bool persist, uint64_t *put_id)
+{
 	struct fkv_inflight *p;
 	struct fkv_route *r;
 	uint64_t id = t->last_put_id + 1;
 	int err;
 
-	if (!fkv_key_valid(key, key_len) || !len || len > FLUXONKV_VALUE_MAX)
+	if (!fkv_key_valid(key, key_len) || !len || len > FLUXONKV_VALUE_MAX ||
+	    node >= FKV_ROUTE_NODES)
 		return -EINVAL;
 	if (fkv_weight(len) > t->capacity)
 		return -EFBIG;
@@ -300,11 +310,12 @@ int fkv_routes_put_start(struct fkv_routes *t, const void *key,
 	p->put_id = id;
 	p->len = len;
 	p->persist = persist;
+	p->node = node;
 	p->reserved = fkv_weight(len);
 	p->deadline_ms = fkv_routes_now_ms(t) + t->ttl_ms;
 	fkv_list_add_tail(&p->link, &t->inflight_list);
 	r->inflight++;
-	t->reserved += p->reserved;
+	t->reserved_by[node] += p->reserved;
 	t->last_put_id = id;
 	*put_id = id;
 	return 0;
@@ -315,7 +326,7 @@ static void finish_inflight(struct fkv_routes *t, struct fkv_inflight *p)
 {
 	fkv_u64map_del(&t->inflight, p->put_id);
 	fkv_list_del(&p->link);
-	t->reserved -= p->reserved;
+	t->reserved_by[p->node] -= p->reserved;
 	p->route->inflight--;
 	free(p);
 }
@@ -399,8 +410,7 @@ static void drop_mem(struct fkv_routes *t, struct fkv_replica *rep)
 	/* Dropped while persisting: there is nothing left to settle. */
 	persisting_del(t, rep);
 	fkv_u64map_del(&t->by_handle, handle);
-	if (rep->node == t->node)
-		t->used -= w;
+	t->used_by[rep->node] -= w;
 	rep->mem_handle = 0;
 	rep->mem_len = 0;
 	t->ops->drop(t->arg, handle, w);
@@ -448,6 +458,7 @@ int fkv_routes_put_done(struct fkv_routes *t, const void *key, size_t key_len,
 	struct fkv_inflight *p;
 	struct fkv_replica *rep;
 	struct fkv_route *r;
+	uint32_t node;
 	bool persist;
 	int err;
 
@@ -474,17 +485,18 @@ int fkv_routes_put_done(struct fkv_routes *t, const void *key, size_t key_len,
 		return err;
 	}
 	persist = p->persist;
+	node = p->node;
 	finish_inflight(t, p);
 	drop_all(t, r);
 	r->put_id = put_id;
 	r->nreplicas = 1;
 	rep = &r->replicas[0];
-	rep->node = t->node;
+	rep->node = node;
 	rep->tomb_tag = tomb_tag;
 	rep->mem_handle = handle;
 	rep->mem_len = len;
 	rep->persist = persist;
-	t->used += fkv_weight(len);
+	t->used_by[node] += fkv_weight(len);
 	t->nvisible++;
 	if (persist)
 		persisting_add(t, rep);
@@ -513,10 +525,16 @@ const struct fkv_route *fkv_routes_by_handle(const struct fkv_routes *t,
 const struct fkv_replica *fkv_routes_local(const struct fkv_routes *t,
 					   const struct fkv_route *r)
 {
+	return fkv_routes_replica_of(r, t->node);
+}
+
+const struct fkv_replica *fkv_routes_replica_of(const struct fkv_route *r,
+						uint32_t node)
+{
 	uint32_t i;
 
 	for (i = 0; i < r->nreplicas; i++)
-		if (r->replicas[i].node == t->node)
+		if (r->replicas[i].node == node)
 			return &r->replicas[i];
 	return NULL;
 }
@@ -575,11 +593,11 @@ int fkv_routes_drop_handle(struct fkv_routes *t, uint64_t handle)
 	return 0;
 }
 
-/* The local replica of a visible route at version @put_id, or NULL. */
-static struct fkv_replica *local_of_version(struct fkv_routes *t,
-					    const void *key, size_t key_len,
-					    uint64_t put_id,
-					    struct fkv_route **routep)
+/* @node's replica of a visible route at version @put_id, or NULL. */
+static struct fkv_replica *of_version(struct fkv_routes *t, uint32_t node,
+				      const void *key, size_t key_len,
+				      uint64_t put_id,
+				      struct fkv_route **routep)
 {
 	struct fkv_route *r = find_entry(t, key, key_len);
 	uint32_t i;
@@ -587,7 +605,7 @@ static struct fkv_replica *local_of_version(struct fkv_routes *t,
 	if (!r || !r->nreplicas || r->put_id != put_id)
 		return NULL;
 	for (i = 0; i < r->nreplicas; i++) {
-		if (r->replicas[i].node == t->node) {
+		if (r->replicas[i].node == node) {
 			*routep = r;
 			return &r->replicas[i];
 		}
@@ -599,13 +617,21 @@ int fkv_routes_ssd_commit(struct fkv_routes *t, const void *key,
 			  size_t key_len, uint64_t put_id, uint64_t len,
 			  uint64_t live_tag)
 {
+	return fkv_routes_ssd_commit_on(t, t->node, key, key_len, put_id, len,
+					live_tag);
+}
+
+int fkv_routes_ssd_commit_on(struct fkv_routes *t, uint32_t node,
+			     const void *key, size_t key_len, uint64_t put_id,
+			     uint64_t len, uint64_t live_tag)
+{
 	struct fkv_replica *rep;
 	struct fkv_route *r;
 
 	if (!fkv_key_valid(key, key_len) || !put_id || !len ||
 	    len > FLUXONKV_VALUE_MAX)
 		return -EINVAL;
-	rep = local_of_version(t, key, key_len, put_id, &r);
+	rep = of_version(t, node, key, key_len, put_id, &r);
 	if (!rep)
 		return 0;
 	if (!rep->mem_handle || rep->mem_len != len ||
@@ -631,12 +657,19 @@ int fkv_routes_ssd_commit(struct fkv_routes *t, const void *key,
 int fkv_routes_persist_failed(struct fkv_routes *t, const void *key,
 			      size_t key_len, uint64_t put_id)
 {
+	return fkv_routes_persist_failed_on(t, t->node, key, key_len, put_id);
+}
+
+int fkv_routes_persist_failed_on(struct fkv_routes *t, uint32_t node,
+				 const void *key, size_t key_len,
+				 uint64_t put_id)
+{
 	struct fkv_replica *rep;
 	struct fkv_route *r;
 
 	if (!fkv_key_valid(key, key_len) || !put_id)
 		return -EINVAL;
-	rep = local_of_version(t, key, key_len, put_id, &r);
+	rep = of_version(t, node, key, key_len, put_id, &r);
 	if (!rep || !rep->persisting)
 		return 0;
 	persisting_end(t, r, rep, false);
@@ -647,24 +680,65 @@ int fkv_routes_promote(struct fkv_routes *t, const void *key, size_t key_len,
 		       uint64_t put_id, uint64_t handle, uint64_t len,
 		       uint64_t live_tag, const struct fkv_route **routep)
 {
+	return fkv_routes_promote_on(t, t->node, key, key_len, put_id, handle,
+				     len, live_tag, routep);
+}
+
+/* Some replica of @r other than @except holds @len bytes of its version. */
+static bool has_copy_of_len(const struct fkv_route *r,
+			    const struct fkv_replica *except, uint64_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->nreplicas; i++) {
+		const struct fkv_replica *o = &r->replicas[i];
+
+		if (o != except && ((o->mem_handle && o->mem_len == len) ||
+				    (o->ssd && o->ssd_len == len)))
+			return true;
+	}
+	return false;
+}
+
+int fkv_routes_promote_on(struct fkv_routes *t, uint32_t node,
+			  const void *key, size_t key_len, uint64_t put_id,
+			  uint64_t handle, uint64_t len, uint64_t live_tag,
+			  const struct fkv_route **routep)
+{
 	struct fkv_replica *rep;
-	struct fkv_route *r;
+	struct fkv_route *r = NULL;
 	int err;
 
 	if (!fkv_key_valid(key, key_len) || !put_id || !handle || !len ||
-	    len > FLUXONKV_VALUE_MAX)
+	    len > FLUXONKV_VALUE_MAX || node >= FKV_ROUTE_NODES)
 		return -EINVAL;
-	rep = local_of_version(t, key, key_len, put_id, &r);
-	if (!rep || rep->mem_handle || !rep->ssd || rep->ssd_len != len ||
-	    rep->tomb_tag != live_tag)
-		return 0;
+	rep = of_version(t, node, key, key_len, put_id, &r);
+	if (rep) {
+		/* Its own SSD copy refilled, or another node's copy pulled. */
+		if (rep->mem_handle || rep->tomb_tag != live_tag ||
+		    !((rep->ssd && rep->ssd_len == len) ||
+		      has_copy_of_len(r, rep, len)))
+			return 0;
+	} else {
+		/* A new copy on @node of a version another node holds. */
+		r = find_entry(t, key, key_len);
+		if (!r || !r->nreplicas || r->put_id != put_id ||
+		    r->nreplicas == FKV_ROUTE_MAX_REPLICAS ||
+		    !has_copy_of_len(r, NULL, len))
+			return 0;
+	}
 	err = fkv_u64map_put(&t->by_handle, handle, r);
 	if (err)
 		return err;
+	if (!rep) {
+		rep = &r->replicas[r->nreplicas++];
+		memset(rep, 0, sizeof(*rep));
+		rep->node = node;
+		rep->tomb_tag = live_tag;
+	}
 	rep->mem_handle = handle;
 	rep->mem_len = len;
-	if (rep->node == t->node)
-		t->used += fkv_weight(len);
+	t->used_by[node] += fkv_weight(len);
 	if (routep)
 		*routep = r;
 	return 1;
@@ -672,6 +746,13 @@ int fkv_routes_promote(struct fkv_routes *t, const void *key, size_t key_len,
 
 int fkv_routes_clear_ssd(struct fkv_routes *t, const void *key,
 			 size_t key_len, uint64_t put_id)
+{
+	return fkv_routes_clear_ssd_on(t, FKV_ROUTE_ANY_NODE, key, key_len,
+				       put_id);
+}
+
+int fkv_routes_clear_ssd_on(struct fkv_routes *t, uint32_t node,
+			    const void *key, size_t key_len, uint64_t put_id)
 {
 	struct fkv_route *r;
 	bool found = false;
@@ -683,7 +764,8 @@ int fkv_routes_clear_ssd(struct fkv_routes *t, const void *key,
 	if (!r || !r->nreplicas || r->put_id != put_id)
 		return -ENOENT;
 	for (i = 0; i < r->nreplicas; i++) {
-		if (r->replicas[i].ssd) {
+		if (r->replicas[i].ssd &&
+		    (node == FKV_ROUTE_ANY_NODE || r->replicas[i].node == node)) {
 			drop_ssd(t, &r->replicas[i]);
 			found = true;
 		}
@@ -702,8 +784,7 @@ static void forget_replica(struct fkv_routes *t, struct fkv_replica *rep)
 		return;
 	persisting_del(t, rep);
 	fkv_u64map_del(&t->by_handle, handle);
-	if (rep->node == t->node)
-		t->used -= w;
+	t->used_by[rep->node] -= w;
 	rep->mem_handle = 0;
 	rep->mem_len = 0;
 	if (t->ops->forget)
@@ -712,25 +793,35 @@ static void forget_replica(struct fkv_routes *t, struct fkv_replica *rep)
 
 size_t fkv_routes_forget_stale(struct fkv_routes *t, uint64_t live_tag)
 {
-	struct fkv_list *l;
+	return fkv_routes_forget_node(t, t->node, live_tag);
+}
+
+size_t fkv_routes_forget_node(struct fkv_routes *t, uint32_t node,
+			      uint64_t live_tag)
+{
+	struct fkv_list *l, *next;
 	size_t i, n = 0;
 
-	while ((l = fkv_list_first(&t->inflight_list))) {
+	for (l = fkv_list_first(&t->inflight_list); l; l = next) {
 		struct fkv_inflight *p =
 			fkv_container_of(l, struct fkv_inflight, link);
 		struct fkv_route *r = p->route;
 
+		next = fkv_list_next(&t->inflight_list, l);
+		if (p->node != node)
+			continue;
 		finish_inflight(t, p);
 		maybe_free_entry(t, r);
 	}
 	for (i = 0; i < t->nbuckets; i++) {
-		struct fkv_route *r = t->buckets[i], *next;
+		struct fkv_route *r = t->buckets[i], *next_r;
 		uint32_t j;
 
-		for (; r; r = next) {
-			next = r->next;	/* compact() may free r */
+		for (; r; r = next_r) {
+			next_r = r->next;	/* compact() may free r */
 			for (j = 0; j < r->nreplicas; j++) {
-				if (r->replicas[j].tomb_tag == live_tag)
+				if (r->replicas[j].node != node ||
+				    (live_tag && r->replicas[j].tomb_tag == live_tag))
 					continue;
 				forget_replica(t, &r->replicas[j]);
 				n++;
@@ -823,12 +914,22 @@ uint64_t fkv_routes_capacity(const struct fkv_routes *t)
 
 uint64_t fkv_routes_used(const struct fkv_routes *t)
 {
-	return t->used;
+	return t->used_by[t->node];
 }
 
 uint64_t fkv_routes_reserved(const struct fkv_routes *t)
 {
-	return t->reserved;
+	return t->reserved_by[t->node];
+}
+
+uint64_t fkv_routes_node_used(const struct fkv_routes *t, uint32_t node)
+{
+	return node < FKV_ROUTE_NODES ? t->used_by[node] : 0;
+}
+
+uint64_t fkv_routes_node_reserved(const struct fkv_routes *t, uint32_t node)
+{
+	return node < FKV_ROUTE_NODES ? t->reserved_by[node] : 0;
 }
 
 size_t fkv_routes_count(const struct fkv_routes *t)

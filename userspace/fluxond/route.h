@@ -39,6 +39,10 @@
 
 /* Owner nodes a route can name; a single node uses one. */
 #define FKV_ROUTE_MAX_REPLICAS	4
+/* Node ids 0..FKV_ROUTE_NODES-1 (uapi FLUXONKV_NODE_MAX). */
+#define FKV_ROUTE_NODES		(FLUXONKV_NODE_MAX + 1)
+/* fkv_routes_clear_ssd_on(): every node's SSD copy. */
+#define FKV_ROUTE_ANY_NODE	UINT32_MAX
 /*
  * In-flight puts are forgotten this long after PUT_START; a persisting
  * replica becomes evictable this long after PUT_DONE without SSD_COMMIT.
@@ -155,6 +159,15 @@ int fkv_routes_put_start(struct fkv_routes *t, const void *key,
 			 size_t key_len, uint64_t len, bool persist,
 			 uint64_t *put_id);
 
+/*
+ * The same with the replica placed on @node (the local node for
+ * fkv_routes_put_start()): its reservation and, at PUT_DONE, its weight
+ * count for @node.
+ */
+int fkv_routes_put_start_on(struct fkv_routes *t, uint32_t node,
+			    const void *key, size_t key_len, uint64_t len,
+			    bool persist, uint64_t *put_id);
+
 /* Forget an in-flight put.  -ENOENT if unknown, -EINVAL if the key differs. */
 int fkv_routes_put_abort(struct fkv_routes *t, const void *key,
 			 size_t key_len, uint64_t put_id);
@@ -185,6 +198,10 @@ const struct fkv_route *fkv_routes_by_handle(const struct fkv_routes *t,
 const struct fkv_replica *fkv_routes_local(const struct fkv_routes *t,
 					   const struct fkv_route *r);
 
+/* @node's replica of a route, or NULL. */
+const struct fkv_replica *fkv_routes_replica_of(const struct fkv_route *r,
+						uint32_t node);
+
 /*
  * Remove a visible route: every memory replica is dropped, every SSD replica
  * forgotten.  *put_id = the version deleted.  -ENOENT if the key is not
@@ -214,6 +231,11 @@ int fkv_routes_ssd_commit(struct fkv_routes *t, const void *key,
 			  size_t key_len, uint64_t put_id, uint64_t len,
 			  uint64_t live_tag);
 
+/* fkv_routes_ssd_commit() for the replica of @node. */
+int fkv_routes_ssd_commit_on(struct fkv_routes *t, uint32_t node,
+			     const void *key, size_t key_len, uint64_t put_id,
+			     uint64_t len, uint64_t live_tag);
+
 /*
  * SSD_COMMIT with ERRNO: the persist of version @put_id failed.  If the local
  * replica of the current version @put_id is persisting it stops
@@ -222,6 +244,10 @@ int fkv_routes_ssd_commit(struct fkv_routes *t, const void *key,
  */
 int fkv_routes_persist_failed(struct fkv_routes *t, const void *key,
 			      size_t key_len, uint64_t put_id);
+
+int fkv_routes_persist_failed_on(struct fkv_routes *t, uint32_t node,
+				 const void *key, size_t key_len,
+				 uint64_t put_id);
 
 /*
  * GET_DONE after an SSD refill: make @handle (@len bytes) the local memory
@@ -237,12 +263,28 @@ int fkv_routes_promote(struct fkv_routes *t, const void *key, size_t key_len,
 		       uint64_t live_tag, const struct fkv_route **routep);
 
 /*
+ * GET_DONE on @node (cluster): make @handle (@len bytes) @node's memory
+ * copy of version @put_id.  As fkv_routes_promote() for @node's own SSD
+ * copy; and after a pull of another node's copy: @node has no memory copy
+ * yet, another replica of the route holds @len bytes of that version, and
+ * a free replica slot is left (a new slot gets tomb tag @live_tag).
+ */
+int fkv_routes_promote_on(struct fkv_routes *t, uint32_t node,
+			  const void *key, size_t key_len, uint64_t put_id,
+			  uint64_t handle, uint64_t len, uint64_t live_tag,
+			  const struct fkv_route **routep);
+
+/*
  * Forget the SSD replica of version @put_id of a key (SSD ring eviction, a
  * failed SSD read); a route left without any replica disappears.  -ENOENT if
  * the key is not visible, its put_id differs or it has no SSD replica.
  */
 int fkv_routes_clear_ssd(struct fkv_routes *t, const void *key,
 			 size_t key_len, uint64_t put_id);
+
+/* The same for @node's SSD copy only (or FKV_ROUTE_ANY_NODE). */
+int fkv_routes_clear_ssd_on(struct fkv_routes *t, uint32_t node,
+			    const void *key, size_t key_len, uint64_t put_id);
 
 /*
  * The owner restarted (new incarnation @live_tag): forget every replica
@@ -252,6 +294,14 @@ int fkv_routes_clear_ssd(struct fkv_routes *t, const void *key,
  * increasing.  Returns the replicas forgotten.
  */
 size_t fkv_routes_forget_stale(struct fkv_routes *t, uint64_t live_tag);
+
+/*
+ * @node is gone or restarted: forget its replicas whose tomb tag is not
+ * @live_tag (all of them for 0) without DROP_REPLICA, and its in-flight
+ * puts.  Returns the replicas forgotten.
+ */
+size_t fkv_routes_forget_node(struct fkv_routes *t, uint32_t node,
+			      uint64_t live_tag);
 
 /* Drop in-flight puts past their deadline; returns how many. */
 unsigned int fkv_routes_sweep(struct fkv_routes *t);
@@ -272,6 +322,9 @@ uint64_t fkv_routes_now_ms(const struct fkv_routes *t);
 uint64_t fkv_routes_capacity(const struct fkv_routes *t);
 uint64_t fkv_routes_used(const struct fkv_routes *t);
 uint64_t fkv_routes_reserved(const struct fkv_routes *t);
+/* The same for any node (fkv_routes_used() is the local node's). */
+uint64_t fkv_routes_node_used(const struct fkv_routes *t, uint32_t node);
+uint64_t fkv_routes_node_reserved(const struct fkv_routes *t, uint32_t node);
 /* Visible routes. */
 size_t fkv_routes_count(const struct fkv_routes *t);
 /* Memory replicas referenced (= handles the table holds). */

@@ -14,6 +14,8 @@
 
 #include <linux/fluxonkv.h>
 
+struct nlmsghdr;
+
 /* Bits of fkv_upcall.present / fkv_reply.present: 1 << FLUXONKV_A_*. */
 #define FKV_ATTR(a)	(1U << (a))
 
@@ -46,6 +48,9 @@ struct fkv_upcall {
 	size_t nhandles;
 	const void *attrs;
 	size_t attrs_len;
+	uint64_t offset;
+	/* The whole message, to forward it verbatim (cluster node role). */
+	const struct nlmsghdr *nlh;
 };
 
 static inline uint64_t fkv_upcall_handle(const struct fkv_upcall *u, size_t i)

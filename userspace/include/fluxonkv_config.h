@@ -32,6 +32,11 @@
  *	  segment_mb: 4096             # optional, 1..16384 (module parameter)
  *	  large_file_paths: [/data/a, /dev/nvme1n1]
  *	  large_limit_size: ["4GB", 8589934592]
+ *	  cluster:                     # optional, see "Cluster section" below
+ *	    role: node
+ *	    master: 10.77.0.1:7470
+ *	    listen: 10.77.0.2:7471
+ *	    secret_file: /etc/fluxonkv/cluster.secret
  *
  * An unknown or repeated key inside fluxonkv_spec is an error (a misspelt
  * large_limit_size must not silently disable the SSD tier).  `~`/null or an
@@ -53,6 +58,62 @@
  * ("512.9B" = 512, "1.5GB" = 1610612736, "0.5KB" = 512).  It must be at least
  * FKV_SIZE_MIN (512, the O_DIRECT sector) and below 2^63 (it must fit an
  * off_t).  A YAML integer is the same as the size string of its digits.
+ *
+ * Cluster section (fluxonkv_spec.cluster, struct fkv_cluster_config):
+ * absent or null means a single node with no network, which is also the
+ * embedded default when there is no file at all.  Otherwise a mapping,
+ * checked as strictly as fluxonkv_spec (unknown or repeated keys are
+ * errors, null = not set):
+ *
+ *	cluster:
+ *	  node_name: a                 # like instance; default: the instance
+ *	  role: master                 # master | node (required).  master:
+ *	                               # this fluxond also runs the master role
+ *	  master: 10.77.0.1:7470       # the master's control listener, the
+ *	                               # address nodes dial (required)
+ *	  listen: 0.0.0.0:7471         # this node's data-plane listener
+ *	                               # (required)
+ *	  advertise: 10.77.0.2:7471    # the address peers dial; default:
+ *	                               # listen, which must then not be a
+ *	                               # wildcard (0.0.0.0, [::])
+ *	  transport: tcp               # tcp | rdma | auto; default tcp.  The
+ *	                               # parser accepts all three: the daemon
+ *	                               # says when it lacks one
+ *	  secret: "at-least-16-bytes"  # 16..1024 bytes, no NUL; exactly one
+ *	  secret_file: /etc/fluxonkv/cluster.secret   # of secret, secret_file
+ *	  heartbeat_ms: 1000           # 50..60000, default 1000
+ *	  dead_after_ms: 5000          # > 2 * heartbeat_ms, <= 600000;
+ *	                               # default 5000
+ *
+ * master and advertise are dialed by peers, so neither may be a wildcard
+ * address.  All three addresses follow the host:port grammar below; they
+ * are checked, never resolved (no DNS at parse time).  An [IPv6] address
+ * must be quoted in YAML ("[::1]:7470"): a plain '[' opens a flow list.
+ *
+ * secret_file is read when the configuration is parsed: an absolute path
+ * to a regular file of at most 1025 bytes whose content, one trailing
+ * "\n" removed, is the secret (any bytes, NUL included).  Like ssh with
+ * its keys, a file that grants any permission to group or others (mode &
+ * 077) is an error, and so is one that cannot be opened.  The secret is
+ * never written into a message (nor by fluxonctl): only its length and
+ * source are.
+ *
+ * Host:port grammar (fkv_parse_hostport()):
+ *
+ *	hostport := host ":" port
+ *	host     := name | ipv4 | "[" ipv6 "]"
+ *	name     := label ( "." label )*     at most 253 bytes; a label is
+ *	                                     1..63 of [A-Za-z0-9_-], not
+ *	                                     starting or ending with '-';
+ *	                                     no trailing '.'
+ *	ipv4     := four decimal octets 0..255, no leading zeros ("010" is
+ *	            refused: some resolvers read it as octal).  A host of
+ *	            digits and dots only is taken as ipv4, never as a name
+ *	ipv6     := what inet_pton(AF_INET6) accepts (no zone "%eth0")
+ *	port     := 1..65535, decimal digits, no sign, no leading zeros
+ *
+ * An IPv6 address without brackets is refused (which colon starts the
+ * port would be a guess).
  */
 #ifndef FLUXONKV_CONFIG_H
 #define FLUXONKV_CONFIG_H
@@ -68,6 +129,21 @@
 #define FKV_CLUSTER_DEFAULT	"default"
 #define FKV_SEGMENT_MB_MAX	16384
 
+/* Where fluxond looks for the configuration unless told (--config). */
+#define FKV_CONFIG_PATH_DEFAULT	"/etc/fluxonkv/fluxonkv.yaml"
+
+/* The cluster section's limits and defaults (struct fkv_cluster_config). */
+#define FKV_HOST_MAX		253	/* a DNS name's longest text form */
+#define FKV_HOST_BUF		(FKV_HOST_MAX + 1)
+#define FKV_HOSTPORT_BUF	(FKV_HOST_MAX + 2 + 1 + 5 + 1)	/* [h]:65535 */
+#define FKV_SECRET_MIN		16
+#define FKV_SECRET_MAX		1024
+#define FKV_HEARTBEAT_MS_MIN	50
+#define FKV_HEARTBEAT_MS_MAX	60000
+#define FKV_HEARTBEAT_MS_DEFAULT	1000
+#define FKV_DEAD_AFTER_MS_MAX	600000
+#define FKV_DEAD_AFTER_MS_DEFAULT	5000
+
 /* The SSD plan's defaults (struct fkv_ssd_plan_opts). */
 #define FKV_SSD_SHARD_MAX	(1ULL << 30)	/* split capacity into <= 1 GiB */
 #define FKV_SSD_MAX_SHARDS	64		/* ... but at most 64 per root */
@@ -81,6 +157,58 @@ struct fkv_msgs {
 	size_t n;
 };
 
+enum fkv_cluster_role {
+	FKV_ROLE_NODE = 1,	/* a data node: dials the master */
+	FKV_ROLE_MASTER = 2,	/* a data node that also runs the master role */
+};
+
+enum fkv_transport {
+	FKV_TRANSPORT_TCP = 1,
+	FKV_TRANSPORT_RDMA = 2,
+	FKV_TRANSPORT_AUTO = 3,	/* RDMA where both ends have it, else TCP */
+};
+
+enum fkv_secret_source {
+	FKV_SECRET_INLINE = 1,	/* cluster.secret */
+	FKV_SECRET_FILE = 2,	/* cluster.secret_file */
+};
+
+/* A checked, unresolved address: host without brackets, port 1..65535. */
+struct fkv_hostport {
+	char host[FKV_HOST_BUF];	/* "10.0.0.1", "::1" or "node-a.lan" */
+	uint16_t port;
+};
+
+/*
+ * fluxonkv_spec.cluster.  When the configuration is valid and present is
+ * set, every field below is set and checked (defaults applied); otherwise
+ * present is false and the rest is zero.  After an invalid parse the fields
+ * are partial: look at none of them.
+ */
+struct fkv_cluster_config {
+	bool present;			/* cluster: is a mapping */
+	char *node_name;		/* validated; the instance if unset */
+	bool node_name_default;		/* node_name came from instance */
+	enum fkv_cluster_role role;
+	struct fkv_hostport master;	/* the master's control listener */
+	struct fkv_hostport listen;	/* this node's data-plane listener */
+	struct fkv_hostport advertise;	/* what peers dial; = listen if unset */
+	bool advertise_default;		/* advertise came from listen */
+	enum fkv_transport transport;	/* FKV_TRANSPORT_TCP if unset */
+	/*
+	 * The shared secret: secret_len bytes (16..1024, may hold NULs) and a
+	 * NUL after them.  Owned; fkv_config_free() wipes it (explicit_bzero)
+	 * before freeing.  Never print it: print secret_len and the source.
+	 */
+	unsigned char *secret;
+	size_t secret_len;
+	enum fkv_secret_source secret_source;
+	char *secret_file;	/* FKV_SECRET_FILE: the path, for messages;
+				 * NULL for an inline secret */
+	unsigned int heartbeat_ms;
+	unsigned int dead_after_ms;
+};
+
 struct fkv_config {
 	char *cluster_name;	/* validated; FKV_CLUSTER_DEFAULT if unset */
 	char *instance;		/* validated; the host name if unset */
@@ -91,6 +219,7 @@ struct fkv_config {
 	bool ssd;		/* large_limit_size set: SSD tier enabled */
 	uint64_t *limits;	/* large_limit_size in bytes, npaths entries
 				 * when ssd */
+	struct fkv_cluster_config cluster;	/* present: not single node */
 	struct fkv_msgs warnings;
 	struct fkv_msgs errors;
 };
@@ -104,13 +233,40 @@ struct fkv_config {
 int fkv_parse_size(const char *s, uint64_t *out, char *err, size_t errlen);
 
 /*
+ * Parse @s (NUL-terminated) as host:port, grammar above, without resolving
+ * anything.  0 with the host (no brackets) in @host and the port in *@port,
+ * or -EINVAL with one line in @err (if @errlen), e.g. `port "0": must be a
+ * decimal number from 1 to 65535`; @host and *@port are then untouched.  A
+ * host that does not fit @host_size is refused too (FKV_HOST_BUF always
+ * suffices).  Like fkv_parse_size(), the message does not repeat @s.
+ */
+int fkv_parse_hostport(const char *s, char *host, size_t host_size,
+		       uint16_t *port, char *err, size_t errlen);
+/* @host is 0.0.0.0 or the IPv6 any address ("::", "0:0::0", ...). */
+bool fkv_host_is_wildcard(const char *host);
+/*
+ * @hp back as text fkv_parse_hostport() accepts: "host:port", or
+ * "[host]:port" for an IPv6 host.  @buf should have FKV_HOSTPORT_BUF
+ * bytes (truncated otherwise); returns @buf.
+ */
+const char *fkv_hostport_str(char *buf, size_t len,
+			     const struct fkv_hostport *hp);
+/* "master", "node"; "tcp", "rdma", "auto"; "?" for anything else. */
+const char *fkv_cluster_role_name(enum fkv_cluster_role role);
+const char *fkv_transport_name(enum fkv_transport t);
+
+/*
  * Parse a YAML document of @len bytes; @name (e.g. the file name) prefixes
  * every message as "name:line:col: ".  Returns 0, -EINVAL (see
  * out->errors) or -ENOMEM.  Always call fkv_config_free(out) afterwards.
  */
 int fkv_config_parse_buffer(const char *buf, size_t len, const char *name,
 			    struct fkv_config *out, char *err, size_t errlen);
-/* The same from a file; -errno (and a message) when it cannot be read. */
+/*
+ * The same from a file; -errno (and a message) when it cannot be read.
+ * Both read cluster.secret_file, if set (the only file they open besides
+ * @path).
+ */
 int fkv_config_load(const char *path, struct fkv_config *out, char *err,
 		    size_t errlen);
 void fkv_config_free(struct fkv_config *c);

@@ -1,0 +1,606 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * test_cluster.c - fluxond's cluster building blocks: stream framing of
+ * netlink messages, the join's challenge and response, the membership
+ * table, and the TCP data plane between two transports on loopback.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <linux/genetlink.h>
+#include <netlink/attr.h>
+#include <netlink/genl/genl.h>
+#include <netlink/msg.h>
+
+#include "../../selftests/fkv_test.h"
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "../../userspace/fluxond/auth.h"
+#include "../../userspace/fluxond/cluster_ctl.h"
+#include "../../userspace/fluxond/member.h"
+#include "../../userspace/fluxond/wire.h"
+#include "../../userspace/fluxond/xport.h"
+
+static const char secret[] = "a-shared-secret-of-some-length";
+
+/* ---- framing ---- */
+
+FKV_TEST(wire_frames_survive_any_split_of_the_stream)
+{
+	static const struct nla_policy pol[FKV_CA_MAX + 1] = {
+		[FLUXONKV_A_KEY] = { .type = NLA_UNSPEC },
+		[FLUXONKV_A_PUT_ID] = { .type = NLA_U64 },
+	};
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	struct fkv_wire rx, tx;
+	uint8_t stream[4096];
+	size_t total = 0, fed, step;
+	int sv[2], i, err;
+
+	/* Three messages, concatenated, then fed in every chunk size. */
+	for (i = 0; i < 3; i++) {
+		struct nl_msg *m = fkv_wire_msg(FLUXONKV_CMD_GET_START);
+		struct nlmsghdr *h;
+
+		FKV_ASSERT(m != NULL);
+		FKV_ASSERT_EQ(nla_put(m, FLUXONKV_A_KEY, 3 + i, "abcdef"), 0);
+		FKV_ASSERT_EQ(nla_put_u64(m, FLUXONKV_A_PUT_ID, 100 + i), 0);
+		h = nlmsg_hdr(m);
+		memcpy(stream + total, h, h->nlmsg_len);
+		total += h->nlmsg_len;
+		nlmsg_free(m);
+	}
+	for (step = 1; step <= total; step += step < 8 ? 1 : 37) {
+		int got = 0;
+
+		FKV_ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+		fkv_wire_init(&rx, sv[0]);
+		fkv_wire_init(&tx, sv[1]);
+		for (fed = 0; fed < total; fed += step) {
+			size_t n = total - fed < step ? total - fed : step;
+			struct nlmsghdr *h;
+
+			FKV_ASSERT_EQ(write(sv[1], stream + fed, n), (ssize_t)n);
+			FKV_ASSERT_EQ(fkv_wire_read(&rx), 0);
+			while ((h = fkv_wire_next(&rx, &err))) {
+				FKV_ASSERT_EQ(fkv_wire_cmd(h),
+					      FLUXONKV_CMD_GET_START);
+				FKV_ASSERT_EQ(fkv_wire_parse(h, tb, pol), 0);
+				FKV_ASSERT_EQ(nla_get_u64(tb[FLUXONKV_A_PUT_ID]),
+					      100 + got);
+				FKV_ASSERT_EQ(nla_len(tb[FLUXONKV_A_KEY]), 3 + got);
+				got++;
+			}
+			FKV_ASSERT_EQ(err, 0);
+		}
+		FKV_ASSERT_EQ(got, 3);
+		fkv_wire_close(&rx);
+		fkv_wire_close(&tx);
+	}
+}
+
+FKV_TEST(wire_refuses_what_cannot_be_framed)
+{
+	struct nlmsghdr h = { .nlmsg_len = 64, .nlmsg_type = FKV_WIRE_TYPE };
+	size_t len;
+
+	FKV_ASSERT_EQ(fkv_wire_frame((uint8_t *)&h, 4, &len), -EAGAIN);
+	FKV_ASSERT_EQ(fkv_wire_frame((uint8_t *)&h, sizeof(h), &len), -EAGAIN);
+	h.nlmsg_type = 16;		/* a kernel netlink type */
+	FKV_ASSERT_EQ(fkv_wire_frame((uint8_t *)&h, sizeof(h), &len), -EPROTO);
+	h.nlmsg_type = FKV_WIRE_TYPE;
+	h.nlmsg_len = 8;		/* shorter than its own headers */
+	FKV_ASSERT_EQ(fkv_wire_frame((uint8_t *)&h, sizeof(h), &len), -EPROTO);
+	h.nlmsg_len = FKV_WIRE_MAX + 1;
+	FKV_ASSERT_EQ(fkv_wire_frame((uint8_t *)&h, sizeof(h), &len), -EPROTO);
+}
+
+FKV_TEST(wire_send_queues_what_the_socket_does_not_take)
+{
+	struct fkv_wire a, b;
+	struct nl_msg *m;
+	int sv[2], sent = 0, got = 0, err;
+	uint8_t big[4000];
+
+	memset(big, 0x5a, sizeof(big));
+	FKV_ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	fkv_wire_init(&a, sv[0]);
+	fkv_wire_init(&b, sv[1]);
+	a.tx_max = 256 << 10;
+	m = fkv_wire_msg(FLUXONKV_CMD_ACCESS);
+	FKV_ASSERT_EQ(nla_put(m, FLUXONKV_A_HANDLES, sizeof(big), big), 0);
+	/* Nobody reads: the socket fills, then the queue, then ENOBUFS. */
+	while ((err = fkv_wire_send(&a, m)) == 0)
+		sent++;
+	FKV_ASSERT_EQ(err, -ENOBUFS);
+	FKV_ASSERT(fkv_wire_pending(&a));
+	while (got < sent) {
+		struct nlmsghdr *h;
+
+		fkv_wire_flush(&a);
+		fkv_wire_read(&b);
+		while ((h = fkv_wire_next(&b, &err)))
+			got++;
+		FKV_ASSERT_EQ(err, 0);
+	}
+	FKV_ASSERT(!fkv_wire_pending(&a));
+	nlmsg_free(m);
+	fkv_wire_close(&a);
+	fkv_wire_close(&b);
+}
+
+/* ---- challenge and response ---- */
+
+FKV_TEST(auth_mac_binds_secret_nonce_name_and_incarnation)
+{
+	uint8_t nonce[FKV_NONCE_LEN], mac[FKV_MAC_LEN];
+
+	FKV_ASSERT_EQ(fkv_auth_nonce(nonce), 0);
+	FKV_ASSERT_EQ(fkv_auth_mac(secret, strlen(secret), nonce, "b", 7, mac), 0);
+	FKV_ASSERT(fkv_auth_check(secret, strlen(secret), nonce, "b", 7, mac,
+				  sizeof(mac)));
+	FKV_ASSERT(!fkv_auth_check("another-secret-xxxxxx", 21, nonce, "b", 7,
+				   mac, sizeof(mac)));
+	FKV_ASSERT(!fkv_auth_check(secret, strlen(secret), nonce, "c", 7, mac,
+				   sizeof(mac)));
+	FKV_ASSERT(!fkv_auth_check(secret, strlen(secret), nonce, "b", 8, mac,
+				   sizeof(mac)));
+	FKV_ASSERT(!fkv_auth_check(secret, strlen(secret), nonce, "b", 7, mac,
+				   sizeof(mac) - 1));
+	nonce[0] ^= 1;
+	FKV_ASSERT(!fkv_auth_check(secret, strlen(secret), nonce, "b", 7, mac,
+				   sizeof(mac)));
+}
+
+/* ---- membership ---- */
+
+struct left_log {
+	int n;
+	uint32_t id;
+	uint64_t inc;
+	enum fkv_left_reason why;
+};
+
+static void on_left(void *arg, const struct fkv_member *m,
+		    enum fkv_left_reason why)
+{
+	struct left_log *l = arg;
+
+	FKV_ASSERT(!m->live);
+	l->n++;
+	l->id = m->id;
+	l->inc = m->incarnation;
+	l->why = why;
+}
+
+static const struct fkv_members_ops left_ops = { .left = on_left };
+
+FKV_TEST(members_join_heartbeat_and_time_out)
+{
+	static struct fkv_members t;
+	struct fkv_join j = { .name = "b", .incarnation = 11,
+			      .data_addr = "10.77.0.2:7471", .transport = "tcp",
+			      .segment_size = 64 << 20 };
+	struct left_log l = { 0 };
+	struct fkv_member *m;
+	int err;
+
+	fkv_members_init(&t, 5000, &left_ops, &l);
+	m = fkv_members_join(&t, &j, 1000, &err);
+	FKV_ASSERT(m && !err);
+	FKV_ASSERT_EQ(m->id, 1);
+	FKV_ASSERT(fkv_members_is_live(&t, 1, 11));
+	FKV_ASSERT_EQ(fkv_members_heartbeat(&t, 1, 11, 4096, 5000), 0);
+	FKV_ASSERT_EQ(m->segment_used, 4096);
+	FKV_ASSERT_EQ(fkv_members_heartbeat(&t, 1, 12, 0, 5000), -ESTALE);
+	FKV_ASSERT_EQ(fkv_members_heartbeat(&t, 2, 11, 0, 5000), -ENOENT);
+	FKV_ASSERT_EQ(fkv_members_tick(&t, 10000), 0);	/* 5000 ms exactly */
+	FKV_ASSERT_EQ(fkv_members_tick(&t, 10001), 1);
+	FKV_ASSERT_EQ(l.n, 1);
+	FKV_ASSERT_EQ(l.why, FKV_LEFT_TIMEOUT);
+	FKV_ASSERT_EQ(l.inc, 11);
+	/* The old incarnation never comes back, by message or by rejoin. */
+	FKV_ASSERT_EQ(fkv_members_heartbeat(&t, 1, 11, 0, 10002), -ESTALE);
+	FKV_ASSERT(fkv_members_join(&t, &j, 10003, &err) == NULL);
+	FKV_ASSERT_EQ(err, -ESTALE);
+	/* A new incarnation gets the same id back. */
+	j.incarnation = 12;
+	m = fkv_members_join(&t, &j, 10004, &err);
+	FKV_ASSERT(m && m->id == 1 && m->live);
+	FKV_ASSERT_EQ(t.member_left, 1);
+}
+
+FKV_TEST(members_rejoin_replaces_and_reconnect_keeps)
+{
+	static struct fkv_members t;
+	struct fkv_join j = { .name = "a", .incarnation = 1 };
+	struct left_log l = { 0 };
+	struct fkv_member *m, *m2;
+	int err;
+
+	fkv_members_init(&t, 5000, &left_ops, &l);
+	m = fkv_members_join(&t, &j, 0, &err);
+	FKV_ASSERT(m);
+	m2 = fkv_members_join(&t, &j, 10, &err);	/* same instance */
+	FKV_ASSERT(m2 == m && l.n == 0);
+	j.incarnation = 2;				/* restarted */
+	m2 = fkv_members_join(&t, &j, 20, &err);
+	FKV_ASSERT(m2 == m && m2->incarnation == 2);
+	FKV_ASSERT_EQ(l.n, 1);
+	FKV_ASSERT_EQ(l.why, FKV_LEFT_REPLACED);
+	FKV_ASSERT_EQ(l.inc, 1);
+	FKV_ASSERT_EQ(fkv_members_leave(&t, m->id, 1, FKV_LEFT_LEAVE), -ESTALE);
+	FKV_ASSERT_EQ(fkv_members_leave(&t, m->id, 2, FKV_LEFT_CLOSED), 0);
+	FKV_ASSERT_EQ(l.why, FKV_LEFT_CLOSED);
+	FKV_ASSERT_EQ(fkv_members_leave(&t, m->id, 2, FKV_LEFT_CLOSED), -ESTALE);
+	FKV_ASSERT_EQ(fkv_members_live_count(&t), 0);
+	j.name = "";
+	FKV_ASSERT(!fkv_members_join(&t, &j, 30, &err) && err == -EINVAL);
+}
+
+FKV_TEST(members_table_full_is_enospc)
+{
+	static struct fkv_members t;
+	char name[16];
+	struct fkv_join j = { .name = name, .incarnation = 1 };
+	int i, err;
+
+	fkv_members_init(&t, 5000, NULL, NULL);
+	for (i = 0; i < FKV_MEMBERS_MAX; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		FKV_ASSERT(fkv_members_join(&t, &j, 0, &err));
+	}
+	snprintf(name, sizeof(name), "one-too-many");
+	FKV_ASSERT(!fkv_members_join(&t, &j, 0, &err));
+	FKV_ASSERT_EQ(err, -ENOSPC);
+}
+
+/* ---- TCP data plane on loopback ---- */
+
+#define SEG	(8u << 20)
+
+struct fake_seg {
+	uint8_t *mem;
+	uint64_t handle, put_id, off, len;	/* the one replica it has */
+	int holds, releases;
+};
+
+static int fake_hold(void *arg, const void *key, size_t key_len,
+		     uint64_t handle, uint64_t put_id, uint64_t *off,
+		     uint64_t *len, uint64_t *pin)
+{
+	struct fake_seg *s = arg;
+
+	if (handle != s->handle || put_id != s->put_id || key_len != 3 ||
+	    memcmp(key, "key", 3))
+		return -ENOENT;
+	__atomic_add_fetch(&s->holds, 1, __ATOMIC_SEQ_CST);
+	*off = s->off;
+	*len = s->len;
+	*pin = 77;
+	return 0;
+}
+
+static void fake_release(void *arg, uint64_t pin)
+{
+	struct fake_seg *s = arg;
+
+	FKV_ASSERT_EQ(pin, 77);
+	__atomic_add_fetch(&s->releases, 1, __ATOMIC_SEQ_CST);
+}
+
+static void pull_done(struct fkv_pull *p)
+{
+	(*(int *)p->arg)++;
+}
+
+/* Reap until @n pulls are done (or 10 s). */
+static void wait_done(struct fkv_xport *x, int *done, int n)
+{
+	int spins = 0;
+
+	while (*done < n && spins++ < 1000) {
+		struct pollfd pfd = { .fd = fkv_xport_fd(x), .events = POLLIN };
+
+		poll(&pfd, 1, 10);
+		fkv_xport_reap(x);
+	}
+	FKV_ASSERT_EQ(*done, n);
+}
+
+static struct fkv_xport *make_xport(struct fake_seg *s, const char *listen,
+				    const char *name, const char *sec)
+{
+	struct fkv_xport_config c = {
+		.listen_host = listen, .node_name = name,
+		.secret = sec, .secret_len = strlen(sec),
+		.io_timeout_ms = 2000,
+	};
+	struct fkv_seg_view v = {
+		.base = s->mem, .size = SEG, .hold = fake_hold,
+		.release = fake_release, .arg = s,
+	};
+	struct fkv_xport *x = NULL;
+
+	FKV_ASSERT_EQ(fkv_xport_create(&x, &fkv_xport_tcp, &c, &v), 0);
+	return x;
+}
+
+FKV_TEST_TIMEOUT(tcp_pull_lands_bytes_in_the_target, 60)
+{
+	static struct fake_seg src, dst;
+	static struct fkv_pull p[32];
+	struct fkv_xport *xs, *xd;
+	struct fkv_xport_stats st;
+	int done = 0, i;
+	uint32_t k;
+
+	src.mem = malloc(SEG);
+	dst.mem = calloc(1, SEG);
+	FKV_ASSERT(src.mem && dst.mem);
+	for (k = 0; k < SEG / 4; k++)
+		((uint32_t *)src.mem)[k] = k * 2654435761u;
+	src.handle = 0x500000001ULL;
+	src.put_id = 5;
+	src.off = 4096;
+	src.len = (1u << 20) + 17;
+	xs = make_xport(&src, "127.0.0.1", "src", secret);
+	xd = make_xport(&dst, NULL, "dst", secret);
+
+	/* 32 pulls in flight, each into its own target. */
+	for (i = 0; i < 32; i++) {
+		snprintf(p[i].peer, sizeof(p[i].peer), "127.0.0.1:%u",
+			 fkv_xport_port(xs));
+		memcpy(p[i].key, "key", 3);
+		p[i].key_len = 3;
+		p[i].handle = src.handle;
+		p[i].put_id = 5;
+		p[i].len = src.len;
+		p[i].dst_off = (uint64_t)(i % 6) * (1u << 20) + (i % 6) * 4096;
+		p[i].done = pull_done;
+		p[i].arg = &done;
+		p[i].status = 1;
+	}
+	for (i = 0; i < 6; i++)
+		FKV_ASSERT_EQ(fkv_xport_pull(xd, &p[i]), 0);
+	wait_done(xd, &done, 6);
+	for (i = 0; i < 6; i++) {
+		FKV_ASSERT_EQ(p[i].status, 0);
+		FKV_ASSERT(!memcmp(dst.mem + p[i].dst_off, src.mem + src.off,
+				   src.len));
+	}
+	/* Many more at once: all complete. */
+	done = 0;
+	for (i = 6; i < 32; i++)
+		FKV_ASSERT_EQ(fkv_xport_pull(xd, &p[i]), 0);
+	wait_done(xd, &done, 26);
+	for (i = 6; i < 32; i++)
+		FKV_ASSERT_EQ(p[i].status, 0);
+
+	/* A handle the source does not have: its status, connection kept. */
+	done = 0;
+	p[0].handle = 0x600000001ULL;
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p[0]), 0);
+	wait_done(xd, &done, 1);
+	FKV_ASSERT_EQ(p[0].status, -ENOENT);
+	/* A length that is not the replica's: -ESTALE. */
+	done = 0;
+	p[0].handle = src.handle;
+	p[0].len = src.len - 1;
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p[0]), 0);
+	wait_done(xd, &done, 1);
+	FKV_ASSERT_EQ(p[0].status, -ESTALE);
+	/* A target outside the segment never reaches the wire. */
+	p[0].dst_off = SEG - 10;
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p[0]), -EINVAL);
+
+	fkv_xport_get_stats(xd, &st);
+	FKV_ASSERT_EQ(st.pulls, 32);
+	FKV_ASSERT_EQ(st.pull_errors, 2);
+	FKV_ASSERT_EQ(st.pull_bytes, 32 * src.len);
+	fkv_xport_destroy(xd);
+	fkv_xport_destroy(xs);
+	/* 32 served and the wrong-length one, each pinned and unpinned. */
+	FKV_ASSERT_EQ(src.holds, 33);
+	FKV_ASSERT_EQ(src.releases, src.holds);
+	free(src.mem);
+	free(dst.mem);
+}
+
+FKV_TEST_TIMEOUT(tcp_wrong_secret_and_dead_peer_fail_the_pull, 60)
+{
+	static struct fake_seg src, dst;
+	struct fkv_pull p = { .key = "key", .key_len = 3, .handle = 1,
+			      .put_id = 1, .len = 100, .done = pull_done };
+	struct fkv_xport *xs, *xd;
+	struct fkv_xport_stats st;
+	int done = 0, lfd;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	src.mem = calloc(1, SEG);
+	dst.mem = calloc(1, SEG);
+	src.handle = 1;
+	src.put_id = 1;
+	src.len = 100;
+	xs = make_xport(&src, "127.0.0.1", "src", secret);
+	xd = make_xport(&dst, NULL, "dst", "not-the-cluster-secret");
+	p.arg = &done;
+	snprintf(p.peer, sizeof(p.peer), "127.0.0.1:%u", fkv_xport_port(xs));
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p), 0);
+	wait_done(xd, &done, 1);
+	FKV_ASSERT_EQ(p.status, -EACCES);
+	fkv_xport_get_stats(xs, &st);
+	FKV_ASSERT_EQ(st.auth_refused, 1);
+	FKV_ASSERT_EQ(st.served, 0);
+	FKV_ASSERT_EQ(src.holds, 0);
+	fkv_xport_destroy(xd);
+
+	/* Nobody listens on a port we just closed: refused, not a hang. */
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	FKV_ASSERT(lfd >= 0);
+	FKV_ASSERT_EQ(listen(lfd, 1), 0);
+	FKV_ASSERT_EQ(getsockname(lfd, (struct sockaddr *)&ss, &sl), 0);
+	snprintf(p.peer, sizeof(p.peer), "127.0.0.1:%u",
+		 ntohs(((struct sockaddr_in *)&ss)->sin_port));
+	close(lfd);
+	xd = make_xport(&dst, NULL, "dst", secret);
+	done = 0;
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p), 0);
+	wait_done(xd, &done, 1);
+	FKV_ASSERT_EQ(p.status, -ECONNREFUSED);
+	/* A malformed address is refused before any thread runs it. */
+	done = 0;
+	snprintf(p.peer, sizeof(p.peer), "no-port-here");
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p), 0);
+	wait_done(xd, &done, 1);
+	FKV_ASSERT_EQ(p.status, -EINVAL);
+	fkv_xport_destroy(xd);
+	fkv_xport_destroy(xs);
+	free(src.mem);
+	free(dst.mem);
+}
+
+/* ---- control plane: a master and a node in one process ---- */
+
+static uint64_t used_zero(void *arg)
+{
+	return 0;
+}
+
+static void cluster_cfg(struct fkv_cluster_config *cc, enum fkv_cluster_role role,
+			const char *name, uint16_t port, const char *sec)
+{
+	memset(cc, 0, sizeof(*cc));
+	cc->present = true;
+	cc->node_name = (char *)name;
+	cc->role = role;
+	snprintf(cc->master.host, sizeof(cc->master.host), "127.0.0.1");
+	cc->master.port = port;
+	snprintf(cc->advertise.host, sizeof(cc->advertise.host), "127.0.0.1");
+	cc->advertise.port = 7471;
+	cc->transport = FKV_TRANSPORT_TCP;
+	cc->secret = (unsigned char *)sec;
+	cc->secret_len = strlen(sec);
+	cc->heartbeat_ms = 50;
+	cc->dead_after_ms = 300;
+}
+
+/* Run both loops for @ms; returns the node's fatal error, if any. */
+static int spin(struct fkv_cctl *m, struct fkv_cctl *n, int ms)
+{
+	int t, err = 0;
+
+	for (t = 0; t < ms / 10 && !err; t++) {
+		struct pollfd pfd[64];
+		int a = fkv_cctl_pollfds(m, pfd, 32);
+		int b = n ? fkv_cctl_pollfds(n, pfd + a, 32) : 0;
+
+		poll(pfd, (nfds_t)(a + b), 10);
+		fkv_cctl_handle(m, pfd, a);
+		if (n)
+			err = fkv_cctl_handle(n, pfd + a, b);
+		fkv_cctl_tick(m);
+		if (n)
+			fkv_cctl_tick(n);
+	}
+	return err;
+}
+
+static uint16_t free_port(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+	getsockname(fd, (struct sockaddr *)&sin, &sl);
+	close(fd);
+	return ntohs(sin.sin_port);
+}
+
+FKV_TEST_TIMEOUT(cctl_join_heartbeat_leave_and_timeout, 60)
+{
+	struct fkv_cluster_config mc, nc;
+	struct fkv_cctl_config c = { .segment_size = 64 << 20,
+				     .segment_used = used_zero };
+	struct fkv_cctl *m, *n;
+	const struct fkv_members *t;
+	struct fkv_cctl_stats st;
+	uint16_t port = free_port();
+
+	cluster_cfg(&mc, FKV_ROLE_MASTER, "a", port, secret);
+	cluster_cfg(&nc, FKV_ROLE_NODE, "b", port, secret);
+	c.cc = &mc;
+	c.incarnation = 1;
+	FKV_ASSERT_EQ(fkv_cctl_start(&m, &c), 0);
+	t = fkv_cctl_members(m);
+	FKV_ASSERT_EQ(fkv_members_live_count(t), 1);	/* the master itself */
+	c.cc = &nc;
+	c.incarnation = 2;
+	FKV_ASSERT_EQ(fkv_cctl_start(&n, &c), 0);
+	FKV_ASSERT_EQ(spin(m, n, 400), 0);
+	FKV_ASSERT_EQ(fkv_members_live_count(t), 2);
+	FKV_ASSERT_EQ(fkv_cctl_node_id(n), 2);
+	FKV_ASSERT(fkv_members_is_live(t, 2, 2));
+	/* Heartbeats keep it alive well past dead_after_ms. */
+	FKV_ASSERT_EQ(spin(m, n, 600), 0);
+	FKV_ASSERT(fkv_members_is_live(t, 2, 2));
+	fkv_cctl_get_stats(m, &st);
+	FKV_ASSERT(st.heartbeats >= 5);
+	/* A clean stop says LEAVE. */
+	fkv_cctl_stop(n);
+	spin(m, NULL, 100);
+	FKV_ASSERT(!fkv_members_is_live(t, 2, 2));
+	FKV_ASSERT_EQ(t->m[1].last_left, FKV_LEFT_LEAVE);
+
+	/* A node that goes silent (never ticks or reads) times out. */
+	c.incarnation = 3;
+	FKV_ASSERT_EQ(fkv_cctl_start(&n, &c), 0);
+	FKV_ASSERT_EQ(spin(m, n, 300), 0);
+	FKV_ASSERT(fkv_members_is_live(t, 2, 3));
+	spin(m, NULL, 600);
+	FKV_ASSERT(!fkv_members_is_live(t, 2, 3));
+	FKV_ASSERT_EQ(t->m[1].last_left, FKV_LEFT_TIMEOUT);
+	/* Its next heartbeat finds the connection closed; it comes back
+	 * under a new incarnation (the old one is never live again). */
+	FKV_ASSERT_EQ(spin(m, n, 1500), 0);
+	FKV_ASSERT(fkv_members_live(
+		(struct fkv_members *)t, 2) != NULL);
+	FKV_ASSERT(!fkv_members_is_live(t, 2, 3));
+	fkv_cctl_stop(n);
+	fkv_cctl_stop(m);
+}
+
+FKV_TEST_TIMEOUT(cctl_wrong_secret_is_refused_on_both_sides, 30)
+{
+	struct fkv_cluster_config mc, nc;
+	struct fkv_cctl_config c = { .segment_used = used_zero };
+	struct fkv_cctl *m, *n;
+	struct fkv_cctl_stats st;
+	uint16_t port = free_port();
+
+	cluster_cfg(&mc, FKV_ROLE_MASTER, "a", port, secret);
+	cluster_cfg(&nc, FKV_ROLE_NODE, "b", port, "0123456789abcdef-wrong");
+	c.cc = &mc;
+	c.incarnation = 1;
+	FKV_ASSERT_EQ(fkv_cctl_start(&m, &c), 0);
+	c.cc = &nc;
+	c.incarnation = 2;
+	FKV_ASSERT_EQ(fkv_cctl_start(&n, &c), 0);
+	FKV_ASSERT_EQ(spin(m, n, 500), -EACCES);
+	fkv_cctl_get_stats(m, &st);
+	FKV_ASSERT_EQ(st.refused, 1);
+	FKV_ASSERT_EQ(st.joins, 0);
+	FKV_ASSERT_EQ(fkv_members_live_count(fkv_cctl_members(m)), 1);
+	fkv_cctl_stop(n);
+	fkv_cctl_stop(m);
+}

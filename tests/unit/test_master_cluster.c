@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * test_master_cluster.c - the master with several owner nodes: routes to
+ * another node's DRAM (remote pull), promotion of the pulled copy, per
+ * node eviction, revokes of a failed pull, and member-left / restart.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../../selftests/fkv_test.h"
+#include "../../userspace/fluxond/master.h"
+#include "master_fx.h"
+
+#define A	1u	/* the master's own node */
+#define B	2u
+#define INC_A	0xa1ULL
+#define INC_B	0xb1ULL
+#define SEG	(64 * U)
+
+/* A handle of @node, as its module would stamp it (uapi). */
+static uint64_t H(uint32_t node, uint32_t slot, uint64_t put_id)
+{
+	return (put_id << 32) | ((uint64_t)node << 24) | slot;
+}
+
+static void setup(void)
+{
+	struct fkv_master_config c = {
+		.node = A, .capacity = SEG, .incarnation = INC_A,
+		.now_ms = fx_clock, .clock_arg = &F,
+	};
+
+	memset(&F, 0, sizeof(F));
+	F.m = fkv_master_create(&c, &rec_ops, &F);
+	FKV_ASSERT(F.m != NULL);
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, B, INC_B, SEG, 0,
+					 "10.77.0.2:7471"), 0);
+}
+
+/* A put of @len bytes from @node, published; returns its handle. */
+static uint64_t put_on(uint32_t node, const char *key, uint64_t len,
+		       uint32_t slot, uint64_t *put_id)
+{
+	uint32_t flags;
+	uint64_t h;
+
+	fkv_master_set_caller(F.m, node);
+	FKV_ASSERT_EQ(fkv_master_put_start(F.m, key, strlen(key), len, put_id,
+					   &flags), 0);
+	h = H(node, slot, *put_id);
+	FKV_ASSERT_EQ(fkv_master_put_done(F.m, key, strlen(key), *put_id, h,
+					  len, &flags), 0);
+	FKV_ASSERT(flags & FLUXONKV_PUT_F_PUBLISHED);
+	return h;
+}
+
+FKV_TEST(a_get_on_a_pulls_bs_copy_and_keeps_it_when_promoted)
+{
+	struct fkv_get_result g;
+	struct fkv_master_node_info ni;
+	uint64_t pid, hb, ha;
+	uint32_t flags;
+
+	setup();
+	hb = put_on(B, "k", 3 * U + 5, 7, &pid);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "k", 1, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE);
+	FKV_ASSERT_EQ(g.handle, hb);
+	FKV_ASSERT_EQ(g.node, B);
+	FKV_ASSERT_EQ(g.len, 3 * U + 5);
+	FKV_ASSERT_EQ(g.put_id, pid);
+	FKV_ASSERT(!strcmp(g.addr, "10.77.0.2:7471"));
+	/* B asks for its own key: its own DRAM, no pull. */
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "k", 1, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_MEMORY);
+
+	/* A's pulled copy becomes A's replica: the next get is local. */
+	ha = H(A, 3, pid);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_done(F.m, "k", 1, pid, ha, 3 * U + 5,
+					  FLUXONKV_SOURCE_REMOTE, &flags), 0);
+	FKV_ASSERT(flags & FLUXONKV_GET_F_PROMOTED);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "k", 1, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_MEMORY);
+	FKV_ASSERT_EQ(g.handle, ha);
+	/* Each node accounts its own bytes. */
+	FKV_ASSERT_EQ(fkv_master_node_info(F.m, A, &ni), 0);
+	FKV_ASSERT_EQ(ni.used, 4 * U);
+	FKV_ASSERT_EQ(fkv_master_node_info(F.m, B, &ni), 0);
+	FKV_ASSERT_EQ(ni.used, 4 * U);
+	FKV_ASSERT_EQ(ni.remote_gets, 1);
+	/* A second copy of the same version on A is refused (one per node). */
+	FKV_ASSERT_EQ(fkv_master_get_done(F.m, "k", 1, pid, H(A, 4, pid),
+					  3 * U + 5, FLUXONKV_SOURCE_REMOTE,
+					  &flags), 0);
+	FKV_ASSERT_EQ(flags, 0);
+	/* A copy of the wrong length or an old version is refused too. */
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_get_done(F.m, "k", 1, pid + 1, H(B, 9, pid),
+					  3 * U + 5, FLUXONKV_SOURCE_REMOTE,
+					  &flags), 0);
+	FKV_ASSERT_EQ(flags, 0);
+	/* delete drops both nodes' replicas. */
+	F.ndrops = 0;
+	FKV_ASSERT_EQ(fkv_master_delete(F.m, "k", 1, &pid), 0);
+	FKV_ASSERT_EQ(F.ndrops, 2);
+	FKV_ASSERT((F.drops[0] == ha && F.drops[1] == hb) ||
+		   (F.drops[0] == hb && F.drops[1] == ha));
+	fkv_master_destroy(F.m);
+}
+
+FKV_TEST(eviction_on_one_node_never_takes_another_nodes_replicas)
+{
+	uint64_t pid, hb[8];
+	unsigned int i;
+	size_t j;
+	char key[8];
+
+	setup();
+	for (i = 0; i < 8; i++) {
+		key[0] = 'b';
+		key[1] = (char)('0' + i);
+		key[2] = 0;
+		hb[i] = put_on(B, key, 4 * U, 100 + i, &pid);
+	}
+	/* A fills its own segment well past the watermark. */
+	for (i = 0; i < 40; i++) {
+		key[0] = 'a';
+		key[1] = (char)('A' + i);
+		key[2] = 0;
+		put_on(A, key, 4 * U, 200 + i, &pid);
+	}
+	FKV_ASSERT(F.ndrops > 0);
+	for (j = 0; j < F.ndrops; j++) {
+		FKV_ASSERT_EQ(FLUXONKV_HANDLE_NODE(F.drops[j]), A);
+		for (i = 0; i < 8; i++)
+			FKV_ASSERT(F.drops[j] != hb[i]);
+	}
+	fkv_master_destroy(F.m);
+}
+
+FKV_TEST(a_failed_pull_forgets_the_source_only_when_it_said_so)
+{
+	struct fkv_get_result g;
+	uint64_t pid, hb;
+
+	setup();
+	hb = put_on(B, "k", U, 1, &pid);
+	fkv_master_set_caller(F.m, A);
+	/* A network failure says nothing about B's replica. */
+	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, "k", 1, pid,
+					    FLUXONKV_SOURCE_REMOTE, hb,
+					    -ECONNREFUSED), 0);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "k", 1, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE);
+	/* B said it has no such replica: forgotten, the key is gone. */
+	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, "k", 1, pid,
+					    FLUXONKV_SOURCE_REMOTE, hb,
+					    -ENOENT), 0);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "k", 1, &g), -ENOENT);
+	fkv_master_destroy(F.m);
+}
+
+FKV_TEST(member_left_and_restart_forget_that_nodes_replicas)
+{
+	struct fkv_master_stats st;
+	struct fkv_get_result g;
+	uint64_t pid, pid2, hb, ha;
+	uint32_t flags;
+
+	setup();
+	hb = put_on(B, "only-b", U, 1, &pid);
+	put_on(B, "both", U, 2, &pid2);
+	ha = H(A, 5, pid2);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_done(F.m, "both", 4, pid2, ha, U,
+					  FLUXONKV_SOURCE_REMOTE, &flags), 0);
+	FKV_ASSERT(flags & FLUXONKV_GET_F_PROMOTED);
+	/* A put placed on B and still in flight when B goes. */
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_put_start(F.m, "late", 4, U, &pid, &flags), 0);
+
+	F.ndrops = 0;
+	fkv_master_node_down(F.m, B);
+	FKV_ASSERT_EQ(F.ndrops, 0);	/* B dropped its references itself */
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "only-b", 6, &g), -ENOENT);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "both", 4, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_MEMORY);
+	FKV_ASSERT_EQ(g.handle, ha);
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT_EQ(st.nodes_left, 1);
+	FKV_ASSERT_EQ(st.inflight, 0);
+	/* Its late PUT_DONE under the old incarnation publishes nothing. */
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT(fkv_master_put_done(F.m, "late", 4, pid, H(B, 9, pid), U,
+				       &flags) < 0 || !flags);
+	/* B back under a new incarnation starts empty. */
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, B, INC_B + 1, SEG, 0,
+					 "10.77.0.2:7471"), 0);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "only-b", 6, &g), -ENOENT);
+	(void)hb;
+	fkv_master_destroy(F.m);
+}
+
+FKV_TEST(a_restart_under_a_new_incarnation_forgets_the_old_replicas)
+{
+	struct fkv_get_result g;
+	uint64_t pid;
+
+	setup();
+	put_on(B, "k", U, 1, &pid);
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, B, INC_B + 7, SEG, 0,
+					 "10.77.0.2:7471"), 0);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "k", 1, &g), -ENOENT);
+	fkv_master_destroy(F.m);
+}

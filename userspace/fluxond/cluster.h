@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cluster.h - the messages fluxond nodes and the master exchange over TCP
+ * (Documentation/fluxonkv/cluster.md).
+ *
+ * One codec for netlink and TCP: every message is a generic netlink
+ * message (struct nlmsghdr + struct genlmsghdr + attributes), framed on
+ * the stream by its own nlmsg_len.  Upcalls a node forwards to the master
+ * keep their FLUXONKV_CMD_* number and FLUXONKV_A_* attributes; the
+ * commands and attributes below exist only on TCP and are numbered above
+ * the kernel's, so the two sets never collide.
+ */
+#ifndef FLUXOND_CLUSTER_H
+#define FLUXOND_CLUSTER_H
+
+#include <linux/fluxonkv.h>
+
+/* nlmsg_type of every message on a fluxond TCP connection. */
+#define FKV_WIRE_TYPE		0x4658	/* "FX" */
+/* Largest message accepted on a connection (a full ACCESS batch fits). */
+#define FKV_WIRE_MAX		(64 << 10)
+
+enum fkv_cluster_cmd {
+	/*
+	 * master -> node, first message on a control connection: NONCE (32
+	 * random bytes), NODE_ID 0.  The node answers JOIN.
+	 */
+	FKV_CCMD_HELLO = 100,
+	/*
+	 * node -> master: NODE_NAME, INCARNATION (the module's), MAC =
+	 * HMAC-SHA256(secret, NONCE | NODE_NAME | INCARNATION), DATA_ADDR
+	 * (host:port peers dial), TRANSPORT, SEGMENT_SIZE, SEGMENT_USED,
+	 * SSD_CAPACITY.  Answer JOIN with STATUS (0, -EACCES bad secret,
+	 * -ESTALE older incarnation than the one known, -EINVAL malformed),
+	 * NODE_ID, MESSAGE (why, on failure), HEARTBEAT_MS, DEAD_AFTER_MS.
+	 */
+	FKV_CCMD_JOIN,
+	/* node -> master: NODE_ID, INCARNATION, SEGMENT_USED; no answer. */
+	FKV_CCMD_HEARTBEAT,
+	/* node -> master: NODE_ID, INCARNATION: leaving cleanly; no answer. */
+	FKV_CCMD_LEAVE,
+	/*
+	 * data plane, requester -> source node: REQ_ID, KEY, HANDLE, PUT_ID,
+	 * LEN, INCARNATION (of the source, as the master named it).  Answer
+	 * PULL with REQ_ID, STATUS and, on 0, LEN; exactly LEN raw payload
+	 * bytes follow the answer on the stream.
+	 */
+	FKV_CCMD_PULL,
+	__FKV_CCMD_MAX,
+};
+
+enum fkv_cluster_attr {
+	FKV_CA_NONCE = 64,	/* binary, FKV_NONCE_LEN bytes */
+	FKV_CA_MAC,		/* binary, FKV_MAC_LEN bytes */
+	FKV_CA_NODE_NAME,	/* string, 1..FKV_NODE_NAME_MAX */
+	FKV_CA_NODE_ID,		/* u32, > 0 */
+	FKV_CA_DATA_ADDR,	/* string: host:port */
+	FKV_CA_TRANSPORT,	/* string: tcp | rdma */
+	FKV_CA_MESSAGE,		/* string: human reason of a refusal */
+	FKV_CA_HEARTBEAT_MS,	/* u32 */
+	FKV_CA_DEAD_AFTER_MS,	/* u32 */
+	__FKV_CA_MAX,
+	FKV_CA_MAX = __FKV_CA_MAX - 1
+};
+
+#define FKV_NONCE_LEN		32
+#define FKV_MAC_LEN		32
+#define FKV_NODE_NAME_MAX	64
+#define FKV_ADDR_MAX		300
+
+#endif /* FLUXOND_CLUSTER_H */

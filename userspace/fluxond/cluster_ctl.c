@@ -1,0 +1,749 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cluster_ctl.c - the cluster control plane of fluxond (cluster_ctl.h).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/genetlink.h>
+#include <netlink/attr.h>
+#include <netlink/genl/genl.h>
+#include <netlink/msg.h>
+
+#include "auth.h"
+#include "cluster_ctl.h"
+#include "log.h"
+#include "wire.h"
+
+/* Connections a master serves at once (members + joins in progress). */
+#define FKV_CCTL_CONNS		(FKV_MEMBERS_MAX + 16)
+/* A connection that has not joined by then is closed. */
+#define FKV_JOIN_TIMEOUT_MS	5000
+/* A node retries the master this often while it cannot reach it. */
+#define FKV_RECONNECT_MS	1000
+
+enum conn_state { C_FREE, C_HELLO, C_JOINING, C_JOINED, C_CLOSING };
+
+struct cconn {
+	struct fkv_wire w;
+	enum conn_state state;
+	uint8_t nonce[FKV_NONCE_LEN];
+	uint32_t id;			/* joined: member id */
+	uint64_t incarnation;		/* joined: its incarnation */
+	uint64_t since_ms;
+	char peer[64];			/* address, for logs */
+};
+
+struct fkv_cctl {
+	struct fkv_cctl_config cfg;
+	const struct fkv_cluster_config *cc;
+	bool master;
+	struct fkv_cctl_stats st;
+	/* master */
+	int lfd;
+	struct fkv_members members;
+	uint32_t self_id;
+	struct cconn conns[FKV_CCTL_CONNS];
+	/* node: conns[0] is the master connection */
+	uint32_t node_id;
+	uint64_t next_beat_ms, next_connect_ms;
+	int fatal;
+};
+
+static const struct nla_policy cctl_policy[FKV_CA_MAX + 1] = {
+	[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
+	[FLUXONKV_A_INCARNATION] = { .type = NLA_U64 },
+	[FLUXONKV_A_SEGMENT_SIZE] = { .type = NLA_U64 },
+	[FLUXONKV_A_SEGMENT_USED] = { .type = NLA_U64 },
+	[FLUXONKV_A_SSD_CAPACITY] = { .type = NLA_U64 },
+	[FKV_CA_NONCE] = { .type = NLA_UNSPEC, .minlen = FKV_NONCE_LEN,
+			   .maxlen = FKV_NONCE_LEN },
+	[FKV_CA_MAC] = { .type = NLA_UNSPEC, .minlen = FKV_MAC_LEN,
+			 .maxlen = FKV_MAC_LEN },
+	[FKV_CA_NODE_NAME] = { .type = NLA_STRING,
+			       .maxlen = FKV_NODE_NAME_MAX + 1 },
+	[FKV_CA_NODE_ID] = { .type = NLA_U32 },
+	[FKV_CA_DATA_ADDR] = { .type = NLA_STRING, .maxlen = FKV_ADDR_MAX },
+	[FKV_CA_TRANSPORT] = { .type = NLA_STRING, .maxlen = 8 },
+	[FKV_CA_MESSAGE] = { .type = NLA_STRING, .maxlen = 256 },
+	[FKV_CA_HEARTBEAT_MS] = { .type = NLA_U32 },
+	[FKV_CA_DEAD_AFTER_MS] = { .type = NLA_U32 },
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void conn_close(struct cconn *c)
+{
+	fkv_wire_close(&c->w);
+	memset(c, 0, sizeof(*c));
+	c->w.fd = -1;
+	c->state = C_FREE;
+}
+
+/* Send @msg (consumed) on @c; a failure closes the connection later. */
+static void conn_send(struct cconn *c, struct nl_msg *msg)
+{
+	if (!msg || fkv_wire_send(&c->w, msg)) {
+		fkv_warn("cluster: cannot send to %s: closing", c->peer);
+		c->state = C_CLOSING;
+	}
+	nlmsg_free(msg);
+}
+
+static void data_addr(const struct fkv_cluster_config *cc, char *buf,
+		      size_t len)
+{
+	fkv_hostport_str(buf, len, &cc->advertise);
+}
+
+/* ---- master role ---- */
+
+static void member_left(void *arg, const struct fkv_member *m,
+			enum fkv_left_reason why)
+{
+	struct fkv_cctl *t = arg;
+
+	t->st.member_left++;
+	if (t->cfg.ops && t->cfg.ops->member_down && m->id != t->self_id)
+		t->cfg.ops->member_down(t->cfg.arg, m);
+	/*
+	 * Every route to this incarnation is dead from here on (its tomb
+	 * tag is no longer live); the master forgets its replicas and its
+	 * in-flight gets with it.
+	 */
+	fkv_warn("cluster: member-left: node '%s' (id %u, incarnation %#llx): %s",
+		 m->name, m->id, (unsigned long long)m->incarnation,
+		 fkv_left_reason_name(why));
+}
+
+static const struct fkv_members_ops members_ops = { .left = member_left };
+
+static void master_refuse(struct fkv_cctl *t, struct cconn *c, int err,
+			  const char *why)
+{
+	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_JOIN);
+
+	t->st.refused++;
+	if (msg && (nla_put_u32(msg, FLUXONKV_A_STATUS, (uint32_t)err) ||
+		    nla_put_string(msg, FKV_CA_MESSAGE, why))) {
+		nlmsg_free(msg);
+		msg = NULL;
+	}
+	conn_send(c, msg);
+	c->state = C_CLOSING;
+}
+
+static void master_join(struct fkv_cctl *t, struct cconn *c,
+			struct nlattr **tb)
+{
+	struct fkv_join j = { 0 };
+	struct fkv_member *m;
+	struct nl_msg *msg;
+	unsigned int i;
+	int err;
+
+	if (c->state != C_HELLO || !tb[FKV_CA_NODE_NAME] || !tb[FKV_CA_MAC] ||
+	    !tb[FLUXONKV_A_INCARNATION] || !tb[FKV_CA_DATA_ADDR]) {
+		fkv_warn("cluster: malformed JOIN from %s", c->peer);
+		master_refuse(t, c, -EINVAL, "malformed JOIN");
+		return;
+	}
+	j.name = nla_get_string(tb[FKV_CA_NODE_NAME]);
+	j.incarnation = nla_get_u64(tb[FLUXONKV_A_INCARNATION]);
+	j.data_addr = nla_get_string(tb[FKV_CA_DATA_ADDR]);
+	j.transport = tb[FKV_CA_TRANSPORT] ?
+		      nla_get_string(tb[FKV_CA_TRANSPORT]) : "tcp";
+	if (tb[FLUXONKV_A_SEGMENT_SIZE])
+		j.segment_size = nla_get_u64(tb[FLUXONKV_A_SEGMENT_SIZE]);
+	if (tb[FLUXONKV_A_SEGMENT_USED])
+		j.segment_used = nla_get_u64(tb[FLUXONKV_A_SEGMENT_USED]);
+	if (tb[FLUXONKV_A_SSD_CAPACITY])
+		j.ssd_capacity = nla_get_u64(tb[FLUXONKV_A_SSD_CAPACITY]);
+	if (!fkv_auth_check(t->cc->secret, t->cc->secret_len, c->nonce,
+			    j.name, j.incarnation, nla_data(tb[FKV_CA_MAC]),
+			    (size_t)nla_len(tb[FKV_CA_MAC]))) {
+		fkv_err("cluster: refused node '%.64s' from %s: wrong cluster secret",
+			j.name, c->peer);
+		master_refuse(t, c, -EACCES, "wrong cluster secret");
+		return;
+	}
+	if (!strcmp(j.name, t->cc->node_name)) {
+		master_refuse(t, c, -EEXIST, "that node name is the master's own");
+		return;
+	}
+	m = fkv_members_join(&t->members, &j, now_ms(), &err);
+	if (!m) {
+		fkv_err("cluster: refused node '%.64s' from %s: %s", j.name,
+			c->peer, err == -ESTALE ? "an incarnation that already left" :
+			strerror(-err));
+		master_refuse(t, c, err, err == -ESTALE ?
+			      "this incarnation already left the cluster" :
+			      "cannot admit this node");
+		return;
+	}
+	/* A connection of the instance it replaced is closed. */
+	for (i = 0; i < FKV_CCTL_CONNS; i++) {
+		struct cconn *o = &t->conns[i];
+
+		if (o != c && o->state == C_JOINED && o->id == m->id)
+			o->state = C_CLOSING;
+	}
+	c->state = C_JOINED;
+	c->id = m->id;
+	c->incarnation = j.incarnation;
+	t->st.joins++;
+	if (t->cfg.ops && t->cfg.ops->member_up)
+		t->cfg.ops->member_up(t->cfg.arg, m);
+	fkv_info("cluster: node '%s' joined: id %u, incarnation %#llx, data %s (%s), "
+		 "segment %llu MiB, SSD %llu MiB", m->name, m->id,
+		 (unsigned long long)m->incarnation, m->data_addr, m->transport,
+		 (unsigned long long)(m->segment_size >> 20),
+		 (unsigned long long)(m->ssd_capacity >> 20));
+	msg = fkv_wire_msg(FKV_CCMD_JOIN);
+	if (msg && (nla_put_u32(msg, FLUXONKV_A_STATUS, 0) ||
+		    nla_put_u32(msg, FKV_CA_NODE_ID, m->id) ||
+		    nla_put_u32(msg, FKV_CA_HEARTBEAT_MS, t->cc->heartbeat_ms) ||
+		    nla_put_u32(msg, FKV_CA_DEAD_AFTER_MS,
+				t->cc->dead_after_ms))) {
+		nlmsg_free(msg);
+		msg = NULL;
+	}
+	conn_send(c, msg);
+}
+
+static void master_msg(struct fkv_cctl *t, struct cconn *c,
+		       struct nlmsghdr *nlh)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	uint8_t cmd = fkv_wire_cmd(nlh);
+	uint64_t inc;
+	int err;
+
+	if (cmd < FKV_CCMD_HELLO && c->state == C_JOINED) {
+		/* A forwarded upcall: decoded with the kernel's policies. */
+		if (t->cfg.ops && t->cfg.ops->member_msg)
+			t->cfg.ops->member_msg(t->cfg.arg, c->id, nlh);
+		return;
+	}
+	if (fkv_wire_parse(nlh, tb, cctl_policy)) {
+		fkv_warn("cluster: malformed message %u from %s: closing",
+			 cmd, c->peer);
+		c->state = C_CLOSING;
+		return;
+	}
+	if (cmd == FKV_CCMD_JOIN) {
+		master_join(t, c, tb);
+		return;
+	}
+	if (c->state != C_JOINED) {
+		fkv_warn("cluster: %s sent command %u before joining: closing",
+			 c->peer, cmd);
+		c->state = C_CLOSING;
+		return;
+	}
+	inc = tb[FLUXONKV_A_INCARNATION] ?
+	      nla_get_u64(tb[FLUXONKV_A_INCARNATION]) : 0;
+	switch (cmd) {
+	case FKV_CCMD_HEARTBEAT:
+		err = fkv_members_heartbeat(&t->members, c->id, inc,
+			tb[FLUXONKV_A_SEGMENT_USED] ?
+			nla_get_u64(tb[FLUXONKV_A_SEGMENT_USED]) : 0, now_ms());
+		t->st.heartbeats++;
+		break;
+	case FKV_CCMD_LEAVE:
+		err = fkv_members_leave(&t->members, c->id, inc,
+					FKV_LEFT_LEAVE);
+		if (!err) {
+			c->id = 0;
+			c->state = C_CLOSING;
+		}
+		break;
+	default:
+		/* A forwarded upcall: the daemon's router answers it. */
+		if (t->cfg.ops && t->cfg.ops->member_msg)
+			t->cfg.ops->member_msg(t->cfg.arg, c->id, nlh);
+		return;
+	}
+	if (err) {
+		/* A late message of an old incarnation, or of a node that left. */
+		t->st.stale++;
+		fkv_warn("cluster: %s: stale message (incarnation %#llx): closing",
+			 c->peer, (unsigned long long)inc);
+		c->id = 0;
+		c->state = C_CLOSING;
+	}
+}
+
+static void master_accept(struct fkv_cctl *t)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct nl_msg *msg;
+	struct cconn *c = NULL;
+	unsigned int i;
+	int fd;
+
+	fd = accept4(t->lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	for (i = 0; i < FKV_CCTL_CONNS && !c; i++)
+		if (t->conns[i].state == C_FREE)
+			c = &t->conns[i];
+	if (!c) {
+		fkv_warn("cluster: too many connections: refusing one");
+		close(fd);
+		return;
+	}
+	fkv_wire_init(&c->w, fd);
+	c->state = C_HELLO;
+	c->since_ms = now_ms();
+	if (ss.ss_family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+		char ip[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip));
+		snprintf(c->peer, sizeof(c->peer), "%s:%u", ip,
+			 ntohs(sin->sin_port));
+	} else {
+		snprintf(c->peer, sizeof(c->peer), "a peer");
+	}
+	msg = fkv_wire_msg(FKV_CCMD_HELLO);
+	if (fkv_auth_nonce(c->nonce) || !msg ||
+	    nla_put(msg, FKV_CA_NONCE, FKV_NONCE_LEN, c->nonce)) {
+		nlmsg_free(msg);
+		conn_close(c);
+		return;
+	}
+	conn_send(c, msg);
+}
+
+static int master_start(struct fkv_cctl *t)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE }, *res;
+	struct fkv_join self = { 0 };
+	char port[8], addr[FKV_ADDR_MAX];
+	struct fkv_member *m;
+	int one = 1, err;
+
+	fkv_members_init(&t->members, t->cc->dead_after_ms, &members_ops, t);
+	data_addr(t->cc, addr, sizeof(addr));
+	self.name = t->cc->node_name;
+	self.incarnation = t->cfg.incarnation;
+	self.data_addr = addr;
+	self.transport = fkv_transport_name(t->cc->transport);
+	self.segment_size = t->cfg.segment_size;
+	self.ssd_capacity = t->cfg.ssd_capacity;
+	m = fkv_members_join(&t->members, &self, now_ms(), &err);
+	if (!m)
+		return err;
+	t->self_id = m->id;
+
+	snprintf(port, sizeof(port), "%u", t->cc->master.port);
+	err = getaddrinfo(t->cc->master.host, port, &hints, &res);
+	if (err) {
+		fkv_err("cluster: cannot resolve the master address %s: %s",
+			t->cc->master.host, gai_strerror(err));
+		return -EADDRNOTAVAIL;
+	}
+	t->lfd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC |
+			SOCK_NONBLOCK, 0);
+	if (t->lfd < 0 ||
+	    setsockopt(t->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(t->lfd, res->ai_addr, res->ai_addrlen) || listen(t->lfd, 64)) {
+		err = -errno;
+		fkv_err("cluster: cannot listen on %s:%u: %s", t->cc->master.host,
+			t->cc->master.port, strerror(-err));
+		freeaddrinfo(res);
+		return err;
+	}
+	freeaddrinfo(res);
+	fkv_info("cluster: master role, listening on %s:%u; this node is '%s' "
+		 "(id %u, incarnation %#llx)", t->cc->master.host,
+		 t->cc->master.port, t->cc->node_name, t->self_id,
+		 (unsigned long long)t->cfg.incarnation);
+	return 0;
+}
+
+/* ---- node role ---- */
+
+static void node_connect(struct fkv_cctl *t)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
+	struct cconn *c = &t->conns[0];
+	struct timeval tv = { .tv_sec = 2 };
+	char port[8];
+	int fd = -1;
+
+	t->next_connect_ms = now_ms() + FKV_RECONNECT_MS;
+	snprintf(port, sizeof(port), "%u", t->cc->master.port);
+	if (getaddrinfo(t->cc->master.host, port, &hints, &res))
+		goto fail;
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		/* A bounded blocking connect: the loop stalls 2 s at most. */
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		if (!connect(fd, ai->ai_addr, ai->ai_addrlen))
+			break;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		goto fail;
+	t->st.connects++;
+	fkv_wire_init(&c->w, fd);
+	c->state = C_HELLO;
+	c->since_ms = now_ms();
+	snprintf(c->peer, sizeof(c->peer), "the master");
+	return;
+fail:
+	if (!t->st.connect_failures++ || !(t->st.connect_failures % 30))
+		fkv_warn("cluster: cannot reach the master at %s:%u (retrying "
+			 "every %u ms)", t->cc->master.host, t->cc->master.port,
+			 FKV_RECONNECT_MS);
+}
+
+static void node_msg(struct fkv_cctl *t, struct cconn *c, struct nlmsghdr *nlh)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	uint8_t cmd = fkv_wire_cmd(nlh);
+	uint8_t mac[FKV_MAC_LEN];
+	char addr[FKV_ADDR_MAX];
+	struct nl_msg *msg;
+	int32_t status;
+
+	if (cmd < FKV_CCMD_HELLO) {
+		/* An answer to a forwarded upcall, or DROP_REPLICA. */
+		if (c->state == C_JOINED && t->cfg.ops && t->cfg.ops->master_msg)
+			t->cfg.ops->master_msg(t->cfg.arg, nlh);
+		return;
+	}
+	if (fkv_wire_parse(nlh, tb, cctl_policy)) {
+		c->state = C_CLOSING;
+		return;
+	}
+	if (cmd == FKV_CCMD_HELLO && c->state == C_HELLO && tb[FKV_CA_NONCE]) {
+		data_addr(t->cc, addr, sizeof(addr));
+		msg = fkv_wire_msg(FKV_CCMD_JOIN);
+		if (fkv_auth_mac(t->cc->secret, t->cc->secret_len,
+				 nla_data(tb[FKV_CA_NONCE]), t->cc->node_name,
+				 t->cfg.incarnation, mac) || !msg ||
+		    nla_put_string(msg, FKV_CA_NODE_NAME, t->cc->node_name) ||
+		    nla_put_u64(msg, FLUXONKV_A_INCARNATION, t->cfg.incarnation) ||
+		    nla_put(msg, FKV_CA_MAC, sizeof(mac), mac) ||
+		    nla_put_string(msg, FKV_CA_DATA_ADDR, addr) ||
+		    nla_put_string(msg, FKV_CA_TRANSPORT,
+				   fkv_transport_name(t->cc->transport)) ||
+		    nla_put_u64(msg, FLUXONKV_A_SEGMENT_SIZE, t->cfg.segment_size) ||
+		    nla_put_u64(msg, FLUXONKV_A_SEGMENT_USED,
+				t->cfg.segment_used(t->cfg.arg)) ||
+		    nla_put_u64(msg, FLUXONKV_A_SSD_CAPACITY, t->cfg.ssd_capacity)) {
+			nlmsg_free(msg);
+			c->state = C_CLOSING;
+			return;
+		}
+		conn_send(c, msg);
+		c->state = C_JOINING;
+		return;
+	}
+	if (cmd != FKV_CCMD_JOIN || c->state != C_JOINING ||
+	    !tb[FLUXONKV_A_STATUS]) {
+		fkv_warn("cluster: unexpected command %u from the master", cmd);
+		return;
+	}
+	status = (int32_t)nla_get_u32(tb[FLUXONKV_A_STATUS]);
+	if (status) {
+		fkv_err("cluster: the master at %s:%u refused this node '%s': %s",
+			t->cc->master.host, t->cc->master.port, t->cc->node_name,
+			tb[FKV_CA_MESSAGE] ? nla_get_string(tb[FKV_CA_MESSAGE]) :
+			strerror(-status));
+		t->fatal = status == -EACCES || status == -EEXIST ? status : 0;
+		if (status == -ESTALE) {
+			/* The master saw this instance leave: start afresh. */
+			fkv_auth_incarnation(&t->cfg.incarnation);
+			fkv_warn("cluster: rejoining under a new incarnation %#llx",
+				 (unsigned long long)t->cfg.incarnation);
+		}
+		c->state = C_CLOSING;
+		return;
+	}
+	c->state = C_JOINED;
+	t->node_id = tb[FKV_CA_NODE_ID] ? nla_get_u32(tb[FKV_CA_NODE_ID]) : 0;
+	t->next_beat_ms = now_ms();
+	fkv_info("cluster: joined the master at %s:%u as node '%s' (id %u, "
+		 "incarnation %#llx)", t->cc->master.host, t->cc->master.port,
+		 t->cc->node_name, t->node_id,
+		 (unsigned long long)t->cfg.incarnation);
+	if (t->cfg.ops && t->cfg.ops->joined)
+		t->cfg.ops->joined(t->cfg.arg, t->node_id);
+}
+
+static void node_send_simple(struct fkv_cctl *t, uint8_t cmd)
+{
+	struct cconn *c = &t->conns[0];
+	struct nl_msg *msg = fkv_wire_msg(cmd);
+
+	if (msg && (nla_put_u32(msg, FKV_CA_NODE_ID, t->node_id) ||
+		    nla_put_u64(msg, FLUXONKV_A_INCARNATION, t->cfg.incarnation) ||
+		    nla_put_u64(msg, FLUXONKV_A_SEGMENT_USED,
+				t->cfg.segment_used(t->cfg.arg)))) {
+		nlmsg_free(msg);
+		msg = NULL;
+	}
+	conn_send(c, msg);
+}
+
+/* ---- both ---- */
+
+int fkv_cctl_start(struct fkv_cctl **out, const struct fkv_cctl_config *c)
+{
+	struct fkv_cctl *t = calloc(1, sizeof(*t));
+	unsigned int i;
+	int err = 0;
+
+	if (!t)
+		return -ENOMEM;
+	t->cfg = *c;
+	t->cc = c->cc;
+	t->lfd = -1;
+	for (i = 0; i < FKV_CCTL_CONNS; i++)
+		t->conns[i].w.fd = -1;
+	t->master = t->cc->role == FKV_ROLE_MASTER;
+	if (t->master) {
+		err = master_start(t);
+	} else {
+		fkv_info("cluster: node role '%s' (incarnation %#llx), master at %s:%u",
+			 t->cc->node_name, (unsigned long long)c->incarnation,
+			 t->cc->master.host, t->cc->master.port);
+		node_connect(t);
+	}
+	if (err) {
+		fkv_cctl_stop(t);
+		return err;
+	}
+	*out = t;
+	return 0;
+}
+
+void fkv_cctl_stop(struct fkv_cctl *t)
+{
+	unsigned int i;
+
+	if (!t)
+		return;
+	if (!t->master && t->conns[0].state == C_JOINED) {
+		node_send_simple(t, FKV_CCMD_LEAVE);
+		fkv_wire_flush(&t->conns[0].w);
+	}
+	for (i = 0; i < FKV_CCTL_CONNS; i++)
+		if (t->conns[i].state != C_FREE)
+			conn_close(&t->conns[i]);
+	if (t->lfd >= 0)
+		close(t->lfd);
+	free(t);
+}
+
+int fkv_cctl_pollfds(struct fkv_cctl *t, struct pollfd *pfd, int max)
+{
+	unsigned int i;
+	int n = 0;
+
+	if (t->lfd >= 0 && n < max)
+		pfd[n++] = (struct pollfd){ .fd = t->lfd, .events = POLLIN };
+	for (i = 0; i < FKV_CCTL_CONNS && n < max; i++) {
+		struct cconn *c = &t->conns[i];
+
+		if (c->state == C_FREE)
+			continue;
+		pfd[n++] = (struct pollfd){
+			.fd = c->w.fd,
+			.events = POLLIN | (fkv_wire_pending(&c->w) ? POLLOUT : 0),
+		};
+	}
+	return n;
+}
+
+/* The connection @c is gone (or must go). */
+static void conn_lost(struct fkv_cctl *t, struct cconn *c)
+{
+	if (t->master) {
+		if (c->state == C_JOINED && c->id)
+			fkv_members_leave(&t->members, c->id, c->incarnation,
+					  FKV_LEFT_CLOSED);
+	} else if (c->state == C_JOINED) {
+		fkv_warn("cluster: lost the connection to the master; reconnecting");
+		t->node_id = 0;
+		/*
+		 * The master declares us left: this incarnation is over.
+		 * Rejoin as a new one (its replicas are gone with it).
+		 */
+		fkv_auth_incarnation(&t->cfg.incarnation);
+		conn_close(c);
+		if (t->cfg.ops && t->cfg.ops->lost)
+			t->cfg.ops->lost(t->cfg.arg);
+		return;
+	}
+	conn_close(c);
+}
+
+static void conn_io(struct fkv_cctl *t, struct cconn *c, short revents)
+{
+	struct nlmsghdr *nlh;
+	int err = 0;
+
+	if (revents & POLLOUT)
+		err = fkv_wire_flush(&c->w);
+	if (err && err != -EAGAIN) {
+		conn_lost(t, c);
+		return;
+	}
+	if (revents & (POLLIN | POLLHUP | POLLERR)) {
+		int ferr = 0;
+
+		err = fkv_wire_read(&c->w);
+		/* Whatever arrived before an end of stream is handled first. */
+		while (c->state != C_FREE && (nlh = fkv_wire_next(&c->w, &ferr)))
+			(t->master ? master_msg : node_msg)(t, c, nlh);
+		if (ferr == -EPROTO) {
+			fkv_warn("cluster: %s speaks no fluxond protocol: closing",
+				 c->peer);
+			err = ferr;
+		}
+		if (err && err != -EAGAIN) {
+			conn_lost(t, c);
+			return;
+		}
+	}
+	if (c->state == C_CLOSING && !fkv_wire_pending(&c->w))
+		conn_lost(t, c);
+}
+
+int fkv_cctl_handle(struct fkv_cctl *t, const struct pollfd *pfd, int n)
+{
+	unsigned int i;
+	int k;
+
+	for (k = 0; k < n; k++) {
+		if (!pfd[k].revents)
+			continue;
+		if (pfd[k].fd == t->lfd) {
+			master_accept(t);
+			continue;
+		}
+		for (i = 0; i < FKV_CCTL_CONNS; i++)
+			if (t->conns[i].state != C_FREE &&
+			    t->conns[i].w.fd == pfd[k].fd)
+				conn_io(t, &t->conns[i], pfd[k].revents);
+	}
+	return t->fatal;
+}
+
+void fkv_cctl_tick(struct fkv_cctl *t)
+{
+	uint64_t now = now_ms();
+	unsigned int i;
+
+	if (t->master) {
+		struct fkv_member *self = fkv_members_live(&t->members,
+							   t->self_id);
+
+		if (self) {
+			self->last_seen_ms = now;
+			self->segment_used = t->cfg.segment_used(t->cfg.arg);
+		}
+		fkv_members_tick(&t->members, now);
+		for (i = 0; i < FKV_CCTL_CONNS; i++) {
+			struct cconn *c = &t->conns[i];
+
+			if ((c->state == C_HELLO || c->state == C_JOINING) &&
+			    now - c->since_ms > FKV_JOIN_TIMEOUT_MS) {
+				fkv_warn("cluster: %s did not join in time: closing",
+					 c->peer);
+				conn_close(c);
+			}
+			/* A member the table let go (timeout): its connection too. */
+			if (c->state == C_JOINED &&
+			    !fkv_members_is_live(&t->members, c->id,
+						 c->incarnation)) {
+				c->id = 0;
+				conn_close(c);
+			}
+		}
+		return;
+	}
+	if (t->conns[0].state == C_FREE && now >= t->next_connect_ms)
+		node_connect(t);
+	if (t->conns[0].state == C_JOINED && now >= t->next_beat_ms) {
+		node_send_simple(t, FKV_CCMD_HEARTBEAT);
+		t->st.heartbeats++;
+		t->next_beat_ms = now + t->cc->heartbeat_ms;
+	}
+}
+
+int fkv_cctl_send(struct fkv_cctl *t, uint32_t id, struct nl_msg *msg)
+{
+	unsigned int i;
+
+	if (!t->master) {
+		if (t->conns[0].state != C_JOINED)
+			return -ENOTCONN;
+		return fkv_wire_send(&t->conns[0].w, msg) == -ENOBUFS ?
+		       -ENOBUFS : 0;
+	}
+	for (i = 0; i < FKV_CCTL_CONNS; i++) {
+		struct cconn *c = &t->conns[i];
+
+		if (c->state == C_JOINED && c->id == id &&
+		    fkv_members_is_live(&t->members, id, c->incarnation)) {
+			if (fkv_wire_send(&c->w, msg) == -ENOBUFS) {
+				fkv_warn("cluster: node %u does not read: "
+					 "closing", id);
+				c->state = C_CLOSING;
+				return -ENOBUFS;
+			}
+			return 0;
+		}
+	}
+	return -ENOTCONN;
+}
+
+uint32_t fkv_cctl_self_id(const struct fkv_cctl *t)
+{
+	return t->self_id;
+}
+
+uint64_t fkv_cctl_incarnation(const struct fkv_cctl *t)
+{
+	return t->cfg.incarnation;
+}
+
+const struct fkv_members *fkv_cctl_members(const struct fkv_cctl *t)
+{
+	return t->master ? &t->members : NULL;
+}
+
+void fkv_cctl_get_stats(const struct fkv_cctl *t, struct fkv_cctl_stats *st)
+{
+	*st = t->st;
+}
+
+uint32_t fkv_cctl_node_id(const struct fkv_cctl *t)
+{
+	return t->conns[0].state == C_JOINED ? t->node_id : 0;
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cluster_ctl.h - fluxond's cluster control plane: the master's member
+ * listener, or a node's connection to the master (cluster.h messages over
+ * wire.h).  Both sides are driven by the daemon's poll loop: no threads.
+ *
+ * Master role: accept, challenge (HELLO), check the JOIN's HMAC, admit
+ * into the membership table (member.h), take heartbeats, and declare
+ * member-left on LEAVE, a closed connection or dead_after_ms of silence.
+ * The master's own node is a member too, joined in process.
+ *
+ * Node role: connect, answer the challenge, heartbeat every heartbeat_ms,
+ * reconnect after a loss.  A refusal of the secret is fatal
+ * (fkv_cctl_handle() returns -EACCES): the operator must fix the config.
+ */
+#ifndef FLUXOND_CLUSTER_CTL_H
+#define FLUXOND_CLUSTER_CTL_H
+
+#include <poll.h>
+#include <stdint.h>
+
+#include "fluxonkv_config.h"
+#include "member.h"
+
+struct nlmsghdr;
+struct nl_msg;
+
+/* What the daemon does with membership and with the messages it routes. */
+struct fkv_cctl_ops {
+	/* master: member @m (not the master's own node) joined / left */
+	void (*member_up)(void *arg, const struct fkv_member *m);
+	void (*member_down)(void *arg, const struct fkv_member *m);
+	/* master: a forwarded upcall or notification from member @id */
+	void (*member_msg)(void *arg, uint32_t id, struct nlmsghdr *nlh);
+	/* node: joined the master as @id / lost it */
+	void (*joined)(void *arg, uint32_t id);
+	void (*lost)(void *arg);
+	/* node: an answer or a command (DROP_REPLICA) from the master */
+	void (*master_msg)(void *arg, struct nlmsghdr *nlh);
+};
+
+struct fkv_cctl_config {
+	const struct fkv_cluster_config *cc;	/* from the YAML; must outlive */
+	const struct fkv_cctl_ops *ops;
+	uint64_t incarnation;		/* this daemon's, fresh at start */
+	uint64_t segment_size;
+	uint64_t ssd_capacity;
+	uint64_t (*segment_used)(void *arg);
+	void *arg;
+};
+
+struct fkv_cctl_stats {
+	uint64_t joins, refused, member_left, heartbeats, stale;
+	uint64_t connects, connect_failures;
+};
+
+struct fkv_cctl;
+
+int fkv_cctl_start(struct fkv_cctl **out, const struct fkv_cctl_config *c);
+/* A node says LEAVE first; a master just closes. */
+void fkv_cctl_stop(struct fkv_cctl *t);
+/* Fill up to @max pollfds; returns how many. */
+int fkv_cctl_pollfds(struct fkv_cctl *t, struct pollfd *pfd, int max);
+/* After poll(): 0, or a fatal -errno (node refused by the master). */
+int fkv_cctl_handle(struct fkv_cctl *t, const struct pollfd *pfd, int n);
+/* Timers: heartbeats, member timeouts, reconnects; about every 100 ms. */
+void fkv_cctl_tick(struct fkv_cctl *t);
+/*
+ * Queue @msg (not consumed) for member @id (master role) or for the
+ * master (node role, @id ignored): 0, -ENOTCONN (not joined / no such
+ * live member) or -ENOBUFS.
+ */
+int fkv_cctl_send(struct fkv_cctl *t, uint32_t id, struct nl_msg *msg);
+/* The master's own member id (master role). */
+uint32_t fkv_cctl_self_id(const struct fkv_cctl *t);
+/* This daemon's current incarnation (a node picks a new one per join). */
+uint64_t fkv_cctl_incarnation(const struct fkv_cctl *t);
+/* The master's table (NULL in node role). */
+const struct fkv_members *fkv_cctl_members(const struct fkv_cctl *t);
+void fkv_cctl_get_stats(const struct fkv_cctl *t, struct fkv_cctl_stats *st);
+/* Node role: joined the master right now; the id it gave us. */
+uint32_t fkv_cctl_node_id(const struct fkv_cctl *t);
+
+#endif /* FLUXOND_CLUSTER_CTL_H */

@@ -1,0 +1,767 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * clusterd.c - fluxond's cluster runtime (clusterd.h).
+ *
+ * Everything runs in the daemon's single thread except the transport's
+ * own threads, whose completions come back through fkv_xport_reap().
+ *
+ * An upcall from our module:
+ *   - master node: answered by the master in process, as from node self;
+ *   - other nodes: forwarded verbatim to the master (REQ_ID is the
+ *     module's), answered when the master's answer comes back; -ENOTCONN
+ *     at once while not joined.
+ * GET_START answered SOURCE=REMOTE names the source node's handle and
+ * data address; the module gets a token instead (HANDLE), and its FETCH
+ * {token, OFFSET} starts a pull into the target.  A failed pull is
+ * answered with its errno; the module revokes (GET_REVOKE with the token,
+ * translated back to the source handle here) and re-selects.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/genetlink.h>
+#include <netlink/attr.h>
+#include <netlink/genl/genl.h>
+#include <netlink/msg.h>
+
+#include "auth.h"
+#include "cluster.h"
+#include "cluster_ctl.h"
+#include "clusterd.h"
+#include "dispatch.h"
+#include "log.h"
+#include "u64map.h"
+#include "wire.h"
+#include "xport.h"
+
+#define A(x)	FKV_ATTR(FLUXONKV_A_##x)
+/* A token the module never fetched, or whose revoke never came. */
+#define FKV_TOKEN_TTL_MS	60000
+
+/* A remote source handed to the module as a token (GET_START .. FETCH). */
+struct fetch_tok {
+	uint64_t token;
+	uint64_t put_id, len;
+	uint64_t src_handle;
+	uint32_t src_node;
+	uint32_t source;		/* FLUXONKV_SOURCE_REMOTE */
+	char addr[FKV_ADDR_MAX];
+	uint64_t deadline_ms;
+	uint64_t fetch_req;		/* the module's FETCH being served */
+	uint64_t epoch;			/* registration it belongs to */
+	bool pulling;
+	struct fkv_pull pull;
+	struct fkv_clusterd *cd;
+};
+
+struct fkv_clusterd {
+	struct fkv_clusterd_config cfg;
+	const struct fkv_cluster_config *cc;
+	bool master_role;
+	struct fkv_nl *nl;
+	struct fkv_cctl *cctl;
+	struct fkv_xport *xport;
+	struct fkv_master *master;	/* master role */
+	uint32_t self;			/* our node id once known */
+	bool registered;
+	uint64_t epoch;			/* bumps at every (un)registration */
+	struct fkv_nl_register_info reg;
+	int devfd;
+	uint8_t *seg;			/* writable mapping */
+	uint64_t seg_size;
+	struct fkv_u64map tokens;	/* token -> struct fetch_tok */
+	uint64_t next_token;
+	struct {
+		uint64_t forwarded, answered, fetches, fetch_errors;
+		uint64_t drops_relayed, tokens_expired, refused_unjoined;
+	} st;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- the segment, as the data plane sees it ---- */
+
+static int seg_hold(void *arg, const void *key, size_t key_len,
+		    uint64_t handle, uint64_t put_id, uint64_t *off,
+		    uint64_t *len, uint64_t *pin)
+{
+	struct fkv_clusterd *cd = arg;
+	struct fluxonkv_hold h = {
+		.size = sizeof(h), .key_len = (uint32_t)key_len,
+		.key_ptr = (uintptr_t)key, .handle = handle, .put_id = put_id,
+	};
+
+	if (ioctl(cd->devfd, FLUXONKV_IOC_HOLD, &h))
+		return -errno;
+	*off = h.offset;
+	*len = h.len;
+	*pin = h.holder_id;
+	return 0;
+}
+
+static void seg_release(void *arg, uint64_t pin)
+{
+	struct fkv_clusterd *cd = arg;
+	struct fluxonkv_release rel = { .size = sizeof(rel), .holder_id = pin };
+
+	if (ioctl(cd->devfd, FLUXONKV_IOC_RELEASE, &rel))
+		fkv_warn("cluster: releasing holder %llu: %m",
+			 (unsigned long long)pin);
+}
+
+static int open_segment(struct fkv_clusterd *cd)
+{
+	const char *dev = cd->cfg.device ? cd->cfg.device : "/dev/fluxonkv";
+	struct fluxonkv_info info = { .size = sizeof(info) };
+	void *p;
+
+	cd->devfd = open(dev, O_RDWR | O_CLOEXEC);
+	if (cd->devfd < 0) {
+		fkv_err("cluster: cannot open %s read-write: %m", dev);
+		return -errno;
+	}
+	if (ioctl(cd->devfd, FLUXONKV_IOC_INFO, &info)) {
+		fkv_err("cluster: %s: FLUXONKV_IOC_INFO: %m", dev);
+		return -errno;
+	}
+	/* Privileged (CAP_SYS_ADMIN): payloads land in their targets. */
+	p = mmap(NULL, info.segment_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 cd->devfd, 0);
+	if (p == MAP_FAILED) {
+		fkv_err("cluster: cannot map the segment writable (needs "
+			"CAP_SYS_ADMIN): %m");
+		return -errno;
+	}
+	cd->seg = p;
+	cd->seg_size = info.segment_size;
+	return 0;
+}
+
+/* ---- tokens ---- */
+
+static struct fetch_tok *tok_new(struct fkv_clusterd *cd, uint64_t put_id,
+				 uint64_t len, uint64_t src_handle,
+				 uint32_t src_node, uint32_t source,
+				 const char *addr)
+{
+	struct fetch_tok *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->token = ++cd->next_token;
+	if (fkv_u64map_put(&cd->tokens, t->token, t)) {
+		free(t);
+		return NULL;
+	}
+	t->put_id = put_id;
+	t->len = len;
+	t->src_handle = src_handle;
+	t->src_node = src_node;
+	t->source = source;
+	snprintf(t->addr, sizeof(t->addr), "%s", addr);
+	t->deadline_ms = now_ms() + FKV_TOKEN_TTL_MS;
+	t->epoch = cd->epoch;
+	t->cd = cd;
+	return t;
+}
+
+static void tok_free(struct fkv_clusterd *cd, struct fetch_tok *t)
+{
+	fkv_u64map_del(&cd->tokens, t->token);
+	free(t);
+}
+
+/* Turn a REMOTE answer's source handle into a token for the module. */
+static void tokenize(struct fkv_clusterd *cd, struct fkv_reply *r,
+		     uint32_t src_node, const char *addr)
+{
+	struct fetch_tok *t;
+
+	if (r->status || (r->source != FLUXONKV_SOURCE_REMOTE &&
+			  r->source != FLUXONKV_SOURCE_REMOTE_SSD))
+		return;
+	t = addr && addr[0] ? tok_new(cd, r->put_id, r->len, r->handle,
+				      src_node, r->source, addr) : NULL;
+	if (!t) {
+		memset(r, 0, sizeof(*r));
+		r->status = addr && addr[0] ? -ENOMEM : -EPROTO;
+		return;
+	}
+	r->handle = t->token;
+	r->present |= A(HANDLE);
+}
+
+/* ---- the master's side ---- */
+
+static void send_drop(void *arg, uint64_t handle, uint32_t flags)
+{
+	struct fkv_clusterd *cd = arg;
+	uint32_t node = FLUXONKV_HANDLE_NODE(handle);
+	struct nl_msg *msg;
+
+	if (node == cd->self) {
+		fkv_nl_send_drop(cd->nl, handle, flags);
+		return;
+	}
+	msg = fkv_nl_drop_msg(FKV_WIRE_TYPE, handle, flags);
+	if (!msg || fkv_cctl_send(cd->cctl, node, msg))
+		fkv_dbg("cluster: DROP_REPLICA %#llx for node %u not sent "
+			"(gone)", (unsigned long long)handle, node);
+	else
+		cd->st.drops_relayed++;
+	nlmsg_free(msg);
+}
+
+static const struct fkv_master_ops master_ops = { .send_drop = send_drop };
+
+/*
+ * Answer @u from node @node with the in-process master; for GET_START the
+ * source's node and address come back through @addr.
+ */
+static bool master_answer(struct fkv_clusterd *cd, uint32_t node,
+			  const struct fkv_upcall *u, struct fkv_reply *r,
+			  uint32_t *src_node, const char **addr)
+{
+	struct fkv_get_result g;
+	bool reply;
+
+	*addr = NULL;
+	*src_node = 0;
+	fkv_master_set_caller(cd->master, node);
+	if (u->cmd == FLUXONKV_CMD_GET_START && (u->present & A(KEY))) {
+		memset(r, 0, sizeof(*r));
+		r->status = fkv_master_get_start(cd->master, u->key,
+						 u->key_len, &g);
+		if (!r->status) {
+			r->source = g.source;
+			r->put_id = g.put_id;
+			r->len = g.len;
+			r->handle = g.handle;
+			r->present = A(SOURCE) | A(PUT_ID) | A(LEN);
+			if (g.handle)
+				r->present |= A(HANDLE);
+			*addr = g.addr;
+			*src_node = g.node;
+		}
+		reply = true;
+	} else {
+		reply = fkv_dispatch(cd->master, u, r);
+	}
+	fkv_master_set_caller(cd->master, cd->self);
+	return reply;
+}
+
+static void member_up(void *arg, const struct fkv_member *m)
+{
+	struct fkv_clusterd *cd = arg;
+	int err;
+
+	err = fkv_master_node_up(cd->master, m->id, m->incarnation,
+				 m->segment_size, m->ssd_capacity,
+				 m->data_addr);
+	if (err)
+		fkv_err("cluster: node %u not usable: %s", m->id,
+			strerror(-err));
+}
+
+static void member_down(void *arg, const struct fkv_member *m)
+{
+	struct fkv_clusterd *cd = arg;
+
+	fkv_master_node_down(cd->master, m->id);
+}
+
+/* A forwarded upcall from member @id. */
+static void member_msg(void *arg, uint32_t id, struct nlmsghdr *nlh)
+{
+	struct fkv_clusterd *cd = arg;
+	struct fkv_reply r = { .status = -EINVAL };
+	const char *addr = NULL;
+	uint32_t src_node = 0;
+	struct fkv_upcall u;
+	struct nl_msg *msg;
+	bool reply;
+	int err;
+
+	err = fkv_nl_decode(nlh, &u);
+	if (err == -EOPNOTSUPP || u.cmd == FLUXONKV_CMD_FETCH) {
+		fkv_warn("cluster: node %u sent command %u: ignored", id, u.cmd);
+		return;
+	}
+	reply = err ? fkv_upcall_wants_reply(u.cmd) && (u.present & A(REQ_ID))
+		    : master_answer(cd, id, &u, &r, &src_node, &addr);
+	if (!reply || !(u.present & A(REQ_ID)))
+		return;
+	msg = fkv_nl_reply_msg(FKV_WIRE_TYPE, u.cmd, u.req_id, &r);
+	if (msg && addr && !r.status &&
+	    (nla_put_string(msg, FKV_CA_DATA_ADDR, addr) ||
+	     nla_put_u32(msg, FKV_CA_NODE_ID, src_node))) {
+		nlmsg_free(msg);
+		msg = NULL;
+	}
+	if (!msg || fkv_cctl_send(cd->cctl, id, msg))
+		fkv_warn("cluster: cannot answer %s of node %u",
+			 fkv_cmd_name(u.cmd), id);
+	nlmsg_free(msg);
+}
+
+/* ---- a node's side ---- */
+
+static void node_register(struct fkv_clusterd *cd, uint32_t id)
+{
+	int err;
+
+	err = fkv_nl_register(cd->nl, 0, id, &cd->reg);
+	if (err) {
+		fkv_err("cluster: DAEMON_REGISTER as node %u failed: %s", id,
+			strerror(-err));
+		return;
+	}
+	cd->self = id;
+	cd->registered = true;
+	cd->epoch++;
+	fkv_info("cluster: registered with the module as node %u (segment "
+		 "%llu MiB)", id, (unsigned long long)(cd->reg.segment_size >> 20));
+}
+
+static void joined(void *arg, uint32_t id)
+{
+	node_register(arg, id);
+}
+
+static void lost(void *arg)
+{
+	struct fkv_clusterd *cd = arg;
+
+	if (!cd->registered)
+		return;
+	/*
+	 * Routes die with the connection: the module drops every replica
+	 * reference and fails every waiting upcall (gets fail ENOTCONN
+	 * until we are back); holders stay valid.
+	 */
+	fkv_nl_unregister(cd->nl);
+	cd->registered = false;
+	cd->epoch++;
+	fkv_warn("cluster: unregistered from the module until the master is back");
+}
+
+static const struct nla_policy answer_policy[FKV_CA_MAX + 1] = {
+	[FLUXONKV_A_REQ_ID] = { .type = NLA_U64 },
+	[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
+	[FLUXONKV_A_PUT_ID] = { .type = NLA_U64 },
+	[FLUXONKV_A_HANDLE] = { .type = NLA_U64 },
+	[FLUXONKV_A_LEN] = { .type = NLA_U64 },
+	[FLUXONKV_A_FLAGS] = { .type = NLA_U32 },
+	[FLUXONKV_A_SOURCE] = { .type = NLA_U32 },
+	[FKV_CA_DATA_ADDR] = { .type = NLA_STRING, .maxlen = FKV_ADDR_MAX },
+	[FKV_CA_NODE_ID] = { .type = NLA_U32 },
+};
+
+/* An answer to a forwarded upcall, or a DROP_REPLICA, from the master. */
+static void master_msg(void *arg, struct nlmsghdr *nlh)
+{
+	struct fkv_clusterd *cd = arg;
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	uint8_t cmd = fkv_wire_cmd(nlh);
+	struct fkv_reply r = { 0 };
+	uint64_t req_id;
+
+	if (fkv_wire_parse(nlh, tb, answer_policy)) {
+		fkv_warn("cluster: malformed message %u from the master", cmd);
+		return;
+	}
+	if (cmd == FLUXONKV_CMD_DROP_REPLICA) {
+		if (tb[FLUXONKV_A_HANDLE] && cd->registered)
+			fkv_nl_send_drop(cd->nl, nla_get_u64(tb[FLUXONKV_A_HANDLE]),
+					 tb[FLUXONKV_A_FLAGS] ?
+					 nla_get_u32(tb[FLUXONKV_A_FLAGS]) : 0);
+		return;
+	}
+	if (!tb[FLUXONKV_A_REQ_ID] || !tb[FLUXONKV_A_STATUS])
+		return;
+	req_id = nla_get_u64(tb[FLUXONKV_A_REQ_ID]);
+	r.status = (int32_t)nla_get_u32(tb[FLUXONKV_A_STATUS]);
+#define TAKE(attr, field, get)						\
+	do {								\
+		if (tb[FLUXONKV_A_##attr]) {				\
+			r.field = get(tb[FLUXONKV_A_##attr]);		\
+			r.present |= A(attr);				\
+		}							\
+	} while (0)
+	TAKE(PUT_ID, put_id, nla_get_u64);
+	TAKE(HANDLE, handle, nla_get_u64);
+	TAKE(LEN, len, nla_get_u64);
+	TAKE(FLAGS, flags, nla_get_u32);
+	TAKE(SOURCE, source, nla_get_u32);
+#undef TAKE
+	if (cmd == FLUXONKV_CMD_GET_START)
+		tokenize(cd, &r, tb[FKV_CA_NODE_ID] ?
+			 nla_get_u32(tb[FKV_CA_NODE_ID]) : 0,
+			 tb[FKV_CA_DATA_ADDR] ?
+			 nla_get_string(tb[FKV_CA_DATA_ADDR]) : NULL);
+	cd->st.answered++;
+	if (cd->registered)
+		fkv_nl_send_reply(cd->nl, cmd, req_id, &r);
+}
+
+/* Forward @u verbatim; GET_REVOKE's token becomes the source's handle. */
+static int forward(struct fkv_clusterd *cd, const struct fkv_upcall *u,
+		   uint64_t src_handle)
+{
+	struct nl_msg *msg = nlmsg_alloc_size(u->nlh->nlmsg_len + 64);
+	struct nlmsghdr *nlh;
+	struct nlattr *h;
+	int err;
+
+	if (!msg)
+		return -ENOMEM;
+	nlh = nlmsg_hdr(msg);
+	memcpy(nlh, u->nlh, u->nlh->nlmsg_len);
+	nlh->nlmsg_type = FKV_WIRE_TYPE;
+	if (src_handle) {
+		h = nla_find(genlmsg_attrdata(nlmsg_data(nlh), 0),
+			     genlmsg_attrlen(nlmsg_data(nlh), 0),
+			     FLUXONKV_A_HANDLE);
+		if (h && nla_len(h) == sizeof(src_handle))
+			memcpy(nla_data(h), &src_handle, sizeof(src_handle));
+	}
+	err = fkv_cctl_send(cd->cctl, 0, msg);
+	nlmsg_free(msg);
+	if (!err)
+		cd->st.forwarded++;
+	return err;
+}
+
+/* ---- the data plane ---- */
+
+static void pull_done(struct fkv_pull *p)
+{
+	struct fetch_tok *t = p->arg;
+	struct fkv_clusterd *cd = t->cd;
+	struct fkv_reply r = { .status = p->status };
+
+	t->pulling = false;
+	if (p->status) {
+		cd->st.fetch_errors++;
+		fkv_info("cluster: pull of %llu bytes from node %u (%s) failed: %s",
+			 (unsigned long long)t->len, t->src_node, t->addr,
+			 strerror(-p->status));
+	}
+	/* A registration later, the module no longer waits for it. */
+	if (t->epoch == cd->epoch && cd->registered)
+		fkv_nl_send_reply(cd->nl, FLUXONKV_CMD_FETCH, t->fetch_req, &r);
+	/* Kept on failure: the module's GET_REVOKE names the token. */
+	if (!p->status || t->epoch != cd->epoch)
+		tok_free(cd, t);
+}
+
+/* FETCH {KEY, PUT_ID, LEN, HANDLE=token, OFFSET}: false = answered later. */
+static bool fetch(struct fkv_clusterd *cd, const struct fkv_upcall *u,
+		  struct fkv_reply *r)
+{
+	struct fetch_tok *t = fkv_u64map_get(&cd->tokens, u->handle);
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	if (!t || t->pulling || t->put_id != u->put_id || t->len != u->len) {
+		r->status = -ESTALE;
+		return true;
+	}
+	if (u->offset > cd->seg_size || u->len > cd->seg_size - u->offset) {
+		r->status = -EINVAL;
+		return true;
+	}
+	memset(&t->pull, 0, sizeof(t->pull));
+	snprintf(t->pull.peer, sizeof(t->pull.peer), "%s", t->addr);
+	memcpy(t->pull.key, u->key, u->key_len);
+	t->pull.key_len = u->key_len;
+	t->pull.handle = t->src_handle;
+	t->pull.put_id = t->put_id;
+	t->pull.len = t->len;
+	t->pull.dst_off = u->offset;
+	t->pull.done = pull_done;
+	t->pull.arg = t;
+	t->fetch_req = u->req_id;
+	t->pulling = true;
+	cd->st.fetches++;
+	err = fkv_xport_pull(cd->xport, &t->pull);
+	if (err) {
+		t->pulling = false;
+		r->status = err;
+		return true;
+	}
+	return false;
+}
+
+/* ---- the module's upcalls ---- */
+
+bool fkv_clusterd_upcall(void *arg, const struct fkv_upcall *u,
+			 struct fkv_reply *r)
+{
+	struct fkv_clusterd *cd = arg;
+	uint64_t src_handle = 0;
+	const char *addr;
+	uint32_t src_node;
+	bool reply;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	if (!cd->registered) {
+		r->status = -ENOTCONN;
+		return fkv_upcall_wants_reply(u->cmd);
+	}
+	if (u->cmd == FLUXONKV_CMD_FETCH)
+		return fetch(cd, u, r);
+	if (u->cmd == FLUXONKV_CMD_GET_REVOKE &&
+	    (u->source == FLUXONKV_SOURCE_REMOTE ||
+	     u->source == FLUXONKV_SOURCE_REMOTE_SSD)) {
+		struct fetch_tok *t = fkv_u64map_get(&cd->tokens, u->handle);
+
+		if (!t || t->pulling)
+			return true;	/* nothing known to revoke: STATUS 0 */
+		src_handle = t->src_handle;
+		tok_free(cd, t);
+	}
+	if (cd->master) {
+		struct fkv_upcall v = *u;
+
+		if (src_handle)
+			v.handle = src_handle;
+		reply = master_answer(cd, cd->self, &v, r, &src_node, &addr);
+		if (u->cmd == FLUXONKV_CMD_GET_START)
+			tokenize(cd, r, src_node, addr);
+		return reply;
+	}
+	err = forward(cd, u, src_handle);
+	if (err) {
+		cd->st.refused_unjoined++;
+		r->status = err == -ENOBUFS ? -EAGAIN : -ENOTCONN;
+		return fkv_upcall_wants_reply(u->cmd);
+	}
+	return false;	/* the master's answer comes back in master_msg() */
+}
+
+/* ---- lifecycle ---- */
+
+static const struct fkv_cctl_ops cctl_ops = {
+	.member_up = member_up,
+	.member_down = member_down,
+	.member_msg = member_msg,
+	.joined = joined,
+	.lost = lost,
+	.master_msg = master_msg,
+};
+
+static uint64_t segment_used(void *arg)
+{
+	struct fkv_clusterd *cd = arg;
+	struct fluxonkv_info info = { .size = sizeof(info) };
+
+	return ioctl(cd->devfd, FLUXONKV_IOC_INFO, &info) ? 0 :
+	       info.segment_used;
+}
+
+static int start_master(struct fkv_clusterd *cd)
+{
+	struct fkv_master_config mc = { 0 };
+	int err;
+
+	cd->self = fkv_cctl_self_id(cd->cctl);
+	err = fkv_nl_register(cd->nl, 0, cd->self, &cd->reg);
+	if (err) {
+		fkv_err("DAEMON_REGISTER failed: %s", strerror(-err));
+		return err;
+	}
+	mc.node = cd->self;
+	mc.capacity = cd->reg.segment_size;
+	mc.incarnation = fkv_cctl_incarnation(cd->cctl);
+	mc.ssd_capacity = cd->reg.ssd_capacity;
+	mc.first_put_id = cd->reg.put_id_max;
+	mc.policy = cd->cfg.policy;
+	mc.high_pct = cd->cfg.high_pct;
+	mc.low_pct = cd->cfg.low_pct;
+	cd->master = fkv_master_create(&mc, &master_ops, cd);
+	if (!cd->master) {
+		err = -errno;
+		fkv_err("cannot build the master: %s", strerror(-err));
+		fkv_nl_unregister(cd->nl);
+		return err;
+	}
+	cd->registered = true;
+	cd->epoch++;
+	return 0;
+}
+
+int fkv_clusterd_start(struct fkv_clusterd **out,
+		       const struct fkv_clusterd_config *c)
+{
+	const struct fkv_cluster_config *cc = c->cc;
+	struct fkv_clusterd *cd = calloc(1, sizeof(*cd));
+	struct fkv_cctl_config ccfg = { 0 };
+	struct fkv_xport_config xc = { 0 };
+	struct fkv_seg_view seg = { 0 };
+	int err;
+
+	if (!cd)
+		return -ENOMEM;
+	cd->cfg = *c;
+	cd->cc = cc;
+	cd->nl = c->nl;
+	cd->devfd = -1;
+	cd->master_role = cc->role == FKV_ROLE_MASTER;
+	err = fkv_u64map_init(&cd->tokens, 0);
+	if (err)
+		goto fail;
+	err = open_segment(cd);
+	if (err)
+		goto fail;
+
+	xc.listen_host = cc->listen.host;
+	xc.listen_port = cc->listen.port;
+	xc.node_name = cc->node_name;
+	xc.secret = cc->secret;
+	xc.secret_len = cc->secret_len;
+	seg.base = cd->seg;
+	seg.size = cd->seg_size;
+	seg.hold = seg_hold;
+	seg.release = seg_release;
+	seg.arg = cd;
+	err = fkv_xport_create(&cd->xport, &fkv_xport_tcp, &xc, &seg);
+	if (err) {
+		fkv_err("cluster: data plane on %s:%u: %s", cc->listen.host,
+			cc->listen.port, strerror(-err));
+		goto fail;
+	}
+
+	ccfg.cc = cc;
+	ccfg.ops = &cctl_ops;
+	ccfg.segment_size = cd->seg_size;
+	ccfg.segment_used = segment_used;
+	ccfg.arg = cd;
+	err = fkv_auth_incarnation(&ccfg.incarnation);
+	if (!err)
+		err = fkv_cctl_start(&cd->cctl, &ccfg);
+	if (err)
+		goto fail;
+	if (cd->master_role) {
+		err = start_master(cd);
+		if (err)
+			goto fail;
+	}
+	fkv_info("cluster: data plane %s on %s:%u", fkv_xport_name(cd->xport),
+		 cc->listen.host, fkv_xport_port(cd->xport));
+	*out = cd;
+	return 0;
+
+fail:
+	fkv_clusterd_stop(cd);
+	return err;
+}
+
+void fkv_clusterd_stop(struct fkv_clusterd *cd)
+{
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+
+	if (!cd)
+		return;
+	/* Pull completions still reaped here reply to nobody. */
+	cd->registered = false;
+	fkv_cctl_stop(cd->cctl);
+	fkv_xport_destroy(cd->xport);
+	while (!fkv_u64map_next(&cd->tokens, &pos, &key, &val))
+		free(val);
+	fkv_u64map_fini(&cd->tokens);
+	fkv_master_destroy(cd->master);
+	if (cd->seg)
+		munmap(cd->seg, cd->seg_size);
+	if (cd->devfd >= 0)
+		close(cd->devfd);
+	free(cd);
+}
+
+int fkv_clusterd_pollfds(struct fkv_clusterd *cd, struct pollfd *pfd, int max)
+{
+	int n = 0;
+
+	if (max > 0)
+		pfd[n++] = (struct pollfd){ .fd = fkv_xport_fd(cd->xport),
+					    .events = POLLIN };
+	return n + fkv_cctl_pollfds(cd->cctl, pfd + n, max - n);
+}
+
+int fkv_clusterd_handle(struct fkv_clusterd *cd, const struct pollfd *pfd,
+			int n)
+{
+	if (n > 0 && pfd[0].revents)
+		fkv_xport_reap(cd->xport);
+	return fkv_cctl_handle(cd->cctl, pfd + 1, n - 1);
+}
+
+void fkv_clusterd_tick(struct fkv_clusterd *cd)
+{
+	uint64_t now = now_ms(), key;
+	struct fetch_tok *dead[64];
+	unsigned int i, ndead = 0;
+	size_t pos = 0;
+	void *val;
+
+	fkv_cctl_tick(cd->cctl);
+	while (ndead < 64 && !fkv_u64map_next(&cd->tokens, &pos, &key, &val)) {
+		struct fetch_tok *t = val;
+
+		if (!t->pulling && now > t->deadline_ms)
+			dead[ndead++] = t;
+	}
+	for (i = 0; i < ndead; i++) {
+		cd->st.tokens_expired++;
+		tok_free(cd, dead[i]);
+	}
+}
+
+struct fkv_master *fkv_clusterd_master(struct fkv_clusterd *cd)
+{
+	return cd->master;
+}
+
+bool fkv_clusterd_registered(const struct fkv_clusterd *cd)
+{
+	return cd->registered;
+}
+
+void fkv_clusterd_log_stats(struct fkv_clusterd *cd)
+{
+	struct fkv_xport_stats xs;
+
+	fkv_xport_get_stats(cd->xport, &xs);
+	fkv_info("cluster: %llu upcalls forwarded, %llu answered, %llu fetches "
+		 "(%llu failed), %llu drops relayed; data plane: %llu pulls "
+		 "(%llu bytes, %llu errors), %llu served (%llu bytes, %llu "
+		 "errors, %llu refused)",
+		 (unsigned long long)cd->st.forwarded,
+		 (unsigned long long)cd->st.answered,
+		 (unsigned long long)cd->st.fetches,
+		 (unsigned long long)cd->st.fetch_errors,
+		 (unsigned long long)cd->st.drops_relayed,
+		 (unsigned long long)xs.pulls, (unsigned long long)xs.pull_bytes,
+		 (unsigned long long)xs.pull_errors,
+		 (unsigned long long)xs.served,
+		 (unsigned long long)xs.served_bytes,
+		 (unsigned long long)xs.serve_errors,
+		 (unsigned long long)xs.auth_refused);
+}

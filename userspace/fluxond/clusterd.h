@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * clusterd.h - fluxond's cluster runtime: routes the module's upcalls to
+ * the master (in process on the master node, over the control connection
+ * on the others), relays the master's DROP_REPLICA to the owner node, and
+ * runs the data plane: a GET_START answered with another node's DRAM copy
+ * becomes a FETCH token, and the FETCH a pull into the target
+ * (xport.h) straight through this daemon's writable mapping of its
+ * segment.  Serving side: peers' pulls pin replicas with
+ * FLUXONKV_IOC_HOLD.  Documentation/fluxonkv/cluster.md.
+ */
+#ifndef FLUXOND_CLUSTERD_H
+#define FLUXOND_CLUSTERD_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fluxonkv_config.h"
+#include "master.h"
+#include "nl.h"
+#include "upcall.h"
+
+struct fkv_clusterd_config {
+	const struct fkv_cluster_config *cc;	/* must outlive the runtime */
+	struct fkv_nl *nl;			/* opened, not registered */
+	const char *device;			/* NULL: /dev/fluxonkv */
+	const char *policy;
+	unsigned int high_pct, low_pct;
+};
+
+struct fkv_clusterd;
+
+/*
+ * Open the device (privileged, writable mapping), start the data plane
+ * listener and the control plane; on the master node register with the
+ * module now, on the others once joined.  0 or -errno (logged).
+ */
+int fkv_clusterd_start(struct fkv_clusterd **out,
+		       const struct fkv_clusterd_config *c);
+void fkv_clusterd_stop(struct fkv_clusterd *cd);
+/* The nl upcall callback (fkv_nl_upcall_fn) in cluster mode. */
+bool fkv_clusterd_upcall(void *arg, const struct fkv_upcall *u,
+			 struct fkv_reply *r);
+int fkv_clusterd_pollfds(struct fkv_clusterd *cd, struct pollfd *pfd,
+			 int max);
+/* 0 or a fatal -errno. */
+int fkv_clusterd_handle(struct fkv_clusterd *cd, const struct pollfd *pfd,
+			int n);
+/* About every 100 ms. */
+void fkv_clusterd_tick(struct fkv_clusterd *cd);
+/* The master (master role) or NULL. */
+struct fkv_master *fkv_clusterd_master(struct fkv_clusterd *cd);
+/* Registered with the module right now. */
+bool fkv_clusterd_registered(const struct fkv_clusterd *cd);
+/* Log a summary (at exit). */
+void fkv_clusterd_log_stats(struct fkv_clusterd *cd);
+
+#endif /* FLUXOND_CLUSTERD_H */

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * xport.h - the node-to-node data plane behind one interface.
+ *
+ * A transport moves value bytes between the segments of two nodes: pull
+ * (a remote DRAM replica into a local target) now, push (a staged SSD
+ * chunk into a remote target) with the remote SSD path.  Bytes land in
+ * the target range of the local segment's writable mapping (the node
+ * daemon's privileged mapping, uapi FLUXONKV_IOC_HOLD / FETCH): no
+ * intermediate buffer on either side.  A source serves only replicas it
+ * can pin by handle (seg->hold), and only to peers that proved the
+ * cluster secret.
+ *
+ * Threads are the transport's business; the caller's single-threaded
+ * loop sees completions only through fkv_xport_fd() (readable when some
+ * are ready) and fkv_xport_reap(), which runs their callbacks in the
+ * caller's thread.  Adding RDMA touches only a new ops table.
+ */
+#ifndef FLUXOND_XPORT_H
+#define FLUXOND_XPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/fluxonkv.h>
+
+#include "cluster.h"
+
+/* The local segment as a transport sees it. */
+struct fkv_seg_view {
+	uint8_t *base;		/* writable, shared mapping of the segment */
+	uint64_t size;
+	/*
+	 * Pin the local replica @handle (of @key at @put_id) while it is
+	 * sent: 0 with its offset, length and a pin id, or -errno.  Called
+	 * from transport threads: must be thread safe.
+	 */
+	int (*hold)(void *arg, const void *key, size_t key_len,
+		    uint64_t handle, uint64_t put_id, uint64_t *off,
+		    uint64_t *len, uint64_t *pin);
+	void (*release)(void *arg, uint64_t pin);
+	void *arg;
+};
+
+/* One pull: the request, then its outcome. */
+struct fkv_pull {
+	char peer[FKV_ADDR_MAX];	/* the source's data address */
+	uint8_t key[FLUXONKV_KEY_MAX];
+	size_t key_len;
+	uint64_t handle;		/* the source's replica handle */
+	uint64_t put_id;
+	uint64_t len;
+	uint64_t dst_off;		/* the local target */
+	int status;			/* outcome: 0 or -errno */
+	/* Runs in the caller's thread from fkv_xport_reap(). */
+	void (*done)(struct fkv_pull *p);
+	void *arg;
+	struct fkv_pull *next;		/* the transport's queues */
+};
+
+struct fkv_xport_config {
+	const char *listen_host;	/* NULL: no listener (tests) */
+	uint16_t listen_port;		/* 0: any; see fkv_xport_port() */
+	const char *node_name;		/* ours, proven to sources */
+	const void *secret;
+	size_t secret_len;
+	unsigned int io_timeout_ms;	/* per socket operation; 0 = 5000 */
+	unsigned int conns_per_peer;	/* 0 = 4 */
+};
+
+struct fkv_xport_stats {
+	uint64_t pulls, pull_bytes, pull_errors;
+	uint64_t served, served_bytes, serve_errors, auth_refused;
+	uint64_t conns_opened, conns_failed;
+};
+
+struct fkv_xport;
+
+struct fkv_xport_ops {
+	const char *name;
+	int (*start)(struct fkv_xport *x);
+	/* Queue @p; its done() runs exactly once.  0 or -errno (not queued). */
+	int (*pull)(struct fkv_xport *x, struct fkv_pull *p);
+	void (*stop)(struct fkv_xport *x);
+};
+
+extern const struct fkv_xport_ops fkv_xport_tcp;
+
+/*
+ * Start a transport serving @seg.  0 or -errno (the listener could not
+ * bind, ...).
+ */
+int fkv_xport_create(struct fkv_xport **out, const struct fkv_xport_ops *ops,
+		     const struct fkv_xport_config *cfg,
+		     const struct fkv_seg_view *seg);
+/* Stop: queued pulls complete with -ECANCELED (reap them first). */
+void fkv_xport_destroy(struct fkv_xport *x);
+int fkv_xport_pull(struct fkv_xport *x, struct fkv_pull *p);
+/* Readable (POLLIN) when completions wait for fkv_xport_reap(). */
+int fkv_xport_fd(const struct fkv_xport *x);
+/* Run the callbacks of the completed pulls; returns how many. */
+unsigned int fkv_xport_reap(struct fkv_xport *x);
+/* The port the listener bound (useful with listen_port 0). */
+uint16_t fkv_xport_port(const struct fkv_xport *x);
+const char *fkv_xport_name(const struct fkv_xport *x);
+void fkv_xport_get_stats(struct fkv_xport *x, struct fkv_xport_stats *st);
+
+#endif /* FLUXOND_XPORT_H */

@@ -1,0 +1,690 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xport_tcp.c - the TCP data plane (xport.h).
+ *
+ * Requester side: one queue per peer address, served by up to
+ * conns_per_peer threads, each with its own connection: many pulls are in
+ * flight per peer, and a slow or dead peer ties up only its own threads.
+ * A pull writes a PULL message and receives the answer, then recv()s the
+ * payload straight into the target in the segment mapping.
+ *
+ * Source side: a listener thread; one thread per accepted connection.  A
+ * connection starts with the join's challenge (cluster.h: HELLO with a
+ * nonce, JOIN with the HMAC of the secret); then each PULL pins the
+ * replica by handle (seg->hold), send()s it from the mapping and unpins.
+ *
+ * Every socket operation has a timeout (SO_RCVTIMEO / SO_SNDTIMEO); a
+ * connection that fails is closed and its pull completed with the error.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <linux/genetlink.h>
+#include <netlink/attr.h>
+#include <netlink/genl/genl.h>
+#include <netlink/msg.h>
+
+#include "auth.h"
+#include "fluxonkv_config.h"
+#include "log.h"
+#include "wire.h"
+#include "xport_int.h"
+
+struct tcp_peer {
+	struct tcp_peer *next;
+	struct fkv_xport *x;
+	char addr[FKV_ADDR_MAX];
+	pthread_mutex_t lock;		/* protects the queue and stop */
+	pthread_cond_t cond;
+	struct fkv_pull *head, **tail;
+	bool stop;
+	unsigned int nthreads;
+	pthread_t threads[16];
+};
+
+struct tcp_conn {			/* a served connection */
+	struct tcp_conn *next;
+	struct fkv_xport *x;
+	int fd;
+	pthread_t thread;
+	bool done;			/* the thread finished (priv lock) */
+};
+
+struct tcp_priv {
+	int lfd;
+	pthread_t accept_thread;
+	bool accepting;
+	pthread_mutex_t lock;		/* protects peers, conns, stopping */
+	struct tcp_peer *peers;
+	struct tcp_conn *conns;
+	bool stopping;
+};
+
+static const struct nla_policy hello_policy[FKV_CA_MAX + 1] = {
+	[FKV_CA_NONCE] = { .type = NLA_UNSPEC, .minlen = FKV_NONCE_LEN,
+			   .maxlen = FKV_NONCE_LEN },
+};
+
+static const struct nla_policy join_policy[FKV_CA_MAX + 1] = {
+	[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
+	[FKV_CA_NODE_NAME] = { .type = NLA_STRING,
+			       .maxlen = FKV_NODE_NAME_MAX + 1 },
+	[FKV_CA_MAC] = { .type = NLA_UNSPEC, .minlen = FKV_MAC_LEN,
+			 .maxlen = FKV_MAC_LEN },
+};
+
+static const struct nla_policy pull_policy[FKV_CA_MAX + 1] = {
+	[FLUXONKV_A_REQ_ID] = { .type = NLA_U64 },
+	[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
+	[FLUXONKV_A_KEY] = { .type = NLA_UNSPEC, .minlen = 1,
+			     .maxlen = FLUXONKV_KEY_MAX },
+	[FLUXONKV_A_HANDLE] = { .type = NLA_U64 },
+	[FLUXONKV_A_PUT_ID] = { .type = NLA_U64 },
+	[FLUXONKV_A_LEN] = { .type = NLA_U64 },
+};
+
+/* ---- blocking socket helpers (transport threads only) ---- */
+
+static int sock_err(void)
+{
+	return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+}
+
+static int read_full(int fd, void *buf, size_t n)
+{
+	uint8_t *p = buf;
+
+	while (n) {
+		ssize_t got = recv(fd, p, n, MSG_WAITALL);
+
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			return sock_err();
+		}
+		if (got == 0)
+			return -ECONNRESET;
+		p += got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t n)
+{
+	const uint8_t *p = buf;
+
+	while (n) {
+		ssize_t put = send(fd, p, n, MSG_NOSIGNAL);
+
+		if (put < 0) {
+			if (errno == EINTR)
+				continue;
+			return sock_err();
+		}
+		p += put;
+		n -= (size_t)put;
+	}
+	return 0;
+}
+
+static int send_msg(int fd, struct nl_msg *msg)
+{
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
+
+	return write_full(fd, nlh, nlh->nlmsg_len);
+}
+
+/*
+ * Read one framed message into @buf (FKV_WIRE_MAX bytes) and parse it
+ * with @policy: 0, -EPROTO (bad frame, unexpected command, bad
+ * attributes) or a socket error.
+ */
+static int recv_msg(int fd, uint8_t *buf, uint8_t cmd,
+		    const struct nla_policy *policy, struct nlattr **tb)
+{
+	struct nlmsghdr *nlh = (struct nlmsghdr *)buf;
+	size_t len;
+	int err;
+
+	err = read_full(fd, buf, sizeof(*nlh));
+	if (err)
+		return err;
+	if (fkv_wire_frame(buf, sizeof(*nlh), &len) == -EPROTO ||
+	    nlh->nlmsg_len < NLMSG_HDRLEN + GENL_HDRLEN)
+		return -EPROTO;
+	err = read_full(fd, buf + sizeof(*nlh), nlh->nlmsg_len - sizeof(*nlh));
+	if (err)
+		return err;
+	if (fkv_wire_cmd(nlh) != cmd || fkv_wire_parse(nlh, tb, policy))
+		return -EPROTO;
+	return 0;
+}
+
+static void set_timeouts(int fd, unsigned int ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000,
+			      .tv_usec = (ms % 1000) * 1000 };
+	int one = 1;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/* ---- requester side ---- */
+
+/* Connect to @addr and prove the secret: fd or -errno. */
+static int tcp_dial(struct fkv_xport *x, const char *addr, uint8_t *buf)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	char host[FKV_ADDR_MAX], port[8];
+	uint8_t mac[FKV_MAC_LEN];
+	struct nl_msg *msg;
+	uint16_t portnum;
+	int fd = -1, err;
+
+	if (fkv_parse_hostport(addr, host, sizeof(host), &portnum, NULL, 0))
+		return -EINVAL;
+	snprintf(port, sizeof(port), "%u", portnum);
+	err = getaddrinfo(host, port, &hints, &res);
+	if (err)
+		return -EHOSTUNREACH;
+	err = -ECONNREFUSED;
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+			    ai->ai_protocol);
+		if (fd < 0)
+			continue;
+		set_timeouts(fd, x->cfg.io_timeout_ms);
+		if (!connect(fd, ai->ai_addr, ai->ai_addrlen))
+			break;
+		err = sock_err();
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		goto fail;
+
+	err = recv_msg(fd, buf, FKV_CCMD_HELLO, hello_policy, tb);
+	if (err)
+		goto fail_fd;
+	err = -EPROTO;
+	if (!tb[FKV_CA_NONCE] ||
+	    fkv_auth_mac(x->cfg.secret, x->cfg.secret_len,
+			 nla_data(tb[FKV_CA_NONCE]), x->cfg.node_name, 0, mac))
+		goto fail_fd;
+	msg = fkv_wire_msg(FKV_CCMD_JOIN);
+	if (!msg || nla_put_string(msg, FKV_CA_NODE_NAME, x->cfg.node_name) ||
+	    nla_put(msg, FKV_CA_MAC, sizeof(mac), mac)) {
+		nlmsg_free(msg);
+		err = -ENOMEM;
+		goto fail_fd;
+	}
+	err = send_msg(fd, msg);
+	nlmsg_free(msg);
+	if (err)
+		goto fail_fd;
+	err = recv_msg(fd, buf, FKV_CCMD_JOIN, join_policy, tb);
+	if (err)
+		goto fail_fd;
+	if (!tb[FLUXONKV_A_STATUS] || nla_get_u32(tb[FLUXONKV_A_STATUS])) {
+		err = -EACCES;
+		fkv_err("data plane: %s refused our secret", addr);
+		goto fail_fd;
+	}
+	FKV_XCOUNT(x, conns_opened, 1);
+	return fd;
+
+fail_fd:
+	close(fd);
+fail:
+	FKV_XCOUNT(x, conns_failed, 1);
+	return err;
+}
+
+/* One pull on connection @fd: 0, the source's status, or a socket error
+ * (*@broken: the connection cannot be reused). */
+static int tcp_pull_one(struct fkv_xport *x, int fd, struct fkv_pull *p,
+			uint8_t *buf, bool *broken)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	struct nl_msg *msg;
+	int32_t status;
+	int err;
+
+	*broken = true;
+	msg = fkv_wire_msg(FKV_CCMD_PULL);
+	if (!msg || nla_put(msg, FLUXONKV_A_KEY, (int)p->key_len, p->key) ||
+	    nla_put_u64(msg, FLUXONKV_A_HANDLE, p->handle) ||
+	    nla_put_u64(msg, FLUXONKV_A_PUT_ID, p->put_id) ||
+	    nla_put_u64(msg, FLUXONKV_A_LEN, p->len)) {
+		nlmsg_free(msg);
+		*broken = false;
+		return -ENOMEM;
+	}
+	err = send_msg(fd, msg);
+	nlmsg_free(msg);
+	if (err)
+		return err;
+	err = recv_msg(fd, buf, FKV_CCMD_PULL, pull_policy, tb);
+	if (err)
+		return err;
+	if (!tb[FLUXONKV_A_STATUS])
+		return -EPROTO;
+	status = (int32_t)nla_get_u32(tb[FLUXONKV_A_STATUS]);
+	if (status) {
+		*broken = false;
+		return status < 0 && status > -4096 ? status : -EPROTO;
+	}
+	if (!tb[FLUXONKV_A_LEN] || nla_get_u64(tb[FLUXONKV_A_LEN]) != p->len)
+		return -EPROTO;
+	/* Straight into the target: no intermediate buffer. */
+	err = read_full(fd, x->seg.base + p->dst_off, p->len);
+	if (err)
+		return err;
+	*broken = false;
+	return 0;
+}
+
+static void *peer_thread(void *arg)
+{
+	struct tcp_peer *peer = arg;
+	struct fkv_xport *x = peer->x;
+	uint8_t *buf = malloc(FKV_WIRE_MAX);
+	int fd = -1;
+
+	for (;;) {
+		struct fkv_pull *p;
+		bool broken, stop;
+		int err;
+
+		pthread_mutex_lock(&peer->lock);
+		while (!peer->head && !peer->stop)
+			pthread_cond_wait(&peer->cond, &peer->lock);
+		p = peer->head;
+		if (p) {
+			peer->head = p->next;
+			if (!peer->head)
+				peer->tail = &peer->head;
+		}
+		stop = peer->stop;
+		pthread_mutex_unlock(&peer->lock);
+		if (!p)
+			break;
+		if (stop || !buf) {
+			fkv_xport_complete(x, p, buf ? -ECANCELED : -ENOMEM);
+			continue;
+		}
+		if (fd < 0)
+			fd = tcp_dial(x, peer->addr, buf);
+		if (fd < 0) {
+			fkv_xport_complete(x, p, fd);
+			continue;
+		}
+		err = tcp_pull_one(x, fd, p, buf, &broken);
+		if (broken) {
+			close(fd);
+			fd = -1;
+		}
+		fkv_xport_complete(x, p, err);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
+static struct tcp_peer *peer_get(struct fkv_xport *x, const char *addr)
+{
+	struct tcp_priv *t = x->priv;
+	struct tcp_peer *peer;
+
+	for (peer = t->peers; peer; peer = peer->next)
+		if (!strcmp(peer->addr, addr))
+			return peer;
+	peer = calloc(1, sizeof(*peer));
+	if (!peer)
+		return NULL;
+	peer->x = x;
+	snprintf(peer->addr, sizeof(peer->addr), "%s", addr);
+	pthread_mutex_init(&peer->lock, NULL);
+	pthread_cond_init(&peer->cond, NULL);
+	peer->tail = &peer->head;
+	peer->next = t->peers;
+	t->peers = peer;
+	return peer;
+}
+
+static int tcp_pull(struct fkv_xport *x, struct fkv_pull *p)
+{
+	struct tcp_priv *t = x->priv;
+	struct tcp_peer *peer;
+	unsigned int want = x->cfg.conns_per_peer;
+	int err = 0;
+
+	if (want > 16)
+		want = 16;
+	pthread_mutex_lock(&t->lock);
+	peer = t->stopping ? NULL : peer_get(x, p->peer);
+	if (!peer) {
+		pthread_mutex_unlock(&t->lock);
+		return t->stopping ? -ECANCELED : -ENOMEM;
+	}
+	pthread_mutex_lock(&peer->lock);
+	p->next = NULL;
+	*peer->tail = p;
+	peer->tail = &p->next;
+	/* One more connection while pulls queue up, up to the limit. */
+	if (peer->nthreads < want && (peer->nthreads == 0 || peer->head != p)) {
+		if (!pthread_create(&peer->threads[peer->nthreads], NULL,
+				    peer_thread, peer))
+			peer->nthreads++;
+		else if (!peer->nthreads)
+			err = -EAGAIN;
+	}
+	if (err) {
+		peer->head = NULL;
+		peer->tail = &peer->head;
+	}
+	pthread_cond_signal(&peer->cond);
+	pthread_mutex_unlock(&peer->lock);
+	pthread_mutex_unlock(&t->lock);
+	return err;
+}
+
+/* ---- source side ---- */
+
+static int serve_join(struct fkv_xport *x, int fd, uint8_t *buf)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	uint8_t nonce[FKV_NONCE_LEN];
+	struct nl_msg *msg;
+	bool ok;
+	int err;
+
+	err = fkv_auth_nonce(nonce);
+	if (err)
+		return err;
+	msg = fkv_wire_msg(FKV_CCMD_HELLO);
+	if (!msg || nla_put(msg, FKV_CA_NONCE, sizeof(nonce), nonce)) {
+		nlmsg_free(msg);
+		return -ENOMEM;
+	}
+	err = send_msg(fd, msg);
+	nlmsg_free(msg);
+	if (err)
+		return err;
+	err = recv_msg(fd, buf, FKV_CCMD_JOIN, join_policy, tb);
+	if (err)
+		return err;
+	ok = tb[FKV_CA_NODE_NAME] && tb[FKV_CA_MAC] &&
+	     fkv_auth_check(x->cfg.secret, x->cfg.secret_len, nonce,
+			    nla_get_string(tb[FKV_CA_NODE_NAME]), 0,
+			    nla_data(tb[FKV_CA_MAC]), nla_len(tb[FKV_CA_MAC]));
+	msg = fkv_wire_msg(FKV_CCMD_JOIN);
+	if (!msg || nla_put_u32(msg, FLUXONKV_A_STATUS,
+				ok ? 0 : (uint32_t)-EACCES)) {
+		nlmsg_free(msg);
+		return -ENOMEM;
+	}
+	err = send_msg(fd, msg);
+	nlmsg_free(msg);
+	if (!ok) {
+		FKV_XCOUNT(x, auth_refused, 1);
+		fkv_warn("data plane: a peer failed the secret check: refused");
+		return -EACCES;
+	}
+	return err;
+}
+
+/* Answer one PULL: 0 to go on, -errno to close the connection. */
+static int serve_pull(struct fkv_xport *x, int fd, struct nlattr **tb)
+{
+	uint64_t off = 0, len = 0, pin = 0;
+	struct nl_msg *msg;
+	int status, err;
+
+	if (!tb[FLUXONKV_A_KEY] || !tb[FLUXONKV_A_HANDLE] ||
+	    !tb[FLUXONKV_A_PUT_ID] || !tb[FLUXONKV_A_LEN])
+		status = -EINVAL;
+	else
+		status = x->seg.hold(x->seg.arg, nla_data(tb[FLUXONKV_A_KEY]),
+				     (size_t)nla_len(tb[FLUXONKV_A_KEY]),
+				     nla_get_u64(tb[FLUXONKV_A_HANDLE]),
+				     nla_get_u64(tb[FLUXONKV_A_PUT_ID]),
+				     &off, &len, &pin);
+	if (!status && (len != nla_get_u64(tb[FLUXONKV_A_LEN]) ||
+			off > x->seg.size || len > x->seg.size - off)) {
+		x->seg.release(x->seg.arg, pin);
+		status = -ESTALE;
+	}
+	msg = fkv_wire_msg(FKV_CCMD_PULL);
+	if (!msg || nla_put_u32(msg, FLUXONKV_A_STATUS, (uint32_t)status) ||
+	    (!status && nla_put_u64(msg, FLUXONKV_A_LEN, len))) {
+		nlmsg_free(msg);
+		if (!status)
+			x->seg.release(x->seg.arg, pin);
+		return -ENOMEM;
+	}
+	err = send_msg(fd, msg);
+	nlmsg_free(msg);
+	if (!err && !status)
+		err = write_full(fd, x->seg.base + off, len);
+	if (!status)
+		x->seg.release(x->seg.arg, pin);
+	if (err || status)
+		FKV_XCOUNT(x, serve_errors, 1);
+	else {
+		FKV_XCOUNT(x, served, 1);
+		FKV_XCOUNT(x, served_bytes, len);
+	}
+	return err;
+}
+
+static void *conn_thread(void *arg)
+{
+	struct tcp_conn *c = arg;
+	struct fkv_xport *x = c->x;
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	uint8_t *buf = malloc(FKV_WIRE_MAX);
+
+	if (buf && !serve_join(x, c->fd, buf)) {
+		/* An idle requester keeps its connection: no read timeout. */
+		struct timeval none = { 0 };
+
+		setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+		while (!recv_msg(c->fd, buf, FKV_CCMD_PULL, pull_policy, tb) &&
+		       !serve_pull(x, c->fd, tb))
+			;
+	}
+	free(buf);
+	shutdown(c->fd, SHUT_RDWR);
+	pthread_mutex_lock(&((struct tcp_priv *)x->priv)->lock);
+	c->done = true;
+	pthread_mutex_unlock(&((struct tcp_priv *)x->priv)->lock);
+	return NULL;
+}
+
+/* Join and free the connections whose thread has finished. */
+static void reap_conns(struct tcp_priv *t)
+{
+	struct tcp_conn **pp, *c, *dead = NULL;
+
+	pthread_mutex_lock(&t->lock);
+	for (pp = &t->conns; (c = *pp);) {
+		if (!c->done) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		c->next = dead;
+		dead = c;
+	}
+	pthread_mutex_unlock(&t->lock);
+	while ((c = dead)) {
+		dead = c->next;
+		pthread_join(c->thread, NULL);
+		close(c->fd);
+		free(c);
+	}
+}
+
+static void *accept_thread(void *arg)
+{
+	struct fkv_xport *x = arg;
+	struct tcp_priv *t = x->priv;
+
+	for (;;) {
+		int fd = accept4(t->lfd, NULL, NULL, SOCK_CLOEXEC);
+		struct tcp_conn *c;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			break;		/* the listener was shut down */
+		}
+		reap_conns(t);
+		set_timeouts(fd, x->cfg.io_timeout_ms);
+		c = calloc(1, sizeof(*c));
+		if (c) {
+			c->x = x;
+			c->fd = fd;
+		}
+		pthread_mutex_lock(&t->lock);
+		if (!c || t->stopping ||
+		    pthread_create(&c->thread, NULL, conn_thread, c)) {
+			pthread_mutex_unlock(&t->lock);
+			close(fd);
+			free(c);
+			continue;
+		}
+		c->next = t->conns;
+		t->conns = c;
+		pthread_mutex_unlock(&t->lock);
+	}
+	return NULL;
+}
+
+static int tcp_listen(struct fkv_xport *x, struct tcp_priv *t)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE }, *res;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char port[8];
+	int one = 1, err;
+
+	snprintf(port, sizeof(port), "%u", x->cfg.listen_port);
+	err = getaddrinfo(x->cfg.listen_host, port, &hints, &res);
+	if (err)
+		return -EADDRNOTAVAIL;
+	t->lfd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (t->lfd < 0) {
+		err = -errno;
+		goto out;
+	}
+	setsockopt(t->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(t->lfd, res->ai_addr, res->ai_addrlen) ||
+	    listen(t->lfd, 64) ||
+	    getsockname(t->lfd, (struct sockaddr *)&ss, &sl)) {
+		err = -errno;
+		close(t->lfd);
+		t->lfd = -1;
+		goto out;
+	}
+	x->port = ntohs(ss.ss_family == AF_INET6 ?
+			((struct sockaddr_in6 *)&ss)->sin6_port :
+			((struct sockaddr_in *)&ss)->sin_port);
+	err = 0;
+out:
+	freeaddrinfo(res);
+	return err;
+}
+
+static int tcp_start(struct fkv_xport *x)
+{
+	struct tcp_priv *t = calloc(1, sizeof(*t));
+	int err;
+
+	if (!t)
+		return -ENOMEM;
+	t->lfd = -1;
+	pthread_mutex_init(&t->lock, NULL);
+	x->priv = t;
+	if (!x->cfg.listen_host)
+		return 0;
+	err = tcp_listen(x, t);
+	if (!err && pthread_create(&t->accept_thread, NULL, accept_thread, x))
+		err = -EAGAIN;
+	if (err) {
+		if (t->lfd >= 0)
+			close(t->lfd);
+		pthread_mutex_destroy(&t->lock);
+		free(t);
+		x->priv = NULL;
+		return err;
+	}
+	t->accepting = true;
+	return 0;
+}
+
+static void tcp_stop(struct fkv_xport *x)
+{
+	struct tcp_priv *t = x->priv;
+	struct tcp_peer *peer, *pn;
+	struct tcp_conn *c, *cn;
+	unsigned int i;
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->lock);
+	t->stopping = true;
+	pthread_mutex_unlock(&t->lock);
+	if (t->accepting) {
+		shutdown(t->lfd, SHUT_RDWR);
+		pthread_join(t->accept_thread, NULL);
+	}
+	if (t->lfd >= 0)
+		close(t->lfd);
+	/* No new conns or peers from here: walk the lists unlocked. */
+	for (c = t->conns; c; c = cn) {
+		cn = c->next;
+		shutdown(c->fd, SHUT_RDWR);
+		pthread_join(c->thread, NULL);
+		close(c->fd);
+		free(c);
+	}
+	for (peer = t->peers; peer; peer = pn) {
+		pn = peer->next;
+		pthread_mutex_lock(&peer->lock);
+		peer->stop = true;
+		pthread_cond_broadcast(&peer->cond);
+		pthread_mutex_unlock(&peer->lock);
+		for (i = 0; i < peer->nthreads; i++)
+			pthread_join(peer->threads[i], NULL);
+		pthread_mutex_destroy(&peer->lock);
+		pthread_cond_destroy(&peer->cond);
+		free(peer);
+	}
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+	x->priv = NULL;
+}
+
+const struct fkv_xport_ops fkv_xport_tcp = {
+	.name = "tcp",
+	.start = tcp_start,
+	.pull = tcp_pull,
+	.stop = tcp_stop,
+};
