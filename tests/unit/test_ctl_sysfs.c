@@ -64,6 +64,10 @@ static void fake_module(void)
 	put_file("gets", "20\n");
 	put_file("hits_memory", "15\n");
 	put_file("hits_ssd", "1\n");
+	put_file("hits_remote", "2\n");
+	put_file("fetches", "3\n");
+	put_file("fetch_errors", "1\n");
+	put_file("fetch_abandoned", "0\n");
 	put_file("misses", "4\n");
 	put_file("local_misses", "3\n");
 	put_file("local_refills", "1\n");
@@ -271,7 +275,8 @@ FKV_TEST(the_snapshot_covers_every_attribute_the_module_documents)
 	static const char *const documented[] = {
 		"version", "abi_version", "segment_capacity_bytes",
 		"segment_used_bytes", "daemon_pid", "replicas", "holders",
-		"puts", "gets", "hits_memory", "hits_ssd", "misses",
+		"puts", "gets", "hits_memory", "hits_ssd", "hits_remote",
+		"fetches", "fetch_errors", "fetch_abandoned", "misses",
 		"local_misses", "local_refills", "local_unsure", "promotions",
 		"promotions_refused", "deletes",
 		"evictions", "replica_drops", "upcall_timeouts",
@@ -317,7 +322,9 @@ FKV_TEST(stats_as_json_are_one_flat_object_with_null_for_unreadable_files)
 		"\"segment_capacity_bytes\":67108864,"
 		"\"segment_used_bytes\":16777216,\"daemon_pid\":4242,"
 		"\"replicas\":3,\"holders\":2,\"puts\":10,\"gets\":20,"
-		"\"hits_memory\":15,\"hits_ssd\":null,\"misses\":4,"
+		"\"hits_memory\":15,\"hits_ssd\":null,\"hits_remote\":2,"
+		"\"fetches\":3,\"fetch_errors\":1,\"fetch_abandoned\":0,"
+		"\"misses\":4,"
 		"\"local_misses\":3,\"local_refills\":1,\"local_unsure\":0,"
 		"\"promotions\":1,"
 		"\"promotions_refused\":0,"

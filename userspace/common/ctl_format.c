@@ -58,6 +58,10 @@ const char *ctl_source_name(unsigned int source)
 		return "memory";
 	case FLUXONKV_SOURCE_SSD:
 		return "ssd";
+	case FLUXONKV_SOURCE_REMOTE:
+		return "remote";
+	case FLUXONKV_SOURCE_REMOTE_SSD:
+		return "remote-ssd";
 	default:
 		return "unknown";
 	}

@@ -578,6 +578,7 @@ static uint64_t segment_used(void *arg)
 static int start_master(struct fkv_clusterd *cd)
 {
 	struct fkv_master_config mc = { 0 };
+	char addr[FKV_ADDR_MAX];
 	int err;
 
 	cd->self = fkv_cctl_self_id(cd->cctl);
@@ -601,6 +602,10 @@ static int start_master(struct fkv_clusterd *cd)
 		fkv_nl_unregister(cd->nl);
 		return err;
 	}
+	/* Our own node serves pulls to the others at its data address. */
+	fkv_hostport_str(addr, sizeof(addr), &cd->cc->advertise);
+	fkv_master_node_up(cd->master, cd->self, mc.incarnation, mc.capacity,
+			   mc.ssd_capacity, addr);
 	cd->registered = true;
 	cd->epoch++;
 	return 0;

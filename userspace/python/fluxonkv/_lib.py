@@ -27,7 +27,10 @@ LIB_ENV = "FLUXONKV_LIB"
 SOURCE_NONE = 0
 SOURCE_MEMORY = 1
 SOURCE_SSD = 2
-SOURCE_NAMES = {SOURCE_NONE: "none", SOURCE_MEMORY: "memory", SOURCE_SSD: "ssd"}
+SOURCE_REMOTE = 3
+SOURCE_REMOTE_SSD = 4
+SOURCE_NAMES = {SOURCE_NONE: "none", SOURCE_MEMORY: "memory", SOURCE_SSD: "ssd",
+                SOURCE_REMOTE: "remote", SOURCE_REMOTE_SSD: "remote-ssd"}
 
 
 class FkvHolder(ctypes.Structure):

@@ -45,8 +45,8 @@ def _release_kernel_holder(handle, hstruct):
 class MemHolder:
     """A pinned value: ``len(h)``, ``h.view()``, ``bytes(h)``, ``h.release()``.
 
-    Attributes: ``put_id`` (version of the value), ``source`` ("memory" or
-    "ssd"), ``address`` (int address of the first byte in this process).
+    Attributes: ``put_id`` (version of the value), ``source`` ("memory",
+    "ssd", and in a cluster "remote" or "remote-ssd"), ``address`` (int address of the first byte in this process).
     Using a released holder raises ValueError.
     """
 

@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Two fluxonkv nodes, one master: run in both guests by tools/vm/cluster:
+#   tools/vm/cluster --nodes 2 --results DIR -- selftests/cluster/kv.sh
+# node1 runs fluxond in master role, node2 in node role.  Checks, with
+# byte-exact content: a wrong secret refused on both sides; node2's puts
+# read on node1 (pulled from node2's DRAM: 1 B, 4 MiB - 128 B, 16 MiB),
+# then served from node1's own promoted copy; node1's put read on node2;
+# a delete on node2 seen on node1; node2's fluxond killed: member-left on
+# node1, node2-only keys miss at once, nothing hangs; node2 back under a
+# new incarnation and serving again.  TAP in $FLUXON_RESULTS/kv-node<I>.tap.
+set -euo pipefail
+
+TAP_NAME=kv
+# shellcheck source=selftests/cluster/lib.sh
+. "$(dirname "$0")/lib.sh"
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+KO=${FLUXONKV_KO:-$REPO/kmod/fluxonkv.ko}
+FLUXOND=${FLUXOND:-$REPO/build/fluxond}
+CTL=${FLUXONCTL:-$REPO/build/fluxonctl}
+SYSFS=/sys/kernel/fluxonkv
+SECRET=cluster-test-secret-0123456789
+LOG=/tmp/fluxond.log
+MASTER_IP=$(ip_of 1)
+
+out "TAP version 13"
+if [ "$N" -ne 2 ]; then
+	out "1..0 # SKIP kv.sh runs on exactly 2 nodes"
+	exit 0
+fi
+[ "$I" -eq 1 ] && out "1..16" || out "1..10"
+
+config() {	# config FILE SECRET
+	cat >"$1" <<-EOC
+	fluxonkv_spec:
+	  instance: node$I
+	  cluster:
+	    node_name: node$I
+	    role: $([ "$I" -eq 1 ] && echo master || echo node)
+	    master: $MASTER_IP:7470
+	    listen: 0.0.0.0:7471
+	    advertise: $FLUXON_NODE_IP:7471
+	    transport: tcp
+	    secret: "$2"
+	    heartbeat_ms: 200
+	    dead_after_ms: 2000
+	EOC
+}
+
+start_daemon() {	# start_daemon CONFIG: in the background, log appended
+	"$FLUXOND" --config "$1" --log-level info >>"$LOG" 2>&1 &
+	DPID=$!
+}
+daemon_up() {	# until the module says our daemon registered
+	local t
+	for ((t = 0; t < 300; t++)); do
+		[ "$(cat $SYSFS/daemon_pid)" = "$DPID" ] && return 0
+		kill -0 "$DPID" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+logged() {	# logged PATTERN [COUNT]: the daemon log has it (COUNT times) within 20 s
+	local t
+	for ((t = 0; t < 200; t++)); do
+		[ "$(grep -c -- "$1" "$LOG" || true)" -ge "${2:-1}" ] && return 0
+		sleep 0.1
+	done
+	diag "not in the log: $1"
+	tail -n 20 "$LOG" | sed 's/^/#   /' | while read -r l; do out "$l"; done
+	return 1
+}
+stat_of() { cat "$SYSFS/$1"; }
+
+# get_same KEY WANT_SOURCE: the value equals $SH/val.KEY, from that source
+# (a promotion lands asynchronously: "memory" may take a moment)
+get_same() {
+	local src try
+	for try in 1 2 3 4 5; do
+		if ! src=$(PYTHONPATH=$REPO/userspace/python python3 \
+			   "$REPO/selftests/cluster/getcheck.py" "$1" "$SH/val.$1" 2>&1); then
+			diag "get $1: $src"
+			return 1
+		fi
+		[ "$src" = "$2" ] && return 0
+		[ "$2" = memory ] || break
+		sleep 0.3
+	done
+	diag "get $1: source '$src', wanted '$2'"
+	return 1
+}
+misses() {	# misses KEY: exit status 3 (not found), promptly
+	local rc=0 t0=$SECONDS
+	"$CTL" get "$1" -o /dev/null 2>/dev/null || rc=$?
+	[ "$rc" -eq 3 ] || { diag "get $1: exit $rc, wanted 3"; return 1; }
+	[ $((SECONDS - t0)) -le 3 ] || { diag "get $1 took $((SECONDS - t0)) s"; return 1; }
+}
+put_new() {	# put_new KEY BYTES: random value, kept in $SH for the peer
+	head -c "$2" /dev/urandom >"$SH/val.$1.tmp"
+	mv "$SH/val.$1.tmp" "$SH/val.$1"
+	"$CTL" put "$1" "$SH/val.$1" >/dev/null
+}
+
+rmmod fluxonkv 2>/dev/null || true
+check "module loads (96 MiB segment)" insmod "$KO" segment_mb=96 request_timeout_ms=8000
+config /tmp/fkv.yaml "$SECRET"
+: >"$LOG"
+
+if [ "$I" -eq 1 ]; then
+	start_daemon /tmp/fkv.yaml
+	check "fluxond starts in master role" daemon_up
+	mark master-up
+	check "a node with a wrong secret is refused" logged "refused node 'node2'.*wrong cluster secret"
+	check "node2 joins" logged "node 'node2' joined"
+	wait_for puts.2 || true
+	check "1 B value pulled from node2" get_same k1 remote
+	check "4 MiB - 128 B value pulled from node2" get_same k4 remote
+	check "16 MiB value pulled from node2" get_same k16 remote
+	check "the pulled copy became node1's own replica" get_same k16 memory
+	diag "hits_remote $(stat_of hits_remote), fetches $(stat_of fetches), fetch_errors $(stat_of fetch_errors)"
+	put_new m2 $((2 << 20))
+	mark put.1
+	wait_for deleted.2 || true
+	check "a delete on node2 is a miss on node1" misses k1
+	mark phase.kill
+	wait_for killed.2 || true
+	check "node2's death is member-left" logged "member-left: node 'node2'"
+	check "a key only node2 held misses at once" misses only2
+	check "node1's copies still serve" get_same k4 memory
+	wait_for back.2 || true
+	check "node2 rejoins under a new incarnation" logged "node 'node2' joined" 2
+	check "node2's new put is read on node1" get_same after remote
+else
+	wait_for master-up || true
+	config /tmp/bad.yaml wrong-secret-0123456789abcdef
+	refused() {
+		local rc=0
+		timeout 30 "$FLUXOND" --config /tmp/bad.yaml >/tmp/bad.log 2>&1 || rc=$?
+		grep -q "refused this node 'node2': wrong cluster secret" /tmp/bad.log ||
+			{ diag "$(tail -n 3 /tmp/bad.log)"; return 1; }
+		[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]
+	}
+	check "fluxond with a wrong secret exits with a clear error" refused
+	start_daemon /tmp/fkv.yaml
+	check "fluxond joins and registers in node role" daemon_up
+	put_new k1 1
+	put_new k4 $(((4 << 20) - 128))
+	put_new k16 $((16 << 20))
+	put_new only2 4096
+	mark puts.2
+	wait_for put.1 || true
+	check "node1's value pulled from the master node" get_same m2 remote
+	check "delete on node2" "$CTL" delete k1
+	mark deleted.2
+	wait_for phase.kill || true
+	kill -9 "$DPID"
+	wait "$DPID" 2>/dev/null || true
+	mark killed.2
+	check "the module lost its daemon" test "$(stat_of daemon_pid)" = 0
+	start_daemon /tmp/fkv.yaml
+	check "fluxond restarts and rejoins" daemon_up
+	check "the restarted node serves gets again" get_same m2 remote
+	put_new after 12345
+	mark back.2
+fi
+
+mark done.$I
+# shellcheck disable=SC2046
+check "both nodes finish" wait_for $(all_nodes done.)
+kill "$DPID" 2>/dev/null || true
+wait 2>/dev/null || true
+if dmesg | grep -E -q 'BUG|WARNING:|Oops|general protection'; then
+	not_ok "no kernel splat"
+	dmesg | tail -n 30 | sed 's/^/# /'
+else
+	ok "no kernel splat"
+fi
+rmmod fluxonkv 2>/dev/null || true
+out "# node$I: $((n - failed)) passed, $failed failed"
+[ "$failed" -eq 0 ]
