@@ -178,6 +178,9 @@ int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 int fluxonkv_delete(const u8 *key, u32 key_len);
 int fluxonkv_hold(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 		  u64 handle, u64 put_id, struct fluxonkv_get_result *res);
+int fluxonkv_ssd_stage(struct fluxonkv_session *s, const u8 *key,
+		       u32 key_len, u64 put_id, u64 off, u64 len,
+		       struct fluxonkv_get_result *res, u64 *value_len);
 void fluxonkv_access_note(u64 handle);
 
 /* ---- ioctl.c ---- */
@@ -300,6 +303,8 @@ void fluxonkv_ssd_unroute(const u8 *key, u32 key_len, u64 max_put_id);
 void fluxonkv_ssd_unroute_all(void);
 u64 fluxonkv_ssd_entry_len(const struct fluxonkv_ssd_entry *e);
 int fluxonkv_ssd_read(struct fluxonkv_ssd_entry *e, struct fluxonkv_alloc *a);
+int fluxonkv_ssd_read_range(struct fluxonkv_ssd_entry *e,
+			    struct fluxonkv_alloc *a, u64 off, u64 len);
 u64 fluxonkv_ssd_capacity(void);
 u64 fluxonkv_ssd_used(void);
 int fluxonkv_rings_show(struct seq_file *m, void *unused);

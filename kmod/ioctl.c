@@ -23,6 +23,7 @@ static_assert(sizeof(struct fluxonkv_release) == FLUXONKV_RELEASE_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_delete) == FLUXONKV_DELETE_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_ssd_attach) == FLUXONKV_SSD_ATTACH_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_hold) == FLUXONKV_HOLD_SIZE_VER0);
+static_assert(sizeof(struct fluxonkv_ssd_stage) == FLUXONKV_SSD_STAGE_SIZE_VER0);
 
 /*
  * Copy a size-prefixed struct in.  @ver0 is the smallest size ever defined;
@@ -207,6 +208,41 @@ static long fluxonkv_ioc_hold(struct fluxonkv_session *s, void __user *uarg)
 	return ret;
 }
 
+static long fluxonkv_ioc_ssd_stage(struct fluxonkv_session *s,
+				   void __user *uarg)
+{
+	struct fluxonkv_get_result res;
+	struct fluxonkv_ssd_stage st;
+	u8 key[FLUXONKV_KEY_MAX];
+	long usize;
+	int ret;
+
+	usize = fluxonkv_copy_in(&st, sizeof(st), FLUXONKV_SSD_STAGE_SIZE_VER0,
+				 uarg);
+	if (usize < 0)
+		return usize;
+	if (!s->privileged)
+		return -EPERM;
+	if (st.flags || st.holder_id || st.seg_offset || st.value_len ||
+	    !st.put_id || !st.len || st.len > FLUXONKV_SSD_CHUNK_MAX ||
+	    st.offset % FLUXONKV_SEGMENT_ALIGN ||
+	    !fluxonkv_zero(st.reserved, ARRAY_SIZE(st.reserved)))
+		return -EINVAL;
+	ret = fluxonkv_key_in(key, st.key_len, st.key_ptr);
+	if (ret)
+		return ret;
+	ret = fluxonkv_ssd_stage(s, key, st.key_len, st.put_id, st.offset,
+				 st.len, &res, &st.value_len);
+	if (ret)
+		return ret;
+	st.holder_id = res.holder_id;
+	st.seg_offset = res.offset;
+	ret = fluxonkv_copy_out(uarg, &st, sizeof(st), usize);
+	if (ret)
+		fluxonkv_holder_release(s, res.holder_id);
+	return ret;
+}
+
 static long fluxonkv_ioc_release(struct fluxonkv_session *s, void __user *uarg)
 {
 	struct fluxonkv_release rel;
@@ -292,6 +328,8 @@ long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return fluxonkv_ioc_ssd_attach(uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_HOLD):
 		return fluxonkv_ioc_hold(s, uarg);
+	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_SSD_STAGE):
+		return fluxonkv_ioc_ssd_stage(s, uarg);
 	default:
 		return -ENOTTY;
 	}

@@ -728,6 +728,55 @@ int fluxonkv_hold(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 	return fluxonkv_grant(s, a, put_id, FLUXONKV_SOURCE_MEMORY, res);
 }
 
+/**
+ * fluxonkv_ssd_stage() - read a chunk of this node's SSD copy of a version
+ *	into staging, for a privileged session (reference §5.3).
+ * @s: the caller's session; must be privileged (the node daemon).
+ * @key: key bytes.
+ * @key_len: 1..FLUXONKV_KEY_MAX.
+ * @put_id: the version the master routed to.
+ * @off: first byte of the chunk (a multiple of FLUXONKV_SEGMENT_ALIGN).
+ * @len: bytes of the chunk.
+ * @res: out: a holder on the staging range, its offset and length.
+ * @value_len: out: the whole value's length.
+ *
+ * The node daemon pushes the staged chunk to the requester, then releases
+ * the holder.  Return: 0, -EPERM, -ENOENT (no committed entry of that
+ * version: a stale route), -EINVAL (range), -ESTALE, -ENOSPC or an IO
+ * error.
+ */
+int fluxonkv_ssd_stage(struct fluxonkv_session *s, const u8 *key,
+		       u32 key_len, u64 put_id, u64 off, u64 len,
+		       struct fluxonkv_get_result *res, u64 *value_len)
+{
+	struct fluxonkv_ssd_entry *e;
+	struct fluxonkv_alloc *a;
+	int ret;
+
+	if (!s->privileged)
+		return -EPERM;
+	if (!len || len > FLUXONKV_SSD_CHUNK_MAX)
+		return -EINVAL;
+	/* Room first: a pin held across a room wait blocks ring writers. */
+	a = fluxonkv_alloc_room(len);
+	if (IS_ERR(a))
+		return PTR_ERR(a);
+	e = fluxonkv_ssd_pin(key, key_len, put_id);
+	if (!e) {
+		ret = -ENOENT;
+		goto err_alloc;
+	}
+	*value_len = fluxonkv_ssd_entry_len(e);
+	ret = fluxonkv_ssd_read_range(e, a, off, len);	/* unpins e */
+	if (ret)
+		goto err_alloc;
+	return fluxonkv_grant(s, a, put_id, FLUXONKV_SOURCE_SSD, res);
+
+err_alloc:
+	fluxonkv_alloc_put(a);
+	return ret;
+}
+
 /* Return: 0, -ENOENT if the key had no route, or -errno. */
 int fluxonkv_delete(const u8 *key, u32 key_len)
 {

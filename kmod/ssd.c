@@ -147,6 +147,8 @@ struct fluxonkv_ssd_job {
 	bool read;
 	struct fluxonkv_alloc *alloc;	/* target (read) or source (write) */
 	struct fluxonkv_ssd_entry *entry;	/* read: pinned by the caller */
+	u64 io_off;			/* read: from this byte of the entry */
+	u64 io_alen;			/* read: this many (aligned) bytes */
 	struct completion done;		/* read: the waiter */
 	unsigned long parked_at;	/* write: first found the ring busy */
 	int ret;
@@ -936,8 +938,8 @@ static void fluxonkv_ssd_do_read(struct fluxonkv_ssd_worker *w,
 	u64 t0 = ktime_get_ns();
 	int ret;
 
-	ret = fluxonkv_ssd_io(w, sh, false, job->alloc, e->alen,
-			      e->start % sh->capacity);
+	ret = fluxonkv_ssd_io(w, sh, false, job->alloc, job->io_alen,
+			      e->start % sh->capacity + job->io_off);
 	fluxonkv_lat_record(FLUXONKV_LAT_SSD_READ_IO, t0);
 	if (!ret) {
 		/* The captured range must still be ahead of the tail. */
@@ -948,7 +950,7 @@ static void fluxonkv_ssd_do_read(struct fluxonkv_ssd_worker *w,
 	}
 	if (!ret) {
 		atomic64_inc(&fluxonkv_ssd_stats.reads);
-		atomic64_add(e->alen, &fluxonkv_ssd_stats.read_bytes);
+		atomic64_add(job->io_alen, &fluxonkv_ssd_stats.read_bytes);
 	}
 	job->ret = ret;
 	/* The worker owns the pin from here on, even if the waiter left. */
@@ -1150,11 +1152,40 @@ int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
  */
 int fluxonkv_ssd_read(struct fluxonkv_ssd_entry *e, struct fluxonkv_alloc *a)
 {
+	return fluxonkv_ssd_read_range(e, a, 0, e->len);
+}
+
+/**
+ * fluxonkv_ssd_read_range() - read part of a pinned entry into @a.
+ * @e: the entry, read-pinned by the caller; unpinned here.
+ * @a: the target; at least the aligned length of the range.
+ * @off: first byte of the value, a multiple of FLUXONKV_SEGMENT_ALIGN.
+ * @len: bytes of the value from @off (rounded up to the entry's
+ *	alignment for the IO: the padding lands after @len in @a).
+ *
+ * The staging read of a remote SSD push (reference §5.3) reads 4 MiB
+ * chunks of one entry this way.  Return: 0, -EINVAL, -ESTALE (overtaken
+ * by the ring tail), -EINTR or an IO error.
+ */
+int fluxonkv_ssd_read_range(struct fluxonkv_ssd_entry *e,
+			    struct fluxonkv_alloc *a, u64 off, u64 len)
+{
 	struct fluxonkv_ssd_dev *dev = e->shard->dev;
 	struct fluxonkv_ssd_job *job;
 	int ret, slot = -1;
+	u64 alen;
 
-	if (a->span < e->alen) {
+	if (off % FLUXONKV_SEGMENT_ALIGN || off >= e->len || !len ||
+	    len > e->len - off) {
+		fluxonkv_ssd_unpin(e);
+		return -EINVAL;
+	}
+	/*
+	 * IO in the shard's alignment; @off is 4 KiB aligned, so at least
+	 * the device's.  The entry's aligned length bounds the last chunk.
+	 */
+	alen = min_t(u64, e->alen - off, fluxonkv_ssd_alen(e->shard, len));
+	if (a->span < alen) {
 		fluxonkv_ssd_unpin(e);
 		return -EINVAL;
 	}
@@ -1172,6 +1203,7 @@ int fluxonkv_ssd_read(struct fluxonkv_ssd_entry *e, struct fluxonkv_alloc *a)
 	if (slot >= 0) {
 		struct fluxonkv_ssd_job inline_job = {
 			.read = true, .entry = e, .alloc = a,
+			.io_off = off, .io_alen = alen,
 		};
 		unsigned int noio = memalloc_noio_save();
 
@@ -1188,6 +1220,8 @@ int fluxonkv_ssd_read(struct fluxonkv_ssd_entry *e, struct fluxonkv_alloc *a)
 	}
 	job->read = true;
 	job->entry = e;
+	job->io_off = off;
+	job->io_alen = alen;
 	fluxonkv_alloc_get(a);
 	job->alloc = a;
 	init_completion(&job->done);

@@ -3,13 +3,16 @@
 #
 # Two fluxonkv nodes, one master: run in both guests by tools/vm/cluster:
 #   tools/vm/cluster --nodes 2 --results DIR -- selftests/cluster/kv.sh
-# node1 runs fluxond in master role, node2 in node role.  Checks, with
-# byte-exact content: a wrong secret refused on both sides; node2's puts
-# read on node1 (pulled from node2's DRAM: 1 B, 4 MiB - 128 B, 16 MiB),
-# then served from node1's own promoted copy; node1's put read on node2;
-# a delete on node2 seen on node1; node2's fluxond killed: member-left on
-# node1, node2-only keys miss at once, nothing hangs; node2 back under a
-# new incarnation and serving again.  TAP in $FLUXON_RESULTS/kv-node<I>.tap.
+# node1 runs fluxond in master role, node2 in node role with an SSD tier
+# (the raw disk virtio-ssd0: tools/vm/cluster --disk ssd0:512M).  Checks,
+# with byte-exact content: a wrong secret refused on both sides; node2's
+# puts read on node1 (pulled from node2's DRAM: 1 B, 4 MiB - 128 B,
+# 16 MiB), then served from node1's own promoted copy; node1's put read on
+# node2; a delete on node2 seen on node1; node2's fluxond killed:
+# member-left on node1, node2-only keys miss at once, nothing hangs; node2
+# back under a new incarnation and serving again; values only on node2's
+# SSD (its DRAM copies evicted) pushed to node1 in 4 MiB chunks (1 B,
+# 4 MiB - 128 B, 16 MiB).  TAP in $FLUXON_RESULTS/kv-node<I>.tap.
 set -euo pipefail
 
 TAP_NAME=kv
@@ -29,7 +32,7 @@ if [ "$N" -ne 2 ]; then
 	out "1..0 # SKIP kv.sh runs on exactly 2 nodes"
 	exit 0
 fi
-[ "$I" -eq 1 ] && out "1..16" || out "1..10"
+[ "$I" -eq 1 ] && out "1..20" || out "1..13"
 
 config() {	# config FILE SECRET
 	cat >"$1" <<-EOC
@@ -46,6 +49,12 @@ config() {	# config FILE SECRET
 	    heartbeat_ms: 200
 	    dead_after_ms: 2000
 	EOC
+	if [ "$I" -eq 2 ]; then
+		cat >>"$1" <<-EOC
+		  large_file_paths: [/dev/disk/by-id/virtio-ssd0]
+		  large_limit_size: ["256MB"]
+		EOC
+	fi
 }
 
 start_daemon() {	# start_daemon CONFIG: in the background, log appended
@@ -102,10 +111,19 @@ put_new() {	# put_new KEY BYTES: random value, kept in $SH for the peer
 	"$CTL" put "$1" "$SH/val.$1" >/dev/null
 }
 
+# node2's small segment makes its DRAM copies go to its SSD tier.
+SEG_MB=96
+[ "$I" -eq 1 ] || SEG_MB=32
 rmmod fluxonkv 2>/dev/null || true
-check "module loads (96 MiB segment)" insmod "$KO" segment_mb=96 request_timeout_ms=8000
+check "module loads ($SEG_MB MiB segment)" insmod "$KO" segment_mb=$SEG_MB request_timeout_ms=8000
 config /tmp/fkv.yaml "$SECRET"
 : >"$LOG"
+# The daemon's log lands next to the TAP for whoever reads a failure.
+[ -z "${FLUXON_RESULTS:-}" ] || LOG=$FLUXON_RESULTS/fluxond-node$I.log
+: >"$LOG"
+if [ "$I" -eq 2 ]; then
+	check "the SSD tier attaches (256 MiB raw device)" "$CTL" config attach /tmp/fkv.yaml
+fi
 
 if [ "$I" -eq 1 ]; then
 	start_daemon /tmp/fkv.yaml
@@ -131,6 +149,12 @@ if [ "$I" -eq 1 ]; then
 	wait_for back.2 || true
 	check "node2 rejoins under a new incarnation" logged "node 'node2' joined" 2
 	check "node2's new put is read on node1" get_same after remote
+	wait_for ssd.2 || true
+	check "1 B value pushed from node2's SSD" get_same s1 remote-ssd
+	check "4 MiB - 128 B value pushed from node2's SSD" get_same s4 remote-ssd
+	check "16 MiB value pushed from node2's SSD (4 chunks)" get_same s16 remote-ssd
+	check "the pushed copy became node1's own replica" get_same s16 memory
+	diag "hits_remote $(stat_of hits_remote), fetch_errors $(stat_of fetch_errors)"
 else
 	wait_for master-up || true
 	config /tmp/bad.yaml wrong-secret-0123456789abcdef
@@ -163,6 +187,34 @@ else
 	check "the restarted node serves gets again" get_same m2 remote
 	put_new after 12345
 	mark back.2
+	# Only on the SSD: persisted, then pushed out of DRAM by fillers.
+	commits0=$(stat_of ssd_commits_published)
+	put_new s1 1
+	put_new s4 $(((4 << 20) - 128))
+	put_new s16 $((16 << 20))
+	committed() {	# committed N: N more SSD commits published
+		local t
+		for ((t = 0; t < 300; t++)); do
+			[ "$(stat_of ssd_commits_published)" -ge $((commits0 + $1)) ] && return 0
+			sleep 0.1
+		done
+		diag "ssd_commits_published $(stat_of ssd_commits_published), wanted $((commits0 + $1))"
+		return 1
+	}
+	check "the three values are committed to node2's SSD" committed 3
+	for f in 1 2 3 4 5 6 7 8; do put_new "fill$f" $((6 << 20)); done
+	evicted() {	# node2's DRAM no longer holds s1/s4/s16
+		local k
+		for k in s1 s4 s16; do
+			if awk -F'\t' -v k="$k" '$7 == k { f = 1 } END { exit !f }' \
+			       /sys/kernel/debug/fluxonkv/replicas; then
+				diag "$k still in node2's DRAM"
+				return 1
+			fi
+		done
+	}
+	check "fillers evicted them from node2's DRAM" evicted
+	mark ssd.2
 fi
 
 mark done.$I

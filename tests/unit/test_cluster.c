@@ -268,8 +268,14 @@ FKV_TEST(members_table_full_is_enospc)
 
 struct fake_seg {
 	uint8_t *mem;
+	uint64_t size;				/* SEG unless set */
 	uint64_t handle, put_id, off, len;	/* the one replica it has */
 	int holds, releases;
+	/* SSD push: the "disk" copy, and the chunk whose staging fails */
+	const uint8_t *disk;
+	uint64_t disk_len;
+	int fail_chunk;
+	int stages, in_flight, max_in_flight;
 };
 
 static int fake_hold(void *arg, const void *key, size_t key_len,
@@ -294,6 +300,32 @@ static void fake_release(void *arg, uint64_t pin)
 
 	FKV_ASSERT_EQ(pin, 77);
 	__atomic_add_fetch(&s->releases, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Stage a chunk of the fake disk copy: 8 staging slots after 32 MiB. */
+static int fake_stage(void *arg, const void *key, size_t key_len,
+		      uint64_t put_id, uint64_t off, uint64_t len,
+		      uint64_t *seg_off, uint64_t *pin)
+{
+	struct fake_seg *s = arg;
+	uint64_t chunk = off / FKV_PUSH_CHUNK;
+	int now;
+
+	if (put_id != s->put_id || off + len > s->disk_len)
+		return -ENOENT;
+	now = __atomic_add_fetch(&s->in_flight, 1, __ATOMIC_SEQ_CST);
+	if (now > __atomic_load_n(&s->max_in_flight, __ATOMIC_SEQ_CST))
+		__atomic_store_n(&s->max_in_flight, now, __ATOMIC_SEQ_CST);
+	usleep(2000);		/* a device read takes a while */
+	__atomic_sub_fetch(&s->in_flight, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&s->stages, 1, __ATOMIC_SEQ_CST);
+	if ((int)chunk == s->fail_chunk)
+		return -EIO;
+	*seg_off = (32u << 20) + (chunk % FKV_PUSH_QUEUE) * FKV_PUSH_CHUNK;
+	memcpy(s->mem + *seg_off, s->disk + off, len);
+	__atomic_add_fetch(&s->holds, 1, __ATOMIC_SEQ_CST);
+	*pin = 77;
+	return 0;
 }
 
 static void pull_done(struct fkv_pull *p)
@@ -324,8 +356,9 @@ static struct fkv_xport *make_xport(struct fake_seg *s, const char *listen,
 		.io_timeout_ms = 2000,
 	};
 	struct fkv_seg_view v = {
-		.base = s->mem, .size = SEG, .hold = fake_hold,
-		.release = fake_release, .arg = s,
+		.base = s->mem, .size = s->size ? s->size : SEG,
+		.hold = fake_hold, .release = fake_release,
+		.stage = fake_stage, .arg = s,
 	};
 	struct fkv_xport *x = NULL;
 
@@ -603,4 +636,68 @@ FKV_TEST_TIMEOUT(cctl_wrong_secret_is_refused_on_both_sides, 30)
 	FKV_ASSERT_EQ(fkv_members_live_count(fkv_cctl_members(m)), 1);
 	fkv_cctl_stop(n);
 	fkv_cctl_stop(m);
+}
+
+FKV_TEST_TIMEOUT(tcp_push_streams_staged_chunks_in_order, 60)
+{
+	static struct fake_seg src, dst;
+	static uint8_t disk[(16u << 20) + 7];
+	struct fkv_pull p = { .key = "key", .key_len = 3, .put_id = 9,
+			      .source = FLUXONKV_SOURCE_REMOTE_SSD,
+			      .done = pull_done };
+	struct fkv_xport *xs, *xd;
+	struct fkv_xport_stats st;
+	int done = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(disk); i++)
+		disk[i] = (uint8_t)(i * 131 + (i >> 12));
+	src.size = dst.size = 64u << 20;
+	src.mem = calloc(1, src.size);
+	dst.mem = calloc(1, dst.size);
+	src.put_id = 9;
+	src.disk = disk;
+	src.disk_len = sizeof(disk);
+	src.fail_chunk = -1;
+	xs = make_xport(&src, "127.0.0.1", "src", secret);
+	xd = make_xport(&dst, NULL, "dst", secret);
+	snprintf(p.peer, sizeof(p.peer), "127.0.0.1:%u", fkv_xport_port(xs));
+	p.arg = &done;
+	p.len = sizeof(disk);
+	p.dst_off = 12288;
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p), 0);
+	wait_done(xd, &done, 1);
+	FKV_ASSERT_EQ(p.status, 0);
+	FKV_ASSERT(!memcmp(dst.mem + p.dst_off, disk, sizeof(disk)));
+	/* Five chunks (4 x 4 MiB + 7 B), reads overlapping, never above 4. */
+	FKV_ASSERT_EQ(src.stages, 5);
+	FKV_ASSERT(src.max_in_flight >= 2 && src.max_in_flight <= FKV_PUSH_READS);
+	FKV_ASSERT_EQ(src.releases, src.holds);
+	fkv_xport_get_stats(xs, &st);
+	FKV_ASSERT_EQ(st.push_chunks, 5);
+	FKV_ASSERT_EQ(st.push_bytes, sizeof(disk));
+
+	/* A chunk that cannot be read ends the push with its errno ... */
+	src.fail_chunk = 2;
+	done = 0;
+	memset(dst.mem, 0, dst.size);
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p), 0);
+	wait_done(xd, &done, 1);
+	FKV_ASSERT_EQ(p.status, -EIO);
+	FKV_ASSERT_EQ(src.releases, src.holds);	/* no staged chunk leaks */
+	/* ... and the connection stays in step for the next one. */
+	src.fail_chunk = -1;
+	done = 0;
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p), 0);
+	wait_done(xd, &done, 1);
+	FKV_ASSERT_EQ(p.status, 0);
+	FKV_ASSERT(!memcmp(dst.mem + p.dst_off, disk, sizeof(disk)));
+	fkv_xport_get_stats(xd, &st);
+	FKV_ASSERT_EQ(st.conns_opened, 1);
+	fkv_xport_get_stats(xs, &st);
+	FKV_ASSERT_EQ(st.push_errors, 1);
+	fkv_xport_destroy(xd);
+	fkv_xport_destroy(xs);
+	free(src.mem);
+	free(dst.mem);
 }

@@ -34,6 +34,9 @@ static void setup(void)
 	memset(&F, 0, sizeof(F));
 	F.m = fkv_master_create(&c, &rec_ops, &F);
 	FKV_ASSERT(F.m != NULL);
+	/* The master's own node serves pulls at its data address too. */
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, A, INC_A, SEG, 0,
+					 "10.77.0.1:7471"), 0);
 	FKV_ASSERT_EQ(fkv_master_node_up(F.m, B, INC_B, SEG, 0,
 					 "10.77.0.2:7471"), 0);
 }
@@ -218,5 +221,63 @@ FKV_TEST(a_restart_under_a_new_incarnation_forgets_the_old_replicas)
 					 "10.77.0.2:7471"), 0);
 	fkv_master_set_caller(F.m, A);
 	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "k", 1, &g), -ENOENT);
+	fkv_master_destroy(F.m);
+}
+
+FKV_TEST(a_value_only_on_bs_ssd_is_pushed_and_a_failed_push_drops_it)
+{
+	struct fkv_get_result g;
+	uint64_t pid, hb, ha;
+	uint32_t flags;
+
+	setup();
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, B, INC_B, SEG, 1ULL << 30,
+					 "10.77.0.2:7471"), 0);
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_put_start(F.m, "s", 1, 5 * U, &pid, &flags), 0);
+	FKV_ASSERT(flags & FLUXONKV_PUT_F_PERSIST);
+	hb = H(B, 1, pid);
+	FKV_ASSERT_EQ(fkv_master_put_done(F.m, "s", 1, pid, hb, 5 * U, &flags), 0);
+	/* Its SSD copy is B's: a commit reported by A does not count. */
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_ssd_commit(F.m, "s", 1, pid, 5 * U, &flags), 0);
+	FKV_ASSERT_EQ(flags, 0);
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_ssd_commit(F.m, "s", 1, pid, 5 * U, &flags), 0);
+	FKV_ASSERT(flags & FLUXONKV_SSD_F_PUBLISHED);
+	/* B loses its DRAM copy; the route keeps B's SSD copy. */
+	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, "s", 1, pid,
+					    FLUXONKV_SOURCE_MEMORY, hb,
+					    -ENOENT), 0);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "s", 1, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE_SSD);
+	FKV_ASSERT_EQ(g.node, B);
+	FKV_ASSERT_EQ(g.len, 5 * U);
+	FKV_ASSERT_EQ(g.handle, 0);
+	/* B itself refills from its own SSD. */
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "s", 1, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_SSD);
+	/* A network failure keeps it; an IO error on B drops it. */
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, "s", 1, pid,
+					    FLUXONKV_SOURCE_REMOTE_SSD, B,
+					    -ETIMEDOUT), 0);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "s", 1, &g), 0);
+	/* A pushed copy is promoted on A ... */
+	ha = H(A, 2, pid);
+	FKV_ASSERT_EQ(fkv_master_get_done(F.m, "s", 1, pid, ha, 5 * U,
+					  FLUXONKV_SOURCE_REMOTE_SSD, &flags), 0);
+	FKV_ASSERT(flags & FLUXONKV_GET_F_PROMOTED);
+	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, "s", 1, pid,
+					    FLUXONKV_SOURCE_REMOTE_SSD, B,
+					    -EIO), 0);
+	/* ... and survives B's SSD copy going. */
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "s", 1, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_MEMORY);
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "s", 1, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE);
 	fkv_master_destroy(F.m);
 }

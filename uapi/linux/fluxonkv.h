@@ -229,6 +229,45 @@ struct fluxonkv_hold {
 };
 #define FLUXONKV_HOLD_SIZE_VER0		80
 
+/**
+ * struct fluxonkv_ssd_stage - FLUXONKV_IOC_SSD_STAGE: read a chunk of this
+ *	node's SSD copy of a version into staging in the segment.
+ * @size: in: sizeof(struct fluxonkv_ssd_stage).
+ * @key_len: in: 1..FLUXONKV_KEY_MAX.
+ * @key_ptr: in: user pointer to the key bytes.
+ * @put_id: in: the version.
+ * @offset: in: first byte of the chunk in the value, a multiple of
+ *	FLUXONKV_SEGMENT_ALIGN.
+ * @len: in: bytes of the chunk, 1..FLUXONKV_SSD_CHUNK_MAX, within the value.
+ * @flags: in: must be zero.
+ * @holder_id: out: a holder on the staging range (release it when sent).
+ * @seg_offset: out: where the chunk starts in the segment mapping.
+ * @value_len: out: length of the whole value.
+ * @reserved: must be zero.
+ *
+ * The remote SSD push (the SSD owner's half of a get from another node):
+ * needs a file description opened with CAP_SYS_ADMIN (EPERM otherwise).
+ * ENOENT: no committed entry of that version here; ESTALE: overtaken by
+ * the ring while read; EINVAL: a bad range; EIO: the device failed.
+ */
+struct fluxonkv_ssd_stage {
+	__u32 size;
+	__u32 key_len;
+	__u64 key_ptr;
+	__u64 put_id;
+	__u64 offset;
+	__u64 len;
+	__u64 flags;
+	__u64 holder_id;
+	__u64 seg_offset;
+	__u64 value_len;
+	__u64 reserved[2];
+};
+#define FLUXONKV_SSD_STAGE_SIZE_VER0	88
+/* Largest chunk one FLUXONKV_IOC_SSD_STAGE reads; pushes use 4 MiB. */
+#define FLUXONKV_SSD_CHUNK_MAX		(16ULL << 20)
+#define FLUXONKV_SSD_CHUNK		(4ULL << 20)
+
 /* SSD rings are written and read in units of this many bytes (reference
  * §6.1: aligned_len = align_up(len, 512); only len is ever exposed). */
 #define FLUXONKV_SSD_ALIGN	512
@@ -241,6 +280,7 @@ struct fluxonkv_hold {
 #define FLUXONKV_IOC_DELETE	_IOW(FLUXONKV_IOC_MAGIC, 0x04, struct fluxonkv_delete)
 #define FLUXONKV_IOC_SSD_ATTACH	_IOWR(FLUXONKV_IOC_MAGIC, 0x05, struct fluxonkv_ssd_attach)
 #define FLUXONKV_IOC_HOLD	_IOWR(FLUXONKV_IOC_MAGIC, 0x06, struct fluxonkv_hold)
+#define FLUXONKV_IOC_SSD_STAGE	_IOWR(FLUXONKV_IOC_MAGIC, 0x07, struct fluxonkv_ssd_stage)
 
 /*
  * The mapping is read-only for everyone but a file description opened

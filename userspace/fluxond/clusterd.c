@@ -112,6 +112,24 @@ static int seg_hold(void *arg, const void *key, size_t key_len,
 	return 0;
 }
 
+static int seg_stage(void *arg, const void *key, size_t key_len,
+		     uint64_t put_id, uint64_t off, uint64_t len,
+		     uint64_t *seg_off, uint64_t *pin)
+{
+	struct fkv_clusterd *cd = arg;
+	struct fluxonkv_ssd_stage st = {
+		.size = sizeof(st), .key_len = (uint32_t)key_len,
+		.key_ptr = (uintptr_t)key, .put_id = put_id, .offset = off,
+		.len = len,
+	};
+
+	if (ioctl(cd->devfd, FLUXONKV_IOC_SSD_STAGE, &st))
+		return -errno;
+	*seg_off = st.seg_offset;
+	*pin = st.holder_id;
+	return 0;
+}
+
 static void seg_release(void *arg, uint64_t pin)
 {
 	struct fkv_clusterd *cd = arg;
@@ -322,6 +340,7 @@ static void member_msg(void *arg, uint32_t id, struct nlmsghdr *nlh)
 
 static void node_register(struct fkv_clusterd *cd, uint32_t id)
 {
+	struct nl_msg *msg;
 	int err;
 
 	err = fkv_nl_register(cd->nl, 0, id, &cd->reg);
@@ -334,7 +353,16 @@ static void node_register(struct fkv_clusterd *cd, uint32_t id)
 	cd->registered = true;
 	cd->epoch++;
 	fkv_info("cluster: registered with the module as node %u (segment "
-		 "%llu MiB)", id, (unsigned long long)(cd->reg.segment_size >> 20));
+		 "%llu MiB, SSD %llu MiB)", id,
+		 (unsigned long long)(cd->reg.segment_size >> 20),
+		 (unsigned long long)(cd->reg.ssd_capacity >> 20));
+	/* The master learnt our SSD before we registered: tell it now. */
+	msg = fkv_wire_msg(FLUXONKV_CMD_SSD_STATE);
+	if (!msg || nla_put_u64(msg, FLUXONKV_A_SSD_CAPACITY,
+				cd->reg.ssd_capacity) ||
+	    fkv_cctl_send(cd->cctl, 0, msg))
+		fkv_warn("cluster: cannot tell the master our SSD capacity");
+	nlmsg_free(msg);
 }
 
 static void joined(void *arg, uint32_t id)
@@ -489,6 +517,7 @@ static bool fetch(struct fkv_clusterd *cd, const struct fkv_upcall *u,
 	snprintf(t->pull.peer, sizeof(t->pull.peer), "%s", t->addr);
 	memcpy(t->pull.key, u->key, u->key_len);
 	t->pull.key_len = u->key_len;
+	t->pull.source = t->source;
 	t->pull.handle = t->src_handle;
 	t->pull.put_id = t->put_id;
 	t->pull.len = t->len;
@@ -533,7 +562,9 @@ bool fkv_clusterd_upcall(void *arg, const struct fkv_upcall *u,
 
 		if (!t || t->pulling)
 			return true;	/* nothing known to revoke: STATUS 0 */
-		src_handle = t->src_handle;
+		/* REMOTE: the source's replica; REMOTE_SSD: its node. */
+		src_handle = t->source == FLUXONKV_SOURCE_REMOTE ? t->src_handle
+								 : t->src_node;
 		tok_free(cd, t);
 	}
 	if (cd->master) {
@@ -644,6 +675,7 @@ int fkv_clusterd_start(struct fkv_clusterd **out,
 	seg.size = cd->seg_size;
 	seg.hold = seg_hold;
 	seg.release = seg_release;
+	seg.stage = seg_stage;
 	seg.arg = cd;
 	err = fkv_xport_create(&cd->xport, &fkv_xport_tcp, &xc, &seg);
 	if (err) {

@@ -515,7 +515,7 @@ static bool replica_live(const struct fkv_master *m,
 int fkv_master_get_start(struct fkv_master *m, const void *key,
 			 size_t key_len, struct fkv_get_result *res)
 {
-	const struct fkv_replica *rep, *remote = NULL;
+	const struct fkv_replica *rep, *remote = NULL, *remote_ssd = NULL;
 	const struct fkv_route *r;
 	uint32_t i;
 
@@ -532,12 +532,16 @@ int fkv_master_get_start(struct fkv_master *m, const void *key,
 	if (rep && !replica_live(m, rep))
 		rep = NULL;
 	/* Another live node's DRAM copy, for a pull. */
-	for (i = 0; i < r->nreplicas && !remote; i++) {
+	for (i = 0; i < r->nreplicas; i++) {
 		const struct fkv_replica *o = &r->replicas[i];
 
-		if (o->node != m->caller && o->mem_handle &&
-		    replica_live(m, o) && m->nodes[o->node].addr[0])
+		if (o->node == m->caller || !replica_live(m, o) ||
+		    !m->nodes[o->node].addr[0])
+			continue;
+		if (o->mem_handle && !remote)
 			remote = o;
+		if (o->ssd && !remote_ssd)
+			remote_ssd = o;
 	}
 	res->put_id = r->put_id;
 	/* Memory first (reference §4): our own, then another node's. */
@@ -560,6 +564,14 @@ int fkv_master_get_start(struct fkv_master *m, const void *key,
 		m->st.ssd_gets++;
 		res->source = FLUXONKV_SOURCE_SSD;
 		res->len = rep->ssd_len;
+	} else if (remote_ssd) {
+		/* The SSD owner pushes it in chunks (reference §5.3). */
+		m->st.remote_ssd_gets++;
+		m->nodes[remote_ssd->node].remote_gets++;
+		res->source = FLUXONKV_SOURCE_REMOTE_SSD;
+		res->len = remote_ssd->ssd_len;
+		res->node = remote_ssd->node;
+		res->addr = m->nodes[remote_ssd->node].addr;
 	} else {
 		m->st.get_misses++;
 		return -ENOENT;
@@ -636,6 +648,19 @@ int fkv_master_get_revoke(struct fkv_master *m, const void *key,
 	    (error == -ENOENT || error == -ESTALE) &&
 	    master_lost_handle(m, handle)) {
 		m->st.remote_revoked++;
+		cleared = true;
+	}
+	/*
+	 * A push that failed on the owner's side (no such entry, overtaken
+	 * by its ring, an IO error): that node's SSD copy of this version
+	 * goes (§7.2 drop_ssd_source).  @handle names the owner node here.
+	 */
+	if (source == FLUXONKV_SOURCE_REMOTE_SSD && handle < FKV_ROUTE_NODES &&
+	    (error == -ENOENT || error == -ESTALE || error == -EIO ||
+	     error == -ENODEV || error == -EINVAL) &&
+	    !fkv_routes_clear_ssd_on(m->routes, (uint32_t)handle, key,
+				     key_len, put_id)) {
+		m->st.ssd_revoked++;
 		cleared = true;
 	}
 	fkv_dbg("GET_REVOKE put %llu of key '%s' source %u (%d): %s",

@@ -93,7 +93,7 @@ struct fkv_master_stats {
 	uint64_t owner_restarts, forgotten;
 	/* cluster: GET_STARTs answered with another node's DRAM copy,
 	 * such copies revoked by a failed pull, nodes that left */
-	uint64_t remote_gets, remote_revoked, nodes_left;
+	uint64_t remote_gets, remote_ssd_gets, remote_revoked, nodes_left;
 };
 
 /* One node as the master sees it (fkv_master_node_info). */
@@ -229,7 +229,11 @@ int fkv_master_get_done(struct fkv_master *m, const void *key,
 			uint64_t len, uint32_t source, uint32_t *flags);
 /*
  * GET_REVOKE {KEY, PUT_ID, SOURCE, ERRNO} -> STATUS only (0): a failed SSD
- * source of the current version is forgotten.
+ * source of the current version is forgotten.  In a cluster: SOURCE=REMOTE
+ * with HANDLE the source node's replica, forgotten when the source said
+ * it has none (ENOENT/ESTALE); SOURCE=REMOTE_SSD with HANDLE the owner
+ * node's id, whose SSD copy is forgotten on ENOENT/ESTALE/EIO/ENODEV/
+ * EINVAL.  Network errors forget nothing (membership handles dead nodes).
  */
 int fkv_master_get_revoke(struct fkv_master *m, const void *key,
 			  size_t key_len, uint64_t put_id, uint32_t source,

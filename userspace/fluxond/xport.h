@@ -40,15 +40,32 @@ struct fkv_seg_view {
 		    uint64_t handle, uint64_t put_id, uint64_t *off,
 		    uint64_t *len, uint64_t *pin);
 	void (*release)(void *arg, uint64_t pin);
+	/*
+	 * Read @len bytes from @off of this node's SSD copy of @key at
+	 * @put_id into staging in the segment: 0 with its offset and a pin
+	 * (release it), or -errno.  NULL: no SSD tier to push from.  Called
+	 * from transport threads, several at once.
+	 */
+	int (*stage)(void *arg, const void *key, size_t key_len,
+		     uint64_t put_id, uint64_t off, uint64_t len,
+		     uint64_t *seg_off, uint64_t *pin);
 	void *arg;
 };
+
+/* A remote SSD push moves values in chunks of this size (§5.3)... */
+#define FKV_PUSH_CHUNK		(4ULL << 20)
+/* ... with at most this many staging reads in flight ... */
+#define FKV_PUSH_READS		4
+/* ... and this many chunks staged or being read, not yet sent. */
+#define FKV_PUSH_QUEUE		8
 
 /* One pull: the request, then its outcome. */
 struct fkv_pull {
 	char peer[FKV_ADDR_MAX];	/* the source's data address */
 	uint8_t key[FLUXONKV_KEY_MAX];
 	size_t key_len;
-	uint64_t handle;		/* the source's replica handle */
+	uint32_t source;		/* FLUXONKV_SOURCE_REMOTE or _SSD */
+	uint64_t handle;		/* REMOTE: the source's replica handle */
 	uint64_t put_id;
 	uint64_t len;
 	uint64_t dst_off;		/* the local target */
@@ -72,6 +89,7 @@ struct fkv_xport_config {
 struct fkv_xport_stats {
 	uint64_t pulls, pull_bytes, pull_errors;
 	uint64_t served, served_bytes, serve_errors, auth_refused;
+	uint64_t pushes, push_chunks, push_bytes, push_errors;
 	uint64_t conns_opened, conns_failed;
 };
 

@@ -12,6 +12,12 @@
  * connection starts with the join's challenge (cluster.h: HELLO with a
  * nonce, JOIN with the HMAC of the secret); then each PULL pins the
  * replica by handle (seg->hold), send()s it from the mapping and unpins.
+ * A PULL with SOURCE=REMOTE_SSD is a push from this node's SSD (§5.3):
+ * FKV_PUSH_READS reader threads stage FKV_PUSH_CHUNK chunks into the
+ * segment (seg->stage), at most FKV_PUSH_QUEUE ahead of the sender, and
+ * each chunk goes out as soon as it is read, in order, with its own
+ * header {STATUS, OFFSET, LEN}: a failed read ends the push with its errno
+ * and the requester never completes a half-filled target.
  *
  * Every socket operation has a timeout (SO_RCVTIMEO / SO_SNDTIMEO); a
  * connection that fails is closed and its pull completed with the error.
@@ -89,6 +95,8 @@ static const struct nla_policy pull_policy[FKV_CA_MAX + 1] = {
 	[FLUXONKV_A_HANDLE] = { .type = NLA_U64 },
 	[FLUXONKV_A_PUT_ID] = { .type = NLA_U64 },
 	[FLUXONKV_A_LEN] = { .type = NLA_U64 },
+	[FLUXONKV_A_SOURCE] = { .type = NLA_U32 },
+	[FLUXONKV_A_OFFSET] = { .type = NLA_U64 },
 };
 
 /* ---- blocking socket helpers (transport threads only) ---- */
@@ -253,6 +261,55 @@ fail:
 	return err;
 }
 
+/* A status off the wire: 0 or a negative errno, else -EPROTO. */
+static int wire_status(struct nlattr *a)
+{
+	int32_t st = a ? (int32_t)nla_get_u32(a) : -EPROTO;
+
+	return st <= 0 && st > -4096 ? st : -EPROTO;
+}
+
+/*
+ * The chunks of a push, in order, each straight into its place in the
+ * target.  0, the source's errno (stream still in step), or a socket or
+ * protocol error (*@broken).
+ */
+static int tcp_recv_push(struct fkv_xport *x, int fd, struct fkv_pull *p,
+			 uint8_t *buf, bool *broken)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	uint64_t got = 0;
+	int err;
+
+	while (got < p->len) {
+		uint64_t off, len;
+
+		err = recv_msg(fd, buf, FKV_CCMD_PULL, pull_policy, tb);
+		if (err)
+			return err;
+		err = wire_status(tb[FLUXONKV_A_STATUS]);
+		if (err == -EPROTO)
+			return err;
+		if (err) {
+			*broken = false;
+			return err;
+		}
+		if (!tb[FLUXONKV_A_OFFSET] || !tb[FLUXONKV_A_LEN])
+			return -EPROTO;
+		off = nla_get_u64(tb[FLUXONKV_A_OFFSET]);
+		len = nla_get_u64(tb[FLUXONKV_A_LEN]);
+		/* In order, inside the value, never empty. */
+		if (off != got || !len || len > p->len - got)
+			return -EPROTO;
+		err = read_full(fd, x->seg.base + p->dst_off + off, len);
+		if (err)
+			return err;
+		got += len;
+	}
+	*broken = false;
+	return 0;
+}
+
 /* One pull on connection @fd: 0, the source's status, or a socket error
  * (*@broken: the connection cannot be reused). */
 static int tcp_pull_one(struct fkv_xport *x, int fd, struct fkv_pull *p,
@@ -268,7 +325,8 @@ static int tcp_pull_one(struct fkv_xport *x, int fd, struct fkv_pull *p,
 	if (!msg || nla_put(msg, FLUXONKV_A_KEY, (int)p->key_len, p->key) ||
 	    nla_put_u64(msg, FLUXONKV_A_HANDLE, p->handle) ||
 	    nla_put_u64(msg, FLUXONKV_A_PUT_ID, p->put_id) ||
-	    nla_put_u64(msg, FLUXONKV_A_LEN, p->len)) {
+	    nla_put_u64(msg, FLUXONKV_A_LEN, p->len) ||
+	    nla_put_u32(msg, FLUXONKV_A_SOURCE, p->source)) {
 		nlmsg_free(msg);
 		*broken = false;
 		return -ENOMEM;
@@ -277,6 +335,8 @@ static int tcp_pull_one(struct fkv_xport *x, int fd, struct fkv_pull *p,
 	nlmsg_free(msg);
 	if (err)
 		return err;
+	if (p->source == FLUXONKV_SOURCE_REMOTE_SSD)
+		return tcp_recv_push(x, fd, p, buf, broken);
 	err = recv_msg(fd, buf, FKV_CCMD_PULL, pull_policy, tb);
 	if (err)
 		return err;
@@ -306,7 +366,7 @@ static void *peer_thread(void *arg)
 
 	for (;;) {
 		struct fkv_pull *p;
-		bool broken, stop;
+		bool broken, stop, fresh;
 		int err;
 
 		pthread_mutex_lock(&peer->lock);
@@ -326,13 +386,28 @@ static void *peer_thread(void *arg)
 			fkv_xport_complete(x, p, buf ? -ECANCELED : -ENOMEM);
 			continue;
 		}
-		if (fd < 0)
+		fresh = fd < 0;
+		if (fresh)
 			fd = tcp_dial(x, peer->addr, buf);
 		if (fd < 0) {
 			fkv_xport_complete(x, p, fd);
 			continue;
 		}
 		err = tcp_pull_one(x, fd, p, buf, &broken);
+		/*
+		 * A kept connection the peer closed meanwhile (it restarted):
+		 * once more on a fresh one.  The target is ours until the
+		 * pull completes, so writing it again is harmless.
+		 */
+		if (broken && !fresh && (err == -ECONNRESET || err == -EPIPE)) {
+			close(fd);
+			fd = tcp_dial(x, peer->addr, buf);
+			if (fd < 0) {
+				fkv_xport_complete(x, p, fd);
+				continue;
+			}
+			err = tcp_pull_one(x, fd, p, buf, &broken);
+		}
 		if (broken) {
 			close(fd);
 			fd = -1;
@@ -448,6 +523,156 @@ static int serve_join(struct fkv_xport *x, int fd, uint8_t *buf)
 	return err;
 }
 
+/* One chunk header of a push (or the answer header of a pull). */
+static int send_head(int fd, int status, bool with_off, uint64_t off,
+		     uint64_t len)
+{
+	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_PULL);
+	int err;
+
+	if (!msg || nla_put_u32(msg, FLUXONKV_A_STATUS, (uint32_t)status) ||
+	    (!status && with_off &&
+	     nla_put_u64(msg, FLUXONKV_A_OFFSET, off)) ||
+	    (!status && nla_put_u64(msg, FLUXONKV_A_LEN, len))) {
+		nlmsg_free(msg);
+		return -ENOMEM;
+	}
+	err = send_msg(fd, msg);
+	nlmsg_free(msg);
+	return err;
+}
+
+/* A push's pipeline state (§5.3), shared by its readers and its sender. */
+struct push {
+	struct fkv_xport *x;
+	const void *key;
+	size_t key_len;
+	uint64_t put_id, len;
+	unsigned int nchunks;
+	pthread_mutex_t lock;		/* protects everything below */
+	pthread_cond_t cond;
+	unsigned int next_read;		/* next chunk a reader takes */
+	unsigned int next_send;		/* next chunk the sender sends */
+	bool abort;
+	struct push_chunk {
+		bool ready;
+		int status;
+		uint64_t seg_off, pin;
+	} *c;
+};
+
+static void *push_reader(void *arg)
+{
+	struct push *ps = arg;
+
+	pthread_mutex_lock(&ps->lock);
+	for (;;) {
+		unsigned int i;
+		uint64_t off, len, seg_off = 0, pin = 0;
+		int st;
+
+		while (!ps->abort && ps->next_read < ps->nchunks &&
+		       ps->next_read - ps->next_send >= FKV_PUSH_QUEUE)
+			pthread_cond_wait(&ps->cond, &ps->lock);
+		if (ps->abort || ps->next_read == ps->nchunks)
+			break;
+		i = ps->next_read++;
+		pthread_mutex_unlock(&ps->lock);
+		off = (uint64_t)i * FKV_PUSH_CHUNK;
+		len = ps->len - off < FKV_PUSH_CHUNK ? ps->len - off
+						     : FKV_PUSH_CHUNK;
+		st = ps->x->seg.stage(ps->x->seg.arg, ps->key, ps->key_len,
+				      ps->put_id, off, len, &seg_off, &pin);
+		if (!st && (seg_off > ps->x->seg.size ||
+			    len > ps->x->seg.size - seg_off)) {
+			ps->x->seg.release(ps->x->seg.arg, pin);
+			st = -EPROTO;
+		}
+		pthread_mutex_lock(&ps->lock);
+		ps->c[i].status = st;
+		ps->c[i].seg_off = seg_off;
+		ps->c[i].pin = pin;
+		ps->c[i].ready = true;
+		pthread_cond_broadcast(&ps->cond);
+	}
+	pthread_mutex_unlock(&ps->lock);
+	return NULL;
+}
+
+/*
+ * Push @len bytes of this node's SSD copy of @key at @put_id.  0 to go
+ * on with the connection, -errno to close it.
+ */
+static int serve_push(struct fkv_xport *x, int fd, const void *key,
+		      size_t key_len, uint64_t put_id, uint64_t len)
+{
+	struct push ps = { .x = x, .key = key, .key_len = key_len,
+			   .put_id = put_id, .len = len };
+	pthread_t readers[FKV_PUSH_READS];
+	unsigned int i, nreaders = 0;
+	int err = 0, status = 0;
+
+	if (!x->seg.stage || !len || len > FLUXONKV_VALUE_MAX)
+		return send_head(fd, x->seg.stage ? -EINVAL : -ENODEV, false,
+				 0, 0);
+	ps.nchunks = (unsigned int)((len + FKV_PUSH_CHUNK - 1) / FKV_PUSH_CHUNK);
+	ps.c = calloc(ps.nchunks, sizeof(*ps.c));
+	if (!ps.c)
+		return send_head(fd, -ENOMEM, false, 0, 0);
+	pthread_mutex_init(&ps.lock, NULL);
+	pthread_cond_init(&ps.cond, NULL);
+	for (i = 0; i < FKV_PUSH_READS && i < ps.nchunks; i++)
+		if (!pthread_create(&readers[nreaders], NULL, push_reader, &ps))
+			nreaders++;
+	if (!nreaders)
+		status = -EAGAIN;
+
+	/* Send each chunk as soon as it is staged, in order. */
+	for (i = 0; i < ps.nchunks && !status && !err; i++) {
+		uint64_t off = (uint64_t)i * FKV_PUSH_CHUNK;
+		uint64_t clen = len - off < FKV_PUSH_CHUNK ? len - off
+							    : FKV_PUSH_CHUNK;
+
+		pthread_mutex_lock(&ps.lock);
+		while (!ps.c[i].ready)
+			pthread_cond_wait(&ps.cond, &ps.lock);
+		pthread_mutex_unlock(&ps.lock);
+		status = ps.c[i].status;
+		if (status)
+			break;
+		err = send_head(fd, 0, true, off, clen);
+		if (!err)
+			err = write_full(fd, x->seg.base + ps.c[i].seg_off, clen);
+		x->seg.release(x->seg.arg, ps.c[i].pin);
+		ps.c[i].pin = 0;
+		FKV_XCOUNT(x, push_chunks, 1);
+		FKV_XCOUNT(x, push_bytes, clen);
+		pthread_mutex_lock(&ps.lock);
+		ps.next_send++;
+		pthread_cond_broadcast(&ps.cond);
+		pthread_mutex_unlock(&ps.lock);
+	}
+	pthread_mutex_lock(&ps.lock);
+	ps.abort = true;
+	pthread_cond_broadcast(&ps.cond);
+	pthread_mutex_unlock(&ps.lock);
+	for (i = 0; i < nreaders; i++)
+		pthread_join(readers[i], NULL);
+	/* Staged, never sent (a failure ended the push early). */
+	for (i = 0; i < ps.nchunks; i++)
+		if (ps.c[i].ready && !ps.c[i].status && ps.c[i].pin)
+			x->seg.release(x->seg.arg, ps.c[i].pin);
+	if (!err && status)
+		err = send_head(fd, status, false, 0, 0);
+	FKV_XCOUNT(x, pushes, 1);
+	if (status || err)
+		FKV_XCOUNT(x, push_errors, 1);
+	pthread_cond_destroy(&ps.cond);
+	pthread_mutex_destroy(&ps.lock);
+	free(ps.c);
+	return err;
+}
+
 /* Answer one PULL: 0 to go on, -errno to close the connection. */
 static int serve_pull(struct fkv_xport *x, int fd, struct nlattr **tb)
 {
@@ -455,6 +680,16 @@ static int serve_pull(struct fkv_xport *x, int fd, struct nlattr **tb)
 	struct nl_msg *msg;
 	int status, err;
 
+	if (tb[FLUXONKV_A_SOURCE] &&
+	    nla_get_u32(tb[FLUXONKV_A_SOURCE]) == FLUXONKV_SOURCE_REMOTE_SSD) {
+		if (!tb[FLUXONKV_A_KEY] || !tb[FLUXONKV_A_PUT_ID] ||
+		    !tb[FLUXONKV_A_LEN])
+			return send_head(fd, -EINVAL, false, 0, 0);
+		return serve_push(x, fd, nla_data(tb[FLUXONKV_A_KEY]),
+				  (size_t)nla_len(tb[FLUXONKV_A_KEY]),
+				  nla_get_u64(tb[FLUXONKV_A_PUT_ID]),
+				  nla_get_u64(tb[FLUXONKV_A_LEN]));
+	}
 	if (!tb[FLUXONKV_A_KEY] || !tb[FLUXONKV_A_HANDLE] ||
 	    !tb[FLUXONKV_A_PUT_ID] || !tb[FLUXONKV_A_LEN])
 		status = -EINVAL;
