@@ -25,7 +25,7 @@
 #include "../../userspace/fluxond/auth.h"
 #include "../../userspace/fluxond/cluster_ctl.h"
 #include "../../userspace/fluxond/member.h"
-#include "../../userspace/fluxond/wire.h"
+#include "../../userspace/common/wire.h"
 #include "../../userspace/fluxond/xport.h"
 
 static const char secret[] = "a-shared-secret-of-some-length";

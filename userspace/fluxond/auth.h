@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cluster.h"
+#include "../common/cluster_msg.h"
 
 /* A fresh random nonce; 0 or -errno. */
 int fkv_auth_nonce(uint8_t nonce[FKV_NONCE_LEN]);

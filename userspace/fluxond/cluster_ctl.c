@@ -20,7 +20,7 @@
 #include "auth.h"
 #include "cluster_ctl.h"
 #include "log.h"
-#include "wire.h"
+#include "../common/wire.h"
 
 /* Connections a master serves at once (members + joins in progress). */
 #define FKV_CCTL_CONNS		(FKV_MEMBERS_MAX + 16)

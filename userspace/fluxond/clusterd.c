@@ -32,13 +32,13 @@
 #include <netlink/msg.h>
 
 #include "auth.h"
-#include "cluster.h"
+#include "../common/cluster_msg.h"
 #include "cluster_ctl.h"
 #include "clusterd.h"
 #include "dispatch.h"
 #include "log.h"
 #include "u64map.h"
-#include "wire.h"
+#include "../common/wire.h"
 #include "xport.h"
 
 #define A(x)	FKV_ATTR(FLUXONKV_A_##x)

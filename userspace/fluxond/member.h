@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cluster.h"
+#include "../common/cluster_msg.h"
 
 /* Members (names) a master tracks. */
 #define FKV_MEMBERS_MAX		64

@@ -25,7 +25,7 @@
 
 #include <linux/fluxonkv.h>
 
-#include "cluster.h"
+#include "../common/cluster_msg.h"
 
 /* The local segment as a transport sees it. */
 struct fkv_seg_view {

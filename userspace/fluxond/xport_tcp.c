@@ -41,7 +41,7 @@
 #include "auth.h"
 #include "fluxonkv_config.h"
 #include "log.h"
-#include "wire.h"
+#include "../common/wire.h"
 #include "xport_int.h"
 
 struct tcp_peer {

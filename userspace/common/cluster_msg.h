@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * cluster.h - the messages fluxond nodes and the master exchange over TCP
+ * cluster_msg.h - the messages fluxond nodes and the master exchange over TCP
  * (Documentation/fluxonkv/cluster.md).
  *
  * One codec for netlink and TCP: every message is a generic netlink
@@ -10,8 +10,8 @@
  * commands and attributes below exist only on TCP and are numbered above
  * the kernel's, so the two sets never collide.
  */
-#ifndef FLUXOND_CLUSTER_H
-#define FLUXOND_CLUSTER_H
+#ifndef FKV_CLUSTER_MSG_H
+#define FKV_CLUSTER_MSG_H
 
 #include <linux/fluxonkv.h>
 
@@ -68,4 +68,4 @@ enum fkv_cluster_attr {
 #define FKV_NODE_NAME_MAX	64
 #define FKV_ADDR_MAX		300
 
-#endif /* FLUXOND_CLUSTER_H */
+#endif /* FKV_CLUSTER_MSG_H */

@@ -5,8 +5,8 @@
  * caller's poll loop calls fkv_wire_read() on POLLIN and fkv_wire_flush()
  * on POLLOUT; nothing here waits.
  */
-#ifndef FLUXOND_WIRE_H
-#define FLUXOND_WIRE_H
+#ifndef FKV_WIRE_H
+#define FKV_WIRE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -72,4 +72,4 @@ int fkv_wire_parse(struct nlmsghdr *nlh, struct nlattr **tb,
 		   const struct nla_policy *policy);
 uint8_t fkv_wire_cmd(const struct nlmsghdr *nlh);
 
-#endif /* FLUXOND_WIRE_H */
+#endif /* FKV_WIRE_H */

@@ -19,8 +19,8 @@
 #include <netlink/genl/genl.h>
 #include <netlink/msg.h>
 
-#include "cluster.h"
-#include "wire.h"
+#include "cluster_msg.h"
+#include "../common/wire.h"
 
 #define FKV_WIRE_TX_MAX		(4 << 20)
 
