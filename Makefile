@@ -48,7 +48,7 @@ help:
 	@echo "  make sparse     the module through sparse (C=2)"
 	@echo "  make unit       native unit tests"
 	@echo "  make vm-test    boot the guest and run selftests/run_tests there"
-	@echo "  make cluster-test  boot 2, then 3 guests on one network: selftests/cluster/net.sh"
+	@echo "  make cluster-test  several guests on one network: selftests/cluster/{net,kv}.sh"
 
 module:
 	@test -d "$(KDIR)" || { echo "no kernel headers at $(KDIR): run 'make deps'"; exit 1; }
@@ -101,16 +101,21 @@ vm-test: all
 		-- selftests/run_tests $(O)
 
 # Several guests on one virtual network (tools/vm/cluster): the 2- and 3-node
-# network smoke tests, TAP and each guest's console in $(O)/results/cluster/
-# {2n,3n}/.  Builds nothing; both run even if the first fails.
+# network smoke tests, then two fluxonkv nodes (selftests/cluster/kv.sh:
+# membership, remote pulls and SSD pushes, a node killed and back); TAP and
+# each guest's console in $(O)/results/cluster/<test>/.  Builds nothing;
+# every run goes even if one fails.
+CLUSTER_RUNS := net:2: net:3: kv:2:--disk=ssd0:512M
 .PHONY: cluster-test
 cluster-test:
-	@rm -rf $(O)/results/cluster && mkdir -p $(O)/results/cluster/2n $(O)/results/cluster/3n
+	@rm -rf $(O)/results/cluster
 	@rc=0; \
-	for n in 2 3; do \
-		echo "tools/vm/cluster --nodes $$n --timeout 300 --results $(O)/results/cluster/$${n}n -- selftests/cluster/net.sh"; \
-		tools/vm/cluster --nodes $$n --timeout 300 --results $(O)/results/cluster/$${n}n \
-			-- selftests/cluster/net.sh || rc=1; \
+	for run in $(CLUSTER_RUNS); do \
+		t=$${run%%:*}; rest=$${run#*:}; n=$${rest%%:*}; extra=$$(echo "$${rest#*:}" | tr = ' '); \
+		d=$(O)/results/cluster/$$t-$${n}n; mkdir -p $$d; \
+		echo "tools/vm/cluster --nodes $$n --timeout 400 $$extra --results $$d -- selftests/cluster/$$t.sh"; \
+		tools/vm/cluster --nodes $$n --timeout 400 $$extra --results $$d \
+			-- selftests/cluster/$$t.sh || rc=1; \
 	done; \
 	exit $$rc
 

@@ -32,7 +32,7 @@ if [ "$N" -ne 2 ]; then
 	out "1..0 # SKIP kv.sh runs on exactly 2 nodes"
 	exit 0
 fi
-[ "$I" -eq 1 ] && out "1..20" || out "1..13"
+[ "$I" -eq 1 ] && out "1..23" || out "1..14"
 
 config() {	# config FILE SECRET
 	cat >"$1" <<-EOC
@@ -81,6 +81,14 @@ logged() {	# logged PATTERN [COUNT]: the daemon log has it (COUNT times) within 
 	return 1
 }
 stat_of() { cat "$SYSFS/$1"; }
+# cluster_json PYTHON-EXPR: fluxonctl cluster --json, the expression on it
+cluster_json() {
+	"$CTL" cluster --json >/tmp/cluster.json &&
+		python3 -c "import json, sys
+c = json.load(open('/tmp/cluster.json'))
+n = {x['name']: x for x in c.get('nodes', [])}
+sys.exit(0 if ($1) else 1)" || { diag "cluster view: $(cat /tmp/cluster.json)"; return 1; }
+}
 
 # get_same KEY WANT_SOURCE: the value equals $SH/val.KEY, from that source
 # (a promotion lands asynchronously: "memory" may take a moment)
@@ -131,6 +139,8 @@ if [ "$I" -eq 1 ]; then
 	mark master-up
 	check "a node with a wrong secret is refused" logged "refused node 'node2'.*wrong cluster secret"
 	check "node2 joins" logged "node 'node2' joined"
+	check "fluxonctl cluster: both nodes live" cluster_json \
+		"c['role'] == 'master' and n['node1']['live'] and n['node2']['live'] and n['node2']['address'] == '$(ip_of 2):7471'"
 	wait_for puts.2 || true
 	check "1 B value pulled from node2" get_same k1 remote
 	check "4 MiB - 128 B value pulled from node2" get_same k4 remote
@@ -144,6 +154,8 @@ if [ "$I" -eq 1 ]; then
 	mark phase.kill
 	wait_for killed.2 || true
 	check "node2's death is member-left" logged "member-left: node 'node2'"
+	check "fluxonctl cluster: node2 left, connection closed" cluster_json \
+		"n['node2']['lefts'] >= 1 and n['node2']['last_left'] == 'connection closed' and c['stats']['member_left'] >= 1"
 	check "a key only node2 held misses at once" misses only2
 	check "node1's copies still serve" get_same k4 memory
 	wait_for back.2 || true
@@ -154,6 +166,8 @@ if [ "$I" -eq 1 ]; then
 	check "4 MiB - 128 B value pushed from node2's SSD" get_same s4 remote-ssd
 	check "16 MiB value pushed from node2's SSD (4 chunks)" get_same s16 remote-ssd
 	check "the pushed copy became node1's own replica" get_same s16 memory
+	mark ssdread.1
+	check "Prometheus series by node" sh -c "'$CTL' cluster --prometheus | grep -q '^fluxonkv_cluster_node_up{node=\"node2\",id=\"2\"} 1\$'"
 	diag "hits_remote $(stat_of hits_remote), fetch_errors $(stat_of fetch_errors)"
 else
 	wait_for master-up || true
@@ -215,6 +229,9 @@ else
 	}
 	check "fillers evicted them from node2's DRAM" evicted
 	mark ssd.2
+	wait_for ssdread.1 || true
+	check "node2 pushed the SSD values in chunks (1 + 1 + 4)" cluster_json \
+		"c['role'] == 'node' and c['stats']['ssd_pushes'] >= 3 and c['stats']['ssd_push_chunks'] >= 6"
 fi
 
 mark done.$I

@@ -701,3 +701,132 @@ FKV_TEST_TIMEOUT(tcp_push_streams_staged_chunks_in_order, 60)
 	free(src.mem);
 	free(dst.mem);
 }
+
+/* ---- the control socket and fluxonctl cluster ---- */
+
+#include <pthread.h>
+
+#include "../../userspace/common/ctl_cluster.h"
+#include "../../userspace/fluxond/ctlsock.h"
+
+static int fake_stats(void *arg, struct nl_msg *msg)
+{
+	struct nlattr *n;
+	int i;
+
+	if (nla_put_string(msg, FKV_CA_ROLE, "master") ||
+	    nla_put_string(msg, FKV_CA_NODE_NAME, "node1") ||
+	    nla_put_u32(msg, FKV_CA_NODE_ID, 1) ||
+	    nla_put_u64(msg, FLUXONKV_A_INCARNATION, 0xabc) ||
+	    nla_put_string(msg, FKV_CA_MASTER, "10.77.0.1:7470") ||
+	    nla_put_string(msg, FKV_CA_TRANSPORT, "tcp") ||
+	    fkv_ctl_put_stat(msg, "remote_pulls", 3) ||
+	    fkv_ctl_put_stat(msg, "ssd_push_chunks", 4) ||
+	    fkv_ctl_put_stat(msg, "member_left", 1) ||
+	    fkv_ctl_put_stat(msg, "joined", 1))
+		return -EMSGSIZE;
+	for (i = 1; i <= 2; i++) {
+		n = nla_nest_start(msg, FKV_CA_NODE);
+		if (!n || nla_put_u32(msg, FKV_CA_NODE_ID, (uint32_t)i) ||
+		    nla_put_string(msg, FKV_CA_NODE_NAME, i == 1 ? "node1" : "node2") ||
+		    nla_put_u32(msg, FKV_CA_LIVE, i == 1) ||
+		    nla_put_u64(msg, FLUXONKV_A_INCARNATION, 0x100 + i) ||
+		    nla_put_string(msg, FKV_CA_DATA_ADDR, "10.77.0.2:7471") ||
+		    nla_put_string(msg, FKV_CA_TRANSPORT, "tcp") ||
+		    nla_put_u64(msg, FLUXONKV_A_SEGMENT_SIZE, 64 << 20) ||
+		    nla_put_u64(msg, FLUXONKV_A_SEGMENT_USED, (uint64_t)i << 20) ||
+		    nla_put_u64(msg, FLUXONKV_A_SSD_CAPACITY, 0) ||
+		    (i == 2 && nla_put_string(msg, FKV_CA_LEFT_REASON,
+					      "missed heartbeats")) ||
+		    fkv_ctl_put_stat(msg, "replicas", 10 * (uint64_t)i) ||
+		    fkv_ctl_put_stat(msg, "served_gets", 7))
+			return -EMSGSIZE;
+		nla_nest_end(msg, n);
+	}
+	return 0;
+}
+
+static volatile int ctl_stop;
+
+static void *ctl_server(void *arg)
+{
+	struct fkv_ctlsock *c = arg;
+
+	while (!ctl_stop) {
+		struct pollfd pfd[16];
+		int n = fkv_ctlsock_pollfds(c, pfd, 16);
+
+		poll(pfd, (nfds_t)n, 20);
+		fkv_ctlsock_handle(c, pfd, n);
+	}
+	return NULL;
+}
+
+FKV_TEST_TIMEOUT(control_socket_answers_stats_and_fluxonctl_renders_them, 30)
+{
+	static struct ctl_cluster cl;
+	char path[64], *out = NULL, *p;
+	struct fkv_ctlsock *c, *c2;
+	size_t len = 0;
+	pthread_t th;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/fkv-ctl-%d/fluxond.sock", getpid());
+	FKV_ASSERT_EQ(fkv_ctlsock_open(&c, path, (gid_t)-1, fake_stats, NULL), 0);
+	/* A second daemon cannot take a live socket. */
+	FKV_ASSERT_EQ(fkv_ctlsock_open(&c2, path, (gid_t)-1, fake_stats, NULL),
+		      -EADDRINUSE);
+	ctl_stop = 0;
+	FKV_ASSERT_EQ(pthread_create(&th, NULL, ctl_server, c), 0);
+	FKV_ASSERT_EQ(ctl_cluster_query(path, 3000, &cl), 0);
+	FKV_ASSERT(!strcmp(cl.role, "master"));
+	FKV_ASSERT(!strcmp(cl.name, "node1"));
+	FKV_ASSERT_EQ(cl.incarnation, 0xabc);
+	FKV_ASSERT_EQ(cl.nnodes, 2);
+	FKV_ASSERT(!strcmp(cl.nodes[1].name, "node2"));
+	FKV_ASSERT(!cl.nodes[1].live);
+	FKV_ASSERT(!strcmp(cl.nodes[1].left_reason, "missed heartbeats"));
+	FKV_ASSERT_EQ(ctl_cluster_stat(cl.nodes[1].st, cl.nodes[1].nst,
+				       "replicas")->value, 20);
+	FKV_ASSERT_EQ(ctl_cluster_stat(cl.st, cl.nst, "remote_pulls")->value, 3);
+
+	f = open_memstream(&out, &len);
+	ctl_render_cluster_human(f, &cl);
+	fclose(f);
+	FKV_EXPECT(strstr(out, "master role, node 'node1'") != NULL, "%s", out);
+	FKV_EXPECT(strstr(out, "left: missed heartbeats") != NULL, "%s", out);
+	FKV_EXPECT(strstr(out, "1 member-left") != NULL, "%s", out);
+	free(out);
+
+	f = open_memstream(&out, &len);
+	ctl_render_cluster_json(f, &cl);
+	fclose(f);
+	FKV_EXPECT(strstr(out, "\"role\":\"master\"") != NULL, "%s", out);
+	FKV_EXPECT(strstr(out, "\"name\":\"node2\",\"live\":false") != NULL,
+		   "%s", out);
+	FKV_EXPECT(strstr(out, "\"last_left\":\"missed heartbeats\"") != NULL,
+		   "%s", out);
+	free(out);
+
+	f = open_memstream(&out, &len);
+	ctl_render_cluster_prometheus(f, &cl);
+	fclose(f);
+	FKV_EXPECT(strstr(out, "fluxond_remote_pulls_total 3\n") != NULL, "%s", out);
+	FKV_EXPECT(strstr(out, "fluxonkv_cluster_node_up{node=\"node2\",id=\"2\"} 0\n")
+		   != NULL, "%s", out);
+	FKV_EXPECT(strstr(out, "fluxonkv_cluster_node_replicas{node=\"node1\",id=\"1\"} 10\n")
+		   != NULL, "%s", out);
+	/* Each family is typed once. */
+	p = strstr(out, "# TYPE fluxonkv_cluster_node_replicas ");
+	FKV_ASSERT(p && !strstr(p + 1, "# TYPE fluxonkv_cluster_node_replicas "));
+	free(out);
+
+	ctl_stop = 1;
+	pthread_join(th, NULL);
+	fkv_ctlsock_close(c);
+	/* Gone: no daemon there. */
+	FKV_ASSERT(ctl_cluster_query(path, 1000, &cl) == -ENOENT ||
+		   ctl_cluster_query(path, 1000, &cl) == -ECONNREFUSED);
+	*strrchr(path, '/') = '\0';
+	rmdir(path);
+}

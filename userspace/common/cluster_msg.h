@@ -46,6 +46,15 @@ enum fkv_cluster_cmd {
 	 * bytes follow the answer on the stream.
 	 */
 	FKV_CCMD_PULL,
+	/*
+	 * fluxonctl -> fluxond on the local control socket (no join):
+	 * answer STATS with ROLE, NODE_NAME, NODE_ID, INCARNATION, MASTER
+	 * (host:port), TRANSPORT, STAT... (this daemon's counters) and, on
+	 * the master, NODE... (one per member: NODE_ID, NODE_NAME, LIVE,
+	 * INCARNATION, DATA_ADDR, TRANSPORT, SEGMENT_SIZE, SEGMENT_USED,
+	 * SSD_CAPACITY, STAT...).
+	 */
+	FKV_CCMD_STATS,
 	__FKV_CCMD_MAX,
 };
 
@@ -59,6 +68,14 @@ enum fkv_cluster_attr {
 	FKV_CA_MESSAGE,		/* string: human reason of a refusal */
 	FKV_CA_HEARTBEAT_MS,	/* u32 */
 	FKV_CA_DEAD_AFTER_MS,	/* u32 */
+	FKV_CA_ROLE,		/* string: single | master | node */
+	FKV_CA_MASTER,		/* string: host:port */
+	FKV_CA_LIVE,		/* u32: 0 / 1 */
+	FKV_CA_NODE,		/* nested: one member (STATS) */
+	FKV_CA_STAT,		/* nested: STAT_NAME + STAT_VALUE */
+	FKV_CA_STAT_NAME,	/* string */
+	FKV_CA_STAT_VALUE,	/* u64 */
+	FKV_CA_LEFT_REASON,	/* string: why the member last left */
 	__FKV_CA_MAX,
 	FKV_CA_MAX = __FKV_CA_MAX - 1
 };
@@ -66,6 +83,10 @@ enum fkv_cluster_attr {
 #define FKV_NONCE_LEN		32
 #define FKV_MAC_LEN		32
 #define FKV_NODE_NAME_MAX	64
+/* Members one master tracks (fluxond member.h FKV_MEMBERS_MAX). */
+#define FKV_MEMBERS_MAX_CTL	64
 #define FKV_ADDR_MAX		300
+/* fluxond's control socket (fluxonctl cluster), unless --control says. */
+#define FKV_CONTROL_PATH	"/run/fluxonkv/fluxond.sock"
 
 #endif /* FKV_CLUSTER_MSG_H */

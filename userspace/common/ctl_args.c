@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster_msg.h"
 #include "ctl_args.h"
 #include "ctl_dump.h"
 
@@ -25,6 +26,8 @@ const char ctl_usage_main[] =
 	"  dump WHAT            a debugfs dump: replicas, holders, pending, segment,\n"
 	"                       rings, latency\n"
 	"  top                  live rates and segment use, refreshed\n"
+	"  cluster              fluxond's view of the cluster: nodes, liveness,\n"
+	"                       remote transfers (human, --json or --prometheus)\n"
 	"  config check FILE    validate a configuration, show its SSD plan\n"
 	"  config attach FILE   create the SSD shards of FILE, attach them\n"
 	"\n"
@@ -109,6 +112,24 @@ const char ctl_usage_stats[] =
 	"  -h, --help           show this help\n"
 	"\n"
 	"Exit status: 0 ok, 1 error, 2 usage, 4 module not loaded.\n";
+
+const char ctl_usage_cluster[] =
+	"Usage: fluxonctl cluster [--json | --prometheus]\n"
+	"\n"
+	"Ask the local fluxond over its control socket (" FKV_CONTROL_PATH ";\n"
+	"$FLUXOND_CONTROL overrides) for its view of the cluster: its role,\n"
+	"node name, id and incarnation, the master's address; on the master\n"
+	"every member with liveness, incarnation, data address, transport,\n"
+	"DRAM capacity and use, SSD capacity, replicas and gets served to other\n"
+	"nodes; and the counters of remote pulls, SSD pushes (chunks, bytes),\n"
+	"revokes and member-left.  A single node says so.\n"
+	"\n"
+	"  -j, --json           one JSON object: role, stats, nodes[]\n"
+	"  -p, --prometheus     Prometheus text: fluxond_* counters and\n"
+	"                       fluxonkv_cluster_node_*{node=\"...\",id=\"...\"}\n"
+	"  -h, --help           show this help\n"
+	"\n"
+	"Exit status: 0 ok, 1 error, 2 usage, 4 no fluxond running here.\n";
 
 const char ctl_usage_dump[] =
 	"Usage: fluxonctl dump [--json] replicas|holders|pending|segment|rings|latency\n"

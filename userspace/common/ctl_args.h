@@ -68,6 +68,7 @@ extern const char ctl_usage_status[];
 extern const char ctl_usage_stats[];
 extern const char ctl_usage_dump[];
 extern const char ctl_usage_top[];
+extern const char ctl_usage_cluster[];
 
 /*
  * The exit status for a negative errno from libfluxonkv: -ENOENT is a miss,

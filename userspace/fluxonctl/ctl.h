@@ -13,6 +13,7 @@ int ctl_cmd_get(const struct ctl_opts *o);
 int ctl_cmd_delete(const struct ctl_opts *o);
 int ctl_cmd_status(const struct ctl_opts *o);
 int ctl_cmd_stats(const struct ctl_opts *o);
+int ctl_cmd_cluster(const struct ctl_opts *o);
 int ctl_cmd_dump(const struct ctl_opts *o);
 int ctl_cmd_top(const struct ctl_opts *o);
 

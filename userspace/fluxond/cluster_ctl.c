@@ -3,6 +3,7 @@
  * cluster_ctl.c - the cluster control plane of fluxond (cluster_ctl.h).
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -146,10 +147,25 @@ static void master_refuse(struct fkv_cctl *t, struct cconn *c, int err,
 	c->state = C_CLOSING;
 }
 
+/* Node names as the configuration allows them: [A-Za-z0-9._-]{1,64}. */
+static bool name_ok(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (!n || n > FKV_NODE_NAME_MAX || s[0] == '.')
+		return false;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
+			return false;
+	return true;
+}
+
 static void master_join(struct fkv_cctl *t, struct cconn *c,
 			struct nlattr **tb)
 {
+	char host[FKV_HOST_BUF];
 	struct fkv_join j = { 0 };
+	uint16_t port;
 	struct fkv_member *m;
 	struct nl_msg *msg;
 	unsigned int i;
@@ -178,6 +194,13 @@ static void master_join(struct fkv_cctl *t, struct cconn *c,
 		fkv_err("cluster: refused node '%.64s' from %s: wrong cluster secret",
 			j.name, c->peer);
 		master_refuse(t, c, -EACCES, "wrong cluster secret");
+		return;
+	}
+	if (!name_ok(j.name) ||
+	    fkv_parse_hostport(j.data_addr, host, sizeof(host), &port, NULL, 0)) {
+		fkv_err("cluster: refused a node from %s: bad name or data address",
+			c->peer);
+		master_refuse(t, c, -EINVAL, "bad node name or data address");
 		return;
 	}
 	if (!strcmp(j.name, t->cc->node_name)) {

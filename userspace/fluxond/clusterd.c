@@ -35,6 +35,7 @@
 #include "../common/cluster_msg.h"
 #include "cluster_ctl.h"
 #include "clusterd.h"
+#include "ctlsock.h"
 #include "dispatch.h"
 #include "log.h"
 #include "u64map.h"
@@ -606,6 +607,23 @@ static uint64_t segment_used(void *arg)
 	       info.segment_used;
 }
 
+/*
+ * The module's SSD tier before we register (a node joins first): its
+ * sysfs gauge.  0 if unreadable; SSD_STATE corrects it after registration.
+ */
+static uint64_t module_ssd_capacity(void)
+{
+	unsigned long long v = 0;
+	FILE *f = fopen("/sys/kernel/fluxonkv/kv_ssd_capacity_bytes", "r");
+
+	if (f) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
 static int start_master(struct fkv_clusterd *cd)
 {
 	struct fkv_master_config mc = { 0 };
@@ -687,6 +705,7 @@ int fkv_clusterd_start(struct fkv_clusterd **out,
 	ccfg.cc = cc;
 	ccfg.ops = &cctl_ops;
 	ccfg.segment_size = cd->seg_size;
+	ccfg.ssd_capacity = module_ssd_capacity();
 	ccfg.segment_used = segment_used;
 	ccfg.arg = cd;
 	err = fkv_auth_incarnation(&ccfg.incarnation);
@@ -801,4 +820,102 @@ void fkv_clusterd_log_stats(struct fkv_clusterd *cd)
 		 (unsigned long long)xs.served_bytes,
 		 (unsigned long long)xs.serve_errors,
 		 (unsigned long long)xs.auth_refused);
+}
+
+/* One member for STATS (master role). */
+static int put_member(struct fkv_clusterd *cd, struct nl_msg *msg,
+		      const struct fkv_member *mb, uint64_t now)
+{
+	struct fkv_master_node_info ni = { 0 };
+	struct nlattr *n = nla_nest_start(msg, FKV_CA_NODE);
+	int err;
+
+	if (!n)
+		return -EMSGSIZE;
+	fkv_master_node_info(cd->master, mb->id, &ni);
+	err = nla_put_u32(msg, FKV_CA_NODE_ID, mb->id) ||
+	      nla_put_string(msg, FKV_CA_NODE_NAME, mb->name) ||
+	      nla_put_u32(msg, FKV_CA_LIVE, mb->live) ||
+	      nla_put_u64(msg, FLUXONKV_A_INCARNATION, mb->incarnation) ||
+	      nla_put_string(msg, FKV_CA_DATA_ADDR, mb->data_addr) ||
+	      nla_put_string(msg, FKV_CA_TRANSPORT, mb->transport) ||
+	      nla_put_u64(msg, FLUXONKV_A_SEGMENT_SIZE, mb->segment_size) ||
+	      nla_put_u64(msg, FLUXONKV_A_SEGMENT_USED, ni.used) ||
+	      nla_put_u64(msg, FLUXONKV_A_SSD_CAPACITY, ni.ssd_capacity) ||
+	      (mb->lefts && nla_put_string(msg, FKV_CA_LEFT_REASON,
+					   fkv_left_reason_name(mb->last_left))) ||
+	      fkv_ctl_put_stat(msg, "replicas", ni.replicas) ||
+	      fkv_ctl_put_stat(msg, "served_gets", ni.remote_gets) ||
+	      fkv_ctl_put_stat(msg, "module_segment_used", mb->segment_used) ||
+	      fkv_ctl_put_stat(msg, "joins", mb->joins) ||
+	      fkv_ctl_put_stat(msg, "lefts", mb->lefts) ||
+	      fkv_ctl_put_stat(msg, "seen_ms_ago", now - mb->last_seen_ms);
+	nla_nest_end(msg, n);
+	return err ? -EMSGSIZE : 0;
+}
+
+int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
+{
+	const struct fkv_members *t = fkv_cctl_members(cd->cctl);
+	struct fkv_cctl_stats cs;
+	struct fkv_xport_stats xs;
+	char master[FKV_ADDR_MAX];
+	uint64_t now = now_ms();
+	unsigned int i;
+	int err;
+
+	fkv_cctl_get_stats(cd->cctl, &cs);
+	fkv_xport_get_stats(cd->xport, &xs);
+	fkv_hostport_str(master, sizeof(master), &cd->cc->master);
+	const struct {
+		const char *name;
+		uint64_t v;
+	} v[] = {
+		{ "joined", cd->master_role || fkv_cctl_node_id(cd->cctl) },
+		{ "registered", cd->registered },
+		{ "upcalls_forwarded", cd->st.forwarded },
+		{ "answers_relayed", cd->st.answered },
+		{ "fetches", cd->st.fetches },
+		{ "fetch_errors", cd->st.fetch_errors },
+		{ "drops_relayed", cd->st.drops_relayed },
+		{ "tokens_expired", cd->st.tokens_expired },
+		{ "refused_unjoined", cd->st.refused_unjoined },
+		{ "remote_pulls", xs.pulls },
+		{ "remote_pull_bytes", xs.pull_bytes },
+		{ "remote_pull_errors", xs.pull_errors },
+		{ "served_pulls", xs.served },
+		{ "served_pull_bytes", xs.served_bytes },
+		{ "served_pull_errors", xs.serve_errors },
+		{ "ssd_pushes", xs.pushes },
+		{ "ssd_push_chunks", xs.push_chunks },
+		{ "ssd_push_bytes", xs.push_bytes },
+		{ "ssd_push_errors", xs.push_errors },
+		{ "data_auth_refused", xs.auth_refused },
+		{ "data_conns_opened", xs.conns_opened },
+		{ "data_conns_failed", xs.conns_failed },
+		{ "member_joins", cs.joins },
+		{ "member_refused", cs.refused },
+		{ "member_left", cs.member_left },
+		{ "heartbeats", cs.heartbeats },
+		{ "stale_messages", cs.stale },
+		{ "master_connects", cs.connects },
+		{ "master_connect_failures", cs.connect_failures },
+	};
+
+	err = nla_put_string(msg, FKV_CA_ROLE,
+			     cd->master_role ? "master" : "node") ||
+	      nla_put_string(msg, FKV_CA_NODE_NAME, cd->cc->node_name) ||
+	      nla_put_u32(msg, FKV_CA_NODE_ID, cd->self) ||
+	      nla_put_u64(msg, FLUXONKV_A_INCARNATION,
+			  fkv_cctl_incarnation(cd->cctl)) ||
+	      nla_put_string(msg, FKV_CA_MASTER, master) ||
+	      nla_put_string(msg, FKV_CA_TRANSPORT, fkv_xport_name(cd->xport));
+	for (i = 0; i < sizeof(v) / sizeof(v[0]) && !err; i++)
+		err = fkv_ctl_put_stat(msg, v[i].name, v[i].v);
+	if (!err && cd->master)
+		err = fkv_ctl_put_master(msg, cd->master);
+	for (i = 0; t && !err && i < FKV_MEMBERS_MAX; i++)
+		if (t->m[i].id)
+			err = put_member(cd, msg, &t->m[i], now);
+	return err ? -EMSGSIZE : 0;
 }

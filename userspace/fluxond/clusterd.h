@@ -53,6 +53,9 @@ void fkv_clusterd_tick(struct fkv_clusterd *cd);
 struct fkv_master *fkv_clusterd_master(struct fkv_clusterd *cd);
 /* Registered with the module right now. */
 bool fkv_clusterd_registered(const struct fkv_clusterd *cd);
+/* The answer to fluxonctl's STATS (ctlsock.h); 0 or -EMSGSIZE. */
+struct nl_msg;
+int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg);
 /* Log a summary (at exit). */
 void fkv_clusterd_log_stats(struct fkv_clusterd *cd);
 

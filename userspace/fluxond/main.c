@@ -19,9 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <netlink/attr.h>
+
+#include "../common/cluster_msg.h"
 #include "clusterd.h"
+#include "ctlsock.h"
 #include "daemon.h"
 #include "dispatch.h"
 #include "log.h"
@@ -33,11 +38,14 @@
 #define FKV_CLUSTER_TICK_MS	100
 /* Cluster connections polled at most (members + joins in progress). */
 #define FKV_POLL_MAX	96
+/* Control socket: the listener and its few connections. */
+#define FKV_POLL_CTL	9
 
 struct fluxond {
 	struct fkv_options opt;
 	struct fkv_config cfg;		/* --config, or the embedded default */
 	struct fkv_clusterd *cd;	/* cluster runtime, or NULL */
+	struct fkv_ctlsock *ctl;	/* control socket, or NULL */
 	struct fkv_nl *nl;
 	struct fkv_master *master;	/* NULL until registered */
 	struct fkv_nl_register_info reg;
@@ -241,6 +249,35 @@ static int load_config(struct fluxond *d)
 	return 0;
 }
 
+/* fluxonctl cluster: this daemon's view. */
+static int control_stats(void *arg, struct nl_msg *msg)
+{
+	struct fluxond *d = arg;
+
+	if (d->cd)
+		return fkv_clusterd_stats(d->cd, msg);
+	if (nla_put_string(msg, FKV_CA_ROLE, "single"))
+		return -EMSGSIZE;
+	return d->master ? fkv_ctl_put_master(msg, d->master) : 0;
+}
+
+static void open_control(struct fluxond *d)
+{
+	struct stat st;
+	int err;
+
+	if (!d->opt.control_path)
+		return;
+	/* Readable by the group that may open the device. */
+	err = fkv_ctlsock_open(&d->ctl, d->opt.control_path,
+			       stat("/dev/fluxonkv", &st) ? (gid_t)-1 : st.st_gid,
+			       control_stats, d);
+	if (err)
+		fkv_warn("control socket %s: %s (fluxonctl cluster will not "
+			 "reach this daemon)", d->opt.control_path,
+			 strerror(-err));
+}
+
 static uint64_t next_deadline(uint64_t a, uint64_t b)
 {
 	return a < b ? a : b;
@@ -255,10 +292,10 @@ static int run(struct fluxond *d, const sigset_t *unblocked)
 	/* Upcalls held back while DAEMON_REGISTER was answered. */
 	err = fkv_nl_process(d->nl);
 	while (!err && !stop_signal) {
-		struct pollfd pfd[1 + FKV_POLL_MAX];
+		struct pollfd pfd[1 + FKV_POLL_MAX + FKV_POLL_CTL];
 		uint64_t now = now_ms(), until;
 		struct timespec ts = { 0 };
-		int n, ncl = 0;
+		int n, ncl = 0, nctl = 0;
 
 		if (now >= next_tick) {
 			if (d->master)
@@ -280,7 +317,10 @@ static int run(struct fluxond *d, const sigset_t *unblocked)
 					  .events = POLLIN };
 		if (d->cd)
 			ncl = fkv_clusterd_pollfds(d->cd, pfd + 1, FKV_POLL_MAX);
-		n = ppoll(pfd, 1 + (nfds_t)ncl, &ts, unblocked);
+		if (d->ctl)
+			nctl = fkv_ctlsock_pollfds(d->ctl, pfd + 1 + ncl,
+						   FKV_POLL_CTL);
+		n = ppoll(pfd, 1 + (nfds_t)(ncl + nctl), &ts, unblocked);
 		if (n < 0) {
 			if (errno != EINTR)
 				err = -errno;
@@ -288,6 +328,8 @@ static int run(struct fluxond *d, const sigset_t *unblocked)
 		}
 		if (n > 0 && pfd[0].revents)
 			err = fkv_nl_process(d->nl);
+		if (n > 0 && d->ctl)
+			fkv_ctlsock_handle(d->ctl, pfd + 1 + ncl, nctl);
 		if (!err && n > 0 && d->cd) {
 			err = fkv_clusterd_handle(d->cd, pfd + 1, ncl);
 			if (err)
@@ -403,6 +445,7 @@ int main(int argc, char **argv)
 	/* The master of a cluster routes; a plain node has none. */
 	if (d.cd)
 		d.master = fkv_clusterd_master(d.cd);
+	open_control(&d);
 	fkv_daemon_ready(d.ready_fd, 0);
 	d.ready_fd = -1;
 	fkv_log_tee_stderr(false);
@@ -416,6 +459,7 @@ int main(int argc, char **argv)
 		if (uerr)
 			fkv_warn("DAEMON_UNREGISTER: %s", strerror(-uerr));
 	}
+	fkv_ctlsock_close(d.ctl);
 	if (d.master)
 		log_stats(&d);
 	if (d.cd) {

@@ -21,7 +21,7 @@
 #include "../common/cluster_msg.h"
 
 /* Members (names) a master tracks. */
-#define FKV_MEMBERS_MAX		64
+#define FKV_MEMBERS_MAX		FKV_MEMBERS_MAX_CTL
 /* Past incarnations remembered per name, to refuse their late messages. */
 #define FKV_MEMBER_PAST		8
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fluxonkv_config.h"
+#include "../common/cluster_msg.h"
 #include "evict.h"
 #include "master.h"
 #include "options.h"
@@ -24,6 +25,7 @@ enum {
 	OPT_LOW,
 	OPT_LOG_LEVEL,
 	OPT_ASK_ON_MISS,
+	OPT_CONTROL,
 };
 
 static const struct option long_opts[] = {
@@ -36,6 +38,7 @@ static const struct option long_opts[] = {
 	{ "low-watermark", required_argument, NULL, OPT_LOW },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "ask-on-miss", no_argument, NULL, OPT_ASK_ON_MISS },
+	{ "control", required_argument, NULL, OPT_CONTROL },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -55,6 +58,8 @@ void fkv_options_usage(FILE *f, const char *prog)
 		"                           (default " FKV_CONFIG_PATH_DEFAULT ";\n"
 		"                           if that is missing: one node, no SSD tier,\n"
 		"                           no network; a FILE given must exist)\n"
+		"      --control PATH       control socket for fluxonctl cluster (default\n"
+		"                           " FKV_CONTROL_PATH "; \"none\": no socket)\n"
 		"      --policy NAME        eviction policy: s3fifo (default) or lru\n"
 		"      --high-watermark PCT start evicting above PCT%% of the segment (default %d)\n"
 		"      --low-watermark PCT  ... down to PCT%% (default %d)\n"
@@ -95,6 +100,7 @@ int fkv_options_parse(struct fkv_options *o, int argc, char **argv,
 	o->low_pct = FKV_LOW_WATERMARK_DEFAULT;
 	o->log_level = FKV_LOG_INFO;
 	o->config_path = FKV_CONFIG_PATH_DEFAULT;
+	o->control_path = FKV_CONTROL_PATH;
 
 	optind = 0;	/* full re-initialisation (glibc) */
 	opterr = 0;
@@ -121,6 +127,13 @@ int fkv_options_parse(struct fkv_options *o, int argc, char **argv,
 			}
 			o->config_path = optarg;
 			o->config_explicit = true;
+			break;
+		case OPT_CONTROL:
+			if (!optarg[0]) {
+				fprintf(err, "--control needs a path (or none)\n");
+				return -EINVAL;
+			}
+			o->control_path = strcmp(optarg, "none") ? optarg : NULL;
 			break;
 		case OPT_POLICY:
 			if (!fkv_evict_valid_name(optarg)) {

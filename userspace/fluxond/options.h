@@ -32,6 +32,8 @@ struct fkv_options {
 	 */
 	const char *config_path;
 	bool config_explicit;
+	/* --control PATH: the control socket (FKV_CONTROL_PATH); NULL: none */
+	const char *control_path;
 	const char *policy;		/* --policy s3fifo|lru */
 	unsigned int high_pct;		/* --high-watermark PCT */
 	unsigned int low_pct;		/* --low-watermark PCT */

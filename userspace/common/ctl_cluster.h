@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ctl_cluster - fluxonctl cluster: ask fluxond over its control socket
+ * (cluster_msg.h FKV_CCMD_STATS) and render its view of the cluster as
+ * text, JSON or Prometheus series labelled by node.
+ */
+#ifndef FLUXONKV_CTL_CLUSTER_H
+#define FLUXONKV_CTL_CLUSTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cluster_msg.h"
+
+#define CTL_CLUSTER_STATS	64
+#define CTL_CLUSTER_NODE_STATS	16
+/* The environment variable that overrides FKV_CONTROL_PATH. */
+#define CTL_CONTROL_ENV		"FLUXOND_CONTROL"
+
+struct ctl_cstat {
+	char name[48];
+	uint64_t value;
+};
+
+struct ctl_cnode {
+	uint32_t id;
+	char name[FKV_NODE_NAME_MAX + 1];
+	bool live;
+	uint64_t incarnation;
+	char addr[FKV_ADDR_MAX];
+	char transport[8];
+	uint64_t segment_size, segment_used, ssd_capacity;
+	char left_reason[48];	/* "" if it never left */
+	struct ctl_cstat st[CTL_CLUSTER_NODE_STATS];
+	unsigned int nst;
+};
+
+struct ctl_cluster {
+	char role[16];		/* single | master | node */
+	char name[FKV_NODE_NAME_MAX + 1];
+	uint32_t id;
+	uint64_t incarnation;
+	char master[FKV_ADDR_MAX];
+	char transport[8];
+	struct ctl_cstat st[CTL_CLUSTER_STATS];
+	unsigned int nst;
+	struct ctl_cnode nodes[FKV_MEMBERS_MAX_CTL];
+	unsigned int nnodes;
+};
+
+struct nlmsghdr;
+
+/* Decode a STATS answer; 0 or -EPROTO. */
+int ctl_cluster_decode(struct nlmsghdr *nlh, struct ctl_cluster *c);
+/*
+ * Ask the daemon at @path (NULL: $FLUXOND_CONTROL, else FKV_CONTROL_PATH),
+ * waiting at most @timeout_ms.  0, -ENOENT / -ECONNREFUSED (no daemon
+ * there), -ETIMEDOUT, -EPROTO.
+ */
+int ctl_cluster_query(const char *path, int timeout_ms, struct ctl_cluster *c);
+/* A statistic by name, or NULL. */
+const struct ctl_cstat *ctl_cluster_stat(const struct ctl_cstat *st,
+					 unsigned int n, const char *name);
+
+void ctl_render_cluster_human(FILE *f, const struct ctl_cluster *c);
+void ctl_render_cluster_json(FILE *f, const struct ctl_cluster *c);
+void ctl_render_cluster_prometheus(FILE *f, const struct ctl_cluster *c);
+
+#endif /* FLUXONKV_CTL_CLUSTER_H */

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * fluxonctl cluster: fluxond's view of the cluster, from its control
+ * socket (common/ctl_cluster.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/ctl_cluster.h"
+#include "ctl.h"
+
+int ctl_cmd_cluster(const struct ctl_opts *o)
+{
+	static struct ctl_cluster c;	/* large: not on the stack */
+	int err;
+
+	err = ctl_cluster_query(NULL, 3000, &c);
+	if (err == -ENOENT || err == -ECONNREFUSED) {
+		fprintf(stderr, "fluxonctl cluster: fluxond is not running here "
+			"(no control socket; see fluxond --control)\n");
+		return CTL_EXIT_ABSENT;
+	}
+	if (err) {
+		fprintf(stderr, "fluxonctl cluster: %s\n", strerror(-err));
+		return CTL_EXIT_ERROR;
+	}
+	if (o->json)
+		ctl_render_cluster_json(stdout, &c);
+	else if (o->prometheus)
+		ctl_render_cluster_prometheus(stdout, &c);
+	else
+		ctl_render_cluster_human(stdout, &c);
+	return fflush(stdout) ? CTL_EXIT_ERROR : CTL_EXIT_OK;
+}

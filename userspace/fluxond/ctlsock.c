@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ctlsock.c - fluxond's local control socket (ctlsock.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <netlink/attr.h>
+#include <netlink/msg.h>
+
+#include "../common/cluster_msg.h"
+#include "../common/wire.h"
+#include "ctlsock.h"
+#include "log.h"
+#include "master.h"
+
+#define FKV_CTL_CONNS		8
+/* A client that sends nothing useful in this long is dropped. */
+#define FKV_CTL_TIMEOUT_MS	2000
+
+struct ctl_conn {
+	struct fkv_wire w;
+	bool used, answered;
+	uint64_t since_ms;
+};
+
+struct fkv_ctlsock {
+	int lfd;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	fkv_ctlsock_stats_fn fn;
+	void *arg;
+	struct ctl_conn conns[FKV_CTL_CONNS];
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int fkv_ctl_put_stat(struct nl_msg *msg, const char *name, uint64_t value)
+{
+	struct nlattr *n = nla_nest_start(msg, FKV_CA_STAT);
+
+	if (!n || nla_put_string(msg, FKV_CA_STAT_NAME, name) ||
+	    nla_put_u64(msg, FKV_CA_STAT_VALUE, value))
+		return -EMSGSIZE;
+	nla_nest_end(msg, n);
+	return 0;
+}
+
+int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m)
+{
+	struct fkv_master_stats st;
+	size_t i;
+	int err = 0;
+
+	fkv_master_get_stats(m, &st);
+	const struct {
+		const char *name;
+		uint64_t v;
+	} v[] = {
+		{ "master_routes", st.routes },
+		{ "master_inflight", st.inflight },
+		{ "master_puts", st.puts },
+		{ "master_published", st.published },
+		{ "master_gets", st.gets },
+		{ "master_get_misses", st.get_misses },
+		{ "master_deletes", st.deletes },
+		{ "master_evictions", st.evictions },
+		{ "master_evicted_bytes", st.evicted_bytes },
+		{ "master_revokes", st.revokes },
+		{ "master_remote_gets", st.remote_gets },
+		{ "master_remote_ssd_gets", st.remote_ssd_gets },
+		{ "master_remote_revoked", st.remote_revoked },
+		{ "master_ssd_revoked", st.ssd_revoked },
+		{ "master_promotions", st.promotions },
+		{ "master_nodes_left", st.nodes_left },
+		{ "master_ssd_replicas", st.ssd_replicas },
+		{ "master_ssd_bytes", st.ssd_bytes },
+	};
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]) && !err; i++)
+		err = fkv_ctl_put_stat(msg, v[i].name, v[i].v);
+	return err;
+}
+
+/* Is something answering at @path? */
+static bool socket_alive(const struct sockaddr_un *sun)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool alive;
+
+	if (fd < 0)
+		return false;
+	alive = !connect(fd, (const struct sockaddr *)sun, sizeof(*sun));
+	close(fd);
+	return alive;
+}
+
+int fkv_ctlsock_open(struct fkv_ctlsock **out, const char *path, gid_t gid,
+		     fkv_ctlsock_stats_fn fn, void *arg)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct fkv_ctlsock *c;
+	char dir[sizeof(sun.sun_path)], *slash;
+	unsigned int i;
+	int err;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	for (i = 0; i < FKV_CTL_CONNS; i++)
+		c->conns[i].w.fd = -1;
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) && errno != EEXIST) {
+			err = -errno;
+			goto err_free;
+		}
+	}
+	if (socket_alive(&sun)) {
+		err = -EADDRINUSE;
+		goto err_free;
+	}
+	unlink(path);		/* a stale one of a daemon that died */
+	c->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (c->lfd < 0) {
+		err = -errno;
+		goto err_free;
+	}
+	if (bind(c->lfd, (struct sockaddr *)&sun, sizeof(sun)) ||
+	    listen(c->lfd, 8)) {
+		err = -errno;
+		goto err_close;
+	}
+	/* Root and the device's group, like /dev/fluxonkv itself. */
+	if (chmod(path, 0660) || (gid != (gid_t)-1 && chown(path, 0, gid)))
+		fkv_warn("control socket %s: cannot set its mode: %m", path);
+	c->fn = fn;
+	c->arg = arg;
+	*out = c;
+	return 0;
+
+err_close:
+	close(c->lfd);
+err_free:
+	free(c);
+	return err;
+}
+
+void fkv_ctlsock_close(struct fkv_ctlsock *c)
+{
+	unsigned int i;
+
+	if (!c)
+		return;
+	for (i = 0; i < FKV_CTL_CONNS; i++)
+		if (c->conns[i].used)
+			fkv_wire_close(&c->conns[i].w);
+	close(c->lfd);
+	unlink(c->path);
+	free(c);
+}
+
+int fkv_ctlsock_pollfds(struct fkv_ctlsock *c, struct pollfd *pfd, int max)
+{
+	uint64_t now = now_ms();
+	unsigned int i;
+	int n = 0;
+
+	if (max > 0)
+		pfd[n++] = (struct pollfd){ .fd = c->lfd, .events = POLLIN };
+	for (i = 0; i < FKV_CTL_CONNS && n < max; i++) {
+		struct ctl_conn *cc = &c->conns[i];
+
+		if (!cc->used)
+			continue;
+		if (now - cc->since_ms > FKV_CTL_TIMEOUT_MS) {
+			fkv_wire_close(&cc->w);
+			cc->used = false;
+			continue;
+		}
+		pfd[n++] = (struct pollfd){
+			.fd = cc->w.fd,
+			.events = POLLIN | (fkv_wire_pending(&cc->w) ? POLLOUT : 0),
+		};
+	}
+	return n;
+}
+
+static void answer(struct fkv_ctlsock *c, struct ctl_conn *cc,
+		   struct nlmsghdr *nlh)
+{
+	struct nl_msg *msg;
+
+	if (fkv_wire_cmd(nlh) != FKV_CCMD_STATS) {
+		cc->answered = true;	/* nothing else is spoken here */
+		return;
+	}
+	msg = fkv_wire_msg(FKV_CCMD_STATS);
+	if (!msg || c->fn(c->arg, msg) || fkv_wire_send(&cc->w, msg))
+		fkv_warn("control socket: cannot answer STATS");
+	nlmsg_free(msg);
+	cc->answered = true;
+}
+
+void fkv_ctlsock_handle(struct fkv_ctlsock *c, const struct pollfd *pfd,
+			int n)
+{
+	unsigned int i;
+	int k;
+
+	for (k = 0; k < n; k++) {
+		if (!pfd[k].revents)
+			continue;
+		if (pfd[k].fd == c->lfd) {
+			int fd = accept4(c->lfd, NULL, NULL, SOCK_CLOEXEC);
+
+			for (i = 0; fd >= 0 && i < FKV_CTL_CONNS; i++) {
+				if (c->conns[i].used)
+					continue;
+				fkv_wire_init(&c->conns[i].w, fd);
+				c->conns[i].w.tx_max = 1 << 20;
+				c->conns[i].used = true;
+				c->conns[i].answered = false;
+				c->conns[i].since_ms = now_ms();
+				fd = -1;
+			}
+			if (fd >= 0)
+				close(fd);	/* busy: the client retries */
+			continue;
+		}
+		for (i = 0; i < FKV_CTL_CONNS; i++) {
+			struct ctl_conn *cc = &c->conns[i];
+			struct nlmsghdr *nlh;
+			int err = 0, rerr = 0;
+
+			if (!cc->used || cc->w.fd != pfd[k].fd)
+				continue;
+			if (pfd[k].revents & POLLOUT)
+				err = fkv_wire_flush(&cc->w);
+			if (!cc->answered && (pfd[k].revents & POLLIN)) {
+				rerr = fkv_wire_read(&cc->w);
+				nlh = fkv_wire_next(&cc->w, &err);
+				if (nlh)
+					answer(c, cc, nlh);
+			}
+			if ((err && err != -EAGAIN) ||
+			    (rerr && rerr != -EAGAIN) ||
+			    (cc->answered && !fkv_wire_pending(&cc->w))) {
+				fkv_wire_close(&cc->w);
+				cc->used = false;
+			}
+		}
+	}
+}
