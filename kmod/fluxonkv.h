@@ -212,6 +212,10 @@ long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
  * @no_expire: asynchronous upcalls the sweep never times out (FETCH: the
  *	daemon may be writing the target until it answers); ended only by
  *	the answer or a daemon disconnect.
+ * @send_retry: asynchronous upcalls whose caller waits anyway (FETCH):
+ *	a full daemon socket is retried up to the request timeout.
+ * @send_failed: set when @end runs because the module could not send
+ *	the request: the daemon never saw it.
  */
 struct fluxonkv_upcall {
 	u64 id;
@@ -221,6 +225,8 @@ struct fluxonkv_upcall {
 	unsigned long deadline;
 	bool sending;
 	bool no_expire;
+	bool send_retry;	/* async: wait out a full daemon socket */
+	bool send_failed;	/* async: ended by our own send error */
 	int status;
 	u64 put_id;
 	u32 flags;
@@ -245,6 +251,7 @@ struct fluxonkv_upcall_args {
 	s32 err;
 	u32 source;
 	u64 offset;
+	bool has_offset;	/* send OFFSET even when it is 0 */
 };
 
 int fluxonkv_genl_init(void);

@@ -227,7 +227,8 @@ static int fluxonkv_fill_args(struct sk_buff *skb,
 		return -EMSGSIZE;
 	if (a->source && nla_put_u32(skb, FLUXONKV_A_SOURCE, a->source))
 		return -EMSGSIZE;
-	if (a->offset && fluxonkv_put_u64(skb, FLUXONKV_A_OFFSET, a->offset))
+	if ((a->offset || a->has_offset) &&
+	    fluxonkv_put_u64(skb, FLUXONKV_A_OFFSET, a->offset))
 		return -EMSGSIZE;
 	return 0;
 }
@@ -438,12 +439,16 @@ void fluxonkv_upcall_async(u8 cmd, const struct fluxonkv_upcall_args *args,
 	up->cmd = cmd;
 	up->sending = true;	/* the sweep leaves it alone until sent */
 	ret = fluxonkv_pending_add(up, &id);
-	if (ret)
+	if (ret) {
+		up->send_failed = true;
 		goto end;
-	ret = fluxonkv_send_once(cmd, id, args, NULL, 0);
+	}
+	ret = up->send_retry ? fluxonkv_send(cmd, id, args, NULL, 0) :
+			       fluxonkv_send_once(cmd, id, args, NULL, 0);
 	if (ret < 0) {
 		if (xa_erase(&fluxonkv_pending, id) != up)
 			return;	/* a disconnect claimed and ended it */
+		up->send_failed = true;
 		goto end;
 	}
 	/* Still pending (not answered or failed meanwhile): start its clock. */

@@ -496,7 +496,8 @@ static void fluxonkv_fetch_end(struct fluxonkv_upcall *up)
  * Ask the daemon to fill @a with the remote source @start names, and wait
  * (killable) at most request_timeout_ms.  Return: the daemon's status,
  * -ETIMEDOUT / -EINTR (the target stays allocated until the daemon
- * answers), -ENOTCONN, -EBUSY (too many FETCHes out) or -ENOMEM.
+ * answers), -ENOTCONN, -EAGAIN (the request could not be sent), -EBUSY
+ * (too many FETCHes out) or -ENOMEM.
  */
 static int fluxonkv_fetch(const u8 *key, u32 key_len,
 			  const struct fluxonkv_upcall *start,
@@ -506,6 +507,7 @@ static int fluxonkv_fetch(const u8 *key, u32 key_len,
 		.key = key, .key_len = key_len, .put_id = start->put_id,
 		.len = start->len, .source = start->source,
 		.handle = start->handle, .offset = a->offset,
+		.has_offset = true,
 	};
 	unsigned long timeout = msecs_to_jiffies(fluxonkv_request_timeout_ms);
 	struct fluxonkv_fetch *f;
@@ -527,12 +529,16 @@ static int fluxonkv_fetch(const u8 *key, u32 key_len,
 	f->alloc = a;
 	f->up.end = fluxonkv_fetch_end;
 	f->up.no_expire = true;
+	f->up.send_retry = true;
 	atomic64_inc(&fluxonkv_stats.fetches);
 	fluxonkv_upcall_async(FLUXONKV_CMD_FETCH, &args, &f->up);
 
 	left = wait_for_completion_killable_timeout(&f->done, timeout);
 	if (left > 0) {
 		ret = f->up.status;
+		/* Never reached the daemon: nothing is known of the source. */
+		if (ret && f->up.send_failed)
+			ret = ret == -ENOTCONN ? ret : -EAGAIN;
 	} else {
 		ret = left ? -EINTR : -ETIMEDOUT;
 		atomic64_inc(&fluxonkv_stats.fetch_abandoned);
@@ -575,6 +581,7 @@ static int fluxonkv_get_remote(struct fluxonkv_session *s, const u8 *key,
 	case -EINTR:
 	case -ETIMEDOUT:
 	case -ENOTCONN:
+	case -EAGAIN:
 	case -EBUSY:
 	case -ENOMEM:
 		/* Nothing learnt about the source. */

@@ -253,8 +253,11 @@ int fluxonkv_segment_mmap(struct file *file, struct vm_area_struct *vma)
 		if (vma->vm_flags & VM_WRITE)
 			return -EPERM;
 		clear |= VM_MAYWRITE;
-	} else if ((vma->vm_flags & VM_WRITE) && !(vma->vm_flags & VM_SHARED)) {
-		return -EINVAL;	/* a private copy would land nowhere */
+	} else if (!(vma->vm_flags & VM_SHARED)) {
+		/* A private copy would land nowhere: never writable. */
+		if (vma->vm_flags & VM_WRITE)
+			return -EINVAL;
+		clear |= VM_MAYWRITE;
 	}
 	if (vma->vm_pgoff >= fluxonkv_seg.npages ||
 	    pages > fluxonkv_seg.npages - vma->vm_pgoff)

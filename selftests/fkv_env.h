@@ -27,10 +27,12 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/time.h>
 #include <time.h>
 
+#include <linux/capability.h>
 #include <linux/fluxonkv.h>
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
@@ -1181,6 +1183,188 @@ static inline int fkv_ctl(char *out, size_t outsz, ...)
 	va_end(ap);
 	argv[argc] = NULL;
 	return fkv_env_run(argv, out, outsz);
+}
+
+/* ---- privileged sessions and the cluster data plane ------------------------ */
+
+/*
+ * A session (open file description) is privileged when opened O_RDWR by a
+ * process with CAP_SYS_ADMIN: it may map the segment writable and HOLD
+ * replicas by handle.  A root process opening O_RDONLY, or one that
+ * dropped CAP_SYS_ADMIN (fkv_drop_cap_sys_admin()), gets a client session.
+ */
+
+/* Open the device read-only: a client session even for root. */
+static inline int fkv_dev_open_ro(void)
+{
+	return open(FKV_DEV_PATH, O_RDONLY | O_CLOEXEC);
+}
+
+/* This process's effective capabilities (/proc/self/status CapEff). */
+static inline uint64_t fkv_cap_effective(void)
+{
+	char line[256];
+	uint64_t caps = UINT64_MAX;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return caps;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %" SCNx64, &caps) == 1)
+			break;
+	fclose(f);
+	return caps;
+}
+
+/*
+ * Drop CAP_SYS_ADMIN from the effective, permitted and inheritable sets of
+ * this process (it stays uid 0, so it can still open the device O_RDWR).
+ * Meant for a forked child.  0 or -errno.
+ */
+static inline int fkv_drop_cap_sys_admin(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0,
+	};
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+	unsigned int i = CAP_TO_INDEX(CAP_SYS_ADMIN);
+	uint32_t bit = CAP_TO_MASK(CAP_SYS_ADMIN);
+
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capget, &hdr, data))
+		return -errno;
+	data[i].effective &= ~bit;
+	data[i].permitted &= ~bit;
+	data[i].inheritable &= ~bit;
+	if (syscall(SYS_capset, &hdr, data))
+		return -errno;
+	if (fkv_cap_effective() & (1ULL << CAP_SYS_ADMIN))
+		return -EPERM;
+	return 0;
+}
+
+/*
+ * Run fn(arg) in a forked child and fail the test unless it returned (or
+ * _exit'ed 0): FKV_ASSERT* in fn fail the child, hence the test.
+ */
+static inline void fkv_in_child(void (*fn)(void *), void *arg,
+				const char *what)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	FKV_ASSERT(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		fn(arg);
+		fflush(stdout);
+		_exit(fkv_failed_here ? 1 : 0);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		FKV_ASSERT(errno == EINTR, "waitpid: %s", strerror(errno));
+	FKV_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		   "%s failed in its child (status %#x)", what, status);
+}
+
+/* FLUXONKV_IOC_HOLD on fd; 0 or -errno, the result in *h. */
+static inline int fkv_dev_hold(int fd, const void *key, size_t klen,
+			       uint64_t handle, uint64_t put_id,
+			       struct fluxonkv_hold *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->size = sizeof(*h);
+	h->key_len = (uint32_t)klen;
+	h->key_ptr = (uintptr_t)key;
+	h->handle = handle;
+	h->put_id = put_id;
+	return ioctl(fd, FLUXONKV_IOC_HOLD, h) ? -errno : 0;
+}
+
+/* Map the whole segment shared and writable (privileged sessions only). */
+static inline uint8_t *fkv_dev_map_rw(int fd, uint64_t *size)
+{
+	struct fluxonkv_info info;
+
+	if (fkv_dev_info(fd, &info))
+		return MAP_FAILED;
+	*size = info.segment_size;
+	return mmap(NULL, info.segment_size, PROT_READ | PROT_WRITE,
+		    MAP_SHARED, fd, 0);
+}
+
+/* ---- debugfs views ------------------------------------------------------- */
+
+/*
+ * The handle of KEY's replica at PUT_ID in debugfs `replicas` (keys without
+ * characters debugfs escapes).  0 with *handle set, -ESRCH if there is no
+ * such replica, -ENOENT without debugfs.
+ */
+static inline int fkv_debugfs_replica(const char *key, uint64_t put_id,
+				      uint64_t *handle)
+{
+	FILE *f = fopen(FKV_DEBUGFS_DIR "/replicas", "r");
+	char line[512], k[300];
+	int ret = -ESRCH;
+
+	if (!f)
+		return -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		uint64_t h, pid, off, len;
+		unsigned int refs;
+		int indexed;
+
+		if (sscanf(line, "%" SCNx64 "\t%" SCNu64 "\t%" SCNu64 "\t%"
+			   SCNu64 "\t%u\t%d\t%299s", &h, &pid, &off, &len,
+			   &refs, &indexed, k) != 7)
+			continue;
+		if (pid == put_id && !strcmp(k, key)) {
+			*handle = h;
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/* Outstanding upcalls of command CMD in debugfs `pending`; -1 without. */
+static inline int fkv_debugfs_pending(unsigned int cmd)
+{
+	FILE *f = fopen(FKV_DEBUGFS_DIR "/pending", "r");
+	char line[256];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long id;
+		unsigned int c;
+
+		if (sscanf(line, "%lu\t%u", &id, &c) == 2 && c == cmd)
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* How many times latency op NAME was recorded (debugfs); -1 without. */
+static inline long long fkv_debugfs_latency_count(const char *name)
+{
+	FILE *f = fopen(FKV_DEBUGFS_DIR "/latency", "r");
+	char line[2048], op[64];
+	long long n = -1, count;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %lld", op, &count) == 2 &&
+		    !strcmp(op, name)) {
+			n = count;
+			break;
+		}
+	fclose(f);
+	return n;
 }
 
 #endif /* FKV_ENV_H */

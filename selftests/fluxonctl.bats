@@ -359,7 +359,7 @@ prom_value() {
 		sleep 0.1
 	done
 	run -0 "$FLUXONCTL" dump holders
-	[[ "${lines[0]}" =~ ^pid\ +holder\ +offset\ +len\ +refs$ ]]
+	[[ "${lines[0]}" =~ ^\ *pid\ +holder\ +offset\ +len\ +refs$ ]]
 	echo "$output" | grep -Eq "^ *$reader +[0-9]+ +[0-9]+ +1048576 +[0-9]+\$"
 	run -0 "$FLUXONCTL" dump --json holders
 	[[ "$output" == '{"holders":[{"pid":'"$reader"',"holder":'*',"len":1048576,'*'}]}' ]]

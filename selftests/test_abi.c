@@ -2,9 +2,15 @@
 /*
  * test_abi - the ioctl and mmap ABI of /dev/fluxonkv abused with raw calls:
  * size-extensible structs, reserved fields, bad pointers and lengths,
- * holder ownership, and the read-only segment mapping.  Most cases need no
- * daemon (argument checks come before anything is asked of the master);
- * the holder cases start fluxond.
+ * holder ownership, the segment mapping (read-only for client sessions,
+ * shared-writable for a privileged one) and HOLD, which pins a replica by
+ * handle for a privileged session.  Most cases need no daemon (argument
+ * checks come before anything is asked of the master); the holder cases
+ * start fluxond.
+ *
+ * A privileged session is a file description opened O_RDWR with
+ * CAP_SYS_ADMIN: fkv_dev_open() as root.  Client sessions here are the
+ * device opened O_RDONLY, or O_RDWR by a child without CAP_SYS_ADMIN.
  */
 #include "fkv_env.h"
 
@@ -24,7 +30,9 @@ static const struct abi_cmd cmds[] = {
 	{ "GET", FLUXONKV_IOC_GET, FLUXONKV_GET_SIZE_VER0 },
 	{ "RELEASE", FLUXONKV_IOC_RELEASE, FLUXONKV_RELEASE_SIZE_VER0 },
 	{ "DELETE", FLUXONKV_IOC_DELETE, FLUXONKV_DELETE_SIZE_VER0 },
+	{ "HOLD", FLUXONKV_IOC_HOLD, FLUXONKV_HOLD_SIZE_VER0 },
 };
+#define HOLD_I	5	/* cmds[HOLD_I] is HOLD */
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
 static const char key[] = "abi-key";
@@ -32,9 +40,13 @@ static uint8_t value[PAGE];
 /* Two pages: argument structs with room for a tail up to a page. */
 static uint8_t argbuf[2 * PAGE] __attribute__((aligned(PAGE)));
 
+/* A handle no replica has: slot 1 of a put_id nobody assigned. */
+#define NO_HANDLE	((0x7fffULL << 32) | 1)
+
 /*
  * Fill argbuf with a valid argument for cmds[i] (key and value set for
- * PUT/GET/DELETE, unknown holder id for RELEASE) with size field SIZE.
+ * PUT/GET/DELETE/HOLD, unknown holder id for RELEASE, unknown handle for
+ * HOLD) with size field SIZE.
  */
 static void *valid_arg(unsigned int i, uint32_t size)
 {
@@ -69,6 +81,15 @@ static void *valid_arg(unsigned int i, uint32_t size)
 		d->key_ptr = (uintptr_t)key;
 		break;
 	}
+	case FLUXONKV_IOC_HOLD: {
+		struct fluxonkv_hold *h = (void *)argbuf;
+
+		h->key_len = sizeof(key) - 1;
+		h->key_ptr = (uintptr_t)key;
+		h->handle = NO_HANDLE;
+		h->put_id = 1;
+		break;
+	}
 	}
 	memcpy(argbuf, &size, sizeof(size));
 	return argbuf;
@@ -76,13 +97,15 @@ static void *valid_arg(unsigned int i, uint32_t size)
 
 /*
  * What a valid argument of cmds[i] gets without a daemon: INFO works,
- * RELEASE of an unknown id is ENOENT, the rest need the master.
+ * RELEASE of an unknown id and HOLD of an unknown handle are ENOENT, the
+ * rest need the master.
  */
 static int no_daemon_errno(unsigned int i)
 {
 	if (cmds[i].cmd == FLUXONKV_IOC_INFO)
 		return 0;
-	if (cmds[i].cmd == FLUXONKV_IOC_RELEASE)
+	if (cmds[i].cmd == FLUXONKV_IOC_RELEASE ||
+	    cmds[i].cmd == FLUXONKV_IOC_HOLD)
 		return ENOENT;
 	return ENOTCONN;
 }
@@ -257,6 +280,32 @@ FKV_TEST(nonzero_reserved_fields_and_flags_are_einval)
 	del = valid_arg(4, sizeof(*del));
 	del->reserved[1] = 1;
 	FKV_EXPECT_EQ(raw_ioctl(fd, 4, del), EINVAL);
+
+	/* HOLD: flags, out fields, reserved, and handle / put_id 0 */
+	{
+		struct fluxonkv_hold *h;
+		unsigned int c;
+
+		for (c = 0; c < 9; c++) {
+			h = valid_arg(HOLD_I, sizeof(*h));
+			switch (c) {
+			case 0: h->flags = 1; break;
+			case 1: h->flags = 1ULL << 63; break;
+			case 2: h->holder_id = 1; break;
+			case 3: h->offset = FLUXONKV_SEGMENT_ALIGN; break;
+			case 4: h->len = 1; break;
+			case 5: h->reserved[0] = 1; break;
+			case 6: h->reserved[1] = 1ULL << 40; break;
+			case 7: h->handle = 0; break;
+			case 8: h->put_id = 0; break;
+			}
+			FKV_EXPECT(raw_ioctl(fd, HOLD_I, h) == EINVAL,
+				   "HOLD case %u", c);
+		}
+		/* and the unmodified argument passes (unknown handle) */
+		h = valid_arg(HOLD_I, sizeof(*h));
+		FKV_EXPECT_EQ(raw_ioctl(fd, HOLD_I, h), ENOENT);
+	}
 	close(fd);
 }
 
@@ -266,6 +315,7 @@ FKV_TEST(bad_argument_and_key_pointers_are_efault)
 	struct fluxonkv_put *put;
 	struct fluxonkv_get *get;
 	struct fluxonkv_delete *del;
+	struct fluxonkv_hold *hold;
 	unsigned int i;
 	uint8_t *pages;
 	const uint8_t *edge;
@@ -283,6 +333,9 @@ FKV_TEST(bad_argument_and_key_pointers_are_efault)
 	del = valid_arg(4, sizeof(*del));
 	del->key_ptr = 8;
 	FKV_EXPECT_EQ(raw_ioctl(fd, 4, del), EFAULT);
+	hold = valid_arg(HOLD_I, sizeof(*hold));
+	hold->key_ptr = 8;
+	FKV_EXPECT_EQ(raw_ioctl(fd, HOLD_I, hold), EFAULT);
 
 	/* A key that runs off the end of a mapping into a hole. */
 	pages = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE,
@@ -303,6 +356,10 @@ FKV_TEST(bad_argument_and_key_pointers_are_efault)
 	del->key_ptr = (uintptr_t)edge;
 	del->key_len = 16;
 	FKV_EXPECT_EQ(raw_ioctl(fd, 4, del), EFAULT);
+	hold = valid_arg(HOLD_I, sizeof(*hold));
+	hold->key_ptr = (uintptr_t)edge;
+	hold->key_len = 16;
+	FKV_EXPECT_EQ(raw_ioctl(fd, HOLD_I, hold), EFAULT);
 	/* the same 8 readable bytes are a fine key */
 	get = valid_arg(2, sizeof(*get));
 	get->key_ptr = (uintptr_t)edge;
@@ -321,6 +378,7 @@ FKV_TEST(key_len_zero_or_over_key_max_is_einval)
 	struct fluxonkv_put *put;
 	struct fluxonkv_get *get;
 	struct fluxonkv_delete *del;
+	struct fluxonkv_hold *hold;
 	unsigned int b;
 
 	memset(bigkey, 'K', sizeof(bigkey));
@@ -340,6 +398,11 @@ FKV_TEST(key_len_zero_or_over_key_max_is_einval)
 		del->key_len = bad[b];
 		FKV_EXPECT(raw_ioctl(fd, 4, del) == EINVAL,
 			   "DELETE key_len %u", bad[b]);
+		hold = valid_arg(HOLD_I, sizeof(*hold));
+		hold->key_ptr = (uintptr_t)bigkey;
+		hold->key_len = bad[b];
+		FKV_EXPECT(raw_ioctl(fd, HOLD_I, hold) == EINVAL,
+			   "HOLD key_len %u", bad[b]);
 	}
 	/* exactly FLUXONKV_KEY_MAX passes validation (then needs a daemon) */
 	put = valid_arg(1, sizeof(*put));
@@ -350,6 +413,10 @@ FKV_TEST(key_len_zero_or_over_key_max_is_einval)
 	get->key_ptr = (uintptr_t)bigkey;
 	get->key_len = FLUXONKV_KEY_MAX;
 	FKV_EXPECT_EQ(raw_ioctl(fd, 2, get), ENOTCONN);
+	hold = valid_arg(HOLD_I, sizeof(*hold));
+	hold->key_ptr = (uintptr_t)bigkey;
+	hold->key_len = FLUXONKV_KEY_MAX;
+	FKV_EXPECT_EQ(raw_ioctl(fd, HOLD_I, hold), ENOENT);
 	close(fd);
 }
 
@@ -423,28 +490,33 @@ FKV_TEST(release_of_unknown_holder_is_enoent)
 
 /* ---- the segment mapping ---- */
 
-FKV_TEST(segment_mapping_is_read_only)
+/*
+ * What a client session's mapping must refuse.  SHARED_WRITE_ERRNO: what a
+ * shared writable mapping gets (EACCES from the VFS for an O_RDONLY
+ * descriptor, EPERM from the module for an unprivileged O_RDWR one).
+ */
+static void client_mapping_checks(int fd, int shared_write_errno)
 {
-	int fd = load_and_open();
-	uint64_t size;
+	uint64_t size = SEG_MB * FKV_MIB;
 	void *p;
-	int rofd;
 
-	FKV_ASSERT_EQ(fkv_sysfs("segment_capacity_bytes"), SEG_MB * FKV_MIB);
-	size = SEG_MB * FKV_MIB;
+#define EXPECT_MAP_ERRNO(prot, flags, e)				\
+	do {								\
+		errno = 0;						\
+		p = mmap(NULL, size, prot, flags, fd, 0);		\
+		FKV_EXPECT(p == MAP_FAILED && errno == (e),		\
+			   "mmap(%s, %s): %p, %s (want %s)", #prot,	\
+			   #flags, p, strerror(errno), strerror(e));	\
+		if (p != MAP_FAILED)					\
+			munmap(p, size);				\
+	} while (0)
 
-	errno = 0;
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	FKV_EXPECT(p == MAP_FAILED && (errno == EPERM || errno == EACCES),
-		   "shared writable mapping: %p, %s", p, strerror(errno));
-	errno = 0;
-	p = mmap(NULL, size, PROT_WRITE, MAP_SHARED, fd, 0);
-	FKV_EXPECT(p == MAP_FAILED && (errno == EPERM || errno == EACCES),
-		   "PROT_WRITE only mapping: %p, %s", p, strerror(errno));
-	errno = 0;
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-	FKV_EXPECT(p == MAP_FAILED && (errno == EPERM || errno == EACCES),
-		   "private writable mapping: %p, %s", p, strerror(errno));
+	EXPECT_MAP_ERRNO(PROT_READ | PROT_WRITE, MAP_SHARED,
+			 shared_write_errno);
+	EXPECT_MAP_ERRNO(PROT_WRITE, MAP_SHARED, shared_write_errno);
+	EXPECT_MAP_ERRNO(PROT_READ | PROT_WRITE, MAP_PRIVATE, EPERM);
+	EXPECT_MAP_ERRNO(PROT_READ | PROT_EXEC, MAP_SHARED, EPERM);
+	EXPECT_MAP_ERRNO(PROT_READ | PROT_EXEC, MAP_PRIVATE, EPERM);
 
 	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	FKV_ASSERT(p != MAP_FAILED, "read-only mapping: %s", strerror(errno));
@@ -455,6 +527,8 @@ FKV_TEST(segment_mapping_is_read_only)
 	errno = 0;
 	FKV_EXPECT(mprotect(p, PAGE, PROT_WRITE) == -1,
 		   "mprotect(PROT_WRITE) of one page succeeded");
+	FKV_EXPECT(mprotect(p, PAGE, PROT_READ | PROT_EXEC) == -1,
+		   "mprotect(PROT_EXEC) succeeded");
 	/* still readable after the refused upgrade */
 	FKV_EXPECT_EQ(((volatile uint8_t *)p)[size - 1], 0);
 	munmap(p, size);
@@ -465,16 +539,200 @@ FKV_TEST(segment_mapping_is_read_only)
 	FKV_EXPECT(mprotect(p, size, PROT_READ | PROT_WRITE) == -1,
 		   "mprotect(PROT_WRITE) of a private mapping succeeded");
 	munmap(p, size);
+#undef EXPECT_MAP_ERRNO
+}
 
-	/* An O_RDONLY descriptor maps read-only too. */
-	rofd = open(FKV_DEV_PATH, O_RDONLY);
+static void unprivileged_mapping_checks(void *unused)
+{
+	int fd;
+
+	FKV_ASSERT_EQ(fkv_drop_cap_sys_admin(), 0);
+	fd = fkv_dev_open();
+	FKV_ASSERT(fd >= 0, "O_RDWR without CAP_SYS_ADMIN: %s",
+		   strerror(errno));
+	client_mapping_checks(fd, EPERM);
+	close(fd);
+}
+
+FKV_TEST(segment_mapping_is_read_only)
+{
+	int fd = load_and_open();
+	int rofd;
+
+	FKV_ASSERT_EQ(fkv_sysfs("segment_capacity_bytes"), SEG_MB * FKV_MIB);
+	/* root, but the descriptor is read-only: a client session */
+	rofd = fkv_dev_open_ro();
 	FKV_ASSERT(rofd >= 0);
-	p = mmap(NULL, size, PROT_READ, MAP_SHARED, rofd, 0);
-	FKV_EXPECT(p != MAP_FAILED, "O_RDONLY mapping: %s", strerror(errno));
+	client_mapping_checks(rofd, EACCES);
+	close(rofd);
+	/* read-write, but without CAP_SYS_ADMIN: a client session */
+	fkv_in_child(unprivileged_mapping_checks, NULL,
+		     "mapping checks without CAP_SYS_ADMIN");
+	close(fd);
+}
+
+/*
+ * The node daemon's session (O_RDWR + CAP_SYS_ADMIN) may map the segment
+ * shared and writable, to land remote payloads in their targets; what it
+ * writes is what every client's read-only mapping reads.  Private
+ * writable and executable mappings stay refused.
+ */
+FKV_TEST(privileged_session_maps_the_segment_shared_and_writable)
+{
+	const uint64_t size = SEG_MB * FKV_MIB, off = 5 * PAGE;
+	int fd = load_and_open(), rofd;
+	uint8_t *rw, *win;
+	const uint8_t *ro;
+	void *p;
+
+	rw = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	FKV_ASSERT(rw != MAP_FAILED, "privileged shared writable mapping: %s",
+		   strerror(errno));
+	rofd = fkv_dev_open_ro();
+	FKV_ASSERT(rofd >= 0);
+	ro = mmap(NULL, size, PROT_READ, MAP_SHARED, rofd, 0);
+	FKV_ASSERT(ro != MAP_FAILED, "client mapping: %s", strerror(errno));
+
+	/* writes are the segment's bytes, seen by every mapping */
+	fkv_pattern_fill(rw + off, 3 * PAGE + 5, "rw", 2, 9);
+	rw[size - 1] = 0xa5;
+	FKV_ASSERT_PATTERN(ro + off, 3 * PAGE + 5, "rw", 2, 9);
+	FKV_ASSERT_EQ(ro[size - 1], 0xa5);
+	win = mmap(NULL, 4 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+	FKV_ASSERT(win != MAP_FAILED, "writable window: %s", strerror(errno));
+	FKV_ASSERT_PATTERN(win, 3 * PAGE + 5, "rw", 2, 9);
+	win[0] ^= 0xff;
+	FKV_ASSERT_EQ(ro[off], rw[off]);
+	win[0] ^= 0xff;
+	FKV_ASSERT_PATTERN(ro + off, 3 * PAGE + 5, "rw", 2, 9);
+	munmap(win, 4 * PAGE);
+
+	/* it may drop and regain write access, never gain exec */
+	FKV_EXPECT_EQ(mprotect(rw, size, PROT_READ), 0);
+	FKV_EXPECT_EQ(mprotect(rw, size, PROT_READ | PROT_WRITE), 0);
+	FKV_EXPECT(mprotect(rw, PAGE, PROT_READ | PROT_EXEC) == -1,
+		   "mprotect(PROT_EXEC) of the privileged mapping succeeded");
+
+	/* leave the segment as it was */
+	memset(rw + off, 0, 3 * PAGE + 5);
+	rw[size - 1] = 0;
+	FKV_ASSERT_EQ(ro[size - 1], 0);
+	munmap((void *)ro, size);
+	munmap(rw, size);
+	close(rofd);
+
+#define EXPECT_PRIV_MAP_ERRNO(len, prot, flags, off_, e)		\
+	do {								\
+		errno = 0;						\
+		p = mmap(NULL, len, prot, flags, fd, off_);		\
+		FKV_EXPECT(p == MAP_FAILED && errno == (e),		\
+			   "privileged mmap(%s, %s): %p, %s (want %s)",	\
+			   #prot, #flags, p, strerror(errno),		\
+			   strerror(e));				\
+		if (p != MAP_FAILED)					\
+			munmap(p, len);					\
+	} while (0)
+
+	/* a private copy of a target would land nowhere */
+	EXPECT_PRIV_MAP_ERRNO(size, PROT_READ | PROT_WRITE, MAP_PRIVATE, 0,
+			      EINVAL);
+	EXPECT_PRIV_MAP_ERRNO(size, PROT_WRITE, MAP_PRIVATE, 0, EINVAL);
+	/* values are data, never code */
+	EXPECT_PRIV_MAP_ERRNO(size, PROT_READ | PROT_EXEC, MAP_SHARED, 0,
+			      EPERM);
+	EXPECT_PRIV_MAP_ERRNO(size, PROT_READ | PROT_WRITE | PROT_EXEC,
+			      MAP_SHARED, 0, EPERM);
+	EXPECT_PRIV_MAP_ERRNO(size, PROT_READ | PROT_EXEC, MAP_PRIVATE, 0,
+			      EPERM);
+	/* and the segment's bounds hold for writable mappings too */
+	EXPECT_PRIV_MAP_ERRNO(size + PAGE, PROT_READ | PROT_WRITE, MAP_SHARED,
+			      0, EINVAL);
+	EXPECT_PRIV_MAP_ERRNO(2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED,
+			      size - PAGE, EINVAL);
+#undef EXPECT_PRIV_MAP_ERRNO
+	close(fd);
+}
+
+/*
+ * A privileged session's private mapping is refused writable at mmap;
+ * mprotect must not make one writable afterwards either.
+ */
+FKV_TEST(privileged_private_mapping_cannot_be_made_writable)
+{
+	const uint64_t size = SEG_MB * FKV_MIB;
+	int fd = load_and_open();
+	void *p;
+
+	const uint8_t *ro;
+	int rofd;
+
+	p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	FKV_ASSERT(p != MAP_FAILED, "private read-only: %s", strerror(errno));
+	errno = 0;
+	if (mprotect(p, size, PROT_READ | PROT_WRITE) == 0) {
+		FKV_FAIL_AT(0, "mprotect(PROT_WRITE) of a privileged private "
+			    "mapping succeeded");
+		/* then at least its writes must stay private copies */
+		rofd = fkv_dev_open_ro();
+		FKV_ASSERT(rofd >= 0);
+		ro = mmap(NULL, size, PROT_READ, MAP_SHARED, rofd, 0);
+		FKV_ASSERT(ro != MAP_FAILED);
+		FKV_ASSERT_EQ(ro[3 * PAGE], 0);
+		((volatile uint8_t *)p)[3 * PAGE] = 0x5a;
+		FKV_ASSERT_EQ(((volatile uint8_t *)p)[3 * PAGE], 0x5a);
+		FKV_ASSERT(ro[3 * PAGE] == 0, "a private write reached the "
+			   "segment");
+		munmap((void *)ro, size);
+		close(rofd);
+	}
+	munmap(p, size);
+	close(fd);
+}
+
+struct priv_fds {
+	int priv;		/* opened O_RDWR with CAP_SYS_ADMIN */
+};
+
+/* In a child without CAP_SYS_ADMIN: an old session keeps its privilege. */
+static void privilege_checks_without_cap(void *arg)
+{
+	const struct priv_fds *fds = arg;
+	const uint64_t size = SEG_MB * FKV_MIB;
+	struct fluxonkv_hold h;
+	void *p;
+	int fd;
+
+	FKV_ASSERT_EQ(fkv_drop_cap_sys_admin(), 0);
+	/* the session opened with the capability is still privileged ... */
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fds->priv, 0);
+	FKV_EXPECT(p != MAP_FAILED, "privileged session after dropping the "
+		   "capability: %s", strerror(errno));
 	if (p != MAP_FAILED)
 		munmap(p, size);
-	close(rofd);
+	FKV_EXPECT_EQ(fkv_dev_hold(fds->priv, key, sizeof(key) - 1, NO_HANDLE,
+				   1, &h), -ENOENT);
+	/* ... a new one is not */
+	fd = fkv_dev_open();
+	FKV_ASSERT(fd >= 0, "open O_RDWR: %s", strerror(errno));
+	errno = 0;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	FKV_EXPECT(p == MAP_FAILED && errno == EPERM, "writable mapping of a "
+		   "session opened without CAP_SYS_ADMIN: %p %s", p,
+		   strerror(errno));
+	FKV_EXPECT_EQ(fkv_dev_hold(fd, key, sizeof(key) - 1, NO_HANDLE, 1, &h),
+		      -EPERM);
 	close(fd);
+}
+
+/* Privilege is the opener's, decided once at open (like a capability). */
+FKV_TEST(privilege_is_decided_when_the_device_is_opened)
+{
+	struct priv_fds fds;
+
+	fds.priv = load_and_open();
+	fkv_in_child(privilege_checks_without_cap, &fds,
+		     "privilege checks without CAP_SYS_ADMIN");
+	close(fds.priv);
 }
 
 FKV_TEST(mapping_beyond_the_segment_is_refused)
@@ -682,6 +940,272 @@ FKV_TEST(get_whose_result_cannot_be_written_back_is_efault_and_pins_nothing)
 	FKV_ASSERT_EQ(fkv_dev_delete(fd, k, strlen(k)), 0);
 	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
 	munmap(ro, PAGE);
+	close(fd);
+	FKV_STOP_DAEMON();
+}
+
+/* ---- HOLD: a privileged session pins a replica by handle (fluxond) ---- */
+
+/* The handle of K's replica at PUT_ID (debugfs); skips without debugfs. */
+static uint64_t replica_handle(const char *k, uint64_t put_id)
+{
+	uint64_t h = 0;
+	int ret = fkv_debugfs_replica(k, put_id, &h);
+
+	if (ret == -ENOENT)
+		FKV_SKIP("no %s/replicas (debugfs) to learn a handle from",
+			 FKV_DEBUGFS_DIR);
+	FKV_ASSERT(ret == 0, "no replica of '%s' at put_id %" PRIu64, k,
+		   put_id);
+	FKV_ASSERT_NE(h, 0);
+	return h;
+}
+
+struct hold_target {
+	const char *k;
+	uint64_t handle, put_id;
+};
+
+static void hold_without_cap_is_eperm(void *arg)
+{
+	const struct hold_target *t = arg;
+	struct fluxonkv_hold h;
+	int fd;
+
+	FKV_ASSERT_EQ(fkv_drop_cap_sys_admin(), 0);
+	fd = fkv_dev_open();
+	FKV_ASSERT(fd >= 0, "open O_RDWR: %s", strerror(errno));
+	FKV_EXPECT_EQ(fkv_dev_hold(fd, t->k, strlen(t->k), t->handle,
+				   t->put_id, &h), -EPERM);
+	FKV_EXPECT_EQ(h.holder_id, 0);
+	close(fd);
+}
+
+/*
+ * HOLD is for the node daemon only: a client session gets EPERM (after the
+ * size checks every ioctl makes, before any other), whatever it names.
+ */
+FKV_TEST(hold_needs_a_privileged_session)
+{
+	const char *k = "abi-hold-priv";
+	struct fluxonkv_get g;
+	struct fluxonkv_hold h, *a;
+	struct hold_target t;
+	uint64_t base;
+	int fd, ro;
+
+	FKV_LOAD("segment_mb=32");
+	FKV_START_DAEMON();
+	base = fkv_sysfs("segment_used_bytes");
+	fd = fkv_dev_open();
+	FKV_ASSERT(fd >= 0);
+	put_and_get(fd, k, 3000, &g);
+	t = (struct hold_target){ k, replica_handle(k, g.put_id), g.put_id };
+
+	ro = fkv_dev_open_ro();
+	FKV_ASSERT(ro >= 0);
+	FKV_ASSERT_EQ(fkv_dev_hold(ro, k, strlen(k), t.handle, t.put_id, &h),
+		      -EPERM);
+	FKV_ASSERT_EQ(h.holder_id, 0);
+	/* the size comes first ... */
+	a = valid_arg(HOLD_I, 8);
+	FKV_EXPECT_EQ(raw_ioctl(ro, HOLD_I, a), EINVAL);
+	a = valid_arg(HOLD_I, FLUXONKV_HOLD_SIZE_VER0 - 8);
+	FKV_EXPECT_EQ(raw_ioctl(ro, HOLD_I, a), EINVAL);
+	a = valid_arg(HOLD_I, FLUXONKV_HOLD_SIZE_VER0 + 8);
+	((uint8_t *)a)[FLUXONKV_HOLD_SIZE_VER0 + 7] = 1;
+	FKV_EXPECT_EQ(raw_ioctl(ro, HOLD_I, a), E2BIG);
+	FKV_EXPECT_EQ(raw_ioctl(ro, HOLD_I, (void *)8), EFAULT);
+	/* ... then the privilege, before the fields */
+	a = valid_arg(HOLD_I, sizeof(*a));
+	a->flags = 1;
+	FKV_EXPECT_EQ(raw_ioctl(ro, HOLD_I, a), EPERM);
+	a = valid_arg(HOLD_I, sizeof(*a));
+	a->handle = 0;
+	FKV_EXPECT_EQ(raw_ioctl(ro, HOLD_I, a), EPERM);
+	close(ro);
+	fkv_in_child(hold_without_cap_is_eperm, &t,
+		     "HOLD without CAP_SYS_ADMIN");
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 1);
+
+	/* the privileged session gets a second pin of the same bytes */
+	FKV_ASSERT_EQ(fkv_dev_hold(fd, k, strlen(k), t.handle, t.put_id, &h),
+		      0);
+	FKV_ASSERT_NE(h.holder_id, 0);
+	FKV_ASSERT_NE(h.holder_id, g.holder_id);
+	FKV_ASSERT_EQ(h.offset, g.offset);
+	FKV_ASSERT_EQ(h.len, g.len);
+	FKV_ASSERT_EQ(h.handle, t.handle);
+	FKV_ASSERT_EQ(h.put_id, t.put_id);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 2);
+	FKV_ASSERT_EQ(fkv_dev_release(fd, h.holder_id), 0);
+	FKV_ASSERT_EQ(fkv_dev_release(fd, g.holder_id), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	FKV_ASSERT_EQ(fkv_dev_delete(fd, k, strlen(k)), 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	close(fd);
+	FKV_STOP_DAEMON();
+}
+
+/* Only a live replica of that key at that version: anything else ENOENT. */
+FKV_TEST(hold_of_the_wrong_key_version_or_handle_is_enoent)
+{
+	const char *k1 = "abi-hold-a", *k2 = "abi-hold-b";
+	struct fluxonkv_get g1, g2;
+	struct fluxonkv_hold h;
+	uint64_t h1, h2, base;
+	int fd;
+
+	FKV_LOAD("segment_mb=32");
+	FKV_START_DAEMON();
+	base = fkv_sysfs("segment_used_bytes");
+	fd = fkv_dev_open();
+	FKV_ASSERT(fd >= 0);
+	put_and_get(fd, k1, 3000, &g1);
+	put_and_get(fd, k2, 5000, &g2);
+	h1 = replica_handle(k1, g1.put_id);
+	h2 = replica_handle(k2, g2.put_id);
+	FKV_ASSERT_NE(h1, h2);
+
+#define EXPECT_HOLD_ENOENT(k, handle, put_id)				\
+	FKV_EXPECT(fkv_dev_hold(fd, k, strlen(k), handle, put_id, &h) ==	\
+		   -ENOENT, "HOLD %s %#" PRIx64 " put_id %" PRIu64, k,	\
+		   (uint64_t)(handle), (uint64_t)(put_id))
+
+	EXPECT_HOLD_ENOENT(k1, h1, g1.put_id + 1);	/* another version */
+	EXPECT_HOLD_ENOENT(k1, h1, g1.put_id + 1000);
+	EXPECT_HOLD_ENOENT(k2, h1, g1.put_id);		/* another key */
+	EXPECT_HOLD_ENOENT("abi-hold-a2", h1, g1.put_id);
+	EXPECT_HOLD_ENOENT("abi-hold", h1, g1.put_id);
+	EXPECT_HOLD_ENOENT(k1, h2, g2.put_id);		/* its handle, our key */
+	EXPECT_HOLD_ENOENT(k1, h2, g1.put_id);
+	EXPECT_HOLD_ENOENT(k1, h1 + (1ULL << 32), g1.put_id); /* old slot use */
+	EXPECT_HOLD_ENOENT(k1, NO_HANDLE, g1.put_id);	/* no such slot */
+	EXPECT_HOLD_ENOENT(k1, UINT64_MAX, g1.put_id);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 2);
+
+	/* the right triple works; once deleted, it is gone */
+	FKV_ASSERT_EQ(fkv_dev_hold(fd, k1, strlen(k1), h1, g1.put_id, &h), 0);
+	FKV_ASSERT_EQ(fkv_dev_release(fd, h.holder_id), 0);
+	FKV_ASSERT_EQ(fkv_dev_release(fd, g1.holder_id), 0);
+	FKV_ASSERT_EQ(fkv_dev_delete(fd, k1, strlen(k1)), 0);
+	EXPECT_HOLD_ENOENT(k1, h1, g1.put_id);
+#undef EXPECT_HOLD_ENOENT
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 1);
+	FKV_ASSERT_EQ(fkv_dev_release(fd, g2.holder_id), 0);
+	FKV_ASSERT_EQ(fkv_dev_delete(fd, k2, strlen(k2)), 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	close(fd);
+	FKV_STOP_DAEMON();
+}
+
+/*
+ * A HOLD is a holder like a get's: the bytes stay even when the key goes,
+ * only its own file description releases it (once), and closing the
+ * description releases whatever it still holds.
+ */
+FKV_TEST(hold_pins_the_replica_until_released_or_closed)
+{
+	const char *k = "abi-hold-pin";
+	const size_t vlen = 20000;
+	struct fluxonkv_hold h, h2, h3;
+	struct fluxonkv_get g;
+	uint64_t handle, base, size;
+	const uint8_t *map;
+	int fd, ro, other;
+
+	FKV_LOAD("segment_mb=32");
+	FKV_START_DAEMON();
+	base = fkv_sysfs("segment_used_bytes");
+	fd = fkv_dev_open();
+	FKV_ASSERT(fd >= 0);
+	ro = fkv_dev_open_ro();
+	FKV_ASSERT(ro >= 0);
+	map = fkv_dev_map(ro, &size);
+	FKV_ASSERT(map != MAP_FAILED);
+	put_and_get(fd, k, vlen, &g);
+	FKV_ASSERT_EQ(fkv_dev_release(fd, g.holder_id), 0);
+	handle = replica_handle(k, g.put_id);
+
+	FKV_ASSERT_EQ(fkv_dev_hold(fd, k, strlen(k), handle, g.put_id, &h), 0);
+	FKV_ASSERT_EQ(h.offset, g.offset);
+	FKV_ASSERT_EQ(h.len, vlen);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 1);
+	/* the key goes; the pinned bytes do not */
+	FKV_ASSERT_EQ(fkv_dev_delete(fd, k, strlen(k)), 0);
+	FKV_ASSERT_EQ(fkv_dev_hold(fd, k, strlen(k), handle, g.put_id, &h2),
+		      -ENOENT);
+	FKV_ASSERT_GE(fkv_sysfs("segment_used_bytes"),
+		      base + FKV_ALIGN_UP(vlen));
+	FKV_ASSERT_PATTERN(map + h.offset, h.len, k, strlen(k), 0);
+	/* only its own description releases it, once */
+	other = fkv_dev_open();
+	FKV_ASSERT(other >= 0);
+	FKV_ASSERT_EQ(fkv_dev_release(other, h.holder_id), -ENOENT);
+	FKV_ASSERT_EQ(fkv_dev_release(ro, h.holder_id), -ENOENT);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 1);
+	FKV_ASSERT_EQ(fkv_dev_release(fd, h.holder_id), 0);
+	FKV_ASSERT_EQ(fkv_dev_release(fd, h.holder_id), -ENOENT);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+
+	/* closing the description releases its HOLDs */
+	put_and_get(fd, k, vlen, &g);
+	FKV_ASSERT_EQ(fkv_dev_release(fd, g.holder_id), 0);
+	handle = replica_handle(k, g.put_id);
+	FKV_ASSERT_EQ(fkv_dev_hold(other, k, strlen(k), handle, g.put_id,
+				   &h2), 0);
+	FKV_ASSERT_EQ(fkv_dev_hold(other, k, strlen(k), handle, g.put_id,
+				   &h3), 0);
+	FKV_ASSERT_NE(h2.holder_id, h3.holder_id);
+	FKV_ASSERT_EQ(h2.offset, h3.offset);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 2);
+	FKV_ASSERT_EQ(fkv_dev_delete(fd, k, strlen(k)), 0);
+	FKV_ASSERT_GE(fkv_sysfs("segment_used_bytes"),
+		      base + FKV_ALIGN_UP(vlen));
+	FKV_ASSERT_PATTERN(map + h2.offset, h2.len, k, strlen(k), 0);
+	close(other);
+	FKV_ASSERT_SYSFS_SETTLES("holders", 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+
+	munmap((void *)map, size);
+	close(ro);
+	close(fd);
+	FKV_STOP_DAEMON();
+}
+
+FKV_TEST(hold_whose_result_cannot_be_written_back_is_efault_and_pins_nothing)
+{
+	const char *k = "abi-hold-ro";
+	struct fluxonkv_hold *rh;
+	struct fluxonkv_get g;
+	uint64_t base, handle;
+	int fd;
+
+	FKV_LOAD("segment_mb=32");
+	FKV_START_DAEMON();
+	base = fkv_sysfs("segment_used_bytes");
+	fd = fkv_dev_open();
+	FKV_ASSERT(fd >= 0);
+	put_and_get(fd, k, 5000, &g);
+	FKV_ASSERT_EQ(fkv_dev_release(fd, g.holder_id), 0);
+	handle = replica_handle(k, g.put_id);
+
+	rh = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	FKV_ASSERT(rh != MAP_FAILED);
+	rh->size = sizeof(*rh);
+	rh->key_len = strlen(k);
+	rh->key_ptr = (uintptr_t)k;
+	rh->handle = handle;
+	rh->put_id = g.put_id;
+	FKV_ASSERT_EQ(mprotect(rh, PAGE, PROT_READ), 0);
+	FKV_ASSERT_ERRNO(ioctl(fd, FLUXONKV_IOC_HOLD, rh), EFAULT);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+
+	FKV_ASSERT_EQ(fkv_dev_delete(fd, k, strlen(k)), 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	munmap(rh, PAGE);
 	close(fd);
 	FKV_STOP_DAEMON();
 }

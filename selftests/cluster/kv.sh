@@ -32,7 +32,7 @@ if [ "$N" -ne 2 ]; then
 	out "1..0 # SKIP kv.sh runs on exactly 2 nodes"
 	exit 0
 fi
-[ "$I" -eq 1 ] && out "1..23" || out "1..14"
+[ "$I" -eq 1 ] && out "1..27" || out "1..16"
 
 config() {	# config FILE SECRET
 	cat >"$1" <<-EOC
@@ -151,8 +151,23 @@ if [ "$I" -eq 1 ]; then
 	mark put.1
 	wait_for deleted.2 || true
 	check "a delete on node2 is a miss on node1" misses k1
+	# Readers run while node2 dies: right bytes or a clean miss, no hang.
+	PYTHONPATH=$REPO/userspace/python python3 "$REPO/selftests/cluster/getloop.py" \
+		6 "$SH" k4 only2 m2 >/tmp/getloop.out 2>&1 &
+	LOOP=$!
+	sleep 1
 	mark phase.kill
 	wait_for killed.2 || true
+	midtraffic() {
+		local r
+		wait "$LOOP" || { diag "getloop: $(cat /tmp/getloop.out)"; return 1; }
+		r=$(tail -n 1 /tmp/getloop.out)
+		diag "gets while node2 died: $r"
+		[[ $r == *" wrong=0 "* ]] || return 1
+		# no get waited past the module's request timeout (8 s)
+		[ "${r##*max_ms=}" -lt 8500 ]
+	}
+	check "gets while node2 dies: right bytes or a miss, none hangs" midtraffic
 	check "node2's death is member-left" logged "member-left: node 'node2'"
 	check "fluxonctl cluster: node2 left, connection closed" cluster_json \
 		"n['node2']['lefts'] >= 1 and n['node2']['last_left'] == 'connection closed' and c['stats']['member_left'] >= 1"
@@ -161,6 +176,7 @@ if [ "$I" -eq 1 ]; then
 	wait_for back.2 || true
 	check "node2 rejoins under a new incarnation" logged "node 'node2' joined" 2
 	check "node2's new put is read on node1" get_same after remote
+	mark after.1
 	wait_for ssd.2 || true
 	check "1 B value pushed from node2's SSD" get_same s1 remote-ssd
 	check "4 MiB - 128 B value pushed from node2's SSD" get_same s4 remote-ssd
@@ -169,6 +185,17 @@ if [ "$I" -eq 1 ]; then
 	mark ssdread.1
 	check "Prometheus series by node" sh -c "'$CTL' cluster --prometheus | grep -q '^fluxonkv_cluster_node_up{node=\"node2\",id=\"2\"} 1\$'"
 	diag "hits_remote $(stat_of hits_remote), fetch_errors $(stat_of fetch_errors)"
+	# The master restarts: the nodes lose their routes, rejoin, serve.
+	wait_for ssdpushed.2 || true
+	kill -9 "$DPID"
+	wait "$DPID" 2>/dev/null || true
+	mark master.killed
+	start_daemon /tmp/fkv.yaml
+	check "the master restarts" daemon_up
+	check "node2 rejoins the restarted master" logged "node 'node2' joined" 3
+	mark master.back
+	wait_for after2.2 || true
+	check "after the master's restart node2's put is read on node1" get_same after2 remote
 else
 	wait_for master-up || true
 	config /tmp/bad.yaml wrong-secret-0123456789abcdef
@@ -201,6 +228,7 @@ else
 	check "the restarted node serves gets again" get_same m2 remote
 	put_new after 12345
 	mark back.2
+	wait_for after.1 || true	# before the fillers push it out
 	# Only on the SSD: persisted, then pushed out of DRAM by fillers.
 	commits0=$(stat_of ssd_commits_published)
 	put_new s1 1
@@ -232,6 +260,33 @@ else
 	wait_for ssdread.1 || true
 	check "node2 pushed the SSD values in chunks (1 + 1 + 4)" cluster_json \
 		"c['role'] == 'node' and c['stats']['ssd_pushes'] >= 3 and c['stats']['ssd_push_chunks'] >= 6"
+	mark ssdpushed.2
+	wait_for master.killed || true
+	fails_fast() {	# gets fail with "no daemon" (exit 4) within 10 s, each promptly
+		local t rc t0
+		for ((t = 0; t < 50; t++)); do
+			rc=0 t0=$SECONDS
+			"$CTL" get after -o /dev/null 2>/dev/null || rc=$?
+			[ $((SECONDS - t0)) -le 9 ] || { diag "a get took $((SECONDS - t0)) s"; return 1; }
+			[ "$rc" -eq 4 ] && return 0
+			sleep 0.2
+		done
+		diag "get kept exiting $rc"
+		return 1
+	}
+	check "without a master, gets fail fast (no daemon)" fails_fast
+	wait_for master.back || true
+	reregistered() {
+		local t
+		for ((t = 0; t < 300; t++)); do
+			[ "$(stat_of daemon_pid)" = "$DPID" ] && return 0
+			sleep 0.1
+		done
+		return 1
+	}
+	check "node2 registers again once it rejoined" reregistered
+	put_new after2 777
+	mark after2.2
 fi
 
 mark done.$I

@@ -1,0 +1,1556 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * test_fetch - the first primitives of the cluster data plane, with the
+ * test playing the node daemon on a raw genl socket and a privileged
+ * session (O_RDWR + CAP_SYS_ADMIN) whose mapping of the segment is
+ * writable:
+ *
+ *   GET_START answered SOURCE=REMOTE / REMOTE_SSD + PUT_ID + LEN + HANDLE
+ *   (the daemon's transfer token) -> the module allocates a target and
+ *   sends FETCH {KEY, PUT_ID, LEN, SOURCE, HANDLE, OFFSET} -> the daemon
+ *   writes LEN bytes at OFFSET and answers STATUS 0 -> the get returns a
+ *   holder with that source and GET_DONE offers the target (promotion as
+ *   for SSD refills).  A failed FETCH is revoked (GET_REVOKE) and the get
+ *   re-selects; a target whose get gave up (timeout, SIGKILL) stays
+ *   allocated until the daemon answers or goes away.
+ */
+#include <poll.h>
+#include <pthread.h>
+
+#include "fkv_env.h"
+
+#define SEG_MB		32
+#define TOKEN		0x70c0ffee0001ULL	/* the daemon's transfer token */
+#define NO_UPCALL_MS	300
+
+/* ---- playing the daemon ---- */
+
+/* An answer (or command) to send; has_* select what is included. */
+struct answer {
+	uint8_t cmd;
+	bool has_req_id;
+	uint64_t req_id;
+	bool has_status;
+	int32_t status;
+	uint64_t put_id;	/* 0: left out */
+	bool has_flags;
+	uint32_t flags;
+	uint64_t handle;	/* 0: left out */
+	uint64_t len;		/* 0: left out */
+	uint32_t source;	/* 0: left out */
+	bool no_ack;		/* send without NLM_F_ACK, do not wait */
+};
+
+static struct nl_msg *answer_msg(struct fkv_nl *nl, const struct answer *a)
+{
+	struct nl_msg *msg = nlmsg_alloc();
+
+	FKV_ASSERT(msg);
+	FKV_ASSERT(genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, nl->family, 0,
+			       a->no_ack ? 0 : NLM_F_ACK, a->cmd,
+			       FLUXONKV_GENL_VERSION));
+	if (a->has_req_id)
+		FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_REQ_ID, a->req_id), 0);
+	if (a->has_status)
+		FKV_ASSERT_EQ(nla_put_s32(msg, FLUXONKV_A_STATUS, a->status), 0);
+	if (a->put_id)
+		FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_PUT_ID, a->put_id), 0);
+	if (a->has_flags)
+		FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_FLAGS, a->flags), 0);
+	if (a->handle)
+		FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_HANDLE, a->handle), 0);
+	if (a->len)
+		FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_LEN, a->len), 0);
+	if (a->source)
+		FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_SOURCE, a->source), 0);
+	return msg;
+}
+
+/* Send an answer; returns the kernel's 0 / -errno (0 at once if no_ack). */
+static int send_answer(struct fkv_nl *nl, const struct answer *a)
+{
+	struct nl_msg *msg = answer_msg(nl, a);
+	int ret;
+
+	if (!a->no_ack)
+		return fkv_nl_transact(nl, msg);
+	nl_socket_disable_auto_ack(nl->sk);
+	ret = nl_send_auto(nl->sk, msg);
+	nl_socket_enable_auto_ack(nl->sk);
+	nlmsg_free(msg);
+	FKV_ASSERT(ret >= 0, "send without ack: %d", ret);
+	return 0;
+}
+
+/* STATUS-only answer to request REQ of command CMD. */
+static int answer_status(struct fkv_nl *nl, uint8_t cmd, uint64_t req,
+			 int32_t status)
+{
+	struct answer a = { .cmd = cmd, .has_req_id = true, .req_id = req,
+			    .has_status = true, .status = status };
+
+	return send_answer(nl, &a);
+}
+
+/* The same, sent without NLM_F_ACK (nothing waited for). */
+static void answer_status_noack(struct fkv_nl *nl, uint8_t cmd, uint64_t req,
+				int32_t status)
+{
+	struct answer a = { .cmd = cmd, .has_req_id = true, .req_id = req,
+			    .has_status = true, .status = status,
+			    .no_ack = true };
+
+	send_answer(nl, &a);
+}
+
+/* A message of CMD carrying REQ_ID REQ plus one raw attribute. */
+static int send_with_raw_attr(struct fkv_nl *nl, uint8_t cmd, bool with_req,
+			      uint64_t req, int type, const void *data,
+			      int len)
+{
+	struct nl_msg *msg = fkv_nl_msg(nl, cmd);
+
+	FKV_ASSERT(msg);
+	if (with_req)
+		FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_REQ_ID, req), 0);
+	FKV_ASSERT_EQ(nla_put(msg, type, len, data), 0);
+	return fkv_nl_transact(nl, msg);
+}
+
+static int drop_replica(struct fkv_nl *nl, uint64_t handle)
+{
+	struct answer a = { .cmd = FLUXONKV_CMD_DROP_REPLICA,
+			    .handle = handle };
+
+	return send_answer(nl, &a);
+}
+
+/* Wait up to TIMEOUT_MS for an upcall CMD; its REQ_ID (attributes in tb). */
+static uint64_t expect_upcall_in(struct fkv_nl *nl, uint8_t cmd,
+				 struct nlattr **tb, unsigned int timeout_ms)
+{
+	int ret = fkv_nl_next(nl, cmd, tb, timeout_ms);
+
+	FKV_ASSERT(ret == 0, "no upcall %u within %u ms", cmd, timeout_ms);
+	FKV_ASSERT(tb[FLUXONKV_A_REQ_ID], "upcall %u without REQ_ID", cmd);
+	return fkv_nla_u64(tb[FLUXONKV_A_REQ_ID]);
+}
+
+static uint64_t expect_upcall(struct fkv_nl *nl, uint8_t cmd,
+			      struct nlattr **tb)
+{
+	return expect_upcall_in(nl, cmd, tb, 5000);
+}
+
+/* No message of CMD arrives within NO_UPCALL_MS. */
+static void expect_no_upcall(struct fkv_nl *nl, uint8_t cmd, const char *why)
+{
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+
+	FKV_ASSERT(fkv_nl_next(nl, cmd, tb, NO_UPCALL_MS) != 0,
+		   "unexpected upcall %u: %s", cmd, why);
+}
+
+static bool attr_is_key(struct nlattr *a, const char *k)
+{
+	return a && nla_len(a) == (int)strlen(k) &&
+	       !memcmp(nla_data(a), k, strlen(k));
+}
+
+/* The test as the node daemon: its netlink socket and its mapping. */
+struct master {
+	struct fkv_nl nl;
+	int fd;			/* privileged session: O_RDWR as root */
+	uint8_t *map;		/* the whole segment, shared and writable */
+	uint64_t size;
+};
+
+static void master_register(struct master *m)
+{
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct nl_msg *msg;
+	int ret = fkv_nl_open(&m->nl);
+
+	FKV_ASSERT(ret == 0, "genl family %s: %s", FLUXONKV_GENL_NAME,
+		   strerror(-ret));
+	msg = fkv_nl_msg(&m->nl, FLUXONKV_CMD_DAEMON_REGISTER);
+	FKV_ASSERT(msg);
+	FKV_ASSERT_EQ(fkv_nl_transact(&m->nl, msg), 0);
+	FKV_ASSERT_EQ(fkv_nl_next(&m->nl, FLUXONKV_CMD_DAEMON_REGISTER, tb,
+				  2000), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("daemon_pid"), getpid());
+}
+
+static void master_start(struct master *m)
+{
+	master_register(m);
+	m->fd = fkv_dev_open();
+	FKV_ASSERT(m->fd >= 0, "open O_RDWR: %s", strerror(errno));
+	m->map = fkv_dev_map_rw(m->fd, &m->size);
+	FKV_ASSERT(m->map != MAP_FAILED, "privileged writable mapping: %s",
+		   strerror(errno));
+	FKV_ASSERT_EQ(m->size, SEG_MB * FKV_MIB);
+}
+
+static void master_stop(struct master *m)
+{
+	munmap(m->map, m->size);
+	close(m->fd);
+	fkv_nl_close(&m->nl);
+}
+
+/* ---- clients in child processes, blocked in the kernel meanwhile ---- */
+
+enum client_op { CLIENT_PUT, CLIENT_GET };
+
+struct client {
+	pid_t pid;
+	int rfd;		/* results */
+	int wfd;		/* commands: 'c' check again; EOF: release, exit */
+};
+
+struct client_result {
+	int err;		/* 0 or errno */
+	uint64_t put_id;
+	uint64_t len;
+	uint64_t offset;
+	uint64_t holder_id;
+	uint32_t source;
+	bool intact;		/* get: bytes are the pattern of (key, len, salt) */
+	bool tail_zero;		/* get: the rest of the last granule is zero */
+};
+
+static void client_check(const uint8_t *map, uint64_t size, const char *k,
+			 uint64_t salt, struct client_result *r)
+{
+	uint64_t end = FKV_ALIGN_UP(r->offset + r->len), i;
+
+	r->intact = map != MAP_FAILED && r->offset + r->len <= size &&
+		    fkv_pattern_check(map + r->offset, r->len, k, strlen(k),
+				      salt) < 0;
+	r->tail_zero = r->intact && end <= size;
+	for (i = r->offset + r->len; r->tail_zero && i < end; i++)
+		if (map[i])
+			r->tail_zero = false;
+}
+
+/*
+ * A child must not keep the master's netlink socket (or its privileged
+ * session) open: closing them in the parent would not end them.
+ */
+static void close_inherited_fds(int keep1, int keep2)
+{
+	int fd;
+
+	for (fd = 3; fd < 1024; fd++)
+		if (fd != keep1 && fd != keep2)
+			close(fd);
+}
+
+/*
+ * A client session (the device opened O_RDONLY, mapped read-only) doing
+ * one put or get in a child.  A get's holder is kept until client_end().
+ */
+static struct client client_start(enum client_op op, const char *k,
+				  size_t vlen, uint64_t salt)
+{
+	struct client c;
+	int res[2], ctl[2];
+
+	FKV_ASSERT_EQ(pipe(res), 0);
+	FKV_ASSERT_EQ(pipe(ctl), 0);
+	fflush(stdout);
+	c.pid = fork();
+	FKV_ASSERT(c.pid >= 0);
+	if (c.pid == 0) {
+		struct client_result r = { 0 };
+		const uint8_t *map = MAP_FAILED;
+		struct fluxonkv_get g;
+		uint64_t size = 0;
+		char cmd;
+		int fd;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close_inherited_fds(res[1], ctl[0]);
+		fd = fkv_dev_open_ro();
+		if (fd < 0) {
+			r.err = errno;
+		} else if (op == CLIENT_PUT) {
+			uint8_t *buf = malloc(vlen);
+
+			fkv_pattern_fill(buf, vlen, k, strlen(k), salt);
+			r.err = -fkv_dev_put(fd, k, strlen(k), buf, vlen,
+					     &r.put_id);
+			free(buf);
+		} else {
+			map = fkv_dev_map(fd, &size);
+			r.err = -fkv_dev_get(fd, k, strlen(k), &g);
+			r.put_id = g.put_id;
+			r.len = g.len;
+			r.offset = g.offset;
+			r.holder_id = g.holder_id;
+			r.source = g.source;
+			if (!r.err)
+				client_check(map, size, k, salt, &r);
+		}
+		if (write(res[1], &r, sizeof(r)) != sizeof(r))
+			_exit(2);
+		while (read(ctl[0], &cmd, 1) == 1) {
+			if (!r.err && r.holder_id)
+				client_check(map, size, k, salt, &r);
+			if (write(res[1], &r, sizeof(r)) != sizeof(r))
+				_exit(2);
+		}
+		if (!r.err && r.holder_id && fkv_dev_release(fd, r.holder_id))
+			_exit(3);
+		_exit(0);
+	}
+	close(res[1]);
+	close(ctl[0]);
+	c.rfd = res[0];
+	c.wfd = ctl[1];
+	return c;
+}
+
+static struct client client_get(const char *k, uint64_t salt)
+{
+	return client_start(CLIENT_GET, k, 0, salt);
+}
+
+static bool client_finished(const struct client *c)
+{
+	struct pollfd p = { .fd = c->rfd, .events = POLLIN };
+
+	return poll(&p, 1, 0) > 0;
+}
+
+/* The client's first result (its put or get returned). */
+static struct client_result client_result(struct client *c)
+{
+	struct client_result r;
+
+	FKV_ASSERT_EQ(read(c->rfd, &r, sizeof(r)), sizeof(r));
+	return r;
+}
+
+/* Look at the holder's bytes again. */
+static struct client_result client_recheck(struct client *c)
+{
+	FKV_ASSERT_EQ(write(c->wfd, "c", 1), 1);
+	return client_result(c);
+}
+
+/* Release the holder (if any) and reap the client. */
+static void client_end(struct client *c)
+{
+	int status;
+
+	close(c->wfd);
+	FKV_ASSERT_EQ(waitpid(c->pid, &status, 0), c->pid);
+	FKV_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		   "client ended with status %#x", status);
+	close(c->rfd);
+}
+
+/* A client's whole get, done. */
+static struct client_result client_get_once(const char *k, uint64_t salt)
+{
+	struct client c = client_get(k, salt);
+	struct client_result r = client_result(&c);
+
+	client_end(&c);
+	return r;
+}
+
+/* ---- the master's side of the flows ---- */
+
+/*
+ * Play a whole put of the pattern of (K, VLEN, salt 0) as the master:
+ * PUT_START -> PUT_ID, PUT_DONE -> published.  Returns the replica's handle.
+ */
+static uint64_t master_put(struct master *m, const char *k, size_t vlen,
+			   uint64_t put_id)
+{
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct answer a = { .has_req_id = true, .has_status = true,
+			    .has_flags = true };
+	struct client c = client_start(CLIENT_PUT, k, vlen, 0);
+	struct client_result r;
+	uint64_t handle;
+
+	a.cmd = FLUXONKV_CMD_PUT_START;
+	a.req_id = expect_upcall(&m->nl, FLUXONKV_CMD_PUT_START, tb);
+	a.put_id = put_id;
+	FKV_ASSERT_EQ(send_answer(&m->nl, &a), 0);
+	a.cmd = FLUXONKV_CMD_PUT_DONE;
+	a.req_id = expect_upcall(&m->nl, FLUXONKV_CMD_PUT_DONE, tb);
+	handle = fkv_nla_u64(tb[FLUXONKV_A_HANDLE]);
+	FKV_ASSERT(handle && handle != UINT64_MAX, "PUT_DONE handle");
+	a.put_id = 0;
+	a.flags = FLUXONKV_PUT_F_PUBLISHED;
+	FKV_ASSERT_EQ(send_answer(&m->nl, &a), 0);
+	r = client_result(&c);
+	client_end(&c);
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT_EQ(r.put_id, put_id);
+	return handle;
+}
+
+/*
+ * A published 1-byte value at the start of a fresh segment, so that the
+ * targets the tests fetch into do not sit at offset 0 (see
+ * fetch_into_a_target_at_offset_zero_carries_offset_zero).
+ */
+static uint64_t master_put_filler(struct master *m)
+{
+	uint64_t h = master_put(m, "filler", 1, 1);
+
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), FLUXONKV_SEGMENT_ALIGN);
+	return h;
+}
+
+/* Wait for the GET_START of K; answer it with a remote source. */
+static void answer_remote(struct master *m, const char *k, uint32_t source,
+			  uint64_t put_id, uint64_t len, uint64_t token)
+{
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct answer a = { .cmd = FLUXONKV_CMD_GET_START, .has_req_id = true,
+			    .has_status = true, .put_id = put_id,
+			    .handle = token, .len = len, .source = source };
+
+	a.req_id = expect_upcall(&m->nl, FLUXONKV_CMD_GET_START, tb);
+	FKV_ASSERT(attr_is_key(tb[FLUXONKV_A_KEY], k), "GET_START of '%s'", k);
+	FKV_ASSERT_EQ(send_answer(&m->nl, &a), 0);
+}
+
+/* Wait for the GET_START of K; answer it with a miss. */
+static void answer_miss(struct master *m, const char *k)
+{
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	uint64_t req = expect_upcall(&m->nl, FLUXONKV_CMD_GET_START, tb);
+
+	FKV_ASSERT(attr_is_key(tb[FLUXONKV_A_KEY], k), "GET_START of '%s'", k);
+	FKV_ASSERT_EQ(answer_status(&m->nl, FLUXONKV_CMD_GET_START, req,
+				    -ENOENT), 0);
+}
+
+struct fetch {
+	uint64_t req;
+	uint64_t offset;
+};
+
+/* The FETCH for the remote get of K: every attribute checked. */
+static struct fetch expect_fetch(struct master *m, const char *k,
+				 uint32_t source, uint64_t put_id,
+				 uint64_t len, uint64_t token)
+{
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct fetch f;
+
+	f.req = expect_upcall(&m->nl, FLUXONKV_CMD_FETCH, tb);
+	FKV_ASSERT(attr_is_key(tb[FLUXONKV_A_KEY], k), "FETCH names '%s'", k);
+	FKV_ASSERT_EQ(fkv_nla_u64(tb[FLUXONKV_A_PUT_ID]), put_id);
+	FKV_ASSERT_EQ(fkv_nla_u64(tb[FLUXONKV_A_LEN]), len);
+	FKV_ASSERT_EQ(fkv_nla_u32(tb[FLUXONKV_A_SOURCE]), source);
+	FKV_ASSERT_EQ(fkv_nla_u64(tb[FLUXONKV_A_HANDLE]), token);
+	FKV_ASSERT(tb[FLUXONKV_A_OFFSET], "FETCH without OFFSET");
+	f.offset = fkv_nla_u64(tb[FLUXONKV_A_OFFSET]);
+	FKV_ASSERT_EQ(f.offset % FLUXONKV_SEGMENT_ALIGN, 0);
+	FKV_ASSERT_LE(f.offset + len, m->size);
+	return f;
+}
+
+/* The daemon's part of a FETCH: the payload lands in the target. */
+static void fill_target(struct master *m, const struct fetch *f,
+			const char *k, uint64_t len, uint64_t salt)
+{
+	fkv_pattern_fill(m->map + f->offset, len, k, strlen(k), salt);
+}
+
+/* The GET_DONE offering a fetched target of K; its handle, *req its id. */
+static uint64_t expect_get_done(struct master *m, const char *k,
+				uint32_t source, uint64_t put_id, uint64_t len,
+				uint64_t *req)
+{
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	uint64_t handle;
+
+	*req = expect_upcall(&m->nl, FLUXONKV_CMD_GET_DONE, tb);
+	FKV_ASSERT(attr_is_key(tb[FLUXONKV_A_KEY], k), "GET_DONE names '%s'",
+		   k);
+	FKV_ASSERT_EQ(fkv_nla_u64(tb[FLUXONKV_A_PUT_ID]), put_id);
+	FKV_ASSERT_EQ(fkv_nla_u64(tb[FLUXONKV_A_LEN]), len);
+	FKV_ASSERT_EQ(fkv_nla_u32(tb[FLUXONKV_A_SOURCE]), source);
+	handle = fkv_nla_u64(tb[FLUXONKV_A_HANDLE]);
+	FKV_ASSERT(handle && handle != UINT64_MAX, "GET_DONE handle");
+	FKV_ASSERT(handle != TOKEN, "GET_DONE echoes the transfer token");
+	return handle;
+}
+
+static int answer_get_done(struct master *m, uint64_t req, bool promote)
+{
+	struct answer a = { .cmd = FLUXONKV_CMD_GET_DONE, .has_req_id = true,
+			    .req_id = req, .has_status = true,
+			    .has_flags = true,
+			    .flags = promote ? FLUXONKV_GET_F_PROMOTED : 0 };
+
+	return send_answer(&m->nl, &a);
+}
+
+/* The GET_REVOKE a failed FETCH of K sends; returns its REQ_ID. */
+static uint64_t expect_revoke(struct master *m, const char *k,
+			      uint32_t source, uint64_t put_id,
+			      uint64_t token, int32_t err)
+{
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	uint64_t req = expect_upcall(&m->nl, FLUXONKV_CMD_GET_REVOKE, tb);
+
+	FKV_ASSERT(attr_is_key(tb[FLUXONKV_A_KEY], k), "GET_REVOKE names '%s'",
+		   k);
+	FKV_ASSERT_EQ(fkv_nla_u64(tb[FLUXONKV_A_PUT_ID]), put_id);
+	FKV_ASSERT_EQ(fkv_nla_u32(tb[FLUXONKV_A_SOURCE]), source);
+	FKV_ASSERT_EQ(fkv_nla_u64(tb[FLUXONKV_A_HANDLE]), token);
+	FKV_ASSERT(tb[FLUXONKV_A_ERRNO], "GET_REVOKE without ERRNO");
+	FKV_ASSERT_EQ((int32_t)fkv_nla_u32(tb[FLUXONKV_A_ERRNO]), err);
+	return req;
+}
+
+static void expect_latency_count(const char *op, long long n)
+{
+	long long got = fkv_debugfs_latency_count(op);
+
+	if (got >= 0 || fkv_path_exists(FKV_DEBUGFS_DIR "/latency"))
+		FKV_ASSERT(got == n, "latency op %s recorded %lld times, "
+			   "want %lld", op, got, n);
+}
+
+/* ---- 1, 5: the happy path ---- */
+
+/*
+ * A get the master routes to another node: the target is allocated, the
+ * daemon fills it through its writable mapping, the client reads the
+ * bytes through its read-only one, and the target is offered to the
+ * master: promoted, it is this node's replica and the next get is a local
+ * hit; refused, the holder stays valid and nothing else keeps it.
+ */
+static void remote_get(const char *k, uint32_t source, uint64_t len,
+		       bool promote)
+{
+	const uint64_t put_id = 7, salt = 0x5eed, span = FKV_ALIGN_UP(len);
+	struct client_result r, r2;
+	struct fluxonkv_hold hold;
+	uint64_t base, handle, req, hf;
+	struct master m;
+	struct client c;
+	struct fetch f;
+
+	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
+	master_start(&m);
+	hf = master_put_filler(&m);
+	base = fkv_sysfs("segment_used_bytes");
+
+	c = client_get(k, salt);
+	answer_remote(&m, k, source, put_id, len, TOKEN);
+	f = expect_fetch(&m, k, source, put_id, len, TOKEN);
+	/* the target is allocated; the get waits for the daemon */
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + span);
+	FKV_ASSERT_EQ(fkv_sysfs("fetches"), 1);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	fkv_msleep(50);
+	FKV_ASSERT(!client_finished(&c), "the get returned before FETCH was "
+		   "answered");
+
+	fill_target(&m, &f, k, len, salt);
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0), 0);
+	r = client_result(&c);
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT_EQ(r.source, source);
+	FKV_ASSERT_EQ(r.len, len);
+	FKV_ASSERT_EQ(r.put_id, put_id);
+	FKV_ASSERT_EQ(r.offset, f.offset);
+	FKV_ASSERT(r.intact, "the client does not read the fetched bytes");
+	FKV_ASSERT(r.tail_zero, "bytes after the value in its last granule");
+	FKV_ASSERT_EQ(fkv_sysfs("hits_remote"), 1);
+	FKV_ASSERT_EQ(fkv_sysfs("hits_memory"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("fetch_errors"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("fetch_abandoned"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 1);
+	expect_latency_count("get_remote", 1);
+	expect_latency_count("fetch", 1);
+
+	/* the offer: the target is a replica until the master answers */
+	handle = expect_get_done(&m, k, source, put_id, len, &req);
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 2);
+	FKV_ASSERT_EQ(answer_get_done(&m, req, promote), 0);
+
+	if (promote) {
+		FKV_ASSERT_EQ(fkv_sysfs("promotions"), 1);
+		FKV_ASSERT_EQ(fkv_sysfs("replicas"), 2);
+		/* published: a local memory hit, no GET_START */
+		r2 = client_get_once(k, salt);
+		FKV_ASSERT_EQ(r2.err, 0);
+		FKV_ASSERT_EQ(r2.source, FLUXONKV_SOURCE_MEMORY);
+		FKV_ASSERT_EQ(r2.put_id, put_id);
+		FKV_ASSERT_EQ(r2.offset, f.offset);
+		FKV_ASSERT(r2.intact, "the promoted replica's bytes");
+		expect_no_upcall(&m.nl, FLUXONKV_CMD_GET_START,
+				 "a promoted replica is not a local hit");
+		FKV_ASSERT_EQ(fkv_sysfs("hits_memory"), 1);
+		FKV_ASSERT_EQ(fkv_sysfs("fetches"), 1);
+		/* and the node daemon can pin it by handle to serve a pull */
+		FKV_ASSERT_EQ(fkv_dev_hold(m.fd, k, strlen(k), handle, put_id,
+					   &hold), 0);
+		FKV_ASSERT_EQ(hold.offset, f.offset);
+		FKV_ASSERT_EQ(hold.len, len);
+		FKV_ASSERT_EQ(fkv_dev_release(m.fd, hold.holder_id), 0);
+	} else {
+		FKV_ASSERT_EQ(fkv_sysfs("promotions_refused"), 1);
+		FKV_ASSERT_EQ(fkv_sysfs("replicas"), 1);
+		FKV_ASSERT_EQ(fkv_dev_hold(m.fd, k, strlen(k), handle, put_id,
+					   &hold), -ENOENT);
+		/* the temporary holder still pins unchanged bytes */
+		r2 = client_recheck(&c);
+		FKV_ASSERT(r2.intact, "a temporary holder's bytes changed");
+		FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + span);
+		/* nothing indexed: the next get asks the master */
+		{
+			struct client c2 = client_get(k, salt);
+
+			answer_miss(&m, k);
+			r2 = client_result(&c2);
+			client_end(&c2);
+			FKV_ASSERT_EQ(r2.err, ENOENT);
+		}
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("fetches"), 1);
+	client_end(&c);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	if (promote) {
+		FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base + span);
+		FKV_ASSERT_EQ(drop_replica(&m.nl, handle), 0);
+	}
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	FKV_ASSERT_EQ(drop_replica(&m.nl, hf), 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
+	master_stop(&m);
+}
+
+FKV_TEST(remote_get_of_1mib_plus_17_is_fetched_offered_and_promoted)
+{
+	remote_get("remote-big", FLUXONKV_SOURCE_REMOTE, FKV_MIB + 17, true);
+}
+
+FKV_TEST(remote_get_of_one_byte_not_promoted_stays_a_temporary_holder)
+{
+	remote_get("remote-1", FLUXONKV_SOURCE_REMOTE, 1, false);
+}
+
+FKV_TEST(remote_ssd_source_is_fetched_and_promoted_the_same_way)
+{
+	remote_get("remote-ssd", FLUXONKV_SOURCE_REMOTE_SSD,
+		   2 * FKV_MIB + 4097, true);
+}
+
+FKV_TEST(remote_ssd_source_not_promoted_stays_a_temporary_holder)
+{
+	remote_get("remote-ssd-1", FLUXONKV_SOURCE_REMOTE_SSD, 5000, false);
+}
+
+/*
+ * In an empty segment the first target sits at offset 0: the daemon must
+ * still be told where to write (OFFSET present and 0, not left out).
+ */
+FKV_TEST(fetch_into_a_target_at_offset_zero_carries_offset_zero)
+{
+	const char *k = "at-zero";
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct client_result r;
+	struct master m;
+	struct client c;
+	uint64_t req;
+	bool has_offset;
+
+	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
+	master_start(&m);
+	c = client_get(k, 1);
+	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE, 3, 100, TOKEN);
+	req = expect_upcall(&m.nl, FLUXONKV_CMD_FETCH, tb);
+	has_offset = tb[FLUXONKV_A_OFFSET] != NULL;
+	FKV_EXPECT(has_offset, "FETCH of a target at offset 0 has no OFFSET");
+	if (has_offset)
+		FKV_EXPECT_EQ(fkv_nla_u64(tb[FLUXONKV_A_OFFSET]), 0);
+	fkv_pattern_fill(m.map, 100, k, strlen(k), 1);
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, req, 0), 0);
+	r = client_result(&c);
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT_EQ(r.offset, 0);
+	FKV_ASSERT(r.intact, "bytes of the target at offset 0");
+	FKV_ASSERT_EQ(answer_get_done(&m, expect_upcall(&m.nl,
+			FLUXONKV_CMD_GET_DONE, tb), false), 0);
+	client_end(&c);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
+	master_stop(&m);
+}
+
+/*
+ * A target is allocated like an SSD refill's: with the segment full, the
+ * get asks the master for room (NEED_ROOM) and FETCH is sent only once
+ * the target exists.
+ */
+FKV_TEST(remote_get_waits_for_room_before_fetching)
+{
+	const char *k = "remote-room";
+	const uint64_t len = 2 * FKV_MIB, big = 31 * FKV_MIB;
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct client_result r;
+	uint64_t hf, hbig, req;
+	struct master m;
+	struct client c;
+	struct fetch f;
+
+	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
+	master_start(&m);
+	hf = master_put_filler(&m);
+	hbig = master_put(&m, "room-hog", big, 2);
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"),
+		      FLUXONKV_SEGMENT_ALIGN + big);
+
+	c = client_get(k, 11);
+	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE, 5, len, TOKEN);
+	req = expect_upcall(&m.nl, FLUXONKV_CMD_NEED_ROOM, tb);
+	FKV_ASSERT_EQ(fkv_nla_u64(tb[FLUXONKV_A_BYTES]), len);
+	expect_no_upcall(&m.nl, FLUXONKV_CMD_FETCH,
+			 "FETCH sent before its target was allocated");
+	FKV_ASSERT_EQ(fkv_sysfs("fetches"), 0);
+	FKV_ASSERT_GE(fkv_sysfs("room_waits"), 1);
+	/* the master evicts, then answers */
+	FKV_ASSERT_EQ(drop_replica(&m.nl, hbig), 0);
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_NEED_ROOM, req, 0), 0);
+
+	f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE, 5, len, TOKEN);
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"),
+		      FLUXONKV_SEGMENT_ALIGN + FKV_ALIGN_UP(len));
+	fill_target(&m, &f, k, len, 11);
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0), 0);
+	r = client_result(&c);
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT_EQ(r.offset, f.offset);
+	FKV_ASSERT(r.intact, "bytes fetched after a room wait");
+	expect_get_done(&m, k, FLUXONKV_SOURCE_REMOTE, 5, len, &req);
+	FKV_ASSERT_EQ(answer_get_done(&m, req, false), 0);
+	client_end(&c);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", FLUXONKV_SEGMENT_ALIGN);
+	FKV_ASSERT_EQ(drop_replica(&m.nl, hf), 0);
+	master_stop(&m);
+}
+
+/* ---- 2: a failed transfer ---- */
+
+FKV_TEST(failed_fetch_revokes_the_source_and_the_get_asks_again)
+{
+	const char *k = "fetch-eio";
+	const uint64_t len = 50000;
+	struct client_result r;
+	uint64_t base, hf, req;
+	struct master m;
+	struct client c;
+	struct fetch f;
+
+	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
+	master_start(&m);
+	hf = master_put_filler(&m);
+	base = fkv_sysfs("segment_used_bytes");
+
+	c = client_get(k, 0);
+	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE, 9, len, TOKEN);
+	f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE, 9, len, TOKEN);
+	/* half a payload, then the transfer fails */
+	fill_target(&m, &f, k, len / 2, 0);
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, -EIO), 0);
+	req = expect_revoke(&m, k, FLUXONKV_SOURCE_REMOTE, 9, TOKEN, -EIO);
+	FKV_ASSERT_EQ(fkv_sysfs("fetch_errors"), 1);
+	FKV_ASSERT(!client_finished(&c), "the get returned before re-selecting");
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_GET_REVOKE, req, 0), 0);
+	/* re-selection: the master has nothing else */
+	answer_miss(&m, k);
+	r = client_result(&c);
+	client_end(&c);
+	FKV_ASSERT_EQ(r.err, ENOENT);
+	FKV_ASSERT_EQ(r.holder_id, 0);
+	FKV_ASSERT_EQ(fkv_sysfs("fetches"), 1);
+	FKV_ASSERT_EQ(fkv_sysfs("fetch_errors"), 1);
+	FKV_ASSERT_EQ(fkv_sysfs("fetch_abandoned"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("hits_remote"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("misses"), 1);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 1);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	expect_no_upcall(&m.nl, FLUXONKV_CMD_GET_DONE,
+			 "a failed fetch was offered");
+	FKV_ASSERT_EQ(drop_replica(&m.nl, hf), 0);
+	master_stop(&m);
+}
+
+FKV_TEST(get_reselects_after_a_failed_fetch_and_the_next_source_serves_it)
+{
+	const char *k = "fetch-again";
+	const uint64_t len = 70000, token2 = TOKEN + 0x100;
+	struct client_result r;
+	uint64_t base, hf, req;
+	struct master m;
+	struct client c;
+	struct fetch f;
+
+	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
+	master_start(&m);
+	hf = master_put_filler(&m);
+	base = fkv_sysfs("segment_used_bytes");
+
+	c = client_get(k, 4);
+	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE, 12, len, TOKEN);
+	f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE, 12, len, TOKEN);
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req,
+				    -ECONNRESET), 0);
+	req = expect_revoke(&m, k, FLUXONKV_SOURCE_REMOTE, 12, TOKEN,
+			    -ECONNRESET);
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_GET_REVOKE, req, 0), 0);
+
+	/* the second choice is another node's SSD */
+	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE_SSD, 12, len, token2);
+	f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE_SSD, 12, len, token2);
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + FKV_ALIGN_UP(len));
+	fill_target(&m, &f, k, len, 4);
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0), 0);
+	r = client_result(&c);
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT_EQ(r.source, FLUXONKV_SOURCE_REMOTE_SSD);
+	FKV_ASSERT_EQ(r.put_id, 12);
+	FKV_ASSERT_EQ(r.len, len);
+	FKV_ASSERT(r.intact, "bytes of the second source");
+	expect_get_done(&m, k, FLUXONKV_SOURCE_REMOTE_SSD, 12, len, &req);
+	FKV_ASSERT_EQ(answer_get_done(&m, req, false), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("fetches"), 2);
+	FKV_ASSERT_EQ(fkv_sysfs("fetch_errors"), 1);
+	FKV_ASSERT_EQ(fkv_sysfs("hits_remote"), 1);
+	client_end(&c);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	FKV_ASSERT_EQ(drop_replica(&m.nl, hf), 0);
+	master_stop(&m);
+}
+
+/* A get re-selects at most 3 times (4 sources tried), then misses. */
+FKV_TEST(failed_fetches_give_up_after_three_retries)
+{
+	const char *k = "fetch-budget";
+	struct client_result r;
+	uint64_t base, hf, req;
+	struct master m;
+	struct client c;
+	struct fetch f;
+	int i;
+
+	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
+	master_start(&m);
+	hf = master_put_filler(&m);
+	base = fkv_sysfs("segment_used_bytes");
+
+	c = client_get(k, 0);
+	for (i = 0; i < 4; i++) {
+		answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE, 20, 4096,
+			      TOKEN + i);
+		f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE, 20, 4096,
+				 TOKEN + i);
+		FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req,
+					    -EHOSTUNREACH), 0);
+		req = expect_revoke(&m, k, FLUXONKV_SOURCE_REMOTE, 20,
+				    TOKEN + i, -EHOSTUNREACH);
+		FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_GET_REVOKE,
+					    req, 0), 0);
+	}
+	r = client_result(&c);
+	client_end(&c);
+	FKV_ASSERT_EQ(r.err, ENOENT);
+	expect_no_upcall(&m.nl, FLUXONKV_CMD_GET_START,
+			 "a fifth source was asked for");
+	FKV_ASSERT_EQ(fkv_sysfs("fetches"), 4);
+	FKV_ASSERT_EQ(fkv_sysfs("fetch_errors"), 4);
+	FKV_ASSERT_EQ(fkv_sysfs("misses"), 1);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	FKV_ASSERT_EQ(drop_replica(&m.nl, hf), 0);
+	master_stop(&m);
+}
+
+/* ---- 3, 4: gets that give up, daemons that go ---- */
+
+/*
+ * The get stops waiting after request_timeout_ms, but the daemon may still
+ * be writing the target: it stays allocated (the sweep never expires a
+ * FETCH) until the daemon answers, however late, and only then is freed.
+ * A late failure revokes nothing: no get is left to re-select.
+ */
+FKV_TEST(unanswered_fetch_times_out_but_keeps_its_target_until_answered)
+{
+	const char *k = "fetch-late";
+	const uint64_t len = 3 * FLUXONKV_SEGMENT_ALIGN + 5;
+	const uint64_t span = FKV_ALIGN_UP(len);
+	struct client_result r;
+	uint64_t base, hf;
+	struct master m;
+	struct client c;
+	struct fetch f, f2;
+	int64_t t0;
+	int pending;
+
+	FKV_LOAD("segment_mb=32 request_timeout_ms=500");
+	master_start(&m);
+	hf = master_put_filler(&m);
+	base = fkv_sysfs("segment_used_bytes");
+
+	t0 = fkv_now_ms();
+	c = client_get(k, 0);
+	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE, 30, len, TOKEN);
+	f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE, 30, len, TOKEN);
+	r = client_result(&c);
+	client_end(&c);
+	FKV_ASSERT_EQ(r.err, ETIMEDOUT);
+	FKV_ASSERT_GE(fkv_now_ms() - t0, 500);
+	FKV_ASSERT_EQ(fkv_sysfs("fetch_abandoned"), 1);
+	FKV_ASSERT_EQ(fkv_sysfs("fetch_errors"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("hits_remote"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + span);
+
+	/* several sweep periods later the target is still there */
+	fkv_msleep(2500);
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + span);
+	pending = fkv_debugfs_pending(FLUXONKV_CMD_FETCH);
+	if (pending >= 0)
+		FKV_ASSERT_EQ(pending, 1);
+	expect_no_upcall(&m.nl, FLUXONKV_CMD_GET_REVOKE,
+			 "an abandoned fetch was revoked");
+	/* the daemon is still allowed to write it */
+	fill_target(&m, &f, k, len, 0);
+
+	/* the late answer is still expected and frees the target */
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0), 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0),
+		      -ENOENT);
+	expect_no_upcall(&m.nl, FLUXONKV_CMD_GET_DONE,
+			 "an abandoned target was offered");
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 1);
+	FKV_ASSERT_EQ(fkv_sysfs("hits_remote"), 0);
+
+	/* abandoned again, then answered with an error: nothing revoked */
+	c = client_get(k, 0);
+	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE_SSD, 31, len, TOKEN + 1);
+	f2 = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE_SSD, 31, len,
+			  TOKEN + 1);
+	r = client_result(&c);
+	client_end(&c);
+	FKV_ASSERT_EQ(r.err, ETIMEDOUT);
+	FKV_ASSERT_EQ(fkv_sysfs("fetch_abandoned"), 2);
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + span);
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f2.req, -EIO),
+		      0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	expect_no_upcall(&m.nl, FLUXONKV_CMD_GET_REVOKE,
+			 "a late failure of an abandoned fetch was revoked");
+	FKV_ASSERT_EQ(fkv_sysfs("fetch_errors"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("fetches"), 2);
+	FKV_ASSERT_EQ(drop_replica(&m.nl, hf), 0);
+	master_stop(&m);
+}
+
+/*
+ * The daemon's socket closing ends every FETCH: an abandoned one's target
+ * is freed, a waiting get fails at once with ENOTCONN; the next daemon
+ * starts clean.
+ */
+FKV_TEST(daemon_leaving_with_fetches_out_releases_their_targets)
+{
+	const uint64_t len = 10000, span = FKV_ALIGN_UP(len);
+	struct client_result r;
+	struct client c1, c2;
+	struct master m;
+	uint64_t base;
+
+	FKV_LOAD("segment_mb=32 request_timeout_ms=1000");
+	master_start(&m);
+	master_put_filler(&m);
+	base = fkv_sysfs("segment_used_bytes");
+
+	/* one abandoned ... */
+	c1 = client_get("gone-1", 0);
+	answer_remote(&m, "gone-1", FLUXONKV_SOURCE_REMOTE, 40, len, TOKEN);
+	expect_fetch(&m, "gone-1", FLUXONKV_SOURCE_REMOTE, 40, len, TOKEN);
+	r = client_result(&c1);
+	client_end(&c1);
+	FKV_ASSERT_EQ(r.err, ETIMEDOUT);
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + span);
+
+	/* ... one still waited for */
+	c2 = client_get("gone-2", 0);
+	answer_remote(&m, "gone-2", FLUXONKV_SOURCE_REMOTE_SSD, 41, len,
+		      TOKEN + 1);
+	expect_fetch(&m, "gone-2", FLUXONKV_SOURCE_REMOTE_SSD, 41, len,
+		     TOKEN + 1);
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + 2 * span);
+
+	fkv_nl_close(&m.nl);
+	r = client_result(&c2);
+	client_end(&c2);
+	FKV_ASSERT_EQ(r.err, ENOTCONN);
+	FKV_ASSERT_SYSFS_SETTLES("daemon_pid", 0);
+	/* the filler's replica went with the daemon, the targets with it */
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
+	FKV_ASSERT_EQ(fkv_sysfs("fetch_abandoned"), 1);
+	FKV_ASSERT_EQ(fkv_sysfs("fetch_errors"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 0);
+	if (fkv_debugfs_pending(FLUXONKV_CMD_FETCH) >= 0)
+		FKV_ASSERT_EQ(fkv_debugfs_pending(FLUXONKV_CMD_FETCH), 0);
+
+	/* a new daemon is served as usual */
+	master_register(&m);
+	c1 = client_get("gone-3", 2);
+	answer_remote(&m, "gone-3", FLUXONKV_SOURCE_REMOTE, 42, 1, TOKEN + 2);
+	{
+		struct fetch f = expect_fetch(&m, "gone-3",
+					      FLUXONKV_SOURCE_REMOTE, 42, 1,
+					      TOKEN + 2);
+		uint64_t req;
+
+		fill_target(&m, &f, "gone-3", 1, 2);
+		FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req,
+					    0), 0);
+		r = client_result(&c1);
+		FKV_ASSERT_EQ(r.err, 0);
+		FKV_ASSERT(r.intact, "bytes fetched for the new daemon");
+		expect_get_done(&m, "gone-3", FLUXONKV_SOURCE_REMOTE, 42, 1,
+				&req);
+		FKV_ASSERT_EQ(answer_get_done(&m, req, false), 0);
+	}
+	client_end(&c1);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
+	master_stop(&m);
+}
+
+/* A client SIGKILLed in a get that waits on FETCH: nothing leaks. */
+FKV_TEST(client_killed_while_waiting_on_fetch_leaks_nothing)
+{
+	const char *k = "fetch-kill";
+	const uint64_t len = FKV_MIB, span = FKV_ALIGN_UP(len);
+	struct client_result r;
+	uint64_t base, hf;
+	struct master m;
+	struct client c;
+	struct fetch f;
+	int64_t t0;
+	int status;
+
+	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
+	master_start(&m);
+	hf = master_put_filler(&m);
+	base = fkv_sysfs("segment_used_bytes");
+
+	c = client_get(k, 0);
+	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE, 50, len, TOKEN);
+	f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE, 50, len, TOKEN);
+	fkv_msleep(50);
+	FKV_ASSERT(!client_finished(&c), "the get did not wait for FETCH");
+	t0 = fkv_now_ms();
+	FKV_ASSERT_EQ(kill(c.pid, SIGKILL), 0);
+	FKV_ASSERT_EQ(waitpid(c.pid, &status, 0), c.pid);
+	FKV_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		   "client status %#x", status);
+	FKV_ASSERT_LT(fkv_now_ms() - t0, 2000);
+	close(c.rfd);
+	close(c.wfd);
+	FKV_ASSERT_EQ(fkv_sysfs("fetch_abandoned"), 1);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	/* the daemon may still be writing: the target stays */
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + span);
+	fill_target(&m, &f, k, len, 0);
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0), 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	expect_no_upcall(&m.nl, FLUXONKV_CMD_GET_DONE,
+			 "a killed get's target was offered");
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 1);
+	FKV_ASSERT_EQ(fkv_sysfs("hits_remote"), 0);
+
+	/* the module serves the key as usual afterwards */
+	c = client_get(k, 8);
+	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE, 51, len, TOKEN + 1);
+	f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE, 51, len, TOKEN + 1);
+	fill_target(&m, &f, k, len, 8);
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0), 0);
+	r = client_result(&c);
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT(r.intact, "bytes after a killed get");
+	{
+		uint64_t req;
+
+		expect_get_done(&m, k, FLUXONKV_SOURCE_REMOTE, 51, len, &req);
+		FKV_ASSERT_EQ(answer_get_done(&m, req, false), 0);
+	}
+	client_end(&c);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	FKV_ASSERT_EQ(drop_replica(&m.nl, hf), 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
+	master_stop(&m);
+}
+
+/* ---- 7: malformed answers ---- */
+
+FKV_TEST(malformed_fetch_answers_are_refused_and_the_real_one_completes)
+{
+	static const uint64_t ids[] = { 0, 12345, 0xdead00000000ULL,
+					UINT64_MAX };
+	const char *k = "fetch-bad";
+	const uint64_t len = 6000;
+	struct answer a = { .cmd = FLUXONKV_CMD_FETCH };
+	struct client_result r;
+	uint64_t base, hf, errs, req;
+	uint32_t req32;
+	uint64_t eight = 0;
+	struct master m;
+	struct client c;
+	struct fetch f;
+	unsigned int i;
+	int ret;
+
+	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
+	master_start(&m);
+	hf = master_put_filler(&m);
+	base = fkv_sysfs("segment_used_bytes");
+	c = client_get(k, 3);
+	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE, 60, len, TOKEN);
+	f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE, 60, len, TOKEN);
+	errs = fkv_sysfs("upcall_errors");
+
+	a.has_status = true;			/* no REQ_ID */
+	FKV_ASSERT_EQ(send_answer(&m.nl, &a), -EINVAL);
+	a.has_status = false;			/* no STATUS */
+	a.has_req_id = true;
+	a.req_id = f.req;
+	FKV_ASSERT_EQ(send_answer(&m.nl, &a), -EINVAL);
+	a.has_req_id = false;			/* neither */
+	FKV_ASSERT_EQ(send_answer(&m.nl, &a), -EINVAL);
+	a.has_req_id = a.has_status = true;	/* not an errno */
+	a.status = 5;
+	FKV_ASSERT_EQ(send_answer(&m.nl, &a), -EINVAL);
+	a.status = -4096;
+	FKV_ASSERT_EQ(send_answer(&m.nl, &a), -EINVAL);
+	/* attributes of the wrong size */
+	req32 = (uint32_t)f.req;
+	ret = send_with_raw_attr(&m.nl, FLUXONKV_CMD_FETCH, false, 0,
+				 FLUXONKV_A_REQ_ID, &req32, sizeof(req32));
+	FKV_EXPECT(ret == -EINVAL || ret == -ERANGE, "4-byte REQ_ID: %s",
+		   strerror(-ret));
+	ret = send_with_raw_attr(&m.nl, FLUXONKV_CMD_FETCH, true, f.req,
+				 FLUXONKV_A_STATUS, &eight, sizeof(eight));
+	FKV_EXPECT(ret == -EINVAL || ret == -ERANGE, "8-byte STATUS: %s",
+		   strerror(-ret));
+	FKV_ASSERT_EQ(fkv_sysfs("upcall_errors"), errs);
+
+	/* unknown ids, and the FETCH's id under other commands */
+	a.status = 0;
+	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		a.req_id = ids[i];
+		FKV_EXPECT(send_answer(&m.nl, &a) == -ENOENT,
+			   "FETCH answer for REQ_ID %#" PRIx64, ids[i]);
+	}
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_GET_START, f.req, 0),
+		      -ENOENT);
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_GET_DONE, f.req, 0),
+		      -ENOENT);
+	FKV_ASSERT_EQ(fkv_sysfs("upcall_errors"), errs + 6);
+	fkv_msleep(100);
+	FKV_ASSERT(!client_finished(&c), "a malformed answer completed the "
+		   "fetch");
+	FKV_ASSERT_EQ(fkv_sysfs("fetch_errors"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"),
+		      base + FKV_ALIGN_UP(len));
+
+	/* the real answer, once */
+	fill_target(&m, &f, k, len, 3);
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0), 0);
+	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0),
+		      -ENOENT);
+	r = client_result(&c);
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT(r.intact, "bytes after the malformed answers");
+	expect_get_done(&m, k, FLUXONKV_SOURCE_REMOTE, 60, len, &req);
+	FKV_ASSERT_EQ(answer_get_done(&m, req, false), 0);
+	client_end(&c);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	FKV_ASSERT_EQ(drop_replica(&m.nl, hf), 0);
+	master_stop(&m);
+}
+
+/*
+ * A remote route must name the version, the length and the daemon's token,
+ * and the value must fit the segment: otherwise the get fails with EPROTO,
+ * nothing is allocated and nothing is fetched.
+ */
+FKV_TEST(remote_route_without_put_id_len_or_token_is_eproto)
+{
+	static const struct {
+		const char *what;
+		uint64_t put_id, len, handle;
+	} bad[] = {
+		{ "no HANDLE", 70, 4096, 0 },
+		{ "no PUT_ID", 0, 4096, TOKEN },
+		{ "no LEN", 70, 0, TOKEN },
+		{ "LEN over the segment", 70, SEG_MB * FKV_MIB + 1, TOKEN },
+	};
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct client_result r;
+	struct master m;
+	struct client c;
+	uint64_t base;
+	unsigned int i;
+
+	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
+	master_start(&m);
+	base = fkv_sysfs("segment_used_bytes");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct answer a = { .cmd = FLUXONKV_CMD_GET_START,
+				    .has_req_id = true, .has_status = true,
+				    .put_id = bad[i].put_id,
+				    .len = bad[i].len,
+				    .handle = bad[i].handle,
+				    .source = FLUXONKV_SOURCE_REMOTE };
+
+		c = client_get("eproto", 0);
+		a.req_id = expect_upcall(&m.nl, FLUXONKV_CMD_GET_START, tb);
+		FKV_ASSERT_EQ(send_answer(&m.nl, &a), 0);
+		r = client_result(&c);
+		client_end(&c);
+		FKV_EXPECT(r.err == EPROTO, "%s: %s", bad[i].what,
+			   strerror(r.err));
+		FKV_ASSERT(fkv_nl_next(&m.nl, FLUXONKV_CMD_FETCH, tb, 100) != 0,
+			   "%s: FETCH sent", bad[i].what);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("fetches"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base);
+	master_stop(&m);
+}
+
+/* ---- the bound on outstanding FETCHes ---- */
+
+#define FLUXONKV_FETCH_MAX_TEST	1024	/* kmod/fluxonkv.h FLUXONKV_FETCH_MAX */
+#define BUSY_GETS	(FLUXONKV_FETCH_MAX_TEST + 1)
+
+struct busy_client {
+	int fd;
+	int out;		/* pipe: each finished get writes its errno */
+	int idx;
+};
+
+static void *busy_get(void *arg)
+{
+	struct busy_client *b = arg;
+	struct fluxonkv_get g;
+	char k[32];
+	int err;
+
+	snprintf(k, sizeof(k), "busy-%d", b->idx);
+	err = -fkv_dev_get(b->fd, k, strlen(k), &g);
+	if (write(b->out, &err, sizeof(err)) != sizeof(err))
+		_exit(2);
+	return NULL;
+}
+
+/* In a child: BUSY_GETS threads, one get each, on one client session. */
+static pid_t busy_clients_start(int *rfd)
+{
+	int p[2];
+	pid_t pid;
+
+	FKV_ASSERT_EQ(pipe(p), 0);
+	fflush(stdout);
+	pid = fork();
+	FKV_ASSERT(pid >= 0);
+	if (pid == 0) {
+		static struct busy_client b[BUSY_GETS];
+		static pthread_t t[BUSY_GETS];
+		pthread_attr_t attr;
+		int fd, i;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close_inherited_fds(p[1], -1);
+		fd = fkv_dev_open_ro();
+		if (fd < 0)
+			_exit(2);
+		pthread_attr_init(&attr);
+		pthread_attr_setstacksize(&attr, 64 * 1024);
+		for (i = 0; i < BUSY_GETS; i++) {
+			b[i] = (struct busy_client){ fd, p[1], i };
+			if (pthread_create(&t[i], &attr, busy_get, &b[i]))
+				_exit(3);
+		}
+		for (i = 0; i < BUSY_GETS; i++)
+			pthread_join(t[i], NULL);
+		_exit(0);
+	}
+	close(p[1]);
+	*rfd = p[0];
+	return pid;
+}
+
+/*
+ * FLUXONKV_FETCH_MAX FETCHes may be outstanding; one more get fails with
+ * EBUSY at once, without revoking its source or keeping its target.  The
+ * daemon leaving ends all of them.
+ */
+FKV_TEST_TIMEOUT(fetches_beyond_the_outstanding_limit_are_ebusy, 300)
+{
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	int rcvbuf = 16 << 20, rfd, err, n, status, busy = 0, notconn = 0;
+	struct master m;
+	pid_t pid;
+
+	FKV_LOAD("segment_mb=32 request_timeout_ms=120000");
+	master_start(&m);
+	/* room for every upcall at once: a full socket is another test */
+	FKV_ASSERT_EQ(setsockopt(nl_socket_get_fd(m.nl.sk), SOL_SOCKET,
+				 SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)), 0);
+	pid = busy_clients_start(&rfd);
+	for (n = 0; n < BUSY_GETS; n++) {
+		/*
+		 * Without waiting for ACKs: a transaction reads (and queues,
+		 * at most FKV_NL_QUEUE) every message ahead of its ACK.
+		 */
+		struct answer a = { .cmd = FLUXONKV_CMD_GET_START,
+				    .has_req_id = true, .has_status = true,
+				    .put_id = 1, .len = 1,
+				    .source = FLUXONKV_SOURCE_REMOTE,
+				    .no_ack = true };
+
+		a.req_id = expect_upcall_in(&m.nl, FLUXONKV_CMD_GET_START, tb,
+					    30000);
+		a.handle = TOKEN + n;
+		FKV_ASSERT_EQ(send_answer(&m.nl, &a), 0);
+	}
+	/* exactly one get comes back, with EBUSY */
+	FKV_ASSERT_EQ(read(rfd, &err, sizeof(err)), sizeof(err));
+	FKV_ASSERT(err == EBUSY, "the get over the limit: %s", strerror(err));
+	{
+		struct pollfd p = { .fd = rfd, .events = POLLIN };
+
+		FKV_ASSERT_EQ(poll(&p, 1, 500), 0);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("fetches"), FLUXONKV_FETCH_MAX_TEST);
+	FKV_ASSERT_EQ(fkv_sysfs("fetch_errors"), 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes",
+				 FLUXONKV_FETCH_MAX_TEST *
+				 (uint64_t)FLUXONKV_SEGMENT_ALIGN);
+	expect_no_upcall(&m.nl, FLUXONKV_CMD_GET_REVOKE,
+			 "the get over the limit revoked its source");
+	if (fkv_debugfs_pending(FLUXONKV_CMD_FETCH) >= 0)
+		FKV_ASSERT_EQ(fkv_debugfs_pending(FLUXONKV_CMD_FETCH),
+			      FLUXONKV_FETCH_MAX_TEST);
+
+	/* the daemon goes: every waiting get fails with ENOTCONN */
+	fkv_nl_close(&m.nl);
+	for (n = 0; n < FLUXONKV_FETCH_MAX_TEST; n++) {
+		FKV_ASSERT_EQ(read(rfd, &err, sizeof(err)), sizeof(err));
+		if (err == ENOTCONN)
+			notconn++;
+		else if (err == EBUSY)
+			busy++;
+	}
+	FKV_ASSERT_EQ(notconn, FLUXONKV_FETCH_MAX_TEST);
+	FKV_ASSERT_EQ(busy, 0);
+	FKV_ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	FKV_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		   "busy clients: status %#x", status);
+	close(rfd);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
+	FKV_ASSERT_EQ(fkv_sysfs("fetch_abandoned"), 0);
+	munmap(m.map, m.size);
+	close(m.fd);
+}
+
+/* ---- a FETCH the module could not deliver ---- */
+
+/*
+ * Messages the kernel could not queue to netlink port PORTID (Drops in
+ * /proc/net/netlink), its queued bytes in *rmem; -1 if not found.
+ */
+static long netlink_drops(uint32_t portid, long *rmem)
+{
+	FILE *f = fopen("/proc/net/netlink", "r");
+	char line[512];
+	long drops = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned int eth, port, groups, d;
+		long r, w;
+		int dump, locks;
+
+		if (sscanf(line, "%*s %u %u %x %ld %ld %d %d %u", &eth, &port,
+			   &groups, &r, &w, &dump, &locks, &d) == 8 &&
+		    port == portid) {
+			drops = d;
+			*rmem = r;
+			break;
+		}
+	}
+	fclose(f);
+	return drops;
+}
+
+/* The next queued or received message, whatever its command; 0 or -ETIMEDOUT. */
+static int nl_next_any(struct fkv_nl *nl, struct nlattr **tb, uint8_t *cmd,
+		       unsigned int timeout_ms)
+{
+	static const uint8_t cmds[] = {
+		FLUXONKV_CMD_GET_START, FLUXONKV_CMD_FETCH,
+		FLUXONKV_CMD_GET_REVOKE, FLUXONKV_CMD_GET_DONE,
+	};
+	int64_t end = fkv_now_ms() + timeout_ms;
+	unsigned int i;
+
+	do {
+		for (i = 0; i < sizeof(cmds); i++)
+			if (!fkv_nl_next(nl, cmds[i], tb, 0)) {
+				*cmd = cmds[i];
+				return 0;
+			}
+	} while (fkv_now_ms() < end);
+	return -ETIMEDOUT;
+}
+
+/*
+ * The daemon's socket is full when the module sends FETCH (back-pressure,
+ * as sync upcalls treat it): the daemon never saw the request, so the
+ * remote source has not failed and must not be revoked.  Either the FETCH
+ * arrives once the daemon drains its socket, or the get fails without a
+ * GET_REVOKE.
+ */
+FKV_TEST(fetch_the_module_cannot_deliver_does_not_revoke_its_source)
+{
+	const char *k = "full-a";
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct client ca, cb[6];
+	struct client_result r, ra = { 0 };
+	int zero = 0, big = 1 << 20, revoke_errno = 0, i, left = 6;
+	bool revoked = false, fetched = false, a_done = false;
+	struct answer a;
+	struct master m;
+	uint32_t port;
+	int64_t end;
+	long rmem = -1, drops0;
+	int rcvbuf = 0;
+	socklen_t sl = sizeof(rcvbuf);
+	uint8_t cmd;
+
+	FKV_LOAD("segment_mb=32 request_timeout_ms=5000");
+	master_start(&m);
+	master_put_filler(&m);
+	port = nl_socket_get_local_port(m.nl.sk);
+	drops0 = netlink_drops(port, &rmem);
+	if (drops0 < 0)
+		FKV_SKIP("no /proc/net/netlink entry for port %u", port);
+
+	ca = client_get(k, 6);
+	a = (struct answer){ .cmd = FLUXONKV_CMD_GET_START, .has_req_id = true,
+			     .has_status = true, .put_id = 80, .len = 9000,
+			     .handle = TOKEN,
+			     .source = FLUXONKV_SOURCE_REMOTE, .no_ack = true };
+	a.req_id = expect_upcall(&m.nl, FLUXONKV_CMD_GET_START, tb);
+	FKV_ASSERT(attr_is_key(tb[FLUXONKV_A_KEY], k), "GET_START of %s", k);
+
+	/* fill the socket with other gets' GET_STARTs, unread */
+	FKV_ASSERT_EQ(setsockopt(nl_socket_get_fd(m.nl.sk), SOL_SOCKET,
+				 SO_RCVBUF, &zero, sizeof(zero)), 0);
+	FKV_ASSERT_EQ(getsockopt(nl_socket_get_fd(m.nl.sk), SOL_SOCKET,
+				 SO_RCVBUF, &rcvbuf, &sl), 0);
+	for (i = 0; i < 6; i++) {
+		char kb[16];
+
+		snprintf(kb, sizeof(kb), "full-b%d", i);
+		cb[i] = client_get(kb, 0);
+	}
+	/* full: the kernel drops (and the gets retry) what does not fit */
+	end = fkv_now_ms() + 3000;
+	while (netlink_drops(port, &rmem) <= drops0 && fkv_now_ms() < end)
+		fkv_msleep(10);
+	FKV_ASSERT(netlink_drops(port, &rmem) > drops0,
+		   "socket not full: rmem %ld, rcvbuf %d", rmem, rcvbuf);
+
+	/* the answer that makes the module send FETCH into the full socket */
+	FKV_ASSERT_EQ(send_answer(&m.nl, &a), 0);
+	fkv_msleep(300);
+	FKV_ASSERT_EQ(setsockopt(nl_socket_get_fd(m.nl.sk), SOL_SOCKET,
+				 SO_RCVBUF, &big, sizeof(big)), 0);
+
+	/* drain and serve whatever comes, until every get is back */
+	end = fkv_now_ms() + 20000;
+	while ((!a_done || left) && fkv_now_ms() < end) {
+		uint64_t req;
+
+		if (!a_done && client_finished(&ca)) {
+			ra = client_result(&ca);
+			a_done = true;
+		}
+		for (i = 0; i < 6; i++)
+			if (cb[i].pid && client_finished(&cb[i])) {
+				r = client_result(&cb[i]);
+				FKV_EXPECT(r.err == ENOENT, "full-b%d: %s", i,
+					   strerror(r.err));
+				client_end(&cb[i]);
+				cb[i].pid = 0;
+				left--;
+			}
+		if (nl_next_any(&m.nl, tb, &cmd, 50))
+			continue;
+		/*
+		 * Answers without ACKs: until the socket is empty once, the
+		 * kernel drops what it would queue to it, ACKs included.
+		 */
+		req = fkv_nla_u64(tb[FLUXONKV_A_REQ_ID]);
+		if (cmd == FLUXONKV_CMD_GET_START) {
+			answer_status_noack(&m.nl, cmd, req, -ENOENT);
+		} else if (cmd == FLUXONKV_CMD_FETCH) {
+			struct fetch f = { .req = req };
+
+			FKV_ASSERT(tb[FLUXONKV_A_OFFSET], "FETCH without OFFSET");
+			f.offset = fkv_nla_u64(tb[FLUXONKV_A_OFFSET]);
+			FKV_ASSERT_LE(f.offset + 9000, m.size);
+			fetched = true;
+			fill_target(&m, &f, k, 9000, 6);
+			answer_status_noack(&m.nl, cmd, req, 0);
+		} else if (cmd == FLUXONKV_CMD_GET_REVOKE) {
+			revoked = true;
+			revoke_errno = (int32_t)fkv_nla_u32(
+						tb[FLUXONKV_A_ERRNO]);
+			answer_status_noack(&m.nl, cmd, req, 0);
+		} else if (cmd == FLUXONKV_CMD_GET_DONE) {
+			struct answer gd = { .cmd = cmd, .has_req_id = true,
+					     .req_id = req, .has_status = true,
+					     .has_flags = true, .no_ack = true };
+
+			send_answer(&m.nl, &gd);
+		}
+	}
+	FKV_ASSERT(a_done && !left, "gets still blocked after 20 s (a: %d, "
+		   "others: %d)", a_done, left);
+	client_end(&ca);
+	FKV_EXPECT(!revoked, "GET_REVOKE (ERRNO %d) of a source the daemon "
+		   "was never asked to fetch from (FETCH seen: %d, get: %s)",
+		   revoke_errno, fetched, strerror(ra.err));
+	FKV_EXPECT_EQ(fkv_sysfs("fetch_errors"), 0);
+	if (fetched) {
+		FKV_EXPECT_EQ(ra.err, 0);
+		FKV_EXPECT(ra.intact, "bytes of the delayed FETCH");
+	}
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", FLUXONKV_SEGMENT_ALIGN);
+	master_stop(&m);
+}
