@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers of the fluxonkv cluster tests (sourced after lib.sh): one node's
+# module, configuration, fluxond and checks on its values.  node1 is the
+# master; SSD_DEV, when set, gives this node an SSD tier on that device.
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+KO=${FLUXONKV_KO:-$REPO/kmod/fluxonkv.ko}
+FLUXOND=${FLUXOND:-$REPO/build/fluxond}
+CTL=${FLUXONCTL:-$REPO/build/fluxonctl}
+SYSFS=/sys/kernel/fluxonkv
+SECRET=cluster-test-secret-0123456789
+LOG=/tmp/fluxond.log
+MASTER_IP=$(ip_of 1)
+
+config() {	# config FILE SECRET
+	cat >"$1" <<-EOC
+	fluxonkv_spec:
+	  instance: node$I
+	  cluster:
+	    node_name: node$I
+	    role: $([ "$I" -eq 1 ] && echo master || echo node)
+	    master: $MASTER_IP:7470
+	    listen: 0.0.0.0:7471
+	    advertise: $FLUXON_NODE_IP:7471
+	    transport: tcp
+	    secret: "$2"
+	    heartbeat_ms: 200
+	    dead_after_ms: 2000
+	EOC
+	if [ -n "${SSD_DEV:-}" ]; then
+		cat >>"$1" <<-EOC
+		  large_file_paths: [$SSD_DEV]
+		  large_limit_size: ["256MB"]
+		EOC
+	fi
+}
+
+start_daemon() {	# start_daemon CONFIG: in the background, log appended
+	"$FLUXOND" --config "$1" --log-level info >>"$LOG" 2>&1 &
+	DPID=$!
+}
+daemon_up() {	# until the module says our daemon registered
+	local t
+	for ((t = 0; t < 300; t++)); do
+		[ "$(cat $SYSFS/daemon_pid)" = "$DPID" ] && return 0
+		kill -0 "$DPID" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+logged() {	# logged PATTERN [COUNT]: the daemon log has it (COUNT times) within 20 s
+	local t
+	for ((t = 0; t < 200; t++)); do
+		[ "$(grep -c -- "$1" "$LOG" || true)" -ge "${2:-1}" ] && return 0
+		sleep 0.1
+	done
+	diag "not in the log: $1"
+	tail -n 20 "$LOG" | sed 's/^/#   /' | while read -r l; do out "$l"; done
+	return 1
+}
+stat_of() { cat "$SYSFS/$1"; }
+# cluster_json PYTHON-EXPR: fluxonctl cluster --json, the expression on it
+cluster_json() {
+	"$CTL" cluster --json >/tmp/cluster.json &&
+		python3 -c "import json, sys
+c = json.load(open('/tmp/cluster.json'))
+n = {x['name']: x for x in c.get('nodes', [])}
+sys.exit(0 if ($1) else 1)" || { diag "cluster view: $(cat /tmp/cluster.json)"; return 1; }
+}
+
+# get_same KEY WANT_SOURCE: the value equals $SH/val.KEY, from that source
+# (a promotion lands asynchronously: "memory" may take a moment)
+get_same() {
+	local src try
+	for try in 1 2 3 4 5; do
+		if ! src=$(PYTHONPATH=$REPO/userspace/python python3 \
+			   "$REPO/selftests/cluster/getcheck.py" "$1" "$SH/val.$1" 2>&1); then
+			diag "get $1: $src"
+			return 1
+		fi
+		[ "$src" = "$2" ] && return 0
+		[ "$2" = memory ] || break
+		sleep 0.3
+	done
+	diag "get $1: source '$src', wanted '$2'"
+	return 1
+}
+misses() {	# misses KEY: exit status 3 (not found), promptly
+	local rc=0 t0=$SECONDS
+	"$CTL" get "$1" -o /dev/null 2>/dev/null || rc=$?
+	[ "$rc" -eq 3 ] || { diag "get $1: exit $rc, wanted 3"; return 1; }
+	[ $((SECONDS - t0)) -le 3 ] || { diag "get $1 took $((SECONDS - t0)) s"; return 1; }
+}
+put_new() {	# put_new KEY BYTES: random value, kept in $SH for the peer
+	head -c "$2" /dev/urandom >"$SH/val.$1.tmp"
+	mv "$SH/val.$1.tmp" "$SH/val.$1"
+	"$CTL" put "$1" "$SH/val.$1" >/dev/null
+}
+
