@@ -24,11 +24,11 @@ static uint64_t H(uint32_t node, uint32_t slot, uint64_t put_id)
 	return (put_id << 32) | ((uint64_t)node << 24) | slot;
 }
 
-static void setup(void)
+static void setup_policy(const char *policy)
 {
 	struct fkv_master_config c = {
 		.node = A, .capacity = SEG, .incarnation = INC_A,
-		.now_ms = fx_clock, .clock_arg = &F,
+		.now_ms = fx_clock, .clock_arg = &F, .policy = policy,
 	};
 
 	memset(&F, 0, sizeof(F));
@@ -39,6 +39,11 @@ static void setup(void)
 					 "10.77.0.1:7471"), 0);
 	FKV_ASSERT_EQ(fkv_master_node_up(F.m, B, INC_B, SEG, 0,
 					 "10.77.0.2:7471"), 0);
+}
+
+static void setup(void)
+{
+	setup_policy(NULL);
 }
 
 /* A put of @len bytes from @node, published; returns its handle. */
@@ -279,5 +284,63 @@ FKV_TEST(a_value_only_on_bs_ssd_is_pushed_and_a_failed_push_drops_it)
 	fkv_master_set_caller(F.m, B);
 	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "s", 1, &g), 0);
 	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE);
+	fkv_master_destroy(F.m);
+}
+
+FKV_TEST(a_replica_being_pulled_is_not_evicted_until_the_puller_reports)
+{
+	struct fkv_master_stats st;
+	struct fkv_get_result g;
+	uint64_t pid, hb, x;
+	uint32_t flags;
+	unsigned int i;
+	size_t j;
+	char key[16];
+
+	/* LRU: the held replica surely comes up as a victim. */
+	setup_policy("lru");
+	hb = put_on(B, "pulled", 4 * U, 1, &pid);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "pulled", 6, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE);
+	/* B fills up many times over: eviction passes over the held one. */
+	for (i = 0; i < 400; i++) {
+		snprintf(key, sizeof(key), "f%u", i);
+		put_on(B, key, 4 * U, 100 + i, &x);
+	}
+	FKV_ASSERT(F.ndrops > 0);
+	for (j = 0; j < F.ndrops; j++)
+		FKV_ASSERT(F.drops[j] != hb);
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT(st.held_skips > 0);
+	FKV_ASSERT_EQ(st.holds, 1);
+	/* A's GET_DONE ends the hold: the next pass may take it. */
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_done(F.m, "pulled", 6, pid, H(A, 9, pid),
+					  4 * U, FLUXONKV_SOURCE_REMOTE, &flags), 0);
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT_EQ(st.holds, 0);
+	/* A hold nobody ends runs out. */
+	put_on(B, "other", U, 3, &x);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "other", 5, &g), 0);
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT_EQ(st.holds, 1);
+	F.now += 16000;
+	fkv_master_tick(F.m);
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT_EQ(st.holds, 0);
+	FKV_ASSERT_EQ(st.holds_expired, 1);
+	/* And a puller that leaves takes its holds with it. */
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, 3, 0xc1, SEG, 0,
+					 "10.77.0.3:7471"), 0);
+	fkv_master_set_caller(F.m, 3);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "other", 5, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE);
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT_EQ(st.holds, 1);
+	fkv_master_node_down(F.m, 3);
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT_EQ(st.holds, 0);
 	fkv_master_destroy(F.m);
 }

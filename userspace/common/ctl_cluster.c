@@ -331,6 +331,7 @@ static bool is_gauge(const char *name)
 {
 	static const char *const gauges[] = {
 		"joined", "registered", "master_routes", "master_inflight",
+		"master_holds",
 		"master_ssd_replicas", "master_ssd_bytes", "replicas",
 		"module_segment_used", "seen_ms_ago",
 	};

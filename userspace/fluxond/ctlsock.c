@@ -85,6 +85,9 @@ int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m)
 		{ "master_ssd_revoked", st.ssd_revoked },
 		{ "master_promotions", st.promotions },
 		{ "master_nodes_left", st.nodes_left },
+		{ "master_holds", st.holds },
+		{ "master_held_skips", st.held_skips },
+		{ "master_holds_expired", st.holds_expired },
 		{ "master_ssd_replicas", st.ssd_replicas },
 		{ "master_ssd_bytes", st.ssd_bytes },
 	};

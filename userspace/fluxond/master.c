@@ -27,6 +27,23 @@ struct fkv_mnode {
 	uint64_t remote_gets;	/* gets it served to other nodes */
 };
 
+/*
+ * A replica another node is pulling (get_holding, reference §4.2): not
+ * evicted until the puller's GET_DONE / GET_REVOKE for that version, or
+ * FKV_HOLD_MS after the GET_START that chose it.
+ */
+struct fkv_hold {
+	uint64_t handle;	/* the source replica */
+	uint32_t puller;	/* the node pulling it */
+	uint64_t put_id;
+	uint64_t deadline_ms;
+	struct fkv_hold *next;	/* the master's list */
+};
+
+#define FKV_HOLD_MS	15000
+/* Held victims one eviction pass sets aside at most. */
+#define FKV_HOLD_SKIP	64
+
 struct fkv_master {
 	const struct fkv_master_ops *ops;
 	void *arg;
@@ -37,6 +54,9 @@ struct fkv_master {
 	bool evicting;		/* drops now are evictions */
 	struct fkv_routes *routes;
 	struct fkv_mnode nodes[FKV_ROUTE_NODES];
+	/* In-flight pulls: few (bounded by the nodes' FETCH limits). */
+	struct fkv_hold *holds;
+	size_t nholds;
 	struct fkv_master_stats st;	/* counters only; see get_stats */
 };
 
@@ -192,12 +212,67 @@ err_free:
 	return NULL;
 }
 
+/* Hold @handle for @puller's get of @put_id; best effort (no memory: none). */
+static void hold_add(struct fkv_master *m, uint64_t handle, uint32_t puller,
+		     uint64_t put_id)
+{
+	struct fkv_hold *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return;
+	h->handle = handle;
+	h->puller = puller;
+	h->put_id = put_id;
+	h->deadline_ms = fkv_routes_now_ms(m->routes) + FKV_HOLD_MS;
+	h->next = m->holds;
+	m->holds = h;
+	m->nholds++;
+}
+
+/*
+ * Drop the holds @puller has on version @put_id (its GET_DONE or
+ * GET_REVOKE came), or, with @puller UINT32_MAX, those past their deadline
+ * at @now.  Returns how many went.
+ */
+static unsigned int holds_release(struct fkv_master *m, uint32_t puller,
+				  uint64_t put_id, uint64_t now)
+{
+	struct fkv_hold **pp = &m->holds, *h;
+	unsigned int n = 0;
+
+	while ((h = *pp)) {
+		bool go = puller == UINT32_MAX ? now >= h->deadline_ms :
+			  h->puller == puller && h->put_id == put_id;
+
+		if (!go) {
+			pp = &h->next;
+			continue;
+		}
+		*pp = h->next;
+		free(h);
+		m->nholds--;
+		n++;
+	}
+	return n;
+}
+
+static bool held(const struct fkv_master *m, uint64_t handle)
+{
+	const struct fkv_hold *h;
+
+	for (h = m->holds; h; h = h->next)
+		if (h->handle == handle)
+			return true;
+	return false;
+}
+
 void fkv_master_destroy(struct fkv_master *m)
 {
 	unsigned int i;
 
 	if (!m)
 		return;
+	holds_release(m, UINT32_MAX, 0, UINT64_MAX);
 	fkv_routes_destroy(m->routes);
 	for (i = 0; i < FKV_ROUTE_NODES; i++)
 		fkv_evict_destroy(m->nodes[i].policy);
@@ -258,6 +333,16 @@ void fkv_master_node_down(struct fkv_master *m, uint32_t node)
 	 * are the puts placed on it.  A route left without replicas goes.
 	 */
 	forgotten = fkv_routes_forget_node(m->routes, node, 0);
+	/* Its pulls will never report back. */
+	for (struct fkv_hold **pp = &m->holds, *h; (h = *pp);) {
+		if (h->puller != node) {
+			pp = &h->next;
+			continue;
+		}
+		*pp = h->next;
+		free(h);
+		m->nholds--;
+	}
 	m->st.nodes_left++;
 	fkv_info("node %u left: %zu of its replicas forgotten", node,
 		 forgotten);
@@ -289,7 +374,34 @@ static void evict_one(void *arg, uint64_t handle, uint64_t weight)
  */
 static uint64_t evict(struct fkv_master *m, uint32_t node, uint64_t want)
 {
-	return fkv_evict_bytes(m->nodes[node].policy, want, evict_one, m);
+	struct fkv_evict *p = m->nodes[node].policy;
+	uint64_t skipped[FKV_HOLD_SKIP][2];
+	uint64_t freed = 0, handle, weight;
+	unsigned int nskip = 0, i;
+
+	while (freed < want && !fkv_evict_victim(p, &handle, &weight)) {
+		/* Another node is pulling it: keep it, take the next one. */
+		if (nskip < FKV_HOLD_SKIP && held(m, handle)) {
+			skipped[nskip][0] = handle;
+			skipped[nskip][1] = weight;
+			nskip++;
+			m->st.held_skips++;
+			continue;
+		}
+		freed += weight;
+		evict_one(m, handle, weight);
+	}
+	/* Back into the policy, as if just inserted. */
+	for (i = 0; i < nskip; i++) {
+		const struct fkv_route *r = fkv_routes_by_handle(m->routes,
+								 skipped[i][0]);
+
+		if (r && fkv_evict_insert(p, skipped[i][0], skipped[i][1],
+					  r->hash))
+			fkv_err("held replica %#llx lost its eviction slot",
+				(unsigned long long)skipped[i][0]);
+	}
+	return freed;
 }
 
 /*
@@ -553,6 +665,7 @@ int fkv_master_get_start(struct fkv_master *m, const void *key,
 	} else if (remote) {
 		fkv_evict_touch(m->nodes[remote->node].policy,
 				remote->mem_handle);
+		hold_add(m, remote->mem_handle, m->caller, r->put_id);
 		m->st.remote_gets++;
 		m->nodes[remote->node].remote_gets++;
 		res->source = FLUXONKV_SOURCE_REMOTE;
@@ -588,6 +701,8 @@ int fkv_master_get_done(struct fkv_master *m, const void *key,
 	int ret, err;
 
 	*flags = 0;
+	if (source == FLUXONKV_SOURCE_REMOTE)
+		holds_release(m, m->caller, put_id, 0);
 	/* A memory source reused the replica the route names already. */
 	if (source != FLUXONKV_SOURCE_SSD && source != FLUXONKV_SOURCE_REMOTE &&
 	    source != FLUXONKV_SOURCE_REMOTE_SSD)
@@ -629,6 +744,8 @@ int fkv_master_get_revoke(struct fkv_master *m, const void *key,
 	bool cleared = false;
 
 	m->st.revokes++;
+	if (source == FLUXONKV_SOURCE_REMOTE)
+		holds_release(m, m->caller, put_id, 0);
 	/* A memory route to a replica the module no longer has. */
 	if (source == FLUXONKV_SOURCE_MEMORY && master_lost_handle(m, handle))
 		cleared = true;
@@ -715,6 +832,8 @@ void fkv_master_access(struct fkv_master *m, uint64_t handle)
 
 void fkv_master_tick(struct fkv_master *m)
 {
+	m->st.holds_expired += holds_release(m, UINT32_MAX, 0,
+					     fkv_routes_now_ms(m->routes));
 	fkv_routes_sweep(m->routes);
 	fkv_routes_sweep_persisting(m->routes);
 }
@@ -740,6 +859,7 @@ void fkv_master_get_stats(const struct fkv_master *m,
 	st->ssd_replicas = fkv_routes_ssd_count(m->routes);
 	st->ssd_bytes = fkv_routes_ssd_bytes(m->routes);
 	st->policy_objects = p->count;
+	st->holds = m->nholds;
 	st->policy_bytes = p->bytes;
 }
 

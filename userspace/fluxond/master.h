@@ -94,6 +94,10 @@ struct fkv_master_stats {
 	/* cluster: GET_STARTs answered with another node's DRAM copy,
 	 * such copies revoked by a failed pull, nodes that left */
 	uint64_t remote_gets, remote_ssd_gets, remote_revoked, nodes_left;
+	/* get_holding: victims skipped because a node pulls them, holds
+	 * that ended by their deadline */
+	uint64_t held_skips, holds_expired;
+	size_t holds;
 };
 
 /* One node as the master sees it (fkv_master_node_info). */
