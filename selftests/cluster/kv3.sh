@@ -75,17 +75,4 @@ case $I in
 	;;
 esac
 
-mark done.$I
-# shellcheck disable=SC2046
-check "all nodes finish" wait_for $(all_nodes done.)
-kill "$DPID" 2>/dev/null || true
-wait 2>/dev/null || true
-if dmesg | grep -E -q 'BUG|WARNING:|Oops|general protection'; then
-	not_ok "no kernel splat"
-	dmesg | tail -n 30 | sed 's/^/# /'
-else
-	ok "no kernel splat"
-fi
-rmmod fluxonkv 2>/dev/null || true
-out "# node$I: $((n - failed)) passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

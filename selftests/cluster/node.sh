@@ -96,3 +96,23 @@ put_new() {	# put_new KEY BYTES: random value, kept in $SH for the peer
 	"$CTL" put "$1" "$SH/val.$1" >/dev/null
 }
 
+
+# finish: meet the others at the end, stop, check the kernel log, unload;
+# two tests; exits with the node's status.
+finish() {
+	mark "done.$I"
+	# shellcheck disable=SC2046
+	check "all nodes finish" wait_for $(all_nodes done.)
+	kill "$DPID" 2>/dev/null || true
+	wait 2>/dev/null || true
+	if dmesg | grep -E -q 'BUG|WARNING:|Oops|general protection'; then
+		not_ok "no kernel splat"
+		dmesg | tail -n 30 | sed 's/^/# /'
+	else
+		ok "no kernel splat"
+	fi
+	rmmod fluxonkv 2>/dev/null || true
+	out "# node$I: $((n - failed)) passed, $failed failed"
+	[ "$failed" -eq 0 ]
+	exit
+}
