@@ -18,8 +18,10 @@ set -euo pipefail
 TAP_NAME=kv
 # shellcheck source=selftests/cluster/lib.sh
 . "$(dirname "$0")/lib.sh"
+# node2's SSD goes through device-mapper, so that it can fail on demand.
 SSD_DEV=""
-[ "$I" -ne 2 ] || SSD_DEV=/dev/disk/by-id/virtio-ssd0
+[ "$I" -ne 2 ] || SSD_DEV=/dev/mapper/fkvssd
+SSD_RAW=/dev/disk/by-id/virtio-ssd0
 # shellcheck source=selftests/cluster/node.sh
 . "$(dirname "$0")/node.sh"
 
@@ -28,7 +30,7 @@ if [ "$N" -ne 2 ]; then
 	out "1..0 # SKIP kv.sh runs on exactly 2 nodes"
 	exit 0
 fi
-if [ "$I" -eq 1 ]; then out "1..27"; else out "1..16"; fi
+if [ "$I" -eq 1 ]; then out "1..29"; else out "1..16"; fi
 
 # node2's small segment makes its DRAM copies go to its SSD tier.
 SEG_MB=96
@@ -41,7 +43,13 @@ config /tmp/fkv.yaml "$SECRET"
 [ -z "${FLUXON_RESULTS:-}" ] || LOG=$FLUXON_RESULTS/fluxond-node$I.log
 : >"$LOG"
 if [ "$I" -eq 2 ]; then
-	check "the SSD tier attaches (256 MiB raw device)" "$CTL" config attach /tmp/fkv.yaml
+	modprobe dm_mod 2>/dev/null || true
+	# No udev in the guest: libdevmapper makes the /dev/mapper nodes.
+	export DM_DISABLE_UDEV=1
+	dmsetup --noudevsync remove fkvssd 2>/dev/null || true
+	SSD_SECTORS=$(blockdev --getsz "$SSD_RAW")
+	dmsetup --noudevsync create fkvssd --table "0 $SSD_SECTORS linear $SSD_RAW 0"
+	check "the SSD tier attaches (256 MiB, dm-linear on a raw disk)" "$CTL" config attach /tmp/fkv.yaml
 fi
 
 if [ "$I" -eq 1 ]; then
@@ -94,6 +102,16 @@ if [ "$I" -eq 1 ]; then
 	check "16 MiB value pushed from node2's SSD (4 chunks)" get_same s16 remote-ssd
 	check "the pushed copy became node1's own replica" get_same s16 memory
 	mark ssdread.1
+	# node2's device fails: the push of serr fails, the route goes, a miss.
+	wait_for ssderr.2 || true
+	errors0=$(stat_of fetch_errors)
+	check "an SSD source failing mid-push is revoked: a clean miss" misses serr
+	ssd_revoked() {
+		[ "$(stat_of fetch_errors)" -gt "$errors0" ] ||
+			{ diag "fetch_errors stayed $errors0"; return 1; }
+		cluster_json "c['stats']['master_ssd_revoked'] >= 1"
+	}
+	check "the failed push counted, the master dropped the SSD source" ssd_revoked
 	check "Prometheus series by node" sh -c "'$CTL' cluster --prometheus | grep -q '^fluxonkv_cluster_node_up{node=\"node2\",id=\"2\"} 1\$'"
 	diag "hits_remote $(stat_of hits_remote), fetch_errors $(stat_of fetch_errors)"
 	# The master restarts: the nodes lose their routes, rejoin, serve.
@@ -145,6 +163,7 @@ else
 	put_new s1 1
 	put_new s4 $(((4 << 20) - 128))
 	put_new s16 $((16 << 20))
+	put_new serr $((5 << 20))
 	committed() {	# committed N: N more SSD commits published
 		local t
 		for ((t = 0; t < 300; t++)); do
@@ -154,11 +173,11 @@ else
 		diag "ssd_commits_published $(stat_of ssd_commits_published), wanted $((commits0 + $1))"
 		return 1
 	}
-	check "the three values are committed to node2's SSD" committed 3
+	check "the four values are committed to node2's SSD" committed 4
 	for f in 1 2 3 4 5 6 7 8; do put_new "fill$f" $((6 << 20)); done
 	evicted() {	# node2's DRAM no longer holds s1/s4/s16
 		local k
-		for k in s1 s4 s16; do
+		for k in s1 s4 s16 serr; do
 			if awk -F'\t' -v k="$k" '$7 == k { f = 1 } END { exit !f }' \
 			       /sys/kernel/debug/fluxonkv/replicas; then
 				diag "$k still in node2's DRAM"
@@ -171,6 +190,11 @@ else
 	wait_for ssdread.1 || true
 	check "node2 pushed the SSD values in chunks (1 + 1 + 4)" cluster_json \
 		"c['role'] == 'node' and c['stats']['ssd_pushes'] >= 3 and c['stats']['ssd_push_chunks'] >= 6"
+	# From now on every IO of node2's SSD fails.
+	dmsetup --noudevsync suspend fkvssd &&
+		dmsetup --noudevsync reload fkvssd --table "0 $SSD_SECTORS error" &&
+		dmsetup --noudevsync resume fkvssd
+	mark ssderr.2
 	mark ssdpushed.2
 	wait_for master.killed || true
 	fails_fast() {	# gets fail with "no daemon" (exit 4) within 10 s, each promptly
