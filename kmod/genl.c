@@ -558,6 +558,13 @@ retry:
 		NL_SET_ERR_MSG(info->extack, "another daemon is registered");
 		return -EBUSY;
 	}
+	/* Live handles carry the node id: it changes only across a detach. */
+	if (fluxonkv_daemon.portid && node_id != fluxonkv_replica_node()) {
+		mutex_unlock(&fluxonkv_daemon.lock);
+		NL_SET_ERR_MSG(info->extack,
+			       "registered under another node id: unregister first");
+		return -EBUSY;
+	}
 	WRITE_ONCE(fluxonkv_daemon.pid, pid);
 	WRITE_ONCE(fluxonkv_daemon.flags, flags);
 	/*

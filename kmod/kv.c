@@ -497,11 +497,12 @@ static void fluxonkv_fetch_end(struct fluxonkv_upcall *up)
  * (killable) at most request_timeout_ms.  Return: the daemon's status,
  * -ETIMEDOUT / -EINTR (the target stays allocated until the daemon
  * answers), -ENOTCONN, -EAGAIN (the request could not be sent), -EBUSY
- * (too many FETCHes out) or -ENOMEM.
+ * (too many FETCHes out) or -ENOMEM.  *@answered: the status is the
+ * daemon's (whatever its errno, the transfer from that source failed).
  */
 static int fluxonkv_fetch(const u8 *key, u32 key_len,
 			  const struct fluxonkv_upcall *start,
-			  struct fluxonkv_alloc *a)
+			  struct fluxonkv_alloc *a, bool *answered)
 {
 	struct fluxonkv_upcall_args args = {
 		.key = key, .key_len = key_len, .put_id = start->put_id,
@@ -514,6 +515,7 @@ static int fluxonkv_fetch(const u8 *key, u32 key_len,
 	long left;
 	int ret;
 
+	*answered = false;
 	if (atomic_inc_return(&fluxonkv_fetches_out) > FLUXONKV_FETCH_MAX) {
 		atomic_dec(&fluxonkv_fetches_out);
 		return -EBUSY;
@@ -539,6 +541,8 @@ static int fluxonkv_fetch(const u8 *key, u32 key_len,
 		/* Never reached the daemon: nothing is known of the source. */
 		if (ret && f->up.send_failed)
 			ret = ret == -ENOTCONN ? ret : -EAGAIN;
+		/* A daemon that went away answered nothing either. */
+		*answered = !f->up.send_failed && ret != -ENOTCONN;
 	} else {
 		ret = left ? -EINTR : -ETIMEDOUT;
 		atomic64_inc(&fluxonkv_stats.fetch_abandoned);
@@ -563,6 +567,7 @@ static int fluxonkv_get_remote(struct fluxonkv_session *s, const u8 *key,
 {
 	struct fluxonkv_replica *r;
 	struct fluxonkv_alloc *a;
+	bool answered;
 	u64 t0;
 	int ret;
 
@@ -573,20 +578,12 @@ static int fluxonkv_get_remote(struct fluxonkv_session *s, const u8 *key,
 	if (IS_ERR(a))
 		return PTR_ERR(a);
 	t0 = ktime_get_ns();
-	ret = fluxonkv_fetch(key, key_len, start, a);
+	ret = fluxonkv_fetch(key, key_len, start, a, &answered);
 	fluxonkv_lat_record(FLUXONKV_LAT_FETCH, t0);
-	switch (ret) {
-	case 0:
-		break;
-	case -EINTR:
-	case -ETIMEDOUT:
-	case -ENOTCONN:
-	case -EAGAIN:
-	case -EBUSY:
-	case -ENOMEM:
-		/* Nothing learnt about the source. */
-		goto err_alloc;
-	default:
+	if (ret && !answered)
+		goto err_alloc;	/* nothing learnt about the source */
+	if (ret) {
+		/* The daemon's errno: the master decides what it means. */
 		atomic64_inc(&fluxonkv_stats.fetch_errors);
 		fluxonkv_get_revoke(key, key_len, start->put_id, start->source,
 				    start->handle, ret);

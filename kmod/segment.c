@@ -246,6 +246,7 @@ int fluxonkv_segment_mmap(struct file *file, struct vm_area_struct *vma)
 	struct fluxonkv_session *s = file->private_data;
 	unsigned long pages = vma_pages(vma);
 	unsigned long clear = VM_MAYEXEC;
+	unsigned long set = VM_DONTEXPAND | VM_DONTDUMP | VM_MIXEDMAP;
 
 	if (vma->vm_flags & VM_EXEC)
 		return -EPERM;
@@ -258,12 +259,14 @@ int fluxonkv_segment_mmap(struct file *file, struct vm_area_struct *vma)
 		if (vma->vm_flags & VM_WRITE)
 			return -EINVAL;
 		clear |= VM_MAYWRITE;
+	} else {
+		/* Only the daemon writes: a forked child gets no such mapping. */
+		set |= VM_DONTCOPY;
 	}
 	if (vma->vm_pgoff >= fluxonkv_seg.npages ||
 	    pages > fluxonkv_seg.npages - vma->vm_pgoff)
 		return -EINVAL;
-	fluxonkv_vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_MIXEDMAP,
-			      clear);
+	fluxonkv_vm_flags_mod(vma, set, clear);
 	vma->vm_ops = &fluxonkv_vm_ops;
 	return 0;
 }

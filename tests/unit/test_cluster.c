@@ -305,7 +305,7 @@ static void fake_release(void *arg, uint64_t pin)
 /* Stage a chunk of the fake disk copy: 8 staging slots after 32 MiB. */
 static int fake_stage(void *arg, const void *key, size_t key_len,
 		      uint64_t put_id, uint64_t off, uint64_t len,
-		      uint64_t *seg_off, uint64_t *pin)
+		      uint64_t *seg_off, uint64_t *value_len, uint64_t *pin)
 {
 	struct fake_seg *s = arg;
 	uint64_t chunk = off / FKV_PUSH_CHUNK;
@@ -323,6 +323,7 @@ static int fake_stage(void *arg, const void *key, size_t key_len,
 		return -EIO;
 	*seg_off = (32u << 20) + (chunk % FKV_PUSH_QUEUE) * FKV_PUSH_CHUNK;
 	memcpy(s->mem + *seg_off, s->disk + off, len);
+	*value_len = s->disk_len;
 	__atomic_add_fetch(&s->holds, 1, __ATOMIC_SEQ_CST);
 	*pin = 77;
 	return 0;
@@ -432,7 +433,7 @@ FKV_TEST_TIMEOUT(tcp_pull_lands_bytes_in_the_target, 60)
 	FKV_ASSERT_EQ(p[0].status, -ESTALE);
 	/* A target outside the segment never reaches the wire. */
 	p[0].dst_off = SEG - 10;
-	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p[0]), -EINVAL);
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p[0]), -EPROTO);
 
 	fkv_xport_get_stats(xd, &st);
 	FKV_ASSERT_EQ(st.pulls, 32);
@@ -494,7 +495,7 @@ FKV_TEST_TIMEOUT(tcp_wrong_secret_and_dead_peer_fail_the_pull, 60)
 	snprintf(p.peer, sizeof(p.peer), "no-port-here");
 	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p), 0);
 	wait_done(xd, &done, 1);
-	FKV_ASSERT_EQ(p.status, -EINVAL);
+	FKV_ASSERT_EQ(p.status, -EHOSTUNREACH);
 	fkv_xport_destroy(xd);
 	fkv_xport_destroy(xs);
 	free(src.mem);
@@ -609,6 +610,24 @@ FKV_TEST_TIMEOUT(cctl_join_heartbeat_leave_and_timeout, 60)
 	FKV_ASSERT(fkv_members_live(
 		(struct fkv_members *)t, 2) != NULL);
 	FKV_ASSERT(!fkv_members_is_live(t, 2, 3));
+	/* A master that goes silent is noticed by the node, which retries. */
+	{
+		struct fkv_cctl_stats ns0, ns1;
+		int k;
+
+		fkv_cctl_get_stats(n, &ns0);
+		FKV_ASSERT(fkv_cctl_node_id(n) != 0);
+		for (k = 0; k < 60; k++) {	/* the node alone for 600 ms */
+			struct pollfd pfd[8];
+			int b = fkv_cctl_pollfds(n, pfd, 8);
+
+			poll(pfd, (nfds_t)b, 10);
+			fkv_cctl_handle(n, pfd, b);
+			fkv_cctl_tick(n);
+		}
+		fkv_cctl_get_stats(n, &ns1);
+		FKV_ASSERT(ns1.connects > ns0.connects);
+	}
 	fkv_cctl_stop(n);
 	fkv_cctl_stop(m);
 }

@@ -283,9 +283,10 @@ struct fluxonkv_ssd_stage {
 #define FLUXONKV_IOC_SSD_STAGE	_IOWR(FLUXONKV_IOC_MAGIC, 0x07, struct fluxonkv_ssd_stage)
 
 /*
- * The mapping is read-only for everyone but a file description opened
- * O_RDWR with CAP_SYS_ADMIN: the node daemon maps the segment writable to
- * land remote payloads (FLUXONKV_CMD_FETCH) straight in their targets.
+ * mmap of the device: read-only for everyone but a file description opened
+ * O_RDWR with CAP_SYS_ADMIN, which may map it MAP_SHARED | PROT_WRITE: the
+ * node daemon lands remote payloads (FLUXONKV_CMD_FETCH) straight in their
+ * targets.  Such a mapping is not inherited across fork().
  */
 
 /*

@@ -45,10 +45,8 @@ void fkv_wire_close(struct fkv_wire *w)
 	w->fd = -1;
 }
 
-struct nl_msg *fkv_wire_msg(uint8_t cmd)
+static struct nl_msg *wire_msg(uint8_t cmd, struct nl_msg *msg)
 {
-	struct nl_msg *msg = nlmsg_alloc();
-
 	if (!msg)
 		return NULL;
 	if (!genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, FKV_WIRE_TYPE, 0, 0,
@@ -57,6 +55,16 @@ struct nl_msg *fkv_wire_msg(uint8_t cmd)
 		return NULL;
 	}
 	return msg;
+}
+
+struct nl_msg *fkv_wire_msg_max(uint8_t cmd)
+{
+	return wire_msg(cmd, nlmsg_alloc_size(FKV_WIRE_MAX));
+}
+
+struct nl_msg *fkv_wire_msg(uint8_t cmd)
+{
+	return wire_msg(cmd, nlmsg_alloc());
 }
 
 /* Make room for @more bytes after @len in *@buf. */

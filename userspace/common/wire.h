@@ -33,6 +33,8 @@ void fkv_wire_close(struct fkv_wire *w);
 
 /* A message of @cmd for the wire; NULL on allocation failure. */
 struct nl_msg *fkv_wire_msg(uint8_t cmd);
+/* The same with room for a message up to FKV_WIRE_MAX (STATS). */
+struct nl_msg *fkv_wire_msg_max(uint8_t cmd);
 
 /*
  * Queue @msg (not consumed) and write what the socket takes now.

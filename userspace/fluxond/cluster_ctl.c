@@ -6,6 +6,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +86,16 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Unacknowledged data older than @ms fails the connection: a peer that
+ * vanished (power off, partition) is noticed in that time, not after TCP's
+ * retransmissions give up minutes later.
+ */
+static void set_user_timeout(int fd, unsigned int ms)
+{
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
 }
 
 static void conn_close(struct cconn *c)
@@ -285,6 +297,9 @@ static void master_msg(struct fkv_cctl *t, struct cconn *c,
 			tb[FLUXONKV_A_SEGMENT_USED] ?
 			nla_get_u64(tb[FLUXONKV_A_SEGMENT_USED]) : 0, now_ms());
 		t->st.heartbeats++;
+		/* Answered, so that a node notices a master gone silent. */
+		if (!err)
+			conn_send(c, fkv_wire_msg(FKV_CCMD_HEARTBEAT));
 		break;
 	case FKV_CCMD_LEAVE:
 		err = fkv_members_leave(&t->members, c->id, inc,
@@ -322,6 +337,7 @@ static void master_accept(struct fkv_cctl *t)
 	fd = accept4(t->lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
+	set_user_timeout(fd, t->cc->dead_after_ms);
 	for (i = 0; i < FKV_CCTL_CONNS && !c; i++)
 		if (t->conns[i].state == C_FREE)
 			c = &t->conns[i];
@@ -430,6 +446,7 @@ static void node_connect(struct fkv_cctl *t)
 	if (fd < 0)
 		goto fail;
 	t->st.connects++;
+	set_user_timeout(fd, t->cc->dead_after_ms);
 	fkv_wire_init(&c->w, fd);
 	c->state = C_HELLO;
 	c->since_ms = now_ms();
@@ -461,6 +478,9 @@ static void node_msg(struct fkv_cctl *t, struct cconn *c, struct nlmsghdr *nlh)
 		c->state = C_CLOSING;
 		return;
 	}
+	c->since_ms = now_ms();		/* the master is alive */
+	if (cmd == FKV_CCMD_HEARTBEAT && c->state == C_JOINED)
+		return;
 	if (cmd == FKV_CCMD_HELLO && c->state == C_HELLO && tb[FKV_CA_NONCE]) {
 		data_addr(t->cc, addr, sizeof(addr));
 		msg = fkv_wire_msg(FKV_CCMD_JOIN);
@@ -709,6 +729,16 @@ void fkv_cctl_tick(struct fkv_cctl *t)
 			}
 		}
 		return;
+	}
+	/*
+	 * A master that says nothing for dead_after_ms (no HELLO, no JOIN
+	 * answer, no heartbeat answer) is as gone as a closed connection.
+	 */
+	if (t->conns[0].state != C_FREE &&
+	    now - t->conns[0].since_ms > t->cc->dead_after_ms) {
+		fkv_warn("cluster: the master said nothing for %u ms",
+			 t->cc->dead_after_ms);
+		conn_lost(t, &t->conns[0]);
 	}
 	if (t->conns[0].state == C_FREE && now >= t->next_connect_ms)
 		node_connect(t);

@@ -115,7 +115,7 @@ static int seg_hold(void *arg, const void *key, size_t key_len,
 
 static int seg_stage(void *arg, const void *key, size_t key_len,
 		     uint64_t put_id, uint64_t off, uint64_t len,
-		     uint64_t *seg_off, uint64_t *pin)
+		     uint64_t *seg_off, uint64_t *value_len, uint64_t *pin)
 {
 	struct fkv_clusterd *cd = arg;
 	struct fluxonkv_ssd_stage st = {
@@ -127,6 +127,7 @@ static int seg_stage(void *arg, const void *key, size_t key_len,
 	if (ioctl(cd->devfd, FLUXONKV_IOC_SSD_STAGE, &st))
 		return -errno;
 	*seg_off = st.seg_offset;
+	*value_len = st.value_len;
 	*pin = st.holder_id;
 	return 0;
 }
@@ -147,22 +148,28 @@ static int open_segment(struct fkv_clusterd *cd)
 	struct fluxonkv_info info = { .size = sizeof(info) };
 	void *p;
 
+	int err;
+
 	cd->devfd = open(dev, O_RDWR | O_CLOEXEC);
 	if (cd->devfd < 0) {
-		fkv_err("cluster: cannot open %s read-write: %m", dev);
-		return -errno;
+		err = -errno;
+		fkv_err("cluster: cannot open %s read-write: %s", dev,
+			strerror(-err));
+		return err;
 	}
 	if (ioctl(cd->devfd, FLUXONKV_IOC_INFO, &info)) {
-		fkv_err("cluster: %s: FLUXONKV_IOC_INFO: %m", dev);
-		return -errno;
+		err = -errno;
+		fkv_err("cluster: %s: FLUXONKV_IOC_INFO: %s", dev, strerror(-err));
+		return err;
 	}
 	/* Privileged (CAP_SYS_ADMIN): payloads land in their targets. */
 	p = mmap(NULL, info.segment_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		 cd->devfd, 0);
 	if (p == MAP_FAILED) {
+		err = -errno;
 		fkv_err("cluster: cannot map the segment writable (needs "
-			"CAP_SYS_ADMIN): %m");
-		return -errno;
+			"CAP_SYS_ADMIN): %s", strerror(-err));
+		return err;
 	}
 	cd->seg = p;
 	cd->seg_size = info.segment_size;
@@ -320,6 +327,11 @@ static void member_msg(void *arg, uint32_t id, struct nlmsghdr *nlh)
 		fkv_warn("cluster: node %u sent command %u: ignored", id, u.cmd);
 		return;
 	}
+	/* A member the master holds no state for is answered, not served. */
+	if (!err && !fkv_master_node_known(cd->master, id)) {
+		err = -EINVAL;
+		r.status = -ENOTCONN;
+	}
 	reply = err ? fkv_upcall_wants_reply(u.cmd) && (u.present & A(REQ_ID))
 		    : master_answer(cd, id, &u, &r, &src_node, &addr);
 	if (!reply || !(u.present & A(REQ_ID)))
@@ -366,6 +378,31 @@ static void node_register(struct fkv_clusterd *cd, uint32_t id)
 	nlmsg_free(msg);
 }
 
+/*
+ * Before unregistering: no pull may still be writing a target, since the
+ * module frees the targets of the FETCHes it fails.  Pulls are cancelled
+ * and reaped (their FETCHes are answered, to a registration that ends),
+ * and tokens of this registration forgotten.
+ */
+void fkv_clusterd_quiesce(struct fkv_clusterd *cd)
+{
+	unsigned int left = fkv_xport_cancel(cd->xport, 10000);
+	struct fetch_tok *dead[256];
+	unsigned int i, n = 0;
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+
+	if (left)
+		fkv_err("cluster: %u pulls did not stop in 10 s", left);
+	cd->epoch++;	/* late completions answer nobody */
+	while (n < 256 && !fkv_u64map_next(&cd->tokens, &pos, &key, &val))
+		if (!((struct fetch_tok *)val)->pulling)
+			dead[n++] = val;
+	for (i = 0; i < n; i++)
+		tok_free(cd, dead[i]);
+}
+
 static void joined(void *arg, uint32_t id)
 {
 	node_register(arg, id);
@@ -377,6 +414,7 @@ static void lost(void *arg)
 
 	if (!cd->registered)
 		return;
+	fkv_clusterd_quiesce(cd);
 	/*
 	 * Routes die with the connection: the module drops every replica
 	 * reference and fails every waiting upcall (gets fail ENOTCONN
@@ -506,12 +544,14 @@ static bool fetch(struct fkv_clusterd *cd, const struct fkv_upcall *u,
 	int err;
 
 	memset(r, 0, sizeof(*r));
-	if (!t || t->pulling || t->put_id != u->put_id || t->len != u->len) {
-		r->status = -ESTALE;
+	/* Our own errors are -EPROTO: the master forgets no source for it. */
+	if (!t || t->pulling || t->epoch != cd->epoch ||
+	    t->put_id != u->put_id || t->len != u->len) {
+		r->status = -EPROTO;
 		return true;
 	}
 	if (u->offset > cd->seg_size || u->len > cd->seg_size - u->offset) {
-		r->status = -EINVAL;
+		r->status = -EPROTO;
 		return true;
 	}
 	memset(&t->pull, 0, sizeof(t->pull));

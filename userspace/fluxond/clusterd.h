@@ -51,6 +51,11 @@ int fkv_clusterd_handle(struct fkv_clusterd *cd, const struct pollfd *pfd,
 void fkv_clusterd_tick(struct fkv_clusterd *cd);
 /* The master (master role) or NULL. */
 struct fkv_master *fkv_clusterd_master(struct fkv_clusterd *cd);
+/*
+ * Cancel the data plane's pulls and wait for them (call before any
+ * unregistration: the module frees FETCH targets then).
+ */
+void fkv_clusterd_quiesce(struct fkv_clusterd *cd);
 /* Registered with the module right now. */
 bool fkv_clusterd_registered(const struct fkv_clusterd *cd);
 /* The answer to fluxonctl's STATS (ctlsock.h); 0 or -EMSGSIZE. */

@@ -216,7 +216,8 @@ static void answer(struct fkv_ctlsock *c, struct ctl_conn *cc,
 		cc->answered = true;	/* nothing else is spoken here */
 		return;
 	}
-	msg = fkv_wire_msg(FKV_CCMD_STATS);
+	/* 64 members with their statistics take about 20 KiB. */
+	msg = fkv_wire_msg_max(FKV_CCMD_STATS);
 	if (!msg || c->fn(c->arg, msg) || fkv_wire_send(&cc->w, msg))
 		fkv_warn("control socket: cannot answer STATS");
 	nlmsg_free(msg);

@@ -453,6 +453,9 @@ int main(int argc, char **argv)
 	err = run(&d, &unblocked);
 	if (stop_signal)
 		fkv_info("%s: unregistering", strsignal(stop_signal));
+	/* No pull may still write a target the unregistration frees. */
+	if (d.cd)
+		fkv_clusterd_quiesce(d.cd);
 	if (!err && (!d.cd || fkv_clusterd_registered(d.cd))) {
 		int uerr = fkv_nl_unregister(d.nl);
 

@@ -71,6 +71,16 @@ static uint32_t node_of(const struct fkv_master *m, uint64_t handle)
 	return m->nodes[n].policy ? n : m->self;
 }
 
+/*
+ * In a cluster a handle the caller reports must be its own (the module
+ * stamps its node id into it): accounting goes by the caller, drops by the
+ * handle's owner, and the two must agree.
+ */
+static bool handle_is_callers(const struct fkv_master *m, uint64_t handle)
+{
+	return !m->self || FLUXONKV_HANDLE_NODE(handle) == m->caller;
+}
+
 static struct fkv_mnode *caller(struct fkv_master *m)
 {
 	return &m->nodes[m->caller];
@@ -492,6 +502,12 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 	int ret, err;
 
 	*flags = 0;
+	if (!handle_is_callers(m, handle)) {
+		fkv_warn("PUT_DONE from node %u names handle %#llx of node %u",
+			 m->caller, (unsigned long long)handle,
+			 FLUXONKV_HANDLE_NODE(handle));
+		return -EINVAL;
+	}
 	ret = fkv_routes_put_done(m->routes, key, key_len, put_id, handle, len,
 				  caller(m)->incarnation, &r);
 	if (ret < 0) {
@@ -709,6 +725,8 @@ int fkv_master_get_done(struct fkv_master *m, const void *key,
 		return 0;
 	if (!fkv_key_valid(key, key_len))
 		return -EINVAL;
+	if (!handle_is_callers(m, handle))
+		return -EINVAL;
 	/* The caller's copy, refilled from its SSD or pulled from a peer. */
 	ret = fkv_routes_promote_on(m->routes, m->caller, key, key_len, put_id,
 				    handle, len, caller(m)->incarnation, &r);
@@ -871,6 +889,11 @@ const struct fkv_routes *fkv_master_routes(const struct fkv_master *m)
 const struct fkv_evict *fkv_master_policy(const struct fkv_master *m)
 {
 	return m->nodes[m->self].policy;
+}
+
+bool fkv_master_node_known(const struct fkv_master *m, uint32_t node)
+{
+	return node < FKV_ROUTE_NODES && m->nodes[node].policy;
 }
 
 int fkv_master_node_info(const struct fkv_master *m, uint32_t node,

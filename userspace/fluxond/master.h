@@ -152,6 +152,8 @@ void fkv_master_node_down(struct fkv_master *m, uint32_t node);
  * Unknown nodes fall back to the master's own.
  */
 void fkv_master_set_caller(struct fkv_master *m, uint32_t node);
+/* @node has state here (it joined at least once): its upcalls are served. */
+bool fkv_master_node_known(const struct fkv_master *m, uint32_t node);
 int fkv_master_node_info(const struct fkv_master *m, uint32_t node,
 			 struct fkv_master_node_info *info);
 

@@ -7,7 +7,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "xport_int.h"
@@ -82,11 +84,17 @@ void fkv_xport_destroy(struct fkv_xport *x)
 
 int fkv_xport_pull(struct fkv_xport *x, struct fkv_pull *p)
 {
+	int err;
+
+	/* The caller's mistake, not the source's: never -EINVAL (revokes). */
 	if (!p->len || p->dst_off > x->seg.size ||
 	    p->len > x->seg.size - p->dst_off || !p->key_len ||
 	    p->key_len > FLUXONKV_KEY_MAX || !p->done)
-		return -EINVAL;
-	return x->ops->pull(x, p);
+		return -EPROTO;
+	err = x->ops->pull(x, p);
+	if (!err)
+		x->inflight++;
+	return err;
 }
 
 void fkv_xport_complete(struct fkv_xport *x, struct fkv_pull *p, int status)
@@ -133,9 +141,29 @@ unsigned int fkv_xport_reap(struct fkv_xport *x)
 	pthread_mutex_unlock(&x->lock);
 	for (; p; p = next, n++) {
 		next = p->next;
+		x->inflight--;
 		p->done(p);
 	}
 	return n;
+}
+
+unsigned int fkv_xport_cancel(struct fkv_xport *x, int timeout_ms)
+{
+	struct timespec t0, t;
+
+	x->ops->cancel(x);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (x->inflight) {
+		struct pollfd pfd = { .fd = x->efd, .events = POLLIN };
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 +
+		    (t.tv_nsec - t0.tv_nsec) / 1000000 > timeout_ms)
+			break;
+		poll(&pfd, 1, 50);
+		fkv_xport_reap(x);
+	}
+	return x->inflight;
 }
 
 int fkv_xport_fd(const struct fkv_xport *x)

@@ -48,12 +48,12 @@ struct fkv_seg_view {
 	 */
 	int (*stage)(void *arg, const void *key, size_t key_len,
 		     uint64_t put_id, uint64_t off, uint64_t len,
-		     uint64_t *seg_off, uint64_t *pin);
+		     uint64_t *seg_off, uint64_t *value_len, uint64_t *pin);
 	void *arg;
 };
 
 /* A remote SSD push moves values in chunks of this size (§5.3)... */
-#define FKV_PUSH_CHUNK		(4ULL << 20)
+#define FKV_PUSH_CHUNK		FLUXONKV_SSD_CHUNK
 /* ... with at most this many staging reads in flight ... */
 #define FKV_PUSH_READS		4
 /* ... and this many chunks staged or being read, not yet sent. */
@@ -100,6 +100,9 @@ struct fkv_xport_ops {
 	int (*start)(struct fkv_xport *x);
 	/* Queue @p; its done() runs exactly once.  0 or -errno (not queued). */
 	int (*pull)(struct fkv_xport *x, struct fkv_pull *p);
+	/* End every queued and in-flight pull soon (-ECANCELED or a socket
+	 * error); the transport keeps serving and takes new pulls. */
+	void (*cancel)(struct fkv_xport *x);
 	void (*stop)(struct fkv_xport *x);
 };
 
@@ -115,6 +118,12 @@ int fkv_xport_create(struct fkv_xport **out, const struct fkv_xport_ops *ops,
 /* Stop: queued pulls complete with -ECANCELED (reap them first). */
 void fkv_xport_destroy(struct fkv_xport *x);
 int fkv_xport_pull(struct fkv_xport *x, struct fkv_pull *p);
+/*
+ * Cancel every pull and reap until none is in flight (or @timeout_ms):
+ * afterwards no transport thread writes a target.  Returns the pulls
+ * still in flight (0 normally).
+ */
+unsigned int fkv_xport_cancel(struct fkv_xport *x, int timeout_ms);
 /* Readable (POLLIN) when completions wait for fkv_xport_reap(). */
 int fkv_xport_fd(const struct fkv_xport *x);
 /* Run the callbacks of the completed pulls; returns how many. */

@@ -18,6 +18,7 @@ struct fkv_xport {
 	pthread_mutex_t lock;		/* protects done list and st */
 	struct fkv_pull *done_head, **done_tail;
 	struct fkv_xport_stats st;
+	unsigned int inflight;		/* queued, done() not run yet (caller) */
 	uint16_t port;			/* bound listener port */
 	void *priv;			/* the implementation's */
 };

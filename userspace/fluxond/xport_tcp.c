@@ -26,11 +26,13 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/genetlink.h>
@@ -52,8 +54,10 @@ struct tcp_peer {
 	pthread_cond_t cond;
 	struct fkv_pull *head, **tail;
 	bool stop;
+	unsigned int cancel_gen;	/* bumped by each cancel (lock) */
 	unsigned int nthreads;
 	pthread_t threads[16];
+	int fds[16];			/* each thread's connection, -1: none */
 };
 
 struct tcp_conn {			/* a served connection */
@@ -64,13 +68,25 @@ struct tcp_conn {			/* a served connection */
 	bool done;			/* the thread finished (priv lock) */
 };
 
+/* Served connections at once; more are refused until some end. */
+#define FKV_TCP_CONNS_MAX	256
+/*
+ * SSD pushes served at once: each stages up to FKV_PUSH_QUEUE chunks in
+ * this node's segment, and making room for staging evicts its DRAM.
+ */
+#define FKV_TCP_PUSHES_MAX	2
+
 struct tcp_priv {
 	int lfd;
 	pthread_t accept_thread;
 	bool accepting;
-	pthread_mutex_t lock;		/* protects peers, conns, stopping */
+	pthread_mutex_t lock;		/* protects peers, conns, nconns,
+					 * pushes, stopping */
+	pthread_cond_t push_cond;	/* a push slot came free */
 	struct tcp_peer *peers;
 	struct tcp_conn *conns;
+	unsigned int nconns;		/* conns whose thread still runs */
+	unsigned int pushes;		/* pushes being served */
 	bool stopping;
 };
 
@@ -106,7 +122,19 @@ static int sock_err(void)
 	return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
 }
 
-static int read_full(int fd, void *buf, size_t n)
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * @n bytes, or -ETIMEDOUT once @deadline_ms (CLOCK_MONOTONIC; 0: none)
+ * passed: SO_RCVTIMEO bounds each wait, this bounds a peer that trickles.
+ */
+static int read_until(int fd, void *buf, size_t n, uint64_t deadline_ms)
 {
 	uint8_t *p = buf;
 
@@ -122,8 +150,21 @@ static int read_full(int fd, void *buf, size_t n)
 			return -ECONNRESET;
 		p += got;
 		n -= (size_t)got;
+		if (n && deadline_ms && mono_ms() > deadline_ms)
+			return -ETIMEDOUT;
 	}
 	return 0;
+}
+
+static int read_full(int fd, void *buf, size_t n)
+{
+	return read_until(fd, buf, n, 0);
+}
+
+/* A pull may take the socket timeout plus a second per MiB (1 MiB/s). */
+static uint64_t pull_deadline(const struct fkv_xport *x, uint64_t len)
+{
+	return mono_ms() + x->cfg.io_timeout_ms + (len >> 20) * 1000;
 }
 
 static int write_full(int fd, const void *buf, size_t n)
@@ -201,8 +242,9 @@ static int tcp_dial(struct fkv_xport *x, const char *addr, uint8_t *buf)
 	uint16_t portnum;
 	int fd = -1, err;
 
+	/* Not -EINVAL: that would make the master forget the source. */
 	if (fkv_parse_hostport(addr, host, sizeof(host), &portnum, NULL, 0))
-		return -EINVAL;
+		return -EHOSTUNREACH;
 	snprintf(port, sizeof(port), "%u", portnum);
 	err = getaddrinfo(host, port, &hints, &res);
 	if (err)
@@ -277,6 +319,7 @@ static int wire_status(struct nlattr *a)
 static int tcp_recv_push(struct fkv_xport *x, int fd, struct fkv_pull *p,
 			 uint8_t *buf, bool *broken)
 {
+	uint64_t deadline = pull_deadline(x, p->len);
 	struct nlattr *tb[FKV_CA_MAX + 1];
 	uint64_t got = 0;
 	int err;
@@ -301,7 +344,8 @@ static int tcp_recv_push(struct fkv_xport *x, int fd, struct fkv_pull *p,
 		/* In order, inside the value, never empty. */
 		if (off != got || !len || len > p->len - got)
 			return -EPROTO;
-		err = read_full(fd, x->seg.base + p->dst_off + off, len);
+		err = read_until(fd, x->seg.base + p->dst_off + off, len,
+				 deadline);
 		if (err)
 			return err;
 		got += len;
@@ -350,11 +394,20 @@ static int tcp_pull_one(struct fkv_xport *x, int fd, struct fkv_pull *p,
 	if (!tb[FLUXONKV_A_LEN] || nla_get_u64(tb[FLUXONKV_A_LEN]) != p->len)
 		return -EPROTO;
 	/* Straight into the target: no intermediate buffer. */
-	err = read_full(fd, x->seg.base + p->dst_off, p->len);
+	err = read_until(fd, x->seg.base + p->dst_off, p->len,
+			 pull_deadline(x, p->len));
 	if (err)
 		return err;
 	*broken = false;
 	return 0;
+}
+
+/* Publish thread @slot's connection, so that a cancel can shut it down. */
+static void peer_set_fd(struct tcp_peer *peer, unsigned int slot, int fd)
+{
+	pthread_mutex_lock(&peer->lock);
+	peer->fds[slot] = fd;
+	pthread_mutex_unlock(&peer->lock);
 }
 
 static void *peer_thread(void *arg)
@@ -362,11 +415,19 @@ static void *peer_thread(void *arg)
 	struct tcp_peer *peer = arg;
 	struct fkv_xport *x = peer->x;
 	uint8_t *buf = malloc(FKV_WIRE_MAX);
+	unsigned int slot;
 	int fd = -1;
+
+	pthread_mutex_lock(&peer->lock);
+	for (slot = 0; slot < 16 && peer->fds[slot] != -2; slot++)
+		;
+	peer->fds[slot] = -1;		/* taken: -2 marked it free */
+	pthread_mutex_unlock(&peer->lock);
 
 	for (;;) {
 		struct fkv_pull *p;
 		bool broken, stop, fresh;
+		unsigned int gen;
 		int err;
 
 		pthread_mutex_lock(&peer->lock);
@@ -379,6 +440,7 @@ static void *peer_thread(void *arg)
 				peer->tail = &peer->head;
 		}
 		stop = peer->stop;
+		gen = peer->cancel_gen;
 		pthread_mutex_unlock(&peer->lock);
 		if (!p)
 			break;
@@ -387,8 +449,10 @@ static void *peer_thread(void *arg)
 			continue;
 		}
 		fresh = fd < 0;
-		if (fresh)
+		if (fresh) {
 			fd = tcp_dial(x, peer->addr, buf);
+			peer_set_fd(peer, slot, fd);
+		}
 		if (fd < 0) {
 			fkv_xport_complete(x, p, fd);
 			continue;
@@ -399,9 +463,12 @@ static void *peer_thread(void *arg)
 		 * once more on a fresh one.  The target is ours until the
 		 * pull completes, so writing it again is harmless.
 		 */
-		if (broken && !fresh && (err == -ECONNRESET || err == -EPIPE)) {
+		if (broken && !fresh && (err == -ECONNRESET || err == -EPIPE) &&
+		    gen == __atomic_load_n(&peer->cancel_gen, __ATOMIC_ACQUIRE)) {
+			peer_set_fd(peer, slot, -1);
 			close(fd);
 			fd = tcp_dial(x, peer->addr, buf);
+			peer_set_fd(peer, slot, fd);
 			if (fd < 0) {
 				fkv_xport_complete(x, p, fd);
 				continue;
@@ -409,13 +476,16 @@ static void *peer_thread(void *arg)
 			err = tcp_pull_one(x, fd, p, buf, &broken);
 		}
 		if (broken) {
+			peer_set_fd(peer, slot, -1);
 			close(fd);
 			fd = -1;
 		}
 		fkv_xport_complete(x, p, err);
 	}
-	if (fd >= 0)
+	if (fd >= 0) {
+		peer_set_fd(peer, slot, -1);
 		close(fd);
+	}
 	free(buf);
 	return NULL;
 }
@@ -424,6 +494,7 @@ static struct tcp_peer *peer_get(struct fkv_xport *x, const char *addr)
 {
 	struct tcp_priv *t = x->priv;
 	struct tcp_peer *peer;
+	unsigned int i;
 
 	for (peer = t->peers; peer; peer = peer->next)
 		if (!strcmp(peer->addr, addr))
@@ -432,6 +503,8 @@ static struct tcp_peer *peer_get(struct fkv_xport *x, const char *addr)
 	if (!peer)
 		return NULL;
 	peer->x = x;
+	for (i = 0; i < 16; i++)
+		peer->fds[i] = -2;	/* no thread in that slot yet */
 	snprintf(peer->addr, sizeof(peer->addr), "%s", addr);
 	pthread_mutex_init(&peer->lock, NULL);
 	pthread_cond_init(&peer->cond, NULL);
@@ -568,7 +641,7 @@ static void *push_reader(void *arg)
 	pthread_mutex_lock(&ps->lock);
 	for (;;) {
 		unsigned int i;
-		uint64_t off, len, seg_off = 0, pin = 0;
+		uint64_t off, len, seg_off = 0, pin = 0, vlen = 0;
 		int st;
 
 		while (!ps->abort && ps->next_read < ps->nchunks &&
@@ -582,7 +655,13 @@ static void *push_reader(void *arg)
 		len = ps->len - off < FKV_PUSH_CHUNK ? ps->len - off
 						     : FKV_PUSH_CHUNK;
 		st = ps->x->seg.stage(ps->x->seg.arg, ps->key, ps->key_len,
-				      ps->put_id, off, len, &seg_off, &pin);
+				      ps->put_id, off, len, &seg_off, &vlen,
+				      &pin);
+		/* Another length than the route's: not the value asked for. */
+		if (!st && vlen != ps->len) {
+			ps->x->seg.release(ps->x->seg.arg, pin);
+			st = -ESTALE;
+		}
 		if (!st && (seg_off > ps->x->seg.size ||
 			    len > ps->x->seg.size - seg_off)) {
 			ps->x->seg.release(ps->x->seg.arg, pin);
@@ -600,11 +679,12 @@ static void *push_reader(void *arg)
 }
 
 /*
- * Push @len bytes of this node's SSD copy of @key at @put_id.  0 to go
- * on with the connection, -errno to close it.
+ * The push pipeline of @len bytes of this node's SSD copy of @key at
+ * @put_id, in one of the push slots.  0 to go on with the connection,
+ * -errno to close it.
  */
-static int serve_push(struct fkv_xport *x, int fd, const void *key,
-		      size_t key_len, uint64_t put_id, uint64_t len)
+static int push_run(struct fkv_xport *x, int fd, const void *key,
+		    size_t key_len, uint64_t put_id, uint64_t len)
 {
 	struct push ps = { .x = x, .key = key, .key_len = key_len,
 			   .put_id = put_id, .len = len };
@@ -612,9 +692,6 @@ static int serve_push(struct fkv_xport *x, int fd, const void *key,
 	unsigned int i, nreaders = 0;
 	int err = 0, status = 0;
 
-	if (!x->seg.stage || !len || len > FLUXONKV_VALUE_MAX)
-		return send_head(fd, x->seg.stage ? -EINVAL : -ENODEV, false,
-				 0, 0);
 	ps.nchunks = (unsigned int)((len + FKV_PUSH_CHUNK - 1) / FKV_PUSH_CHUNK);
 	ps.c = calloc(ps.nchunks, sizeof(*ps.c));
 	if (!ps.c)
@@ -670,6 +747,33 @@ static int serve_push(struct fkv_xport *x, int fd, const void *key,
 	pthread_cond_destroy(&ps.cond);
 	pthread_mutex_destroy(&ps.lock);
 	free(ps.c);
+	return err;
+}
+
+/*
+ * Push @len bytes of this node's SSD copy of @key at @put_id, once one of
+ * the FKV_TCP_PUSHES_MAX slots is free.  0 to go on with the connection,
+ * -errno to close it.
+ */
+static int serve_push(struct fkv_xport *x, int fd, const void *key,
+		      size_t key_len, uint64_t put_id, uint64_t len)
+{
+	struct tcp_priv *t = x->priv;
+	int err;
+
+	if (!x->seg.stage || !len || len > FLUXONKV_VALUE_MAX)
+		return send_head(fd, x->seg.stage ? -EINVAL : -ENODEV, false,
+				 0, 0);
+	pthread_mutex_lock(&t->lock);
+	while (t->pushes >= FKV_TCP_PUSHES_MAX && !t->stopping)
+		pthread_cond_wait(&t->push_cond, &t->lock);
+	t->pushes++;
+	pthread_mutex_unlock(&t->lock);
+	err = push_run(x, fd, key, key_len, put_id, len);
+	pthread_mutex_lock(&t->lock);
+	t->pushes--;
+	pthread_cond_signal(&t->push_cond);
+	pthread_mutex_unlock(&t->lock);
 	return err;
 }
 
@@ -735,18 +839,26 @@ static void *conn_thread(void *arg)
 	uint8_t *buf = malloc(FKV_WIRE_MAX);
 
 	if (buf && !serve_join(x, c->fd, buf)) {
-		/* An idle requester keeps its connection: no read timeout. */
-		struct timeval none = { 0 };
+		for (;;) {
+			/*
+			 * An idle requester keeps its connection (no timeout
+			 * while nothing comes; a stop shuts the socket down),
+			 * but a frame once started must arrive in time.
+			 */
+			struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
 
-		setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
-		while (!recv_msg(c->fd, buf, FKV_CCMD_PULL, pull_policy, tb) &&
-		       !serve_pull(x, c->fd, tb))
-			;
+			if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+				break;
+			if (recv_msg(c->fd, buf, FKV_CCMD_PULL, pull_policy, tb) ||
+			    serve_pull(x, c->fd, tb))
+				break;
+		}
 	}
 	free(buf);
 	shutdown(c->fd, SHUT_RDWR);
 	pthread_mutex_lock(&((struct tcp_priv *)x->priv)->lock);
 	c->done = true;
+	((struct tcp_priv *)x->priv)->nconns--;
 	pthread_mutex_unlock(&((struct tcp_priv *)x->priv)->lock);
 	return NULL;
 }
@@ -787,6 +899,13 @@ static void *accept_thread(void *arg)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
+			/* Out of fds or memory for now: wait, never give up. */
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				fkv_warn("data plane: accept: %m (retrying)");
+				usleep(100000);
+				continue;
+			}
 			break;		/* the listener was shut down */
 		}
 		reap_conns(t);
@@ -797,13 +916,14 @@ static void *accept_thread(void *arg)
 			c->fd = fd;
 		}
 		pthread_mutex_lock(&t->lock);
-		if (!c || t->stopping ||
+		if (!c || t->stopping || t->nconns >= FKV_TCP_CONNS_MAX ||
 		    pthread_create(&c->thread, NULL, conn_thread, c)) {
 			pthread_mutex_unlock(&t->lock);
 			close(fd);
 			free(c);
 			continue;
 		}
+		t->nconns++;
 		c->next = t->conns;
 		t->conns = c;
 		pthread_mutex_unlock(&t->lock);
@@ -856,6 +976,7 @@ static int tcp_start(struct fkv_xport *x)
 		return -ENOMEM;
 	t->lfd = -1;
 	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->push_cond, NULL);
 	x->priv = t;
 	if (!x->cfg.listen_host)
 		return 0;
@@ -865,6 +986,7 @@ static int tcp_start(struct fkv_xport *x)
 	if (err) {
 		if (t->lfd >= 0)
 			close(t->lfd);
+		pthread_cond_destroy(&t->push_cond);
 		pthread_mutex_destroy(&t->lock);
 		free(t);
 		x->priv = NULL;
@@ -885,6 +1007,7 @@ static void tcp_stop(struct fkv_xport *x)
 		return;
 	pthread_mutex_lock(&t->lock);
 	t->stopping = true;
+	pthread_cond_broadcast(&t->push_cond);
 	pthread_mutex_unlock(&t->lock);
 	if (t->accepting) {
 		shutdown(t->lfd, SHUT_RDWR);
@@ -904,6 +1027,9 @@ static void tcp_stop(struct fkv_xport *x)
 		pn = peer->next;
 		pthread_mutex_lock(&peer->lock);
 		peer->stop = true;
+		for (i = 0; i < 16; i++)
+			if (peer->fds[i] >= 0)
+				shutdown(peer->fds[i], SHUT_RDWR);
 		pthread_cond_broadcast(&peer->cond);
 		pthread_mutex_unlock(&peer->lock);
 		for (i = 0; i < peer->nthreads; i++)
@@ -912,14 +1038,46 @@ static void tcp_stop(struct fkv_xport *x)
 		pthread_cond_destroy(&peer->cond);
 		free(peer);
 	}
+	pthread_cond_destroy(&t->push_cond);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 	x->priv = NULL;
+}
+
+/*
+ * Complete every queued pull with -ECANCELED and shut down the
+ * connections of those in flight, so that no transport thread writes a
+ * target any more once they are reaped (the module frees them when the
+ * daemon unregisters).
+ */
+static void tcp_cancel(struct fkv_xport *x)
+{
+	struct tcp_priv *t = x->priv;
+	struct tcp_peer *peer;
+	struct fkv_pull *p;
+	unsigned int i;
+
+	pthread_mutex_lock(&t->lock);
+	for (peer = t->peers; peer; peer = peer->next) {
+		pthread_mutex_lock(&peer->lock);
+		__atomic_add_fetch(&peer->cancel_gen, 1, __ATOMIC_RELEASE);
+		while ((p = peer->head)) {
+			peer->head = p->next;
+			fkv_xport_complete(x, p, -ECANCELED);
+		}
+		peer->tail = &peer->head;
+		for (i = 0; i < 16; i++)
+			if (peer->fds[i] >= 0)
+				shutdown(peer->fds[i], SHUT_RDWR);
+		pthread_mutex_unlock(&peer->lock);
+	}
+	pthread_mutex_unlock(&t->lock);
 }
 
 const struct fkv_xport_ops fkv_xport_tcp = {
 	.name = "tcp",
 	.start = tcp_start,
 	.pull = tcp_pull,
+	.cancel = tcp_cancel,
 	.stop = tcp_stop,
 };
