@@ -1367,4 +1367,66 @@ static inline long long fkv_debugfs_latency_count(const char *name)
 	return n;
 }
 
+/*
+ * A fake master's answer to an upcall (or a command): the attributes a
+ * test sets, NLM_F_ACK unless @no_ack.
+ */
+struct answer {
+	uint8_t cmd;
+	bool has_req_id;
+	uint64_t req_id;
+	bool has_status;
+	int32_t status;
+	uint64_t put_id;	/* 0: left out */
+	bool has_flags;
+	uint32_t flags;
+	uint64_t handle;	/* 0: left out */
+	uint64_t len;		/* 0: left out */
+	uint32_t source;	/* 0: left out */
+	bool no_ack;		/* send without NLM_F_ACK, do not wait */
+};
+
+static inline struct nl_msg *fkv_answer_msg(struct fkv_nl *nl,
+					    const struct answer *a)
+{
+	struct nl_msg *msg = nlmsg_alloc();
+
+	FKV_ASSERT(msg);
+	FKV_ASSERT(genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, nl->family, 0,
+			       a->no_ack ? 0 : NLM_F_ACK, a->cmd,
+			       FLUXONKV_GENL_VERSION));
+	if (a->has_req_id)
+		FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_REQ_ID, a->req_id), 0);
+	if (a->has_status)
+		FKV_ASSERT_EQ(nla_put_s32(msg, FLUXONKV_A_STATUS, a->status), 0);
+	if (a->put_id)
+		FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_PUT_ID, a->put_id), 0);
+	if (a->has_flags)
+		FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_FLAGS, a->flags), 0);
+	if (a->handle)
+		FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_HANDLE, a->handle), 0);
+	if (a->len)
+		FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_LEN, a->len), 0);
+	if (a->source)
+		FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_SOURCE, a->source), 0);
+	return msg;
+}
+
+/* Send an answer; returns the kernel's 0 / -errno (0 at once if no_ack). */
+static inline int send_answer(struct fkv_nl *nl, const struct answer *a)
+{
+	struct nl_msg *msg = fkv_answer_msg(nl, a);
+	int ret;
+
+	if (!a->no_ack)
+		return fkv_nl_transact(nl, msg);
+	nl_socket_disable_auto_ack(nl->sk);
+	ret = nl_send_auto(nl->sk, msg);
+	nl_socket_enable_auto_ack(nl->sk);
+	nlmsg_free(msg);
+	FKV_ASSERT(ret >= 0, "send without ack: %d", ret);
+	return 0;
+}
+
+
 #endif /* FKV_ENV_H */

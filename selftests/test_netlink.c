@@ -19,43 +19,6 @@
 /* ---- playing the daemon ---- */
 
 /* An answer (or command) to send; has_* select what is included. */
-struct answer {
-	uint8_t cmd;
-	bool has_req_id;
-	uint64_t req_id;
-	bool has_status;
-	int32_t status;
-	uint64_t put_id;	/* 0: left out */
-	bool has_flags;
-	uint32_t flags;
-	uint64_t handle;	/* 0: left out */
-	uint64_t len;		/* 0: left out */
-	uint32_t source;	/* 0: left out */
-};
-
-/* Send an answer with NLM_F_ACK; returns the kernel's 0 / -errno. */
-static int send_answer(struct fkv_nl *nl, const struct answer *a)
-{
-	struct nl_msg *msg = fkv_nl_msg(nl, a->cmd);
-
-	FKV_ASSERT(msg);
-	if (a->has_req_id)
-		FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_REQ_ID, a->req_id), 0);
-	if (a->has_status)
-		FKV_ASSERT_EQ(nla_put_s32(msg, FLUXONKV_A_STATUS, a->status), 0);
-	if (a->put_id)
-		FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_PUT_ID, a->put_id), 0);
-	if (a->has_flags)
-		FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_FLAGS, a->flags), 0);
-	if (a->handle)
-		FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_HANDLE, a->handle), 0);
-	if (a->len)
-		FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_LEN, a->len), 0);
-	if (a->source)
-		FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_SOURCE, a->source), 0);
-	return fkv_nl_transact(nl, msg);
-}
-
 /* A message of CMD carrying one raw attribute TYPE of LEN bytes. */
 static int send_raw_attr(struct fkv_nl *nl, uint8_t cmd, int type,
 			 const void *data, int len)
