@@ -32,7 +32,9 @@
 /* A node retries the master this often while it cannot reach it. */
 #define FKV_RECONNECT_MS	1000
 
-enum conn_state { C_FREE, C_HELLO, C_JOINING, C_JOINED, C_CLOSING };
+/* C_CONNECTING: a node's non-blocking connect to the master, not done. */
+enum conn_state { C_FREE, C_CONNECTING, C_HELLO, C_JOINING, C_JOINED,
+		  C_CLOSING };
 
 struct cconn {
 	struct fkv_wire w;
@@ -423,7 +425,7 @@ static void node_connect(struct fkv_cctl *t)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
 	struct cconn *c = &t->conns[0];
-	struct timeval tv = { .tv_sec = 2 };
+	bool done = false;
 	char port[8];
 	int fd = -1;
 
@@ -432,12 +434,16 @@ static void node_connect(struct fkv_cctl *t)
 	if (getaddrinfo(t->cc->master.host, port, &hints, &res))
 		goto fail;
 	for (ai = res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
+			    SOCK_NONBLOCK, 0);
 		if (fd < 0)
 			continue;
-		/* A bounded blocking connect: the loop stalls 2 s at most. */
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		if (!connect(fd, ai->ai_addr, ai->ai_addrlen))
+		/* Non-blocking: the loop never waits for the master. */
+		if (!connect(fd, ai->ai_addr, ai->ai_addrlen)) {
+			done = true;
+			break;
+		}
+		if (errno == EINPROGRESS)
 			break;
 		close(fd);
 		fd = -1;
@@ -445,12 +451,13 @@ static void node_connect(struct fkv_cctl *t)
 	freeaddrinfo(res);
 	if (fd < 0)
 		goto fail;
-	t->st.connects++;
 	set_user_timeout(fd, t->cc->dead_after_ms);
 	fkv_wire_init(&c->w, fd);
-	c->state = C_HELLO;
+	c->state = done ? C_HELLO : C_CONNECTING;
 	c->since_ms = now_ms();
 	snprintf(c->peer, sizeof(c->peer), "the master");
+	if (done)
+		t->st.connects++;
 	return;
 fail:
 	if (!t->st.connect_failures++ || !(t->st.connect_failures % 30))
@@ -616,7 +623,8 @@ int fkv_cctl_pollfds(struct fkv_cctl *t, struct pollfd *pfd, int max)
 			continue;
 		pfd[n++] = (struct pollfd){
 			.fd = c->w.fd,
-			.events = POLLIN | (fkv_wire_pending(&c->w) ? POLLOUT : 0),
+			.events = POLLIN | (fkv_wire_pending(&c->w) ||
+					    c->state == C_CONNECTING ? POLLOUT : 0),
 		};
 	}
 	return n;
@@ -650,6 +658,18 @@ static void conn_io(struct fkv_cctl *t, struct cconn *c, short revents)
 	struct nlmsghdr *nlh;
 	int err = 0;
 
+	if (c->state == C_CONNECTING) {
+		socklen_t sl = sizeof(err);
+
+		if (getsockopt(c->w.fd, SOL_SOCKET, SO_ERROR, &err, &sl) || err) {
+			t->st.connect_failures++;
+			conn_close(c);	/* the tick retries */
+			return;
+		}
+		t->st.connects++;
+		c->state = C_HELLO;
+		return;
+	}
 	if (revents & POLLOUT)
 		err = fkv_wire_flush(&c->w);
 	if (err && err != -EAGAIN) {
