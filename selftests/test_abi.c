@@ -789,6 +789,31 @@ static void put_and_get(int fd, const char *k, size_t vlen,
 	FKV_ASSERT_NE(g->holder_id, 0);
 }
 
+/*
+ * The module (segment_mb=32) and fluxond, a session on it in *fd; returns
+ * segment_used_bytes then.
+ */
+static uint64_t daemon_session(int *fd)
+{
+	uint64_t base;
+
+	FKV_LOAD("segment_mb=32");
+	FKV_START_DAEMON();
+	base = fkv_sysfs("segment_used_bytes");
+	*fd = fkv_dev_open();
+	FKV_ASSERT(*fd >= 0);
+	return base;
+}
+
+/* K deleted, the segment back at BASE, FD closed and fluxond stopped. */
+static void daemon_session_end(int fd, const char *k, uint64_t base)
+{
+	FKV_ASSERT_EQ(fkv_dev_delete(fd, k, strlen(k)), 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	close(fd);
+	FKV_STOP_DAEMON();
+}
+
 FKV_TEST(holder_is_released_only_by_its_own_file_description)
 {
 	const char *k = "abi-holder";
@@ -798,12 +823,9 @@ FKV_TEST(holder_is_released_only_by_its_own_file_description)
 	uint64_t size, base;
 	int fd, other, dupfd;
 
-	FKV_LOAD("segment_mb=32");
-	FKV_START_DAEMON();
-	base = fkv_sysfs("segment_used_bytes");
-	fd = fkv_dev_open();
+	base = daemon_session(&fd);
 	other = fkv_dev_open();
-	FKV_ASSERT(fd >= 0 && other >= 0);
+	FKV_ASSERT(other >= 0);
 	map = fkv_dev_map(fd, &size);
 	FKV_ASSERT(map != MAP_FAILED);
 	put_and_get(fd, k, vlen, &g);
@@ -841,11 +863,7 @@ FKV_TEST(double_release_is_enoent)
 	uint64_t base;
 	int fd;
 
-	FKV_LOAD("segment_mb=32");
-	FKV_START_DAEMON();
-	base = fkv_sysfs("segment_used_bytes");
-	fd = fkv_dev_open();
-	FKV_ASSERT(fd >= 0);
+	base = daemon_session(&fd);
 	put_and_get(fd, k, 100, &g);
 	FKV_ASSERT_EQ(fkv_dev_get(fd, k, strlen(k), &g2), 0);
 	FKV_ASSERT_NE(g2.holder_id, g.holder_id);
@@ -860,10 +878,7 @@ FKV_TEST(double_release_is_enoent)
 	FKV_ASSERT_EQ(fkv_dev_release(fd, g2.holder_id), -ENOENT);
 	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
 
-	FKV_ASSERT_EQ(fkv_dev_delete(fd, k, strlen(k)), 0);
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
-	close(fd);
-	FKV_STOP_DAEMON();
+	daemon_session_end(fd, k, base);
 }
 
 FKV_TEST(put_with_unreadable_value_is_efault_and_leaves_nothing)
@@ -874,11 +889,7 @@ FKV_TEST(put_with_unreadable_value_is_efault_and_leaves_nothing)
 	uint8_t *pages;
 	int fd;
 
-	FKV_LOAD("segment_mb=32");
-	FKV_START_DAEMON();
-	base = fkv_sysfs("segment_used_bytes");
-	fd = fkv_dev_open();
-	FKV_ASSERT(fd >= 0);
+	base = daemon_session(&fd);
 
 	FKV_ASSERT_EQ(fkv_dev_put(fd, k, strlen(k), (void *)8, PAGE, &put_id),
 		      -EFAULT);
@@ -903,11 +914,8 @@ FKV_TEST(put_with_unreadable_value_is_efault_and_leaves_nothing)
 	FKV_ASSERT_EQ(fkv_dev_get(fd, k, strlen(k), &g), 0);
 	FKV_ASSERT_EQ(g.len, 2 * PAGE);
 	FKV_ASSERT_EQ(fkv_dev_release(fd, g.holder_id), 0);
-	FKV_ASSERT_EQ(fkv_dev_delete(fd, k, strlen(k)), 0);
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
 	munmap(pages, 2 * PAGE);
-	close(fd);
-	FKV_STOP_DAEMON();
+	daemon_session_end(fd, k, base);
 }
 
 FKV_TEST(get_whose_result_cannot_be_written_back_is_efault_and_pins_nothing)
@@ -917,11 +925,7 @@ FKV_TEST(get_whose_result_cannot_be_written_back_is_efault_and_pins_nothing)
 	uint64_t base;
 	int fd;
 
-	FKV_LOAD("segment_mb=32");
-	FKV_START_DAEMON();
-	base = fkv_sysfs("segment_used_bytes");
-	fd = fkv_dev_open();
-	FKV_ASSERT(fd >= 0);
+	base = daemon_session(&fd);
 	put_and_get(fd, k, 5000, &g);
 	FKV_ASSERT_EQ(fkv_dev_release(fd, g.holder_id), 0);
 
@@ -937,11 +941,8 @@ FKV_TEST(get_whose_result_cannot_be_written_back_is_efault_and_pins_nothing)
 	/* the caller never learnt a holder id, so none may remain */
 	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
 
-	FKV_ASSERT_EQ(fkv_dev_delete(fd, k, strlen(k)), 0);
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
 	munmap(ro, PAGE);
-	close(fd);
-	FKV_STOP_DAEMON();
+	daemon_session_end(fd, k, base);
 }
 
 /* ---- HOLD: a privileged session pins a replica by handle (fluxond) ---- */
@@ -994,11 +995,7 @@ FKV_TEST(hold_needs_a_privileged_session)
 	uint64_t base;
 	int fd, ro;
 
-	FKV_LOAD("segment_mb=32");
-	FKV_START_DAEMON();
-	base = fkv_sysfs("segment_used_bytes");
-	fd = fkv_dev_open();
-	FKV_ASSERT(fd >= 0);
+	base = daemon_session(&fd);
 	put_and_get(fd, k, 3000, &g);
 	t = (struct hold_target){ k, replica_handle(k, g.put_id), g.put_id };
 
@@ -1041,10 +1038,7 @@ FKV_TEST(hold_needs_a_privileged_session)
 	FKV_ASSERT_EQ(fkv_dev_release(fd, h.holder_id), 0);
 	FKV_ASSERT_EQ(fkv_dev_release(fd, g.holder_id), 0);
 	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
-	FKV_ASSERT_EQ(fkv_dev_delete(fd, k, strlen(k)), 0);
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
-	close(fd);
-	FKV_STOP_DAEMON();
+	daemon_session_end(fd, k, base);
 }
 
 /* Only a live replica of that key at that version: anything else ENOENT. */
@@ -1056,11 +1050,7 @@ FKV_TEST(hold_of_the_wrong_key_version_or_handle_is_enoent)
 	uint64_t h1, h2, base;
 	int fd;
 
-	FKV_LOAD("segment_mb=32");
-	FKV_START_DAEMON();
-	base = fkv_sysfs("segment_used_bytes");
-	fd = fkv_dev_open();
-	FKV_ASSERT(fd >= 0);
+	base = daemon_session(&fd);
 	put_and_get(fd, k1, 3000, &g1);
 	put_and_get(fd, k2, 5000, &g2);
 	h1 = replica_handle(k1, g1.put_id);
@@ -1093,10 +1083,7 @@ FKV_TEST(hold_of_the_wrong_key_version_or_handle_is_enoent)
 #undef EXPECT_HOLD_ENOENT
 	FKV_ASSERT_EQ(fkv_sysfs("holders"), 1);
 	FKV_ASSERT_EQ(fkv_dev_release(fd, g2.holder_id), 0);
-	FKV_ASSERT_EQ(fkv_dev_delete(fd, k2, strlen(k2)), 0);
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
-	close(fd);
-	FKV_STOP_DAEMON();
+	daemon_session_end(fd, k2, base);
 }
 
 /*
@@ -1114,11 +1101,7 @@ FKV_TEST(hold_pins_the_replica_until_released_or_closed)
 	const uint8_t *map;
 	int fd, ro, other;
 
-	FKV_LOAD("segment_mb=32");
-	FKV_START_DAEMON();
-	base = fkv_sysfs("segment_used_bytes");
-	fd = fkv_dev_open();
-	FKV_ASSERT(fd >= 0);
+	base = daemon_session(&fd);
 	ro = fkv_dev_open_ro();
 	FKV_ASSERT(ro >= 0);
 	map = fkv_dev_map(ro, &size);
@@ -1182,11 +1165,7 @@ FKV_TEST(hold_whose_result_cannot_be_written_back_is_efault_and_pins_nothing)
 	uint64_t base, handle;
 	int fd;
 
-	FKV_LOAD("segment_mb=32");
-	FKV_START_DAEMON();
-	base = fkv_sysfs("segment_used_bytes");
-	fd = fkv_dev_open();
-	FKV_ASSERT(fd >= 0);
+	base = daemon_session(&fd);
 	put_and_get(fd, k, 5000, &g);
 	FKV_ASSERT_EQ(fkv_dev_release(fd, g.holder_id), 0);
 	handle = replica_handle(k, g.put_id);
@@ -1203,9 +1182,6 @@ FKV_TEST(hold_whose_result_cannot_be_written_back_is_efault_and_pins_nothing)
 	FKV_ASSERT_ERRNO(ioctl(fd, FLUXONKV_IOC_HOLD, rh), EFAULT);
 	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
 
-	FKV_ASSERT_EQ(fkv_dev_delete(fd, k, strlen(k)), 0);
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
 	munmap(rh, PAGE);
-	close(fd);
-	FKV_STOP_DAEMON();
+	daemon_session_end(fd, k, base);
 }

@@ -15,7 +15,7 @@
 #include "fkv_env.h"
 #include "fkv_kv.h"
 
-/* ---- helpers ---- */
+/* ---- helpers (setup, teardown, release, delete_key: fkv_kv.h) ---- */
 
 /* The holder lies inside the mapping and holds the expected bytes. */
 static void check_holder(struct fkv *kv, const struct fkv_holder *h,
@@ -40,36 +40,6 @@ static void get_check(struct fkv *kv, const char *key, size_t len,
 	FKV_ASSERT_EQ(h->source, FLUXONKV_SOURCE_MEMORY);
 	FKV_ASSERT_EQ(h->put_id, put_id);
 	check_holder(kv, h, key, len, salt);
-}
-
-static void release(struct fkv *kv, struct fkv_holder *h)
-{
-	int ret = fkv_holder_release(kv, h);
-
-	FKV_ASSERT(ret == 0, "release: %s", fkv_strerror(ret));
-}
-
-static void delete_key(struct fkv *kv, const char *key)
-{
-	int ret = fkv_delete(kv, key, strlen(key));
-
-	FKV_ASSERT(ret == 0, "delete '%s': %s", key, fkv_strerror(ret));
-}
-
-/* Load, start fluxond; returns the segment_used_bytes baseline. */
-static uint64_t setup(const char *params)
-{
-	FKV_REQUIRE_DAEMON();
-	FKV_LOAD(params);
-	FKV_START_DAEMON();
-	return fkv_sysfs("segment_used_bytes");
-}
-
-static void teardown(uint64_t base)
-{
-	FKV_ASSERT_SYSFS_SETTLES("holders", 0);
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
-	FKV_STOP_DAEMON();
 }
 
 /* ---- single-client semantics ---- */

@@ -22,10 +22,11 @@
 #define SEG_MB		32
 #define TOKEN		0x70c0ffee0001ULL	/* the daemon's transfer token */
 #define NO_UPCALL_MS	300
+/* What most tests load the module with. */
+#define PARAMS		"segment_mb=32 request_timeout_ms=8000"
 
 /* ---- playing the daemon ---- */
 
-/* An answer (or command) to send; has_* select what is included. */
 /* STATUS-only answer to request REQ of command CMD. */
 static int answer_status(struct fkv_nl *nl, uint8_t cmd, uint64_t req,
 			 int32_t status)
@@ -468,6 +469,112 @@ static void expect_latency_count(const char *op, long long n)
 			   "want %lld", op, got, n);
 }
 
+/* ---- steps the tests share ---- */
+
+/*
+ * The start of most tests: the module loaded with PARAMS, the test as the
+ * master, the filler put.  Returns segment_used_bytes then; the filler's
+ * handle in *hf (may be NULL).
+ */
+static uint64_t master_begin(struct master *m, const char *params,
+			     uint64_t *hf)
+{
+	uint64_t h;
+
+	FKV_LOAD(params);
+	master_start(m);
+	h = master_put_filler(m);
+	if (hf)
+		*hf = h;
+	return fkv_sysfs("segment_used_bytes");
+}
+
+/* The end of most tests: the segment back at BASE, the filler HF dropped. */
+static void master_end(struct master *m, uint64_t base, uint64_t hf)
+{
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	FKV_ASSERT_EQ(drop_replica(&m->nl, hf), 0);
+	master_stop(m);
+}
+
+/* Route the pending get of K to SOURCE; the FETCH that follows, checked. */
+static struct fetch route_fetch(struct master *m, const char *k,
+				uint32_t source, uint64_t put_id,
+				uint64_t len, uint64_t token)
+{
+	answer_remote(m, k, source, put_id, len, token);
+	return expect_fetch(m, k, source, put_id, len, token);
+}
+
+/* A client's get of K (SALT) in *c, routed to SOURCE: its FETCH. */
+static struct fetch remote_fetch(struct master *m, struct client *c,
+				 const char *k, uint64_t salt,
+				 uint32_t source, uint64_t put_id,
+				 uint64_t len, uint64_t token)
+{
+	*c = client_get(k, salt);
+	return route_fetch(m, k, source, put_id, len, token);
+}
+
+/* The daemon serves F: LEN bytes of (K, SALT) in the target, STATUS 0. */
+static void serve_fetch(struct master *m, const struct fetch *f,
+			const char *k, uint64_t len, uint64_t salt)
+{
+	fill_target(m, f, k, len, salt);
+	FKV_ASSERT_EQ(answer_status(&m->nl, FLUXONKV_CMD_FETCH, f->req, 0), 0);
+}
+
+/*
+ * The daemon's late answer to F, whose get gave up: the target is freed
+ * (the segment back at BASE) and never offered (WHY otherwise), and no
+ * remote hit is counted.
+ */
+static void serve_abandoned(struct master *m, const struct fetch *f,
+			    const char *k, uint64_t len, uint64_t salt,
+			    uint64_t base, const char *why)
+{
+	serve_fetch(m, f, k, len, salt);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	expect_no_upcall(&m->nl, FLUXONKV_CMD_GET_DONE, why);
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 1);
+	FKV_ASSERT_EQ(fkv_sysfs("hits_remote"), 0);
+}
+
+/* The daemon fails F with ERR: the GET_REVOKE that follows, answered. */
+static void fail_fetch(struct master *m, const struct fetch *f,
+		       const char *k, uint32_t source, uint64_t put_id,
+		       uint64_t token, int32_t err)
+{
+	uint64_t req;
+
+	FKV_ASSERT_EQ(answer_status(&m->nl, FLUXONKV_CMD_FETCH, f->req, err),
+		      0);
+	req = expect_revoke(m, k, source, put_id, token, err);
+	FKV_ASSERT_EQ(answer_status(&m->nl, FLUXONKV_CMD_GET_REVOKE, req, 0),
+		      0);
+}
+
+/* C's get returned the fetched bytes, intact (WHAT: which ones). */
+static struct client_result expect_fetched(struct client *c,
+					   const char *what)
+{
+	struct client_result r = client_result(c);
+
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT(r.intact, "%s", what);
+	return r;
+}
+
+/* The GET_DONE offering K's fetched target, refused (not promoted). */
+static void refuse_offer(struct master *m, const char *k, uint32_t source,
+			 uint64_t put_id, uint64_t len)
+{
+	uint64_t req;
+
+	expect_get_done(m, k, source, put_id, len, &req);
+	FKV_ASSERT_EQ(answer_get_done(m, req, false), 0);
+}
+
 /* ---- 1, 5: the happy path ---- */
 
 /*
@@ -488,14 +595,8 @@ static void remote_get(const char *k, uint32_t source, uint64_t len,
 	struct client c;
 	struct fetch f;
 
-	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
-	master_start(&m);
-	hf = master_put_filler(&m);
-	base = fkv_sysfs("segment_used_bytes");
-
-	c = client_get(k, salt);
-	answer_remote(&m, k, source, put_id, len, TOKEN);
-	f = expect_fetch(&m, k, source, put_id, len, TOKEN);
+	base = master_begin(&m, PARAMS, &hf);
+	f = remote_fetch(&m, &c, k, salt, source, put_id, len, TOKEN);
 	/* the target is allocated; the get waits for the daemon */
 	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + span);
 	FKV_ASSERT_EQ(fkv_sysfs("fetches"), 1);
@@ -504,15 +605,12 @@ static void remote_get(const char *k, uint32_t source, uint64_t len,
 	FKV_ASSERT(!client_finished(&c), "the get returned before FETCH was "
 		   "answered");
 
-	fill_target(&m, &f, k, len, salt);
-	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0), 0);
-	r = client_result(&c);
-	FKV_ASSERT_EQ(r.err, 0);
+	serve_fetch(&m, &f, k, len, salt);
+	r = expect_fetched(&c, "the client does not read the fetched bytes");
 	FKV_ASSERT_EQ(r.source, source);
 	FKV_ASSERT_EQ(r.len, len);
 	FKV_ASSERT_EQ(r.put_id, put_id);
 	FKV_ASSERT_EQ(r.offset, f.offset);
-	FKV_ASSERT(r.intact, "the client does not read the fetched bytes");
 	FKV_ASSERT(r.tail_zero, "bytes after the value in its last granule");
 	FKV_ASSERT_EQ(fkv_sysfs("hits_remote"), 1);
 	FKV_ASSERT_EQ(fkv_sysfs("hits_memory"), 0);
@@ -611,24 +709,21 @@ FKV_TEST(fetch_into_a_target_at_offset_zero_carries_offset_zero)
 	struct client_result r;
 	struct master m;
 	struct client c;
-	uint64_t req;
+	struct fetch f = { 0 };
 	bool has_offset;
 
-	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
+	FKV_LOAD(PARAMS);
 	master_start(&m);
 	c = client_get(k, 1);
 	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE, 3, 100, TOKEN);
-	req = expect_upcall(&m.nl, FLUXONKV_CMD_FETCH, tb);
+	f.req = expect_upcall(&m.nl, FLUXONKV_CMD_FETCH, tb);
 	has_offset = tb[FLUXONKV_A_OFFSET] != NULL;
 	FKV_EXPECT(has_offset, "FETCH of a target at offset 0 has no OFFSET");
 	if (has_offset)
 		FKV_EXPECT_EQ(fkv_nla_u64(tb[FLUXONKV_A_OFFSET]), 0);
-	fkv_pattern_fill(m.map, 100, k, strlen(k), 1);
-	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, req, 0), 0);
-	r = client_result(&c);
-	FKV_ASSERT_EQ(r.err, 0);
+	serve_fetch(&m, &f, k, 100, 1);		/* f.offset 0 */
+	r = expect_fetched(&c, "bytes of the target at offset 0");
 	FKV_ASSERT_EQ(r.offset, 0);
-	FKV_ASSERT(r.intact, "bytes of the target at offset 0");
 	FKV_ASSERT_EQ(answer_get_done(&m, expect_upcall(&m.nl,
 			FLUXONKV_CMD_GET_DONE, tb), false), 0);
 	client_end(&c);
@@ -652,9 +747,7 @@ FKV_TEST(remote_get_waits_for_room_before_fetching)
 	struct client c;
 	struct fetch f;
 
-	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
-	master_start(&m);
-	hf = master_put_filler(&m);
+	master_begin(&m, PARAMS, &hf);
 	hbig = master_put(&m, "room-hog", big, 2);
 	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"),
 		      FLUXONKV_SEGMENT_ALIGN + big);
@@ -674,18 +767,12 @@ FKV_TEST(remote_get_waits_for_room_before_fetching)
 	f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE, 5, len, TOKEN);
 	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"),
 		      FLUXONKV_SEGMENT_ALIGN + FKV_ALIGN_UP(len));
-	fill_target(&m, &f, k, len, 11);
-	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0), 0);
-	r = client_result(&c);
-	FKV_ASSERT_EQ(r.err, 0);
+	serve_fetch(&m, &f, k, len, 11);
+	r = expect_fetched(&c, "bytes fetched after a room wait");
 	FKV_ASSERT_EQ(r.offset, f.offset);
-	FKV_ASSERT(r.intact, "bytes fetched after a room wait");
-	expect_get_done(&m, k, FLUXONKV_SOURCE_REMOTE, 5, len, &req);
-	FKV_ASSERT_EQ(answer_get_done(&m, req, false), 0);
+	refuse_offer(&m, k, FLUXONKV_SOURCE_REMOTE, 5, len);
 	client_end(&c);
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", FLUXONKV_SEGMENT_ALIGN);
-	FKV_ASSERT_EQ(drop_replica(&m.nl, hf), 0);
-	master_stop(&m);
+	master_end(&m, FLUXONKV_SEGMENT_ALIGN, hf);
 }
 
 /* ---- 2: a failed transfer ---- */
@@ -700,14 +787,8 @@ FKV_TEST(failed_fetch_revokes_the_source_and_the_get_asks_again)
 	struct client c;
 	struct fetch f;
 
-	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
-	master_start(&m);
-	hf = master_put_filler(&m);
-	base = fkv_sysfs("segment_used_bytes");
-
-	c = client_get(k, 0);
-	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE, 9, len, TOKEN);
-	f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE, 9, len, TOKEN);
+	base = master_begin(&m, PARAMS, &hf);
+	f = remote_fetch(&m, &c, k, 0, FLUXONKV_SOURCE_REMOTE, 9, len, TOKEN);
 	/* half a payload, then the transfer fails */
 	fill_target(&m, &f, k, len / 2, 0);
 	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, -EIO), 0);
@@ -728,11 +809,9 @@ FKV_TEST(failed_fetch_revokes_the_source_and_the_get_asks_again)
 	FKV_ASSERT_EQ(fkv_sysfs("misses"), 1);
 	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
 	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 1);
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
 	expect_no_upcall(&m.nl, FLUXONKV_CMD_GET_DONE,
 			 "a failed fetch was offered");
-	FKV_ASSERT_EQ(drop_replica(&m.nl, hf), 0);
-	master_stop(&m);
+	master_end(&m, base, hf);
 }
 
 FKV_TEST(get_reselects_after_a_failed_fetch_and_the_next_source_serves_it)
@@ -740,46 +819,29 @@ FKV_TEST(get_reselects_after_a_failed_fetch_and_the_next_source_serves_it)
 	const char *k = "fetch-again";
 	const uint64_t len = 70000, token2 = TOKEN + 0x100;
 	struct client_result r;
-	uint64_t base, hf, req;
+	uint64_t base, hf;
 	struct master m;
 	struct client c;
 	struct fetch f;
 
-	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
-	master_start(&m);
-	hf = master_put_filler(&m);
-	base = fkv_sysfs("segment_used_bytes");
-
-	c = client_get(k, 4);
-	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE, 12, len, TOKEN);
-	f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE, 12, len, TOKEN);
-	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req,
-				    -ECONNRESET), 0);
-	req = expect_revoke(&m, k, FLUXONKV_SOURCE_REMOTE, 12, TOKEN,
-			    -ECONNRESET);
-	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_GET_REVOKE, req, 0), 0);
+	base = master_begin(&m, PARAMS, &hf);
+	f = remote_fetch(&m, &c, k, 4, FLUXONKV_SOURCE_REMOTE, 12, len, TOKEN);
+	fail_fetch(&m, &f, k, FLUXONKV_SOURCE_REMOTE, 12, TOKEN, -ECONNRESET);
 
 	/* the second choice is another node's SSD */
-	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE_SSD, 12, len, token2);
-	f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE_SSD, 12, len, token2);
+	f = route_fetch(&m, k, FLUXONKV_SOURCE_REMOTE_SSD, 12, len, token2);
 	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + FKV_ALIGN_UP(len));
-	fill_target(&m, &f, k, len, 4);
-	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0), 0);
-	r = client_result(&c);
-	FKV_ASSERT_EQ(r.err, 0);
+	serve_fetch(&m, &f, k, len, 4);
+	r = expect_fetched(&c, "bytes of the second source");
 	FKV_ASSERT_EQ(r.source, FLUXONKV_SOURCE_REMOTE_SSD);
 	FKV_ASSERT_EQ(r.put_id, 12);
 	FKV_ASSERT_EQ(r.len, len);
-	FKV_ASSERT(r.intact, "bytes of the second source");
-	expect_get_done(&m, k, FLUXONKV_SOURCE_REMOTE_SSD, 12, len, &req);
-	FKV_ASSERT_EQ(answer_get_done(&m, req, false), 0);
+	refuse_offer(&m, k, FLUXONKV_SOURCE_REMOTE_SSD, 12, len);
 	FKV_ASSERT_EQ(fkv_sysfs("fetches"), 2);
 	FKV_ASSERT_EQ(fkv_sysfs("fetch_errors"), 1);
 	FKV_ASSERT_EQ(fkv_sysfs("hits_remote"), 1);
 	client_end(&c);
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
-	FKV_ASSERT_EQ(drop_replica(&m.nl, hf), 0);
-	master_stop(&m);
+	master_end(&m, base, hf);
 }
 
 /* A get re-selects at most 3 times (4 sources tried), then misses. */
@@ -787,29 +849,19 @@ FKV_TEST(failed_fetches_give_up_after_three_retries)
 {
 	const char *k = "fetch-budget";
 	struct client_result r;
-	uint64_t base, hf, req;
+	uint64_t base, hf;
 	struct master m;
 	struct client c;
 	struct fetch f;
 	int i;
 
-	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
-	master_start(&m);
-	hf = master_put_filler(&m);
-	base = fkv_sysfs("segment_used_bytes");
-
+	base = master_begin(&m, PARAMS, &hf);
 	c = client_get(k, 0);
 	for (i = 0; i < 4; i++) {
-		answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE, 20, 4096,
-			      TOKEN + i);
-		f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE, 20, 4096,
-				 TOKEN + i);
-		FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req,
-					    -EHOSTUNREACH), 0);
-		req = expect_revoke(&m, k, FLUXONKV_SOURCE_REMOTE, 20,
-				    TOKEN + i, -EHOSTUNREACH);
-		FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_GET_REVOKE,
-					    req, 0), 0);
+		f = route_fetch(&m, k, FLUXONKV_SOURCE_REMOTE, 20, 4096,
+				TOKEN + i);
+		fail_fetch(&m, &f, k, FLUXONKV_SOURCE_REMOTE, 20, TOKEN + i,
+			   -EHOSTUNREACH);
 	}
 	r = client_result(&c);
 	client_end(&c);
@@ -819,9 +871,7 @@ FKV_TEST(failed_fetches_give_up_after_three_retries)
 	FKV_ASSERT_EQ(fkv_sysfs("fetches"), 4);
 	FKV_ASSERT_EQ(fkv_sysfs("fetch_errors"), 4);
 	FKV_ASSERT_EQ(fkv_sysfs("misses"), 1);
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
-	FKV_ASSERT_EQ(drop_replica(&m.nl, hf), 0);
-	master_stop(&m);
+	master_end(&m, base, hf);
 }
 
 /* ---- 3, 4: gets that give up, daemons that go ---- */
@@ -845,15 +895,9 @@ FKV_TEST(unanswered_fetch_times_out_but_keeps_its_target_until_answered)
 	int64_t t0;
 	int pending;
 
-	FKV_LOAD("segment_mb=32 request_timeout_ms=500");
-	master_start(&m);
-	hf = master_put_filler(&m);
-	base = fkv_sysfs("segment_used_bytes");
-
+	base = master_begin(&m, "segment_mb=32 request_timeout_ms=500", &hf);
 	t0 = fkv_now_ms();
-	c = client_get(k, 0);
-	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE, 30, len, TOKEN);
-	f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE, 30, len, TOKEN);
+	f = remote_fetch(&m, &c, k, 0, FLUXONKV_SOURCE_REMOTE, 30, len, TOKEN);
 	r = client_result(&c);
 	client_end(&c);
 	FKV_ASSERT_EQ(r.err, ETIMEDOUT);
@@ -872,23 +916,17 @@ FKV_TEST(unanswered_fetch_times_out_but_keeps_its_target_until_answered)
 		FKV_ASSERT_EQ(pending, 1);
 	expect_no_upcall(&m.nl, FLUXONKV_CMD_GET_REVOKE,
 			 "an abandoned fetch was revoked");
-	/* the daemon is still allowed to write it */
-	fill_target(&m, &f, k, len, 0);
-
-	/* the late answer is still expected and frees the target */
-	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0), 0);
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	/*
+	 * The daemon is still allowed to write it; the late answer is still
+	 * expected and frees the target, and a second one is unknown.
+	 */
+	serve_abandoned(&m, &f, k, len, 0, base,
+			"an abandoned target was offered");
 	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0),
 		      -ENOENT);
-	expect_no_upcall(&m.nl, FLUXONKV_CMD_GET_DONE,
-			 "an abandoned target was offered");
-	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 1);
-	FKV_ASSERT_EQ(fkv_sysfs("hits_remote"), 0);
 
 	/* abandoned again, then answered with an error: nothing revoked */
-	c = client_get(k, 0);
-	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE_SSD, 31, len, TOKEN + 1);
-	f2 = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE_SSD, 31, len,
+	f2 = remote_fetch(&m, &c, k, 0, FLUXONKV_SOURCE_REMOTE_SSD, 31, len,
 			  TOKEN + 1);
 	r = client_result(&c);
 	client_end(&c);
@@ -917,27 +955,21 @@ FKV_TEST(daemon_leaving_with_fetches_out_releases_their_targets)
 	struct client_result r;
 	struct client c1, c2;
 	struct master m;
+	struct fetch f;
 	uint64_t base;
 
-	FKV_LOAD("segment_mb=32 request_timeout_ms=1000");
-	master_start(&m);
-	master_put_filler(&m);
-	base = fkv_sysfs("segment_used_bytes");
+	base = master_begin(&m, "segment_mb=32 request_timeout_ms=1000", NULL);
 
 	/* one abandoned ... */
-	c1 = client_get("gone-1", 0);
-	answer_remote(&m, "gone-1", FLUXONKV_SOURCE_REMOTE, 40, len, TOKEN);
-	expect_fetch(&m, "gone-1", FLUXONKV_SOURCE_REMOTE, 40, len, TOKEN);
+	remote_fetch(&m, &c1, "gone-1", 0, FLUXONKV_SOURCE_REMOTE, 40, len,
+		     TOKEN);
 	r = client_result(&c1);
 	client_end(&c1);
 	FKV_ASSERT_EQ(r.err, ETIMEDOUT);
 	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + span);
 
 	/* ... one still waited for */
-	c2 = client_get("gone-2", 0);
-	answer_remote(&m, "gone-2", FLUXONKV_SOURCE_REMOTE_SSD, 41, len,
-		      TOKEN + 1);
-	expect_fetch(&m, "gone-2", FLUXONKV_SOURCE_REMOTE_SSD, 41, len,
+	remote_fetch(&m, &c2, "gone-2", 0, FLUXONKV_SOURCE_REMOTE_SSD, 41, len,
 		     TOKEN + 1);
 	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + 2 * span);
 
@@ -957,24 +989,11 @@ FKV_TEST(daemon_leaving_with_fetches_out_releases_their_targets)
 
 	/* a new daemon is served as usual */
 	master_register(&m);
-	c1 = client_get("gone-3", 2);
-	answer_remote(&m, "gone-3", FLUXONKV_SOURCE_REMOTE, 42, 1, TOKEN + 2);
-	{
-		struct fetch f = expect_fetch(&m, "gone-3",
-					      FLUXONKV_SOURCE_REMOTE, 42, 1,
-					      TOKEN + 2);
-		uint64_t req;
-
-		fill_target(&m, &f, "gone-3", 1, 2);
-		FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req,
-					    0), 0);
-		r = client_result(&c1);
-		FKV_ASSERT_EQ(r.err, 0);
-		FKV_ASSERT(r.intact, "bytes fetched for the new daemon");
-		expect_get_done(&m, "gone-3", FLUXONKV_SOURCE_REMOTE, 42, 1,
-				&req);
-		FKV_ASSERT_EQ(answer_get_done(&m, req, false), 0);
-	}
+	f = remote_fetch(&m, &c1, "gone-3", 2, FLUXONKV_SOURCE_REMOTE, 42, 1,
+			 TOKEN + 2);
+	serve_fetch(&m, &f, "gone-3", 1, 2);
+	expect_fetched(&c1, "bytes fetched for the new daemon");
+	refuse_offer(&m, "gone-3", FLUXONKV_SOURCE_REMOTE, 42, 1);
 	client_end(&c1);
 	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
 	master_stop(&m);
@@ -985,7 +1004,6 @@ FKV_TEST(client_killed_while_waiting_on_fetch_leaks_nothing)
 {
 	const char *k = "fetch-kill";
 	const uint64_t len = FKV_MIB, span = FKV_ALIGN_UP(len);
-	struct client_result r;
 	uint64_t base, hf;
 	struct master m;
 	struct client c;
@@ -993,14 +1011,8 @@ FKV_TEST(client_killed_while_waiting_on_fetch_leaks_nothing)
 	int64_t t0;
 	int status;
 
-	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
-	master_start(&m);
-	hf = master_put_filler(&m);
-	base = fkv_sysfs("segment_used_bytes");
-
-	c = client_get(k, 0);
-	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE, 50, len, TOKEN);
-	f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE, 50, len, TOKEN);
+	base = master_begin(&m, PARAMS, &hf);
+	f = remote_fetch(&m, &c, k, 0, FLUXONKV_SOURCE_REMOTE, 50, len, TOKEN);
 	fkv_msleep(50);
 	FKV_ASSERT(!client_finished(&c), "the get did not wait for FETCH");
 	t0 = fkv_now_ms();
@@ -1015,29 +1027,15 @@ FKV_TEST(client_killed_while_waiting_on_fetch_leaks_nothing)
 	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
 	/* the daemon may still be writing: the target stays */
 	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + span);
-	fill_target(&m, &f, k, len, 0);
-	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0), 0);
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
-	expect_no_upcall(&m.nl, FLUXONKV_CMD_GET_DONE,
-			 "a killed get's target was offered");
-	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 1);
-	FKV_ASSERT_EQ(fkv_sysfs("hits_remote"), 0);
+	serve_abandoned(&m, &f, k, len, 0, base,
+			"a killed get's target was offered");
 
 	/* the module serves the key as usual afterwards */
-	c = client_get(k, 8);
-	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE, 51, len, TOKEN + 1);
-	f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE, 51, len, TOKEN + 1);
-	fill_target(&m, &f, k, len, 8);
-	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0), 0);
-	r = client_result(&c);
-	FKV_ASSERT_EQ(r.err, 0);
-	FKV_ASSERT(r.intact, "bytes after a killed get");
-	{
-		uint64_t req;
-
-		expect_get_done(&m, k, FLUXONKV_SOURCE_REMOTE, 51, len, &req);
-		FKV_ASSERT_EQ(answer_get_done(&m, req, false), 0);
-	}
+	f = remote_fetch(&m, &c, k, 8, FLUXONKV_SOURCE_REMOTE, 51, len,
+			 TOKEN + 1);
+	serve_fetch(&m, &f, k, len, 8);
+	expect_fetched(&c, "bytes after a killed get");
+	refuse_offer(&m, k, FLUXONKV_SOURCE_REMOTE, 51, len);
 	client_end(&c);
 	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
 	FKV_ASSERT_EQ(drop_replica(&m.nl, hf), 0);
@@ -1054,8 +1052,7 @@ FKV_TEST(malformed_fetch_answers_are_refused_and_the_real_one_completes)
 	const char *k = "fetch-bad";
 	const uint64_t len = 6000;
 	struct answer a = { .cmd = FLUXONKV_CMD_FETCH };
-	struct client_result r;
-	uint64_t base, hf, errs, req;
+	uint64_t base, hf, errs;
 	uint32_t req32;
 	uint64_t eight = 0;
 	struct master m;
@@ -1064,13 +1061,8 @@ FKV_TEST(malformed_fetch_answers_are_refused_and_the_real_one_completes)
 	unsigned int i;
 	int ret;
 
-	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
-	master_start(&m);
-	hf = master_put_filler(&m);
-	base = fkv_sysfs("segment_used_bytes");
-	c = client_get(k, 3);
-	answer_remote(&m, k, FLUXONKV_SOURCE_REMOTE, 60, len, TOKEN);
-	f = expect_fetch(&m, k, FLUXONKV_SOURCE_REMOTE, 60, len, TOKEN);
+	base = master_begin(&m, PARAMS, &hf);
+	f = remote_fetch(&m, &c, k, 3, FLUXONKV_SOURCE_REMOTE, 60, len, TOKEN);
 	errs = fkv_sysfs("upcall_errors");
 
 	a.has_status = true;			/* no REQ_ID */
@@ -1118,19 +1110,13 @@ FKV_TEST(malformed_fetch_answers_are_refused_and_the_real_one_completes)
 		      base + FKV_ALIGN_UP(len));
 
 	/* the real answer, once */
-	fill_target(&m, &f, k, len, 3);
-	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0), 0);
+	serve_fetch(&m, &f, k, len, 3);
 	FKV_ASSERT_EQ(answer_status(&m.nl, FLUXONKV_CMD_FETCH, f.req, 0),
 		      -ENOENT);
-	r = client_result(&c);
-	FKV_ASSERT_EQ(r.err, 0);
-	FKV_ASSERT(r.intact, "bytes after the malformed answers");
-	expect_get_done(&m, k, FLUXONKV_SOURCE_REMOTE, 60, len, &req);
-	FKV_ASSERT_EQ(answer_get_done(&m, req, false), 0);
+	expect_fetched(&c, "bytes after the malformed answers");
+	refuse_offer(&m, k, FLUXONKV_SOURCE_REMOTE, 60, len);
 	client_end(&c);
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
-	FKV_ASSERT_EQ(drop_replica(&m.nl, hf), 0);
-	master_stop(&m);
+	master_end(&m, base, hf);
 }
 
 /*
@@ -1156,7 +1142,7 @@ FKV_TEST(remote_route_without_put_id_len_or_token_is_eproto)
 	uint64_t base;
 	unsigned int i;
 
-	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
+	FKV_LOAD(PARAMS);
 	master_start(&m);
 	base = fkv_sysfs("segment_used_bytes");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -1395,9 +1381,7 @@ FKV_TEST(fetch_the_module_cannot_deliver_does_not_revoke_its_source)
 	socklen_t sl = sizeof(rcvbuf);
 	uint8_t cmd;
 
-	FKV_LOAD("segment_mb=32 request_timeout_ms=5000");
-	master_start(&m);
-	master_put_filler(&m);
+	master_begin(&m, "segment_mb=32 request_timeout_ms=5000", NULL);
 	port = nl_socket_get_local_port(m.nl.sk);
 	drops0 = netlink_drops(port, &rmem);
 	if (drops0 < 0)

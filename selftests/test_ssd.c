@@ -22,18 +22,11 @@
 
 #include "fkv_env.h"
 #include "fkv_kv.h"
+#include "fkv_ssd.h"
 
-#define DISK_EXT4	"ssd0"
-#define DISK_RAW	"ssd1"
-#define DISK_DM		"ssd2"
-#define EXT4_MNT	FKV_SCRATCH_DIR "/" DISK_EXT4
 #define CLUSTER		"selftest"
 #define INSTANCE	"vm"
 #define SHARD0		CLUSTER "_cluster_kv_ssd_storage/" INSTANCE "/shard-000.dat"
-
-#define SSD_ALEN(len)	(((uint64_t)(len) + FLUXONKV_SSD_ALIGN - 1) &	\
-			 ~(uint64_t)(FLUXONKV_SSD_ALIGN - 1))
-#define KIB		1024ULL
 
 /* ---- values ---- */
 
@@ -83,20 +76,6 @@ static unsigned int get_check(struct fkv *kv, const char *key, size_t len,
 	return h->source;
 }
 
-static void release(struct fkv *kv, struct fkv_holder *h)
-{
-	int ret = fkv_holder_release(kv, h);
-
-	FKV_ASSERT(ret == 0, "release: %s", fkv_strerror(ret));
-}
-
-static void delete_key(struct fkv *kv, const char *key)
-{
-	int ret = fkv_delete(kv, key, strlen(key));
-
-	FKV_ASSERT(ret == 0, "delete '%s': %s", key, fkv_strerror(ret));
-}
-
 /* A get of KEY must miss cleanly. */
 static void get_miss(struct fkv *kv, const char *key)
 {
@@ -108,94 +87,7 @@ static void get_miss(struct fkv *kv, const char *key)
 		   h.put_id, h.source);
 }
 
-/* ---- module, daemon, SSD counters ---- */
-
-/* Load with PARAMS and start fluxond; returns segment_used_bytes. */
-static uint64_t setup(const char *params)
-{
-	FKV_REQUIRE_DAEMON();
-	FKV_LOAD(params);
-	FKV_START_DAEMON();
-	return fkv_sysfs("segment_used_bytes");
-}
-
-static void teardown(uint64_t base)
-{
-	FKV_ASSERT_SYSFS_SETTLES("holders", 0);
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
-	FKV_STOP_DAEMON();
-}
-
-/* Persists that ended: committed (published or not) or failed. */
-static uint64_t persists_done(void)
-{
-	return fkv_sysfs("ssd_commits_published") +
-	       fkv_sysfs("ssd_commits_ignored") +
-	       fkv_sysfs("ssd_persist_errors");
-}
-
-/* Wait up to 10 s for N persists in total to have ended. */
-static void wait_persists(uint64_t n)
-{
-	int64_t end = fkv_now_ms() + 10000;
-	uint64_t done;
-
-	while ((done = persists_done()) < n) {
-		if (fkv_now_ms() > end)
-			FKV_FAIL_AT(1, "%" PRIu64 " of %" PRIu64 " SSD persists "
-				    "ended in 10 s (ssd_writes %" PRIu64
-				    ", busy waits %" PRIu64 ")", done, n,
-				    fkv_sysfs("ssd_writes"),
-				    fkv_sysfs("ssd_busy_waits"));
-		fkv_msleep(5);
-	}
-}
-
-/* ---- scratch storage ---- */
-
-/* The scratch disk NAME as /dev/disk/by-id/virtio-NAME; skips if absent. */
-static void scratch_disk(const char *name, const char *size, char *path,
-			 size_t len)
-{
-	if (fkv_scratch_disk(name, path, len))
-		FKV_SKIP("no scratch disk %s: run the guest with "
-			 "tools/vm/run --disk %s:%s", name, name, size);
-}
-
-/* A fresh directory NAME on the ext4 of ssd0. */
-static void ext4_dir(const char *name, char *dir, size_t len)
-{
-	char disk[128];
-
-	scratch_disk(DISK_EXT4, "1G", disk, sizeof(disk));
-	FKV_ASSERT_EQ(fkv_scratch_ext4(disk, EXT4_MNT), 0);
-	snprintf(dir, len, EXT4_MNT "/%s", name);
-	FKV_ASSERT_EQ(fkv_rm_rf(dir), 0);
-	FKV_ASSERT_EQ(fkv_mkdirs(dir), 0);
-}
-
-/* Create DIR/NAME of SIZE bytes (sparse, zeros); its path in path. */
-static void make_file(const char *dir, const char *name, uint64_t size,
-		      char *path, size_t len)
-{
-	int fd;
-
-	snprintf(path, len, "%s/%s", dir, name);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	FKV_ASSERT(fd >= 0, "create %s: %s", path, strerror(errno));
-	FKV_ASSERT(ftruncate(fd, (off_t)size) == 0, "truncate %s: %s", path,
-		   strerror(errno));
-	close(fd);
-}
-
-/* PATH opened O_RDWR | O_DIRECT, as shards must be. */
-static int open_shard(const char *path)
-{
-	int fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
-
-	FKV_ASSERT(fd >= 0, "open %s O_DIRECT: %s", path, strerror(errno));
-	return fd;
-}
+/* ---- shards and configurations ---- */
 
 /* Attach [offset, offset + capacity) of PATH through libfluxonkv. */
 static uint32_t attach_file(struct fkv *kv, const char *path, uint64_t offset,
@@ -484,7 +376,7 @@ FKV_TEST_TIMEOUT(ext4_tier_persists_then_refills_every_key_and_promotes, 240)
 	uint64_t base, id1, ids[WS_KEYS], ida2, alens = 0, ssd0, reads0, prom0;
 	char dir[256], cfg[300], shard[400], key[32];
 	struct fkv_holder h, h2, ha, hb;
-	int perm[WS_KEYS], i, j, a = -1, b = -1, nssd = 0, ret;
+	int perm[WS_KEYS], i, j, a = -1, b = -1, nssd = 0;
 	uint64_t rnd = 0x5eed;
 	struct stat st;
 	struct fkv *kv;
@@ -624,9 +516,7 @@ FKV_TEST_TIMEOUT(ext4_tier_persists_then_refills_every_key_and_promotes, 240)
 	}
 	for (i = 0; i < WS_CHURN; i++) {
 		snprintf(key, sizeof(key), "churn-%02d", i);
-		ret = fkv_delete(kv, key, strlen(key));
-		FKV_ASSERT(ret == 0 || ret == -ENOENT, "delete '%s': %s", key,
-			   fkv_strerror(ret));
+		delete_any(kv, key);
 	}
 	get_miss(kv, "one");
 	ws_key(key, sizeof(key), 0);
@@ -858,9 +748,7 @@ FKV_TEST_TIMEOUT(ring_wraps_and_evicts_its_tail_and_stale_keys_miss, 180)
 		if (rw_name(i) != i)
 			continue;
 		snprintf(key, sizeof(key), "rw-%02d", i);
-		ret = fkv_delete(kv, key, strlen(key));
-		FKV_ASSERT(ret == 0 || ret == -ENOENT, "delete '%s': %s", key,
-			   fkv_strerror(ret));
+		ret = delete_any(kv, key);
 		FKV_ASSERT(ret == 0 || !ring_sim_has(&sim, cur[i]),
 			   "'%s' is in the ring but had no route", key);
 	}
@@ -883,75 +771,23 @@ static size_t dm_len(int i)
 	return FKV_MIB + 3000 + (size_t)i * 777;
 }
 
-/* dmsetup ARGS... (NULL-terminated); its exit status, output shown. */
-static int dmsetup(bool quiet, ...)
-{
-	char *argv[16], out[2048];
-	const char *arg;
-	va_list ap;
-	int argc = 0, ret;
-
-	argv[argc++] = (char *)"dmsetup";
-	argv[argc++] = (char *)"--noudevsync";
-	va_start(ap, quiet);
-	while ((arg = va_arg(ap, const char *)) && argc < 15)
-		argv[argc++] = (char *)arg;
-	va_end(ap);
-	argv[argc] = NULL;
-	ret = fkv_env_run(argv, out, sizeof(out));
-	if (ret && !quiet) {
-		fkv_diag("dmsetup %s failed (status %d):", argv[2], ret);
-		fkv_diag_text("  ", out);
-	}
-	return ret;
-}
-
-/* Swap the table of the dm device: suspend, load TABLE, resume. */
-static void dm_swap(const char *table)
-{
-	FKV_ASSERT_EQ(dmsetup(false, "suspend", DM_NAME, NULL), 0);
-	FKV_ASSERT_EQ(dmsetup(false, "load", DM_NAME, "--table", table, NULL),
-		      0);
-	FKV_ASSERT_EQ(dmsetup(false, "resume", DM_NAME, NULL), 0);
-}
-
 FKV_TEST_TIMEOUT(io_errors_revoke_the_ssd_copy_and_never_return_bad_bytes, 180)
 {
-	char disk[128], real[256], linear[256], error[128], key[32];
+	char devno[32], linear[256], error[128], key[32];
 	uint64_t base, ids[DM_KEYS], after[DM_AFTER], sectors, errs0;
 	uint64_t revokes, id;
 	int i, ret, nfail = 0;
 	struct fkv_holder h;
-	struct stat st;
 	struct fkv *kv;
-	FILE *f;
 
-	scratch_disk(DISK_DM, "256M", disk, sizeof(disk));
-	if (system("command -v dmsetup >/dev/null 2>&1"))
-		FKV_SKIP("dmsetup is not installed (Debian package: dmsetup)");
 	FKV_REQUIRE_DAEMON();
-	if (fkv_modprobe("dm-mod") || !fkv_path_exists("/dev/mapper/control"))
-		FKV_SKIP("device-mapper (dm-mod) is not available");
-	/* no udev in the guest: libdevmapper makes the /dev/mapper nodes */
-	setenv("DM_DISABLE_UDEV", "1", 1);
-
-	FKV_ASSERT(realpath(disk, real), "realpath %s: %s", disk,
-		   strerror(errno));
-	FKV_ASSERT_EQ(stat(real, &st), 0);
-	snprintf(linear, sizeof(linear), "/sys/class/block/%s/size",
-		 strrchr(real, '/') + 1);
-	f = fopen(linear, "r");
-	FKV_ASSERT(f && fscanf(f, "%" SCNu64, &sectors) == 1, "%s", linear);
-	fclose(f);
-	snprintf(linear, sizeof(linear), "0 %" PRIu64 " linear %u:%u 0",
-		 sectors, major(st.st_rdev), minor(st.st_rdev));
-	snprintf(error, sizeof(error), "0 %" PRIu64 " error", sectors);
+	sectors = dm_disk(NULL, devno, sizeof(devno));
+	snprintf(linear, sizeof(linear), "0 %" PRIu64 " linear %s 0\n",
+		 sectors, devno);
+	snprintf(error, sizeof(error), "0 %" PRIu64 " error\n", sectors);
 
 	base = setup("segment_mb=4");	/* unloads a previous module */
-	dmsetup(true, "remove", DM_NAME, NULL);
-	FKV_ASSERT_EQ(dmsetup(false, "create", DM_NAME, "--table", linear,
-			      NULL), 0);
-	FKV_ASSERT(fkv_path_exists(DM_PATH), "%s missing", DM_PATH);
+	dm_create(DM_NAME, linear);
 
 	kv = kv_open();
 	FKV_ASSERT_EQ(attach_file(kv, DM_PATH, 0, DM_CAP), 0);
@@ -965,7 +801,7 @@ FKV_TEST_TIMEOUT(io_errors_revoke_the_ssd_copy_and_never_return_bad_bytes, 180)
 	FKV_ASSERT_EQ(errs0, 0);
 
 	/* the device fails every IO from now on */
-	dm_swap(error);
+	dm_swap(DM_NAME, error);
 	for (i = 0; i < DM_KEYS; i++) {
 		snprintf(key, sizeof(key), "dm-%d", i);
 		ret = fkv_get(kv, key, strlen(key), &h);
@@ -1005,7 +841,7 @@ FKV_TEST_TIMEOUT(io_errors_revoke_the_ssd_copy_and_never_return_bad_bytes, 180)
 	release(kv, &h);
 
 	/* healthy again: new values persist and refill */
-	dm_swap(linear);
+	dm_swap(DM_NAME, linear);
 	for (i = 0; i < DM_AFTER; i++) {
 		snprintf(key, sizeof(key), "dm-after-%d", i);
 		after[i] = put_pattern(kv, key, dm_len(i), 800 + i);
@@ -1020,9 +856,7 @@ FKV_TEST_TIMEOUT(io_errors_revoke_the_ssd_copy_and_never_return_bad_bytes, 180)
 
 	for (i = 0; i < DM_KEYS; i++) {
 		snprintf(key, sizeof(key), "dm-%d", i);
-		ret = fkv_delete(kv, key, strlen(key));
-		FKV_ASSERT(ret == 0 || ret == -ENOENT, "delete '%s': %s", key,
-			   fkv_strerror(ret));
+		delete_any(kv, key);
 	}
 	for (i = 0; i < DM_AFTER; i++) {
 		snprintf(key, sizeof(key), "dm-after-%d", i);
@@ -1031,9 +865,7 @@ FKV_TEST_TIMEOUT(io_errors_revoke_the_ssd_copy_and_never_return_bad_bytes, 180)
 	delete_key(kv, "dm-during");
 	fkv_close(kv);
 	teardown(base);
-	/* the module holds the dm device until it goes */
-	FKV_ASSERT_EQ(fkv_env_unload(), 0);
-	FKV_ASSERT_EQ(dmsetup(false, "remove", DM_NAME, NULL), 0);
+	dm_remove(DM_NAME);
 }
 
 /* ---- 6. the owner restarts ---- */
@@ -1115,12 +947,8 @@ FKV_TEST_TIMEOUT(module_reload_starts_with_empty_rings_and_old_keys_miss, 180)
 	release(kv, &h);
 	delete_key(kv, "rs-0");
 	for (i = 1; i <= RS_KEYS; i++) {
-		int ret;
-
 		snprintf(key, sizeof(key), "rs-new-%d", i);
-		ret = fkv_delete(kv, key, strlen(key));
-		FKV_ASSERT(ret == 0 || ret == -ENOENT, "delete '%s': %s", key,
-			   fkv_strerror(ret));
+		delete_any(kv, key);
 	}
 	fkv_close(kv);
 	teardown(base);
@@ -1289,7 +1117,7 @@ FKV_TEST_TIMEOUT(refills_racing_ring_overwrites_never_return_wrong_bytes, 120)
 	char dir[256], path[300], key[16];
 	uint64_t base;
 	struct fkv *kv;
-	int i, ret;
+	int i;
 
 	ext4_dir("race", dir, sizeof(dir));
 	/*
@@ -1329,9 +1157,7 @@ FKV_TEST_TIMEOUT(refills_racing_ring_overwrites_never_return_wrong_bytes, 120)
 
 	for (i = 0; i < CR_KEYS; i++) {
 		cr_key(key, sizeof(key), i);
-		ret = fkv_delete(kv, key, strlen(key));
-		FKV_ASSERT(ret == 0 || ret == -ENOENT, "delete '%s': %s", key,
-			   fkv_strerror(ret));
+		delete_any(kv, key);
 	}
 	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
 	fkv_close(kv);
@@ -1389,7 +1215,7 @@ FKV_TEST_TIMEOUT(refill_waiting_for_room_does_not_stall_ring_writes, 90)
 	int64_t t_free;
 	pthread_t tid;
 	struct fkv *kv;
-	int i, ret;
+	int i;
 
 	ext4_dir("pinwait", dir, sizeof(dir));
 	base = setup("segment_mb=4");
@@ -1446,11 +1272,8 @@ FKV_TEST_TIMEOUT(refill_waiting_for_room_does_not_stall_ring_writes, 90)
 
 	for (i = 0; i < 3; i++)
 		release(kv, &ha[i]);
-	for (i = 0; i < 6; i++) {
-		ret = fkv_delete(kv, pw_keys[i], strlen(pw_keys[i]));
-		FKV_ASSERT(ret == 0 || ret == -ENOENT, "delete '%s': %s",
-			   pw_keys[i], fkv_strerror(ret));
-	}
+	for (i = 0; i < 6; i++)
+		delete_any(kv, pw_keys[i]);
 	fkv_close(kv);
 	teardown(base);
 }
@@ -1487,94 +1310,19 @@ static uint64_t fill_segment(struct fkv *kv, uint64_t base, const char *key,
  */
 static void dm_delay_create(unsigned int read_ms, unsigned int write_ms)
 {
-	char disk[128], real[256], path[300], table[256], devno[32];
-	uint64_t sectors;
-	struct stat st;
-	FILE *f;
+	char table[256], devno[32];
+	uint64_t sectors = dm_disk("dm-delay", devno, sizeof(devno));
 
-	scratch_disk(DISK_DM, "256M", disk, sizeof(disk));
-	if (system("command -v dmsetup >/dev/null 2>&1"))
-		FKV_SKIP("dmsetup is not installed (Debian package: dmsetup)");
-	if (fkv_modprobe("dm-mod") || !fkv_path_exists("/dev/mapper/control"))
-		FKV_SKIP("device-mapper (dm-mod) is not available");
-	if (fkv_modprobe("dm-delay"))
-		FKV_SKIP("the device-mapper delay target is not available");
-	setenv("DM_DISABLE_UDEV", "1", 1);
-
-	FKV_ASSERT(realpath(disk, real), "realpath %s: %s", disk,
-		   strerror(errno));
-	FKV_ASSERT_EQ(stat(real, &st), 0);
-	snprintf(path, sizeof(path), "/sys/class/block/%s/size",
-		 strrchr(real, '/') + 1);
-	f = fopen(path, "r");
-	FKV_ASSERT(f && fscanf(f, "%" SCNu64, &sectors) == 1, "%s", path);
-	fclose(f);
-	snprintf(devno, sizeof(devno), "%u:%u", major(st.st_rdev),
-		 minor(st.st_rdev));
-	snprintf(table, sizeof(table), "0 %" PRIu64 " delay %s 0 %u %s 0 %u",
+	snprintf(table, sizeof(table), "0 %" PRIu64 " delay %s 0 %u %s 0 %u\n",
 		 sectors, devno, read_ms, devno, write_ms);
-	dmsetup(true, "remove", DLY_NAME, NULL);
-	FKV_ASSERT_EQ(dmsetup(false, "create", DLY_NAME, "--table", table,
-			      NULL), 0);
-	FKV_ASSERT(fkv_path_exists(DLY_PATH), "%s missing", DLY_PATH);
-}
-
-/* Delete KEY, which may have left both tiers already. */
-static void delete_any(struct fkv *kv, const char *key)
-{
-	int ret = fkv_delete(kv, key, strlen(key));
-
-	FKV_ASSERT(ret == 0 || ret == -ENOENT, "delete '%s': %s", key,
-		   fkv_strerror(ret));
-}
-
-/* Unload the module (it holds the dm device), then remove DLY_NAME. */
-static void dm_delay_remove(void)
-{
-	FKV_ASSERT_EQ(fkv_env_unload(), 0);
-	FKV_ASSERT_EQ(dmsetup(false, "remove", DLY_NAME, NULL), 0);
+	dm_create(DLY_NAME, table);
 }
 
 /*
- * Read pins of KEY's entry in debugfs `rings` (read pins + commit pin);
- * -1 if KEY has no ring entry, -2 without debugfs.  *parked (may be NULL)
- * gets the first device's writes_parked.
+ * Read pins of KEY's newest entry in debugfs `rings` (read pins + commit
+ * pin); -1 if KEY has no ring entry, -2 without debugfs.  *parked (may be
+ * NULL) gets the first device's writes_parked.
  */
-/*
- * Pins of KEY's newest ring entry (or of the entry of version PUT_ID if
- * not 0), -1 if none, -2 without debugfs; its routed flag in *routed.
- */
-static int ring_entry(const char *key, uint64_t want, int *parked,
-		      int *routed)
-{
-	FILE *f = fopen(FKV_DEBUGFS_DIR "/rings", "r");
-	char line[512], state[16], k[128];
-	unsigned long long off, len, alen, put_id;
-	unsigned int pins;
-	int ret = -1, p, r;
-	char *s;
-
-	if (!f)
-		return -2;
-	while (fgets(line, sizeof(line), f)) {
-		if (parked && (s = strstr(line, "writes_parked ")) &&
-		    sscanf(s, "writes_parked %d", &p) == 1) {
-			*parked = p;
-			parked = NULL;
-		}
-		if (sscanf(line, "\t%llu\t%llu\t%llu\t%15s\t%u\t%llu\t%d\t%127s",
-			   &off, &len, &alen, state, &pins, &put_id, &r,
-			   k) == 8 &&
-		    !strcmp(k, key) && (!want || put_id == want)) {
-			ret = (int)pins;
-			if (routed)
-				*routed = r;
-		}
-	}
-	fclose(f);
-	return ret;
-}
-
 static int ring_pins(const char *key, int *parked)
 {
 	return ring_entry(key, 0, parked, NULL);
@@ -1746,7 +1494,7 @@ FKV_TEST(slow_persist_put_returns_early_and_late_commits_never_win)
 	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
 	fkv_close(kv);
 	teardown(base);
-	dm_delay_remove();
+	dm_remove(DLY_NAME);
 }
 
 /* ---- 11. a slow refill pins the ring tail while writes wrap ---- */
@@ -1795,7 +1543,6 @@ FKV_TEST(ring_writer_waits_for_a_slow_refill_pinning_the_tail)
 	uint64_t base, seg, ring, persists = 0, busy0, n;
 	uint64_t ids[RP_WRITERS + 3];
 	struct rp_get g = { 0 };
-	int64_t end;
 	int i, pins, parked = -1;
 	pthread_t tid;
 	struct fkv_holder h;
@@ -1818,24 +1565,11 @@ FKV_TEST(ring_writer_waits_for_a_slow_refill_pinning_the_tail)
 
 	FKV_ASSERT_EQ(pthread_create(&tid, NULL, rp_get_x, &g), 0);
 	/* the refill's read is on the device: X carries a read pin */
-	end = fkv_now_ms() + 3000;
-	while ((pins = ring_pins("rp-x", NULL)) == 0 && fkv_now_ms() < end)
-		fkv_msleep(2);
-	if (pins == -2)
-		fkv_msleep(100);	/* no debugfs: give the read time */
-	else
-		FKV_ASSERT(pins > 0, "X's ring entry: pins %d", pins);
+	wait_ring_pinned("rp-x", 0, 100, "X");
 
-	for (i = 1; i <= RP_WRITERS; i++) {
-		snprintf(key, sizeof(key), "rp-w%d", i);
-		ids[i] = put_pattern(kv, key, RP_V, 10 + i);
-	}
 	/* W1..W3 fit; W4 waits for X */
-	wait_persists(persists + RP_WRITERS - 1);
-	if (fkv_sysfs_wait("ssd_busy_waits", busy0 + 1, 3000, &n))
-		FKV_FAIL_AT(1, "ssd_busy_waits %" PRIu64 ": W4 did not wait "
-			    "for the pinned X", n);
-	n = persists_done();
+	n = put_writers_until_busy(kv, "rp", RP_WRITERS, RP_V, ids, persists,
+				   busy0);
 	pins = ring_pins("rp-x", &parked);
 	fkv_diag("during the refill: %" PRIu64 " persists ended, X pins %d, "
 		 "writes parked %d, refill %s", n, pins, parked,
@@ -1884,7 +1618,7 @@ FKV_TEST(ring_writer_waits_for_a_slow_refill_pinning_the_tail)
 	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
 	fkv_close(kv);
 	teardown(base);
-	dm_delay_remove();
+	dm_remove(DLY_NAME);
 }
 
 /* ---- 13. gets answered from the module's index vs asking the master ---- */

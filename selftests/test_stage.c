@@ -25,90 +25,29 @@
 
 #include <fluxonkv.h>
 
+#define FKV_PERSIST_WAIT_S	20	/* wait_persists(): a loaded TCG host */
+
 #include "fkv_env.h"
 #include "fkv_kv.h"
+#include "fkv_ssd.h"
 
-#define DISK_EXT4	"ssd0"
-#define DISK_RAW	"ssd1"
-#define DISK_DM		"ssd2"
-#define EXT4_MNT	FKV_SCRATCH_DIR "/" DISK_EXT4
 #define DM_ERR_NAME	"fkv-stage-err"
 #define DM_DLY_NAME	"fkv-stage-delay"
-#define DM_TABLE_FILE	"/tmp/fkv-stage-dm.table"
 
-#define KIB		1024ULL
 #define CHUNK		FLUXONKV_SSD_CHUNK		/* 4 MiB */
 #define CHUNK_MAX	FLUXONKV_SSD_CHUNK_MAX		/* 16 MiB */
-#define SSD_ALEN(len)	(((uint64_t)(len) + FLUXONKV_SSD_ALIGN - 1) &	\
-			 ~(uint64_t)(FLUXONKV_SSD_ALIGN - 1))
 #define STAGE_VER0	FLUXONKV_SSD_STAGE_SIZE_VER0
 
-/* ---- module, daemon, SSD counters (as in test_ssd) ---- */
-
-/* Load with PARAMS and start fluxond; returns segment_used_bytes. */
-static uint64_t setup(const char *params)
-{
-	FKV_REQUIRE_DAEMON();
-	FKV_LOAD(params);
-	FKV_START_DAEMON();
-	return fkv_sysfs("segment_used_bytes");
-}
-
-static void teardown(uint64_t base)
-{
-	FKV_ASSERT_SYSFS_SETTLES("holders", 0);
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
-	FKV_STOP_DAEMON();
-}
-
-/* Persists that ended: committed (published or not) or failed. */
-static uint64_t persists_done(void)
-{
-	return fkv_sysfs("ssd_commits_published") +
-	       fkv_sysfs("ssd_commits_ignored") +
-	       fkv_sysfs("ssd_persist_errors");
-}
-
-/* Wait up to 20 s for N persists in total to have ended. */
-static void wait_persists(uint64_t n)
-{
-	int64_t end = fkv_now_ms() + 20000;
-	uint64_t done;
-
-	while ((done = persists_done()) < n) {
-		if (fkv_now_ms() > end)
-			FKV_FAIL_AT(1, "%" PRIu64 " of %" PRIu64 " SSD persists "
-				    "ended in 20 s (ssd_writes %" PRIu64
-				    ", busy waits %" PRIu64 ")", done, n,
-				    fkv_sysfs("ssd_writes"),
-				    fkv_sysfs("ssd_busy_waits"));
-		fkv_msleep(5);
-	}
-}
+/*
+ * setup, teardown, delete_any, pattern: fkv_kv.h; SSD counters, scratch
+ * disks, shard files, dm targets, debugfs `rings`: fkv_ssd.h.
+ */
 
 /* N persists ended, all of them published. */
 static void wait_published(uint64_t n)
 {
 	wait_persists(n);
 	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), n);
-}
-
-static void delete_any(struct fkv *kv, const char *key)
-{
-	int ret = fkv_delete(kv, key, strlen(key));
-
-	FKV_ASSERT(ret == 0 || ret == -ENOENT, "delete '%s': %s", key,
-		   fkv_strerror(ret));
-}
-
-/* The pattern of (KEY, LEN, SALT) in a new buffer (free it). */
-static uint8_t *pattern(const char *key, size_t len, uint64_t salt)
-{
-	uint8_t *buf = malloc(len);
-
-	FKV_ASSERT(buf, "malloc %zu", len);
-	fkv_pattern_fill(buf, len, key, strlen(key), salt);
-	return buf;
 }
 
 /* ---- the node daemon's session ---- */
@@ -236,14 +175,18 @@ static void stage_check_release(const struct stager *sg, const char *key,
 	FKV_ASSERT_EQ(fkv_dev_release(sg->fd, s.holder_id), 0);
 }
 
-/* ---- scratch storage and shards ---- */
+/* ---- shards ---- */
 
-static void scratch_disk(const char *name, const char *size, char *path,
-			 size_t len)
+/* Attach [0, CAP) of PATH through SG's session. */
+static void attach_path(const struct stager *sg, const char *path,
+			uint64_t cap)
 {
-	if (fkv_scratch_disk(name, path, len))
-		FKV_SKIP("no scratch disk %s: run the guest with "
-			 "tools/vm/run --disk %s:%s", name, name, size);
+	int fd = open_shard(path), ret;
+
+	ret = fkv_dev_ssd_attach(sg->fd, fd, 0, cap, 0, NULL);
+	close(fd);
+	FKV_ASSERT(ret == 0, "attach %s (+%" PRIu64 "): %s", path, cap,
+		   strerror(-ret));
 }
 
 enum shard_kind { SHARD_EXT4, SHARD_RAW };
@@ -255,114 +198,41 @@ enum shard_kind { SHARD_EXT4, SHARD_RAW };
 static void attach_shard(const struct stager *sg, enum shard_kind kind,
 			 uint64_t cap)
 {
-	char disk[128], path[300];
-	int fd, ret;
+	char dir[256], path[300];
 
 	if (kind == SHARD_EXT4) {
-		scratch_disk(DISK_EXT4, "1G", disk, sizeof(disk));
-		FKV_ASSERT_EQ(fkv_scratch_ext4(disk, EXT4_MNT), 0);
-		FKV_ASSERT_EQ(fkv_mkdirs(EXT4_MNT "/stage"), 0);
-		snprintf(path, sizeof(path), EXT4_MNT "/stage/shard");
-		fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		FKV_ASSERT(fd >= 0, "create %s: %s", path, strerror(errno));
-		FKV_ASSERT(ftruncate(fd, (off_t)cap) == 0, "truncate %s: %s",
-			   path, strerror(errno));
-		close(fd);
+		ext4_dir("stage", dir, sizeof(dir));
+		make_file(dir, "shard", cap, path, sizeof(path));
 	} else {
 		scratch_disk(DISK_RAW, "512M", path, sizeof(path));
 	}
-	fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
-	FKV_ASSERT(fd >= 0, "open %s O_DIRECT: %s", path, strerror(errno));
-	ret = fkv_dev_ssd_attach(sg->fd, fd, 0, cap, 0, NULL);
-	close(fd);
-	FKV_ASSERT(ret == 0, "attach %s (+%" PRIu64 "): %s", path, cap,
-		   strerror(-ret));
+	attach_path(sg, path, cap);
 	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_capacity_bytes"), cap);
 }
 
-/* dmsetup ARGS... (NULL-terminated); its exit status, output shown. */
-static int dmsetup(bool quiet, ...)
-{
-	char *argv[16], out[2048];
-	const char *arg;
-	va_list ap;
-	int argc = 0, ret;
-
-	argv[argc++] = (char *)"dmsetup";
-	argv[argc++] = (char *)"--noudevsync";
-	va_start(ap, quiet);
-	while ((arg = va_arg(ap, const char *)) && argc < 15)
-		argv[argc++] = (char *)arg;
-	va_end(ap);
-	argv[argc] = NULL;
-	ret = fkv_env_run(argv, out, sizeof(out));
-	if (ret && !quiet) {
-		fkv_diag("dmsetup %s failed (status %d):", argv[2], ret);
-		fkv_diag_text("  ", out);
-	}
-	return ret;
-}
-
 /*
- * ssd2 for device-mapper: skips without the disk, dmsetup or dm-mod (and
- * TARGET's module, if not NULL).  Its "major:minor" in devno, its size in
- * 512-byte sectors returned.
+ * The start of most tests: setup(PARAMS), SG's session with one shard of
+ * KIND and CAP bytes, a libfluxonkv handle in *kv.  Returns setup()'s
+ * baseline.
  */
-static uint64_t dm_disk(const char *target, char *devno, size_t n)
+static uint64_t stage_begin(const char *params, struct stager *sg,
+			    enum shard_kind kind, uint64_t cap,
+			    struct fkv **kv)
 {
-	char disk[128], real[256], path[300];
-	uint64_t sectors;
-	struct stat st;
-	FILE *f;
+	uint64_t base0 = setup(params);
 
-	scratch_disk(DISK_DM, "256M", disk, sizeof(disk));
-	if (system("command -v dmsetup >/dev/null 2>&1"))
-		FKV_SKIP("dmsetup is not installed (Debian package: dmsetup)");
-	if (fkv_modprobe("dm-mod") || !fkv_path_exists("/dev/mapper/control"))
-		FKV_SKIP("device-mapper (dm-mod) is not available");
-	if (target && fkv_modprobe(target))
-		FKV_SKIP("the device-mapper target %s is not available",
-			 target);
-	/* no udev in the guest: libdevmapper makes the /dev/mapper nodes */
-	setenv("DM_DISABLE_UDEV", "1", 1);
-	FKV_ASSERT(realpath(disk, real), "realpath %s: %s", disk,
-		   strerror(errno));
-	FKV_ASSERT_EQ(stat(real, &st), 0);
-	snprintf(path, sizeof(path), "/sys/class/block/%s/size",
-		 strrchr(real, '/') + 1);
-	f = fopen(path, "r");
-	FKV_ASSERT(f && fscanf(f, "%" SCNu64, &sectors) == 1, "%s", path);
-	fclose(f);
-	snprintf(devno, n, "%u:%u", major(st.st_rdev), minor(st.st_rdev));
-	return sectors;
+	stager_open(sg);
+	attach_shard(sg, kind, cap);
+	*kv = kv_open();
+	return base0;
 }
 
-/* Create dm device NAME with TABLE (may have several lines). */
-static void dm_create(const char *name, const char *table)
+/* Put the pattern of (KEY, LEN, SALT), its bytes in *want (free them). */
+static uint64_t put_want(struct fkv *kv, const char *key, size_t len,
+			 uint64_t salt, uint8_t **want)
 {
-	char path[128];
-
-	dmsetup(true, "remove", name, NULL);
-	FKV_ASSERT_EQ(fkv_write_file(DM_TABLE_FILE, table), 0);
-	FKV_ASSERT_EQ(dmsetup(false, "create", name, DM_TABLE_FILE, NULL), 0);
-	snprintf(path, sizeof(path), "/dev/mapper/%s", name);
-	FKV_ASSERT(fkv_path_exists(path), "%s missing", path);
-}
-
-/* Swap NAME's table: suspend, load TABLE, resume. */
-static void dm_swap(const char *name, const char *table)
-{
-	FKV_ASSERT_EQ(fkv_write_file(DM_TABLE_FILE, table), 0);
-	FKV_ASSERT_EQ(dmsetup(false, "suspend", name, NULL), 0);
-	FKV_ASSERT_EQ(dmsetup(false, "load", name, DM_TABLE_FILE, NULL), 0);
-	FKV_ASSERT_EQ(dmsetup(false, "resume", name, NULL), 0);
-}
-
-/* Unload the module (it holds the dm device), then remove NAME. */
-static void dm_remove(const char *name)
-{
-	FKV_ASSERT_EQ(fkv_env_unload(), 0);
-	FKV_ASSERT_EQ(dmsetup(false, "remove", name, NULL), 0);
+	*want = pattern(key, len, salt);
+	return put_pattern(kv, key, len, salt);
 }
 
 /* Attach [0, CAP) of /dev/mapper/NAME through SG's session. */
@@ -370,46 +240,9 @@ static void attach_dm(const struct stager *sg, const char *name,
 		      uint64_t cap)
 {
 	char path[128];
-	int fd, ret;
 
 	snprintf(path, sizeof(path), "/dev/mapper/%s", name);
-	fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
-	FKV_ASSERT(fd >= 0, "open %s O_DIRECT: %s", path, strerror(errno));
-	ret = fkv_dev_ssd_attach(sg->fd, fd, 0, cap, 0, NULL);
-	close(fd);
-	FKV_ASSERT(ret == 0, "attach %s: %s", path, strerror(-ret));
-}
-
-/*
- * Pins of KEY's ring entry of version PUT_ID in debugfs `rings`; -1 if
- * there is none, -2 without debugfs.  *parked (may be NULL) gets the first
- * device's writes_parked.
- */
-static int ring_pins(const char *key, uint64_t want, int *parked)
-{
-	FILE *f = fopen(FKV_DEBUGFS_DIR "/rings", "r");
-	char line[512], state[16], k[128];
-	unsigned long long off, len, alen, put_id;
-	unsigned int pins;
-	int ret = -1, p, r;
-	char *s;
-
-	if (!f)
-		return -2;
-	while (fgets(line, sizeof(line), f)) {
-		if (parked && (s = strstr(line, "writes_parked ")) &&
-		    sscanf(s, "writes_parked %d", &p) == 1) {
-			*parked = p;
-			parked = NULL;
-		}
-		if (sscanf(line, "\t%llu\t%llu\t%llu\t%15s\t%u\t%llu\t%d\t%127s",
-			   &off, &len, &alen, state, &pins, &put_id, &r,
-			   k) == 8 &&
-		    !strcmp(k, key) && put_id == want)
-			ret = (int)pins;
-	}
-	fclose(f);
-	return ret;
+	attach_path(sg, path, cap);
 }
 
 /* ---- 1, 2. a 16 MiB + 5 value in 4 MiB chunks ---- */
@@ -447,12 +280,8 @@ static void big_value_in_chunks(enum shard_kind kind)
 	uint64_t i;
 	int j, ret;
 
-	base0 = setup("segment_mb=64");
-	stager_open(&sg);
-	attach_shard(&sg, kind, BIG_SHARD);
-	kv = kv_open();
-	want = pattern(BIG_KEY, BIG_LEN, 16);
-	id = put_pattern(kv, BIG_KEY, BIG_LEN, 16);
+	base0 = stage_begin("segment_mb=64", &sg, kind, BIG_SHARD, &kv);
+	id = put_want(kv, BIG_KEY, BIG_LEN, 16, &want);
 	wait_published(1);
 	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_used_bytes"), SSD_ALEN(BIG_LEN));
 
@@ -781,14 +610,9 @@ FKV_TEST_TIMEOUT(stage_range_must_lie_within_the_value, 120)
 	struct fkv *kv;
 	unsigned int i;
 
-	base0 = setup("segment_mb=64");
-	stager_open(&sg);
-	attach_shard(&sg, SHARD_EXT4, RG_SHARD);
-	kv = kv_open();
-	w_odd = pattern("stage-odd", RG_ODD, 3);
-	w_even = pattern("stage-even", RG_EVEN, 4);
-	id_odd = put_pattern(kv, "stage-odd", RG_ODD, 3);
-	id_even = put_pattern(kv, "stage-even", RG_EVEN, 4);
+	base0 = stage_begin("segment_mb=64", &sg, SHARD_EXT4, RG_SHARD, &kv);
+	id_odd = put_want(kv, "stage-odd", RG_ODD, 3, &w_odd);
+	id_even = put_want(kv, "stage-even", RG_EVEN, 4, &w_even);
 	wait_published(2);
 	base = fkv_sysfs("segment_used_bytes");
 	reads0 = fkv_sysfs("ssd_reads");
@@ -871,12 +695,9 @@ FKV_TEST(stage_needs_a_privileged_session)
 	uint8_t *want;
 	int ro;
 
-	base0 = setup("segment_mb=16");
-	stager_open(&sg);
-	attach_shard(&sg, SHARD_EXT4, 16 * FKV_MIB);
-	kv = kv_open();
-	want = pattern(PV_KEY, PV_LEN, 5);
-	a.put_id = put_pattern(kv, PV_KEY, PV_LEN, 5);
+	base0 = stage_begin("segment_mb=16", &sg, SHARD_EXT4, 16 * FKV_MIB,
+			    &kv);
+	a.put_id = put_want(kv, PV_KEY, PV_LEN, 5, &want);
 	wait_published(1);
 	base = fkv_sysfs("segment_used_bytes");
 	stage_check_release(&sg, PV_KEY, a.put_id, want, PV_LEN, 0, PV_LEN);
@@ -1068,12 +889,9 @@ FKV_TEST(staged_chunks_not_released_go_with_their_session)
 	pid_t pid;
 	char c;
 
-	base0 = setup("segment_mb=32");
-	stager_open(&sg);
-	attach_shard(&sg, SHARD_EXT4, 16 * FKV_MIB);
-	kv = kv_open();
-	want = pattern(SC_KEY, SC_LEN, 9);
-	a.put_id = put_pattern(kv, SC_KEY, SC_LEN, 9);
+	base0 = stage_begin("segment_mb=32", &sg, SHARD_EXT4, 16 * FKV_MIB,
+			    &kv);
+	a.put_id = put_want(kv, SC_KEY, SC_LEN, 9, &want);
 	wait_published(1);
 	base = fkv_sysfs("segment_used_bytes");
 
@@ -1186,9 +1004,8 @@ FKV_TEST_TIMEOUT(stage_io_errors_are_eio_and_leak_no_staging, 180)
 	stager_open(&sg);
 	attach_dm(&sg, DM_ERR_NAME, IO_SHARD);
 	kv = kv_open();
-	want = pattern(IO_KEY, IO_LEN, 44);
 	/* the only entry: at the start of the ring, of the device */
-	id = put_pattern(kv, IO_KEY, IO_LEN, 44);
+	id = put_want(kv, IO_KEY, IO_LEN, 44, &want);
 	wait_published(1);
 	base = fkv_sysfs("segment_used_bytes");
 	FKV_ASSERT_EQ(io_stage_all(&sg, id, want, base, true, true), 5);
@@ -1275,7 +1092,6 @@ FKV_TEST_TIMEOUT(stage_of_an_entry_the_ring_wants_waits_or_is_estale, 120)
 	struct stager sg;
 	struct fkv *kv;
 	pthread_t tid;
-	int64_t end;
 	int i, pins, parked = -1;
 
 	sectors = dm_disk("dm-delay", devno, sizeof(devno));
@@ -1295,26 +1111,12 @@ FKV_TEST_TIMEOUT(stage_of_an_entry_the_ring_wants_waits_or_is_estale, 120)
 
 	FKV_ASSERT_EQ(pthread_create(&tid, NULL, sl_stage_x, &t), 0);
 	/* the staging read is on the device: X carries a read pin */
-	end = fkv_now_ms() + 3000;
-	while ((pins = ring_pins("sl-x", t.put_id, NULL)) == 0 &&
-	       fkv_now_ms() < end)
-		fkv_msleep(2);
-	if (pins == -2)
-		fkv_msleep(100);	/* no debugfs: give the read time */
-	else
-		FKV_ASSERT(pins > 0, "X's ring entry: pins %d", pins);
+	wait_ring_pinned("sl-x", t.put_id, 100, "X");
 
-	for (i = 1; i <= SL_WRITERS; i++) {
-		snprintf(key, sizeof(key), "sl-w%d", i);
-		ids[i] = put_pattern(kv, key, SL_V, 10 + i);
-	}
 	/* W1..W3 fit; W4 waits for X */
-	wait_persists(persists + SL_WRITERS - 1);
-	if (fkv_sysfs_wait("ssd_busy_waits", busy0 + 1, 3000, &n))
-		FKV_FAIL_AT(1, "ssd_busy_waits %" PRIu64 ": W4 did not wait "
-			    "for the pinned X", n);
-	n = persists_done();
-	pins = ring_pins("sl-x", t.put_id, &parked);
+	n = put_writers_until_busy(kv, "sl", SL_WRITERS, SL_V, ids, persists,
+				   busy0);
+	pins = ring_entry("sl-x", t.put_id, &parked, NULL);
 	fkv_diag("during the staging read: %" PRIu64 " persists ended, X pins "
 		 "%d, writes parked %d, stage %s", n, pins, parked,
 		 __atomic_load_n(&t.done, __ATOMIC_ACQUIRE) ? "done" :
@@ -1361,21 +1163,14 @@ FKV_TEST_TIMEOUT(stage_of_an_entry_the_ring_wants_waits_or_is_estale, 120)
 		pause();
 		_exit(3);
 	}
-	end = fkv_now_ms() + 3000;
-	while ((pins = ring_pins("sl-w1", ids[1], NULL)) == 0 &&
-	       fkv_now_ms() < end)
-		fkv_msleep(2);
-	if (pins == -2)
-		fkv_msleep(200);
-	else
-		FKV_ASSERT(pins > 0, "W1's ring entry: pins %d", pins);
+	pins = wait_ring_pinned("sl-w1", ids[1], 200, "W1");
 	kill(pid, SIGKILL);
 	FKV_ASSERT_EQ(waitpid(pid, &status, 0), pid);
 	FKV_ASSERT(WIFSIGNALED(status), "child status %#x", status);
 	FKV_ASSERT_SYSFS_SETTLES("holders", 0);
 	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
 	if (pins != -2)
-		FKV_ASSERT_EQ(ring_pins("sl-w1", ids[1], NULL), 0);
+		FKV_ASSERT_EQ(ring_entry("sl-w1", ids[1], NULL, NULL), 0);
 	snprintf(key, sizeof(key), "sl-w%d", SL_WRITERS + 1);
 	put_pattern(kv, key, SL_V, 10 + SL_WRITERS + 1);
 	wait_published(++persists);
@@ -1580,13 +1375,10 @@ FKV_TEST_TIMEOUT(staging_waits_for_room_then_is_enospc, 120)
 	char key[32];
 	int i, n, ret = 0;
 
-	base0 = setup("segment_mb=16");
+	base0 = stage_begin("segment_mb=16", &sg, SHARD_EXT4, 64 * FKV_MIB,
+			    &kv);
 	seg = fkv_sysfs("segment_capacity_bytes");
-	stager_open(&sg);
-	attach_shard(&sg, SHARD_EXT4, 64 * FKV_MIB);
-	kv = kv_open();
-	want = pattern(RM_KEY, RM_LEN, 7);
-	id = put_pattern(kv, RM_KEY, RM_LEN, 7);
+	id = put_want(kv, RM_KEY, RM_LEN, 7, &want);
 	for (i = 0; i < RM_FILL; i++) {
 		snprintf(key, sizeof(key), "room-%d", i);
 		put_pattern(kv, key, FKV_MIB, 70 + i);
