@@ -49,6 +49,7 @@ help:
 	@echo "  make unit       native unit tests"
 	@echo "  make vm-test    boot the guest and run selftests/run_tests there"
 	@echo "  make cluster-test  several guests on one network: selftests/cluster/{net,kv}.sh"
+	@echo "  make bench-cluster remote gets between two guests vs the link and the disk"
 
 module:
 	@test -d "$(KDIR)" || { echo "no kernel headers at $(KDIR): run 'make deps'"; exit 1; }
@@ -147,6 +148,14 @@ $(O)/fkvbench: $(FKVBENCH_OBJS) $(O)/libfluxonkv.a
 .PHONY: bench bench-quick
 bench bench-quick: module userspace $(O)/fkvbench
 	tools/bench/run --$(if $(filter bench,$@),full,quick) --build $(O)
+
+# The cluster benchmark: remote gets between two guests, the link (iperf3)
+# and the disk measured in the same boot (tools/bench/cluster.sh runs
+# tools/vm/cluster --nodes 2 --disk ssd0:1G); results in
+# $(O)/bench-cluster/<timestamp>/.  ~2.5 min.
+.PHONY: bench-cluster
+bench-cluster: module userspace
+	tools/bench/cluster.sh --build $(O)
 
 # Install from an existing build (never builds: run 'make' first).  DESTDIR,
 # PREFIX (/usr/local) and the other directories: see packaging/install.
