@@ -167,12 +167,13 @@ static uint64_t pull_deadline(const struct fkv_xport *x, uint64_t len)
 	return mono_ms() + x->cfg.io_timeout_ms + (len >> 20) * 1000;
 }
 
-static int write_full(int fd, const void *buf, size_t n)
+/* @flags: MSG_MORE for a header whose payload follows at once. */
+static int write_flags(int fd, const void *buf, size_t n, int flags)
 {
 	const uint8_t *p = buf;
 
 	while (n) {
-		ssize_t put = send(fd, p, n, MSG_NOSIGNAL);
+		ssize_t put = send(fd, p, n, MSG_NOSIGNAL | flags);
 
 		if (put < 0) {
 			if (errno == EINTR)
@@ -183,6 +184,11 @@ static int write_full(int fd, const void *buf, size_t n)
 		n -= (size_t)put;
 	}
 	return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t n)
+{
+	return write_flags(fd, buf, n, 0);
 }
 
 static int send_msg(int fd, struct nl_msg *msg)
@@ -597,6 +603,7 @@ static int serve_join(struct fkv_xport *x, int fd, uint8_t *buf)
 }
 
 /* One chunk header of a push (or the answer header of a pull). */
+/* On success the payload follows: the header goes out with it (MSG_MORE). */
 static int send_head(int fd, int status, bool with_off, uint64_t off,
 		     uint64_t len)
 {
@@ -610,7 +617,8 @@ static int send_head(int fd, int status, bool with_off, uint64_t off,
 		nlmsg_free(msg);
 		return -ENOMEM;
 	}
-	err = send_msg(fd, msg);
+	err = write_flags(fd, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len,
+			  status ? 0 : MSG_MORE);
 	nlmsg_free(msg);
 	return err;
 }
@@ -816,7 +824,9 @@ static int serve_pull(struct fkv_xport *x, int fd, struct nlattr **tb)
 			x->seg.release(x->seg.arg, pin);
 		return -ENOMEM;
 	}
-	err = send_msg(fd, msg);
+	/* The answer and the value in one go (MSG_MORE on the header). */
+	err = write_flags(fd, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len,
+			  status ? 0 : MSG_MORE);
 	nlmsg_free(msg);
 	if (!err && !status)
 		err = write_full(fd, x->seg.base + off, len);
