@@ -344,3 +344,19 @@ FKV_TEST(a_replica_being_pulled_is_not_evicted_until_the_puller_reports)
 	FKV_ASSERT_EQ(st.holds, 0);
 	fkv_master_destroy(F.m);
 }
+
+FKV_TEST(a_node_that_saw_higher_put_ids_moves_the_master_above_them)
+{
+	uint64_t pid;
+	uint32_t flags;
+
+	setup();
+	fkv_master_set_caller(F.m, B);
+	fkv_master_note_put_id(F.m, 1000);
+	FKV_ASSERT_EQ(fkv_master_put_start(F.m, "k", 1, U, &pid, &flags), 0);
+	FKV_ASSERT_EQ(pid, 1001);
+	fkv_master_note_put_id(F.m, 10);	/* lower: changes nothing */
+	FKV_ASSERT_EQ(fkv_master_put_start(F.m, "k", 1, U, &pid, &flags), 0);
+	FKV_ASSERT_EQ(pid, 1002);
+	fkv_master_destroy(F.m);
+}

@@ -370,9 +370,12 @@ static void node_register(struct fkv_clusterd *cd, uint32_t id)
 		 (unsigned long long)(cd->reg.segment_size >> 20),
 		 (unsigned long long)(cd->reg.ssd_capacity >> 20));
 	/* The master learnt our SSD before we registered: tell it now. */
+	/* ... and the put_ids its module saw, for a restarted master. */
 	msg = fkv_wire_msg(FLUXONKV_CMD_SSD_STATE);
 	if (!msg || nla_put_u64(msg, FLUXONKV_A_SSD_CAPACITY,
 				cd->reg.ssd_capacity) ||
+	    (cd->reg.put_id_max &&
+	     nla_put_u64(msg, FLUXONKV_A_PUT_ID, cd->reg.put_id_max)) ||
 	    fkv_cctl_send(cd->cctl, 0, msg))
 		fkv_warn("cluster: cannot tell the master our SSD capacity");
 	nlmsg_free(msg);

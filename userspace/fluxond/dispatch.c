@@ -183,6 +183,8 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 		break;
 	case FLUXONKV_CMD_SSD_STATE:
 		fkv_master_set_ssd_capacity(m, u->ssd_capacity);
+		if (u->present & A(PUT_ID))
+			fkv_master_note_put_id(m, u->put_id);
 		break;
 	case FLUXONKV_CMD_FETCH:
 		/* The cluster runtime moves bytes; the master never does. */

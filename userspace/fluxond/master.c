@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "master.h"
+#include "u64map.h"
 
 /*
  * One owner node: the segment it offers, its eviction policy (each node's
@@ -54,9 +55,11 @@ struct fkv_master {
 	bool evicting;		/* drops now are evictions */
 	struct fkv_routes *routes;
 	struct fkv_mnode nodes[FKV_ROUTE_NODES];
-	/* In-flight pulls: few (bounded by the nodes' FETCH limits). */
+	/* In-flight pulls (bounded by the nodes' FETCH limits) ... */
 	struct fkv_hold *holds;
 	size_t nholds;
+	/* ... and how many of them each held handle has, for eviction. */
+	struct fkv_u64map held_count;
 	struct fkv_master_stats st;	/* counters only; see get_stats */
 };
 
@@ -209,6 +212,12 @@ struct fkv_master *fkv_master_create(const struct fkv_master_config *cfg,
 	m->routes = fkv_routes_create(&rc, &master_route_ops, m);
 	if (!m->routes)
 		goto err_policy;
+	err = fkv_u64map_init(&m->held_count, 0);
+	if (err) {
+		fkv_routes_destroy(m->routes);
+		errno = -err;
+		goto err_policy;
+	}
 	return m;
 
 err_policy:
@@ -222,6 +231,17 @@ err_free:
 	return NULL;
 }
 
+/* Count one more (@delta 1) or one less (-1) hold on @handle. */
+static void held_count_add(struct fkv_master *m, uint64_t handle, int delta)
+{
+	uintptr_t n = (uintptr_t)fkv_u64map_del(&m->held_count, handle);
+
+	n += (uintptr_t)(intptr_t)delta;
+	if (n && fkv_u64map_put(&m->held_count, handle, (void *)n))
+		fkv_err("hold count of %#llx lost: out of memory",
+			(unsigned long long)handle);
+}
+
 /* Hold @handle for @puller's get of @put_id; best effort (no memory: none). */
 static void hold_add(struct fkv_master *m, uint64_t handle, uint32_t puller,
 		     uint64_t put_id)
@@ -230,6 +250,7 @@ static void hold_add(struct fkv_master *m, uint64_t handle, uint32_t puller,
 
 	if (!h)
 		return;
+	held_count_add(m, handle, 1);
 	h->handle = handle;
 	h->puller = puller;
 	h->put_id = put_id;
@@ -259,6 +280,7 @@ static unsigned int holds_release(struct fkv_master *m, uint32_t puller,
 			continue;
 		}
 		*pp = h->next;
+		held_count_add(m, h->handle, -1);
 		free(h);
 		m->nholds--;
 		n++;
@@ -268,12 +290,7 @@ static unsigned int holds_release(struct fkv_master *m, uint32_t puller,
 
 static bool held(const struct fkv_master *m, uint64_t handle)
 {
-	const struct fkv_hold *h;
-
-	for (h = m->holds; h; h = h->next)
-		if (h->handle == handle)
-			return true;
-	return false;
+	return fkv_u64map_get(&m->held_count, handle) != NULL;
 }
 
 void fkv_master_destroy(struct fkv_master *m)
@@ -283,6 +300,7 @@ void fkv_master_destroy(struct fkv_master *m)
 	if (!m)
 		return;
 	holds_release(m, UINT32_MAX, 0, UINT64_MAX);
+	fkv_u64map_fini(&m->held_count);
 	fkv_routes_destroy(m->routes);
 	for (i = 0; i < FKV_ROUTE_NODES; i++)
 		fkv_evict_destroy(m->nodes[i].policy);
@@ -350,6 +368,7 @@ void fkv_master_node_down(struct fkv_master *m, uint32_t node)
 			continue;
 		}
 		*pp = h->next;
+		held_count_add(m, h->handle, -1);
 		free(h);
 		m->nholds--;
 	}
@@ -446,6 +465,11 @@ void fkv_master_set_ssd_capacity(struct fkv_master *m, uint64_t bytes)
 			 (unsigned long long)n->ssd_capacity,
 			 (unsigned long long)bytes);
 	n->ssd_capacity = bytes;
+}
+
+void fkv_master_note_put_id(struct fkv_master *m, uint64_t put_id)
+{
+	fkv_routes_note_put_id(m->routes, put_id);
 }
 
 void fkv_master_owner_restart(struct fkv_master *m, uint64_t incarnation,

@@ -162,6 +162,11 @@ int fkv_master_node_info(const struct fkv_master *m, uint32_t node,
  * Only later PUT_STARTs see it; committed SSD replicas stay.
  */
 void fkv_master_set_ssd_capacity(struct fkv_master *m, uint64_t bytes);
+/*
+ * A node's module has seen put_ids up to @put_id (it registered after a
+ * master restart): new put_ids continue above it.
+ */
+void fkv_master_note_put_id(struct fkv_master *m, uint64_t put_id);
 
 /*
  * The owner registered with a new INCARNATION (it restarted): every replica

@@ -158,6 +158,8 @@ static const struct nla_policy ssd_evicted_policy[FLUXONKV_A_MAX + 1] = {
 
 static const struct nla_policy ssd_state_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
+	/* a cluster node's module's largest put_id (never from the kernel) */
+	[FLUXONKV_A_PUT_ID] = P_U64,
 	[FLUXONKV_A_SSD_CAPACITY] = P_U64,
 };
 

@@ -967,6 +967,12 @@ uint64_t fkv_routes_persisting_bytes(const struct fkv_routes *t)
 	return t->persisting_bytes;
 }
 
+void fkv_routes_note_put_id(struct fkv_routes *t, uint64_t put_id)
+{
+	if (put_id > t->last_put_id)
+		t->last_put_id = put_id;
+}
+
 uint64_t fkv_routes_last_put_id(const struct fkv_routes *t)
 {
 	return t->last_put_id;

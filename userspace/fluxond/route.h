@@ -336,6 +336,8 @@ size_t fkv_routes_inflight(const struct fkv_routes *t);
 /* Persisting replicas (see above) and the sum of their weights. */
 size_t fkv_routes_persisting_count(const struct fkv_routes *t);
 uint64_t fkv_routes_persisting_bytes(const struct fkv_routes *t);
+/* put_ids handed out from now on are above @put_id (no-op if they are). */
+void fkv_routes_note_put_id(struct fkv_routes *t, uint64_t put_id);
 /* Newest put_id handed out (0 = none yet). */
 uint64_t fkv_routes_last_put_id(const struct fkv_routes *t);
 
