@@ -23,8 +23,8 @@ if [ "$N" -ne 3 ]; then
 	exit 0
 fi
 case $I in
-1) out "1..10" ;;
-2) out "1..7" ;;
+1) out "1..13" ;;
+2) out "1..8" ;;
 3) out "1..5" ;;
 esac
 
@@ -43,7 +43,14 @@ case $I in
 	check "node3 joins" logged "node 'node3' joined"
 	wait_for read.2 || true
 	check "node3's value read on node1 from another node's DRAM" get_same t4 remote
+	check "node1 keeps its own copy" get_same t4 memory
 	mark read.1
+	# node3 overwrites: once its put returned, nobody serves the old one.
+	wait_for overwritten.3 || true
+	check "after node3's overwrite node1 reads the new version" get_same t4 remote
+	check "the overwrite's answer waited for the other nodes' drops" cluster_json \
+		"c['stats']['answers_held_for_drops'] >= 1 and c['stats']['drop_ack_timeouts'] == 0"
+	mark reread.1
 	wait_for killed.3 || true
 	check "node3's death is member-left" logged "member-left: node 'node3'"
 	check "a key only node3 held misses at once" misses t1
@@ -57,6 +64,9 @@ case $I in
 	check "node3's 4 MiB value pulled by node2 (master elsewhere)" get_same t4 remote
 	check "the pulled copy became node2's own replica" get_same t4 memory
 	mark read.2
+	wait_for overwritten.3 || true
+	check "after node3's overwrite node2 reads the new version" get_same t4 remote
+	mark reread.2
 	wait_for killed.3 || true
 	check "node2's copy outlives node3" get_same t4 memory
 	;;
@@ -68,6 +78,11 @@ case $I in
 	put_new t1 1
 	mark puts.3
 	wait_for read.1 || true
+	# Both others hold copies of t4: overwrite it (the master waits for
+	# their drops before answering), then let them read.
+	put_new t4 $((4 << 20))
+	mark overwritten.3
+	wait_for reread.1 reread.2 || true
 	kill -9 "$DPID"
 	wait "$DPID" 2>/dev/null || true
 	mark killed.3

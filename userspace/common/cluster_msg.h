@@ -55,6 +55,11 @@ enum fkv_cluster_cmd {
 	 * SSD_CAPACITY, STAT...).
 	 */
 	FKV_CCMD_STATS,
+	/*
+	 * node -> master: SYNC_ID: the DROP_REPLICA that carried it reached
+	 * the module (an overwrite or delete elsewhere waits for it).
+	 */
+	FKV_CCMD_DROP_ACK,
 	__FKV_CCMD_MAX,
 };
 
@@ -76,6 +81,7 @@ enum fkv_cluster_attr {
 	FKV_CA_STAT_NAME,	/* string */
 	FKV_CA_STAT_VALUE,	/* u64 */
 	FKV_CA_LEFT_REASON,	/* string: why the member last left */
+	FKV_CA_SYNC_ID,		/* u64: a DROP_REPLICA to acknowledge */
 	__FKV_CA_MAX,
 	FKV_CA_MAX = __FKV_CA_MAX - 1
 };

@@ -80,6 +80,7 @@ static const struct nla_policy cctl_policy[FKV_CA_MAX + 1] = {
 	[FKV_CA_MESSAGE] = { .type = NLA_STRING, .maxlen = 256 },
 	[FKV_CA_HEARTBEAT_MS] = { .type = NLA_U32 },
 	[FKV_CA_DEAD_AFTER_MS] = { .type = NLA_U32 },
+	[FKV_CA_SYNC_ID] = { .type = NLA_U64 },
 };
 
 static uint64_t now_ms(void)
@@ -303,6 +304,11 @@ static void master_msg(struct fkv_cctl *t, struct cconn *c,
 		if (!err)
 			conn_send(c, fkv_wire_msg(FKV_CCMD_HEARTBEAT));
 		break;
+	case FKV_CCMD_DROP_ACK:
+		if (tb[FKV_CA_SYNC_ID] && t->cfg.ops && t->cfg.ops->drop_ack)
+			t->cfg.ops->drop_ack(t->cfg.arg, c->id,
+					     nla_get_u64(tb[FKV_CA_SYNC_ID]));
+		return;
 	case FKV_CCMD_LEAVE:
 		err = fkv_members_leave(&t->members, c->id, inc,
 					FKV_LEFT_LEAVE);

@@ -32,6 +32,8 @@ struct fkv_cctl_ops {
 	void (*member_down)(void *arg, const struct fkv_member *m);
 	/* master: a forwarded upcall or notification from member @id */
 	void (*member_msg)(void *arg, uint32_t id, struct nlmsghdr *nlh);
+	/* master: member @id applied the DROP_REPLICA of @sync_id */
+	void (*drop_ack)(void *arg, uint32_t id, uint64_t sync_id);
 	/* node: joined the master as @id / lost it */
 	void (*joined)(void *arg, uint32_t id);
 	void (*lost)(void *arg);

@@ -46,6 +46,27 @@
 /* A token the module never fetched, or whose revoke never came. */
 #define FKV_TOKEN_TTL_MS	60000
 
+/*
+ * An overwrite or delete answer held back until the other nodes that had
+ * a copy of the old version applied their DROP_REPLICA (they acknowledge
+ * it): once the put or delete returns, no node serves the old version.
+ */
+#define FKV_SYNC_NODES		8
+#define FKV_SYNC_MS		2000
+
+struct sync_wait {
+	struct sync_wait *next;
+	uint64_t id;
+	uint32_t nodes[FKV_SYNC_NODES];	/* still owing an ack */
+	unsigned int nnodes;
+	uint64_t deadline_ms;
+	uint32_t caller;		/* whose upcall is answered */
+	uint8_t cmd;
+	uint64_t req_id;
+	struct fkv_reply r;
+	uint64_t epoch;			/* caller == self: our registration */
+};
+
 /* A remote source handed to the module as a token (GET_START .. FETCH). */
 struct fetch_tok {
 	uint64_t token;
@@ -79,9 +100,13 @@ struct fkv_clusterd {
 	uint64_t seg_size;
 	struct fkv_u64map tokens;	/* token -> struct fetch_tok */
 	uint64_t next_token;
+	struct sync_wait *syncs;	/* answers waiting for drop acks */
+	struct sync_wait *cur_sync;	/* the one being built, in dispatch */
+	uint64_t next_sync;
 	struct {
 		uint64_t forwarded, answered, fetches, fetch_errors;
 		uint64_t drops_relayed, tokens_expired, refused_unjoined;
+		uint64_t sync_timeouts, syncs_held;
 	} st;
 };
 
@@ -238,16 +263,36 @@ static void send_drop(void *arg, uint64_t handle, uint32_t flags)
 	uint32_t node = FLUXONKV_HANDLE_NODE(handle);
 	struct nl_msg *msg;
 
+	struct sync_wait *sw = cd->cur_sync;
+	bool sync;
+	unsigned int i;
+
 	if (node == cd->self) {
+		/* Applied by the module before the netlink send returns. */
 		fkv_nl_send_drop(cd->nl, handle, flags);
 		return;
 	}
+	/*
+	 * An overwrite or delete: the answer waits for this node's ack.  The
+	 * caller's own drops go before the answer on its connection anyway.
+	 */
+	sync = sw && node != sw->caller && !(flags & FLUXONKV_DROP_F_EVICTED) &&
+	       sw->nnodes < FKV_SYNC_NODES;
 	msg = fkv_nl_drop_msg(FKV_WIRE_TYPE, handle, flags);
-	if (!msg || fkv_cctl_send(cd->cctl, node, msg))
+	if (msg && sync && nla_put_u64(msg, FKV_CA_SYNC_ID, sw->id)) {
+		nlmsg_free(msg);
+		msg = NULL;
+	}
+	if (!msg || fkv_cctl_send(cd->cctl, node, msg)) {
 		fkv_dbg("cluster: DROP_REPLICA %#llx for node %u not sent "
 			"(gone)", (unsigned long long)handle, node);
-	else
+	} else {
 		cd->st.drops_relayed++;
+		for (i = 0; sync && i < sw->nnodes && sw->nodes[i] != node; i++)
+			;
+		if (sync && i == sw->nnodes)
+			sw->nodes[sw->nnodes++] = node;
+	}
 	nlmsg_free(msg);
 }
 
@@ -257,15 +302,85 @@ static const struct fkv_master_ops master_ops = { .send_drop = send_drop };
  * Answer @u from node @node with the in-process master; for GET_START the
  * source's node and address come back through @addr.
  */
+/* Send a held-back answer and forget it. */
+static void sync_complete(struct fkv_clusterd *cd, struct sync_wait *sw)
+{
+	struct sync_wait **pp;
+	struct nl_msg *msg;
+
+	for (pp = &cd->syncs; *pp && *pp != sw; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = sw->next;
+	if (sw->caller == cd->self) {
+		if (sw->epoch == cd->epoch && cd->registered)
+			fkv_nl_send_reply(cd->nl, sw->cmd, sw->req_id, &sw->r);
+	} else {
+		msg = fkv_nl_reply_msg(FKV_WIRE_TYPE, sw->cmd, sw->req_id, &sw->r);
+		if (!msg || fkv_cctl_send(cd->cctl, sw->caller, msg))
+			fkv_dbg("cluster: node %u gone before its answer",
+				sw->caller);
+		nlmsg_free(msg);
+	}
+	free(sw);
+}
+
+/* Node @node no longer owes @sw an ack (it acked, or it left). */
+static void sync_node_done(struct fkv_clusterd *cd, struct sync_wait *sw,
+			   uint32_t node)
+{
+	unsigned int i;
+
+	for (i = 0; i < sw->nnodes; i++) {
+		if (sw->nodes[i] != node)
+			continue;
+		sw->nodes[i] = sw->nodes[--sw->nnodes];
+		break;
+	}
+	if (!sw->nnodes)
+		sync_complete(cd, sw);
+}
+
+static void drop_ack(void *arg, uint32_t id, uint64_t sync_id)
+{
+	struct fkv_clusterd *cd = arg;
+	struct sync_wait *sw;
+
+	for (sw = cd->syncs; sw; sw = sw->next)
+		if (sw->id == sync_id) {
+			sync_node_done(cd, sw, id);
+			return;
+		}
+}
+
+/*
+ * Answer @u from node @node with the in-process master; for GET_START the
+ * source's node and address come back through @addr.  Returns whether
+ * there is an answer to send now: false also when it is held back until
+ * other nodes acknowledged their drops (sync_complete sends it).
+ */
 static bool master_answer(struct fkv_clusterd *cd, uint32_t node,
 			  const struct fkv_upcall *u, struct fkv_reply *r,
 			  uint32_t *src_node, const char **addr)
 {
+	struct sync_wait *sw = NULL;
 	struct fkv_get_result g;
 	bool reply;
 
 	*addr = NULL;
 	*src_node = 0;
+	/* Overwrites and deletes drop other nodes' copies: wait for them. */
+	if ((u->cmd == FLUXONKV_CMD_PUT_DONE || u->cmd == FLUXONKV_CMD_DELETE) &&
+	    (u->present & A(REQ_ID))) {
+		sw = calloc(1, sizeof(*sw));
+		if (sw) {
+			sw->id = ++cd->next_sync;
+			sw->caller = node;
+			sw->cmd = u->cmd;
+			sw->req_id = u->req_id;
+		}
+	}
+	cd->cur_sync = sw;
 	fkv_master_set_caller(cd->master, node);
 	if (u->cmd == FLUXONKV_CMD_GET_START && (u->present & A(KEY))) {
 		memset(r, 0, sizeof(*r));
@@ -287,6 +402,17 @@ static bool master_answer(struct fkv_clusterd *cd, uint32_t node,
 		reply = fkv_dispatch(cd->master, u, r);
 	}
 	fkv_master_set_caller(cd->master, cd->self);
+	cd->cur_sync = NULL;
+	if (sw && sw->nnodes && reply) {
+		sw->r = *r;
+		sw->epoch = cd->epoch;
+		sw->deadline_ms = now_ms() + FKV_SYNC_MS;
+		sw->next = cd->syncs;
+		cd->syncs = sw;
+		cd->st.syncs_held++;
+		return false;
+	}
+	free(sw);
 	return reply;
 }
 
@@ -306,8 +432,14 @@ static void member_up(void *arg, const struct fkv_member *m)
 static void member_down(void *arg, const struct fkv_member *m)
 {
 	struct fkv_clusterd *cd = arg;
+	struct sync_wait *sw, *next;
 
 	fkv_master_node_down(cd->master, m->id);
+	/* Its copies are forgotten with it: nothing to wait for. */
+	for (sw = cd->syncs; sw; sw = next) {
+		next = sw->next;
+		sync_node_done(cd, sw, m->id);
+	}
 }
 
 /* A forwarded upcall from member @id. */
@@ -439,6 +571,7 @@ static const struct nla_policy answer_policy[FKV_CA_MAX + 1] = {
 	[FLUXONKV_A_SOURCE] = { .type = NLA_U32 },
 	[FKV_CA_DATA_ADDR] = { .type = NLA_STRING, .maxlen = FKV_ADDR_MAX },
 	[FKV_CA_NODE_ID] = { .type = NLA_U32 },
+	[FKV_CA_SYNC_ID] = { .type = NLA_U64 },
 };
 
 /* An answer to a forwarded upcall, or a DROP_REPLICA, from the master. */
@@ -455,10 +588,25 @@ static void master_msg(void *arg, struct nlmsghdr *nlh)
 		return;
 	}
 	if (cmd == FLUXONKV_CMD_DROP_REPLICA) {
+		struct nl_msg *ack;
+
 		if (tb[FLUXONKV_A_HANDLE] && cd->registered)
 			fkv_nl_send_drop(cd->nl, nla_get_u64(tb[FLUXONKV_A_HANDLE]),
 					 tb[FLUXONKV_A_FLAGS] ?
 					 nla_get_u32(tb[FLUXONKV_A_FLAGS]) : 0);
+		/*
+		 * The module applied it when the send returned (genetlink
+		 * runs the handler in our sendmsg): acknowledge.  Unregistered,
+		 * the module holds no replica: nothing to wait for either.
+		 */
+		if (!tb[FKV_CA_SYNC_ID])
+			return;
+		ack = fkv_wire_msg(FKV_CCMD_DROP_ACK);
+		if (!ack || nla_put_u64(ack, FKV_CA_SYNC_ID,
+					nla_get_u64(tb[FKV_CA_SYNC_ID])) ||
+		    fkv_cctl_send(cd->cctl, 0, ack))
+			fkv_warn("cluster: cannot acknowledge a DROP_REPLICA");
+		nlmsg_free(ack);
 		return;
 	}
 	if (!tb[FLUXONKV_A_REQ_ID] || !tb[FLUXONKV_A_STATUS])
@@ -617,7 +765,7 @@ bool fkv_clusterd_upcall(void *arg, const struct fkv_upcall *u,
 		if (src_handle)
 			v.handle = src_handle;
 		reply = master_answer(cd, cd->self, &v, r, &src_node, &addr);
-		if (u->cmd == FLUXONKV_CMD_GET_START)
+		if (reply && u->cmd == FLUXONKV_CMD_GET_START)
 			tokenize(cd, r, src_node, addr);
 		return reply;
 	}
@@ -636,6 +784,7 @@ static const struct fkv_cctl_ops cctl_ops = {
 	.member_up = member_up,
 	.member_down = member_down,
 	.member_msg = member_msg,
+	.drop_ack = drop_ack,
 	.joined = joined,
 	.lost = lost,
 	.master_msg = master_msg,
@@ -781,6 +930,12 @@ void fkv_clusterd_stop(struct fkv_clusterd *cd)
 		return;
 	/* Pull completions still reaped here reply to nobody. */
 	cd->registered = false;
+	while (cd->syncs) {
+		struct sync_wait *sw = cd->syncs;
+
+		cd->syncs = sw->next;
+		free(sw);
+	}
 	fkv_cctl_stop(cd->cctl);
 	fkv_xport_destroy(cd->xport);
 	while (!fkv_u64map_next(&cd->tokens, &pos, &key, &val))
@@ -821,6 +976,15 @@ void fkv_clusterd_tick(struct fkv_clusterd *cd)
 	void *val;
 
 	fkv_cctl_tick(cd->cctl);
+	for (struct sync_wait *sw = cd->syncs, *next; sw; sw = next) {
+		next = sw->next;
+		if (now < sw->deadline_ms)
+			continue;
+		fkv_warn("cluster: %u node(s) did not acknowledge a drop in %u ms: "
+			 "answering anyway", sw->nnodes, FKV_SYNC_MS);
+		cd->st.sync_timeouts++;
+		sync_complete(cd, sw);
+	}
 	while (ndead < 64 && !fkv_u64map_next(&cd->tokens, &pos, &key, &val)) {
 		struct fetch_tok *t = val;
 
@@ -923,6 +1087,8 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 		{ "drops_relayed", cd->st.drops_relayed },
 		{ "tokens_expired", cd->st.tokens_expired },
 		{ "refused_unjoined", cd->st.refused_unjoined },
+		{ "answers_held_for_drops", cd->st.syncs_held },
+		{ "drop_ack_timeouts", cd->st.sync_timeouts },
 		{ "remote_pulls", xs.pulls },
 		{ "remote_pull_bytes", xs.pull_bytes },
 		{ "remote_pull_errors", xs.pull_errors },
