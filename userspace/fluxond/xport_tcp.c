@@ -652,8 +652,14 @@ static void *push_reader(void *arg)
 		uint64_t off, len, seg_off = 0, pin = 0, vlen = 0;
 		int st;
 
+		/*
+		 * Chunk 0 is read alone, so that the first bytes go out as
+		 * soon as one chunk's read allows; then up to FKV_PUSH_READS
+		 * reads run while the sender sends, FKV_PUSH_QUEUE ahead.
+		 */
 		while (!ps->abort && ps->next_read < ps->nchunks &&
-		       ps->next_read - ps->next_send >= FKV_PUSH_QUEUE)
+		       (ps->next_read - ps->next_send >= FKV_PUSH_QUEUE ||
+			(ps->next_read == 1 && !ps->c[0].ready)))
 			pthread_cond_wait(&ps->cond, &ps->lock);
 		if (ps->abort || ps->next_read == ps->nchunks)
 			break;
