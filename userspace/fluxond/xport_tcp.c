@@ -199,6 +199,18 @@ static int send_msg(int fd, struct nl_msg *msg)
 }
 
 /*
+ * Send @msg if it was built whole (@built: allocated and every attribute
+ * put), -ENOMEM otherwise; frees it either way.
+ */
+static int send_free(int fd, struct nl_msg *msg, bool built)
+{
+	int err = built ? send_msg(fd, msg) : -ENOMEM;
+
+	nlmsg_free(msg);
+	return err;
+}
+
+/*
  * Read one framed message into @buf (FKV_WIRE_MAX bytes) and parse it
  * with @policy: 0, -EPROTO (bad frame, unexpected command, bad
  * attributes) or a socket error.
@@ -571,12 +583,8 @@ static int serve_join(struct fkv_xport *x, int fd, uint8_t *buf)
 	if (err)
 		return err;
 	msg = fkv_wire_msg(FKV_CCMD_HELLO);
-	if (!msg || nla_put(msg, FKV_CA_NONCE, sizeof(nonce), nonce)) {
-		nlmsg_free(msg);
-		return -ENOMEM;
-	}
-	err = send_msg(fd, msg);
-	nlmsg_free(msg);
+	err = send_free(fd, msg, msg && !nla_put(msg, FKV_CA_NONCE,
+						  sizeof(nonce), nonce));
 	if (err)
 		return err;
 	err = recv_msg(fd, buf, FKV_CCMD_JOIN, join_policy, tb);
@@ -587,13 +595,8 @@ static int serve_join(struct fkv_xport *x, int fd, uint8_t *buf)
 			    nla_get_string(tb[FKV_CA_NODE_NAME]), 0,
 			    nla_data(tb[FKV_CA_MAC]), nla_len(tb[FKV_CA_MAC]));
 	msg = fkv_wire_msg(FKV_CCMD_JOIN);
-	if (!msg || nla_put_u32(msg, FLUXONKV_A_STATUS,
-				ok ? 0 : (uint32_t)-EACCES)) {
-		nlmsg_free(msg);
-		return -ENOMEM;
-	}
-	err = send_msg(fd, msg);
-	nlmsg_free(msg);
+	err = send_free(fd, msg, msg && !nla_put_u32(msg, FLUXONKV_A_STATUS,
+						      ok ? 0 : (uint32_t)-EACCES));
 	if (!ok) {
 		FKV_XCOUNT(x, auth_refused, 1);
 		fkv_warn("data plane: a peer failed the secret check: refused");
