@@ -130,6 +130,7 @@ struct fluxonkv_alloc *fluxonkv_index_lookup(const u8 *key, u32 key_len,
 					     u64 *put_id, u64 *handle);
 struct fluxonkv_alloc *fluxonkv_handle_lookup(u64 handle, const u8 *key,
 					      u32 key_len, u64 put_id);
+struct fluxonkv_replica *fluxonkv_handle_replica(u64 handle, u64 put_id);
 unsigned long fluxonkv_replica_count(void);
 struct seq_file;
 int fluxonkv_replica_show(struct seq_file *m, void *unused);
@@ -181,6 +182,11 @@ int fluxonkv_hold(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 int fluxonkv_ssd_stage(struct fluxonkv_session *s, const u8 *key,
 		       u32 key_len, u64 put_id, u64 off, u64 len,
 		       struct fluxonkv_get_result *res, u64 *value_len);
+int fluxonkv_target(struct fluxonkv_session *s, const u8 *key, u32 key_len,
+		    u64 put_id, u64 len, struct fluxonkv_get_result *res,
+		    u64 *handle);
+int fluxonkv_publish(struct fluxonkv_session *s, u64 handle, u64 put_id,
+		     bool persist);
 void fluxonkv_access_note(u64 handle);
 
 /* ---- ioctl.c ---- */
@@ -216,6 +222,9 @@ long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
  *	a full daemon socket is retried up to the request timeout.
  * @send_failed: set when @end runs because the module could not send
  *	the request: the daemon never saw it.
+ * @sock: PUT_PLACE: the socket the answer named (FLUXONKV_A_FD), looked
+ *	up in the answering daemon's file table by the answer handler; the
+ *	waiter owns the reference (sockfd_put()).
  */
 struct fluxonkv_upcall {
 	u64 id;
@@ -238,6 +247,7 @@ struct fluxonkv_upcall {
 	const u8 *key;
 	u32 key_len;
 	struct fluxonkv_ssd_entry *ssd_entry;
+	struct socket *sock;
 };
 
 /* Attributes an upcall carries; zero/NULL fields are left out. */
@@ -258,6 +268,7 @@ int fluxonkv_genl_init(void);
 void fluxonkv_genl_exit(void);
 bool fluxonkv_daemon_connected(void);
 bool fluxonkv_daemon_local_routes(void);
+bool fluxonkv_daemon_placement(void);
 pid_t fluxonkv_daemon_pid(void);
 int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
 		    struct fluxonkv_upcall *up);
@@ -328,6 +339,9 @@ struct fluxonkv_stats {
 	atomic64_t fetches;		/* FETCH upcalls sent */
 	atomic64_t fetch_errors;	/* FETCHes that failed (revoked) */
 	atomic64_t fetch_abandoned;	/* gets that gave up on a FETCH */
+	atomic64_t puts_placed;		/* puts sent to another node's target */
+	atomic64_t place_errors;	/* ... that failed */
+	atomic64_t puts_targeted;	/* targets made for other nodes' puts */
 	atomic64_t misses;
 	atomic64_t local_misses;	/* answered from the index, no upcall */
 	atomic64_t local_refills;	/* SSD refills without GET_START */
@@ -367,6 +381,7 @@ enum fluxonkv_lat_op {
 	FLUXONKV_LAT_SSD_WRITE_IO,	/* a persist's write, in an IO worker */
 	FLUXONKV_LAT_GET_REMOTE,	/* a get answered from another node */
 	FLUXONKV_LAT_FETCH,		/* FETCH sent until the target is full */
+	FLUXONKV_LAT_PLACE_SEND,	/* PUT_PLACE + sending the value */
 	FLUXONKV_LAT_NR,
 };
 

@@ -17,6 +17,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/delay.h>
+#include <linux/net.h>
 #include <linux/notifier.h>
 #include <linux/sched/signal.h>
 #include <linux/seq_file.h>
@@ -72,6 +73,12 @@ bool fluxonkv_daemon_local_routes(void)
 {
 	return READ_ONCE(fluxonkv_daemon.flags) &
 	       FLUXONKV_REGISTER_F_LOCAL_ROUTES;
+}
+
+bool fluxonkv_daemon_placement(void)
+{
+	return READ_ONCE(fluxonkv_daemon.flags) &
+	       FLUXONKV_REGISTER_F_PLACEMENT;
 }
 
 pid_t fluxonkv_daemon_pid(void)
@@ -578,9 +585,10 @@ retry:
 	fluxonkv_daemon_event(pid);
 	mutex_unlock(&fluxonkv_daemon.lock);
 
-	pr_info("daemon registered: pid %d port %u node %u%s\n", pid,
+	pr_info("daemon registered: pid %d port %u node %u%s%s\n", pid,
 		info->snd_portid, node_id,
-		flags & FLUXONKV_REGISTER_F_LOCAL_ROUTES ? ", local routes" : "");
+		flags & FLUXONKV_REGISTER_F_LOCAL_ROUTES ? ", local routes" : "",
+		flags & FLUXONKV_REGISTER_F_PLACEMENT ? ", placement" : "");
 	return ret;
 }
 
@@ -607,6 +615,37 @@ static int fluxonkv_from_daemon(struct genl_info *info)
 		NL_SET_ERR_MSG(info->extack, "sender is not the registered daemon");
 		return -EPERM;
 	}
+	return 0;
+}
+
+/*
+ * PUT_PLACE's answer: HANDLE and FD, a connected stream socket.  Takes a
+ * reference for the waiting put (it drops it); 0 or -errno with the
+ * reason in extack.
+ */
+static int fluxonkv_answer_sock(struct genl_info *info,
+				struct fluxonkv_upcall *up)
+{
+	struct socket *sock;
+	int err;
+
+	if (!up->handle || !info->attrs[FLUXONKV_A_FD]) {
+		NL_SET_ERR_MSG(info->extack, "PUT_PLACE answer needs HANDLE and FD");
+		return -EINVAL;
+	}
+	sock = sockfd_lookup(nla_get_u32(info->attrs[FLUXONKV_A_FD]), &err);
+	if (!sock) {
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[FLUXONKV_A_FD],
+				    "not a socket of the daemon");
+		return err;
+	}
+	if (sock->type != SOCK_STREAM || sock->state != SS_CONNECTED) {
+		sockfd_put(sock);
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[FLUXONKV_A_FD],
+				    "not a connected stream socket");
+		return -EINVAL;
+	}
+	up->sock = sock;
 	return 0;
 }
 
@@ -678,6 +717,14 @@ static int fluxonkv_nl_answer(struct sk_buff *skb, struct genl_info *info)
 	    up->source == FLUXONKV_SOURCE_MEMORY)
 		up->alloc = fluxonkv_handle_lookup(up->handle, up->key,
 						   up->key_len, up->put_id);
+	if (!status && cmd == FLUXONKV_CMD_PUT_PLACE) {
+		/* We run in the daemon's sendmsg: FD is in its file table. */
+		ret = fluxonkv_answer_sock(info, up);
+		if (ret) {
+			fluxonkv_upcall_finish(up, ret);
+			return ret;
+		}
+	}
 	fluxonkv_upcall_finish(up, status);
 	return 0;
 
@@ -715,7 +762,8 @@ static const struct nla_policy fluxonkv_empty_policy[FLUXONKV_A_MAX + 1] = {
 
 static const struct nla_policy fluxonkv_register_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32,
-					     FLUXONKV_REGISTER_F_LOCAL_ROUTES),
+					     FLUXONKV_REGISTER_F_LOCAL_ROUTES |
+					     FLUXONKV_REGISTER_F_PLACEMENT),
 	[FLUXONKV_A_NODE_ID] = NLA_POLICY_MAX(NLA_U32, FLUXONKV_NODE_MAX),
 };
 
@@ -769,6 +817,12 @@ static const struct nla_policy fluxonkv_delete_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_PUT_ID] = { .type = NLA_U64 },
 };
 
+static const struct nla_policy fluxonkv_put_place_policy[FLUXONKV_A_MAX + 1] = {
+	FLUXONKV_ANSWER_POLICY,
+	[FLUXONKV_A_HANDLE] = NLA_POLICY_MIN(NLA_U64, 1),
+	[FLUXONKV_A_FD] = { .type = NLA_U32 },
+};
+
 static const struct nla_policy fluxonkv_drop_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_HANDLE] = NLA_POLICY_MIN(NLA_U64, 1),
 	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32, FLUXONKV_DROP_F_EVICTED),
@@ -810,6 +864,8 @@ static const struct genl_ops fluxonkv_genl_ops[] = {
 		    fluxonkv_ssd_commit_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_FETCH, fluxonkv_nl_answer,
 		    fluxonkv_status_policy, GENL_ADMIN_PERM),
+	FLUXONKV_OP(FLUXONKV_CMD_PUT_PLACE, fluxonkv_nl_answer,
+		    fluxonkv_put_place_policy, GENL_ADMIN_PERM),
 };
 
 static const struct genl_multicast_group fluxonkv_genl_mcgrps[] = {

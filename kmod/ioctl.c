@@ -24,6 +24,8 @@ static_assert(sizeof(struct fluxonkv_delete) == FLUXONKV_DELETE_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_ssd_attach) == FLUXONKV_SSD_ATTACH_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_hold) == FLUXONKV_HOLD_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_ssd_stage) == FLUXONKV_SSD_STAGE_SIZE_VER0);
+static_assert(sizeof(struct fluxonkv_target) == FLUXONKV_TARGET_SIZE_VER0);
+static_assert(sizeof(struct fluxonkv_publish) == FLUXONKV_PUBLISH_SIZE_VER0);
 
 /*
  * Copy a size-prefixed struct in.  @ver0 is the smallest size ever defined;
@@ -243,6 +245,59 @@ static long fluxonkv_ioc_ssd_stage(struct fluxonkv_session *s,
 	return ret;
 }
 
+static long fluxonkv_ioc_target(struct fluxonkv_session *s, void __user *uarg)
+{
+	struct fluxonkv_get_result res;
+	struct fluxonkv_target t;
+	u8 key[FLUXONKV_KEY_MAX];
+	long usize;
+	int ret;
+
+	usize = fluxonkv_copy_in(&t, sizeof(t), FLUXONKV_TARGET_SIZE_VER0, uarg);
+	if (usize < 0)
+		return usize;
+	if (!s->privileged)
+		return -EPERM;
+	if (t.flags || t.holder_id || t.offset || t.handle || !t.put_id ||
+	    !t.len || !fluxonkv_zero(t.reserved, ARRAY_SIZE(t.reserved)))
+		return -EINVAL;
+	if (t.len > fluxonkv_value_max())
+		return -E2BIG;
+	ret = fluxonkv_key_in(key, t.key_len, t.key_ptr);
+	if (ret)
+		return ret;
+	ret = fluxonkv_target(s, key, t.key_len, t.put_id, t.len, &res,
+			      &t.handle);
+	if (ret)
+		return ret;
+	t.holder_id = res.holder_id;
+	t.offset = res.offset;
+	ret = fluxonkv_copy_out(uarg, &t, sizeof(t), usize);
+	if (ret) {
+		fluxonkv_holder_release(s, res.holder_id);
+		fluxonkv_replica_drop(t.handle);
+	}
+	return ret;
+}
+
+static long fluxonkv_ioc_publish(struct fluxonkv_session *s, void __user *uarg)
+{
+	struct fluxonkv_publish pub;
+	long usize;
+
+	usize = fluxonkv_copy_in(&pub, sizeof(pub), FLUXONKV_PUBLISH_SIZE_VER0,
+				 uarg);
+	if (usize < 0)
+		return usize;
+	if (!s->privileged)
+		return -EPERM;
+	if (pub.flags & ~FLUXONKV_PUBLISH_F_PERSIST || !pub.handle ||
+	    !pub.put_id || !fluxonkv_zero(pub.reserved, ARRAY_SIZE(pub.reserved)))
+		return -EINVAL;
+	return fluxonkv_publish(s, pub.handle, pub.put_id,
+				pub.flags & FLUXONKV_PUBLISH_F_PERSIST);
+}
+
 static long fluxonkv_ioc_release(struct fluxonkv_session *s, void __user *uarg)
 {
 	struct fluxonkv_release rel;
@@ -330,6 +385,10 @@ long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return fluxonkv_ioc_hold(s, uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_SSD_STAGE):
 		return fluxonkv_ioc_ssd_stage(s, uarg);
+	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_TARGET):
+		return fluxonkv_ioc_target(s, uarg);
+	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_PUBLISH):
+		return fluxonkv_ioc_publish(s, uarg);
 	default:
 		return -ENOTTY;
 	}

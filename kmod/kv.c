@@ -16,11 +16,14 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/delay.h>
+#include <linux/file.h>
 #include <linux/jiffies.h>
+#include <linux/net.h>
 #include <linux/refcount.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/uio.h>
 
 #include "fluxonkv.h"
 
@@ -121,8 +124,10 @@ void fluxonkv_kv_exit(void)
  * evict (NEED_ROOM), retry every 2 ms; every FLUXONKV_ROOM_ASK_MS ask
  * again; give up after 5 s with -ENOSPC.  Bytes pinned by holders come back
  * only when their holders go, which is why waiting can succeed.
+ * @placeable: a put whose daemon can place it on another node: -ENOSPC as
+ * soon as the master has nothing left to evict here.
  */
-static struct fluxonkv_alloc *fluxonkv_alloc_room(u64 len)
+static struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable)
 {
 	unsigned long deadline = jiffies + msecs_to_jiffies(FLUXONKV_ROOM_WAIT_MS);
 	unsigned long next_ask = jiffies;
@@ -149,6 +154,8 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room(u64 len)
 			ret = fluxonkv_upcall(FLUXONKV_CMD_NEED_ROOM, &args, &up);
 			if (ret == -ENOTCONN || ret == -EINTR)
 				return ERR_PTR(ret);
+			if (ret == -ENOSPC && placeable)
+				return ERR_PTR(ret);
 			next_ask = jiffies + msecs_to_jiffies(FLUXONKV_ROOM_ASK_MS);
 			if (!ret)
 				continue;	/* something was evicted: retry now */
@@ -159,6 +166,11 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room(u64 len)
 			    len, FLUXONKV_ROOM_WAIT_MS, fluxonkv_seg.size,
 			    fluxonkv_seg.size - fluxonkv_segment_used());
 	return ERR_PTR(-ENOSPC);
+}
+
+static struct fluxonkv_alloc *fluxonkv_alloc_room(u64 len)
+{
+	return fluxonkv_alloc_room_for(len, false);
 }
 
 static void fluxonkv_note_put_id(u64 put_id)
@@ -180,6 +192,92 @@ static void fluxonkv_put_abort(const u8 *key, u32 key_len, u64 put_id,
 	};
 
 	fluxonkv_notify(FLUXONKV_CMD_PUT_ABORT, &args, NULL, 0);
+}
+
+/*
+ * Send @len bytes of the putter's buffer @buf on @sock, from the putter's
+ * context (the pages are the caller's; nothing is staged in the segment).
+ * The socket's own send timeout bounds each wait; a signal ends it.
+ */
+static int fluxonkv_sock_send_user(struct socket *sock, const void __user *buf,
+				   u64 len)
+{
+	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
+	struct iovec iov;
+	int ret;
+
+	ret = import_single_range(WRITE, (void __user *)buf, len, &iov,
+				  &msg.msg_iter);
+	if (ret)
+		return ret;
+	while (msg_data_left(&msg)) {
+		ret = sock_sendmsg(sock, &msg);
+		if (ret == -ERESTARTSYS)
+			return -EINTR;
+		if (ret < 0)
+			return ret;
+		if (!ret)
+			return -EPIPE;
+	}
+	return 0;
+}
+
+/*
+ * No room here for in-flight put @put_id (the master has nothing left to
+ * evict on this node): PUT_PLACE has the daemon find another node, which
+ * allocates a replica and waits on a socket the answer hands us; the value
+ * goes from the putter's buffer straight into that socket, then PUT_DONE
+ * names the remote replica and the master publishes it there.
+ * Return: 0 (published, or superseded by a newer version), or -errno;
+ * failures are reported with PUT_ABORT {HANDLE} so that the master drops
+ * the remote replica.
+ */
+static int fluxonkv_put_remote(const u8 *key, u32 key_len,
+			       const void __user *value, u64 len, u64 put_id)
+{
+	struct fluxonkv_upcall_args args = {
+		.key = key, .key_len = key_len, .len = len, .put_id = put_id,
+	};
+	struct fluxonkv_upcall place = {}, done = {};
+	u64 t0 = ktime_get_ns();
+	int ret;
+
+	atomic64_inc(&fluxonkv_stats.puts_placed);
+	ret = fluxonkv_upcall(FLUXONKV_CMD_PUT_PLACE, &args, &place);
+	if (ret)
+		goto err_abort;
+	/* The answer handler took a reference on the socket. */
+	if (FLUXONKV_HANDLE_NODE(place.handle) == fluxonkv_replica_node()) {
+		ret = -EPROTO;	/* a remote replica must be another node's */
+		goto err_sock;
+	}
+	ret = fluxonkv_sock_send_user(place.sock, value, len);
+	if (ret)
+		goto err_sock;
+	sockfd_put(place.sock);
+	fluxonkv_lat_record(FLUXONKV_LAT_PLACE_SEND, t0);
+
+	args.handle = place.handle;
+	ret = fluxonkv_upcall(FLUXONKV_CMD_PUT_DONE, &args, &done);
+	if (ret) {
+		/* The master may have published it: name it. */
+		fluxonkv_put_abort(key, key_len, put_id, place.handle, ret);
+		goto err;
+	}
+	if (done.flags & FLUXONKV_PUT_F_PUBLISHED)
+		/* The master dropped the older versions' SSD copies. */
+		fluxonkv_ssd_unroute(key, key_len, put_id - 1);
+	return 0;
+
+err_sock:
+	sockfd_put(place.sock);
+err_abort:
+	fluxonkv_put_abort(key, key_len, put_id, place.handle, ret);
+err:
+	atomic64_inc(&fluxonkv_stats.place_errors);
+	pr_info_ratelimited("placing a %llu byte put on another node failed: %d\n",
+			    len, ret);
+	return ret;
 }
 
 /**
@@ -213,7 +311,13 @@ int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
 	}
 	fluxonkv_note_put_id(start.put_id);
 
-	a = fluxonkv_alloc_room(len);
+	a = fluxonkv_alloc_room_for(len, fluxonkv_daemon_placement());
+	if (IS_ERR(a) && PTR_ERR(a) == -ENOSPC &&
+	    fluxonkv_daemon_placement()) {
+		ret = fluxonkv_put_remote(key, key_len, value, len,
+					  start.put_id);
+		goto out;
+	}
 	if (IS_ERR(a)) {
 		ret = PTR_ERR(a);
 		goto err_abort;
@@ -259,6 +363,7 @@ int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
 		fluxonkv_ssd_persist(key, key_len, start.put_id, a);
 	}
 	fluxonkv_replica_put(r);
+out:
 	if (ret)
 		return ret;
 	*put_id = start.put_id;
@@ -779,6 +884,82 @@ int fluxonkv_ssd_stage(struct fluxonkv_session *s, const u8 *key,
 err_alloc:
 	fluxonkv_alloc_put(a);
 	return ret;
+}
+
+/**
+ * fluxonkv_target() - allocate the replica of a put another node places
+ *	here, for a privileged session (the target's half of PUT_PLACE).
+ * @s: the caller's session; must be privileged (the node daemon).
+ * @key: key bytes.
+ * @key_len: 1..FLUXONKV_KEY_MAX.
+ * @put_id: the version the master assigned.
+ * @len: value bytes.
+ * @res: out: a holder on the range (the daemon writes it through its
+ *	writable mapping, then releases the holder), offset and length.
+ * @handle: out: the replica's handle.
+ *
+ * The replica is in the handle table (the master's reference) but not in
+ * the index until fluxonkv_publish().  Return: 0, -EPERM, -EINVAL,
+ * -ENOSPC, -ENOMEM or -errno from waiting for room.
+ */
+int fluxonkv_target(struct fluxonkv_session *s, const u8 *key, u32 key_len,
+		    u64 put_id, u64 len, struct fluxonkv_get_result *res,
+		    u64 *handle)
+{
+	struct fluxonkv_replica *r;
+	struct fluxonkv_alloc *a;
+	int ret;
+
+	if (!s->privileged)
+		return -EPERM;
+	if (!put_id || !len || len > min_t(u64, FLUXONKV_VALUE_MAX,
+					   fluxonkv_seg.size))
+		return -EINVAL;
+	a = fluxonkv_alloc_room(len);
+	if (IS_ERR(a))
+		return PTR_ERR(a);
+	r = fluxonkv_replica_new(key, key_len, put_id, a);
+	if (IS_ERR(r)) {
+		fluxonkv_alloc_put(a);
+		return PTR_ERR(r);
+	}
+	fluxonkv_alloc_get(a);		/* the holder's reference */
+	ret = fluxonkv_grant(s, a, put_id, FLUXONKV_SOURCE_MEMORY, res);
+	if (ret) {
+		fluxonkv_replica_drop(r->handle);
+	} else {
+		*handle = r->handle;
+		atomic64_inc(&fluxonkv_stats.puts_targeted);
+	}
+	fluxonkv_replica_put(r);
+	return ret;
+}
+
+/**
+ * fluxonkv_publish() - the master published a replica of fluxonkv_target().
+ * @s: the caller's session; must be privileged.
+ * @handle: the replica.
+ * @put_id: its version.
+ * @persist: also write it to this node's SSD tier.
+ *
+ * Return: 0, -EPERM or -ENOENT (no such replica of that version).
+ */
+int fluxonkv_publish(struct fluxonkv_session *s, u64 handle, u64 put_id,
+		     bool persist)
+{
+	struct fluxonkv_replica *r;
+
+	if (!s->privileged)
+		return -EPERM;
+	r = fluxonkv_handle_replica(handle, put_id);
+	if (!r)
+		return -ENOENT;
+	fluxonkv_replica_publish(r);
+	/* -ENODEV (no SSD tier now): it stays memory-only, as for a put. */
+	if (persist)
+		fluxonkv_ssd_persist(r->key, r->key_len, r->put_id, r->alloc);
+	fluxonkv_replica_put(r);
+	return 0;
 }
 
 /* Return: 0, -ENOENT if the key had no route, or -errno. */

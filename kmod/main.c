@@ -36,6 +36,7 @@ static const char *const fluxonkv_lat_names[FLUXONKV_LAT_NR] = {
 	[FLUXONKV_LAT_SSD_WRITE_IO] = "ssd_write_io",
 	[FLUXONKV_LAT_GET_REMOTE] = "get_remote",
 	[FLUXONKV_LAT_FETCH] = "fetch",
+	[FLUXONKV_LAT_PLACE_SEND] = "place_send",
 };
 
 void fluxonkv_lat_record(enum fluxonkv_lat_op op, u64 start_ns)
@@ -206,6 +207,9 @@ FLUXONKV_ATTR_STAT(hits_remote);
 FLUXONKV_ATTR_STAT(fetches);
 FLUXONKV_ATTR_STAT(fetch_errors);
 FLUXONKV_ATTR_STAT(fetch_abandoned);
+FLUXONKV_ATTR_STAT(puts_placed);
+FLUXONKV_ATTR_STAT(place_errors);
+FLUXONKV_ATTR_STAT(puts_targeted);
 FLUXONKV_ATTR_STAT(misses);
 FLUXONKV_ATTR_STAT(local_misses);
 FLUXONKV_ATTR_STAT(local_refills);
@@ -253,6 +257,9 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_fetches.attr,
 	&fluxonkv_attr_fetch_errors.attr,
 	&fluxonkv_attr_fetch_abandoned.attr,
+	&fluxonkv_attr_puts_placed.attr,
+	&fluxonkv_attr_place_errors.attr,
+	&fluxonkv_attr_puts_targeted.attr,
 	&fluxonkv_attr_misses.attr,
 	&fluxonkv_attr_local_misses.attr,
 	&fluxonkv_attr_local_refills.attr,

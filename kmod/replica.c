@@ -382,6 +382,21 @@ struct fluxonkv_alloc *fluxonkv_handle_lookup(u64 handle, const u8 *key,
 	return a;
 }
 
+/* The replica @handle of version @put_id with a reference, or NULL. */
+struct fluxonkv_replica *fluxonkv_handle_replica(u64 handle, u64 put_id)
+{
+	struct fluxonkv_replica *r;
+
+	xa_lock(&fluxonkv_handles);
+	r = xa_load(&fluxonkv_handles, fluxonkv_handle_slot(handle));
+	if (r && (r->handle != handle || r->put_id != put_id))
+		r = NULL;
+	if (r)
+		kref_get(&r->ref);
+	xa_unlock(&fluxonkv_handles);
+	return r;
+}
+
 unsigned long fluxonkv_replica_count(void)
 {
 	return atomic_long_read(&fluxonkv_nr_replicas);

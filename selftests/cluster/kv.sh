@@ -12,7 +12,9 @@
 # member-left on node1, node2-only keys miss at once, nothing hangs; node2
 # back under a new incarnation and serving again; values only on node2's
 # SSD (its DRAM copies evicted) pushed to node1 in 4 MiB chunks (1 B,
-# 4 MiB - 128 B, 16 MiB).  TAP in $FLUXON_RESULTS/kv-node<I>.tap.
+# 4 MiB - 128 B, 16 MiB); the master restarted; node2 full (its segment
+# pinned by holders): its put placed on node1, read there from DRAM and
+# back on node2.  TAP in $FLUXON_RESULTS/kv-node<I>.tap.
 set -euo pipefail
 
 TAP_NAME=kv
@@ -30,7 +32,7 @@ if [ "$N" -ne 2 ]; then
 	out "1..0 # SKIP kv.sh runs on exactly 2 nodes"
 	exit 0
 fi
-if [ "$I" -eq 1 ]; then out "1..29"; else out "1..16"; fi
+if [ "$I" -eq 1 ]; then out "1..31"; else out "1..19"; fi
 
 # node2's small segment makes its DRAM copies go to its SSD tier.
 SEG_MB=96
@@ -125,6 +127,11 @@ if [ "$I" -eq 1 ]; then
 	mark master.back
 	wait_for after2.2 || true
 	check "after the master's restart node2's put is read on node1" get_same after2 remote
+	# node2 is full (every byte pinned): its put lands here.
+	wait_for placed.2 || true
+	check "the put placed here is a local DRAM hit" get_same placed memory
+	check "node1's module made the target" test "$(stat_of puts_targeted)" -ge 1
+	mark placedread.1
 else
 	wait_for master-up || true
 	config /tmp/bad.yaml wrong-secret-0123456789abcdef
@@ -222,6 +229,39 @@ else
 	check "node2 registers again once it rejoined" reregistered
 	put_new after2 777
 	mark after2.2
+	# Full: 25 MiB of the 32 MiB segment pinned by holders, so an 8 MiB
+	# put cannot fit even after the master evicted everything here.
+	for f in 1 2 3 4 5; do put_new "full$f" $((5 << 20)); done
+	PYTHONPATH=$REPO/userspace/python python3 "$REPO/selftests/cluster/hold.py" \
+		"$SH/unhold" full1 full2 full3 full4 full5 >/tmp/hold.out 2>&1 &
+	HOLD=$!
+	held() {
+		local t
+		for ((t = 0; t < 100; t++)); do
+			grep -q '^held 5' /tmp/hold.out && return 0
+			kill -0 "$HOLD" 2>/dev/null || break
+			sleep 0.1
+		done
+		diag "hold.py: $(cat /tmp/hold.out)"
+		return 1
+	}
+	check "holders pin 25 MiB of node2's 32 MiB segment" held
+	placed0=$(stat_of puts_placed)
+	placed_ok() {
+		local t0=$SECONDS
+		put_new placed $((8 << 20)) || return 1
+		diag "the placed put took $((SECONDS - t0)) s"
+		[ "$(stat_of puts_placed)" -eq $((placed0 + 1)) ] &&
+			[ "$(stat_of place_errors)" -eq 0 ] ||
+			{ diag "puts_placed $(stat_of puts_placed) place_errors $(stat_of place_errors)"; return 1; }
+		cluster_json "c['stats']['puts_placed_remote'] >= 1 and c['stats']['place_bytes_sent'] >= 8 << 20"
+	}
+	check "a full node's 8 MiB put is placed on node1" placed_ok
+	mark placed.2
+	wait_for placedread.1 || true
+	: >"$SH/unhold"
+	wait "$HOLD" || true
+	check "node2 reads its placed value back from node1" get_same placed remote
 fi
 
 finish

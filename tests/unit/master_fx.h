@@ -18,6 +18,9 @@ struct fx {
 	uint64_t drops[MAXDROPS];
 	uint32_t drop_flags[MAXDROPS];
 	uint64_t next_handle;
+	size_t nplaced;			/* ops->placed calls */
+	uint64_t placed_handle, placed_put_id;
+	uint32_t placed_flags;
 };
 
 static struct fx F;
@@ -38,6 +41,20 @@ static uint64_t fx_clock(void *arg)
 	return ((struct fx *)arg)->now;
 }
 
-static const struct fkv_master_ops rec_ops = { .send_drop = rec_drop };
+static void rec_placed(void *arg, uint64_t handle, uint64_t put_id,
+		       uint32_t flags)
+{
+	struct fx *f = arg;
+
+	f->nplaced++;
+	f->placed_handle = handle;
+	f->placed_put_id = put_id;
+	f->placed_flags = flags;
+}
+
+static const struct fkv_master_ops rec_ops = {
+	.send_drop = rec_drop,
+	.placed = rec_placed,
+};
 
 #endif /* MASTER_FX_H */

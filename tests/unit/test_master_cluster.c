@@ -360,3 +360,157 @@ FKV_TEST(a_node_that_saw_higher_put_ids_moves_the_master_above_them)
 	FKV_ASSERT_EQ(pid, 1002);
 	fkv_master_destroy(F.m);
 }
+
+/* A put of A's placed on B: reservation, PUT_DONE with B's handle, PLACED. */
+FKV_TEST(a_full_node_places_its_put_on_another_node)
+{
+	struct fkv_master_stats st;
+	struct fkv_get_result g;
+	const char *addr = NULL;
+	uint32_t flags, node = 0;
+	uint64_t pid, h;
+
+	setup();
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_put_start(F.m, "big", 3, 4 * U, &pid, &flags),
+		      0);
+	FKV_ASSERT_EQ(fkv_master_put_place(F.m, "big", 3, pid, 4 * U, &node,
+					   &addr, &flags), 0);
+	FKV_ASSERT_EQ(node, B);
+	FKV_ASSERT(addr && !strcmp(addr, "10.77.0.2:7471"));
+	FKV_ASSERT_EQ(flags, 0);	/* B has no SSD */
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT_EQ(st.placed, 1);
+	/* Placed once: not again, and not for another key. */
+	FKV_ASSERT_EQ(fkv_master_put_place(F.m, "big", 3, pid, 4 * U, &node,
+					   &addr, &flags), -EINVAL);
+	FKV_ASSERT_EQ(fkv_master_put_place(F.m, "bog", 3, pid, 4 * U, &node,
+					   &addr, &flags), -EINVAL);
+	/* Only the origin may complete it, and only with B's handle. */
+	FKV_ASSERT_EQ(fkv_master_put_done(F.m, "big", 3, pid, H(A, 1, pid),
+					  4 * U, &flags), -EINVAL);
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_put_done(F.m, "big", 3, pid, H(B, 1, pid),
+					  4 * U, &flags), -EINVAL);
+	fkv_master_set_caller(F.m, A);
+	h = H(B, 1, pid);
+	FKV_ASSERT_EQ(fkv_master_put_done(F.m, "big", 3, pid, h, 4 * U,
+					  &flags), 0);
+	FKV_ASSERT_EQ(flags, FLUXONKV_PUT_F_PUBLISHED);
+	FKV_ASSERT_EQ(F.nplaced, 1);
+	FKV_ASSERT_EQ(F.placed_handle, h);
+	FKV_ASSERT_EQ(F.placed_put_id, pid);
+	FKV_ASSERT_EQ(F.ndrops, 0);
+	/* A reads it from B's DRAM; B's own get is a local hit. */
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "big", 3, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE);
+	FKV_ASSERT_EQ(g.handle, h);
+	FKV_ASSERT_EQ(g.node, B);
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "big", 3, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_MEMORY);
+	fkv_master_node_info(F.m, B, &(struct fkv_master_node_info){ 0 });
+	fkv_master_destroy(F.m);
+}
+
+FKV_TEST(placement_counts_on_the_target_and_prefers_ssd_and_room)
+{
+	struct fkv_master_node_info ni;
+	const char *addr;
+	uint32_t flags, node;
+	uint64_t pid, x;
+
+	setup();
+	/* C: an SSD, less room than B; D: no SSD, empty. */
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, 3, 0xc1, SEG, 256 * U,
+					 "10.77.0.3:7471"), 0);
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, 4, 0xd1, SEG, 0,
+					 "10.77.0.4:7471"), 0);
+	put_on(3, "c-fill", 16 * U, 1, &x);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_put_start(F.m, "k", 1, 2 * U, &pid, &flags),
+		      0);
+	FKV_ASSERT_EQ(fkv_master_put_place(F.m, "k", 1, pid, 2 * U, &node,
+					   &addr, &flags), 0);
+	FKV_ASSERT_EQ(node, 3);		/* SSD-capable first (§2.4) */
+	FKV_ASSERT_EQ(flags, FLUXONKV_PUT_F_PERSIST);
+	FKV_ASSERT_EQ(fkv_master_node_info(F.m, 3, &ni), 0);
+	FKV_ASSERT_EQ(ni.reserved, 2 * U);
+	FKV_ASSERT_EQ(fkv_master_node_info(F.m, A, &ni), 0);
+	FKV_ASSERT_EQ(ni.reserved, 0);
+	FKV_ASSERT_EQ(fkv_master_put_done(F.m, "k", 1, pid, H(3, 2, pid),
+					  2 * U, &flags), 0);
+	FKV_ASSERT_EQ(F.placed_flags, FLUXONKV_PUBLISH_F_PERSIST);
+	FKV_ASSERT_EQ(fkv_master_node_info(F.m, 3, &ni), 0);
+	FKV_ASSERT_EQ(ni.used, 18 * U);
+	FKV_ASSERT_EQ(ni.reserved, 0);
+	/* Without SSD anywhere else: the most room (D over B). */
+	fkv_master_node_down(F.m, 3);
+	put_on(B, "b-fill", 8 * U, 1, &x);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_put_start(F.m, "k2", 2, U, &pid, &flags), 0);
+	FKV_ASSERT_EQ(fkv_master_put_place(F.m, "k2", 2, pid, U, &node,
+					   &addr, &flags), 0);
+	FKV_ASSERT_EQ(node, 4);
+	FKV_ASSERT_EQ(flags, 0);
+	fkv_master_destroy(F.m);
+}
+
+FKV_TEST(a_placed_put_that_fails_drops_the_target_replica)
+{
+	struct fkv_master_stats st;
+	const char *addr;
+	uint32_t flags, node;
+	uint64_t pid, pid2, x;
+
+	setup();
+	/* Alone: nowhere to place. */
+	fkv_master_node_down(F.m, B);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_put_start(F.m, "k", 1, U, &pid, &flags), 0);
+	FKV_ASSERT_EQ(fkv_master_put_place(F.m, "k", 1, pid, U, &node, &addr,
+					   &flags), -ENOSPC);
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT_EQ(st.place_refused, 1);
+	fkv_master_put_abort(F.m, "k", 1, pid, 0, -ENOSPC);
+
+	/* Aborted after the target made its replica: dropped there. */
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, B, INC_B + 1, SEG, 0,
+					 "10.77.0.2:7471"), 0);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_put_start(F.m, "k", 1, U, &pid, &flags), 0);
+	FKV_ASSERT_EQ(fkv_master_put_place(F.m, "k", 1, pid, U, &node, &addr,
+					   &flags), 0);
+	fkv_master_put_abort(F.m, "k", 1, pid, H(B, 7, pid), -EPIPE);
+	FKV_ASSERT_EQ(F.ndrops, 1);
+	FKV_ASSERT_EQ(F.drops[0], H(B, 7, pid));
+	/* ... but never a handle of a node the put was not placed on. */
+	FKV_ASSERT_EQ(fkv_master_put_start(F.m, "k", 1, U, &pid, &flags), 0);
+	FKV_ASSERT_EQ(fkv_master_put_place(F.m, "k", 1, pid, U, &node, &addr,
+					   &flags), 0);
+	fkv_master_put_abort(F.m, "k", 1, pid, H(3, 7, pid), -EPIPE);
+	FKV_ASSERT_EQ(F.ndrops, 1);
+
+	/* Superseded by a newer version meanwhile: dropped too. */
+	FKV_ASSERT_EQ(fkv_master_put_start(F.m, "s", 1, U, &pid, &flags), 0);
+	FKV_ASSERT_EQ(fkv_master_put_place(F.m, "s", 1, pid, U, &node, &addr,
+					   &flags), 0);
+	put_on(A, "s", U, 9, &pid2);
+	F.ndrops = 0;
+	FKV_ASSERT_EQ(fkv_master_put_done(F.m, "s", 1, pid, H(B, 8, pid), U,
+					  &flags), 0);
+	FKV_ASSERT_EQ(flags, 0);
+	FKV_ASSERT_EQ(F.ndrops, 1);
+	FKV_ASSERT_EQ(F.drops[0], H(B, 8, pid));
+	FKV_ASSERT_EQ(F.nplaced, 0);
+
+	/* The target left: the placed put is forgotten with it. */
+	FKV_ASSERT_EQ(fkv_master_put_start(F.m, "t", 1, U, &pid, &flags), 0);
+	FKV_ASSERT_EQ(fkv_master_put_place(F.m, "t", 1, pid, U, &node, &addr,
+					   &flags), 0);
+	fkv_master_node_down(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_put_done(F.m, "t", 1, pid, H(B, 9, pid), U,
+					  &flags), -EINVAL);
+	(void)x;
+	fkv_master_destroy(F.m);
+}

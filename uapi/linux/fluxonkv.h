@@ -264,6 +264,65 @@ struct fluxonkv_ssd_stage {
 	__u64 reserved[2];
 };
 #define FLUXONKV_SSD_STAGE_SIZE_VER0	88
+
+/**
+ * struct fluxonkv_target - FLUXONKV_IOC_TARGET: allocate the replica of a
+ *	put another node places on this one (the target's half of a remote
+ *	placement, FLUXONKV_CMD_PUT_PLACE).
+ * @size: in: sizeof(struct fluxonkv_target).
+ * @key_len: in: 1..FLUXONKV_KEY_MAX.
+ * @key_ptr: in: user pointer to the key bytes.
+ * @put_id: in: the version the master assigned, > 0.
+ * @len: in: value bytes, 1..the largest value.
+ * @flags: in: must be zero.
+ * @holder_id: out: a holder on the new range (release it once filled).
+ * @offset: out: where the value goes in the segment's writable mapping.
+ * @handle: out: the replica's handle; the requester names it in PUT_DONE.
+ * @reserved: must be zero.
+ *
+ * Needs a file description opened with CAP_SYS_ADMIN (EPERM otherwise).
+ * The replica is not readable through the index until the master published
+ * it (FLUXONKV_IOC_PUBLISH); the master's DROP_REPLICA frees it, like any
+ * replica, and so does the daemon's disconnect.  May wait for room
+ * (NEED_ROOM) like a put: ENOSPC when none comes.
+ */
+struct fluxonkv_target {
+	__u32 size;
+	__u32 key_len;
+	__u64 key_ptr;
+	__u64 put_id;
+	__u64 len;
+	__u64 flags;
+	__u64 holder_id;
+	__u64 offset;
+	__u64 handle;
+	__u64 reserved[2];
+};
+#define FLUXONKV_TARGET_SIZE_VER0	80
+
+/**
+ * struct fluxonkv_publish - FLUXONKV_IOC_PUBLISH: the master published a
+ *	replica made with FLUXONKV_IOC_TARGET.
+ * @size: in: sizeof(struct fluxonkv_publish).
+ * @flags: in: FLUXONKV_PUBLISH_F_*.
+ * @handle: in: the replica.
+ * @put_id: in: its version (checked).
+ * @reserved: must be zero.
+ *
+ * Enters the replica in the local index (gets on this node find it without
+ * asking the master) and, with FLUXONKV_PUBLISH_F_PERSIST, writes it to
+ * this node's SSD tier as a put's persist would (SSD_COMMIT follows).
+ * ENOENT: no such replica (dropped meanwhile).  CAP_SYS_ADMIN session only.
+ */
+struct fluxonkv_publish {
+	__u32 size;
+	__u32 flags;
+	__u64 handle;
+	__u64 put_id;
+	__u64 reserved[2];
+};
+#define FLUXONKV_PUBLISH_SIZE_VER0	40
+#define FLUXONKV_PUBLISH_F_PERSIST	(1U << 0)
 /* Largest chunk one FLUXONKV_IOC_SSD_STAGE reads; pushes use 4 MiB. */
 #define FLUXONKV_SSD_CHUNK_MAX		(16ULL << 20)
 #define FLUXONKV_SSD_CHUNK		(4ULL << 20)
@@ -281,6 +340,8 @@ struct fluxonkv_ssd_stage {
 #define FLUXONKV_IOC_SSD_ATTACH	_IOWR(FLUXONKV_IOC_MAGIC, 0x05, struct fluxonkv_ssd_attach)
 #define FLUXONKV_IOC_HOLD	_IOWR(FLUXONKV_IOC_MAGIC, 0x06, struct fluxonkv_hold)
 #define FLUXONKV_IOC_SSD_STAGE	_IOWR(FLUXONKV_IOC_MAGIC, 0x07, struct fluxonkv_ssd_stage)
+#define FLUXONKV_IOC_TARGET	_IOWR(FLUXONKV_IOC_MAGIC, 0x08, struct fluxonkv_target)
+#define FLUXONKV_IOC_PUBLISH	_IOW(FLUXONKV_IOC_MAGIC, 0x09, struct fluxonkv_publish)
 
 /*
  * mmap of the device: read-only for everyone but a file description opened
@@ -352,6 +413,14 @@ enum fluxonkv_cmd {
 	 * GET_START named -> STATUS.  The target stays allocated until this
 	 * is answered (or the daemon goes), even if the get gave up. */
 	FLUXONKV_CMD_FETCH,
+	/* upcall KEY, PUT_ID, LEN: this owner has no room for an in-flight
+	 * put (the master has nothing left to evict here) -> HANDLE (the
+	 * replica another node allocated for it, named in the PUT_DONE that
+	 * follows) and FD: a connected stream socket in the answering
+	 * daemon's file table on which that node expects exactly LEN bytes.
+	 * The module sends the value on it from the putter's buffer, then
+	 * PUT_DONE {HANDLE}.  Only with FLUXONKV_REGISTER_F_PLACEMENT. */
+	FLUXONKV_CMD_PUT_PLACE,
 
 	__FLUXONKV_CMD_MAX,
 	FLUXONKV_CMD_MAX = __FLUXONKV_CMD_MAX - 1
@@ -381,6 +450,7 @@ enum fluxonkv_attr {
 	FLUXONKV_A_ENTRY,		/* nested: KEY + PUT_ID (SSD_EVICTED) */
 	FLUXONKV_A_OFFSET,		/* u64: byte offset in the segment */
 	FLUXONKV_A_NODE_ID,		/* u32: 0..FLUXONKV_NODE_MAX */
+	FLUXONKV_A_FD,			/* u32: a file descriptor of the daemon */
 
 	__FLUXONKV_A_MAX,
 	FLUXONKV_A_MAX = __FLUXONKV_A_MAX - 1
@@ -395,6 +465,12 @@ enum fluxonkv_attr {
  * waiting for the answer.  Without it every local miss asks the master.
  */
 #define FLUXONKV_REGISTER_F_LOCAL_ROUTES	(1U << 0)
+/*
+ * ... and the daemon can place a put on another node (PUT_PLACE): when the
+ * master answers NEED_ROOM with ENOSPC, a put asks PUT_PLACE at once
+ * instead of waiting for room here.
+ */
+#define FLUXONKV_REGISTER_F_PLACEMENT		(1U << 1)
 
 /*
  * GET_START may answer SOURCE=REMOTE or REMOTE_SSD with PUT_ID, LEN and a

@@ -60,6 +60,21 @@ enum fkv_cluster_cmd {
 	 * the module (an overwrite or delete elsewhere waits for it).
 	 */
 	FKV_CCMD_DROP_ACK,
+	/*
+	 * data plane, requester -> target node (remote placement): KEY,
+	 * PUT_ID, LEN.  Answer PLACE with STATUS and, on 0, HANDLE (the
+	 * target's replica for it); then exactly LEN raw payload bytes
+	 * follow from the requester, and the target answers PLACE again with
+	 * STATUS once they are all in (0) or not.  One placement per
+	 * connection; the requester closes it after the second answer.
+	 */
+	FKV_CCMD_PLACE,
+	/*
+	 * master -> the node a put was placed on: HANDLE, PUT_ID, FLAGS
+	 * (FLUXONKV_PUBLISH_F_PERSIST): the master published that replica;
+	 * no answer.  In order with later DROP_REPLICAs of the handle.
+	 */
+	FKV_CCMD_PLACED,
 	__FKV_CCMD_MAX,
 };
 

@@ -481,8 +481,8 @@ static void node_msg(struct fkv_cctl *t, struct cconn *c, struct nlmsghdr *nlh)
 	struct nl_msg *msg;
 	int32_t status;
 
-	if (cmd < FKV_CCMD_HELLO) {
-		/* An answer to a forwarded upcall, or DROP_REPLICA. */
+	if (cmd < FKV_CCMD_HELLO || cmd == FKV_CCMD_PLACED) {
+		/* An answer to a forwarded upcall, DROP_REPLICA, PLACED. */
 		if (c->state == C_JOINED && t->cfg.ops && t->cfg.ops->master_msg)
 			t->cfg.ops->master_msg(t->cfg.arg, nlh);
 		return;

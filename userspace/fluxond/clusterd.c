@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,39 @@ struct fetch_tok {
 	struct fkv_clusterd *cd;
 };
 
+/*
+ * A put of ours placed on another node (PUT_PLACE .. PUT_DONE): the
+ * transport asks the target for a replica (step 1: its handle and a
+ * connection the module sends the value on), then waits for the
+ * target's word that every byte is in (step 2) before the module's
+ * PUT_DONE goes to the master.
+ */
+struct place_op {
+	struct fkv_pull p;		/* FKV_XFER_PLACE */
+	struct fkv_clusterd *cd;
+	uint64_t place_req;		/* the module's PUT_PLACE */
+	uint64_t done_req;		/* its PUT_DONE, held for step 2 */
+	struct nlmsghdr *done_msg;	/* that PUT_DONE, verbatim */
+	uint64_t epoch;			/* registration it belongs to */
+	uint64_t deadline_ms;
+	bool busy;			/* a transport step runs */
+	bool answered;			/* the module has HANDLE and FD */
+	bool dead;			/* aborted while busy: freed when done */
+};
+
+/*
+ * A replica made here for another node's put, not published yet: the
+ * master's PLACED publishes it; a failed transfer or FKV_TARGET_TTL_MS
+ * without PLACED drops it (the master never referenced it).
+ */
+struct target_rec {
+	uint64_t deadline_ms;
+	int status;			/* 1 filling, 0 filled, < 0 failed */
+};
+
+/* Longer than a put may stay in flight at the master (60 s). */
+#define FKV_TARGET_TTL_MS	70000
+
 struct fkv_clusterd {
 	struct fkv_clusterd_config cfg;
 	const struct fkv_cluster_config *cc;
@@ -100,6 +134,9 @@ struct fkv_clusterd {
 	uint64_t seg_size;
 	struct fkv_u64map tokens;	/* token -> struct fetch_tok */
 	uint64_t next_token;
+	struct fkv_u64map places;	/* put_id -> struct place_op */
+	pthread_mutex_t tgt_lock;	/* protects targets (transport threads) */
+	struct fkv_u64map targets;	/* handle -> struct target_rec */
 	struct sync_wait *syncs;	/* answers waiting for drop acks */
 	struct sync_wait *cur_sync;	/* the one being built, in dispatch */
 	uint64_t next_sync;
@@ -107,8 +144,15 @@ struct fkv_clusterd {
 		uint64_t forwarded, answered, fetches, fetch_errors;
 		uint64_t drops_relayed, tokens_expired, refused_unjoined;
 		uint64_t sync_timeouts, syncs_held;
+		uint64_t places, place_errors, targets_published;
+		uint64_t targets_dropped;
 	} st;
 };
+
+static struct place_op *place_by_req(struct fkv_clusterd *cd, uint64_t req);
+static bool place_routed(struct fkv_clusterd *cd, struct place_op *op,
+			 struct fkv_reply *r, const char *addr);
+static void places_sweep(struct fkv_clusterd *cd, uint64_t now, bool all);
 
 static uint64_t now_ms(void)
 {
@@ -165,6 +209,131 @@ static void seg_release(void *arg, uint64_t pin)
 	if (ioctl(cd->devfd, FLUXONKV_IOC_RELEASE, &rel))
 		fkv_warn("cluster: releasing holder %llu: %m",
 			 (unsigned long long)pin);
+}
+
+/* Transport thread: a replica for another node's put (FKV_CCMD_PLACE). */
+static int seg_target(void *arg, const void *key, size_t key_len,
+		      uint64_t put_id, uint64_t len, uint64_t *handle,
+		      uint64_t *off, uint64_t *pin)
+{
+	struct fkv_clusterd *cd = arg;
+	struct fluxonkv_target t = {
+		.size = sizeof(t), .key_len = (uint32_t)key_len,
+		.key_ptr = (uintptr_t)key, .put_id = put_id, .len = len,
+	};
+	struct target_rec *tr = calloc(1, sizeof(*tr));
+	int err;
+
+	if (!tr)
+		return -ENOMEM;
+	if (ioctl(cd->devfd, FLUXONKV_IOC_TARGET, &t)) {
+		err = -errno;
+		free(tr);
+		return err;
+	}
+	tr->status = 1;
+	tr->deadline_ms = now_ms() + FKV_TARGET_TTL_MS;
+	pthread_mutex_lock(&cd->tgt_lock);
+	err = fkv_u64map_put(&cd->targets, t.handle, tr);
+	pthread_mutex_unlock(&cd->tgt_lock);
+	if (err) {
+		/* Unrecorded, it could never be dropped: refuse it. */
+		free(tr);
+		tr = NULL;
+		seg_release(cd, t.holder_id);
+		fkv_err("cluster: target %#llx made but not recorded; it "
+			"stays until the module forgets this registration",
+			(unsigned long long)t.handle);
+		return err;
+	}
+	*handle = t.handle;
+	*off = t.offset;
+	*pin = t.holder_id;
+	return 0;
+}
+
+/* Transport thread: the transfer into target @handle ended. */
+static void seg_placed(void *arg, uint64_t handle, uint64_t pin, int status)
+{
+	struct fkv_clusterd *cd = arg;
+	struct target_rec *tr;
+
+	seg_release(cd, pin);
+	pthread_mutex_lock(&cd->tgt_lock);
+	tr = fkv_u64map_get(&cd->targets, handle);
+	if (tr)
+		tr->status = status;	/* failed: the tick drops it */
+	pthread_mutex_unlock(&cd->tgt_lock);
+}
+
+/* Forget the record of target @handle (published or dropped). */
+static bool target_forget(struct fkv_clusterd *cd, uint64_t handle)
+{
+	struct target_rec *tr;
+
+	pthread_mutex_lock(&cd->tgt_lock);
+	tr = fkv_u64map_del(&cd->targets, handle);
+	pthread_mutex_unlock(&cd->tgt_lock);
+	free(tr);
+	return tr != NULL;
+}
+
+/* The master published target @handle (PLACED): index it, maybe persist. */
+static void publish_target(struct fkv_clusterd *cd, uint64_t handle,
+			   uint64_t put_id, uint32_t flags)
+{
+	struct fluxonkv_publish pub = {
+		.size = sizeof(pub), .handle = handle, .put_id = put_id,
+		.flags = flags & FLUXONKV_PUBLISH_F_PERSIST,
+	};
+
+	target_forget(cd, handle);
+	if (!cd->registered)
+		return;
+	if (ioctl(cd->devfd, FLUXONKV_IOC_PUBLISH, &pub))
+		fkv_info("cluster: publishing placed replica %#llx: %m",
+			 (unsigned long long)handle);
+	else
+		cd->st.targets_published++;
+}
+
+/* Drop the targets whose transfer failed or that were never published. */
+static void targets_sweep(struct fkv_clusterd *cd, uint64_t now)
+{
+	uint64_t dead[64], key;
+	unsigned int i, n = 0;
+	size_t pos = 0;
+	void *val;
+
+	pthread_mutex_lock(&cd->tgt_lock);
+	while (n < 64 && !fkv_u64map_next(&cd->targets, &pos, &key, &val)) {
+		struct target_rec *tr = val;
+
+		if (tr->status < 0 || now > tr->deadline_ms)
+			dead[n++] = key;
+	}
+	pthread_mutex_unlock(&cd->tgt_lock);
+	for (i = 0; i < n; i++) {
+		target_forget(cd, dead[i]);
+		cd->st.targets_dropped++;
+		if (cd->registered)
+			fkv_nl_send_drop(cd->nl, dead[i], 0);
+	}
+}
+
+static void targets_clear(struct fkv_clusterd *cd)
+{
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+
+	pthread_mutex_lock(&cd->tgt_lock);
+	while (!fkv_u64map_next(&cd->targets, &pos, &key, &val)) {
+		fkv_u64map_del(&cd->targets, key);
+		free(val);
+		pos = 0;
+	}
+	pthread_mutex_unlock(&cd->tgt_lock);
 }
 
 static int open_segment(struct fkv_clusterd *cd)
@@ -296,7 +465,32 @@ static void send_drop(void *arg, uint64_t handle, uint32_t flags)
 	nlmsg_free(msg);
 }
 
-static const struct fkv_master_ops master_ops = { .send_drop = send_drop };
+/* The master published a put placed on node @handle's owner. */
+static void send_placed(void *arg, uint64_t handle, uint64_t put_id,
+			uint32_t flags)
+{
+	struct fkv_clusterd *cd = arg;
+	uint32_t node = FLUXONKV_HANDLE_NODE(handle);
+	struct nl_msg *msg;
+
+	if (node == cd->self) {
+		publish_target(cd, handle, put_id, flags);
+		return;
+	}
+	msg = fkv_wire_msg(FKV_CCMD_PLACED);
+	if (!msg || nla_put_u64(msg, FLUXONKV_A_HANDLE, handle) ||
+	    nla_put_u64(msg, FLUXONKV_A_PUT_ID, put_id) ||
+	    nla_put_u32(msg, FLUXONKV_A_FLAGS, flags) ||
+	    fkv_cctl_send(cd->cctl, node, msg))
+		fkv_warn("cluster: PLACED %#llx for node %u not sent",
+			 (unsigned long long)handle, node);
+	nlmsg_free(msg);
+}
+
+static const struct fkv_master_ops master_ops = {
+	.send_drop = send_drop,
+	.placed = send_placed,
+};
 
 /*
  * Answer @u from node @node with the in-process master; for GET_START the
@@ -398,6 +592,18 @@ static bool master_answer(struct fkv_clusterd *cd, uint32_t node,
 			*src_node = g.node;
 		}
 		reply = true;
+	} else if (u->cmd == FLUXONKV_CMD_PUT_PLACE &&
+		   (u->present & (A(KEY) | A(PUT_ID) | A(LEN))) ==
+		   (A(KEY) | A(PUT_ID) | A(LEN))) {
+		memset(r, 0, sizeof(*r));
+		r->status = fkv_master_put_place(cd->master, u->key,
+						 u->key_len, u->put_id, u->len,
+						 src_node, addr, &r->flags);
+		if (!r->status) {
+			r->put_id = u->put_id;
+			r->present = A(PUT_ID) | A(FLAGS);
+		}
+		reply = true;
 	} else {
 		reply = fkv_dispatch(cd->master, u, r);
 	}
@@ -488,7 +694,8 @@ static void node_register(struct fkv_clusterd *cd, uint32_t id)
 	struct nl_msg *msg;
 	int err;
 
-	err = fkv_nl_register(cd->nl, 0, id, &cd->reg);
+	err = fkv_nl_register(cd->nl, FLUXONKV_REGISTER_F_PLACEMENT, id,
+			      &cd->reg);
 	if (err) {
 		fkv_err("cluster: DAEMON_REGISTER as node %u failed: %s", id,
 			strerror(-err));
@@ -531,6 +738,8 @@ void fkv_clusterd_quiesce(struct fkv_clusterd *cd)
 	if (left)
 		fkv_err("cluster: %u pulls did not stop in 10 s", left);
 	cd->epoch++;	/* late completions answer nobody */
+	places_sweep(cd, now_ms(), true);
+	targets_clear(cd);	/* the module drops them as it unregisters */
 	while (n < 256 && !fkv_u64map_next(&cd->tokens, &pos, &key, &val))
 		if (!((struct fetch_tok *)val)->pulling)
 			dead[n++] = val;
@@ -587,9 +796,19 @@ static void master_msg(void *arg, struct nlmsghdr *nlh)
 		fkv_warn("cluster: malformed message %u from the master", cmd);
 		return;
 	}
+	if (cmd == FKV_CCMD_PLACED) {
+		if (tb[FLUXONKV_A_HANDLE] && tb[FLUXONKV_A_PUT_ID])
+			publish_target(cd, nla_get_u64(tb[FLUXONKV_A_HANDLE]),
+				       nla_get_u64(tb[FLUXONKV_A_PUT_ID]),
+				       tb[FLUXONKV_A_FLAGS] ?
+				       nla_get_u32(tb[FLUXONKV_A_FLAGS]) : 0);
+		return;
+	}
 	if (cmd == FLUXONKV_CMD_DROP_REPLICA) {
 		struct nl_msg *ack;
 
+		if (tb[FLUXONKV_A_HANDLE])
+			target_forget(cd, nla_get_u64(tb[FLUXONKV_A_HANDLE]));
 		if (tb[FLUXONKV_A_HANDLE] && cd->registered)
 			fkv_nl_send_drop(cd->nl, nla_get_u64(tb[FLUXONKV_A_HANDLE]),
 					 tb[FLUXONKV_A_FLAGS] ?
@@ -632,6 +851,14 @@ static void master_msg(void *arg, struct nlmsghdr *nlh)
 			 tb[FKV_CA_DATA_ADDR] ?
 			 nla_get_string(tb[FKV_CA_DATA_ADDR]) : NULL);
 	cd->st.answered++;
+	if (cmd == FLUXONKV_CMD_PUT_PLACE) {
+		struct place_op *op = place_by_req(cd, req_id);
+
+		if (op && !place_routed(cd, op, &r, tb[FKV_CA_DATA_ADDR] ?
+					nla_get_string(tb[FKV_CA_DATA_ADDR]) :
+					NULL))
+			return;		/* answered when step 1 ends */
+	}
 	if (cd->registered)
 		fkv_nl_send_reply(cd->nl, cmd, req_id, &r);
 }
@@ -728,6 +955,220 @@ static bool fetch(struct fkv_clusterd *cd, const struct fkv_upcall *u,
 	return false;
 }
 
+/* ---- remote placement, the requester's side ---- */
+
+static void place_free(struct fkv_clusterd *cd, struct place_op *op)
+{
+	if (op->p.fd >= 0)
+		close(op->p.fd);	/* the target drops its replica */
+	fkv_u64map_del(&cd->places, op->p.put_id);
+	free(op->done_msg);
+	free(op);
+}
+
+static struct place_op *place_by_req(struct fkv_clusterd *cd, uint64_t req)
+{
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+
+	while (!fkv_u64map_next(&cd->places, &pos, &key, &val))
+		if (((struct place_op *)val)->place_req == req)
+			return val;
+	return NULL;
+}
+
+static bool route_upcall(struct fkv_clusterd *cd, const struct fkv_upcall *u,
+			 struct fkv_reply *r, uint64_t src_handle);
+
+/* A transport step of @p ended (in our thread, from the reap). */
+static void place_step_done(struct fkv_pull *p)
+{
+	struct place_op *op = p->arg;
+	struct fkv_clusterd *cd = op->cd;
+	struct fkv_reply r = { .status = p->status };
+	struct fkv_upcall u;
+
+	op->busy = false;
+	if (p->status) {
+		cd->st.place_errors++;
+		fkv_info("cluster: placing put %llu (%llu bytes) on %s: step "
+			 "%u failed: %s", (unsigned long long)p->put_id,
+			 (unsigned long long)p->len, p->peer, p->step,
+			 strerror(-p->status));
+	}
+	if (op->dead || op->epoch != cd->epoch || !cd->registered) {
+		place_free(cd, op);
+		return;
+	}
+	if (p->step == 1) {
+		if (!p->status) {
+			r.handle = p->handle;
+			r.fd = (uint32_t)p->fd;
+			r.present = A(HANDLE) | A(FD);
+		}
+		/* The module takes its own reference on the socket here. */
+		fkv_nl_send_reply(cd->nl, FLUXONKV_CMD_PUT_PLACE, op->place_req,
+				  &r);
+		if (p->status)
+			place_free(cd, op);
+		else
+			op->answered = true;
+		return;
+	}
+	/* Step 2: every byte is in, the PUT_DONE goes to the master now. */
+	if (!p->status && fkv_nl_decode(op->done_msg, &u))
+		r.status = -EPROTO;
+	if (!r.status) {
+		cd->st.places++;
+		if (!route_upcall(cd, &u, &r, 0)) {
+			place_free(cd, op);
+			return;
+		}
+	}
+	fkv_nl_send_reply(cd->nl, FLUXONKV_CMD_PUT_DONE, op->done_req, &r);
+	place_free(cd, op);
+}
+
+/*
+ * The master answered PUT_PLACE for @op (@r, the target's data address
+ * @addr): start step 1, or answer the module now (true, with @r).
+ */
+static bool place_routed(struct fkv_clusterd *cd, struct place_op *op,
+			 struct fkv_reply *r, const char *addr)
+{
+	int err;
+
+	if (!r->status && (!addr || !addr[0]))
+		r->status = -EPROTO;
+	if (r->status) {
+		r->present = 0;
+		place_free(cd, op);
+		return true;
+	}
+	snprintf(op->p.peer, sizeof(op->p.peer), "%s", addr);
+	op->p.done = place_step_done;
+	op->p.arg = op;
+	err = fkv_xport_place(cd->xport, &op->p);
+	if (err) {
+		memset(r, 0, sizeof(*r));
+		r->status = err == -EBUSY ? -EAGAIN : err;
+		place_free(cd, op);
+		return true;
+	}
+	op->busy = true;
+	return false;
+}
+
+/* PUT_PLACE {KEY, PUT_ID, LEN}: false = answered later. */
+static bool place_begin(struct fkv_clusterd *cd, const struct fkv_upcall *u,
+			struct fkv_reply *r)
+{
+	struct place_op *op;
+	const char *addr;
+	uint32_t node;
+	int err;
+
+	if (!u->put_id || !u->len || !u->key_len ||
+	    u->key_len > FLUXONKV_KEY_MAX) {
+		r->status = -EINVAL;
+		return true;
+	}
+	if (fkv_u64map_get(&cd->places, u->put_id)) {
+		r->status = -EBUSY;
+		return true;
+	}
+	op = calloc(1, sizeof(*op));
+	if (!op || fkv_u64map_put(&cd->places, u->put_id, op)) {
+		free(op);
+		r->status = -ENOMEM;
+		return true;
+	}
+	op->cd = cd;
+	op->p.fd = -1;
+	memcpy(op->p.key, u->key, u->key_len);
+	op->p.key_len = u->key_len;
+	op->p.put_id = u->put_id;
+	op->p.len = u->len;
+	op->place_req = u->req_id;
+	op->epoch = cd->epoch;
+	op->deadline_ms = now_ms() + FKV_TOKEN_TTL_MS;
+	if (cd->master) {
+		master_answer(cd, cd->self, u, r, &node, &addr);
+		return place_routed(cd, op, r, addr);
+	}
+	err = forward(cd, u, 0);
+	if (err) {
+		place_free(cd, op);
+		cd->st.refused_unjoined++;
+		r->status = err == -ENOBUFS ? -EAGAIN : -ENOTCONN;
+		return true;
+	}
+	return false;
+}
+
+/* The module's PUT_DONE of a placed put: wait for the target's word. */
+static bool place_put_done(struct fkv_clusterd *cd, struct place_op *op,
+			   const struct fkv_upcall *u, struct fkv_reply *r)
+{
+	int err;
+
+	if (!op->answered || op->busy || op->done_msg ||
+	    u->handle != op->p.handle) {
+		r->status = -EPROTO;
+		return true;
+	}
+	op->done_msg = malloc(u->nlh->nlmsg_len);
+	if (!op->done_msg) {
+		r->status = -ENOMEM;
+		return true;
+	}
+	memcpy(op->done_msg, u->nlh, u->nlh->nlmsg_len);
+	op->done_req = u->req_id;
+	err = fkv_xport_place_finish(cd->xport, &op->p);
+	if (err) {
+		r->status = err == -EBUSY ? -EAGAIN : err;
+		place_free(cd, op);
+		return true;
+	}
+	op->busy = true;
+	return false;
+}
+
+/* The module gave the put up (PUT_ABORT): end its placement. */
+static void place_abort(struct fkv_clusterd *cd, uint64_t put_id)
+{
+	struct place_op *op = fkv_u64map_get(&cd->places, put_id);
+
+	if (!op)
+		return;
+	if (op->busy)
+		op->dead = true;
+	else
+		place_free(cd, op);
+}
+
+/* Placements of another registration, or past their time: gone. */
+static void places_sweep(struct fkv_clusterd *cd, uint64_t now, bool all)
+{
+	struct place_op *dead[64];
+	unsigned int i, n = 0;
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+
+	while (n < 64 && !fkv_u64map_next(&cd->places, &pos, &key, &val)) {
+		struct place_op *op = val;
+
+		if (op->busy)
+			op->dead |= all;
+		else if (all || now > op->deadline_ms)
+			dead[n++] = op;
+	}
+	for (i = 0; i < n; i++)
+		place_free(cd, dead[i]);
+}
+
 /* ---- the module's upcalls ---- */
 
 bool fkv_clusterd_upcall(void *arg, const struct fkv_upcall *u,
@@ -735,10 +1176,6 @@ bool fkv_clusterd_upcall(void *arg, const struct fkv_upcall *u,
 {
 	struct fkv_clusterd *cd = arg;
 	uint64_t src_handle = 0;
-	const char *addr;
-	uint32_t src_node;
-	bool reply;
-	int err;
 
 	memset(r, 0, sizeof(*r));
 	if (!cd->registered) {
@@ -747,6 +1184,16 @@ bool fkv_clusterd_upcall(void *arg, const struct fkv_upcall *u,
 	}
 	if (u->cmd == FLUXONKV_CMD_FETCH)
 		return fetch(cd, u, r);
+	if (u->cmd == FLUXONKV_CMD_PUT_PLACE)
+		return place_begin(cd, u, r);
+	if (u->cmd == FLUXONKV_CMD_PUT_DONE) {
+		struct place_op *op = fkv_u64map_get(&cd->places, u->put_id);
+
+		if (op)
+			return place_put_done(cd, op, u, r);
+	}
+	if (u->cmd == FLUXONKV_CMD_PUT_ABORT)
+		place_abort(cd, u->put_id);
 	if (u->cmd == FLUXONKV_CMD_GET_REVOKE &&
 	    (u->source == FLUXONKV_SOURCE_REMOTE ||
 	     u->source == FLUXONKV_SOURCE_REMOTE_SSD)) {
@@ -759,6 +1206,18 @@ bool fkv_clusterd_upcall(void *arg, const struct fkv_upcall *u,
 								 : t->src_node;
 		tok_free(cd, t);
 	}
+	return route_upcall(cd, u, r, src_handle);
+}
+
+/* Answer @u with the in-process master, or forward it to the master. */
+static bool route_upcall(struct fkv_clusterd *cd, const struct fkv_upcall *u,
+			 struct fkv_reply *r, uint64_t src_handle)
+{
+	const char *addr;
+	uint32_t src_node;
+	bool reply;
+	int err;
+
 	if (cd->master) {
 		struct fkv_upcall v = *u;
 
@@ -823,7 +1282,8 @@ static int start_master(struct fkv_clusterd *cd)
 	int err;
 
 	cd->self = fkv_cctl_self_id(cd->cctl);
-	err = fkv_nl_register(cd->nl, 0, cd->self, &cd->reg);
+	err = fkv_nl_register(cd->nl, FLUXONKV_REGISTER_F_PLACEMENT, cd->self,
+			      &cd->reg);
 	if (err) {
 		fkv_err("DAEMON_REGISTER failed: %s", strerror(-err));
 		return err;
@@ -869,7 +1329,12 @@ int fkv_clusterd_start(struct fkv_clusterd **out,
 	cd->nl = c->nl;
 	cd->devfd = -1;
 	cd->master_role = cc->role == FKV_ROLE_MASTER;
+	pthread_mutex_init(&cd->tgt_lock, NULL);
 	err = fkv_u64map_init(&cd->tokens, 0);
+	if (!err)
+		err = fkv_u64map_init(&cd->places, 0);
+	if (!err)
+		err = fkv_u64map_init(&cd->targets, 0);
 	if (err)
 		goto fail;
 	err = open_segment(cd);
@@ -886,6 +1351,8 @@ int fkv_clusterd_start(struct fkv_clusterd **out,
 	seg.hold = seg_hold;
 	seg.release = seg_release;
 	seg.stage = seg_stage;
+	seg.target = seg_target;
+	seg.placed = seg_placed;
 	seg.arg = cd;
 	err = fkv_xport_create(&cd->xport, &fkv_xport_tcp, &xc, &seg);
 	if (err) {
@@ -941,6 +1408,11 @@ void fkv_clusterd_stop(struct fkv_clusterd *cd)
 	while (!fkv_u64map_next(&cd->tokens, &pos, &key, &val))
 		free(val);
 	fkv_u64map_fini(&cd->tokens);
+	places_sweep(cd, 0, true);	/* none is busy after the destroy */
+	fkv_u64map_fini(&cd->places);
+	targets_clear(cd);
+	fkv_u64map_fini(&cd->targets);
+	pthread_mutex_destroy(&cd->tgt_lock);
 	fkv_master_destroy(cd->master);
 	if (cd->seg)
 		munmap(cd->seg, cd->seg_size);
@@ -995,6 +1467,8 @@ void fkv_clusterd_tick(struct fkv_clusterd *cd)
 		cd->st.tokens_expired++;
 		tok_free(cd, dead[i]);
 	}
+	places_sweep(cd, now, false);
+	targets_sweep(cd, now);
 }
 
 struct fkv_master *fkv_clusterd_master(struct fkv_clusterd *cd)
@@ -1099,6 +1573,14 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 		{ "ssd_push_chunks", xs.push_chunks },
 		{ "ssd_push_bytes", xs.push_bytes },
 		{ "ssd_push_errors", xs.push_errors },
+		{ "puts_placed_remote", cd->st.places },
+		{ "place_errors", cd->st.place_errors },
+		{ "place_bytes_sent", xs.place_bytes },
+		{ "targets_taken", xs.targets },
+		{ "target_bytes", xs.target_bytes },
+		{ "target_errors", xs.target_errors },
+		{ "targets_published", cd->st.targets_published },
+		{ "targets_dropped", cd->st.targets_dropped },
 		{ "data_auth_refused", xs.auth_refused },
 		{ "data_conns_opened", xs.conns_opened },
 		{ "data_conns_failed", xs.conns_failed },

@@ -39,6 +39,8 @@ static const struct {
 	[FLUXONKV_CMD_SSD_STATE] = { "SSD_STATE", A(SSD_CAPACITY), false },
 	[FLUXONKV_CMD_FETCH] = { "FETCH", A(REQ_ID) | A(KEY) | A(PUT_ID) |
 		A(LEN) | A(SOURCE) | A(HANDLE) | A(OFFSET), true },
+	[FLUXONKV_CMD_PUT_PLACE] = { "PUT_PLACE",
+		A(REQ_ID) | A(KEY) | A(PUT_ID) | A(LEN), true },
 };
 
 #define NCMDS	(sizeof(cmds) / sizeof(cmds[0]))
@@ -187,6 +189,7 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 			fkv_master_note_put_id(m, u->put_id);
 		break;
 	case FLUXONKV_CMD_FETCH:
+	case FLUXONKV_CMD_PUT_PLACE:
 		/* The cluster runtime moves bytes; the master never does. */
 		r->status = -EOPNOTSUPP;
 		break;

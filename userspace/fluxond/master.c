@@ -516,6 +516,27 @@ int fkv_master_put_start(struct fkv_master *m, const void *key,
 	return 0;
 }
 
+/*
+ * Where the caller's in-flight put @put_id goes: *@node is the node it
+ * was placed on (the caller itself unless PUT_PLACE moved it; also when
+ * it is not in flight, the route table then says why).  -EINVAL: another
+ * node's put, which the caller may neither complete nor abort.
+ */
+static int placed_on(const struct fkv_master *m, const void *key,
+		     size_t key_len, uint64_t put_id, uint32_t *node)
+{
+	uint32_t n, origin;
+
+	*node = m->caller;
+	if (fkv_routes_inflight_of(m->routes, key, key_len, put_id, &n,
+				   &origin))
+		return 0;
+	if (origin != m->caller)
+		return -EINVAL;
+	*node = n;
+	return 0;
+}
+
 int fkv_master_put_done(struct fkv_master *m, const void *key,
 			size_t key_len, uint64_t put_id, uint64_t handle,
 			uint64_t len, uint32_t *flags)
@@ -523,31 +544,47 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 	const struct fkv_replica *rep;
 	const struct fkv_route *r = NULL;
 	char kb[FKV_KEY_FMT_LEN];
+	struct fkv_mnode *n;
+	uint32_t node;
 	int ret, err;
 
 	*flags = 0;
-	if (!handle_is_callers(m, handle)) {
+	if (placed_on(m, key, key_len, put_id, &node)) {
+		fkv_warn("PUT_DONE from node %u for put %llu another node "
+			 "started", m->caller, (unsigned long long)put_id);
+		return -EINVAL;
+	}
+	n = &m->nodes[node];
+	/* Our own, or that of the node the put was placed on. */
+	if (m->self && FLUXONKV_HANDLE_NODE(handle) != node) {
 		fkv_warn("PUT_DONE from node %u names handle %#llx of node %u",
 			 m->caller, (unsigned long long)handle,
 			 FLUXONKV_HANDLE_NODE(handle));
 		return -EINVAL;
 	}
 	ret = fkv_routes_put_done(m->routes, key, key_len, put_id, handle, len,
-				  caller(m)->incarnation, &r);
-	if (ret < 0) {
+				  n->incarnation, &r);
+	if (ret < 0)
 		fkv_info("PUT_DONE put %llu key '%s' handle %#llx: %s",
 			 (unsigned long long)put_id,
 			 fkv_key_fmt(kb, key, key_len),
 			 (unsigned long long)handle, strerror(-ret));
+	if (!ret && node != m->caller)
+		/* Superseded: nobody references the target's replica. */
+		m->ops->send_drop(m->arg, handle, 0);
+	if (ret < 0)
 		return ret;
-	}
 	if (!ret) {
 		m->st.superseded++;
 		return 0;
 	}
 	m->st.published++;
 	*flags = FLUXONKV_PUT_F_PUBLISHED;
-	rep = fkv_routes_replica_of(r, m->caller);
+	rep = fkv_routes_replica_of(r, node);
+	if (node != m->caller && m->ops->placed)
+		m->ops->placed(m->arg, handle, put_id,
+			       rep && rep->persist ? FLUXONKV_PUBLISH_F_PERSIST
+						   : 0);
 	/*
 	 * Reference §3: while its SSD write runs the replica must stay; it
 	 * enters the policy at SSD_COMMIT (route_settled).
@@ -559,11 +596,74 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 			 "persist: out of memory",
 			 (unsigned long long)handle,
 			 (unsigned long long)put_id);
-	err = fkv_evict_insert(caller(m)->policy, handle, fkv_weight(len),
-			       r->hash);
+	err = fkv_evict_insert(n->policy, handle, fkv_weight(len), r->hash);
 	if (err)
 		fkv_err("replica %#llx is published but not evictable: %s",
 			(unsigned long long)handle, strerror(-err));
+	return 0;
+}
+
+/* Room @n offers a new value: what is left below its high watermark. */
+static uint64_t room_of(const struct fkv_master *m, uint32_t node)
+{
+	uint64_t need = fkv_routes_node_used(m->routes, node) +
+			fkv_routes_node_reserved(m->routes, node);
+	uint64_t high = m->nodes[node].high_bytes;
+
+	return need < high ? high - need : 0;
+}
+
+int fkv_master_put_place(struct fkv_master *m, const void *key,
+			 size_t key_len, uint64_t put_id, uint64_t len,
+			 uint32_t *node, const char **addr, uint32_t *flags)
+{
+	uint32_t i, best = FKV_ROUTE_NODES, cur, origin;
+	bool want_ssd = false, persist;
+	char kb[FKV_KEY_FMT_LEN];
+	int err;
+
+	*flags = 0;
+	err = fkv_routes_inflight_of(m->routes, key, key_len, put_id, &cur,
+				  &origin);
+	if (!err && (origin != m->caller || cur != m->caller))
+		err = -EINVAL;
+	if (err)
+		return err;
+	/* Reference §2.4: SSD-capable owners first when any has an SSD. */
+	for (i = 0; i < FKV_ROUTE_NODES; i++)
+		if (i != m->caller && m->nodes[i].live &&
+		    m->nodes[i].addr[0] && m->nodes[i].ssd_capacity >= len)
+			want_ssd = true;
+	for (i = 0; i < FKV_ROUTE_NODES; i++) {
+		const struct fkv_mnode *n = &m->nodes[i];
+
+		if (i == m->caller || !n->live || !n->addr[0] ||
+		    fkv_weight(len) > n->capacity ||
+		    (want_ssd && n->ssd_capacity < len))
+			continue;
+		if (best == FKV_ROUTE_NODES || room_of(m, i) > room_of(m, best))
+			best = i;
+	}
+	if (best == FKV_ROUTE_NODES) {
+		m->st.place_refused++;
+		fkv_info("put %llu of key '%s' (%llu bytes): no other node to "
+			 "place it on", (unsigned long long)put_id,
+			 fkv_key_fmt(kb, key, key_len), (unsigned long long)len);
+		return -ENOSPC;
+	}
+	persist = m->nodes[best].ssd_capacity >= len;
+	err = fkv_routes_put_move(m->routes, key, key_len, put_id, best,
+				  persist);
+	if (err)
+		return err;
+	m->st.placed++;
+	enforce_watermarks(m, best);
+	fkv_dbg("put %llu of key '%s' placed on node %u", (unsigned long long)put_id,
+		fkv_key_fmt(kb, key, key_len), best);
+	*node = best;
+	*addr = m->nodes[best].addr;
+	if (persist)
+		*flags = FLUXONKV_PUT_F_PERSIST;
 	return 0;
 }
 
@@ -587,12 +687,30 @@ void fkv_master_put_abort(struct fkv_master *m, const void *key,
 	char kb[FKV_KEY_FMT_LEN];
 	int err;
 
+	uint32_t node;
+
+	if (placed_on(m, key, key_len, put_id, &node)) {
+		fkv_warn("PUT_ABORT from node %u for put %llu another node "
+			 "started: ignored", m->caller,
+			 (unsigned long long)put_id);
+		return;
+	}
+	/*
+	 * Only the caller's handles, or the target's of a put it placed.  A
+	 * placed put published before the caller gave up stays: the target
+	 * still has the replica.
+	 */
+	if (m->self && FLUXONKV_HANDLE_NODE(handle) != node)
+		handle = 0;
 	/* A PUT_DONE the module gave up on: published here, gone there. */
 	if (master_lost_handle(m, handle))
 		fkv_info("put %llu of key '%s': replica %#llx lost by the module (%d)",
 			 (unsigned long long)put_id,
 			 fkv_key_fmt(kb, key, key_len),
 			 (unsigned long long)handle, error);
+	else if (handle && node != m->caller)
+		/* A placed put's target that was never published. */
+		m->ops->send_drop(m->arg, handle, 0);
 	err = fkv_routes_put_abort(m->routes, key, key_len, put_id);
 	if (!err)
 		m->st.aborted++;

@@ -31,6 +31,14 @@ struct fkv_master_ops {
 	 * overwrite or a delete.
 	 */
 	void (*send_drop)(void *arg, uint64_t handle, uint32_t flags);
+	/*
+	 * Optional (a cluster): replica @handle of @put_id, placed on its
+	 * node by another node's put, is published; that node enters it in
+	 * its index and, with FLUXONKV_PUBLISH_F_PERSIST in @flags, writes
+	 * it to its SSD.  Sent in order with later drops of the handle.
+	 */
+	void (*placed)(void *arg, uint64_t handle, uint64_t put_id,
+		       uint32_t flags);
 };
 
 /**
@@ -97,6 +105,8 @@ struct fkv_master_stats {
 	/* get_holding: victims skipped because a node pulls them, holds
 	 * that ended by their deadline */
 	uint64_t held_skips, holds_expired;
+	/* puts moved to another node (PUT_PLACE), refused for want of one */
+	uint64_t placed, place_refused;
 	size_t holds;
 };
 
@@ -194,7 +204,24 @@ int fkv_master_put_start(struct fkv_master *m, const void *key,
 int fkv_master_put_done(struct fkv_master *m, const void *key,
 			size_t key_len, uint64_t put_id, uint64_t handle,
 			uint64_t len, uint32_t *flags);
-/* PUT_ABORT {KEY, PUT_ID, ERRNO}: notify. */
+/*
+ * PUT_PLACE {KEY, PUT_ID, LEN}: the caller has no room for its in-flight
+ * put (NEED_ROOM found nothing to evict there).  Move it to another live
+ * node (SSD-capable first when any node has an SSD, then the most room):
+ * its reservation counts there and its SSD decision is that node's.  0
+ * with the node, its data address and FLAGS (PERSIST: that node writes
+ * it to SSD once published); -ENOSPC: no other node; -ENOENT / -EINVAL:
+ * not the caller's in-flight put.  The caller's PUT_DONE then names the
+ * target's handle.
+ */
+int fkv_master_put_place(struct fkv_master *m, const void *key,
+			 size_t key_len, uint64_t put_id, uint64_t len,
+			 uint32_t *node, const char **addr, uint32_t *flags);
+/*
+ * PUT_ABORT {KEY, PUT_ID, HANDLE, ERRNO}: notify.  HANDLE: a replica the
+ * module may have had published (forgotten); for a placed put, the
+ * target's replica (dropped there).
+ */
 void fkv_master_put_abort(struct fkv_master *m, const void *key,
 			  size_t key_len, uint64_t put_id, uint64_t handle,
 			  int error);

@@ -127,6 +127,13 @@ static const struct nla_policy fetch_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_OFFSET] = P_U64,
 };
 
+static const struct nla_policy put_place_policy[FLUXONKV_A_MAX + 1] = {
+	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_KEY] = P_KEY,
+	[FLUXONKV_A_PUT_ID] = P_U64,
+	[FLUXONKV_A_LEN] = P_U64,
+};
+
 static const struct nla_policy delete_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
 	[FLUXONKV_A_KEY] = P_KEY,
@@ -194,6 +201,7 @@ static const struct nla_policy *upcall_policy(uint8_t cmd)
 	case FLUXONKV_CMD_SSD_EVICTED:	return ssd_evicted_policy;
 	case FLUXONKV_CMD_SSD_STATE:	return ssd_state_policy;
 	case FLUXONKV_CMD_FETCH:	return fetch_policy;
+	case FLUXONKV_CMD_PUT_PLACE:	return put_place_policy;
 	default:			return NULL;
 	}
 }
@@ -275,6 +283,7 @@ struct nl_msg *fkv_nl_reply_msg(int family, uint8_t cmd, uint64_t req_id,
 	     nla_put_u64(msg, FLUXONKV_A_HANDLE, r->handle)) ||
 	    ((p & A(LEN)) && nla_put_u64(msg, FLUXONKV_A_LEN, r->len)) ||
 	    ((p & A(FLAGS)) && nla_put_u32(msg, FLUXONKV_A_FLAGS, r->flags)) ||
+	    ((p & A(FD)) && nla_put_u32(msg, FLUXONKV_A_FD, r->fd)) ||
 	    ((p & A(SOURCE)) &&
 	     nla_put_u32(msg, FLUXONKV_A_SOURCE, r->source))) {
 		nlmsg_free(msg);

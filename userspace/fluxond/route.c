@@ -19,7 +19,10 @@
  * @link: in fkv_routes.inflight_list, oldest (= earliest deadline) first.
  * @route: the key entry; holds a count in route->inflight.
  * @put_id, @len: as assigned and announced at PUT_START.
- * @persist: PUT_START asked for an SSD copy (decided once, there).
+ * @persist: PUT_START asked for an SSD copy (decided once, there; a
+ *	placement on another node decides again for that node).
+ * @node: where the replica goes (its reservation counts there).
+ * @origin: the node that started the put (and sends its PUT_DONE).
  * @reserved: bytes counted in fkv_routes.reserved.
  * @deadline_ms: the sweep forgets the put at this time.
  */
@@ -30,6 +33,7 @@ struct fkv_inflight {
 	uint64_t len;
 	bool persist;
 	uint32_t node;
+	uint32_t origin;
 	uint64_t reserved;
 	uint64_t deadline_ms;
 };
@@ -311,6 +315,7 @@ int fkv_routes_put_start_on(struct fkv_routes *t, uint32_t node,
 	p->len = len;
 	p->persist = persist;
 	p->node = node;
+	p->origin = node;
 	p->reserved = fkv_weight(len);
 	p->deadline_ms = fkv_routes_now_ms(t) + t->ttl_ms;
 	fkv_list_add_tail(&p->link, &t->inflight_list);
@@ -335,6 +340,37 @@ static struct fkv_inflight *find_inflight(const struct fkv_routes *t,
 					  uint64_t put_id)
 {
 	return put_id ? fkv_u64map_get(&t->inflight, put_id) : NULL;
+}
+
+int fkv_routes_inflight_of(const struct fkv_routes *t, const void *key,
+			size_t key_len, uint64_t put_id, uint32_t *node,
+			uint32_t *origin)
+{
+	struct fkv_inflight *p = find_inflight(t, put_id);
+
+	if (!p)
+		return -ENOENT;
+	if (!key_eq(p->route, key, key_len))
+		return -EINVAL;
+	*node = p->node;
+	*origin = p->origin;
+	return 0;
+}
+
+int fkv_routes_put_move(struct fkv_routes *t, const void *key, size_t key_len,
+			uint64_t put_id, uint32_t node, bool persist)
+{
+	struct fkv_inflight *p = find_inflight(t, put_id);
+
+	if (!p)
+		return -ENOENT;
+	if (!key_eq(p->route, key, key_len) || node >= FKV_ROUTE_NODES)
+		return -EINVAL;
+	t->reserved_by[p->node] -= p->reserved;
+	t->reserved_by[node] += p->reserved;
+	p->node = node;
+	p->persist = persist;
+	return 0;
 }
 
 int fkv_routes_put_abort(struct fkv_routes *t, const void *key,

@@ -168,6 +168,20 @@ int fkv_routes_put_start_on(struct fkv_routes *t, uint32_t node,
 			    const void *key, size_t key_len, uint64_t len,
 			    bool persist, uint64_t *put_id);
 
+/*
+ * In-flight put @put_id of @key: the node it is placed on and the node
+ * that started it.  0, -ENOENT (not in flight), -EINVAL (another key).
+ */
+int fkv_routes_inflight_of(const struct fkv_routes *t, const void *key,
+			size_t key_len, uint64_t put_id, uint32_t *node,
+			uint32_t *origin);
+/*
+ * Place in-flight put @put_id on @node instead (remote placement): its
+ * reservation moves there, @persist is @node's SSD decision.  0, -ENOENT,
+ * -EINVAL.
+ */
+int fkv_routes_put_move(struct fkv_routes *t, const void *key, size_t key_len,
+			uint64_t put_id, uint32_t node, bool persist);
 /* Forget an in-flight put.  -ENOENT if unknown, -EINVAL if the key differs. */
 int fkv_routes_put_abort(struct fkv_routes *t, const void *key,
 			 size_t key_len, uint64_t put_id);

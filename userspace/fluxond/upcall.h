@@ -90,6 +90,7 @@ struct fkv_reply {
 	uint64_t len;
 	uint32_t flags;
 	uint32_t source;
+	uint32_t fd;		/* PUT_PLACE: a socket of ours (FLUXONKV_A_FD) */
 };
 
 #endif /* FLUXOND_UPCALL_H */

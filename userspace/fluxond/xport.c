@@ -97,6 +97,35 @@ int fkv_xport_pull(struct fkv_xport *x, struct fkv_pull *p)
 	return err;
 }
 
+int fkv_xport_place(struct fkv_xport *x, struct fkv_pull *p)
+{
+	int err;
+
+	if (!p->len || p->len > FLUXONKV_VALUE_MAX || !p->key_len ||
+	    p->key_len > FLUXONKV_KEY_MAX || !p->done || !x->ops->place)
+		return -EPROTO;
+	p->kind = FKV_XFER_PLACE;
+	p->step = 1;
+	p->fd = -1;
+	err = x->ops->place(x, p);
+	if (!err)
+		x->inflight++;
+	return err;
+}
+
+int fkv_xport_place_finish(struct fkv_xport *x, struct fkv_pull *p)
+{
+	int err;
+
+	if (p->kind != FKV_XFER_PLACE || p->step != 1 || p->fd < 0)
+		return -EPROTO;
+	p->step = 2;
+	err = x->ops->place_finish(x, p);
+	if (!err)
+		x->inflight++;
+	return err;
+}
+
 void fkv_xport_complete(struct fkv_xport *x, struct fkv_pull *p, int status)
 {
 	uint64_t one = 1;
@@ -106,9 +135,16 @@ void fkv_xport_complete(struct fkv_xport *x, struct fkv_pull *p, int status)
 	pthread_mutex_lock(&x->lock);
 	*x->done_tail = p;
 	x->done_tail = &p->next;
-	if (status)
+	if (p->kind == FKV_XFER_PLACE) {
+		if (status)
+			x->st.place_errors++;
+		else if (p->step == 2) {
+			x->st.places++;
+			x->st.place_bytes += p->len;
+		}
+	} else if (status) {
 		x->st.pull_errors++;
-	else {
+	} else {
 		x->st.pulls++;
 		x->st.pull_bytes += p->len;
 	}

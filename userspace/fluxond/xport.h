@@ -49,6 +49,17 @@ struct fkv_seg_view {
 	int (*stage)(void *arg, const void *key, size_t key_len,
 		     uint64_t put_id, uint64_t off, uint64_t len,
 		     uint64_t *seg_off, uint64_t *value_len, uint64_t *pin);
+	/*
+	 * A put another node places here (FKV_CCMD_PLACE): allocate its
+	 * replica: 0 with its handle, offset and a pin, or -errno.  Then,
+	 * once the bytes are in (@status 0) or the transfer failed,
+	 * placed() (which releases the pin).  NULL: this node takes no
+	 * placements.  Transport threads, several at once.
+	 */
+	int (*target)(void *arg, const void *key, size_t key_len,
+		      uint64_t put_id, uint64_t len, uint64_t *handle,
+		      uint64_t *off, uint64_t *pin);
+	void (*placed)(void *arg, uint64_t handle, uint64_t pin, int status);
 	void *arg;
 };
 
@@ -59,13 +70,30 @@ struct fkv_seg_view {
 /* ... and this many chunks staged or being read, not yet sent. */
 #define FKV_PUSH_QUEUE		8
 
+enum fkv_xfer_kind {
+	FKV_XFER_PULL,		/* a remote replica into a local target */
+	/*
+	 * A put placed on the peer (PUT_PLACE), in two steps: the peer
+	 * allocates a target and answers its handle (done() with @fd, a
+	 * connection on which the peer now expects exactly @len bytes; the
+	 * caller hands it to the module, which sends them), then, after
+	 * fkv_xport_place_finish(), the peer's word that every byte is in
+	 * (done() again, @fd closed).
+	 */
+	FKV_XFER_PLACE,
+};
+
 /* One pull: the request, then its outcome. */
 struct fkv_pull {
+	enum fkv_xfer_kind kind;
+	unsigned int step;		/* PLACE: 1 (handle), 2 (bytes in) */
+	int fd;				/* PLACE: the connection, -1: none */
 	char peer[FKV_ADDR_MAX];	/* the source's data address */
 	uint8_t key[FLUXONKV_KEY_MAX];
 	size_t key_len;
 	uint32_t source;		/* FLUXONKV_SOURCE_REMOTE or _SSD */
-	uint64_t handle;		/* REMOTE: the source's replica handle */
+	uint64_t handle;		/* REMOTE: the source's replica handle;
+					 * PLACE: the target's (out) */
 	uint64_t put_id;
 	uint64_t len;
 	uint64_t dst_off;		/* the local target */
@@ -90,6 +118,8 @@ struct fkv_xport_stats {
 	uint64_t pulls, pull_bytes, pull_errors;
 	uint64_t served, served_bytes, serve_errors, auth_refused;
 	uint64_t pushes, push_chunks, push_bytes, push_errors;
+	uint64_t places, place_bytes, place_errors;	/* ours, sent */
+	uint64_t targets, target_bytes, target_errors;	/* others', taken */
 	uint64_t conns_opened, conns_failed;
 };
 
@@ -100,6 +130,11 @@ struct fkv_xport_ops {
 	int (*start)(struct fkv_xport *x);
 	/* Queue @p; its done() runs exactly once.  0 or -errno (not queued). */
 	int (*pull)(struct fkv_xport *x, struct fkv_pull *p);
+	/* Start step 1 of @p (FKV_XFER_PLACE); done() runs once per step.
+	 * 0 or -errno (not started). */
+	int (*place)(struct fkv_xport *x, struct fkv_pull *p);
+	/* Step 2: wait for the peer's word on @p->fd, then close it. */
+	int (*place_finish)(struct fkv_xport *x, struct fkv_pull *p);
 	/* End every queued and in-flight pull soon (-ECANCELED or a socket
 	 * error); the transport keeps serving and takes new pulls. */
 	void (*cancel)(struct fkv_xport *x);
@@ -124,6 +159,15 @@ int fkv_xport_pull(struct fkv_xport *x, struct fkv_pull *p);
  * still in flight (0 normally).
  */
 unsigned int fkv_xport_cancel(struct fkv_xport *x, int timeout_ms);
+/*
+ * Place a put on @p->peer (FKV_XFER_PLACE; @key, @put_id, @len set):
+ * step 1 ends with @p->handle and @p->fd; after the module sent the bytes
+ * on @p->fd, fkv_xport_place_finish() waits for the peer's word (step 2).
+ * Dropping a placement after step 1: close @p->fd (the peer drops its
+ * target).  0 or -errno (done() will not run).
+ */
+int fkv_xport_place(struct fkv_xport *x, struct fkv_pull *p);
+int fkv_xport_place_finish(struct fkv_xport *x, struct fkv_pull *p);
 /* Readable (POLLIN) when completions wait for fkv_xport_reap(). */
 int fkv_xport_fd(const struct fkv_xport *x);
 /* Run the callbacks of the completed pulls; returns how many. */

@@ -87,8 +87,13 @@ struct tcp_priv {
 	struct tcp_conn *conns;
 	unsigned int nconns;		/* conns whose thread still runs */
 	unsigned int pushes;		/* pushes being served */
+	unsigned int placing;		/* placement threads running */
+	pthread_cond_t place_cond;	/* placing dropped to 0 */
 	bool stopping;
 };
+
+/* Placements of ours in flight at once (each a thread and a connection). */
+#define FKV_TCP_PLACES_MAX	64
 
 static const struct nla_policy hello_policy[FKV_CA_MAX + 1] = {
 	[FKV_CA_NONCE] = { .type = NLA_UNSPEC, .minlen = FKV_NONCE_LEN,
@@ -215,8 +220,20 @@ static int send_free(int fd, struct nl_msg *msg, bool built)
  * with @policy: 0, -EPROTO (bad frame, unexpected command, bad
  * attributes) or a socket error.
  */
+static int recv_any(int fd, uint8_t *buf, uint8_t cmd, uint8_t cmd2,
+		    const struct nla_policy *policy, struct nlattr **tb,
+		    uint8_t *got);
+
 static int recv_msg(int fd, uint8_t *buf, uint8_t cmd,
 		    const struct nla_policy *policy, struct nlattr **tb)
+{
+	return recv_any(fd, buf, cmd, cmd, policy, tb, NULL);
+}
+
+/* The same, for a message of command @cmd or @cmd2 (in *@got). */
+static int recv_any(int fd, uint8_t *buf, uint8_t cmd, uint8_t cmd2,
+		    const struct nla_policy *policy, struct nlattr **tb,
+		    uint8_t *got)
 {
 	struct nlmsghdr *nlh = (struct nlmsghdr *)buf;
 	size_t len;
@@ -231,8 +248,11 @@ static int recv_msg(int fd, uint8_t *buf, uint8_t cmd,
 	err = read_full(fd, buf + sizeof(*nlh), nlh->nlmsg_len - sizeof(*nlh));
 	if (err)
 		return err;
-	if (fkv_wire_cmd(nlh) != cmd || fkv_wire_parse(nlh, tb, policy))
+	if ((fkv_wire_cmd(nlh) != cmd && fkv_wire_cmd(nlh) != cmd2) ||
+	    fkv_wire_parse(nlh, tb, policy))
 		return -EPROTO;
+	if (got)
+		*got = fkv_wire_cmd(nlh);
 	return 0;
 }
 
@@ -569,6 +589,122 @@ static int tcp_pull(struct fkv_xport *x, struct fkv_pull *p)
 	return err;
 }
 
+/* ---- placements (requester side) ---- */
+
+struct place_job {
+	struct fkv_xport *x;
+	struct fkv_pull *p;
+};
+
+/* Step 1: connect, ask the peer for a target, learn its handle. */
+static int place_ask(struct fkv_xport *x, struct fkv_pull *p, uint8_t *buf)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	struct nl_msg *msg;
+	int fd, err;
+
+	fd = tcp_dial(x, p->peer, buf);
+	if (fd < 0)
+		return fd;
+	msg = fkv_wire_msg(FKV_CCMD_PLACE);
+	err = send_free(fd, msg, msg &&
+			!nla_put(msg, FLUXONKV_A_KEY, (int)p->key_len, p->key) &&
+			!nla_put_u64(msg, FLUXONKV_A_PUT_ID, p->put_id) &&
+			!nla_put_u64(msg, FLUXONKV_A_LEN, p->len));
+	if (!err)
+		err = recv_msg(fd, buf, FKV_CCMD_PLACE, pull_policy, tb);
+	if (!err)
+		err = wire_status(tb[FLUXONKV_A_STATUS]);
+	if (!err && (!tb[FLUXONKV_A_HANDLE] ||
+		     !nla_get_u64(tb[FLUXONKV_A_HANDLE])))
+		err = -EPROTO;
+	if (err) {
+		close(fd);
+		return err;
+	}
+	p->handle = nla_get_u64(tb[FLUXONKV_A_HANDLE]);
+	p->fd = fd;
+	return 0;
+}
+
+/* Step 2: the peer's word that every byte is in; the connection ends. */
+static int place_wait(struct fkv_xport *x, struct fkv_pull *p, uint8_t *buf)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	int err;
+
+	(void)x;
+	err = recv_msg(p->fd, buf, FKV_CCMD_PLACE, pull_policy, tb);
+	if (!err)
+		err = wire_status(tb[FLUXONKV_A_STATUS]);
+	close(p->fd);
+	p->fd = -1;
+	return err;
+}
+
+static void *place_thread(void *arg)
+{
+	struct place_job *j = arg;
+	struct fkv_xport *x = j->x;
+	struct tcp_priv *t = x->priv;
+	uint8_t *buf = malloc(FKV_WIRE_MAX);
+	int err = -ENOMEM;
+
+	if (buf)
+		err = j->p->step == 1 ? place_ask(x, j->p, buf)
+				      : place_wait(x, j->p, buf);
+	else if (j->p->fd >= 0) {
+		close(j->p->fd);
+		j->p->fd = -1;
+	}
+	free(buf);
+	fkv_xport_complete(x, j->p, err);
+	free(j);
+	pthread_mutex_lock(&t->lock);
+	if (!--t->placing)
+		pthread_cond_broadcast(&t->place_cond);
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+static int tcp_place_step(struct fkv_xport *x, struct fkv_pull *p)
+{
+	struct tcp_priv *t = x->priv;
+	struct place_job *j = malloc(sizeof(*j));
+	pthread_attr_t attr;
+	pthread_t th;
+	int err = 0;
+
+	if (!j)
+		return -ENOMEM;
+	j->x = x;
+	j->p = p;
+	pthread_mutex_lock(&t->lock);
+	if (t->stopping)
+		err = -ECANCELED;
+	else if (t->placing >= FKV_TCP_PLACES_MAX)
+		err = -EBUSY;
+	else
+		t->placing++;
+	pthread_mutex_unlock(&t->lock);
+	if (err) {
+		free(j);
+		return err;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &attr, place_thread, j)) {
+		err = -EAGAIN;
+		free(j);
+		pthread_mutex_lock(&t->lock);
+		if (!--t->placing)
+			pthread_cond_broadcast(&t->place_cond);
+		pthread_mutex_unlock(&t->lock);
+	}
+	pthread_attr_destroy(&attr);
+	return err;
+}
+
 /* ---- source side ---- */
 
 static int serve_join(struct fkv_xport *x, int fd, uint8_t *buf)
@@ -850,6 +986,58 @@ static int serve_pull(struct fkv_xport *x, int fd, struct nlattr **tb)
 	return err;
 }
 
+/*
+ * A put another node places here: a target, its handle, the bytes
+ * straight into it, our word.  Always -errno or 1: the connection ends.
+ */
+static int serve_place(struct fkv_xport *x, int fd, struct nlattr **tb)
+{
+	uint64_t handle = 0, off = 0, pin = 0, len = 0;
+	struct nl_msg *msg;
+	int status, err;
+
+	if (!x->seg.target)
+		status = -EOPNOTSUPP;
+	else if (!tb[FLUXONKV_A_KEY] || !tb[FLUXONKV_A_PUT_ID] ||
+		 !tb[FLUXONKV_A_LEN])
+		status = -EINVAL;
+	else
+		status = x->seg.target(x->seg.arg, nla_data(tb[FLUXONKV_A_KEY]),
+				       (size_t)nla_len(tb[FLUXONKV_A_KEY]),
+				       nla_get_u64(tb[FLUXONKV_A_PUT_ID]),
+				       len = nla_get_u64(tb[FLUXONKV_A_LEN]),
+				       &handle, &off, &pin);
+	if (!status && (off > x->seg.size || len > x->seg.size - off)) {
+		x->seg.placed(x->seg.arg, handle, pin, -EPROTO);
+		status = -EPROTO;
+	}
+	msg = fkv_wire_msg(FKV_CCMD_PLACE);
+	err = send_free(fd, msg, msg &&
+			!nla_put_u32(msg, FLUXONKV_A_STATUS, (uint32_t)status) &&
+			(status || !nla_put_u64(msg, FLUXONKV_A_HANDLE, handle)));
+	if (status) {
+		FKV_XCOUNT(x, target_errors, 1);
+		return err ? err : 1;
+	}
+	if (!err)
+		err = read_until(fd, x->seg.base + off, len,
+				 pull_deadline(x, len));
+	/* Released (and, failed, dropped) before the requester hears. */
+	x->seg.placed(x->seg.arg, handle, pin, err);
+	if (!err) {
+		msg = fkv_wire_msg(FKV_CCMD_PLACE);
+		err = send_free(fd, msg, msg &&
+				!nla_put_u32(msg, FLUXONKV_A_STATUS, 0));
+	}
+	if (err) {
+		FKV_XCOUNT(x, target_errors, 1);
+		return err;
+	}
+	FKV_XCOUNT(x, targets, 1);
+	FKV_XCOUNT(x, target_bytes, len);
+	return 1;
+}
+
 static void *conn_thread(void *arg)
 {
 	struct tcp_conn *c = arg;
@@ -868,8 +1056,12 @@ static void *conn_thread(void *arg)
 
 			if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
 				break;
-			if (recv_msg(c->fd, buf, FKV_CCMD_PULL, pull_policy, tb) ||
-			    serve_pull(x, c->fd, tb))
+			uint8_t cmd;
+
+			if (recv_any(c->fd, buf, FKV_CCMD_PULL, FKV_CCMD_PLACE,
+				     pull_policy, tb, &cmd) ||
+			    (cmd == FKV_CCMD_PLACE ? serve_place(x, c->fd, tb)
+						   : serve_pull(x, c->fd, tb)))
 				break;
 		}
 	}
@@ -996,6 +1188,7 @@ static int tcp_start(struct fkv_xport *x)
 	t->lfd = -1;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->push_cond, NULL);
+	pthread_cond_init(&t->place_cond, NULL);
 	x->priv = t;
 	if (!x->cfg.listen_host)
 		return 0;
@@ -1006,6 +1199,7 @@ static int tcp_start(struct fkv_xport *x)
 		if (t->lfd >= 0)
 			close(t->lfd);
 		pthread_cond_destroy(&t->push_cond);
+		pthread_cond_destroy(&t->place_cond);
 		pthread_mutex_destroy(&t->lock);
 		free(t);
 		x->priv = NULL;
@@ -1027,6 +1221,9 @@ static void tcp_stop(struct fkv_xport *x)
 	pthread_mutex_lock(&t->lock);
 	t->stopping = true;
 	pthread_cond_broadcast(&t->push_cond);
+	/* Placement threads end within their socket timeouts. */
+	while (t->placing)
+		pthread_cond_wait(&t->place_cond, &t->lock);
 	pthread_mutex_unlock(&t->lock);
 	if (t->accepting) {
 		shutdown(t->lfd, SHUT_RDWR);
@@ -1058,6 +1255,7 @@ static void tcp_stop(struct fkv_xport *x)
 		free(peer);
 	}
 	pthread_cond_destroy(&t->push_cond);
+	pthread_cond_destroy(&t->place_cond);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 	x->priv = NULL;
@@ -1097,6 +1295,8 @@ const struct fkv_xport_ops fkv_xport_tcp = {
 	.name = "tcp",
 	.start = tcp_start,
 	.pull = tcp_pull,
+	.place = tcp_place_step,
+	.place_finish = tcp_place_step,
 	.cancel = tcp_cancel,
 	.stop = tcp_stop,
 };
