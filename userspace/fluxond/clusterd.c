@@ -1487,14 +1487,18 @@ void fkv_clusterd_log_stats(struct fkv_clusterd *cd)
 
 	fkv_xport_get_stats(cd->xport, &xs);
 	fkv_info("cluster: %llu upcalls forwarded, %llu answered, %llu fetches "
-		 "(%llu failed), %llu drops relayed; data plane: %llu pulls "
-		 "(%llu bytes, %llu errors), %llu served (%llu bytes, %llu "
-		 "errors, %llu refused)",
+		 "(%llu failed), %llu drops relayed, %llu puts placed "
+		 "elsewhere (%llu failed), %llu targets taken; data plane: "
+		 "%llu pulls (%llu bytes, %llu errors), %llu served (%llu "
+		 "bytes, %llu errors, %llu refused)",
 		 (unsigned long long)cd->st.forwarded,
 		 (unsigned long long)cd->st.answered,
 		 (unsigned long long)cd->st.fetches,
 		 (unsigned long long)cd->st.fetch_errors,
 		 (unsigned long long)cd->st.drops_relayed,
+		 (unsigned long long)cd->st.places,
+		 (unsigned long long)cd->st.place_errors,
+		 (unsigned long long)xs.targets,
 		 (unsigned long long)xs.pulls, (unsigned long long)xs.pull_bytes,
 		 (unsigned long long)xs.pull_errors,
 		 (unsigned long long)xs.served,

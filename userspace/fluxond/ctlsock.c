@@ -88,6 +88,8 @@ int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m)
 		{ "master_holds", st.holds },
 		{ "master_held_skips", st.held_skips },
 		{ "master_holds_expired", st.holds_expired },
+		{ "master_placed", st.placed },
+		{ "master_place_refused", st.place_refused },
 		{ "master_ssd_replicas", st.ssd_replicas },
 		{ "master_ssd_bytes", st.ssd_bytes },
 	};
