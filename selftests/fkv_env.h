@@ -86,6 +86,25 @@ static inline bool fkv_path_exists(const char *path)
 	return access(path, F_OK) == 0;
 }
 
+/*
+ * fork() with a pipe from the child to the parent: the child gets 0 and
+ * the pipe's write end in *fd, the parent the child's pid and the read
+ * end in *fd.  A failed pipe or fork fails the test.
+ */
+static inline pid_t fkv_fork_piped(int *fd)
+{
+	int p[2];
+	pid_t pid;
+
+	FKV_ASSERT(pipe(p) == 0, "pipe: %s", strerror(errno));
+	fflush(stdout);
+	pid = fork();
+	FKV_ASSERT(pid >= 0, "fork: %s", strerror(errno));
+	close(pid ? p[1] : p[0]);
+	*fd = pid ? p[0] : p[1];
+	return pid;
+}
+
 /* Print a text (command output, a log) as TAP diagnostics, line by line. */
 static inline void fkv_diag_text(const char *prefix, const char *text)
 {
@@ -1281,6 +1300,33 @@ static inline int fkv_dev_hold(int fd, const void *key, size_t klen,
 	return ioctl(fd, FLUXONKV_IOC_HOLD, h) ? -errno : 0;
 }
 
+/*
+ * FLUXONKV_IOC_TARGET on fd (a replica for another node's put); 0 or
+ * -errno, the result (holder_id, offset, handle) in *t.
+ */
+static inline int fkv_dev_target(int fd, const void *key, size_t klen,
+				 uint64_t put_id, uint64_t len,
+				 struct fluxonkv_target *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->size = sizeof(*t);
+	t->key_len = (uint32_t)klen;
+	t->key_ptr = (uintptr_t)key;
+	t->put_id = put_id;
+	t->len = len;
+	return ioctl(fd, FLUXONKV_IOC_TARGET, t) ? -errno : 0;
+}
+
+/* FLUXONKV_IOC_PUBLISH of target HANDLE at PUT_ID on fd; 0 or -errno. */
+static inline int fkv_dev_publish(int fd, uint64_t handle, uint64_t put_id,
+				  uint32_t flags)
+{
+	struct fluxonkv_publish p = { .size = sizeof(p), .flags = flags,
+				      .handle = handle, .put_id = put_id };
+
+	return ioctl(fd, FLUXONKV_IOC_PUBLISH, &p) ? -errno : 0;
+}
+
 /* Map the whole segment shared and writable (privileged sessions only). */
 static inline uint8_t *fkv_dev_map_rw(int fd, uint64_t *size)
 {
@@ -1383,6 +1429,8 @@ struct answer {
 	uint64_t handle;	/* 0: left out */
 	uint64_t len;		/* 0: left out */
 	uint32_t source;	/* 0: left out */
+	bool has_fd;
+	uint32_t fd;		/* a descriptor of the sender (PUT_PLACE) */
 	bool no_ack;		/* send without NLM_F_ACK, do not wait */
 };
 
@@ -1409,6 +1457,8 @@ static inline struct nl_msg *fkv_answer_msg(struct fkv_nl *nl,
 		FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_LEN, a->len), 0);
 	if (a->source)
 		FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_SOURCE, a->source), 0);
+	if (a->has_fd)
+		FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_FD, a->fd), 0);
 	return msg;
 }
 

@@ -18,26 +18,19 @@
 #include <pthread.h>
 
 #include "fkv_env.h"
+#include "fkv_master.h"
 
 #define SEG_MB		32
 #define TOKEN		0x70c0ffee0001ULL	/* the daemon's transfer token */
-#define NO_UPCALL_MS	300
 /* What most tests load the module with. */
 #define PARAMS		"segment_mb=32 request_timeout_ms=8000"
 
-/* ---- playing the daemon ---- */
+/*
+ * Playing the daemon, clients in child processes, master_put,
+ * master_put_filler, answer_miss and expect_latency_count: fkv_master.h.
+ */
 
-/* STATUS-only answer to request REQ of command CMD. */
-static int answer_status(struct fkv_nl *nl, uint8_t cmd, uint64_t req,
-			 int32_t status)
-{
-	struct answer a = { .cmd = cmd, .has_req_id = true, .req_id = req,
-			    .has_status = true, .status = status };
-
-	return send_answer(nl, &a);
-}
-
-/* The same, sent without NLM_F_ACK (nothing waited for). */
+/* answer_status(), sent without NLM_F_ACK (nothing waited for). */
 static void answer_status_noack(struct fkv_nl *nl, uint8_t cmd, uint64_t req,
 				int32_t status)
 {
@@ -62,297 +55,7 @@ static int send_with_raw_attr(struct fkv_nl *nl, uint8_t cmd, bool with_req,
 	return fkv_nl_transact(nl, msg);
 }
 
-static int drop_replica(struct fkv_nl *nl, uint64_t handle)
-{
-	struct answer a = { .cmd = FLUXONKV_CMD_DROP_REPLICA,
-			    .handle = handle };
-
-	return send_answer(nl, &a);
-}
-
-/* Wait up to TIMEOUT_MS for an upcall CMD; its REQ_ID (attributes in tb). */
-static uint64_t expect_upcall_in(struct fkv_nl *nl, uint8_t cmd,
-				 struct nlattr **tb, unsigned int timeout_ms)
-{
-	int ret = fkv_nl_next(nl, cmd, tb, timeout_ms);
-
-	FKV_ASSERT(ret == 0, "no upcall %u within %u ms", cmd, timeout_ms);
-	FKV_ASSERT(tb[FLUXONKV_A_REQ_ID], "upcall %u without REQ_ID", cmd);
-	return fkv_nla_u64(tb[FLUXONKV_A_REQ_ID]);
-}
-
-static uint64_t expect_upcall(struct fkv_nl *nl, uint8_t cmd,
-			      struct nlattr **tb)
-{
-	return expect_upcall_in(nl, cmd, tb, 5000);
-}
-
-/* No message of CMD arrives within NO_UPCALL_MS. */
-static void expect_no_upcall(struct fkv_nl *nl, uint8_t cmd, const char *why)
-{
-	struct nlattr *tb[FLUXONKV_A_MAX + 1];
-
-	FKV_ASSERT(fkv_nl_next(nl, cmd, tb, NO_UPCALL_MS) != 0,
-		   "unexpected upcall %u: %s", cmd, why);
-}
-
-static bool attr_is_key(struct nlattr *a, const char *k)
-{
-	return a && nla_len(a) == (int)strlen(k) &&
-	       !memcmp(nla_data(a), k, strlen(k));
-}
-
-/* The test as the node daemon: its netlink socket and its mapping. */
-struct master {
-	struct fkv_nl nl;
-	int fd;			/* privileged session: O_RDWR as root */
-	uint8_t *map;		/* the whole segment, shared and writable */
-	uint64_t size;
-};
-
-static void master_register(struct master *m)
-{
-	struct nlattr *tb[FLUXONKV_A_MAX + 1];
-	struct nl_msg *msg;
-	int ret = fkv_nl_open(&m->nl);
-
-	FKV_ASSERT(ret == 0, "genl family %s: %s", FLUXONKV_GENL_NAME,
-		   strerror(-ret));
-	msg = fkv_nl_msg(&m->nl, FLUXONKV_CMD_DAEMON_REGISTER);
-	FKV_ASSERT(msg);
-	FKV_ASSERT_EQ(fkv_nl_transact(&m->nl, msg), 0);
-	FKV_ASSERT_EQ(fkv_nl_next(&m->nl, FLUXONKV_CMD_DAEMON_REGISTER, tb,
-				  2000), 0);
-	FKV_ASSERT_EQ(fkv_sysfs("daemon_pid"), getpid());
-}
-
-static void master_start(struct master *m)
-{
-	master_register(m);
-	m->fd = fkv_dev_open();
-	FKV_ASSERT(m->fd >= 0, "open O_RDWR: %s", strerror(errno));
-	m->map = fkv_dev_map_rw(m->fd, &m->size);
-	FKV_ASSERT(m->map != MAP_FAILED, "privileged writable mapping: %s",
-		   strerror(errno));
-	FKV_ASSERT_EQ(m->size, SEG_MB * FKV_MIB);
-}
-
-static void master_stop(struct master *m)
-{
-	munmap(m->map, m->size);
-	close(m->fd);
-	fkv_nl_close(&m->nl);
-}
-
-/* ---- clients in child processes, blocked in the kernel meanwhile ---- */
-
-enum client_op { CLIENT_PUT, CLIENT_GET };
-
-struct client {
-	pid_t pid;
-	int rfd;		/* results */
-	int wfd;		/* commands: 'c' check again; EOF: release, exit */
-};
-
-struct client_result {
-	int err;		/* 0 or errno */
-	uint64_t put_id;
-	uint64_t len;
-	uint64_t offset;
-	uint64_t holder_id;
-	uint32_t source;
-	bool intact;		/* get: bytes are the pattern of (key, len, salt) */
-	bool tail_zero;		/* get: the rest of the last granule is zero */
-};
-
-static void client_check(const uint8_t *map, uint64_t size, const char *k,
-			 uint64_t salt, struct client_result *r)
-{
-	uint64_t end = FKV_ALIGN_UP(r->offset + r->len), i;
-
-	r->intact = map != MAP_FAILED && r->offset + r->len <= size &&
-		    fkv_pattern_check(map + r->offset, r->len, k, strlen(k),
-				      salt) < 0;
-	r->tail_zero = r->intact && end <= size;
-	for (i = r->offset + r->len; r->tail_zero && i < end; i++)
-		if (map[i])
-			r->tail_zero = false;
-}
-
-/*
- * A child must not keep the master's netlink socket (or its privileged
- * session) open: closing them in the parent would not end them.
- */
-static void close_inherited_fds(int keep1, int keep2)
-{
-	int fd;
-
-	for (fd = 3; fd < 1024; fd++)
-		if (fd != keep1 && fd != keep2)
-			close(fd);
-}
-
-/*
- * A client session (the device opened O_RDONLY, mapped read-only) doing
- * one put or get in a child.  A get's holder is kept until client_end().
- */
-static struct client client_start(enum client_op op, const char *k,
-				  size_t vlen, uint64_t salt)
-{
-	struct client c;
-	int res[2], ctl[2];
-
-	FKV_ASSERT_EQ(pipe(res), 0);
-	FKV_ASSERT_EQ(pipe(ctl), 0);
-	fflush(stdout);
-	c.pid = fork();
-	FKV_ASSERT(c.pid >= 0);
-	if (c.pid == 0) {
-		struct client_result r = { 0 };
-		const uint8_t *map = MAP_FAILED;
-		struct fluxonkv_get g;
-		uint64_t size = 0;
-		char cmd;
-		int fd;
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		close_inherited_fds(res[1], ctl[0]);
-		fd = fkv_dev_open_ro();
-		if (fd < 0) {
-			r.err = errno;
-		} else if (op == CLIENT_PUT) {
-			uint8_t *buf = malloc(vlen);
-
-			fkv_pattern_fill(buf, vlen, k, strlen(k), salt);
-			r.err = -fkv_dev_put(fd, k, strlen(k), buf, vlen,
-					     &r.put_id);
-			free(buf);
-		} else {
-			map = fkv_dev_map(fd, &size);
-			r.err = -fkv_dev_get(fd, k, strlen(k), &g);
-			r.put_id = g.put_id;
-			r.len = g.len;
-			r.offset = g.offset;
-			r.holder_id = g.holder_id;
-			r.source = g.source;
-			if (!r.err)
-				client_check(map, size, k, salt, &r);
-		}
-		if (write(res[1], &r, sizeof(r)) != sizeof(r))
-			_exit(2);
-		while (read(ctl[0], &cmd, 1) == 1) {
-			if (!r.err && r.holder_id)
-				client_check(map, size, k, salt, &r);
-			if (write(res[1], &r, sizeof(r)) != sizeof(r))
-				_exit(2);
-		}
-		if (!r.err && r.holder_id && fkv_dev_release(fd, r.holder_id))
-			_exit(3);
-		_exit(0);
-	}
-	close(res[1]);
-	close(ctl[0]);
-	c.rfd = res[0];
-	c.wfd = ctl[1];
-	return c;
-}
-
-static struct client client_get(const char *k, uint64_t salt)
-{
-	return client_start(CLIENT_GET, k, 0, salt);
-}
-
-static bool client_finished(const struct client *c)
-{
-	struct pollfd p = { .fd = c->rfd, .events = POLLIN };
-
-	return poll(&p, 1, 0) > 0;
-}
-
-/* The client's first result (its put or get returned). */
-static struct client_result client_result(struct client *c)
-{
-	struct client_result r;
-
-	FKV_ASSERT_EQ(read(c->rfd, &r, sizeof(r)), sizeof(r));
-	return r;
-}
-
-/* Look at the holder's bytes again. */
-static struct client_result client_recheck(struct client *c)
-{
-	FKV_ASSERT_EQ(write(c->wfd, "c", 1), 1);
-	return client_result(c);
-}
-
-/* Release the holder (if any) and reap the client. */
-static void client_end(struct client *c)
-{
-	int status;
-
-	close(c->wfd);
-	FKV_ASSERT_EQ(waitpid(c->pid, &status, 0), c->pid);
-	FKV_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		   "client ended with status %#x", status);
-	close(c->rfd);
-}
-
-/* A client's whole get, done. */
-static struct client_result client_get_once(const char *k, uint64_t salt)
-{
-	struct client c = client_get(k, salt);
-	struct client_result r = client_result(&c);
-
-	client_end(&c);
-	return r;
-}
-
-/* ---- the master's side of the flows ---- */
-
-/*
- * Play a whole put of the pattern of (K, VLEN, salt 0) as the master:
- * PUT_START -> PUT_ID, PUT_DONE -> published.  Returns the replica's handle.
- */
-static uint64_t master_put(struct master *m, const char *k, size_t vlen,
-			   uint64_t put_id)
-{
-	struct nlattr *tb[FLUXONKV_A_MAX + 1];
-	struct answer a = { .has_req_id = true, .has_status = true,
-			    .has_flags = true };
-	struct client c = client_start(CLIENT_PUT, k, vlen, 0);
-	struct client_result r;
-	uint64_t handle;
-
-	a.cmd = FLUXONKV_CMD_PUT_START;
-	a.req_id = expect_upcall(&m->nl, FLUXONKV_CMD_PUT_START, tb);
-	a.put_id = put_id;
-	FKV_ASSERT_EQ(send_answer(&m->nl, &a), 0);
-	a.cmd = FLUXONKV_CMD_PUT_DONE;
-	a.req_id = expect_upcall(&m->nl, FLUXONKV_CMD_PUT_DONE, tb);
-	handle = fkv_nla_u64(tb[FLUXONKV_A_HANDLE]);
-	FKV_ASSERT(handle && handle != UINT64_MAX, "PUT_DONE handle");
-	a.put_id = 0;
-	a.flags = FLUXONKV_PUT_F_PUBLISHED;
-	FKV_ASSERT_EQ(send_answer(&m->nl, &a), 0);
-	r = client_result(&c);
-	client_end(&c);
-	FKV_ASSERT_EQ(r.err, 0);
-	FKV_ASSERT_EQ(r.put_id, put_id);
-	return handle;
-}
-
-/*
- * A published 1-byte value at the start of a fresh segment, so that the
- * targets the tests fetch into do not sit at offset 0 (see
- * fetch_into_a_target_at_offset_zero_carries_offset_zero).
- */
-static uint64_t master_put_filler(struct master *m)
-{
-	uint64_t h = master_put(m, "filler", 1, 1);
-
-	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), FLUXONKV_SEGMENT_ALIGN);
-	return h;
-}
+/* ---- steps of the fetch flows ---- */
 
 /* Wait for the GET_START of K; answer it with a remote source. */
 static void answer_remote(struct master *m, const char *k, uint32_t source,
@@ -366,17 +69,6 @@ static void answer_remote(struct master *m, const char *k, uint32_t source,
 	a.req_id = expect_upcall(&m->nl, FLUXONKV_CMD_GET_START, tb);
 	FKV_ASSERT(attr_is_key(tb[FLUXONKV_A_KEY], k), "GET_START of '%s'", k);
 	FKV_ASSERT_EQ(send_answer(&m->nl, &a), 0);
-}
-
-/* Wait for the GET_START of K; answer it with a miss. */
-static void answer_miss(struct master *m, const char *k)
-{
-	struct nlattr *tb[FLUXONKV_A_MAX + 1];
-	uint64_t req = expect_upcall(&m->nl, FLUXONKV_CMD_GET_START, tb);
-
-	FKV_ASSERT(attr_is_key(tb[FLUXONKV_A_KEY], k), "GET_START of '%s'", k);
-	FKV_ASSERT_EQ(answer_status(&m->nl, FLUXONKV_CMD_GET_START, req,
-				    -ENOENT), 0);
 }
 
 struct fetch {
@@ -458,15 +150,6 @@ static uint64_t expect_revoke(struct master *m, const char *k,
 	FKV_ASSERT(tb[FLUXONKV_A_ERRNO], "GET_REVOKE without ERRNO");
 	FKV_ASSERT_EQ((int32_t)fkv_nla_u32(tb[FLUXONKV_A_ERRNO]), err);
 	return req;
-}
-
-static void expect_latency_count(const char *op, long long n)
-{
-	long long got = fkv_debugfs_latency_count(op);
-
-	if (got >= 0 || fkv_path_exists(FKV_DEBUGFS_DIR "/latency"))
-		FKV_ASSERT(got == n, "latency op %s recorded %lld times, "
-			   "want %lld", op, got, n);
 }
 
 /* ---- steps the tests share ---- */
@@ -1197,13 +880,9 @@ static void *busy_get(void *arg)
 /* In a child: BUSY_GETS threads, one get each, on one client session. */
 static pid_t busy_clients_start(int *rfd)
 {
-	int p[2];
-	pid_t pid;
+	int out;
+	pid_t pid = fkv_fork_piped(&out);
 
-	FKV_ASSERT_EQ(pipe(p), 0);
-	fflush(stdout);
-	pid = fork();
-	FKV_ASSERT(pid >= 0);
 	if (pid == 0) {
 		static struct busy_client b[BUSY_GETS];
 		static pthread_t t[BUSY_GETS];
@@ -1211,14 +890,14 @@ static pid_t busy_clients_start(int *rfd)
 		int fd, i;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		close_inherited_fds(p[1], -1);
+		close_inherited_fds(out, -1);
 		fd = fkv_dev_open_ro();
 		if (fd < 0)
 			_exit(2);
 		pthread_attr_init(&attr);
 		pthread_attr_setstacksize(&attr, 64 * 1024);
 		for (i = 0; i < BUSY_GETS; i++) {
-			b[i] = (struct busy_client){ fd, p[1], i };
+			b[i] = (struct busy_client){ fd, out, i };
 			if (pthread_create(&t[i], &attr, busy_get, &b[i]))
 				_exit(3);
 		}
@@ -1226,8 +905,7 @@ static pid_t busy_clients_start(int *rfd)
 			pthread_join(t[i], NULL);
 		_exit(0);
 	}
-	close(p[1]);
-	*rfd = p[0];
+	*rfd = out;
 	return pid;
 }
 
