@@ -19,6 +19,7 @@ NL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null)
 NL_LIBS := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null)
 YAML_LIBS := -lyaml
 CRYPTO_LIBS := -lcrypto
+RDMA_LIBS := -lrdmacm -libverbs
 
 LIB_SRCS := $(wildcard userspace/lib/*.c)
 COMMON_SRCS := $(wildcard userspace/common/*.c)
@@ -75,7 +76,7 @@ $(O)/libfluxonkv.so: $(LIB_OBJS)
 	$(CC) -shared -Wl,-soname,libfluxonkv.so.1 -o $@ $^ -lpthread
 
 $(O)/fluxond: $(FLUXOND_OBJS) $(COMMON_OBJS)
-	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(RDMA_LIBS) -lpthread
 
 $(O)/fluxonctl: $(FLUXONCTL_OBJS) $(COMMON_OBJS) $(O)/libfluxonkv.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) -lpthread
@@ -86,7 +87,7 @@ $(O)/fkvload: $(O)/tools/bench/fkvload.o $(O)/libfluxonkv.a
 # Unit tests link every non-main object of the daemon, common code and lib.
 $(O)/unit/%: $(O)/tests/unit/%.o $(FLUXOND_LIBOBJS) $(COMMON_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(RDMA_LIBS) -lpthread
 
 $(O)/selftests/%: $(O)/selftests/%.o $(O)/libfluxonkv.a $(COMMON_OBJS)
 	@mkdir -p $(dir $@)
@@ -106,7 +107,7 @@ vm-test: all
 # membership, remote pulls and SSD pushes, a node killed and back); TAP and
 # each guest's console in $(O)/results/cluster/<test>/.  Builds nothing;
 # every run goes even if one fails.
-CLUSTER_RUNS := net:2: net:3: kv:2:--disk=ssd0:512M kv3:3:
+CLUSTER_RUNS := net:2: net:3: kv:2:--disk=ssd0:512M kv3:3: rdma:2:--disk=ssd0:512M
 .PHONY: cluster-test
 cluster-test:
 	@rm -rf $(O)/results/cluster

@@ -21,7 +21,7 @@ config() {	# config FILE SECRET
 	    master: $MASTER_IP:7470
 	    listen: 0.0.0.0:7471
 	    advertise: $FLUXON_NODE_IP:7471
-	    transport: tcp
+	    transport: ${TRANSPORT:-tcp}
 	    secret: "$2"
 	    heartbeat_ms: 200
 	    dead_after_ms: 2000

@@ -75,6 +75,24 @@ enum fkv_cluster_cmd {
 	 * no answer.  In order with later DROP_REPLICAs of the handle.
 	 */
 	FKV_CCMD_PLACED,
+	/*
+	 * data plane, requester -> source, once per connection after the
+	 * join: may the bytes of this connection's pulls move by RDMA READ?
+	 * No attributes.  Answer RDMA with STATUS (0, -EOPNOTSUPP: no usable
+	 * device here) and, on 0, TICKET (present it in the librdmacm
+	 * connect: once), ADDR and RKEY (this node's segment region).  From
+	 * then on a PULL may carry RDMA: the answer (and each chunk header
+	 * of a push) names where the bytes are in the source's segment
+	 * (SEG_OFFSET) instead of carrying them; the requester READs them
+	 * and answers RELEASE for each, after which the source unpins.
+	 */
+	FKV_CCMD_RDMA,
+	/*
+	 * data plane, requester -> source: OFFSET (the value offset of the
+	 * chunk, 0 for a DRAM pull), STATUS (0: read; -errno: the READ
+	 * failed).  The source releases that pin; no answer.
+	 */
+	FKV_CCMD_RELEASE,
 	__FKV_CCMD_MAX,
 };
 
@@ -97,12 +115,18 @@ enum fkv_cluster_attr {
 	FKV_CA_STAT_VALUE,	/* u64 */
 	FKV_CA_LEFT_REASON,	/* string: why the member last left */
 	FKV_CA_SYNC_ID,		/* u64: a DROP_REPLICA to acknowledge */
+	FKV_CA_RDMA,		/* u32 flag: move this pull's bytes by RDMA */
+	FKV_CA_TICKET,		/* binary, FKV_TICKET_LEN bytes */
+	FKV_CA_ADDR,		/* u64: a memory region's address */
+	FKV_CA_RKEY,		/* u32: its remote key */
+	FKV_CA_SEG_OFFSET,	/* u64: where the bytes are in the segment */
 	__FKV_CA_MAX,
 	FKV_CA_MAX = __FKV_CA_MAX - 1
 };
 
 #define FKV_NONCE_LEN		32
 #define FKV_MAC_LEN		32
+#define FKV_TICKET_LEN		16
 #define FKV_NODE_NAME_MAX	64
 /* Members one master tracks (fluxond member.h FKV_MEMBERS_MAX). */
 #define FKV_MEMBERS_MAX_CTL	64

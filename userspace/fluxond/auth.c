@@ -32,6 +32,11 @@ static int fill_random(void *buf, size_t n)
 	return 0;
 }
 
+int fkv_auth_random(void *buf, size_t len)
+{
+	return fill_random(buf, len);
+}
+
 int fkv_auth_nonce(uint8_t nonce[FKV_NONCE_LEN])
 {
 	return fill_random(nonce, FKV_NONCE_LEN);

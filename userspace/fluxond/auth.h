@@ -16,6 +16,8 @@
 #include "../common/cluster_msg.h"
 
 /* A fresh random nonce; 0 or -errno. */
+/* @len random bytes (getrandom): 0 or -errno. */
+int fkv_auth_random(void *buf, size_t len);
 int fkv_auth_nonce(uint8_t nonce[FKV_NONCE_LEN]);
 /* A fresh random non-zero incarnation (a node's tomb tag); 0 or -errno. */
 int fkv_auth_incarnation(uint64_t *inc);

@@ -1354,7 +1354,11 @@ int fkv_clusterd_start(struct fkv_clusterd **out,
 	seg.target = seg_target;
 	seg.placed = seg_placed;
 	seg.arg = cd;
-	err = fkv_xport_create(&cd->xport, &fkv_xport_tcp, &xc, &seg);
+	/* rdma / auto: RDMA READ where both ends have it, TCP otherwise. */
+	xc.rdma_host = cc->advertise.host;
+	xc.rdma_optional = cc->transport == FKV_TRANSPORT_AUTO;
+	err = fkv_xport_create(&cd->xport, cc->transport == FKV_TRANSPORT_TCP ?
+			       &fkv_xport_tcp : &fkv_xport_rdma, &xc, &seg);
 	if (err) {
 		fkv_err("cluster: data plane on %s:%u: %s", cc->listen.host,
 			cc->listen.port, strerror(-err));
@@ -1586,6 +1590,12 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 		{ "targets_published", cd->st.targets_published },
 		{ "targets_dropped", cd->st.targets_dropped },
 		{ "data_auth_refused", xs.auth_refused },
+		{ "rdma_conns", xs.rdma_conns },
+		{ "rdma_pulls", xs.rdma_pulls },
+		{ "rdma_bytes", xs.rdma_bytes },
+		{ "rdma_errors", xs.rdma_errors },
+		{ "rdma_fallbacks", xs.rdma_fallbacks },
+		{ "rdma_served", xs.rdma_served },
 		{ "data_conns_opened", xs.conns_opened },
 		{ "data_conns_failed", xs.conns_failed },
 		{ "member_joins", cs.joins },

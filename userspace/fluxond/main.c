@@ -126,11 +126,6 @@ static int start_cluster(struct fluxond *d)
 		.low_pct = d->opt.low_pct,
 	};
 
-	if (d->cfg.cluster.transport == FKV_TRANSPORT_RDMA) {
-		fkv_err("cluster: transport rdma is not built yet; use tcp "
-			"(or auto, which falls back to it)");
-		return -EOPNOTSUPP;
-	}
 	return fkv_clusterd_start(&d->cd, &c);
 }
 

@@ -18,6 +18,7 @@ static void free_cfg(struct fkv_xport_config *c)
 {
 	free((char *)c->listen_host);
 	free((char *)c->node_name);
+	free((char *)c->rdma_host);
 	if (c->secret) {
 		explicit_bzero((void *)c->secret, c->secret_len);
 		free((void *)c->secret);
@@ -40,6 +41,7 @@ int fkv_xport_create(struct fkv_xport **out, const struct fkv_xport_ops *ops,
 	x->cfg = *cfg;
 	x->cfg.listen_host = cfg->listen_host ? strdup(cfg->listen_host) : NULL;
 	x->cfg.node_name = strdup(cfg->node_name);
+	x->cfg.rdma_host = cfg->rdma_host ? strdup(cfg->rdma_host) : NULL;
 	x->cfg.secret = malloc(cfg->secret_len);
 	if (!x->cfg.io_timeout_ms)
 		x->cfg.io_timeout_ms = 5000;
@@ -50,6 +52,7 @@ int fkv_xport_create(struct fkv_xport **out, const struct fkv_xport_ops *ops,
 	pthread_mutex_init(&x->lock, NULL);
 	x->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if ((cfg->listen_host && !x->cfg.listen_host) || !x->cfg.node_name ||
+	    (cfg->rdma_host && !x->cfg.rdma_host) ||
 	    !x->cfg.secret || x->efd < 0) {
 		err = x->efd < 0 ? -errno : -ENOMEM;
 		goto err_free;

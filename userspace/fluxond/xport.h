@@ -112,6 +112,13 @@ struct fkv_xport_config {
 	size_t secret_len;
 	unsigned int io_timeout_ms;	/* per socket operation; 0 = 5000 */
 	unsigned int conns_per_peer;	/* 0 = 4 */
+	/*
+	 * fkv_xport_rdma: the address whose RDMA device carries the data
+	 * (our advertised host); rdma_optional: no usable device is not an
+	 * error (transport auto), pulls just stay on TCP.
+	 */
+	const char *rdma_host;
+	bool rdma_optional;
 };
 
 struct fkv_xport_stats {
@@ -121,6 +128,11 @@ struct fkv_xport_stats {
 	uint64_t places, place_bytes, place_errors;	/* ours, sent */
 	uint64_t targets, target_bytes, target_errors;	/* others', taken */
 	uint64_t conns_opened, conns_failed;
+	/* RDMA: connections made, pulls whose bytes moved by READ (and the
+	 * bytes), READs that failed, pulls and peers moved back to TCP,
+	 * pulls served to peers that READ */
+	uint64_t rdma_conns, rdma_pulls, rdma_bytes, rdma_errors;
+	uint64_t rdma_fallbacks, rdma_served;
 };
 
 struct fkv_xport;
@@ -142,6 +154,12 @@ struct fkv_xport_ops {
 };
 
 extern const struct fkv_xport_ops fkv_xport_tcp;
+/*
+ * TCP connections whose pulls move their bytes by RDMA READ where both
+ * ends have a device (xport_rdma.h); TCP for the rest, and for a peer
+ * whose RDMA path failed.
+ */
+extern const struct fkv_xport_ops fkv_xport_rdma;
 
 /*
  * Start a transport serving @seg.  0 or -errno (the listener could not

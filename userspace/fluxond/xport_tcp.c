@@ -45,6 +45,7 @@
 #include "log.h"
 #include "../common/wire.h"
 #include "xport_int.h"
+#include "xport_rdma.h"
 
 struct tcp_peer {
 	struct tcp_peer *next;
@@ -58,7 +59,12 @@ struct tcp_peer {
 	unsigned int nthreads;
 	pthread_t threads[16];
 	int fds[16];			/* each thread's connection, -1: none */
+	/* RDMA failed with this peer: TCP only until then (ms, atomic) */
+	uint64_t rdma_off_until;
 };
+
+/* A peer whose RDMA path failed is tried again after this long. */
+#define FKV_RDMA_RETRY_MS	30000
 
 struct tcp_conn {			/* a served connection */
 	struct tcp_conn *next;
@@ -66,6 +72,8 @@ struct tcp_conn {			/* a served connection */
 	int fd;
 	pthread_t thread;
 	bool done;			/* the thread finished (priv lock) */
+	bool rdma;			/* the requester may READ: a ticket out */
+	uint8_t ticket[FKV_TICKET_LEN];
 };
 
 /* Served connections at once; more are refused until some end. */
@@ -90,6 +98,8 @@ struct tcp_priv {
 	unsigned int placing;		/* placement threads running */
 	pthread_cond_t place_cond;	/* placing dropped to 0 */
 	bool stopping;
+	bool want_rdma;			/* fkv_xport_rdma */
+	struct fkv_rdma *rdma;		/* NULL: TCP only */
 };
 
 /* Placements of ours in flight at once (each a thread and a connection). */
@@ -108,7 +118,17 @@ static const struct nla_policy join_policy[FKV_CA_MAX + 1] = {
 			 .maxlen = FKV_MAC_LEN },
 };
 
+static const struct nla_policy rdma_policy[FKV_CA_MAX + 1] = {
+	[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
+	[FKV_CA_TICKET] = { .type = NLA_UNSPEC, .minlen = FKV_TICKET_LEN,
+			    .maxlen = FKV_TICKET_LEN },
+	[FKV_CA_ADDR] = { .type = NLA_U64 },
+	[FKV_CA_RKEY] = { .type = NLA_U32 },
+};
+
 static const struct nla_policy pull_policy[FKV_CA_MAX + 1] = {
+	[FKV_CA_RDMA] = { .type = NLA_U32 },
+	[FKV_CA_SEG_OFFSET] = { .type = NLA_U64 },
 	[FLUXONKV_A_REQ_ID] = { .type = NLA_U64 },
 	[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
 	[FLUXONKV_A_KEY] = { .type = NLA_UNSPEC, .minlen = 1,
@@ -220,18 +240,21 @@ static int send_free(int fd, struct nl_msg *msg, bool built)
  * with @policy: 0, -EPROTO (bad frame, unexpected command, bad
  * attributes) or a socket error.
  */
-static int recv_any(int fd, uint8_t *buf, uint8_t cmd, uint8_t cmd2,
+/* Bit of cluster command @c in a recv_any() mask. */
+#define CMD_BIT(c)	(1U << ((c) - FKV_CCMD_HELLO))
+
+static int recv_any(int fd, uint8_t *buf, uint32_t cmds,
 		    const struct nla_policy *policy, struct nlattr **tb,
 		    uint8_t *got);
 
 static int recv_msg(int fd, uint8_t *buf, uint8_t cmd,
 		    const struct nla_policy *policy, struct nlattr **tb)
 {
-	return recv_any(fd, buf, cmd, cmd, policy, tb, NULL);
+	return recv_any(fd, buf, CMD_BIT(cmd), policy, tb, NULL);
 }
 
-/* The same, for a message of command @cmd or @cmd2 (in *@got). */
-static int recv_any(int fd, uint8_t *buf, uint8_t cmd, uint8_t cmd2,
+/* The same, for a message of any command in @cmds (in *@got). */
+static int recv_any(int fd, uint8_t *buf, uint32_t cmds,
 		    const struct nla_policy *policy, struct nlattr **tb,
 		    uint8_t *got)
 {
@@ -248,7 +271,9 @@ static int recv_any(int fd, uint8_t *buf, uint8_t cmd, uint8_t cmd2,
 	err = read_full(fd, buf + sizeof(*nlh), nlh->nlmsg_len - sizeof(*nlh));
 	if (err)
 		return err;
-	if ((fkv_wire_cmd(nlh) != cmd && fkv_wire_cmd(nlh) != cmd2) ||
+	if (fkv_wire_cmd(nlh) < FKV_CCMD_HELLO ||
+	    fkv_wire_cmd(nlh) >= FKV_CCMD_HELLO + 32 ||
+	    !(cmds & CMD_BIT(fkv_wire_cmd(nlh))) ||
 	    fkv_wire_parse(nlh, tb, policy))
 		return -EPROTO;
 	if (got)
@@ -269,8 +294,97 @@ static void set_timeouts(int fd, unsigned int ms)
 
 /* ---- requester side ---- */
 
+/* tcp_pull_one(): RDMA failed, the pull must be done again over TCP. */
+#define FKV_RDMA_FALLBACK	1
+
+static int wire_status(struct nlattr *a);
+
+/*
+ * Ask the source of connection @fd for an RDMA path and make it.  0 with
+ * *@rc; -errno with *@fd_ok (the TCP stream is still in step).
+ */
+static int rdma_negotiate(struct fkv_xport *x, int fd, uint8_t *buf,
+			  const char *addr, struct fkv_rdma_conn **rc,
+			  bool *fd_ok)
+{
+	struct tcp_priv *t = x->priv;
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	char host[FKV_ADDR_MAX];
+	struct nl_msg *msg;
+	uint16_t port;
+	int err;
+
+	*fd_ok = false;
+	msg = fkv_wire_msg(FKV_CCMD_RDMA);
+	err = send_free(fd, msg, msg != NULL);
+	if (!err)
+		err = recv_msg(fd, buf, FKV_CCMD_RDMA, rdma_policy, tb);
+	if (err)
+		return err;
+	*fd_ok = true;
+	err = wire_status(tb[FLUXONKV_A_STATUS]);
+	if (err)
+		return err;
+	if (!tb[FKV_CA_TICKET] || !tb[FKV_CA_ADDR] || !tb[FKV_CA_RKEY] ||
+	    fkv_parse_hostport(addr, host, sizeof(host), &port, NULL, 0))
+		return -EPROTO;
+	err = fkv_rdma_connect(t->rdma, host, port, nla_data(tb[FKV_CA_TICKET]),
+			       nla_get_u64(tb[FKV_CA_ADDR]),
+			       nla_get_u32(tb[FKV_CA_RKEY]), rc);
+	if (!err)
+		FKV_XCOUNT(x, rdma_conns, 1);
+	return err;
+}
+
+/* Pulls from @peer stay on TCP for a while: its RDMA path failed. */
+static void rdma_failed(struct fkv_xport *x, struct tcp_peer *peer, int err,
+			const char *what)
+{
+	FKV_XCOUNT(x, rdma_fallbacks, 1);
+	__atomic_store_n(&peer->rdma_off_until, mono_ms() + FKV_RDMA_RETRY_MS,
+			 __ATOMIC_RELEASE);
+	fkv_warn("data plane: RDMA to %s %s (%s): TCP for %u s",
+		 peer->addr, what, strerror(-err), FKV_RDMA_RETRY_MS / 1000);
+}
+
+static int tcp_dial_plain(struct fkv_xport *x, const char *addr, uint8_t *buf);
+
+/*
+ * Connect to @peer and prove the secret; with @rc (an RDMA transport and
+ * the peer not in TCP-only time) also make the RDMA path, *@rc NULL if
+ * there is none.  fd or -errno.
+ */
+static int tcp_dial(struct fkv_xport *x, struct tcp_peer *peer, uint8_t *buf,
+		    struct fkv_rdma_conn **rc)
+{
+	struct tcp_priv *t = x->priv;
+	bool fd_ok;
+	int fd, err;
+
+	fd = tcp_dial_plain(x, peer->addr, buf);
+	if (fd < 0 || !rc)
+		return fd;
+	*rc = NULL;
+	if (!t->rdma || !fkv_rdma_usable(t->rdma) ||
+	    mono_ms() < __atomic_load_n(&peer->rdma_off_until, __ATOMIC_ACQUIRE))
+		return fd;
+	err = rdma_negotiate(x, fd, buf, peer->addr, rc, &fd_ok);
+	if (err == -EOPNOTSUPP) {
+		/* The peer has no RDMA: not a failure, but ask again later. */
+		__atomic_store_n(&peer->rdma_off_until,
+				 mono_ms() + FKV_RDMA_RETRY_MS, __ATOMIC_RELEASE);
+	} else if (err) {
+		rdma_failed(x, peer, err, "could not connect");
+	}
+	if (!fd_ok) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
 /* Connect to @addr and prove the secret: fd or -errno. */
-static int tcp_dial(struct fkv_xport *x, const char *addr, uint8_t *buf)
+static int tcp_dial_plain(struct fkv_xport *x, const char *addr, uint8_t *buf)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
 	struct nlattr *tb[FKV_CA_MAX + 1];
@@ -392,11 +506,157 @@ static int tcp_recv_push(struct fkv_xport *x, int fd, struct fkv_pull *p,
 	return 0;
 }
 
-/* One pull on connection @fd: 0, the source's status, or a socket error
- * (*@broken: the connection cannot be reused). */
-static int tcp_pull_one(struct fkv_xport *x, int fd, struct fkv_pull *p,
+static int send_release(int fd, uint64_t off, int status)
+{
+	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_RELEASE);
+
+	return send_free(fd, msg, msg &&
+			 !nla_put_u64(msg, FLUXONKV_A_OFFSET, off) &&
+			 !nla_put_u32(msg, FLUXONKV_A_STATUS, (uint32_t)status));
+}
+
+/* Milliseconds left until @deadline (at least 1). */
+static int ms_left(uint64_t deadline)
+{
+	uint64_t now = mono_ms();
+
+	return now + 1 >= deadline ? 1 : (int)(deadline - now);
+}
+
+/*
+ * A DRAM pull whose source answered with where the replica is
+ * (SEG_OFFSET): READ it in chunks, FKV_RDMA_DEPTH at once, then RELEASE.
+ * 0; FKV_RDMA_FALLBACK (a READ failed: *@rcp is gone, the stream is in
+ * step, do it again over TCP); -errno (*@broken).
+ */
+static int rdma_recv_pull(struct fkv_xport *x, int fd,
+			  struct fkv_rdma_conn **rcp, struct fkv_pull *p,
+			  struct nlattr **tb, bool *broken)
+{
+	unsigned int n = (unsigned int)((p->len + FKV_PUSH_CHUNK - 1) /
+					FKV_PUSH_CHUNK);
+	uint64_t deadline = pull_deadline(x, p->len), roff, tag;
+	struct fkv_rdma_conn *rc = *rcp;
+	unsigned int posted = 0, done = 0;
+	int err = 0, e;
+
+	if (!tb[FKV_CA_SEG_OFFSET])
+		return -EPROTO;
+	roff = nla_get_u64(tb[FKV_CA_SEG_OFFSET]);
+	while (done < n && !err) {
+		while (posted < n && fkv_rdma_inflight(rc) < FKV_RDMA_DEPTH) {
+			uint64_t off = (uint64_t)posted * FKV_PUSH_CHUNK;
+			uint64_t len = p->len - off < FKV_PUSH_CHUNK ?
+				       p->len - off : FKV_PUSH_CHUNK;
+
+			err = fkv_rdma_read(rc, posted, p->dst_off + off,
+					    roff + off, len);
+			if (err)
+				break;
+			posted++;
+		}
+		if (err)
+			break;
+		err = fkv_rdma_reap(rc, ms_left(deadline), &tag);
+		if (!err)
+			done++;
+	}
+	if (err) {
+		/* Destroying the QP ends every READ still posted: no late
+		 * write into the target once the source unpins. */
+		fkv_rdma_disconnect(rc);
+		*rcp = NULL;
+	}
+	e = send_release(fd, 0, err);
+	if (e)
+		return e;
+	*broken = false;
+	if (err) {
+		FKV_XCOUNT(x, rdma_errors, 1);
+		return FKV_RDMA_FALLBACK;
+	}
+	FKV_XCOUNT(x, rdma_pulls, 1);
+	FKV_XCOUNT(x, rdma_bytes, p->len);
+	return 0;
+}
+
+/*
+ * An RDMA push: each chunk header names where the source staged it; READ
+ * it into its place in the target, RELEASE it once read.  0, the
+ * source's errno (stream in step), FKV_RDMA_FALLBACK (a READ failed: the
+ * connection is broken too, do it again over TCP) or -errno (*@broken).
+ */
+static int rdma_recv_push(struct fkv_xport *x, int fd,
+			  struct fkv_rdma_conn **rcp, struct fkv_pull *p,
+			  uint8_t *buf, bool *broken)
+{
+	unsigned int n = (unsigned int)((p->len + FKV_PUSH_CHUNK - 1) /
+					FKV_PUSH_CHUNK);
+	uint64_t deadline = pull_deadline(x, p->len), tag;
+	struct fkv_rdma_conn *rc = *rcp;
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	unsigned int heads = 0, done = 0;
+	int err = 0, src = 0;
+
+	while (!err && (done < heads || (heads < n && !src))) {
+		if (heads < n && !src && fkv_rdma_inflight(rc) < FKV_RDMA_DEPTH) {
+			uint64_t off, len;
+
+			err = recv_msg(fd, buf, FKV_CCMD_PULL, pull_policy, tb);
+			if (err)
+				return err;
+			src = wire_status(tb[FLUXONKV_A_STATUS]);
+			if (src == -EPROTO)
+				return src;
+			if (src)
+				continue;	/* release what is out, then stop */
+			if (!tb[FLUXONKV_A_OFFSET] || !tb[FLUXONKV_A_LEN] ||
+			    !tb[FKV_CA_SEG_OFFSET])
+				return -EPROTO;
+			off = nla_get_u64(tb[FLUXONKV_A_OFFSET]);
+			len = nla_get_u64(tb[FLUXONKV_A_LEN]);
+			if (off != (uint64_t)heads * FKV_PUSH_CHUNK || !len ||
+			    len > FKV_PUSH_CHUNK || len > p->len - off)
+				return -EPROTO;
+			err = fkv_rdma_read(rc, heads, p->dst_off + off,
+					    nla_get_u64(tb[FKV_CA_SEG_OFFSET]),
+					    len);
+			if (!err)
+				heads++;
+			continue;
+		}
+		err = fkv_rdma_reap(rc, ms_left(deadline), &tag);
+		if (!err) {
+			err = send_release(fd, tag * FKV_PUSH_CHUNK, 0);
+			if (err)
+				return err;
+			done++;
+		}
+	}
+	if (err) {
+		fkv_rdma_disconnect(rc);
+		*rcp = NULL;
+		FKV_XCOUNT(x, rdma_errors, 1);
+		return FKV_RDMA_FALLBACK;	/* *broken: the stream is not */
+	}
+	*broken = false;
+	if (src)
+		return src;
+	FKV_XCOUNT(x, rdma_pulls, 1);
+	FKV_XCOUNT(x, rdma_bytes, p->len);
+	return 0;
+}
+
+/*
+ * One pull on connection @fd (and its RDMA path *@rcp, if any): 0, the
+ * source's status, FKV_RDMA_FALLBACK, or a socket error (*@broken: the
+ * connection cannot be reused).
+ */
+static int tcp_pull_one(struct fkv_xport *x, int fd,
+			struct fkv_rdma_conn **rcp, struct fkv_pull *p,
 			uint8_t *buf, bool *broken)
 {
+	bool rdma = rcp && fkv_rdma_conn_ok(*rcp);
 	struct nlattr *tb[FKV_CA_MAX + 1];
 	struct nl_msg *msg;
 	int32_t status;
@@ -408,7 +668,8 @@ static int tcp_pull_one(struct fkv_xport *x, int fd, struct fkv_pull *p,
 	    nla_put_u64(msg, FLUXONKV_A_HANDLE, p->handle) ||
 	    nla_put_u64(msg, FLUXONKV_A_PUT_ID, p->put_id) ||
 	    nla_put_u64(msg, FLUXONKV_A_LEN, p->len) ||
-	    nla_put_u32(msg, FLUXONKV_A_SOURCE, p->source)) {
+	    nla_put_u32(msg, FLUXONKV_A_SOURCE, p->source) ||
+	    (rdma && nla_put_u32(msg, FKV_CA_RDMA, 1))) {
 		nlmsg_free(msg);
 		*broken = false;
 		return -ENOMEM;
@@ -418,7 +679,8 @@ static int tcp_pull_one(struct fkv_xport *x, int fd, struct fkv_pull *p,
 	if (err)
 		return err;
 	if (p->source == FLUXONKV_SOURCE_REMOTE_SSD)
-		return tcp_recv_push(x, fd, p, buf, broken);
+		return rdma ? rdma_recv_push(x, fd, rcp, p, buf, broken)
+			    : tcp_recv_push(x, fd, p, buf, broken);
 	err = recv_msg(fd, buf, FKV_CCMD_PULL, pull_policy, tb);
 	if (err)
 		return err;
@@ -431,6 +693,8 @@ static int tcp_pull_one(struct fkv_xport *x, int fd, struct fkv_pull *p,
 	}
 	if (!tb[FLUXONKV_A_LEN] || nla_get_u64(tb[FLUXONKV_A_LEN]) != p->len)
 		return -EPROTO;
+	if (rdma)
+		return rdma_recv_pull(x, fd, rcp, p, tb, broken);
 	/* Straight into the target: no intermediate buffer. */
 	err = read_until(fd, x->seg.base + p->dst_off, p->len,
 			 pull_deadline(x, p->len));
@@ -453,6 +717,7 @@ static void *peer_thread(void *arg)
 	struct tcp_peer *peer = arg;
 	struct fkv_xport *x = peer->x;
 	uint8_t *buf = malloc(FKV_WIRE_MAX);
+	struct fkv_rdma_conn *rc = NULL;
 	unsigned int slot;
 	int fd = -1;
 
@@ -488,14 +753,27 @@ static void *peer_thread(void *arg)
 		}
 		fresh = fd < 0;
 		if (fresh) {
-			fd = tcp_dial(x, peer->addr, buf);
+			fd = tcp_dial(x, peer, buf, &rc);
 			peer_set_fd(peer, slot, fd);
 		}
 		if (fd < 0) {
 			fkv_xport_complete(x, p, fd);
 			continue;
 		}
-		err = tcp_pull_one(x, fd, p, buf, &broken);
+		err = tcp_pull_one(x, fd, &rc, p, buf, &broken);
+		if (err == FKV_RDMA_FALLBACK) {
+			/* Without failing the get: the same pull over TCP. */
+			rdma_failed(x, peer, -EIO, "failed mid-pull");
+			if (broken) {
+				peer_set_fd(peer, slot, -1);
+				close(fd);
+				fd = tcp_dial(x, peer, buf, NULL);
+				peer_set_fd(peer, slot, fd);
+			}
+			err = fd < 0 ? fd : tcp_pull_one(x, fd, NULL, p, buf,
+							 &broken);
+			fresh = true;	/* no second retry below */
+		}
 		/*
 		 * A kept connection the peer closed meanwhile (it restarted):
 		 * once more on a fresh one.  The target is ours until the
@@ -505,21 +783,30 @@ static void *peer_thread(void *arg)
 		    gen == __atomic_load_n(&peer->cancel_gen, __ATOMIC_ACQUIRE)) {
 			peer_set_fd(peer, slot, -1);
 			close(fd);
-			fd = tcp_dial(x, peer->addr, buf);
+			fkv_rdma_disconnect(rc);
+			rc = NULL;
+			fd = tcp_dial(x, peer, buf, &rc);
 			peer_set_fd(peer, slot, fd);
 			if (fd < 0) {
 				fkv_xport_complete(x, p, fd);
 				continue;
 			}
-			err = tcp_pull_one(x, fd, p, buf, &broken);
+			err = tcp_pull_one(x, fd, &rc, p, buf, &broken);
+			if (err == FKV_RDMA_FALLBACK)
+				err = -EIO;
 		}
-		if (broken) {
+		if (broken && fd >= 0) {
 			peer_set_fd(peer, slot, -1);
 			close(fd);
 			fd = -1;
 		}
+		if (fd < 0) {
+			fkv_rdma_disconnect(rc);
+			rc = NULL;
+		}
 		fkv_xport_complete(x, p, err);
 	}
+	fkv_rdma_disconnect(rc);
 	if (fd >= 0) {
 		peer_set_fd(peer, slot, -1);
 		close(fd);
@@ -603,7 +890,7 @@ static int place_ask(struct fkv_xport *x, struct fkv_pull *p, uint8_t *buf)
 	struct nl_msg *msg;
 	int fd, err;
 
-	fd = tcp_dial(x, p->peer, buf);
+	fd = tcp_dial_plain(x, p->peer, buf);
 	if (fd < 0)
 		return fd;
 	msg = fkv_wire_msg(FKV_CCMD_PLACE);
@@ -762,6 +1049,20 @@ static int send_head(int fd, int status, bool with_off, uint64_t off,
 	return err;
 }
 
+static int recv_release(int fd, uint8_t *buf, uint64_t *off, int *status);
+
+/* An RDMA push's chunk header: where chunk @off of the value is staged. */
+static int send_rdma_head(int fd, uint64_t off, uint64_t len, uint64_t seg_off)
+{
+	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_PULL);
+
+	return send_free(fd, msg, msg &&
+			 !nla_put_u32(msg, FLUXONKV_A_STATUS, 0) &&
+			 !nla_put_u64(msg, FLUXONKV_A_OFFSET, off) &&
+			 !nla_put_u64(msg, FLUXONKV_A_LEN, len) &&
+			 !nla_put_u64(msg, FKV_CA_SEG_OFFSET, seg_off));
+}
+
 /* A push's pipeline state (§5.3), shared by its readers and its sender. */
 struct push {
 	struct fkv_xport *x;
@@ -836,9 +1137,39 @@ static void *push_reader(void *arg)
  * @put_id, in one of the push slots.  0 to go on with the connection,
  * -errno to close it.
  */
-static int push_run(struct fkv_xport *x, int fd, const void *key,
-		    size_t key_len, uint64_t put_id, uint64_t len)
+/*
+ * RDMA pushes: the requester READs each announced chunk and RELEASEs it;
+ * wait for RELEASEs until at most @keep chunks are out.  0 or -errno (the
+ * connection is lost: pins of chunks still out are released by the
+ * caller).  A RELEASE with an error status fails the push (@status).
+ */
+static int push_collect(struct push *ps, int fd, uint8_t *buf,
+			unsigned int *out, unsigned int keep, int *status)
 {
+	while (*out > keep) {
+		uint64_t off;
+		unsigned int i;
+		int st, err = recv_release(fd, buf, &off, &st);
+
+		if (err)
+			return err;
+		i = (unsigned int)(off / FKV_PUSH_CHUNK);
+		if (off % FKV_PUSH_CHUNK || i >= ps->nchunks || !ps->c[i].pin)
+			return -EPROTO;
+		ps->x->seg.release(ps->x->seg.arg, ps->c[i].pin);
+		ps->c[i].pin = 0;
+		(*out)--;
+		if (st && !*status)
+			*status = st;
+	}
+	return 0;
+}
+
+static int push_run(struct fkv_xport *x, int fd, uint8_t *rdma_buf,
+		    const void *key, size_t key_len, uint64_t put_id,
+		    uint64_t len)
+{
+	unsigned int out = 0;	/* RDMA: chunks announced, not released */
 	struct push ps = { .x = x, .key = key, .key_len = key_len,
 			   .put_id = put_id, .len = len };
 	pthread_t readers[FKV_PUSH_READS];
@@ -870,11 +1201,29 @@ static int push_run(struct fkv_xport *x, int fd, const void *key,
 		status = ps.c[i].status;
 		if (status)
 			break;
-		err = send_head(fd, 0, true, off, clen);
-		if (!err)
-			err = write_full(fd, x->seg.base + ps.c[i].seg_off, clen);
-		x->seg.release(x->seg.arg, ps.c[i].pin);
-		ps.c[i].pin = 0;
+		if (rdma_buf) {
+			/* At most FKV_RDMA_DEPTH READs out at once. */
+			err = push_collect(&ps, fd, rdma_buf, &out,
+					   FKV_RDMA_DEPTH - 1, &status);
+			if (!err && !status)
+				err = send_rdma_head(fd, off, clen,
+						     ps.c[i].seg_off);
+			if (!err && !status)
+				out++;
+			else if (!err) {
+				x->seg.release(x->seg.arg, ps.c[i].pin);
+				ps.c[i].pin = 0;
+			}
+		} else {
+			err = send_head(fd, 0, true, off, clen);
+			if (!err)
+				err = write_full(fd, x->seg.base + ps.c[i].seg_off,
+						 clen);
+			x->seg.release(x->seg.arg, ps.c[i].pin);
+			ps.c[i].pin = 0;
+		}
+		if (status)
+			break;
 		FKV_XCOUNT(x, push_chunks, 1);
 		FKV_XCOUNT(x, push_bytes, clen);
 		pthread_mutex_lock(&ps.lock);
@@ -888,12 +1237,24 @@ static int push_run(struct fkv_xport *x, int fd, const void *key,
 	pthread_mutex_unlock(&ps.lock);
 	for (i = 0; i < nreaders; i++)
 		pthread_join(readers[i], NULL);
-	/* Staged, never sent (a failure ended the push early). */
+	/* A failure first: the requester stops and releases what it read. */
+	if (!err && status)
+		err = send_head(fd, status, false, 0, 0);
+	/* RDMA: every announced chunk must be read before we unpin it. */
+	if (rdma_buf && !err) {
+		int st = 0;
+
+		err = push_collect(&ps, fd, rdma_buf, &out, 0, &st);
+		if (!err && !status && !st)
+			FKV_XCOUNT(x, rdma_served, 1);
+		if (!status)
+			status = st;
+	}
+	/* Staged, never sent (a failure ended the push early), or announced
+	 * to a requester that is gone. */
 	for (i = 0; i < ps.nchunks; i++)
 		if (ps.c[i].ready && !ps.c[i].status && ps.c[i].pin)
 			x->seg.release(x->seg.arg, ps.c[i].pin);
-	if (!err && status)
-		err = send_head(fd, status, false, 0, 0);
 	FKV_XCOUNT(x, pushes, 1);
 	if (status || err)
 		FKV_XCOUNT(x, push_errors, 1);
@@ -908,8 +1269,9 @@ static int push_run(struct fkv_xport *x, int fd, const void *key,
  * the FKV_TCP_PUSHES_MAX slots is free.  0 to go on with the connection,
  * -errno to close it.
  */
-static int serve_push(struct fkv_xport *x, int fd, const void *key,
-		      size_t key_len, uint64_t put_id, uint64_t len)
+static int serve_push(struct fkv_xport *x, int fd, uint8_t *rdma_buf,
+		      const void *key, size_t key_len, uint64_t put_id,
+		      uint64_t len)
 {
 	struct tcp_priv *t = x->priv;
 	int err;
@@ -922,7 +1284,7 @@ static int serve_push(struct fkv_xport *x, int fd, const void *key,
 		pthread_cond_wait(&t->push_cond, &t->lock);
 	t->pushes++;
 	pthread_mutex_unlock(&t->lock);
-	err = push_run(x, fd, key, key_len, put_id, len);
+	err = push_run(x, fd, rdma_buf, key, key_len, put_id, len);
 	pthread_mutex_lock(&t->lock);
 	t->pushes--;
 	pthread_cond_signal(&t->push_cond);
@@ -930,11 +1292,51 @@ static int serve_push(struct fkv_xport *x, int fd, const void *key,
 	return err;
 }
 
-/* Answer one PULL: 0 to go on, -errno to close the connection. */
-static int serve_pull(struct fkv_xport *x, int fd, struct nlattr **tb)
+/* RDMA {}: a ticket for this connection's RDMA path, if we have one. */
+static int serve_rdma(struct fkv_xport *x, struct tcp_conn *c)
 {
+	struct tcp_priv *t = x->priv;
+	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_RDMA);
+	uint64_t addr = 0;
+	uint32_t rkey = 0;
+	int status = -EOPNOTSUPP;
+
+	if (!c->rdma && t->rdma && fkv_rdma_usable(t->rdma))
+		status = fkv_rdma_offer(t->rdma, c->ticket, &addr, &rkey);
+	if (!status)
+		c->rdma = true;
+	return send_free(c->fd, msg, msg &&
+			 !nla_put_u32(msg, FLUXONKV_A_STATUS, (uint32_t)status) &&
+			 (status || (!nla_put(msg, FKV_CA_TICKET, FKV_TICKET_LEN,
+					      c->ticket) &&
+				     !nla_put_u64(msg, FKV_CA_ADDR, addr) &&
+				     !nla_put_u32(msg, FKV_CA_RKEY, rkey))));
+}
+
+/*
+ * The requester READ a chunk (or a whole DRAM replica) we announced:
+ * RELEASE {OFFSET, STATUS}.  0 with the chunk's value offset, or -errno.
+ */
+static int recv_release(int fd, uint8_t *buf, uint64_t *off, int *status)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	int err = recv_msg(fd, buf, FKV_CCMD_RELEASE, pull_policy, tb);
+
+	if (err)
+		return err;
+	*off = tb[FLUXONKV_A_OFFSET] ? nla_get_u64(tb[FLUXONKV_A_OFFSET]) : 0;
+	*status = wire_status(tb[FLUXONKV_A_STATUS]);
+	return 0;
+}
+
+/* Answer one PULL: 0 to go on, -errno to close the connection. */
+static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
+		      struct nlattr **tb)
+{
+	bool rdma = c->rdma && tb[FKV_CA_RDMA] && nla_get_u32(tb[FKV_CA_RDMA]);
 	uint64_t off = 0, len = 0, pin = 0;
 	struct nl_msg *msg;
+	int fd = c->fd;
 	int status, err;
 
 	if (tb[FLUXONKV_A_SOURCE] &&
@@ -942,7 +1344,8 @@ static int serve_pull(struct fkv_xport *x, int fd, struct nlattr **tb)
 		if (!tb[FLUXONKV_A_KEY] || !tb[FLUXONKV_A_PUT_ID] ||
 		    !tb[FLUXONKV_A_LEN])
 			return send_head(fd, -EINVAL, false, 0, 0);
-		return serve_push(x, fd, nla_data(tb[FLUXONKV_A_KEY]),
+		return serve_push(x, fd, rdma ? buf : NULL,
+				  nla_data(tb[FLUXONKV_A_KEY]),
 				  (size_t)nla_len(tb[FLUXONKV_A_KEY]),
 				  nla_get_u64(tb[FLUXONKV_A_PUT_ID]),
 				  nla_get_u64(tb[FLUXONKV_A_LEN]));
@@ -963,7 +1366,8 @@ static int serve_pull(struct fkv_xport *x, int fd, struct nlattr **tb)
 	}
 	msg = fkv_wire_msg(FKV_CCMD_PULL);
 	if (!msg || nla_put_u32(msg, FLUXONKV_A_STATUS, (uint32_t)status) ||
-	    (!status && nla_put_u64(msg, FLUXONKV_A_LEN, len))) {
+	    (!status && nla_put_u64(msg, FLUXONKV_A_LEN, len)) ||
+	    (!status && rdma && nla_put_u64(msg, FKV_CA_SEG_OFFSET, off))) {
 		nlmsg_free(msg);
 		if (!status)
 			x->seg.release(x->seg.arg, pin);
@@ -971,10 +1375,21 @@ static int serve_pull(struct fkv_xport *x, int fd, struct nlattr **tb)
 	}
 	/* The answer and the value in one go (MSG_MORE on the header). */
 	err = write_flags(fd, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len,
-			  status ? 0 : MSG_MORE);
+			  status || rdma ? 0 : MSG_MORE);
 	nlmsg_free(msg);
-	if (!err && !status)
+	if (!err && !status && rdma) {
+		uint64_t roff;
+		int st;
+
+		/* Pinned until the requester's READ is over. */
+		err = recv_release(fd, buf, &roff, &st);
+		if (!err && !st)
+			FKV_XCOUNT(x, rdma_served, 1);
+		if (!err && st)
+			status = st;	/* counted as a serve error */
+	} else if (!err && !status) {
 		err = write_full(fd, x->seg.base + off, len);
+	}
 	if (!status)
 		x->seg.release(x->seg.arg, pin);
 	if (err || status)
@@ -1058,15 +1473,20 @@ static void *conn_thread(void *arg)
 				break;
 			uint8_t cmd;
 
-			if (recv_any(c->fd, buf, FKV_CCMD_PULL, FKV_CCMD_PLACE,
+			if (recv_any(c->fd, buf, CMD_BIT(FKV_CCMD_PULL) |
+				     CMD_BIT(FKV_CCMD_PLACE) |
+				     CMD_BIT(FKV_CCMD_RDMA),
 				     pull_policy, tb, &cmd) ||
-			    (cmd == FKV_CCMD_PLACE ? serve_place(x, c->fd, tb)
-						   : serve_pull(x, c->fd, tb)))
+			    (cmd == FKV_CCMD_PLACE ? serve_place(x, c->fd, tb) :
+			     cmd == FKV_CCMD_RDMA ? serve_rdma(x, c) :
+			     serve_pull(x, c, buf, tb)))
 				break;
 		}
 	}
 	free(buf);
 	shutdown(c->fd, SHUT_RDWR);
+	if (c->rdma)
+		fkv_rdma_offer_end(((struct tcp_priv *)x->priv)->rdma, c->ticket);
 	pthread_mutex_lock(&((struct tcp_priv *)x->priv)->lock);
 	c->done = true;
 	((struct tcp_priv *)x->priv)->nconns--;
@@ -1178,13 +1598,14 @@ out:
 	return err;
 }
 
-static int tcp_start(struct fkv_xport *x)
+static int start(struct fkv_xport *x, bool want_rdma)
 {
 	struct tcp_priv *t = calloc(1, sizeof(*t));
 	int err;
 
 	if (!t)
 		return -ENOMEM;
+	t->want_rdma = want_rdma;
 	t->lfd = -1;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->push_cond, NULL);
@@ -1193,9 +1614,29 @@ static int tcp_start(struct fkv_xport *x)
 	if (!x->cfg.listen_host)
 		return 0;
 	err = tcp_listen(x, t);
+	if (!err && t->want_rdma) {
+		err = fkv_rdma_open(&t->rdma, x->cfg.rdma_host ?
+				    x->cfg.rdma_host : x->cfg.listen_host,
+				    x->cfg.listen_host, x->port, x->seg.base,
+				    x->seg.size, x->cfg.io_timeout_ms);
+		if (err)
+			fkv_log(x->cfg.rdma_optional ? FKV_LOG_INFO : FKV_LOG_ERR,
+				"data plane: no RDMA for %s: %s%s",
+				x->cfg.rdma_host ? x->cfg.rdma_host : "?",
+				strerror(-err),
+				x->cfg.rdma_optional ? " (transport auto: TCP)" :
+				"");
+		else
+			fkv_info("data plane: RDMA on %s (segment registered, "
+				 "remote read only), TCP where a peer has none",
+				 fkv_rdma_device(t->rdma));
+		if (x->cfg.rdma_optional)
+			err = 0;
+	}
 	if (!err && pthread_create(&t->accept_thread, NULL, accept_thread, x))
 		err = -EAGAIN;
 	if (err) {
+		fkv_rdma_close(t->rdma);
 		if (t->lfd >= 0)
 			close(t->lfd);
 		pthread_cond_destroy(&t->push_cond);
@@ -1254,6 +1695,8 @@ static void tcp_stop(struct fkv_xport *x)
 		pthread_cond_destroy(&peer->cond);
 		free(peer);
 	}
+	/* Every QP of ours is gone with the peers and served conns. */
+	fkv_rdma_close(t->rdma);
 	pthread_cond_destroy(&t->push_cond);
 	pthread_cond_destroy(&t->place_cond);
 	pthread_mutex_destroy(&t->lock);
@@ -1291,9 +1734,29 @@ static void tcp_cancel(struct fkv_xport *x)
 	pthread_mutex_unlock(&t->lock);
 }
 
+static int tcp_start(struct fkv_xport *x)
+{
+	return start(x, false);
+}
+
+static int rdma_start(struct fkv_xport *x)
+{
+	return start(x, true);
+}
+
 const struct fkv_xport_ops fkv_xport_tcp = {
 	.name = "tcp",
 	.start = tcp_start,
+	.pull = tcp_pull,
+	.place = tcp_place_step,
+	.place_finish = tcp_place_step,
+	.cancel = tcp_cancel,
+	.stop = tcp_stop,
+};
+
+const struct fkv_xport_ops fkv_xport_rdma = {
+	.name = "rdma",
+	.start = rdma_start,
 	.pull = tcp_pull,
 	.place = tcp_place_step,
 	.place_finish = tcp_place_step,

@@ -1,0 +1,757 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xport_rdma.c - the RDMA data path (xport_rdma.h), on librdmacm and
+ * libibverbs.
+ *
+ * One device per node: the one that carries the advertised address (a
+ * cm_id bound to it tells which).  One protection domain, one memory
+ * region over the whole segment mapping (IBV_ACCESS_LOCAL_WRITE |
+ * IBV_ACCESS_REMOTE_READ: READs land in our targets, peers read our
+ * replicas and staged chunks; no remote write).  Registered once at start;
+ * the daemon's exit deregisters it (the kernel drops a dead process's
+ * verbs objects), so nothing stays registered past the daemon.
+ *
+ * Source side: a listening cm_id and a thread for its events.  A
+ * connection request is accepted only with a ticket handed out (once) on
+ * an authenticated TCP connection; its QP posts nothing (peers READ), so
+ * every accepted QP shares one small CQ.  Device removal (DEVICE_REMOVAL,
+ * e.g. `rdma link delete`) tears everything down, requester connections
+ * included, so that the device can go; the transport is TCP from then on.
+ *
+ * Requester side: one RC QP per TCP connection, connected synchronously
+ * (address and route resolution, connect, each with the socket timeout)
+ * on the connection's own event channel; its CQ has a completion channel
+ * so that waiting for a READ sleeps (busy polling would starve Soft-RoCE,
+ * which runs in the kernel, on a small machine).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "auth.h"
+#include "log.h"
+#include "xport_rdma.h"
+
+/* A ticket nobody connected with is forgotten after this. */
+#define FKV_RDMA_TICKET_MS	30000
+
+struct offer {
+	struct offer *next;
+	uint8_t ticket[FKV_RDMA_TICKET_LEN];
+	struct rdma_cm_id *id;		/* the accepted connection, or NULL */
+	bool used;			/* a connection came with it */
+	bool ended;			/* its TCP connection is gone */
+	uint64_t deadline_ms;
+};
+
+struct fkv_rdma_conn {
+	struct fkv_rdma_conn *next;	/* on fkv_rdma.conns */
+	struct fkv_rdma *r;
+	pthread_mutex_t lock;		/* protects the verbs objects below
+					 * against a teardown (device gone) */
+	struct rdma_event_channel *ech;
+	struct rdma_cm_id *id;
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *cq;
+	uint64_t raddr;
+	uint32_t rkey;
+	unsigned int inflight;
+	bool ok;
+};
+
+struct fkv_rdma {
+	struct rdma_event_channel *ech;	/* the listener's and dev_id's */
+	struct rdma_cm_id *dev_id;	/* bound to our address: the device */
+	struct rdma_cm_id *listen_id;
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_cq *srv_cq;		/* accepted QPs (they post nothing) */
+	uint8_t *base;
+	uint64_t size;
+	unsigned int timeout_ms;
+	char devname[64];
+	int efd;			/* wakes the event thread to stop */
+	pthread_t thread;
+	bool thread_started;
+	pthread_mutex_t lock;		/* protects offers, conns, dead */
+	struct offer *offers;
+	struct fkv_rdma_conn *conns;
+	bool dead;			/* the device is gone (or failed) */
+};
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int resolve(const char *host, uint16_t port, bool passive,
+		   struct addrinfo **res)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = passive ? AI_PASSIVE : 0 };
+	char p[8];
+
+	snprintf(p, sizeof(p), "%u", port);
+	return getaddrinfo(host, p, &hints, res) ? -EHOSTUNREACH : 0;
+}
+
+/*
+ * The next event on @ech within @timeout_ms that is one of @want (or an
+ * error event): 0 with *@ev (ack it), -ETIMEDOUT, -errno.
+ */
+static int wait_event(struct rdma_event_channel *ech, unsigned int timeout_ms,
+		      struct rdma_cm_event **ev)
+{
+	uint64_t deadline = mono_ms() + timeout_ms;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = ech->fd, .events = POLLIN };
+		uint64_t now = mono_ms();
+		int n;
+
+		if (!rdma_get_cm_event(ech, ev))
+			return 0;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -errno;
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		n = poll(&pfd, 1, (int)(deadline - now));
+		if (n < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+static int nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ? -errno : 0;
+}
+
+/* ---- teardown (device gone, or close) ---- */
+
+static void conn_release(struct fkv_rdma_conn *c)
+{
+	if (c->id && c->id->qp)
+		rdma_destroy_qp(c->id);
+	if (c->cq)
+		ibv_destroy_cq(c->cq);
+	if (c->cch)
+		ibv_destroy_comp_channel(c->cch);
+	if (c->id)
+		rdma_destroy_id(c->id);
+	if (c->ech)
+		rdma_destroy_event_channel(c->ech);
+	c->id = NULL;
+	c->cq = NULL;
+	c->cch = NULL;
+	c->ech = NULL;
+	c->ok = false;
+	c->inflight = 0;
+}
+
+static void offer_release(struct offer *o)
+{
+	if (!o->id)
+		return;
+	/* The requester's QP goes to error: its READs fail at once. */
+	rdma_disconnect(o->id);
+	if (o->id->qp)
+		rdma_destroy_qp(o->id);
+	rdma_destroy_id(o->id);
+	o->id = NULL;
+}
+
+/* Give every verbs object of the device back.  Event thread or close. */
+static void teardown(struct fkv_rdma *r)
+{
+	struct ibv_context **devs;
+	struct fkv_rdma_conn *c;
+	struct offer *o;
+
+	pthread_mutex_lock(&r->lock);
+	r->dead = true;
+	for (o = r->offers; o; o = o->next)
+		offer_release(o);
+	for (c = r->conns; c; c = c->next) {
+		pthread_mutex_lock(&c->lock);
+		conn_release(c);
+		pthread_mutex_unlock(&c->lock);
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (r->mr)
+		ibv_dereg_mr(r->mr);
+	if (r->srv_cq)
+		ibv_destroy_cq(r->srv_cq);
+	if (r->pd)
+		ibv_dealloc_pd(r->pd);
+	if (r->listen_id)
+		rdma_destroy_id(r->listen_id);
+	if (r->dev_id)
+		rdma_destroy_id(r->dev_id);
+	r->mr = NULL;
+	r->srv_cq = NULL;
+	r->pd = NULL;
+	r->listen_id = NULL;
+	r->dev_id = NULL;
+	/*
+	 * librdmacm closes its own context of a device that went away the
+	 * next time it looks at the device list, once nothing of ours uses
+	 * it: until then a driver without disassociation (rxe) cannot finish
+	 * removing the device.  (It looks only while some device is left:
+	 * the last one stays open until the process exits.)
+	 */
+	devs = rdma_get_devices(NULL);
+	if (devs)
+		rdma_free_devices(devs);
+}
+
+/* ---- source side: the listener's events ---- */
+
+static struct offer *offer_of_id(struct fkv_rdma *r, struct rdma_cm_id *id)
+{
+	struct offer *o;
+
+	for (o = r->offers; o; o = o->next)
+		if (o->id == id)
+			return o;
+	return NULL;
+}
+
+/* Drop offers that ended (and have no connection) or were never used. */
+static void offers_reap(struct fkv_rdma *r, uint64_t now)
+{
+	struct offer **pp, *o;
+
+	pthread_mutex_lock(&r->lock);
+	for (pp = &r->offers; (o = *pp);) {
+		if ((o->ended && !o->id) ||
+		    (!o->used && !o->id && now > o->deadline_ms)) {
+			*pp = o->next;
+			free(o);
+			continue;
+		}
+		pp = &o->next;
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* A connection request: accepted only with an unused ticket. */
+static void on_request(struct fkv_rdma *r, struct rdma_cm_event *ev,
+		       struct rdma_cm_id **reject)
+{
+	struct rdma_conn_param param = { .responder_resources = FKV_RDMA_DEPTH,
+					 .initiator_depth = 0,
+					 .rnr_retry_count = 7 };
+	struct ibv_qp_init_attr qa = {
+		.send_cq = r->srv_cq, .recv_cq = r->srv_cq,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	const struct rdma_conn_param *cp = &ev->param.conn;
+	struct offer *o = NULL;
+
+	*reject = ev->id;
+	pthread_mutex_lock(&r->lock);
+	if (!r->dead && ev->id->verbs == r->verbs &&
+	    cp->private_data_len >= FKV_RDMA_TICKET_LEN)
+		for (o = r->offers; o; o = o->next)
+			if (!o->used && !o->ended &&
+			    !memcmp(o->ticket, cp->private_data,
+				    FKV_RDMA_TICKET_LEN))
+				break;
+	if (o) {
+		o->used = true;
+		if (rdma_create_qp(ev->id, r->pd, &qa) ||
+		    rdma_accept(ev->id, &param)) {
+			fkv_warn("rdma: accepting a connection: %m");
+			if (ev->id->qp)
+				rdma_destroy_qp(ev->id);
+		} else {
+			o->id = ev->id;
+			*reject = NULL;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (*reject && !o)
+		fkv_warn("rdma: a connection without a valid ticket: refused");
+	if (*reject)
+		rdma_reject(ev->id, NULL, 0);
+}
+
+static void handle_event(struct fkv_rdma *r, struct rdma_cm_event *ev)
+{
+	struct rdma_cm_id *destroy = NULL;
+	bool removal = false;
+	struct offer *o;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		on_request(r, ev, &destroy);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		pthread_mutex_lock(&r->lock);
+		o = offer_of_id(r, ev->id);
+		if (o) {
+			if (ev->id->qp)
+				rdma_destroy_qp(ev->id);
+			o->id = NULL;
+			destroy = ev->id;
+		}
+		pthread_mutex_unlock(&r->lock);
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		removal = true;
+		break;
+	default:
+		break;
+	}
+	rdma_ack_cm_event(ev);
+	if (destroy)
+		rdma_destroy_id(destroy);
+	if (removal && !r->dead) {
+		fkv_warn("rdma: device %s removed: the data plane is TCP from now on",
+			 r->devname);
+		teardown(r);
+	}
+}
+
+static void *event_thread(void *arg)
+{
+	struct fkv_rdma *r = arg;
+
+	for (;;) {
+		struct pollfd pfd[2] = {
+			{ .fd = r->ech->fd, .events = POLLIN },
+			{ .fd = r->efd, .events = POLLIN },
+		};
+		struct rdma_cm_event *ev;
+
+		if (poll(pfd, 2, 1000) < 0 && errno != EINTR)
+			break;
+		if (pfd[1].revents)
+			break;
+		while (!rdma_get_cm_event(r->ech, &ev))
+			handle_event(r, ev);
+		offers_reap(r, mono_ms());
+	}
+	return NULL;
+}
+
+int fkv_rdma_open(struct fkv_rdma **out, const char *host,
+		  const char *listen_host, uint16_t port, void *base,
+		  uint64_t size, unsigned int timeout_ms)
+{
+	struct fkv_rdma *r = calloc(1, sizeof(*r));
+	struct addrinfo *ai = NULL;
+	int err;
+
+	if (!r)
+		return -ENOMEM;
+	r->base = base;
+	r->size = size;
+	r->timeout_ms = timeout_ms;
+	r->efd = -1;
+	pthread_mutex_init(&r->lock, NULL);
+	r->ech = rdma_create_event_channel();
+	if (!r->ech) {
+		err = errno == ENODEV || errno == ENOENT ? -ENODEV : -errno;
+		fkv_info("rdma: no RDMA connection manager (/dev/infiniband/"
+			 "rdma_cm: modprobe rdma_ucm?): %s", strerror(-err));
+		goto fail;
+	}
+	err = nonblock(r->ech->fd);
+	if (err)
+		goto fail;
+	/* The device that carries our address. */
+	err = resolve(host, 0, false, &ai);
+	if (err)
+		goto fail;
+	if (rdma_create_id(r->ech, &r->dev_id, r, RDMA_PS_TCP) ||
+	    rdma_bind_addr(r->dev_id, ai->ai_addr)) {
+		err = -errno;
+		fkv_info("rdma: binding to %s: %s", host, strerror(-err));
+		goto fail;
+	}
+	freeaddrinfo(ai);
+	ai = NULL;
+	r->verbs = r->dev_id->verbs;
+	if (!r->verbs) {
+		err = -ENODEV;
+		fkv_info("rdma: no RDMA device carries %s", host);
+		goto fail;
+	}
+	snprintf(r->devname, sizeof(r->devname), "%s",
+		 ibv_get_device_name(r->verbs->device));
+	r->pd = ibv_alloc_pd(r->verbs);
+	if (!r->pd) {
+		err = -errno;
+		goto fail;
+	}
+	r->mr = ibv_reg_mr(r->pd, base, size, IBV_ACCESS_LOCAL_WRITE |
+					     IBV_ACCESS_REMOTE_READ);
+	if (!r->mr) {
+		err = -errno;
+		fkv_err("rdma: registering the %llu MiB segment on %s: %s "
+			"(RLIMIT_MEMLOCK? run as root or raise LimitMEMLOCK)",
+			(unsigned long long)(size >> 20), r->devname,
+			strerror(-err));
+		goto fail;
+	}
+	r->srv_cq = ibv_create_cq(r->verbs, 16, NULL, NULL, 0);
+	if (!r->srv_cq) {
+		err = -errno;
+		goto fail;
+	}
+	err = resolve(listen_host, port, true, &ai);
+	if (err)
+		goto fail;
+	if (rdma_create_id(r->ech, &r->listen_id, r, RDMA_PS_TCP) ||
+	    rdma_bind_addr(r->listen_id, ai->ai_addr) ||
+	    rdma_listen(r->listen_id, 64)) {
+		err = -errno;
+		goto fail;
+	}
+	freeaddrinfo(ai);
+	ai = NULL;
+	r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r->efd < 0 || pthread_create(&r->thread, NULL, event_thread, r)) {
+		err = r->efd < 0 ? -errno : -EAGAIN;
+		goto fail;
+	}
+	r->thread_started = true;
+	*out = r;
+	return 0;
+
+fail:
+	if (ai)
+		freeaddrinfo(ai);
+	fkv_rdma_close(r);
+	return err;
+}
+
+void fkv_rdma_close(struct fkv_rdma *r)
+{
+	uint64_t one = 1;
+
+	if (!r)
+		return;
+	if (r->thread_started) {
+		if (write(r->efd, &one, sizeof(one)) < 0)
+			fkv_warn("rdma: cannot stop the event thread: %m");
+		pthread_join(r->thread, NULL);
+	}
+	if (!r->dead)
+		teardown(r);
+	while (r->offers) {
+		struct offer *o = r->offers;
+
+		r->offers = o->next;
+		free(o);
+	}
+	if (r->ech)
+		rdma_destroy_event_channel(r->ech);
+	if (r->efd >= 0)
+		close(r->efd);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+const char *fkv_rdma_device(const struct fkv_rdma *r)
+{
+	return r->devname;
+}
+
+bool fkv_rdma_usable(const struct fkv_rdma *r)
+{
+	return !__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE);
+}
+
+int fkv_rdma_offer(struct fkv_rdma *r, uint8_t ticket[FKV_RDMA_TICKET_LEN],
+		   uint64_t *addr, uint32_t *rkey)
+{
+	struct offer *o = calloc(1, sizeof(*o));
+	int err;
+
+	if (!o)
+		return -ENOMEM;
+	err = fkv_auth_random(o->ticket, sizeof(o->ticket));
+	if (err) {
+		free(o);
+		return err;
+	}
+	o->deadline_ms = mono_ms() + FKV_RDMA_TICKET_MS;
+	pthread_mutex_lock(&r->lock);
+	if (r->dead) {
+		pthread_mutex_unlock(&r->lock);
+		free(o);
+		return -ENODEV;
+	}
+	*addr = (uintptr_t)r->base;
+	*rkey = r->mr->rkey;
+	o->next = r->offers;
+	r->offers = o;
+	pthread_mutex_unlock(&r->lock);
+	memcpy(ticket, o->ticket, FKV_RDMA_TICKET_LEN);
+	return 0;
+}
+
+void fkv_rdma_offer_end(struct fkv_rdma *r,
+			const uint8_t ticket[FKV_RDMA_TICKET_LEN])
+{
+	struct offer *o;
+
+	pthread_mutex_lock(&r->lock);
+	for (o = r->offers; o; o = o->next)
+		if (!memcmp(o->ticket, ticket, FKV_RDMA_TICKET_LEN)) {
+			o->ended = true;
+			/* The event thread frees it once disconnected. */
+			if (o->id)
+				rdma_disconnect(o->id);
+			break;
+		}
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* ---- requester side ---- */
+
+/* Wait for @want on @c's channel: 0, or -errno (another event: refused). */
+static int conn_step(struct fkv_rdma_conn *c, enum rdma_cm_event_type want)
+{
+	struct rdma_cm_event *ev;
+	int err, got;
+
+	err = wait_event(c->ech, c->r->timeout_ms, &ev);
+	if (err)
+		return err;
+	got = ev->event;
+	err = ev->status;
+	rdma_ack_cm_event(ev);
+	if (got == (int)want)
+		return 0;
+	if (got == RDMA_CM_EVENT_REJECTED)
+		return -ECONNREFUSED;
+	return err < 0 ? err : -EHOSTUNREACH;
+}
+
+int fkv_rdma_connect(struct fkv_rdma *r, const char *host, uint16_t port,
+		     const uint8_t ticket[FKV_RDMA_TICKET_LEN], uint64_t raddr,
+		     uint32_t rkey, struct fkv_rdma_conn **out)
+{
+	struct rdma_conn_param param = { .private_data = ticket,
+					 .private_data_len = FKV_RDMA_TICKET_LEN,
+					 .initiator_depth = FKV_RDMA_DEPTH,
+					 .responder_resources = 0,
+					 .retry_count = 7,
+					 .rnr_retry_count = 7 };
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 2 * FKV_RDMA_DEPTH, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct fkv_rdma_conn *c;
+	struct addrinfo *ai;
+	int err;
+
+	if (!fkv_rdma_usable(r))
+		return -ENODEV;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->r = r;
+	c->raddr = raddr;
+	c->rkey = rkey;
+	pthread_mutex_init(&c->lock, NULL);
+	err = resolve(host, port, false, &ai);
+	if (err)
+		goto fail;
+	c->ech = rdma_create_event_channel();
+	if (!c->ech || nonblock(c->ech->fd) ||
+	    rdma_create_id(c->ech, &c->id, c, RDMA_PS_TCP) ||
+	    rdma_resolve_addr(c->id, NULL, ai->ai_addr, (int)r->timeout_ms)) {
+		err = -errno;
+		freeaddrinfo(ai);
+		goto fail;
+	}
+	freeaddrinfo(ai);
+	err = conn_step(c, RDMA_CM_EVENT_ADDR_RESOLVED);
+	if (!err && c->id->verbs != r->verbs)
+		err = -ENODEV;	/* another device than our region's */
+	if (!err && rdma_resolve_route(c->id, (int)r->timeout_ms))
+		err = -errno;
+	if (!err)
+		err = conn_step(c, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	if (err)
+		goto fail;
+	c->cch = ibv_create_comp_channel(r->verbs);
+	if (c->cch && nonblock(c->cch->fd))
+		goto fail_errno;
+	c->cq = c->cch ? ibv_create_cq(r->verbs, 2 * FKV_RDMA_DEPTH, c,
+				       c->cch, 0) : NULL;
+	if (!c->cq || ibv_req_notify_cq(c->cq, 0))
+		goto fail_errno;
+	qa.send_cq = qa.recv_cq = c->cq;
+	if (rdma_create_qp(c->id, r->pd, &qa) || rdma_connect(c->id, &param))
+		goto fail_errno;
+	err = conn_step(c, RDMA_CM_EVENT_ESTABLISHED);
+	if (err)
+		goto fail;
+	c->ok = true;
+	pthread_mutex_lock(&r->lock);
+	if (r->dead) {
+		pthread_mutex_unlock(&r->lock);
+		err = -ENODEV;
+		goto fail;
+	}
+	c->next = r->conns;
+	r->conns = c;
+	pthread_mutex_unlock(&r->lock);
+	*out = c;
+	return 0;
+
+fail_errno:
+	err = errno ? -errno : -ENOMEM;
+fail:
+	conn_release(c);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	return err;
+}
+
+void fkv_rdma_disconnect(struct fkv_rdma_conn *c)
+{
+	struct fkv_rdma *r;
+	struct fkv_rdma_conn **pp;
+
+	if (!c)
+		return;
+	r = c->r;
+	pthread_mutex_lock(&r->lock);
+	for (pp = &r->conns; *pp && *pp != c; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = c->next;
+	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_lock(&c->lock);
+	if (c->id)
+		rdma_disconnect(c->id);
+	conn_release(c);
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+bool fkv_rdma_conn_ok(const struct fkv_rdma_conn *c)
+{
+	return c && c->ok && fkv_rdma_usable(c->r);
+}
+
+unsigned int fkv_rdma_inflight(const struct fkv_rdma_conn *c)
+{
+	return c->inflight;
+}
+
+int fkv_rdma_read(struct fkv_rdma_conn *c, uint64_t tag, uint64_t loff,
+		  uint64_t roff, uint64_t len)
+{
+	struct fkv_rdma *r = c->r;
+	struct ibv_send_wr wr = { .wr_id = tag, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_READ,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_sge sge;
+	int err = 0;
+
+	if (loff > r->size || len > r->size - loff || !len || len > UINT32_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	if (!c->ok || !c->id || c->inflight >= FKV_RDMA_DEPTH) {
+		err = c->ok ? -EBUSY : -ENOTCONN;
+		goto out;
+	}
+	sge.addr = (uintptr_t)(r->base + loff);
+	sge.length = (uint32_t)len;
+	sge.lkey = r->mr->lkey;
+	wr.sg_list = &sge;
+	wr.wr.rdma.remote_addr = c->raddr + roff;
+	wr.wr.rdma.rkey = c->rkey;
+	err = ibv_post_send(c->id->qp, &wr, &bad);
+	if (err) {
+		err = -err;
+		c->ok = false;
+	} else {
+		c->inflight++;
+	}
+out:
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+int fkv_rdma_reap(struct fkv_rdma_conn *c, int timeout_ms, uint64_t *tag)
+{
+	uint64_t deadline = mono_ms() + (uint64_t)timeout_ms;
+	int err = -ETIMEDOUT;
+
+	pthread_mutex_lock(&c->lock);
+	while (c->cq && c->inflight) {
+		struct pollfd pfd = { .fd = c->cch->fd, .events = POLLIN };
+		struct ibv_cq *cq;
+		struct ibv_wc wc;
+		uint64_t now;
+		void *ctx;
+		int n = ibv_poll_cq(c->cq, 1, &wc);
+
+		if (n < 0) {
+			c->ok = false;
+			err = -EIO;
+			break;
+		}
+		if (n == 1) {
+			c->inflight--;
+			*tag = wc.wr_id;
+			if (wc.status == IBV_WC_SUCCESS) {
+				err = 0;
+			} else {
+				c->ok = false;
+				err = wc.status == IBV_WC_RETRY_EXC_ERR ?
+				      -ETIMEDOUT : -EIO;
+				fkv_info("rdma: READ failed: %s",
+					 ibv_wc_status_str(wc.status));
+			}
+			break;
+		}
+		now = mono_ms();
+		if (now >= deadline)
+			break;
+		/* Sleep until the CQ has something (never busy-poll). */
+		pthread_mutex_unlock(&c->lock);
+		n = poll(&pfd, 1, (int)(deadline - now));
+		pthread_mutex_lock(&c->lock);
+		if (n > 0 && c->cch && !ibv_get_cq_event(c->cch, &cq, &ctx)) {
+			ibv_ack_cq_events(cq, 1);
+			ibv_req_notify_cq(cq, 0);
+		}
+	}
+	if (!c->cq && err == -ETIMEDOUT)
+		err = -ENOTCONN;	/* torn down: the device went */
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * xport_rdma.h - the RDMA data path of the data plane (rdma-core:
+ * librdmacm + libibverbs), used by xport_tcp.c on top of its
+ * authenticated TCP connections.
+ *
+ * Every byte moves by RDMA READ issued by the node that wants it: a
+ * requester reads a remote DRAM replica, or each staged chunk of a remote
+ * SSD push, straight from the source's segment into its own target.  So
+ * a node exposes one memory region over its segment with remote *read*
+ * access only; nobody can write another node's memory.  The TCP
+ * connection carries the requests, pins and releases; the RDMA
+ * connection that goes with it is set up by librdmacm with a one-time
+ * ticket the source handed out on that (secret-checked) TCP connection.
+ */
+#ifndef FLUXOND_XPORT_RDMA_H
+#define FLUXOND_XPORT_RDMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FKV_RDMA_TICKET_LEN	16
+/* READs one connection keeps in flight (initiator depth). */
+#define FKV_RDMA_DEPTH		4
+
+struct fkv_rdma;		/* one per transport: device, PD, MR, listener */
+struct fkv_rdma_conn;		/* one per requester connection: QP, CQ */
+
+/*
+ * Open the RDMA device that carries @host (this node's advertised
+ * address), register @base .. @base + @size (the segment's mapping) for
+ * local writes and remote reads, and listen for ticketed connections on
+ * @listen_host:@port.  0 or -errno (-ENODEV: no RDMA device for @host).
+ */
+int fkv_rdma_open(struct fkv_rdma **out, const char *host,
+		  const char *listen_host, uint16_t port, void *base,
+		  uint64_t size, unsigned int timeout_ms);
+void fkv_rdma_close(struct fkv_rdma *r);
+/* The device's name ("rxe0", "mlx5_0"), for logs. */
+const char *fkv_rdma_device(const struct fkv_rdma *r);
+/* False once the device went away or failed: everything is TCP then. */
+bool fkv_rdma_usable(const struct fkv_rdma *r);
+
+/*
+ * Source side: a ticket for one requester connection, and what it needs
+ * to read our segment (the region's address and remote key).  0 or
+ * -errno.  fkv_rdma_offer_end() when that TCP connection ends: its RDMA
+ * connection, if one was made, is torn down.
+ */
+int fkv_rdma_offer(struct fkv_rdma *r, uint8_t ticket[FKV_RDMA_TICKET_LEN],
+		   uint64_t *addr, uint32_t *rkey);
+void fkv_rdma_offer_end(struct fkv_rdma *r,
+			const uint8_t ticket[FKV_RDMA_TICKET_LEN]);
+
+/*
+ * Requester side: connect to @host:@port presenting @ticket; reads then
+ * address the peer's region at @raddr with @rkey.  0 or -errno.
+ */
+int fkv_rdma_connect(struct fkv_rdma *r, const char *host, uint16_t port,
+		     const uint8_t ticket[FKV_RDMA_TICKET_LEN], uint64_t raddr,
+		     uint32_t rkey, struct fkv_rdma_conn **out);
+void fkv_rdma_disconnect(struct fkv_rdma_conn *c);
+/* False after an error on the connection (QP error, device gone). */
+bool fkv_rdma_conn_ok(const struct fkv_rdma_conn *c);
+/*
+ * Post a READ of @len bytes at the peer's segment offset @roff into our
+ * segment at @loff, tagged @tag; at most FKV_RDMA_DEPTH posted and not
+ * reaped.  0 or -errno.
+ */
+int fkv_rdma_read(struct fkv_rdma_conn *c, uint64_t tag, uint64_t loff,
+		  uint64_t roff, uint64_t len);
+/*
+ * Wait (at most @timeout_ms) for the next completion: 0 with its @tag,
+ * -errno of a failed READ (the connection is no longer ok, *@tag set),
+ * -ETIMEDOUT.
+ */
+int fkv_rdma_reap(struct fkv_rdma_conn *c, int timeout_ms, uint64_t *tag);
+/* READs posted and not reaped. */
+unsigned int fkv_rdma_inflight(const struct fkv_rdma_conn *c);
+
+#endif /* FLUXOND_XPORT_RDMA_H */
