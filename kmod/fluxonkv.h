@@ -269,6 +269,7 @@ void fluxonkv_genl_exit(void);
 bool fluxonkv_daemon_connected(void);
 bool fluxonkv_daemon_local_routes(void);
 bool fluxonkv_daemon_placement(void);
+u64 fluxonkv_daemon_generation(void);
 pid_t fluxonkv_daemon_pid(void);
 int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
 		    struct fluxonkv_upcall *up);

@@ -180,9 +180,22 @@ static void fluxonkv_disconnect_work(struct work_struct *work)
 	mutex_unlock(&fluxonkv_daemon.lock);
 }
 
+/*
+ * Bumped (fully ordered) at every registration and detach: a replica made
+ * on the daemon's own initiative (FLUXONKV_IOC_TARGET) checks it did not
+ * change across its making, or no teardown would ever drop it.
+ */
+static atomic64_t fluxonkv_daemon_gen = ATOMIC64_INIT(0);
+
+u64 fluxonkv_daemon_generation(void)
+{
+	return atomic64_read(&fluxonkv_daemon_gen);
+}
+
 /* Called with the daemon lock held. */
 static void fluxonkv_daemon_detach(void)
 {
+	atomic64_inc_return(&fluxonkv_daemon_gen);
 	fluxonkv_daemon.gone_portid = fluxonkv_daemon.portid;
 	WRITE_ONCE(fluxonkv_daemon.portid, 0);
 	WRITE_ONCE(fluxonkv_daemon.flags, 0);
@@ -579,6 +592,7 @@ retry:
 	 * above), so the node id changes only between two sets of handles.
 	 */
 	fluxonkv_replica_set_node(node_id);
+	atomic64_inc_return(&fluxonkv_daemon_gen);
 	WRITE_ONCE(fluxonkv_daemon.portid, info->snd_portid);
 	/* Answered under the lock: see fluxonkv_notify_ssd_state(). */
 	ret = fluxonkv_reply_simple(info, FLUXONKV_CMD_DAEMON_REGISTER, true);

@@ -97,6 +97,24 @@ static struct {
 
 static void fluxonkv_get_done_send(struct work_struct *work);
 
+/*
+ * Persists asked by FLUXONKV_IOC_PUBLISH, run from a worker: a refused
+ * persist reports itself with a synchronous SSD_COMMIT, which the daemon
+ * in its own ioctl could never answer.
+ */
+struct fluxonkv_persist_req {
+	struct list_head node;		/* on fluxonkv_publish_persists.list */
+	struct fluxonkv_replica *r;	/* one reference */
+};
+
+static struct {
+	spinlock_t lock;		/* protects list */
+	struct list_head list;
+	struct work_struct work;
+} fluxonkv_publish_persists;
+
+static void fluxonkv_publish_persist_run(struct work_struct *work);
+
 int fluxonkv_kv_init(void)
 {
 	spin_lock_init(&fluxonkv_access.lock);
@@ -104,6 +122,9 @@ int fluxonkv_kv_init(void)
 	spin_lock_init(&fluxonkv_get_done.lock);
 	INIT_LIST_HEAD(&fluxonkv_get_done.list);
 	INIT_WORK(&fluxonkv_get_done.work, fluxonkv_get_done_send);
+	spin_lock_init(&fluxonkv_publish_persists.lock);
+	INIT_LIST_HEAD(&fluxonkv_publish_persists.list);
+	INIT_WORK(&fluxonkv_publish_persists.work, fluxonkv_publish_persist_run);
 	return 0;
 }
 
@@ -111,6 +132,7 @@ int fluxonkv_kv_init(void)
 void fluxonkv_kv_quiesce(void)
 {
 	flush_work(&fluxonkv_get_done.work);
+	flush_work(&fluxonkv_publish_persists.work);
 }
 
 void fluxonkv_kv_exit(void)
@@ -197,7 +219,9 @@ static void fluxonkv_put_abort(const u8 *key, u32 key_len, u64 put_id,
 /*
  * Send @len bytes of the putter's buffer @buf on @sock, from the putter's
  * context (the pages are the caller's; nothing is staged in the segment).
- * The socket's own send timeout bounds each wait; a signal ends it.
+ * The socket's own send timeout (SO_SNDTIMEO, which fluxond sets; the
+ * file's O_NONBLOCK does not apply) bounds each wait: -ETIMEDOUT; a
+ * signal ends it: -EINTR.
  */
 static int fluxonkv_sock_send_user(struct socket *sock, const void __user *buf,
 				   u64 len)
@@ -214,6 +238,8 @@ static int fluxonkv_sock_send_user(struct socket *sock, const void __user *buf,
 		ret = sock_sendmsg(sock, &msg);
 		if (ret == -ERESTARTSYS)
 			return -EINTR;
+		if (ret == -EAGAIN)
+			return -ETIMEDOUT;	/* SO_SNDTIMEO ran out */
 		if (ret < 0)
 			return ret;
 		if (!ret)
@@ -886,6 +912,42 @@ err_alloc:
 	return ret;
 }
 
+static void fluxonkv_publish_persist_run(struct work_struct *work)
+{
+	struct fluxonkv_persist_req *req, *tmp;
+	LIST_HEAD(batch);
+
+	spin_lock(&fluxonkv_publish_persists.lock);
+	list_splice_init(&fluxonkv_publish_persists.list, &batch);
+	spin_unlock(&fluxonkv_publish_persists.lock);
+	list_for_each_entry_safe(req, tmp, &batch, node) {
+		struct fluxonkv_replica *r = req->r;
+
+		/* -ENODEV (no SSD tier now): memory-only, as for a put. */
+		fluxonkv_ssd_persist(r->key, r->key_len, r->put_id, r->alloc);
+		fluxonkv_replica_put(r);
+		kfree(req);
+	}
+}
+
+/* Persist @r from the worker; takes over the caller's reference. */
+static void fluxonkv_publish_persist(struct fluxonkv_replica *r)
+{
+	struct fluxonkv_persist_req *req = kzalloc(sizeof(*req), GFP_KERNEL);
+
+	if (!req) {
+		/* Not persisted: the master's persist TTL makes it evictable. */
+		atomic64_inc(&fluxonkv_ssd_stats.persist_errors);
+		fluxonkv_replica_put(r);
+		return;
+	}
+	req->r = r;
+	spin_lock(&fluxonkv_publish_persists.lock);
+	list_add_tail(&req->node, &fluxonkv_publish_persists.list);
+	spin_unlock(&fluxonkv_publish_persists.lock);
+	queue_work(system_unbound_wq, &fluxonkv_publish_persists.work);
+}
+
 /**
  * fluxonkv_target() - allocate the replica of a put another node places
  *	here, for a privileged session (the target's half of PUT_PLACE).
@@ -908,6 +970,7 @@ int fluxonkv_target(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 {
 	struct fluxonkv_replica *r;
 	struct fluxonkv_alloc *a;
+	u64 gen;
 	int ret;
 
 	if (!s->privileged)
@@ -915,6 +978,10 @@ int fluxonkv_target(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 	if (!put_id || !len || len > min_t(u64, FLUXONKV_VALUE_MAX,
 					   fluxonkv_seg.size))
 		return -EINVAL;
+	/* The handle table's reference is the registered daemon's. */
+	gen = fluxonkv_daemon_generation();
+	if (!fluxonkv_daemon_connected())
+		return -ENOTCONN;
 	a = fluxonkv_alloc_room(len);
 	if (IS_ERR(a))
 		return PTR_ERR(a);
@@ -925,6 +992,17 @@ int fluxonkv_target(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 	}
 	fluxonkv_alloc_get(a);		/* the holder's reference */
 	ret = fluxonkv_grant(s, a, put_id, FLUXONKV_SOURCE_MEMORY, res);
+	/*
+	 * Entered in the handle table before this look: a detach that came
+	 * after it drops the replica itself; one that came before changed
+	 * the generation, and then nobody else will.
+	 */
+	smp_mb();
+	if (!ret && (fluxonkv_daemon_generation() != gen ||
+		     !fluxonkv_daemon_connected())) {
+		fluxonkv_holder_release(s, res->holder_id);
+		ret = -ENOTCONN;
+	}
 	if (ret) {
 		fluxonkv_replica_drop(r->handle);
 	} else {
@@ -955,10 +1033,10 @@ int fluxonkv_publish(struct fluxonkv_session *s, u64 handle, u64 put_id,
 	if (!r)
 		return -ENOENT;
 	fluxonkv_replica_publish(r);
-	/* -ENODEV (no SSD tier now): it stays memory-only, as for a put. */
 	if (persist)
-		fluxonkv_ssd_persist(r->key, r->key_len, r->put_id, r->alloc);
-	fluxonkv_replica_put(r);
+		fluxonkv_publish_persist(r);	/* takes our reference */
+	else
+		fluxonkv_replica_put(r);
 	return 0;
 }
 
