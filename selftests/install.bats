@@ -191,6 +191,21 @@ mode() {
 	systemd-analyze security --offline=yes --threshold=30 "$t/fluxond.service" >/dev/null
 }
 
+@test "the cluster drop-in is installed and verifies with the unit" {
+	local d=$DEST/usr/share/fluxonkv/fluxond-cluster.conf t=$BATS_TEST_TMPDIR
+	[ "$(mode /usr/share/fluxonkv/fluxond-cluster.conf)" = 644 ]
+	grep -qx 'DeviceAllow=/dev/fluxonkv rw' "$d"
+	grep -qx 'LimitMEMLOCK=infinity' "$d"
+	command -v systemd-analyze >/dev/null || skip "no systemd-analyze"
+	mkdir -p "$t/cl/fluxond.service.d"
+	sed "s|^ExecStart=/usr/sbin/fluxond|ExecStart=$DEST/usr/sbin/fluxond|" \
+		"$DEST/usr/lib/systemd/system/fluxond.service" >"$t/cl/fluxond.service"
+	cp "$d" "$t/cl/fluxond.service.d/cluster.conf"
+	run env MANPATH="$DEST/usr/share/man" systemd-analyze verify "$t/cl/fluxond.service"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
 @test "sysusers.d creates the fluxonkv group" {
 	grep -qx 'g fluxonkv -' "$DEST/usr/lib/sysusers.d/fluxonkv.conf"
 	command -v systemd-sysusers >/dev/null || skip "no systemd-sysusers"
