@@ -96,6 +96,21 @@ put_new() {	# put_new KEY BYTES: random value, kept in $SH for the peer
 	"$CTL" put "$1" "$SH/val.$1" >/dev/null
 }
 
+# getloop_start SECONDS KEY...: readers in the background (getloop.py) while
+# a peer dies; midtraffic then checks them: right bytes or a clean miss,
+# and no get waited past the module's request timeout (8 s).
+getloop_start() {
+	PYTHONPATH=$REPO/userspace/python python3 "$REPO/selftests/cluster/getloop.py" \
+		"$1" "$SH" "${@:2}" >/tmp/getloop.out 2>&1 &
+	LOOP=$!
+}
+midtraffic() {
+	local r
+	wait "$LOOP" || { diag "getloop: $(cat /tmp/getloop.out)"; return 1; }
+	r=$(tail -n 1 /tmp/getloop.out)
+	diag "gets while the peer died: $r"
+	[[ $r == *" wrong=0 "* ]] && [ "${r##*max_ms=}" -lt 8500 ]
+}
 
 # finish: meet the others at the end, stop, check the kernel log, unload;
 # two tests; exits with the node's status.

@@ -94,19 +94,10 @@ if [ "$I" -eq 1 ]; then
 	check "the fallback is counted and logged" fell_back
 	mark late.1
 	# Readers run while node2 dies: right bytes or a clean miss, no hang.
-	PYTHONPATH=$REPO/userspace/python python3 "$REPO/selftests/cluster/getloop.py" \
-		5 "$SH" k4 late2 >/tmp/getloop.out 2>&1 &
-	LOOP=$!
+	getloop_start 5 k4 late2
 	sleep 1
 	mark phase.kill
 	wait_for killed.2 || true
-	midtraffic() {
-		local r
-		wait "$LOOP" || { diag "getloop: $(cat /tmp/getloop.out)"; return 1; }
-		r=$(tail -n 1 /tmp/getloop.out)
-		diag "gets while node2 died: $r"
-		[[ $r == *" wrong=0 "* ]] && [ "${r##*max_ms=}" -lt 8500 ]
-	}
 	check "gets while node2 dies: right bytes or a miss, none hangs" midtraffic
 else
 	wait_for master-up || true
