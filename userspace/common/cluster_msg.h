@@ -80,11 +80,13 @@ enum fkv_cluster_cmd {
 	 * join: may the bytes of this connection's pulls move by RDMA READ?
 	 * No attributes.  Answer RDMA with STATUS (0, -EOPNOTSUPP: no usable
 	 * device here) and, on 0, TICKET (present it in the librdmacm
-	 * connect: once), ADDR and RKEY (this node's segment region).  From
-	 * then on a PULL may carry RDMA: the answer (and each chunk header
-	 * of a push) names where the bytes are in the source's segment
-	 * (SEG_OFFSET) instead of carrying them; the requester READs them
-	 * and answers RELEASE for each, after which the source unpins.
+	 * connect: once).  From then on a PULL may carry RDMA: the answer
+	 * (and each chunk header of a push) names a memory window over just
+	 * those bytes (ADDR, RKEY; bound to this connection's QP, remote
+	 * read only) instead of carrying them; the requester READs them and
+	 * answers RELEASE for each, after which the source invalidates the
+	 * window and unpins.  An answer or header without RKEY carries its
+	 * bytes inline, as over TCP (the source could not bind a window).
 	 */
 	FKV_CCMD_RDMA,
 	/*
@@ -117,9 +119,8 @@ enum fkv_cluster_attr {
 	FKV_CA_SYNC_ID,		/* u64: a DROP_REPLICA to acknowledge */
 	FKV_CA_RDMA,		/* u32 flag: move this pull's bytes by RDMA */
 	FKV_CA_TICKET,		/* binary, FKV_TICKET_LEN bytes */
-	FKV_CA_ADDR,		/* u64: a memory region's address */
+	FKV_CA_ADDR,		/* u64: a memory window's address */
 	FKV_CA_RKEY,		/* u32: its remote key */
-	FKV_CA_SEG_OFFSET,	/* u64: where the bytes are in the segment */
 	__FKV_CA_MAX,
 	FKV_CA_MAX = __FKV_CA_MAX - 1
 };

@@ -5,16 +5,19 @@
  *
  * One device per node: the one that carries the advertised address (a
  * cm_id bound to it tells which).  One protection domain, one memory
- * region over the whole segment mapping (IBV_ACCESS_LOCAL_WRITE |
- * IBV_ACCESS_REMOTE_READ: READs land in our targets, peers read our
- * replicas and staged chunks; no remote write).  Registered once at start;
- * the daemon's exit deregisters it (the kernel drops a dead process's
- * verbs objects), so nothing stays registered past the daemon.
+ * region over the whole segment mapping with IBV_ACCESS_LOCAL_WRITE (READs
+ * land in our targets) and IBV_ACCESS_MW_BIND but no remote access: its
+ * own rkey opens nothing.  Registered once at start; the daemon's exit
+ * deregisters it (the kernel drops a dead process's verbs objects), so
+ * nothing stays registered past the daemon.
  *
  * Source side: a listening cm_id and a thread for its events.  A
  * connection request is accepted only with a ticket handed out (once) on
- * an authenticated TCP connection; its QP posts nothing (peers READ), so
- * every accepted QP shares one small CQ.  Device removal (DEVICE_REMOVAL,
+ * an authenticated TCP connection.  Its QP gets FKV_RDMA_WINDOWS type 2
+ * memory windows: to let the peer READ a pinned replica or a staged chunk
+ * the serving thread binds one over exactly that range (remote read) on
+ * that QP — a type 2 window works for its own QP only — and invalidates
+ * it when the peer RELEASEs the range.  Device removal (DEVICE_REMOVAL,
  * e.g. `rdma link delete`) tears everything down, requester connections
  * included, so that the device can go; the transport is TCP from then on.
  *
@@ -49,10 +52,19 @@
 struct offer {
 	struct offer *next;
 	uint8_t ticket[FKV_RDMA_TICKET_LEN];
-	struct rdma_cm_id *id;		/* the accepted connection, or NULL */
 	bool used;			/* a connection came with it */
 	bool ended;			/* its TCP connection is gone */
 	uint64_t deadline_ms;
+	/*
+	 * Protects the verbs objects below: the serving thread binds and
+	 * invalidates windows while the event thread may tear them down.
+	 */
+	pthread_mutex_t lock;
+	struct rdma_cm_id *id;		/* the accepted connection, or NULL */
+	struct ibv_comp_channel *cch;	/* binds and invalidations complete */
+	struct ibv_cq *cq;
+	struct ibv_mw *mw[FKV_RDMA_WINDOWS];
+	bool bound[FKV_RDMA_WINDOWS];
 };
 
 struct fkv_rdma_conn {
@@ -64,8 +76,6 @@ struct fkv_rdma_conn {
 	struct rdma_cm_id *id;
 	struct ibv_comp_channel *cch;
 	struct ibv_cq *cq;
-	uint64_t raddr;
-	uint32_t rkey;
 	unsigned int inflight;
 	bool ok;
 };
@@ -77,7 +87,6 @@ struct fkv_rdma {
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
-	struct ibv_cq *srv_cq;		/* accepted QPs (they post nothing) */
 	uint8_t *base;
 	uint64_t size;
 	unsigned int timeout_ms;
@@ -165,16 +174,48 @@ static void conn_release(struct fkv_rdma_conn *c)
 	c->inflight = 0;
 }
 
-static void offer_release(struct offer *o)
+/*
+ * Free @o's verbs objects; @destroy_id: its cm_id too (else the caller
+ * destroys it after acking its event).  Takes o->lock.
+ */
+static struct rdma_cm_id *offer_release(struct offer *o, bool destroy_id)
 {
-	if (!o->id)
-		return;
-	/* The requester's QP goes to error: its READs fail at once. */
-	rdma_disconnect(o->id);
-	if (o->id->qp)
-		rdma_destroy_qp(o->id);
-	rdma_destroy_id(o->id);
+	struct rdma_cm_id *id;
+	unsigned int i;
+
+	pthread_mutex_lock(&o->lock);
+	id = o->id;
+	if (id) {
+		/* The requester's QP goes to error: its READs fail at once. */
+		rdma_disconnect(id);
+		if (id->qp)
+			rdma_destroy_qp(id);
+	}
+	for (i = 0; i < FKV_RDMA_WINDOWS; i++) {
+		if (o->mw[i])
+			ibv_dealloc_mw(o->mw[i]);
+		o->mw[i] = NULL;
+		o->bound[i] = false;
+	}
+	if (o->cq)
+		ibv_destroy_cq(o->cq);
+	if (o->cch)
+		ibv_destroy_comp_channel(o->cch);
+	o->cq = NULL;
+	o->cch = NULL;
 	o->id = NULL;
+	pthread_mutex_unlock(&o->lock);
+	if (id && destroy_id) {
+		rdma_destroy_id(id);
+		id = NULL;
+	}
+	return id;
+}
+
+static void offer_free(struct offer *o)
+{
+	pthread_mutex_destroy(&o->lock);
+	free(o);
 }
 
 /* Give every verbs object of the device back.  Event thread or close. */
@@ -187,7 +228,7 @@ static void teardown(struct fkv_rdma *r)
 	pthread_mutex_lock(&r->lock);
 	r->dead = true;
 	for (o = r->offers; o; o = o->next)
-		offer_release(o);
+		offer_release(o, true);
 	for (c = r->conns; c; c = c->next) {
 		pthread_mutex_lock(&c->lock);
 		conn_release(c);
@@ -196,8 +237,6 @@ static void teardown(struct fkv_rdma *r)
 	pthread_mutex_unlock(&r->lock);
 	if (r->mr)
 		ibv_dereg_mr(r->mr);
-	if (r->srv_cq)
-		ibv_destroy_cq(r->srv_cq);
 	if (r->pd)
 		ibv_dealloc_pd(r->pd);
 	if (r->listen_id)
@@ -205,7 +244,6 @@ static void teardown(struct fkv_rdma *r)
 	if (r->dev_id)
 		rdma_destroy_id(r->dev_id);
 	r->mr = NULL;
-	r->srv_cq = NULL;
 	r->pd = NULL;
 	r->listen_id = NULL;
 	r->dev_id = NULL;
@@ -222,6 +260,17 @@ static void teardown(struct fkv_rdma *r)
 }
 
 /* ---- source side: the listener's events ---- */
+
+static struct offer *offer_of_ticket(struct fkv_rdma *r,
+				     const uint8_t ticket[FKV_RDMA_TICKET_LEN])
+{
+	struct offer *o;
+
+	for (o = r->offers; o; o = o->next)
+		if (!memcmp(o->ticket, ticket, FKV_RDMA_TICKET_LEN))
+			return o;
+	return NULL;
+}
 
 static struct offer *offer_of_id(struct fkv_rdma *r, struct rdma_cm_id *id)
 {
@@ -243,12 +292,54 @@ static void offers_reap(struct fkv_rdma *r, uint64_t now)
 		if ((o->ended && !o->id) ||
 		    (!o->used && !o->id && now > o->deadline_ms)) {
 			*pp = o->next;
-			free(o);
+			offer_free(o);
 			continue;
 		}
 		pp = &o->next;
 	}
 	pthread_mutex_unlock(&r->lock);
+}
+
+/*
+ * The verbs objects of @o's accepted connection @id: a CQ for its binds
+ * and invalidations, the QP, the windows.  0 or -errno (all undone).
+ */
+static int offer_setup(struct fkv_rdma *r, struct offer *o,
+		       struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 2 * FKV_RDMA_WINDOWS, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	unsigned int i;
+	int err = 0;
+
+	pthread_mutex_lock(&o->lock);
+	o->cch = ibv_create_comp_channel(r->verbs);
+	if (!o->cch || nonblock(o->cch->fd))
+		goto fail;
+	o->cq = ibv_create_cq(r->verbs, 2 * FKV_RDMA_WINDOWS, o, o->cch, 0);
+	if (!o->cq || ibv_req_notify_cq(o->cq, 0))
+		goto fail;
+	qa.send_cq = qa.recv_cq = o->cq;
+	if (rdma_create_qp(id, r->pd, &qa))
+		goto fail;
+	for (i = 0; i < FKV_RDMA_WINDOWS; i++) {
+		o->mw[i] = ibv_alloc_mw(r->pd, IBV_MW_TYPE_2);
+		if (!o->mw[i])
+			goto fail;
+	}
+	o->id = id;
+	pthread_mutex_unlock(&o->lock);
+	return 0;
+
+fail:
+	err = errno ? -errno : -ENOMEM;
+	o->id = id;	/* so that the release destroys its QP */
+	pthread_mutex_unlock(&o->lock);
+	offer_release(o, false);
+	return err;
 }
 
 /* A connection request: accepted only with an unused ticket. */
@@ -258,14 +349,9 @@ static void on_request(struct fkv_rdma *r, struct rdma_cm_event *ev,
 	struct rdma_conn_param param = { .responder_resources = FKV_RDMA_DEPTH,
 					 .initiator_depth = 0,
 					 .rnr_retry_count = 7 };
-	struct ibv_qp_init_attr qa = {
-		.send_cq = r->srv_cq, .recv_cq = r->srv_cq,
-		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_RC,
-	};
 	const struct rdma_conn_param *cp = &ev->param.conn;
 	struct offer *o = NULL;
+	int err;
 
 	*reject = ev->id;
 	pthread_mutex_lock(&r->lock);
@@ -278,13 +364,17 @@ static void on_request(struct fkv_rdma *r, struct rdma_cm_event *ev,
 				break;
 	if (o) {
 		o->used = true;
-		if (rdma_create_qp(ev->id, r->pd, &qa) ||
-		    rdma_accept(ev->id, &param)) {
-			fkv_warn("rdma: accepting a connection: %m");
-			if (ev->id->qp)
-				rdma_destroy_qp(ev->id);
+		err = offer_setup(r, o, ev->id);
+		if (!err && rdma_accept(ev->id, &param))
+			err = -errno;
+		if (err) {
+			fkv_warn("rdma: accepting a connection: %s%s",
+				 strerror(-err), err == -EOPNOTSUPP ||
+				 err == -ENOSYS ? " (no memory windows on "
+				 "this device?)" : "");
+			if (o->cq)	/* else offer_setup undid itself */
+				offer_release(o, false);
 		} else {
-			o->id = ev->id;
 			*reject = NULL;
 		}
 	}
@@ -311,12 +401,8 @@ static void handle_event(struct fkv_rdma *r, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_UNREACHABLE:
 		pthread_mutex_lock(&r->lock);
 		o = offer_of_id(r, ev->id);
-		if (o) {
-			if (ev->id->qp)
-				rdma_destroy_qp(ev->id);
-			o->id = NULL;
-			destroy = ev->id;
-		}
+		if (o)
+			destroy = offer_release(o, false);
 		pthread_mutex_unlock(&r->lock);
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
@@ -407,19 +493,15 @@ int fkv_rdma_open(struct fkv_rdma **out, const char *host,
 		err = -errno;
 		goto fail;
 	}
+	/* No remote access: peers read only through windows (expose). */
 	r->mr = ibv_reg_mr(r->pd, base, size, IBV_ACCESS_LOCAL_WRITE |
-					     IBV_ACCESS_REMOTE_READ);
+					     IBV_ACCESS_MW_BIND);
 	if (!r->mr) {
 		err = -errno;
 		fkv_err("rdma: registering the %llu MiB segment on %s: %s "
 			"(RLIMIT_MEMLOCK? run as root or raise LimitMEMLOCK)",
 			(unsigned long long)(size >> 20), r->devname,
 			strerror(-err));
-		goto fail;
-	}
-	r->srv_cq = ibv_create_cq(r->verbs, 16, NULL, NULL, 0);
-	if (!r->srv_cq) {
-		err = -errno;
 		goto fail;
 	}
 	err = resolve(listen_host, port, true, &ai);
@@ -466,7 +548,7 @@ void fkv_rdma_close(struct fkv_rdma *r)
 		struct offer *o = r->offers;
 
 		r->offers = o->next;
-		free(o);
+		offer_free(o);
 	}
 	if (r->ech)
 		rdma_destroy_event_channel(r->ech);
@@ -486,28 +568,26 @@ bool fkv_rdma_usable(const struct fkv_rdma *r)
 	return !__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE);
 }
 
-int fkv_rdma_offer(struct fkv_rdma *r, uint8_t ticket[FKV_RDMA_TICKET_LEN],
-		   uint64_t *addr, uint32_t *rkey)
+int fkv_rdma_offer(struct fkv_rdma *r, uint8_t ticket[FKV_RDMA_TICKET_LEN])
 {
 	struct offer *o = calloc(1, sizeof(*o));
 	int err;
 
 	if (!o)
 		return -ENOMEM;
+	pthread_mutex_init(&o->lock, NULL);
 	err = fkv_auth_random(o->ticket, sizeof(o->ticket));
 	if (err) {
-		free(o);
+		offer_free(o);
 		return err;
 	}
 	o->deadline_ms = mono_ms() + FKV_RDMA_TICKET_MS;
 	pthread_mutex_lock(&r->lock);
 	if (r->dead) {
 		pthread_mutex_unlock(&r->lock);
-		free(o);
+		offer_free(o);
 		return -ENODEV;
 	}
-	*addr = (uintptr_t)r->base;
-	*rkey = r->mr->rkey;
 	o->next = r->offers;
 	r->offers = o;
 	pthread_mutex_unlock(&r->lock);
@@ -521,15 +601,140 @@ void fkv_rdma_offer_end(struct fkv_rdma *r,
 	struct offer *o;
 
 	pthread_mutex_lock(&r->lock);
-	for (o = r->offers; o; o = o->next)
-		if (!memcmp(o->ticket, ticket, FKV_RDMA_TICKET_LEN)) {
-			o->ended = true;
-			/* The event thread frees it once disconnected. */
-			if (o->id)
-				rdma_disconnect(o->id);
-			break;
-		}
+	o = offer_of_ticket(r, ticket);
+	if (o) {
+		o->ended = true;
+		/* The event thread frees it once disconnected. */
+		pthread_mutex_lock(&o->lock);
+		if (o->id)
+			rdma_disconnect(o->id);
+		pthread_mutex_unlock(&o->lock);
+	}
 	pthread_mutex_unlock(&r->lock);
+}
+
+/*
+ * The next completion on @cq within @timeout_ms: 0 with @wc, -ETIMEDOUT,
+ * -EIO.  The CQ must be armed (ibv_req_notify_cq); it is re-armed here.
+ */
+static int cq_wait(struct ibv_cq *cq, struct ibv_comp_channel *cch,
+		   int timeout_ms, struct ibv_wc *wc)
+{
+	uint64_t deadline = mono_ms() + (uint64_t)timeout_ms;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = cch->fd, .events = POLLIN };
+		struct ibv_cq *ecq;
+		uint64_t now;
+		void *ctx;
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n < 0)
+			return -EIO;
+		if (n == 1)
+			return 0;
+		now = mono_ms();
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, (int)(deadline - now)) > 0 &&
+		    !ibv_get_cq_event(cch, &ecq, &ctx)) {
+			ibv_ack_cq_events(ecq, 1);
+			ibv_req_notify_cq(ecq, 0);
+		}
+	}
+}
+
+/* Post @wr (signalled) on @o's QP and wait for its completion: 0 or -errno. */
+static int offer_post_wait(struct fkv_rdma *r, struct offer *o,
+			   struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+	int err;
+
+	wr->send_flags = IBV_SEND_SIGNALED;
+	err = ibv_post_send(o->id->qp, wr, &bad);
+	if (err)
+		return -err;
+	err = cq_wait(o->cq, o->cch, (int)r->timeout_ms, &wc);
+	if (!err && wc.status != IBV_WC_SUCCESS) {
+		fkv_info("rdma: %s failed: %s",
+			 wr->opcode == IBV_WR_BIND_MW ? "binding a window" :
+			 "invalidating a window", ibv_wc_status_str(wc.status));
+		err = -EIO;
+	}
+	return err;
+}
+
+int fkv_rdma_expose(struct fkv_rdma *r,
+		    const uint8_t ticket[FKV_RDMA_TICKET_LEN], uint64_t off,
+		    uint64_t len, uint64_t *addr, uint32_t *rkey)
+{
+	struct ibv_send_wr wr = { .opcode = IBV_WR_BIND_MW };
+	struct offer *o;
+	unsigned int i;
+	int err = -ENOTCONN;
+
+	if (off > r->size || !len || len > r->size - off)
+		return -EINVAL;
+	pthread_mutex_lock(&r->lock);
+	o = r->dead ? NULL : offer_of_ticket(r, ticket);
+	if (o)
+		pthread_mutex_lock(&o->lock);
+	pthread_mutex_unlock(&r->lock);
+	if (!o)
+		return err;
+	/* The serving thread of this connection is the only binder. */
+	for (i = 0; o->id && i < FKV_RDMA_WINDOWS && o->bound[i]; i++)
+		;
+	if (o->id && i == FKV_RDMA_WINDOWS)
+		err = -EBUSY;
+	if (o->id && i < FKV_RDMA_WINDOWS) {
+		wr.wr_id = i;
+		wr.bind_mw.mw = o->mw[i];
+		wr.bind_mw.rkey = ibv_inc_rkey(o->mw[i]->rkey);
+		wr.bind_mw.bind_info.mr = r->mr;
+		wr.bind_mw.bind_info.addr = (uintptr_t)(r->base + off);
+		wr.bind_mw.bind_info.length = len;
+		wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+		err = offer_post_wait(r, o, &wr);
+		if (!err) {
+			o->mw[i]->rkey = wr.bind_mw.rkey;
+			o->bound[i] = true;
+			*addr = wr.bind_mw.bind_info.addr;
+			*rkey = wr.bind_mw.rkey;
+		}
+	}
+	pthread_mutex_unlock(&o->lock);
+	return err;
+}
+
+void fkv_rdma_unexpose(struct fkv_rdma *r,
+		       const uint8_t ticket[FKV_RDMA_TICKET_LEN], uint32_t rkey)
+{
+	struct ibv_send_wr wr = { .opcode = IBV_WR_LOCAL_INV,
+				  .invalidate_rkey = rkey };
+	struct offer *o;
+	unsigned int i;
+
+	pthread_mutex_lock(&r->lock);
+	o = offer_of_ticket(r, ticket);
+	if (o)
+		pthread_mutex_lock(&o->lock);
+	pthread_mutex_unlock(&r->lock);
+	if (!o)
+		return;
+	for (i = 0; i < FKV_RDMA_WINDOWS; i++) {
+		if (!o->id || !o->bound[i] || o->mw[i]->rkey != rkey)
+			continue;
+		/* Failed: the QP is in error, nothing reads through it. */
+		if (offer_post_wait(r, o, &wr))
+			fkv_info("rdma: window %#x not invalidated (connection "
+				 "failing)", rkey);
+		o->bound[i] = false;
+		break;
+	}
+	pthread_mutex_unlock(&o->lock);
 }
 
 /* ---- requester side ---- */
@@ -554,8 +759,8 @@ static int conn_step(struct fkv_rdma_conn *c, enum rdma_cm_event_type want)
 }
 
 int fkv_rdma_connect(struct fkv_rdma *r, const char *host, uint16_t port,
-		     const uint8_t ticket[FKV_RDMA_TICKET_LEN], uint64_t raddr,
-		     uint32_t rkey, struct fkv_rdma_conn **out)
+		     const uint8_t ticket[FKV_RDMA_TICKET_LEN],
+		     struct fkv_rdma_conn **out)
 {
 	struct rdma_conn_param param = { .private_data = ticket,
 					 .private_data_len = FKV_RDMA_TICKET_LEN,
@@ -578,8 +783,6 @@ int fkv_rdma_connect(struct fkv_rdma *r, const char *host, uint16_t port,
 	if (!c)
 		return -ENOMEM;
 	c->r = r;
-	c->raddr = raddr;
-	c->rkey = rkey;
 	pthread_mutex_init(&c->lock, NULL);
 	err = resolve(host, port, false, &ai);
 	if (err)
@@ -671,7 +874,7 @@ unsigned int fkv_rdma_inflight(const struct fkv_rdma_conn *c)
 }
 
 int fkv_rdma_read(struct fkv_rdma_conn *c, uint64_t tag, uint64_t loff,
-		  uint64_t roff, uint64_t len)
+		  uint64_t raddr, uint32_t rkey, uint64_t len)
 {
 	struct fkv_rdma *r = c->r;
 	struct ibv_send_wr wr = { .wr_id = tag, .num_sge = 1,
@@ -691,8 +894,8 @@ int fkv_rdma_read(struct fkv_rdma_conn *c, uint64_t tag, uint64_t loff,
 	sge.length = (uint32_t)len;
 	sge.lkey = r->mr->lkey;
 	wr.sg_list = &sge;
-	wr.wr.rdma.remote_addr = c->raddr + roff;
-	wr.wr.rdma.rkey = c->rkey;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
 	err = ibv_post_send(c->id->qp, &wr, &bad);
 	if (err) {
 		err = -err;

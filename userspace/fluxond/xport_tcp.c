@@ -128,7 +128,8 @@ static const struct nla_policy rdma_policy[FKV_CA_MAX + 1] = {
 
 static const struct nla_policy pull_policy[FKV_CA_MAX + 1] = {
 	[FKV_CA_RDMA] = { .type = NLA_U32 },
-	[FKV_CA_SEG_OFFSET] = { .type = NLA_U64 },
+	[FKV_CA_ADDR] = { .type = NLA_U64 },
+	[FKV_CA_RKEY] = { .type = NLA_U32 },
 	[FLUXONKV_A_REQ_ID] = { .type = NLA_U64 },
 	[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
 	[FLUXONKV_A_KEY] = { .type = NLA_UNSPEC, .minlen = 1,
@@ -296,6 +297,9 @@ static void set_timeouts(int fd, unsigned int ms)
 
 /* tcp_pull_one(): RDMA failed, the pull must be done again over TCP. */
 #define FKV_RDMA_FALLBACK	1
+/* tcp_pull_one(): done, but the source sent (some) bytes inline although
+ * we asked RDMA: it could not expose them (its device is gone?). */
+#define FKV_RDMA_INLINE		2
 
 static int wire_status(struct nlattr *a);
 
@@ -325,12 +329,11 @@ static int rdma_negotiate(struct fkv_xport *x, int fd, uint8_t *buf,
 	err = wire_status(tb[FLUXONKV_A_STATUS]);
 	if (err)
 		return err;
-	if (!tb[FKV_CA_TICKET] || !tb[FKV_CA_ADDR] || !tb[FKV_CA_RKEY] ||
+	if (!tb[FKV_CA_TICKET] ||
 	    fkv_parse_hostport(addr, host, sizeof(host), &port, NULL, 0))
 		return -EPROTO;
 	err = fkv_rdma_connect(t->rdma, host, port, nla_data(tb[FKV_CA_TICKET]),
-			       nla_get_u64(tb[FKV_CA_ADDR]),
-			       nla_get_u32(tb[FKV_CA_RKEY]), rc);
+			       rc);
 	if (!err)
 		FKV_XCOUNT(x, rdma_conns, 1);
 	return err;
@@ -354,20 +357,22 @@ static int tcp_dial_plain(struct fkv_xport *x, const char *addr, uint8_t *buf);
  * the peer not in TCP-only time) also make the RDMA path, *@rc NULL if
  * there is none.  fd or -errno.
  */
-static int tcp_dial(struct fkv_xport *x, struct tcp_peer *peer, uint8_t *buf,
-		    struct fkv_rdma_conn **rc)
+/*
+ * Give connection @fd to @peer an RDMA path (*@rc) if we have a device
+ * and the peer is not in its TCP-only time.  0, or -errno when @fd is
+ * no longer usable (close it).
+ */
+static int rdma_attach(struct fkv_xport *x, struct tcp_peer *peer, int fd,
+		       uint8_t *buf, struct fkv_rdma_conn **rc)
 {
 	struct tcp_priv *t = x->priv;
 	bool fd_ok;
-	int fd, err;
+	int err;
 
-	fd = tcp_dial_plain(x, peer->addr, buf);
-	if (fd < 0 || !rc)
-		return fd;
 	*rc = NULL;
 	if (!t->rdma || !fkv_rdma_usable(t->rdma) ||
 	    mono_ms() < __atomic_load_n(&peer->rdma_off_until, __ATOMIC_ACQUIRE))
-		return fd;
+		return 0;
 	err = rdma_negotiate(x, fd, buf, peer->addr, rc, &fd_ok);
 	if (err == -EOPNOTSUPP) {
 		/* The peer has no RDMA: not a failure, but ask again later. */
@@ -376,7 +381,18 @@ static int tcp_dial(struct fkv_xport *x, struct tcp_peer *peer, uint8_t *buf,
 	} else if (err) {
 		rdma_failed(x, peer, err, "could not connect");
 	}
-	if (!fd_ok) {
+	return fd_ok ? 0 : err;
+}
+
+static int tcp_dial(struct fkv_xport *x, struct tcp_peer *peer, uint8_t *buf,
+		    struct fkv_rdma_conn **rc)
+{
+	int fd = tcp_dial_plain(x, peer->addr, buf), err;
+
+	if (fd < 0 || !rc)
+		return fd;
+	err = rdma_attach(x, peer, fd, buf, rc);
+	if (err) {
 		close(fd);
 		return err;
 	}
@@ -524,10 +540,12 @@ static int ms_left(uint64_t deadline)
 }
 
 /*
- * A DRAM pull whose source answered with where the replica is
- * (SEG_OFFSET): READ it in chunks, FKV_RDMA_DEPTH at once, then RELEASE.
- * 0; FKV_RDMA_FALLBACK (a READ failed: *@rcp is gone, the stream is in
- * step, do it again over TCP); -errno (*@broken).
+ * A DRAM pull whose source answered with a window over the replica
+ * (ADDR, RKEY): READ it in chunks, FKV_RDMA_DEPTH at once, then RELEASE.
+ * Without a window the source sends the bytes after its answer (it could
+ * not bind one): read them as over TCP.  0; FKV_RDMA_FALLBACK (a READ
+ * failed: *@rcp is gone, the stream is in step, do it again over TCP);
+ * -errno (*@broken).
  */
 static int rdma_recv_pull(struct fkv_xport *x, int fd,
 			  struct fkv_rdma_conn **rcp, struct fkv_pull *p,
@@ -535,14 +553,20 @@ static int rdma_recv_pull(struct fkv_xport *x, int fd,
 {
 	unsigned int n = (unsigned int)((p->len + FKV_PUSH_CHUNK - 1) /
 					FKV_PUSH_CHUNK);
-	uint64_t deadline = pull_deadline(x, p->len), roff, tag;
+	uint64_t deadline = pull_deadline(x, p->len), raddr, tag;
 	struct fkv_rdma_conn *rc = *rcp;
 	unsigned int posted = 0, done = 0;
+	uint32_t rkey;
 	int err = 0, e;
 
-	if (!tb[FKV_CA_SEG_OFFSET])
-		return -EPROTO;
-	roff = nla_get_u64(tb[FKV_CA_SEG_OFFSET]);
+	if (!tb[FKV_CA_ADDR] || !tb[FKV_CA_RKEY]) {
+		err = read_until(fd, x->seg.base + p->dst_off, p->len, deadline);
+		if (!err)
+			*broken = false;
+		return err ? err : FKV_RDMA_INLINE;
+	}
+	raddr = nla_get_u64(tb[FKV_CA_ADDR]);
+	rkey = nla_get_u32(tb[FKV_CA_RKEY]);
 	while (done < n && !err) {
 		while (posted < n && fkv_rdma_inflight(rc) < FKV_RDMA_DEPTH) {
 			uint64_t off = (uint64_t)posted * FKV_PUSH_CHUNK;
@@ -550,7 +574,7 @@ static int rdma_recv_pull(struct fkv_xport *x, int fd,
 				       p->len - off : FKV_PUSH_CHUNK;
 
 			err = fkv_rdma_read(rc, posted, p->dst_off + off,
-					    roff + off, len);
+					    raddr + off, rkey, len);
 			if (err)
 				break;
 			posted++;
@@ -597,6 +621,7 @@ static int rdma_recv_push(struct fkv_xport *x, int fd,
 	struct nlattr *tb[FKV_CA_MAX + 1];
 	unsigned int heads = 0, done = 0;
 	int err = 0, src = 0;
+	bool inline_seen = false;
 
 	while (!err && (done < heads || (heads < n && !src))) {
 		if (heads < n && !src && fkv_rdma_inflight(rc) < FKV_RDMA_DEPTH) {
@@ -610,17 +635,27 @@ static int rdma_recv_push(struct fkv_xport *x, int fd,
 				return src;
 			if (src)
 				continue;	/* release what is out, then stop */
-			if (!tb[FLUXONKV_A_OFFSET] || !tb[FLUXONKV_A_LEN] ||
-			    !tb[FKV_CA_SEG_OFFSET])
+			if (!tb[FLUXONKV_A_OFFSET] || !tb[FLUXONKV_A_LEN])
 				return -EPROTO;
 			off = nla_get_u64(tb[FLUXONKV_A_OFFSET]);
 			len = nla_get_u64(tb[FLUXONKV_A_LEN]);
 			if (off != (uint64_t)heads * FKV_PUSH_CHUNK || !len ||
 			    len > FKV_PUSH_CHUNK || len > p->len - off)
 				return -EPROTO;
+			if (!tb[FKV_CA_ADDR] || !tb[FKV_CA_RKEY]) {
+				/* No window for it: the bytes follow inline. */
+				err = read_until(fd, x->seg.base + p->dst_off +
+						 off, len, deadline);
+				if (err)
+					return err;
+				inline_seen = true;
+				heads++;
+				done++;
+				continue;
+			}
 			err = fkv_rdma_read(rc, heads, p->dst_off + off,
-					    nla_get_u64(tb[FKV_CA_SEG_OFFSET]),
-					    len);
+					    nla_get_u64(tb[FKV_CA_ADDR]),
+					    nla_get_u32(tb[FKV_CA_RKEY]), len);
 			if (!err)
 				heads++;
 			continue;
@@ -642,6 +677,8 @@ static int rdma_recv_push(struct fkv_xport *x, int fd,
 	*broken = false;
 	if (src)
 		return src;
+	if (inline_seen)
+		return FKV_RDMA_INLINE;
 	FKV_XCOUNT(x, rdma_pulls, 1);
 	FKV_XCOUNT(x, rdma_bytes, p->len);
 	return 0;
@@ -755,12 +792,26 @@ static void *peer_thread(void *arg)
 		if (fresh) {
 			fd = tcp_dial(x, peer, buf, &rc);
 			peer_set_fd(peer, slot, fd);
+		} else if (!rc && rdma_attach(x, peer, fd, buf, &rc)) {
+			/* A kept connection back on RDMA, or broken. */
+			peer_set_fd(peer, slot, -1);
+			close(fd);
+			fd = tcp_dial(x, peer, buf, &rc);
+			peer_set_fd(peer, slot, fd);
+			fresh = true;
 		}
 		if (fd < 0) {
 			fkv_xport_complete(x, p, fd);
 			continue;
 		}
 		err = tcp_pull_one(x, fd, &rc, p, buf, &broken);
+		if (err == FKV_RDMA_INLINE) {
+			/* The get is served; the peer's RDMA is not there. */
+			rdma_failed(x, peer, -EOPNOTSUPP, "has no window for us");
+			fkv_rdma_disconnect(rc);
+			rc = NULL;
+			err = 0;
+		}
 		if (err == FKV_RDMA_FALLBACK) {
 			/* Without failing the get: the same pull over TCP. */
 			rdma_failed(x, peer, -EIO, "failed mid-pull");
@@ -794,6 +845,8 @@ static void *peer_thread(void *arg)
 			err = tcp_pull_one(x, fd, &rc, p, buf, &broken);
 			if (err == FKV_RDMA_FALLBACK)
 				err = -EIO;
+			if (err == FKV_RDMA_INLINE)
+				err = 0;
 		}
 		if (broken && fd >= 0) {
 			peer_set_fd(peer, slot, -1);
@@ -1051,8 +1104,9 @@ static int send_head(int fd, int status, bool with_off, uint64_t off,
 
 static int recv_release(int fd, uint8_t *buf, uint64_t *off, int *status);
 
-/* An RDMA push's chunk header: where chunk @off of the value is staged. */
-static int send_rdma_head(int fd, uint64_t off, uint64_t len, uint64_t seg_off)
+/* An RDMA push's chunk header: the window over chunk @off of the value. */
+static int send_rdma_head(int fd, uint64_t off, uint64_t len, uint64_t addr,
+			  uint32_t rkey)
 {
 	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_PULL);
 
@@ -1060,7 +1114,8 @@ static int send_rdma_head(int fd, uint64_t off, uint64_t len, uint64_t seg_off)
 			 !nla_put_u32(msg, FLUXONKV_A_STATUS, 0) &&
 			 !nla_put_u64(msg, FLUXONKV_A_OFFSET, off) &&
 			 !nla_put_u64(msg, FLUXONKV_A_LEN, len) &&
-			 !nla_put_u64(msg, FKV_CA_SEG_OFFSET, seg_off));
+			 !nla_put_u64(msg, FKV_CA_ADDR, addr) &&
+			 !nla_put_u32(msg, FKV_CA_RKEY, rkey));
 }
 
 /* A push's pipeline state (§5.3), shared by its readers and its sender. */
@@ -1075,12 +1130,26 @@ struct push {
 	unsigned int next_read;		/* next chunk a reader takes */
 	unsigned int next_send;		/* next chunk the sender sends */
 	bool abort;
+	const uint8_t *ticket;		/* RDMA: the connection's, else NULL */
 	struct push_chunk {
 		bool ready;
 		int status;
 		uint64_t seg_off, pin;
+		uint32_t rkey;		/* RDMA: its window, 0 = none */
 	} *c;
 };
+
+/* Chunk @i is read (or will never be): close its window, unpin it. */
+static void push_chunk_done(struct push *ps, unsigned int i)
+{
+	struct tcp_priv *t = ps->x->priv;
+
+	if (ps->c[i].rkey)
+		fkv_rdma_unexpose(t->rdma, ps->ticket, ps->c[i].rkey);
+	ps->c[i].rkey = 0;
+	ps->x->seg.release(ps->x->seg.arg, ps->c[i].pin);
+	ps->c[i].pin = 0;
+}
 
 static void *push_reader(void *arg)
 {
@@ -1154,10 +1223,9 @@ static int push_collect(struct push *ps, int fd, uint8_t *buf,
 		if (err)
 			return err;
 		i = (unsigned int)(off / FKV_PUSH_CHUNK);
-		if (off % FKV_PUSH_CHUNK || i >= ps->nchunks || !ps->c[i].pin)
+		if (off % FKV_PUSH_CHUNK || i >= ps->nchunks || !ps->c[i].rkey)
 			return -EPROTO;
-		ps->x->seg.release(ps->x->seg.arg, ps->c[i].pin);
-		ps->c[i].pin = 0;
+		push_chunk_done(ps, i);
 		(*out)--;
 		if (st && !*status)
 			*status = st;
@@ -1165,13 +1233,14 @@ static int push_collect(struct push *ps, int fd, uint8_t *buf,
 	return 0;
 }
 
-static int push_run(struct fkv_xport *x, int fd, uint8_t *rdma_buf,
-		    const void *key, size_t key_len, uint64_t put_id,
-		    uint64_t len)
+static int push_run(struct fkv_xport *x, int fd, uint8_t *buf,
+		    const uint8_t *ticket, const void *key, size_t key_len,
+		    uint64_t put_id, uint64_t len)
 {
 	unsigned int out = 0;	/* RDMA: chunks announced, not released */
 	struct push ps = { .x = x, .key = key, .key_len = key_len,
-			   .put_id = put_id, .len = len };
+			   .put_id = put_id, .len = len, .ticket = ticket };
+	struct tcp_priv *t = x->priv;
 	pthread_t readers[FKV_PUSH_READS];
 	unsigned int i, nreaders = 0;
 	int err = 0, status = 0;
@@ -1201,18 +1270,30 @@ static int push_run(struct fkv_xport *x, int fd, uint8_t *rdma_buf,
 		status = ps.c[i].status;
 		if (status)
 			break;
-		if (rdma_buf) {
+		if (ticket) {
+			uint64_t addr;
+			uint32_t rkey;
+
 			/* At most FKV_RDMA_DEPTH READs out at once. */
-			err = push_collect(&ps, fd, rdma_buf, &out,
+			err = push_collect(&ps, fd, buf, &out,
 					   FKV_RDMA_DEPTH - 1, &status);
-			if (!err && !status)
-				err = send_rdma_head(fd, off, clen,
-						     ps.c[i].seg_off);
-			if (!err && !status)
-				out++;
-			else if (!err) {
-				x->seg.release(x->seg.arg, ps.c[i].pin);
-				ps.c[i].pin = 0;
+			if (!err && !status &&
+			    !fkv_rdma_expose(t->rdma, ticket, ps.c[i].seg_off,
+					     clen, &addr, &rkey)) {
+				ps.c[i].rkey = rkey;
+				err = send_rdma_head(fd, off, clen, addr, rkey);
+				if (!err)
+					out++;
+			} else if (!err && !status) {
+				/* No window: this chunk inline, as over TCP. */
+				FKV_XCOUNT(x, rdma_fallbacks, 1);
+				err = send_head(fd, 0, true, off, clen);
+				if (!err)
+					err = write_full(fd, x->seg.base +
+							 ps.c[i].seg_off, clen);
+				push_chunk_done(&ps, i);
+			} else if (!err) {
+				push_chunk_done(&ps, i);
 			}
 		} else {
 			err = send_head(fd, 0, true, off, clen);
@@ -1241,10 +1322,10 @@ static int push_run(struct fkv_xport *x, int fd, uint8_t *rdma_buf,
 	if (!err && status)
 		err = send_head(fd, status, false, 0, 0);
 	/* RDMA: every announced chunk must be read before we unpin it. */
-	if (rdma_buf && !err) {
+	if (ticket && !err) {
 		int st = 0;
 
-		err = push_collect(&ps, fd, rdma_buf, &out, 0, &st);
+		err = push_collect(&ps, fd, buf, &out, 0, &st);
 		if (!err && !status && !st)
 			FKV_XCOUNT(x, rdma_served, 1);
 		if (!status)
@@ -1254,7 +1335,7 @@ static int push_run(struct fkv_xport *x, int fd, uint8_t *rdma_buf,
 	 * to a requester that is gone. */
 	for (i = 0; i < ps.nchunks; i++)
 		if (ps.c[i].ready && !ps.c[i].status && ps.c[i].pin)
-			x->seg.release(x->seg.arg, ps.c[i].pin);
+			push_chunk_done(&ps, i);
 	FKV_XCOUNT(x, pushes, 1);
 	if (status || err)
 		FKV_XCOUNT(x, push_errors, 1);
@@ -1269,9 +1350,9 @@ static int push_run(struct fkv_xport *x, int fd, uint8_t *rdma_buf,
  * the FKV_TCP_PUSHES_MAX slots is free.  0 to go on with the connection,
  * -errno to close it.
  */
-static int serve_push(struct fkv_xport *x, int fd, uint8_t *rdma_buf,
-		      const void *key, size_t key_len, uint64_t put_id,
-		      uint64_t len)
+static int serve_push(struct fkv_xport *x, int fd, uint8_t *buf,
+		      const uint8_t *ticket, const void *key, size_t key_len,
+		      uint64_t put_id, uint64_t len)
 {
 	struct tcp_priv *t = x->priv;
 	int err;
@@ -1284,7 +1365,7 @@ static int serve_push(struct fkv_xport *x, int fd, uint8_t *rdma_buf,
 		pthread_cond_wait(&t->push_cond, &t->lock);
 	t->pushes++;
 	pthread_mutex_unlock(&t->lock);
-	err = push_run(x, fd, rdma_buf, key, key_len, put_id, len);
+	err = push_run(x, fd, buf, ticket, key, key_len, put_id, len);
 	pthread_mutex_lock(&t->lock);
 	t->pushes--;
 	pthread_cond_signal(&t->push_cond);
@@ -1297,20 +1378,21 @@ static int serve_rdma(struct fkv_xport *x, struct tcp_conn *c)
 {
 	struct tcp_priv *t = x->priv;
 	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_RDMA);
-	uint64_t addr = 0;
-	uint32_t rkey = 0;
 	int status = -EOPNOTSUPP;
 
-	if (!c->rdma && t->rdma && fkv_rdma_usable(t->rdma))
-		status = fkv_rdma_offer(t->rdma, c->ticket, &addr, &rkey);
+	if (c->rdma) {
+		/* Asked again (its RDMA path failed): a fresh ticket. */
+		fkv_rdma_offer_end(t->rdma, c->ticket);
+		c->rdma = false;
+	}
+	if (t->rdma && fkv_rdma_usable(t->rdma))
+		status = fkv_rdma_offer(t->rdma, c->ticket);
 	if (!status)
 		c->rdma = true;
 	return send_free(c->fd, msg, msg &&
 			 !nla_put_u32(msg, FLUXONKV_A_STATUS, (uint32_t)status) &&
-			 (status || (!nla_put(msg, FKV_CA_TICKET, FKV_TICKET_LEN,
-					      c->ticket) &&
-				     !nla_put_u64(msg, FKV_CA_ADDR, addr) &&
-				     !nla_put_u32(msg, FKV_CA_RKEY, rkey))));
+			 (status || !nla_put(msg, FKV_CA_TICKET, FKV_TICKET_LEN,
+					     c->ticket)));
 }
 
 /*
@@ -1334,8 +1416,10 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 		      struct nlattr **tb)
 {
 	bool rdma = c->rdma && tb[FKV_CA_RDMA] && nla_get_u32(tb[FKV_CA_RDMA]);
-	uint64_t off = 0, len = 0, pin = 0;
+	struct tcp_priv *t = x->priv;
+	uint64_t off = 0, len = 0, pin = 0, addr = 0;
 	struct nl_msg *msg;
+	uint32_t rkey = 0;
 	int fd = c->fd;
 	int status, err;
 
@@ -1344,7 +1428,7 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 		if (!tb[FLUXONKV_A_KEY] || !tb[FLUXONKV_A_PUT_ID] ||
 		    !tb[FLUXONKV_A_LEN])
 			return send_head(fd, -EINVAL, false, 0, 0);
-		return serve_push(x, fd, rdma ? buf : NULL,
+		return serve_push(x, fd, buf, rdma ? c->ticket : NULL,
 				  nla_data(tb[FLUXONKV_A_KEY]),
 				  (size_t)nla_len(tb[FLUXONKV_A_KEY]),
 				  nla_get_u64(tb[FLUXONKV_A_PUT_ID]),
@@ -1364,11 +1448,20 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 		x->seg.release(x->seg.arg, pin);
 		status = -ESTALE;
 	}
+	/* A window over just this replica, or the bytes inline after all. */
+	if (!status && rdma &&
+	    fkv_rdma_expose(t->rdma, c->ticket, off, len, &addr, &rkey)) {
+		FKV_XCOUNT(x, rdma_fallbacks, 1);
+		rdma = false;
+	}
 	msg = fkv_wire_msg(FKV_CCMD_PULL);
 	if (!msg || nla_put_u32(msg, FLUXONKV_A_STATUS, (uint32_t)status) ||
 	    (!status && nla_put_u64(msg, FLUXONKV_A_LEN, len)) ||
-	    (!status && rdma && nla_put_u64(msg, FKV_CA_SEG_OFFSET, off))) {
+	    (!status && rdma && (nla_put_u64(msg, FKV_CA_ADDR, addr) ||
+				 nla_put_u32(msg, FKV_CA_RKEY, rkey)))) {
 		nlmsg_free(msg);
+		if (!status && rdma)
+			fkv_rdma_unexpose(t->rdma, c->ticket, rkey);
 		if (!status)
 			x->seg.release(x->seg.arg, pin);
 		return -ENOMEM;
@@ -1377,16 +1470,18 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 	err = write_flags(fd, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len,
 			  status || rdma ? 0 : MSG_MORE);
 	nlmsg_free(msg);
-	if (!err && !status && rdma) {
+	if (!status && rdma) {
 		uint64_t roff;
-		int st;
+		int st = 0;
 
-		/* Pinned until the requester's READ is over. */
-		err = recv_release(fd, buf, &roff, &st);
+		/* Pinned (and readable) until the requester's READ is over. */
+		if (!err)
+			err = recv_release(fd, buf, &roff, &st);
+		fkv_rdma_unexpose(t->rdma, c->ticket, rkey);
 		if (!err && !st)
 			FKV_XCOUNT(x, rdma_served, 1);
 		if (!err && st)
-			status = st;	/* counted as a serve error */
+			FKV_XCOUNT(x, serve_errors, 1);	/* its READ failed */
 	} else if (!err && !status) {
 		err = write_full(fd, x->seg.base + off, len);
 	}
@@ -1627,8 +1722,9 @@ static int start(struct fkv_xport *x, bool want_rdma)
 				x->cfg.rdma_optional ? " (transport auto: TCP)" :
 				"");
 		else
-			fkv_info("data plane: RDMA on %s (segment registered, "
-				 "remote read only), TCP where a peer has none",
+			fkv_info("data plane: RDMA on %s (segment registered; "
+				 "peers read only through per-range windows), "
+				 "TCP where a peer has none",
 				 fkv_rdma_device(t->rdma));
 		if (x->cfg.rdma_optional)
 			err = 0;
