@@ -13,7 +13,7 @@
 
 #include "cluster_msg.h"
 
-#define CTL_CLUSTER_STATS	64
+#define CTL_CLUSTER_STATS	128
 #define CTL_CLUSTER_NODE_STATS	16
 /* The environment variable that overrides FKV_CONTROL_PATH. */
 #define CTL_CONTROL_ENV		"FLUXOND_CONTROL"
