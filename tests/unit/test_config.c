@@ -572,7 +572,7 @@ FKV_TEST(config_unknown_and_duplicate_keys_are_refused)
 
 	parse_bad("fluxonkv_spec:\n  large_file_path: [/a]\n", &c, err,
 		  sizeof(err));
-	ASSERT_HAS(err, "t.yaml:2:3: fluxonkv_spec: unknown key \"large_file_path\" (known: cluster_name, instance, segment_mb, large_file_paths, large_limit_size, cluster)");
+	ASSERT_HAS(err, "t.yaml:2:3: fluxonkv_spec: unknown key \"large_file_path\" (known: cluster_name, instance, segment_mb, large_file_paths, large_limit_size, cluster, policy, high_watermark, low_watermark, log_level)");
 	fkv_config_free(&c);
 
 	parse_bad("fluxonkv_spec:\n  instance: a\n  instance: b\n", &c, err,
@@ -1186,7 +1186,7 @@ FKV_TEST(cluster_unknown_and_duplicate_keys_are_refused)
 	       "t.yaml:8:3: fluxonkv_spec: duplicate key cluster");
 	/* fluxonkv_spec's list of known keys names cluster */
 	cl_bad("fluxonkv_spec:\n  clusters: ~\n",
-	       "fluxonkv_spec: unknown key \"clusters\" (known: cluster_name, instance, segment_mb, large_file_paths, large_limit_size, cluster)");
+	       "fluxonkv_spec: unknown key \"clusters\" (known: cluster_name, instance, segment_mb, large_file_paths, large_limit_size, cluster, policy, high_watermark, low_watermark, log_level)");
 }
 
 FKV_TEST(cluster_role_and_transport_are_closed_lists)
@@ -2337,4 +2337,54 @@ FKV_TEST(ctl_config_usage_errors_exit_2)
 	ctl(&r, "--help", NULL, NULL);
 	FKV_ASSERT_EQ(r.status, 0);
 	ASSERT_HAS(r.out, "Usage: fluxonctl config check [--json] FILE\n");
+}
+
+FKV_TEST(daemon_settings_parse_and_are_checked)
+{
+	struct fkv_config c;
+	char err[2048];
+
+	parse_ok("fluxonkv_spec:\n"
+		 "  policy: lru\n"
+		 "  high_watermark: 90\n"
+		 "  low_watermark: 80\n"
+		 "  log_level: debug\n", &c);
+	FKV_ASSERT(c.policy && !strcmp(c.policy, "lru"));
+	FKV_ASSERT_EQ(c.high_pct, 90);
+	FKV_ASSERT_EQ(c.low_pct, 80);
+	FKV_ASSERT(c.log_level && !strcmp(c.log_level, "debug"));
+	fkv_config_free(&c);
+
+	/* unset: NULL / 0 (fluxond's defaults apply) */
+	parse_ok("fluxonkv_spec:\n  policy: ~\n  log_level:\n", &c);
+	FKV_ASSERT(c.policy == NULL && c.log_level == NULL);
+	FKV_ASSERT_EQ(c.high_pct, 0);
+	FKV_ASSERT_EQ(c.low_pct, 0);
+	fkv_config_free(&c);
+
+	parse_bad("fluxonkv_spec:\n"
+		  "  policy: fifo\n"
+		  "  high_watermark: 101\n"
+		  "  low_watermark: 0\n"
+		  "  log_level: loud\n", &c, err, sizeof(err));
+	FKV_ASSERT_EQ(c.errors.n, 4);
+	ASSERT_HAS(c.errors.v[0], "t.yaml:2:11: policy: \"fifo\": must be one of s3fifo, lru");
+	ASSERT_HAS(c.errors.v[1], "high_watermark: \"101\": must be an integer from 1 to 100");
+	ASSERT_HAS(c.errors.v[2], "low_watermark: \"0\": must be an integer from 1 to 100");
+	ASSERT_HAS(c.errors.v[3], "log_level: \"loud\": must be one of error, warn, info, debug");
+	fkv_config_free(&c);
+
+	/* low above high, with the default standing in for the one unset */
+	parse_bad("fluxonkv_spec:\n  low_watermark: 99\n", &c, err,
+		  sizeof(err));
+	FKV_ASSERT_EQ(c.errors.n, 1);
+	ASSERT_HAS(c.errors.v[0], "low_watermark 99% is above high_watermark 98%");
+	fkv_config_free(&c);
+	parse_bad("fluxonkv_spec:\n  high_watermark: 50\n", &c, err,
+		  sizeof(err));
+	ASSERT_HAS(c.errors.v[0], "low_watermark 95% is above high_watermark 50%");
+	fkv_config_free(&c);
+	parse_ok("fluxonkv_spec:\n  high_watermark: 50\n  low_watermark: 40\n",
+		 &c);
+	fkv_config_free(&c);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../../selftests/fkv_test.h"
+#include "fluxonkv_config.h"
 #include "../../userspace/fluxond/options.h"
 
 /* What the parser printed for the last usage error. */
@@ -126,7 +127,10 @@ FKV_TEST(bad_values_are_usage_errors)
 	FKV_ASSERT_EQ(parse(&o, ARGV("--high-watermark", "101")), -EINVAL);
 	FKV_ASSERT_EQ(parse(&o, ARGV("--high-watermark", "9x")), -EINVAL);
 	FKV_ASSERT_EQ(parse(&o, ARGV("--low-watermark", "-5")), -EINVAL);
-	FKV_ASSERT_EQ(parse(&o, ARGV("--low-watermark", "99")), -EINVAL);
+	/* Alone, checked with the configuration's other one later. */
+	FKV_ASSERT_EQ(parse(&o, ARGV("--low-watermark", "99")), 0);
+	FKV_ASSERT_EQ(parse(&o, ARGV("--low-watermark", "99",
+				     "--high-watermark", "98")), -EINVAL);
 	FKV_ASSERT(strstr(errbuf, "low watermark 99% above high watermark 98%"));
 	FKV_ASSERT_EQ(parse(&o, ARGV("--log-level", "loud")), -EINVAL);
 	FKV_ASSERT_EQ(parse(&o, ARGV("--pidfile")), -EINVAL);
@@ -137,4 +141,43 @@ FKV_TEST(bad_values_are_usage_errors)
 	/* Equal watermarks are allowed. */
 	FKV_ASSERT_EQ(parse(&o, ARGV("--high-watermark", "85",
 				     "--low-watermark", "85")), 0);
+}
+
+FKV_TEST(the_configuration_applies_where_the_command_line_is_silent)
+{
+	struct fkv_config c = { 0 };
+	struct fkv_options o;
+	char policy[] = "lru", level[] = "debug";
+	FILE *err = fopen("/dev/null", "w");
+
+	FKV_ASSERT(err != NULL);
+	c.policy = policy;
+	c.high_pct = 90;
+	c.low_pct = 80;
+	c.log_level = level;
+	FKV_ASSERT_EQ(parse(&o, (char *[]){ "fluxond", NULL }), 0);
+	FKV_ASSERT_EQ(fkv_options_apply_config(&o, &c, err), 0);
+	FKV_ASSERT(!strcmp(o.policy, "lru"));
+	FKV_ASSERT_EQ(o.high_pct, 90);
+	FKV_ASSERT_EQ(o.low_pct, 80);
+	FKV_ASSERT_EQ(o.log_level, FKV_LOG_DEBUG);
+
+	/* flags win, setting by setting */
+	FKV_ASSERT_EQ(parse(&o, ARGV("--policy", "s3fifo", "--low-watermark",
+				     "70", "--log-level", "warn")), 0);
+	FKV_ASSERT_EQ(fkv_options_apply_config(&o, &c, err), 0);
+	FKV_ASSERT(!strcmp(o.policy, "s3fifo"));
+	FKV_ASSERT_EQ(o.high_pct, 90);
+	FKV_ASSERT_EQ(o.low_pct, 70);
+	FKV_ASSERT_EQ(o.log_level, FKV_LOG_WARN);
+
+	/* the combination is checked: the file's low above the flag's high */
+	FKV_ASSERT_EQ(parse(&o, ARGV("--high-watermark", "60",
+				     "--low-watermark", "50")), 0);
+	c.low_pct = 0;
+	FKV_ASSERT_EQ(fkv_options_apply_config(&o, &c, err), 0);
+	c.low_pct = 80;
+	FKV_ASSERT_EQ(parse(&o, ARGV("--high-watermark", "60")), 0);
+	FKV_ASSERT_EQ(fkv_options_apply_config(&o, &c, err), -EINVAL);
+	fclose(err);
 }

@@ -1160,6 +1160,10 @@ enum fkv_spec_key {
 	FKV_KEY_PATHS,
 	FKV_KEY_LIMITS,
 	FKV_KEY_CLUSTER,
+	FKV_KEY_POLICY,
+	FKV_KEY_HIGH,
+	FKV_KEY_LOW,
+	FKV_KEY_LOG_LEVEL,
 	FKV_KEY_NR
 };
 
@@ -1170,6 +1174,42 @@ static const char *const fkv_spec_keys[FKV_KEY_NR] = {
 	[FKV_KEY_PATHS] = "large_file_paths",
 	[FKV_KEY_LIMITS] = "large_limit_size",
 	[FKV_KEY_CLUSTER] = "cluster",
+	[FKV_KEY_POLICY] = "policy",
+	[FKV_KEY_HIGH] = "high_watermark",
+	[FKV_KEY_LOW] = "low_watermark",
+	[FKV_KEY_LOG_LEVEL] = "log_level",
+};
+
+/* @n's string if it is one of the NULL-terminated @names, else an error. */
+static void fkv_cfg_choice(struct fkv_cfg_ctx *x, yaml_node_t *n,
+			   const char *key, const char *const *names,
+			   const char *list, char **dst)
+{
+	char q[FKV_QUOTE_BUF];
+	const char *v;
+	size_t i;
+
+	if (fkv_is_null(n))
+		return;
+	v = fkv_cfg_string(x, n, key);
+	if (!v)
+		return;
+	for (i = 0; names[i] && strcmp(names[i], v); i++)
+		;
+	if (!names[i]) {
+		fkv_cfg_err(x, n, "%s: %s: must be one of %s", key,
+			    fkv_quote(q, v), list);
+		return;
+	}
+	free(*dst);
+	*dst = strdup(v);
+	if (!*dst)
+		x->oom = 1;
+}
+
+static const char *const fkv_policies[] = { "s3fifo", "lru", NULL };
+static const char *const fkv_log_levels[] = {
+	"error", "warn", "info", "debug", NULL
 };
 
 /*
@@ -1212,6 +1252,23 @@ static void fkv_cfg_spec_keys(struct fkv_cfg_ctx *x, yaml_node_t *spec,
 		case FKV_KEY_CLUSTER:
 			fkv_cfg_cluster(x, val);
 			break;
+		case FKV_KEY_POLICY:
+			fkv_cfg_choice(x, val, "policy", fkv_policies,
+				       "s3fifo, lru", &c->policy);
+			break;
+		case FKV_KEY_HIGH:
+		case FKV_KEY_LOW:
+			if (!fkv_is_null(val))
+				fkv_cfg_uint(x, val, fkv_spec_keys[k], 1, 100,
+					     "% of the segment",
+					     k == FKV_KEY_HIGH ? &c->high_pct
+							       : &c->low_pct);
+			break;
+		case FKV_KEY_LOG_LEVEL:
+			fkv_cfg_choice(x, val, "log_level", fkv_log_levels,
+				       "error, warn, info, debug",
+				       &c->log_level);
+			break;
 		}
 	}
 }
@@ -1228,6 +1285,15 @@ static void fkv_cfg_spec(struct fkv_cfg_ctx *x, yaml_node_t *spec)
 	}
 	if (spec->type == YAML_MAPPING_NODE)
 		fkv_cfg_spec_keys(x, spec, vals, &npaths, &nlimits);
+	/* With the defaults for whichever is not set. */
+	if ((c->high_pct || c->low_pct) &&
+	    (c->low_pct ? c->low_pct : FKV_LOW_WATERMARK_PCT) >
+	    (c->high_pct ? c->high_pct : FKV_HIGH_WATERMARK_PCT))
+		fkv_cfg_err(x, vals[FKV_KEY_LOW] ? vals[FKV_KEY_LOW]
+						 : vals[FKV_KEY_HIGH],
+			    "low_watermark %u%% is above high_watermark %u%%",
+			    c->low_pct ? c->low_pct : FKV_LOW_WATERMARK_PCT,
+			    c->high_pct ? c->high_pct : FKV_HIGH_WATERMARK_PCT);
 
 	if (!c->ssd && npaths > 0 &&
 	    fkv_msgs_add(&c->warnings,
@@ -1427,6 +1493,8 @@ void fkv_config_free(struct fkv_config *c)
 
 	free(c->cluster_name);
 	free(c->instance);
+	free(c->policy);
+	free(c->log_level);
 	for (i = 0; i < c->npaths; i++)
 		free(c->paths[i]);
 	free(c->paths);

@@ -18,6 +18,7 @@
 #include "fluxonkv_config.h"
 #include "../common/ctl_json.h"
 #include "ctl.h"
+#include "../common/ssd_attach.h"
 
 const char ctl_usage_config[] =
 	"Usage: fluxonctl config check [--json] FILE\n"
@@ -159,6 +160,15 @@ static void ctl_config_human(FILE *f, const char *file,
 		fprintf(f, "  segment_mb    %u\n", c->segment_mb);
 	else
 		fprintf(f, "  segment_mb    module default\n");
+	/* What fluxond applies where its command line is silent. */
+	fprintf(f, "  policy        %s%s\n", c->policy ? c->policy : "s3fifo",
+		c->policy ? "" : " (default)");
+	fprintf(f, "  watermarks    %u%% / %u%%%s\n",
+		c->high_pct ? c->high_pct : FKV_HIGH_WATERMARK_PCT,
+		c->low_pct ? c->low_pct : FKV_LOW_WATERMARK_PCT,
+		c->high_pct || c->low_pct ? "" : " (default)");
+	fprintf(f, "  log_level     %s%s\n", c->log_level ? c->log_level : "info",
+		c->log_level ? "" : " (default)");
 	if (!c->ssd) {
 		fprintf(f, "  ssd tier      off (large_limit_size not set)\n");
 	} else {
@@ -276,6 +286,13 @@ static void ctl_config_json(FILE *f, const char *file,
 			fprintf(f, ",\"segment_mb\":%u", c->segment_mb);
 		else
 			fputs(",\"segment_mb\":null", f);
+		fputs(",\"policy\":", f);
+		ctl_json_quote(f, c->policy ? c->policy : "s3fifo");
+		fprintf(f, ",\"high_watermark\":%u,\"low_watermark\":%u",
+			c->high_pct ? c->high_pct : FKV_HIGH_WATERMARK_PCT,
+			c->low_pct ? c->low_pct : FKV_LOW_WATERMARK_PCT);
+		fputs(",\"log_level\":", f);
+		ctl_json_quote(f, c->log_level ? c->log_level : "info");
 		fprintf(f, ",\"ssd\":%s,\"capacity_bytes\":%llu,\"shards\":%u,\"roots\":[",
 			c->ssd ? "true" : "false",
 			(unsigned long long)p->capacity, p->nshards);
@@ -312,17 +329,30 @@ static void ctl_config_json(FILE *f, const char *file,
 	fputs("}\n", f);
 }
 
+static int attach_one(void *arg, int fd, uint64_t offset, uint64_t capacity,
+		      uint32_t device)
+{
+	return fkv_ssd_attach(arg, fd, offset, capacity, device, NULL);
+}
+
+static void attach_report(void *arg, bool warning, const char *line)
+{
+	if (warning)
+		fprintf(stderr, "warning: %s\n", line);
+	else
+		printf("%s\n", line);
+}
+
 /* config attach: plan, prepare (create/truncate/open), hand fds over. */
 static int ctl_config_attach(const struct ctl_opts *o)
 {
-	struct fkv_ssd_plan plan = { 0 };
-	struct fkv_msgs warn = { 0 };
+	struct fkv_ssd_attach_ops ops = { .attach = attach_one,
+					  .report = attach_report };
+	struct fkv_ssd_attached got;
 	struct fkv_config cfg;
 	struct fkv *kv = NULL;
+	int ret, rc = CTL_EXIT_ERROR;
 	char err[512];
-	unsigned int i, k, n = 0;
-	int *fds = NULL, ret, rc = CTL_EXIT_ERROR;
-	size_t r;
 
 	ret = fkv_config_load(o->input, &cfg, err, sizeof(err));
 	if (ret) {
@@ -335,62 +365,23 @@ static int ctl_config_attach(const struct ctl_opts *o)
 			o->input);
 		goto out_cfg;
 	}
-	ret = fkv_ssd_plan(&cfg, NULL, &plan, err, sizeof(err));
-	if (ret) {
-		fprintf(stderr, "fluxonctl config attach: %s\n",
-			plan.errors.n ? plan.errors.v[0] : err);
-		goto out_plan;
-	}
 	ret = fkv_open(o->device, &kv);
 	if (ret) {
 		fprintf(stderr, "fluxonctl config attach: %s\n", fkv_strerror(ret));
 		rc = CTL_EXIT_ABSENT;
-		goto out_plan;
+		goto out_cfg;
 	}
-	fds = calloc(plan.nshards ? plan.nshards : 1, sizeof(*fds));
-	if (!fds)
-		goto out_kv;
-	ret = fkv_ssd_prepare(&plan, 0, fds, &warn, err, sizeof(err));
-	for (i = 0; i < warn.n; i++)
-		fprintf(stderr, "warning: %s\n", warn.v[i]);
+	ops.arg = kv;
+	ret = fkv_ssd_attach_config(&cfg, &ops, &got, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "fluxonctl config attach: %s\n", err);
-		goto out_fds;
+		goto out_kv;
 	}
-	for (r = 0; r < plan.nroots; r++) {
-		const struct fkv_ssd_root *root = &plan.roots[r];
-
-		for (k = 0; k < root->nshards; k++) {
-			uint64_t off = root->kind == FKV_SSD_BLOCKDEV ?
-				       (uint64_t)k * root->shard_size : 0;
-			uint32_t shard;
-
-			ret = fkv_ssd_attach(kv, fds[root->first_shard + k], off,
-					     root->shard_size, (uint32_t)r,
-					     &shard);
-			if (ret) {
-				fprintf(stderr, "fluxonctl config attach: %s shard %u: %s\n",
-					root->root, k, fkv_strerror(ret));
-				goto out_fds;
-			}
-			n++;
-		}
-		printf("%s: %u shard%s x %llu MiB attached\n", root->root,
-		       root->nshards, root->nshards == 1 ? "" : "s",
-		       (unsigned long long)(root->shard_size >> 20));
-	}
-	printf("SSD tier: %u shards, %llu MiB\n", n,
-	       (unsigned long long)(plan.capacity >> 20));
+	printf("SSD tier: %u shards, %llu MiB\n", got.nshards,
+	       (unsigned long long)(got.capacity >> 20));
 	rc = CTL_EXIT_OK;
-out_fds:
-	if (fds)
-		fkv_ssd_close(fds, plan.nshards);
-	free(fds);
-	fkv_msgs_free(&warn);
 out_kv:
 	fkv_close(kv);
-out_plan:
-	fkv_ssd_plan_free(&plan);
 out_cfg:
 	fkv_config_free(&cfg);
 	return rc;

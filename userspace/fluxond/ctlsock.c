@@ -70,6 +70,8 @@ int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m)
 		uint64_t v;
 	} v[] = {
 		{ "master_routes", st.routes },
+		{ "master_high_bytes", st.high_bytes },
+		{ "master_low_bytes", st.low_bytes },
 		{ "master_inflight", st.inflight },
 		{ "master_puts", st.puts },
 		{ "master_published", st.published },

@@ -10,7 +10,7 @@
  * Then one poll() loop: upcalls from the netlink socket, cluster
  * connections, and ticks (cluster timers every 100 ms; in-flight put and
  * persisting replica TTL sweeps every second).  SIGTERM/SIGINT unregister
- * and exit 0.
+ * and exit 0; SIGHUP reads the configuration again (reload_config()).
  */
 #include <errno.h>
 #include <poll.h>
@@ -18,13 +18,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <netlink/attr.h>
 
 #include "../common/cluster_msg.h"
+#include "../common/ssd_attach.h"
 #include "clusterd.h"
 #include "ctlsock.h"
 #include "daemon.h"
@@ -54,10 +57,16 @@ struct fluxond {
 };
 
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t reload_signal;	/* SIGHUP: reread --config */
 
 static void on_stop_signal(int sig)
 {
 	stop_signal = sig;
+}
+
+static void on_reload_signal(int sig)
+{
+	reload_signal = sig;
 }
 
 static uint64_t now_ms(void)
@@ -98,14 +107,18 @@ static const struct fkv_master_ops master_ops = {
 static int setup_signals(sigset_t *orig)
 {
 	struct sigaction sa = { .sa_handler = on_stop_signal };
+	struct sigaction hup = { .sa_handler = on_reload_signal };
 	sigset_t block;
 
 	sigemptyset(&sa.sa_mask);
+	sigemptyset(&hup.sa_mask);
 	sigemptyset(&block);
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGHUP);
 	if (sigprocmask(SIG_BLOCK, &block, orig) ||
-	    sigaction(SIGTERM, &sa, NULL) || sigaction(SIGINT, &sa, NULL))
+	    sigaction(SIGTERM, &sa, NULL) || sigaction(SIGINT, &sa, NULL) ||
+	    sigaction(SIGHUP, &hup, NULL))
 		return -errno;
 	signal(SIGPIPE, SIG_IGN);
 	return 0;
@@ -127,6 +140,79 @@ static int start_cluster(struct fluxond *d)
 	};
 
 	return fkv_clusterd_start(&d->cd, &c);
+}
+
+static int attach_shard(void *arg, int fd, uint64_t offset,
+			uint64_t capacity, uint32_t device)
+{
+	struct fluxonkv_ssd_attach a = {
+		.size = sizeof(a), .fd = fd, .offset = offset,
+		.capacity = capacity, .device = device,
+	};
+
+	return ioctl(*(int *)arg, FLUXONKV_IOC_SSD_ATTACH, &a) ? -errno : 0;
+}
+
+static void attach_report(void *arg, bool warning, const char *line)
+{
+	if (warning)
+		fkv_warn("SSD tier: %s", line);
+	else
+		fkv_info("SSD tier: %s", line);
+}
+
+/* The module's SSD ring bytes (sysfs), 0 if none or unreadable. */
+static uint64_t module_ssd_bytes(void)
+{
+	unsigned long long v = 0;
+	FILE *f = fopen("/sys/kernel/fluxonkv/kv_ssd_capacity_bytes", "r");
+
+	if (f) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * The SSD tier the configuration declares, attached before we register
+ * (the module keeps its tier across daemon restarts: only a module
+ * without one gets it).  A failure is logged and we go on DRAM-only.
+ */
+static void attach_ssd(struct fluxond *d)
+{
+	const char *dev = "/dev/fluxonkv";
+	int fd;
+	struct fkv_ssd_attach_ops ops = { .attach = attach_shard,
+					  .report = attach_report,
+					  .arg = &fd };
+	struct fkv_ssd_attached got;
+	char err[512];
+	uint64_t have;
+
+	if (!d->cfg.ssd)
+		return;
+	have = module_ssd_bytes();
+	if (have) {
+		fkv_info("SSD tier already attached (%llu MiB): %s not "
+			 "applied again", (unsigned long long)(have >> 20),
+			 d->opt.config_path);
+		return;
+	}
+	fd = open(dev, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fkv_err("SSD tier of %s not attached: %s: %m (DRAM only)",
+			d->opt.config_path, dev);
+		return;
+	}
+	if (fkv_ssd_attach_config(&d->cfg, &ops, &got, err, sizeof(err)))
+		fkv_err("SSD tier of %s not attached: %s (DRAM only)",
+			d->opt.config_path, err);
+	else
+		fkv_info("SSD tier: %u shards, %llu MiB", got.nshards,
+			 (unsigned long long)(got.capacity >> 20));
+	close(fd);
 }
 
 static int open_and_register(struct fluxond *d)
@@ -158,6 +244,7 @@ static int open_and_register(struct fluxond *d)
 		fkv_info("module %s, ABI %u", v.version[0] ? v.version : "?",
 			 v.abi);
 
+	attach_ssd(d);
 	/*
 	 * This master routes only to the module it registers with (one
 	 * node): the module may answer gets from its own index.
@@ -244,6 +331,65 @@ static int load_config(struct fluxond *d)
 	return 0;
 }
 
+/*
+ * SIGHUP: read --config again and apply what can change live (watermarks,
+ * log level) where the command line did not set it; say what needs a
+ * restart.  A file that does not parse changes nothing.
+ */
+static void reload_config(struct fluxond *d)
+{
+	struct fkv_options o = d->opt;
+	struct fkv_config cfg;
+	char msg[4096] = "";
+	int err;
+
+	err = fkv_config_load(d->opt.config_path, &cfg, msg, sizeof(msg));
+	if (err) {
+		fkv_err("SIGHUP: %s: %s: nothing changed", d->opt.config_path,
+			msg[0] ? msg : strerror(-err));
+		fkv_config_free(&cfg);
+		return;
+	}
+	/* From the defaults again: a setting removed from the file goes. */
+	if (!o.high_set)
+		o.high_pct = FKV_HIGH_WATERMARK_DEFAULT;
+	if (!o.low_set)
+		o.low_pct = FKV_LOW_WATERMARK_DEFAULT;
+	if (!o.policy_set)
+		o.policy = "s3fifo";
+	if (!o.log_level_set)
+		o.log_level = FKV_LOG_INFO;
+	if (fkv_options_apply_config(&o, &cfg, stderr)) {
+		fkv_err("SIGHUP: %s: nothing changed", d->opt.config_path);
+		fkv_config_free(&cfg);
+		return;
+	}
+	if (strcmp(o.policy, d->opt.policy))
+		fkv_warn("SIGHUP: policy %s -> %s needs a restart of fluxond "
+			 "(kept %s)", d->opt.policy, o.policy, d->opt.policy);
+	if (cfg.segment_mb != d->cfg.segment_mb || cfg.ssd != d->cfg.ssd ||
+	    cfg.npaths != d->cfg.npaths ||
+	    cfg.cluster.present != d->cfg.cluster.present)
+		fkv_warn("SIGHUP: segment, SSD tier and cluster settings change "
+			 "only with a restart (of the module for segment_mb)");
+	if (d->master && (o.high_pct != d->opt.high_pct ||
+			  o.low_pct != d->opt.low_pct)) {
+		fkv_master_set_watermarks(d->master, o.high_pct, o.low_pct);
+		fkv_info("SIGHUP: watermarks %u%%/%u%% -> %u%%/%u%%",
+			 d->opt.high_pct, d->opt.low_pct, o.high_pct, o.low_pct);
+		d->opt.high_pct = o.high_pct;
+		d->opt.low_pct = o.low_pct;
+	}
+	if (o.log_level != d->opt.log_level) {
+		fkv_log_setup(o.log_level, d->opt.daemon);
+		d->opt.log_level = o.log_level;
+		fkv_info("SIGHUP: log level %s", cfg.log_level ?
+			 cfg.log_level : "info");
+	}
+	fkv_info("SIGHUP: %s read again", d->opt.config_path);
+	fkv_config_free(&cfg);
+}
+
 /* fluxonctl cluster: this daemon's view. */
 static int control_stats(void *arg, struct nl_msg *msg)
 {
@@ -291,6 +437,11 @@ static int run(struct fluxond *d, const sigset_t *unblocked)
 		uint64_t now = now_ms(), until;
 		struct timespec ts = { 0 };
 		int n, ncl = 0, nctl = 0;
+
+		if (reload_signal) {
+			reload_signal = 0;
+			reload_config(d);
+		}
 
 		if (now >= next_tick) {
 			if (d->master)
@@ -398,6 +549,9 @@ int main(int argc, char **argv)
 	}
 	fkv_log_setup(d.opt.log_level, false);
 	if (load_config(&d))
+		return 1;
+	/* The file's policy, watermarks, log level; flags win. */
+	if (fkv_options_apply_config(&d.opt, &d.cfg, stderr))
 		return 1;
 	if (d.opt.daemon && d.opt.pidfile && d.opt.pidfile[0] != '/') {
 		/* The daemon runs in /: anchor a relative pid file path now. */

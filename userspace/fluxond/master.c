@@ -168,6 +168,30 @@ static uint64_t pct_of(uint64_t capacity, unsigned int pct)
 	return capacity / 100 * pct + capacity % 100 * pct / 100;
 }
 
+static void enforce_watermarks(struct fkv_master *m, uint32_t node);
+
+int fkv_master_set_watermarks(struct fkv_master *m, unsigned int high_pct,
+			      unsigned int low_pct)
+{
+	uint32_t i;
+
+	if (fkv_master_check_watermarks(high_pct, low_pct))
+		return -EINVAL;
+	m->high_pct = high_pct;
+	m->low_pct = low_pct;
+	for (i = 0; i < FKV_ROUTE_NODES; i++) {
+		struct fkv_mnode *n = &m->nodes[i];
+
+		if (!n->policy)
+			continue;
+		n->high_bytes = pct_of(n->capacity, high_pct);
+		n->low_bytes = pct_of(n->capacity, low_pct);
+		if (n->live)
+			enforce_watermarks(m, i);
+	}
+	return 0;
+}
+
 struct fkv_master *fkv_master_create(const struct fkv_master_config *cfg,
 				     const struct fkv_master_ops *ops,
 				     void *arg)

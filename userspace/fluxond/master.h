@@ -16,13 +16,14 @@
 #include <stdint.h>
 
 #include "evict.h"
+#include "fluxonkv_config.h"
 #include "route.h"
 
 /* A node's data plane address, as text ("host:port"). */
 #define FKV_MASTER_ADDR_MAX		300
 
-#define FKV_HIGH_WATERMARK_DEFAULT	98
-#define FKV_LOW_WATERMARK_DEFAULT	95
+#define FKV_HIGH_WATERMARK_DEFAULT	FKV_HIGH_WATERMARK_PCT
+#define FKV_LOW_WATERMARK_DEFAULT	FKV_LOW_WATERMARK_PCT
 
 struct fkv_master_ops {
 	/*
@@ -141,6 +142,12 @@ void fkv_master_destroy(struct fkv_master *m);
 
 /* Check watermark percentages as fkv_master_create() would; 0 or -EINVAL. */
 int fkv_master_check_watermarks(unsigned int high_pct, unsigned int low_pct);
+/*
+ * New watermarks for every node (SIGHUP); nodes above the new high one are
+ * evicted down to the new low one now.  -EINVAL (nothing changed) or 0.
+ */
+int fkv_master_set_watermarks(struct fkv_master *m, unsigned int high_pct,
+			      unsigned int low_pct);
 
 /*
  * Cluster membership.  fkv_master_node_up(): node @node is live under

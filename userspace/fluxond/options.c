@@ -142,6 +142,7 @@ int fkv_options_parse(struct fkv_options *o, int argc, char **argv,
 				return -EINVAL;
 			}
 			o->policy = optarg;
+			o->policy_set = true;
 			break;
 		case OPT_HIGH:
 		case OPT_LOW:
@@ -151,6 +152,10 @@ int fkv_options_parse(struct fkv_options *o, int argc, char **argv,
 					optarg);
 				return -EINVAL;
 			}
+			if (c == OPT_HIGH)
+				o->high_set = true;
+			else
+				o->low_set = true;
 			break;
 		case OPT_LOG_LEVEL:
 			if (fkv_log_parse_level(optarg, &o->log_level)) {
@@ -158,6 +163,7 @@ int fkv_options_parse(struct fkv_options *o, int argc, char **argv,
 					"(error, warn, info, debug)\n", optarg);
 				return -EINVAL;
 			}
+			o->log_level_set = true;
 			break;
 		case OPT_ASK_ON_MISS:
 			o->ask_on_miss = true;
@@ -185,8 +191,38 @@ int fkv_options_parse(struct fkv_options *o, int argc, char **argv,
 		fprintf(err, "unexpected argument '%s'\n", argv[optind]);
 		return -EINVAL;
 	}
-	if (fkv_master_check_watermarks(o->high_pct, o->low_pct)) {
+	/*
+	 * One of them alone is checked with the configuration's other
+	 * (fkv_options_apply_config()); both given are checked now.
+	 */
+	if (o->high_set && o->low_set &&
+	    fkv_master_check_watermarks(o->high_pct, o->low_pct)) {
 		fprintf(err, "low watermark %u%% above high watermark %u%%\n",
+			o->low_pct, o->high_pct);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int fkv_options_apply_config(struct fkv_options *o,
+			     const struct fkv_config *cfg, FILE *err)
+{
+	if (cfg->policy && !o->policy_set)
+		o->policy = cfg->policy;
+	if (cfg->high_pct && !o->high_set)
+		o->high_pct = cfg->high_pct;
+	if (cfg->low_pct && !o->low_set)
+		o->low_pct = cfg->low_pct;
+	/* The file's names are the ones fkv_log_parse_level() takes. */
+	if (cfg->log_level && !o->log_level_set &&
+	    fkv_log_parse_level(cfg->log_level, &o->log_level)) {
+		fprintf(err, "bad log level '%s' in the configuration\n",
+			cfg->log_level);
+		return -EINVAL;
+	}
+	if (fkv_master_check_watermarks(o->high_pct, o->low_pct)) {
+		fprintf(err, "low watermark %u%% above high watermark %u%% "
+			"(the configuration's and the command line's together)\n",
 			o->low_pct, o->high_pct);
 		return -EINVAL;
 	}

@@ -38,6 +38,11 @@ struct fkv_options {
 	unsigned int high_pct;		/* --high-watermark PCT */
 	unsigned int low_pct;		/* --low-watermark PCT */
 	enum fkv_log_level log_level;	/* --log-level */
+	/*
+	 * Given on the command line: the configuration file's value of the
+	 * same setting does not apply (fkv_options_apply_config()).
+	 */
+	bool policy_set, high_set, low_set, log_level_set;
 	bool ask_on_miss;		/* --ask-on-miss: no local routes */
 	bool help;
 	bool version;
@@ -50,5 +55,13 @@ struct fkv_options {
 int fkv_options_parse(struct fkv_options *o, int argc, char **argv,
 		      FILE *err);
 void fkv_options_usage(FILE *f, const char *prog);
+/*
+ * The configuration file's policy, watermarks and log level into @o where
+ * the command line did not set them.  0, or -EINVAL after printing to
+ * @err (the combination has low above high).
+ */
+struct fkv_config;
+int fkv_options_apply_config(struct fkv_options *o,
+			     const struct fkv_config *cfg, FILE *err);
 
 #endif /* FLUXOND_OPTIONS_H */

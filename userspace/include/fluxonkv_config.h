@@ -30,6 +30,10 @@
  *	  instance: node7              # same charset; default: the host name
  *	                               # (unsafe bytes mapped to '_')
  *	  segment_mb: 4096             # optional, 1..16384 (module parameter)
+ *	  policy: s3fifo               # fluxond's eviction policy: s3fifo | lru
+ *	  high_watermark: 98           # evict above this % of a segment (1..100)
+ *	  low_watermark: 95            # ... down to this % (<= high_watermark)
+ *	  log_level: info              # fluxond: error | warn | info | debug
  *	  large_file_paths: [/data/a, /dev/nvme1n1]
  *	  large_limit_size: ["4GB", 8589934592]
  *	  cluster:                     # optional, see "Cluster section" below
@@ -209,11 +213,23 @@ struct fkv_cluster_config {
 	unsigned int dead_after_ms;
 };
 
+/* Watermarks fluxond uses when neither the file nor its flags set them. */
+#define FKV_HIGH_WATERMARK_PCT	98
+#define FKV_LOW_WATERMARK_PCT	95
+
 struct fkv_config {
 	char *cluster_name;	/* validated; FKV_CLUSTER_DEFAULT if unset */
 	char *instance;		/* validated; the host name if unset */
 	bool instance_default;	/* instance came from the host name */
 	unsigned int segment_mb;	/* 0 = not set (module default) */
+	/*
+	 * What fluxond applies unless its command line says otherwise; NULL
+	 * or 0 = not set.  low <= high is checked with the defaults above
+	 * standing in for the one not set.
+	 */
+	char *policy;		/* "s3fifo" | "lru" */
+	unsigned int high_pct, low_pct;
+	char *log_level;	/* "error" | "warn" | "info" | "debug" */
 	char **paths;		/* large_file_paths, as written */
 	size_t npaths;
 	bool ssd;		/* large_limit_size set: SSD tier enabled */
