@@ -132,6 +132,15 @@ struct fluxonkv_alloc *fluxonkv_handle_lookup(u64 handle, const u8 *key,
 					      u32 key_len, u64 put_id);
 struct fluxonkv_replica *fluxonkv_handle_replica(u64 handle, u64 put_id);
 unsigned long fluxonkv_replica_count(void);
+void fluxonkv_replica_renumber(u32 node_id);
+unsigned long fluxonkv_replica_drop_unindexed(void);
+struct sk_buff;
+struct netlink_callback;
+struct genl_family;
+int fluxonkv_replica_dump(struct sk_buff *skb, struct netlink_callback *cb,
+			  const struct genl_family *family, long *cursor);
+void *fluxonkv_dump_put(struct sk_buff *skb, struct netlink_callback *cb,
+			const struct genl_family *family);
 struct seq_file;
 int fluxonkv_replica_show(struct seq_file *m, void *unused);
 
@@ -326,6 +335,8 @@ int fluxonkv_ssd_read_range(struct fluxonkv_ssd_entry *e,
 			    struct fluxonkv_alloc *a, u64 off, u64 len);
 u64 fluxonkv_ssd_capacity(void);
 u64 fluxonkv_ssd_used(void);
+int fluxonkv_ssd_dump(struct sk_buff *skb, struct netlink_callback *cb,
+		      const struct genl_family *family, long *bkt, long *pos);
 int fluxonkv_rings_show(struct seq_file *m, void *unused);
 
 /* ---- main.c: module state shared by all files ---- */

@@ -40,6 +40,13 @@ static struct {
 	pid_t pid;
 	struct work_struct disconnect_work;
 	u32 gone_portid;	/* port being torn down by disconnect_work */
+	u32 gone_flags;		/* ... and the flags it had registered with */
+	/*
+	 * A daemon registered with F_KEEP went: its replica references and
+	 * SSD routes wait for the next daemon (taken over or dropped when
+	 * it registers).
+	 */
+	bool kept;
 } fluxonkv_daemon = {
 	.lock = __MUTEX_INITIALIZER(fluxonkv_daemon.lock),
 };
@@ -169,11 +176,17 @@ static void fluxonkv_async_sweep(struct work_struct *work)
 static void fluxonkv_disconnect_work(struct work_struct *work)
 {
 	mutex_lock(&fluxonkv_daemon.lock);
-	pr_info("daemon (port %u) gone: dropping its replica references\n",
-		fluxonkv_daemon.gone_portid);
 	fluxonkv_pending_fail_all(-ENOTCONN);
-	fluxonkv_replica_drop_all();
-	fluxonkv_ssd_unroute_all();
+	if (fluxonkv_daemon.gone_flags & FLUXONKV_REGISTER_F_KEEP) {
+		pr_info("daemon (port %u) gone: its %lu replicas are kept for the next one\n",
+			fluxonkv_daemon.gone_portid, fluxonkv_replica_count());
+		fluxonkv_daemon.kept = true;
+	} else {
+		pr_info("daemon (port %u) gone: dropping its replica references\n",
+			fluxonkv_daemon.gone_portid);
+		fluxonkv_replica_drop_all();
+		fluxonkv_ssd_unroute_all();
+	}
 	if (!fluxonkv_genl_exiting)
 		fluxonkv_daemon_event(0);
 	fluxonkv_daemon.gone_portid = 0;
@@ -197,6 +210,7 @@ static void fluxonkv_daemon_detach(void)
 {
 	atomic64_inc_return(&fluxonkv_daemon_gen);
 	fluxonkv_daemon.gone_portid = fluxonkv_daemon.portid;
+	fluxonkv_daemon.gone_flags = fluxonkv_daemon.flags;
 	WRITE_ONCE(fluxonkv_daemon.portid, 0);
 	WRITE_ONCE(fluxonkv_daemon.flags, 0);
 	WRITE_ONCE(fluxonkv_daemon.pid, 0);
@@ -585,11 +599,31 @@ retry:
 			       "registered under another node id: unregister first");
 		return -EBUSY;
 	}
+	/*
+	 * What a previous daemon left (F_KEEP): ours if we keep too, under
+	 * our node id; else gone now, as if it had not kept them.
+	 */
+	if (fluxonkv_daemon.kept && !fluxonkv_daemon.portid) {
+		fluxonkv_daemon.kept = false;
+		if (flags & FLUXONKV_REGISTER_F_KEEP) {
+			unsigned long n = fluxonkv_replica_drop_unindexed();
+
+			if (n)
+				pr_info("%lu kept replicas were never published: dropped\n",
+					n);
+			fluxonkv_replica_renumber(node_id);
+			flags |= FLUXONKV_REGISTER_F_ADOPT;
+		} else {
+			fluxonkv_replica_drop_all();
+			fluxonkv_ssd_unroute_all();
+		}
+	}
 	WRITE_ONCE(fluxonkv_daemon.pid, pid);
 	WRITE_ONCE(fluxonkv_daemon.flags, flags);
 	/*
 	 * No handle of a previous daemon survives its teardown (waited for
-	 * above), so the node id changes only between two sets of handles.
+	 * above) unless renumbered just now, so the node id changes only
+	 * between two sets of handles.
 	 */
 	fluxonkv_replica_set_node(node_id);
 	atomic64_inc_return(&fluxonkv_daemon_gen);
@@ -599,10 +633,12 @@ retry:
 	fluxonkv_daemon_event(pid);
 	mutex_unlock(&fluxonkv_daemon.lock);
 
-	pr_info("daemon registered: pid %d port %u node %u%s%s\n", pid,
+	pr_info("daemon registered: pid %d port %u node %u%s%s%s\n", pid,
 		info->snd_portid, node_id,
 		flags & FLUXONKV_REGISTER_F_LOCAL_ROUTES ? ", local routes" : "",
-		flags & FLUXONKV_REGISTER_F_PLACEMENT ? ", placement" : "");
+		flags & FLUXONKV_REGISTER_F_PLACEMENT ? ", placement" : "",
+		flags & FLUXONKV_REGISTER_F_ADOPT ? ", adopting kept replicas" :
+		flags & FLUXONKV_REGISTER_F_KEEP ? ", keep" : "");
 	return ret;
 }
 
@@ -769,6 +805,35 @@ static int fluxonkv_nl_drop_replica(struct sk_buff *skb, struct genl_info *info)
 	return 0;
 }
 
+/*
+ * DUMP: every replica of the handle table, then every routed SSD entry;
+ * cb->args[0] the phase, [1] the next handle slot, [2]/[3] the next SSD
+ * bucket and position in it.
+ */
+static int fluxonkv_nl_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	int ret;
+
+	if (!cb->args[0]) {
+		ret = fluxonkv_replica_dump(skb, cb, &fluxonkv_genl_family,
+					    &cb->args[1]);
+		if (ret <= 0)
+			return ret < 0 ? ret : skb->len;
+		cb->args[0] = 1;
+	}
+	return fluxonkv_ssd_dump(skb, cb, &fluxonkv_genl_family, &cb->args[2],
+				 &cb->args[3]) < 0 ? -EMSGSIZE : skb->len;
+}
+
+/* One DUMP record's message header (NLM_F_MULTI), or NULL: skb is full. */
+void *fluxonkv_dump_put(struct sk_buff *skb, struct netlink_callback *cb,
+			const struct genl_family *family)
+{
+	return genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+			   cb->nlh->nlmsg_seq, family, NLM_F_MULTI,
+			   FLUXONKV_CMD_DUMP);
+}
+
 /* ---- policies: one per command ---- */
 
 static const struct nla_policy fluxonkv_empty_policy[FLUXONKV_A_MAX + 1] = {
@@ -777,7 +842,8 @@ static const struct nla_policy fluxonkv_empty_policy[FLUXONKV_A_MAX + 1] = {
 static const struct nla_policy fluxonkv_register_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32,
 					     FLUXONKV_REGISTER_F_LOCAL_ROUTES |
-					     FLUXONKV_REGISTER_F_PLACEMENT),
+					     FLUXONKV_REGISTER_F_PLACEMENT |
+					     FLUXONKV_REGISTER_F_KEEP),
 	[FLUXONKV_A_NODE_ID] = NLA_POLICY_MAX(NLA_U32, FLUXONKV_NODE_MAX),
 };
 
@@ -880,6 +946,13 @@ static const struct genl_ops fluxonkv_genl_ops[] = {
 		    fluxonkv_status_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_PUT_PLACE, fluxonkv_nl_answer,
 		    fluxonkv_put_place_policy, GENL_ADMIN_PERM),
+	{
+		.cmd = FLUXONKV_CMD_DUMP,
+		.dumpit = fluxonkv_nl_dump,
+		.policy = fluxonkv_empty_policy,
+		.maxattr = FLUXONKV_A_MAX,
+		.flags = GENL_ADMIN_PERM,
+	},
 };
 
 static const struct genl_multicast_group fluxonkv_genl_mcgrps[] = {

@@ -254,9 +254,10 @@ static int fluxonkv_sock_send_user(struct socket *sock, const void __user *buf,
  * allocates a replica and waits on a socket the answer hands us; the value
  * goes from the putter's buffer straight into that socket, then PUT_DONE
  * names the remote replica and the master publishes it there.
- * Return: 0 (published, or superseded by a newer version), or -errno;
- * failures are reported with PUT_ABORT {HANDLE} so that the master drops
- * the remote replica.
+ * Return: 0 (published, or superseded by a newer version), -ENOSPC (no
+ * other node has room: nothing was sent, the put stays in flight here),
+ * or -errno; failures are reported with PUT_ABORT {HANDLE} so that the
+ * master drops the remote replica.
  */
 static int fluxonkv_put_remote(const u8 *key, u32 key_len,
 			       const void __user *value, u64 len, u64 put_id)
@@ -268,8 +269,11 @@ static int fluxonkv_put_remote(const u8 *key, u32 key_len,
 	u64 t0 = ktime_get_ns();
 	int ret;
 
-	atomic64_inc(&fluxonkv_stats.puts_placed);
 	ret = fluxonkv_upcall(FLUXONKV_CMD_PUT_PLACE, &args, &place);
+	/* Nowhere else either: the put is still ours, to wait for room. */
+	if (ret == -ENOSPC)
+		return ret;
+	atomic64_inc(&fluxonkv_stats.puts_placed);
 	if (ret)
 		goto err_abort;
 	/* The answer handler took a reference on the socket. */
@@ -342,7 +346,10 @@ int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
 	    fluxonkv_daemon_placement()) {
 		ret = fluxonkv_put_remote(key, key_len, value, len,
 					  start.put_id);
-		goto out;
+		if (ret != -ENOSPC)
+			goto out;
+		/* No other node has room either: wait for room here. */
+		a = fluxonkv_alloc_room(len);
 	}
 	if (IS_ERR(a)) {
 		ret = PTR_ERR(a);
@@ -982,6 +989,8 @@ int fluxonkv_target(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 	gen = fluxonkv_daemon_generation();
 	if (!fluxonkv_daemon_connected())
 		return -ENOTCONN;
+	/* Versions held here count for a master seeded from this node. */
+	fluxonkv_note_put_id(put_id);
 	a = fluxonkv_alloc_room(len);
 	if (IS_ERR(a))
 		return PTR_ERR(a);

@@ -31,6 +31,7 @@
 #include <linux/jhash.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <net/genetlink.h>
 
 #include "fluxonkv.h"
 
@@ -395,6 +396,89 @@ struct fluxonkv_replica *fluxonkv_handle_replica(u64 handle, u64 put_id)
 		kref_get(&r->ref);
 	xa_unlock(&fluxonkv_handles);
 	return r;
+}
+
+/*
+ * A daemon that keeps (FLUXONKV_REGISTER_F_KEEP) took over the replicas of
+ * the previous one: their handles carry its node id from now on.  Called
+ * with the daemon lock held, before the new daemon learns any handle.
+ */
+void fluxonkv_replica_renumber(u32 node_id)
+{
+	struct fluxonkv_replica *r;
+	unsigned long slot;
+
+	xa_lock(&fluxonkv_handles);
+	xa_for_each(&fluxonkv_handles, slot, r)
+		r->handle = (r->handle & ~((u64)FLUXONKV_NODE_MAX << 24)) |
+			    (u64)node_id << 24;
+	xa_unlock(&fluxonkv_handles);
+}
+
+/*
+ * Before a new daemon adopts what the previous one kept: only replicas the
+ * master had published as their key's current copy (indexed) are worth
+ * adopting; the rest (puts whose PUT_DONE was never answered, refills
+ * never promoted, targets never published, versions being replaced) go.
+ * Returns how many went.
+ */
+unsigned long fluxonkv_replica_drop_unindexed(void)
+{
+	struct fluxonkv_replica *r;
+	unsigned long slot, n = 0;
+	u64 handle;
+
+	for (slot = 0;; slot++) {
+		xa_lock(&fluxonkv_handles);
+		r = xa_find(&fluxonkv_handles, &slot, ULONG_MAX, XA_PRESENT);
+		handle = r && !READ_ONCE(r->indexed) ? r->handle : 0;
+		xa_unlock(&fluxonkv_handles);
+		if (!r)
+			break;
+		if (handle && !fluxonkv_replica_drop(handle))
+			n++;
+	}
+	return n;
+}
+
+/*
+ * DUMP, the handle table from slot *@cursor on: one message per replica.
+ * Return: 1 when every replica is in, 0 when @skb is full (*@cursor is
+ * where to go on), or -errno.
+ */
+int fluxonkv_replica_dump(struct sk_buff *skb, struct netlink_callback *cb,
+			  const struct genl_family *family, long *cursor)
+{
+	struct fluxonkv_replica *r;
+	unsigned long slot;
+	int ret = 1;
+
+	/* Held while reading: no replica leaves the table under us. */
+	xa_lock(&fluxonkv_handles);
+	xa_for_each_start(&fluxonkv_handles, slot, r, (unsigned long)*cursor) {
+		void *hdr = fluxonkv_dump_put(skb, cb, family);
+
+		if (!hdr ||
+		    nla_put_u64_64bit(skb, FLUXONKV_A_HANDLE, r->handle,
+				      FLUXONKV_A_PAD) ||
+		    nla_put(skb, FLUXONKV_A_KEY, r->key_len, r->key) ||
+		    nla_put_u64_64bit(skb, FLUXONKV_A_PUT_ID, r->put_id,
+				      FLUXONKV_A_PAD) ||
+		    nla_put_u64_64bit(skb, FLUXONKV_A_LEN, r->alloc->len,
+				      FLUXONKV_A_PAD) ||
+		    nla_put_u32(skb, FLUXONKV_A_SOURCE, FLUXONKV_SOURCE_MEMORY) ||
+		    nla_put_u32(skb, FLUXONKV_A_FLAGS, READ_ONCE(r->indexed) ?
+				FLUXONKV_DUMP_F_INDEXED : 0)) {
+			if (hdr)
+				genlmsg_cancel(skb, hdr);
+			*cursor = slot;
+			ret = 0;
+			break;
+		}
+		genlmsg_end(skb, hdr);
+	}
+	xa_unlock(&fluxonkv_handles);
+	return ret;
 }
 
 unsigned long fluxonkv_replica_count(void)

@@ -698,6 +698,52 @@ void fluxonkv_ssd_unroute_all(void)
 	fluxonkv_removal_end();
 }
 
+/*
+ * DUMP, the routed SSD entries from bucket *@bkt, position *@pos on.
+ * Return: 1 when all are in, 0 when @skb is full (the cursors say where
+ * to go on), or -errno.
+ */
+int fluxonkv_ssd_dump(struct sk_buff *skb, struct netlink_callback *cb,
+		      const struct genl_family *family, long *bkt, long *pos)
+{
+	struct fluxonkv_ssd_entry *e;
+	int ret = 1;
+
+	spin_lock(&fluxonkv_ssd.index_lock);
+	for (; *bkt < (long)HASH_SIZE(fluxonkv_ssd.index) && ret; (*bkt)++) {
+		long i = 0;
+
+		hlist_for_each_entry(e, &fluxonkv_ssd.index[*bkt], index_node) {
+			void *hdr;
+
+			if (i++ < *pos || !e->routed)
+				continue;
+			hdr = fluxonkv_dump_put(skb, cb, family);
+			if (!hdr ||
+			    nla_put(skb, FLUXONKV_A_KEY, e->key_len, e->key) ||
+			    nla_put_u64_64bit(skb, FLUXONKV_A_PUT_ID, e->put_id,
+					      FLUXONKV_A_PAD) ||
+			    nla_put_u64_64bit(skb, FLUXONKV_A_LEN, e->len,
+					      FLUXONKV_A_PAD) ||
+			    nla_put_u32(skb, FLUXONKV_A_SOURCE,
+					FLUXONKV_SOURCE_SSD)) {
+				if (hdr)
+					genlmsg_cancel(skb, hdr);
+				*pos = i - 1;
+				ret = 0;
+				break;
+			}
+			genlmsg_end(skb, hdr);
+		}
+		if (ret)
+			*pos = 0;
+		else
+			break;
+	}
+	spin_unlock(&fluxonkv_ssd.index_lock);
+	return ret;
+}
+
 void fluxonkv_ssd_unpin(struct fluxonkv_ssd_entry *e)
 {
 	/* Once unpinned, a writer may free @e: shards live until exit. */

@@ -528,7 +528,6 @@ static const struct bad_place {
 	{ "no FD", 0, RH, FD_NONE, -EINVAL, EINVAL },
 	{ "no HANDLE", 0, 0, FD_STREAM, -EINVAL, EINVAL },
 	{ "HANDLE of this node", 0, OWN, FD_STREAM, 0, EPROTO },
-	{ "STATUS ENOSPC", -ENOSPC, 0, FD_NONE, 0, ENOSPC },
 	{ "STATUS EHOSTUNREACH with HANDLE and FD", -EHOSTUNREACH, RH,
 	  FD_STREAM, 0, EHOSTUNREACH },
 };
@@ -797,6 +796,36 @@ FKV_TEST(without_the_placement_flag_enospc_keeps_the_put_waiting_for_room)
 	FKV_ASSERT_EQ(fkv_sysfs("puts_placed"), 0);
 	/* the master evicts after all */
 	FKV_ASSERT_EQ(drop_replica(&m.nl, room_made(&m, &c, k, len, 6, put_id,
+						    hog, req)), 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
+	master_stop(&m);
+}
+
+/*
+ * PUT_PLACE answered ENOSPC (no other node has room): nothing was sent and
+ * the put is still this node's: it waits for room here (NEED_ROOM again,
+ * no PUT_ABORT), and room made later serves it locally.
+ */
+FKV_TEST(no_other_node_with_room_keeps_the_put_waiting_here)
+{
+	const char *k = "nowhere";
+	const uint64_t len = 8000, put_id = 17;
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	uint64_t hog, req;
+	struct master m;
+	struct client c;
+
+	hog = begin_full(&m, FLUXONKV_REGISTER_F_PLACEMENT);
+	c = put_placing(&m, k, len, 7, put_id, &req);
+	FKV_ASSERT_EQ(answer_place(&m, req, -ENOSPC, 0, -1), 0);
+	FKV_ASSERT(fkv_nl_next(&m.nl, FLUXONKV_CMD_PUT_ABORT, tb, 300) != 0,
+		   "PUT_ABORT after PUT_PLACE's ENOSPC");
+	FKV_ASSERT(!client_finished(&c), "the put gave up on ENOSPC at once");
+	req = expect_upcall_in(&m.nl, FLUXONKV_CMD_NEED_ROOM, tb, 2000);
+	FKV_ASSERT_EQ(fkv_nla_u64(tb[FLUXONKV_A_BYTES]), len);
+	FKV_ASSERT_EQ(fkv_sysfs("puts_placed"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("place_errors"), 0);
+	FKV_ASSERT_EQ(drop_replica(&m.nl, room_made(&m, &c, k, len, 7, put_id,
 						    hog, req)), 0);
 	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
 	master_stop(&m);

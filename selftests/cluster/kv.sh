@@ -32,7 +32,7 @@ if [ "$N" -ne 2 ]; then
 	out "1..0 # SKIP kv.sh runs on exactly 2 nodes"
 	exit 0
 fi
-if [ "$I" -eq 1 ]; then out "1..31"; else out "1..19"; fi
+if [ "$I" -eq 1 ]; then out "1..35"; else out "1..20"; fi
 
 # node2's small segment makes its DRAM copies go to its SSD tier.
 SEG_MB=96
@@ -82,9 +82,12 @@ if [ "$I" -eq 1 ]; then
 	check "fluxonctl cluster: node2 left, connection closed" cluster_json \
 		"n['node2']['lefts'] >= 1 and n['node2']['last_left'] == 'connection closed' and c['stats']['member_left'] >= 1"
 	check "a key only node2 held misses at once" misses only2
+	mark missed.1
 	check "node1's copies still serve" get_same k4 memory
 	wait_for back.2 || true
 	check "node2 rejoins under a new incarnation" logged "node 'node2' joined" 2
+	# Its module kept its replicas (warm restart): reported, adopted.
+	check "node2's kept value is back once it rejoined" get_same only2 remote
 	check "node2's new put is read on node1" get_same after remote
 	mark after.1
 	wait_for ssd.2 || true
@@ -113,9 +116,14 @@ if [ "$I" -eq 1 ]; then
 	start_daemon /tmp/fkv.yaml
 	check "the master restarts" daemon_up
 	check "node2 rejoins the restarted master" logged "node 'node2' joined" 3
+	# Warm restart: the new master adopts what the modules kept.
+	check "the restarted master adopted its own module's replicas" logged "warm restart (master node): adopted [1-9]"
+	check "node1's copy from before the restart is a local hit again" get_same s16 memory
+	check "node2's value from before the restart, reported and adopted, is pulled" get_same keep2 remote
 	mark master.back
 	wait_for after2.2 || true
 	check "after the master's restart node2's put is read on node1" get_same after2 remote
+	mark after2read.1
 	# node2 is full (every byte pinned): its put lands here.
 	wait_for placed.2 || true
 	check "the put placed here is a local DRAM hit" get_same placed memory
@@ -148,9 +156,10 @@ else
 	wait "$DPID" 2>/dev/null || true
 	mark killed.2
 	check "the module lost its daemon" test "$(stat_of daemon_pid)" = 0
+	wait_for missed.1 || true	# node1 saw our values go first
 	start_daemon /tmp/fkv.yaml
 	check "fluxond restarts and rejoins" daemon_up
-	check "the restarted node serves gets again" get_same m2 remote
+	check "the restarted node's kept copy of node1's value is adopted: a local hit" get_same m2 memory
 	put_new after 12345
 	mark back.2
 	wait_for after.1 || true	# before the fillers push it out
@@ -191,6 +200,7 @@ else
 		dmsetup --noudevsync reload fkvssd --table "0 $SSD_SECTORS error" &&
 		dmsetup --noudevsync resume fkvssd
 	mark ssderr.2
+	put_new keep2 3000	# only here: survives the master's restart
 	mark ssdpushed.2
 	wait_for master.killed || true
 	fails_fast() {	# gets fail with "no daemon" (exit 4) within 10 s, each promptly
@@ -216,10 +226,18 @@ else
 		return 1
 	}
 	check "node2 registers again once it rejoined" reregistered
+	check "node2 reported the replicas its module kept" logged "reported [1-9][0-9]* replicas our module kept"
+
 	put_new after2 777
 	mark after2.2
 	# Full: 25 MiB of the 32 MiB segment pinned by holders, so an 8 MiB
-	# put cannot fit even after the master evicted everything here.
+	# put cannot fit even after the master evicted everything here.  What
+	# the warm restarts kept goes first, so that the five fit as such.
+	wait_for after2read.1 || true
+	for k in k4 k16 only2 after s1 s4 s16 serr after2 keep2 m2 \
+		 fill1 fill2 fill3 fill4 fill5 fill6 fill7 fill8; do
+		"$CTL" delete "$k" >/dev/null 2>&1 || true
+	done
 	for f in 1 2 3 4 5; do put_new "full$f" $((5 << 20)); done
 	PYTHONPATH=$REPO/userspace/python python3 "$REPO/selftests/cluster/hold.py" \
 		"$SH/unhold" full1 full2 full3 full4 full5 >/tmp/hold.out 2>&1 &

@@ -2201,7 +2201,7 @@ FKV_TEST(ctl_config_check_json_is_one_object)
 	FKV_ASSERT_EQ(r.err[0], '\0');
 	FKV_ASSERT_EQ(r.out[0], '{');
 	FKV_ASSERT_EQ(strchr(r.out, '\n') - r.out, (long)strlen(r.out) - 1);
-	ASSERT_HAS(r.out, "\"valid\":true,\"cluster_name\":\"c1\",\"instance\":\"n1\",\"instance_default\":false,\"segment_mb\":256,\"ssd\":true,\"capacity_bytes\":2147483648,\"shards\":2,\"roots\":[{\"index\":0,\"path\":");
+	ASSERT_HAS(r.out, "\"valid\":true,\"cluster_name\":\"c1\",\"instance\":\"n1\",\"instance_default\":false,\"segment_mb\":256,\"policy\":\"s3fifo\",\"high_watermark\":98,\"low_watermark\":95,\"log_level\":\"info\",\"ssd\":true,\"capacity_bytes\":2147483648,\"shards\":2,\"roots\":[{\"index\":0,\"path\":");
 	FKV_ASSERT_EQ(stat(a, &st), 0);
 	FMT(dev, "%u:%u", major(st.st_dev), minor(st.st_dev));
 	FMT(want,

@@ -421,6 +421,12 @@ enum fluxonkv_cmd {
 	 * The module sends the value on it from the putter's buffer, then
 	 * PUT_DONE {HANDLE}.  Only with FLUXONKV_REGISTER_F_PLACEMENT. */
 	FLUXONKV_CMD_PUT_PLACE,
+	/* dump (admin, any socket): one message per DRAM replica in the
+	 * handle table {HANDLE, KEY, PUT_ID, LEN, SOURCE=MEMORY, FLAGS
+	 * (FLUXONKV_DUMP_F_INDEXED)}, then per routed SSD entry {KEY, PUT_ID,
+	 * LEN, SOURCE=SSD}: what a daemon that adopts (REGISTER_F_ADOPT)
+	 * rebuilds its routes from. */
+	FLUXONKV_CMD_DUMP,
 
 	__FLUXONKV_CMD_MAX,
 	FLUXONKV_CMD_MAX = __FLUXONKV_CMD_MAX - 1
@@ -471,6 +477,18 @@ enum fluxonkv_attr {
  * instead of waiting for room here.
  */
 #define FLUXONKV_REGISTER_F_PLACEMENT		(1U << 1)
+/*
+ * ... and when this daemon goes (crash, upgrade), the module keeps its
+ * replica references and SSD routes for the next daemon instead of
+ * dropping them: a daemon registering with KEEP takes them over (its
+ * answer's FLAGS then carry ADOPT, and FLUXONKV_CMD_DUMP lists them; their
+ * handles are renumbered to its NODE_ID), one registering without KEEP
+ * gets an empty module as before.  Gets and puts fail with ENOTCONN while
+ * no daemon is registered either way; holders stay valid.
+ */
+#define FLUXONKV_REGISTER_F_KEEP		(1U << 2)
+/* DAEMON_REGISTER answer only: kept replicas wait to be adopted (DUMP). */
+#define FLUXONKV_REGISTER_F_ADOPT		(1U << 3)
 
 /*
  * GET_START may answer SOURCE=REMOTE or REMOTE_SSD with PUT_ID, LEN and a
@@ -500,6 +518,9 @@ enum fluxonkv_attr {
 
 /* FLUXONKV_A_FLAGS of DROP_REPLICA: why the master drops it */
 #define FLUXONKV_DROP_F_EVICTED		(1U << 0)	/* eviction (else overwrite/delete) */
+
+/* FLUXONKV_A_FLAGS of DUMP records */
+#define FLUXONKV_DUMP_F_INDEXED		(1U << 0)	/* the key's current copy */
 
 /* Most handles one ACCESS notification carries. */
 #define FLUXONKV_ACCESS_BATCH		256

@@ -95,6 +95,14 @@ enum fkv_cluster_cmd {
 	 * failed).  The source releases that pin; no answer.
 	 */
 	FKV_CCMD_RELEASE,
+	/*
+	 * node -> master, after the node registered with its module and
+	 * found replicas kept from before (warm restart, the master
+	 * restarted or the node rejoined): one per FLUXONKV_CMD_DUMP record,
+	 * HANDLE (DRAM only), KEY, PUT_ID, LEN, SOURCE (MEMORY or SSD).  The
+	 * master adopts it or answers DROP_REPLICA for the handle.
+	 */
+	FKV_CCMD_REPORT,
 	__FKV_CCMD_MAX,
 };
 

@@ -39,6 +39,7 @@
 #include "ctlsock.h"
 #include "dispatch.h"
 #include "log.h"
+#include "nl.h"
 #include "u64map.h"
 #include "../common/wire.h"
 #include "xport.h"
@@ -146,6 +147,7 @@ struct fkv_clusterd {
 		uint64_t sync_timeouts, syncs_held;
 		uint64_t places, place_errors, targets_published;
 		uint64_t targets_dropped;
+		uint64_t reports_sent, reports_adopted;
 	} st;
 };
 
@@ -286,10 +288,25 @@ static void publish_target(struct fkv_clusterd *cd, uint64_t handle,
 		.size = sizeof(pub), .handle = handle, .put_id = put_id,
 		.flags = flags & FLUXONKV_PUBLISH_F_PERSIST,
 	};
+	struct target_rec *tr;
+	int status;
 
-	target_forget(cd, handle);
+	pthread_mutex_lock(&cd->tgt_lock);
+	tr = fkv_u64map_del(&cd->targets, handle);
+	status = tr ? tr->status : -ENOENT;
+	pthread_mutex_unlock(&cd->tgt_lock);
+	free(tr);
 	if (!cd->registered)
 		return;
+	if (status) {
+		/* Not every byte came: never index a half-written replica. */
+		fkv_warn("cluster: PLACED %#llx for a target %s: dropped",
+			 (unsigned long long)handle,
+			 status > 0 ? "still being filled" : "not filled");
+		cd->st.targets_dropped++;
+		fkv_nl_send_drop(cd->nl, handle, 0);
+		return;
+	}
 	if (ioctl(cd->devfd, FLUXONKV_IOC_PUBLISH, &pub))
 		fkv_info("cluster: publishing placed replica %#llx: %m",
 			 (unsigned long long)handle);
@@ -648,6 +665,43 @@ static void member_down(void *arg, const struct fkv_member *m)
 	}
 }
 
+static const struct nla_policy report_policy[FKV_CA_MAX + 1] = {
+	[FLUXONKV_A_HANDLE] = { .type = NLA_U64 },
+	[FLUXONKV_A_KEY] = { .type = NLA_UNSPEC, .minlen = 1,
+			     .maxlen = FLUXONKV_KEY_MAX },
+	[FLUXONKV_A_PUT_ID] = { .type = NLA_U64 },
+	[FLUXONKV_A_LEN] = { .type = NLA_U64 },
+	[FLUXONKV_A_SOURCE] = { .type = NLA_U32 },
+};
+
+/* REPORT from member @id: a replica its module kept (warm restart). */
+static void member_report(struct fkv_clusterd *cd, uint32_t id,
+			  struct nlmsghdr *nlh)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	uint64_t handle;
+	bool mem;
+
+	if (fkv_wire_parse(nlh, tb, report_policy) || !tb[FLUXONKV_A_KEY] ||
+	    !tb[FLUXONKV_A_PUT_ID] || !tb[FLUXONKV_A_LEN] ||
+	    !tb[FLUXONKV_A_SOURCE] || !fkv_master_node_known(cd->master, id)) {
+		fkv_warn("cluster: malformed REPORT from node %u: ignored", id);
+		return;
+	}
+	mem = nla_get_u32(tb[FLUXONKV_A_SOURCE]) == FLUXONKV_SOURCE_MEMORY;
+	handle = mem && tb[FLUXONKV_A_HANDLE] ?
+		 nla_get_u64(tb[FLUXONKV_A_HANDLE]) : 0;
+	if (mem && !handle)
+		return;
+	fkv_master_set_caller(cd->master, id);
+	if (fkv_master_adopt(cd->master, nla_data(tb[FLUXONKV_A_KEY]),
+			     (size_t)nla_len(tb[FLUXONKV_A_KEY]),
+			     nla_get_u64(tb[FLUXONKV_A_PUT_ID]), handle,
+			     nla_get_u64(tb[FLUXONKV_A_LEN]), !mem) > 0)
+		cd->st.reports_adopted++;
+	fkv_master_set_caller(cd->master, cd->self);
+}
+
 /* A forwarded upcall from member @id. */
 static void member_msg(void *arg, uint32_t id, struct nlmsghdr *nlh)
 {
@@ -660,6 +714,10 @@ static void member_msg(void *arg, uint32_t id, struct nlmsghdr *nlh)
 	bool reply;
 	int err;
 
+	if (fkv_wire_cmd(nlh) == FKV_CCMD_REPORT) {
+		member_report(cd, id, nlh);
+		return;
+	}
 	err = fkv_nl_decode(nlh, &u);
 	if (err == -EOPNOTSUPP || u.cmd == FLUXONKV_CMD_FETCH) {
 		fkv_warn("cluster: node %u sent command %u: ignored", id, u.cmd);
@@ -689,13 +747,48 @@ static void member_msg(void *arg, uint32_t id, struct nlmsghdr *nlh)
 
 /* ---- a node's side ---- */
 
+static void report_one(void *arg, const struct fkv_dump_rec *r)
+{
+	struct fkv_clusterd *cd = arg;
+	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_REPORT);
+
+	if (!msg || (r->handle &&
+		     nla_put_u64(msg, FLUXONKV_A_HANDLE, r->handle)) ||
+	    nla_put(msg, FLUXONKV_A_KEY, (int)r->key_len, r->key) ||
+	    nla_put_u64(msg, FLUXONKV_A_PUT_ID, r->put_id) ||
+	    nla_put_u64(msg, FLUXONKV_A_LEN, r->len) ||
+	    nla_put_u32(msg, FLUXONKV_A_SOURCE, r->source) ||
+	    fkv_cctl_send(cd->cctl, 0, msg))
+		fkv_dbg("cluster: a kept replica not reported");
+	else
+		cd->st.reports_sent++;
+	nlmsg_free(msg);
+}
+
+/* Report every replica our module kept to the master, which adopts them. */
+static void report_kept(struct fkv_clusterd *cd)
+{
+	uint64_t sent = cd->st.reports_sent;
+	unsigned int bad = 0;
+	int err;
+
+	err = fkv_nl_dump_module(report_one, cd, &bad);
+	if (err)
+		fkv_err("cluster: cannot list the module's kept replicas: %s",
+			strerror(-err));
+	else
+		fkv_info("cluster: reported %llu replicas our module kept to "
+			 "the master (%u malformed)",
+			 (unsigned long long)(cd->st.reports_sent - sent), bad);
+}
+
 static void node_register(struct fkv_clusterd *cd, uint32_t id)
 {
 	struct nl_msg *msg;
 	int err;
 
-	err = fkv_nl_register(cd->nl, FLUXONKV_REGISTER_F_PLACEMENT, id,
-			      &cd->reg);
+	err = fkv_nl_register(cd->nl, FLUXONKV_REGISTER_F_PLACEMENT |
+			      FLUXONKV_REGISTER_F_KEEP, id, &cd->reg);
 	if (err) {
 		fkv_err("cluster: DAEMON_REGISTER as node %u failed: %s", id,
 			strerror(-err));
@@ -718,6 +811,9 @@ static void node_register(struct fkv_clusterd *cd, uint32_t id)
 	    fkv_cctl_send(cd->cctl, 0, msg))
 		fkv_warn("cluster: cannot tell the master our SSD capacity");
 	nlmsg_free(msg);
+	/* What our module kept (the master restarted, or we rejoined). */
+	if (cd->reg.flags & FLUXONKV_REGISTER_F_ADOPT)
+		report_kept(cd);
 }
 
 /*
@@ -760,9 +856,9 @@ static void lost(void *arg)
 		return;
 	fkv_clusterd_quiesce(cd);
 	/*
-	 * Routes die with the connection: the module drops every replica
-	 * reference and fails every waiting upcall (gets fail ENOTCONN
-	 * until we are back); holders stay valid.
+	 * The module fails every waiting upcall (gets fail ENOTCONN until we
+	 * are back) and keeps its replicas (KEEP): once we rejoined we
+	 * report them and the master adopts what is still current.
 	 */
 	fkv_nl_unregister(cd->nl);
 	cd->registered = false;
@@ -854,6 +950,8 @@ static void master_msg(void *arg, struct nlmsghdr *nlh)
 	if (cmd == FLUXONKV_CMD_PUT_PLACE) {
 		struct place_op *op = place_by_req(cd, req_id);
 
+		if (op && (op->busy || op->answered))
+			return;		/* a stray second answer */
 		if (op && !place_routed(cd, op, &r, tb[FKV_CA_DATA_ADDR] ?
 					nla_get_string(tb[FKV_CA_DATA_ADDR]) :
 					NULL))
@@ -1157,16 +1255,25 @@ static void places_sweep(struct fkv_clusterd *cd, uint64_t now, bool all)
 	uint64_t key;
 	void *val;
 
+again:
+	n = 0;
+	pos = 0;
 	while (n < 64 && !fkv_u64map_next(&cd->places, &pos, &key, &val)) {
 		struct place_op *op = val;
 
+		/*
+		 * One the module has the socket of ends with its PUT_DONE or
+		 * PUT_ABORT, however long the send takes: never by time.
+		 */
 		if (op->busy)
 			op->dead |= all;
-		else if (all || now > op->deadline_ms)
+		else if (all || (!op->answered && now > op->deadline_ms))
 			dead[n++] = op;
 	}
 	for (i = 0; i < n; i++)
 		place_free(cd, dead[i]);
+	if (n == 64)
+		goto again;
 }
 
 /* ---- the module's upcalls ---- */
@@ -1191,6 +1298,11 @@ bool fkv_clusterd_upcall(void *arg, const struct fkv_upcall *u,
 
 		if (op)
 			return place_put_done(cd, op, u, r);
+		/* A placed put we no longer track: its bytes are unproven. */
+		if (FLUXONKV_HANDLE_NODE(u->handle) != cd->self) {
+			r->status = -ETIMEDOUT;
+			return true;
+		}
 	}
 	if (u->cmd == FLUXONKV_CMD_PUT_ABORT)
 		place_abort(cd, u->put_id);
@@ -1282,8 +1394,8 @@ static int start_master(struct fkv_clusterd *cd)
 	int err;
 
 	cd->self = fkv_cctl_self_id(cd->cctl);
-	err = fkv_nl_register(cd->nl, FLUXONKV_REGISTER_F_PLACEMENT, cd->self,
-			      &cd->reg);
+	err = fkv_nl_register(cd->nl, FLUXONKV_REGISTER_F_PLACEMENT |
+			      FLUXONKV_REGISTER_F_KEEP, cd->self, &cd->reg);
 	if (err) {
 		fkv_err("DAEMON_REGISTER failed: %s", strerror(-err));
 		return err;
@@ -1309,6 +1421,9 @@ static int start_master(struct fkv_clusterd *cd)
 			   mc.ssd_capacity, addr);
 	cd->registered = true;
 	cd->epoch++;
+	/* A restarted master: its own module's kept replicas first. */
+	if (cd->reg.flags & FLUXONKV_REGISTER_F_ADOPT)
+		fkv_adopt_kept(cd->master, "master node");
 	return 0;
 }
 
@@ -1589,6 +1704,8 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 		{ "target_errors", xs.target_errors },
 		{ "targets_published", cd->st.targets_published },
 		{ "targets_dropped", cd->st.targets_dropped },
+		{ "kept_replicas_reported", cd->st.reports_sent },
+		{ "kept_replicas_adopted", cd->st.reports_adopted },
 		{ "data_auth_refused", xs.auth_refused },
 		{ "rdma_conns", xs.rdma_conns },
 		{ "rdma_pulls", xs.rdma_pulls },

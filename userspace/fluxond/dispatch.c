@@ -3,9 +3,11 @@
  * dispatch.c - upcall -> master call -> reply (dispatch.h).
  */
 #include <errno.h>
+#include <string.h>
 
 #include "dispatch.h"
 #include "log.h"
+#include "nl.h"
 
 #define A(x)	FKV_ATTR(FLUXONKV_A_##x)
 
@@ -197,4 +199,46 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 	if (r->status)
 		r->present = 0;
 	return fkv_upcall_wants_reply(u->cmd);
+}
+
+struct adopt_ctx {
+	struct fkv_master *m;
+	unsigned long mem, ssd, refused;
+	uint64_t bytes;
+};
+
+static void adopt_one(void *arg, const struct fkv_dump_rec *r)
+{
+	struct adopt_ctx *x = arg;
+	bool mem = r->source == FLUXONKV_SOURCE_MEMORY;
+	int ret = fkv_master_adopt(x->m, r->key, r->key_len, r->put_id,
+				   mem ? r->handle : 0, r->len, !mem);
+
+	if (ret <= 0) {
+		x->refused++;
+	} else if (mem) {
+		x->mem++;
+		x->bytes += r->len;
+	} else {
+		x->ssd++;
+	}
+}
+
+int fkv_adopt_kept(struct fkv_master *m, const char *what)
+{
+	struct adopt_ctx x = { .m = m };
+	unsigned int bad = 0;
+	int err;
+
+	err = fkv_nl_dump_module(adopt_one, &x, &bad);
+	if (err) {
+		fkv_err("warm restart: cannot list the module's kept replicas: "
+			"%s", strerror(-err));
+		return err;
+	}
+	fkv_info("warm restart (%s): adopted %lu DRAM replicas (%llu bytes) "
+		 "and %lu SSD copies kept by the module; %lu refused (newer "
+		 "or deleted versions), %u malformed", what, x.mem,
+		 (unsigned long long)x.bytes, x.ssd, x.refused, bad);
+	return 0;
 }

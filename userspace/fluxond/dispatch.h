@@ -30,4 +30,12 @@ const char *fkv_cmd_name(uint8_t cmd);
 bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 		  struct fkv_reply *r);
 
+/*
+ * Warm restart: adopt into @m, for its current caller node, what the
+ * local module kept from a previous daemon (FLUXONKV_CMD_DUMP), and log a
+ * summary.  0 or -errno (the dump failed: the kept replicas stay unknown,
+ * and are evicted by nobody until the module drops them).
+ */
+int fkv_adopt_kept(struct fkv_master *m, const char *what);
+
 #endif /* FLUXOND_DISPATCH_H */

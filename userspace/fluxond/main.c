@@ -251,8 +251,10 @@ static int open_and_register(struct fluxond *d)
 	 */
 	if (d->cfg.cluster.present)
 		return start_cluster(d);
-	err = fkv_nl_register(d->nl, d->opt.ask_on_miss ? 0 :
-			      FLUXONKV_REGISTER_F_LOCAL_ROUTES, 0, &d->reg);
+	/* KEEP: a crash or upgrade of fluxond loses no cached value. */
+	err = fkv_nl_register(d->nl, FLUXONKV_REGISTER_F_KEEP |
+			      (d->opt.ask_on_miss ? 0 :
+			       FLUXONKV_REGISTER_F_LOCAL_ROUTES), 0, &d->reg);
 	if (err == -EINVAL && !d->opt.ask_on_miss) {
 		/* A module that predates the flag refuses the attribute. */
 		fkv_warn("module refused REGISTER_F_LOCAL_ROUTES: every miss "
@@ -300,7 +302,9 @@ static int open_and_register(struct fluxond *d)
 		 d->opt.high_pct, d->opt.low_pct,
 		 d->reg.flags & FLUXONKV_REGISTER_F_LOCAL_ROUTES ?
 		 "misses answered by the module" : "every miss asks this master");
-	if (d->reg.segment_used)
+	if (d->reg.flags & FLUXONKV_REGISTER_F_ADOPT)
+		fkv_adopt_kept(d->master, "single node");
+	else if (d->reg.segment_used)
 		fkv_warn("the segment already holds %llu bytes this master "
 			 "does not know about",
 			 (unsigned long long)d->reg.segment_used);

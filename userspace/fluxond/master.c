@@ -61,6 +61,8 @@ struct fkv_master {
 	/* ... and how many of them each held handle has, for eviction. */
 	struct fkv_u64map held_count;
 	struct fkv_master_stats st;	/* counters only; see get_stats */
+	/* The newest put_id a delete removed: adoption's floor. */
+	uint64_t deleted_max;
 };
 
 /*
@@ -627,6 +629,36 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 	return 0;
 }
 
+int fkv_master_adopt(struct fkv_master *m, const void *key, size_t key_len,
+		     uint64_t put_id, uint64_t handle, uint64_t len, bool ssd)
+{
+	const struct fkv_route *r = NULL;
+	struct fkv_mnode *n = caller(m);
+	int ret, err;
+
+	if (handle && m->self && FLUXONKV_HANDLE_NODE(handle) != m->caller)
+		return -EINVAL;
+	fkv_routes_note_put_id(m->routes, put_id);
+	ret = fkv_routes_adopt_on(m->routes, m->caller, key, key_len, put_id,
+				  handle, len, ssd, n->incarnation,
+				  m->deleted_max, &r);
+	if (ret <= 0) {
+		m->st.adopt_refused++;
+		if (handle)
+			m->ops->send_drop(m->arg, handle, 0);
+		return ret;
+	}
+	m->st.adopted++;
+	if (handle) {
+		err = fkv_evict_insert(n->policy, handle, fkv_weight(len),
+				       r->hash);
+		if (err)
+			fkv_err("adopted replica %#llx is not evictable: %s",
+				(unsigned long long)handle, strerror(-err));
+	}
+	return 1;
+}
+
 /* Room @n offers a new value: what is left below its high watermark. */
 static uint64_t room_of(const struct fkv_master *m, uint32_t node)
 {
@@ -660,12 +692,18 @@ int fkv_master_put_place(struct fkv_master *m, const void *key,
 			want_ssd = true;
 	for (i = 0; i < FKV_ROUTE_NODES; i++) {
 		const struct fkv_mnode *n = &m->nodes[i];
+		bool fits, best_fits;
 
 		if (i == m->caller || !n->live || !n->addr[0] ||
 		    fkv_weight(len) > n->capacity ||
 		    (want_ssd && n->ssd_capacity < len))
 			continue;
-		if (best == FKV_ROUTE_NODES || room_of(m, i) > room_of(m, best))
+		/* Room without evicting first (the target's answer is timed). */
+		fits = room_of(m, i) >= fkv_weight(len);
+		best_fits = best < FKV_ROUTE_NODES &&
+			    room_of(m, best) >= fkv_weight(len);
+		if (best == FKV_ROUTE_NODES || (fits && !best_fits) ||
+		    (fits == best_fits && room_of(m, i) > room_of(m, best)))
 			best = i;
 	}
 	if (best == FKV_ROUTE_NODES) {
@@ -977,8 +1015,12 @@ int fkv_master_delete(struct fkv_master *m, const void *key, size_t key_len,
 
 	*put_id = 0;
 	err = fkv_routes_delete(m->routes, key, key_len, put_id);
-	if (!err)
+	if (!err) {
 		m->st.deletes++;
+		/* A kept copy of this version must not come back (adopt). */
+		if (*put_id > m->deleted_max)
+			m->deleted_max = *put_id;
+	}
 	return err;
 }
 

@@ -108,6 +108,8 @@ struct fkv_master_stats {
 	uint64_t held_skips, holds_expired;
 	/* puts moved to another node (PUT_PLACE), refused for want of one */
 	uint64_t placed, place_refused;
+	/* warm restart: kept replicas adopted / refused (dropped) */
+	uint64_t adopted, adopt_refused;
 	size_t holds;
 };
 
@@ -211,6 +213,16 @@ int fkv_master_put_start(struct fkv_master *m, const void *key,
 int fkv_master_put_done(struct fkv_master *m, const void *key,
 			size_t key_len, uint64_t put_id, uint64_t handle,
 			uint64_t len, uint32_t *flags);
+/*
+ * Warm restart: the caller's module kept a replica from a previous
+ * daemon (FLUXONKV_CMD_DUMP record): @handle (0: none) in DRAM, @ssd a
+ * routed SSD copy.  Adopted as its route's replica when nothing newer (nor
+ * a delete) came since (fkv_routes_adopt_on); otherwise the handle is
+ * dropped (DROP_REPLICA).  1 adopted, 0 refused, -errno.
+ */
+int fkv_master_adopt(struct fkv_master *m, const void *key, size_t key_len,
+		     uint64_t put_id, uint64_t handle, uint64_t len, bool ssd);
+
 /*
  * PUT_PLACE {KEY, PUT_ID, LEN}: the caller has no room for its in-flight
  * put (NEED_ROOM found nothing to evict there).  Move it to another live

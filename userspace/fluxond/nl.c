@@ -848,3 +848,82 @@ void fkv_nl_close(struct fkv_nl *nl)
 	nl_socket_free(nl->sock);
 	free(nl);
 }
+
+/* ---- DUMP (warm restart) ---- */
+
+static const struct nla_policy dump_policy[FLUXONKV_A_MAX + 1] = {
+	[FLUXONKV_A_HANDLE] = P_U64,
+	[FLUXONKV_A_KEY] = P_KEY,
+	[FLUXONKV_A_PUT_ID] = P_U64,
+	[FLUXONKV_A_LEN] = P_U64,
+	[FLUXONKV_A_SOURCE] = P_U32,
+	[FLUXONKV_A_FLAGS] = P_U32,
+};
+
+struct dump_ctx {
+	void (*fn)(void *arg, const struct fkv_dump_rec *r);
+	void *arg;
+	unsigned int bad;
+};
+
+static int on_dump(struct nl_msg *msg, void *arg)
+{
+	struct dump_ctx *x = arg;
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct fkv_dump_rec r = { 0 };
+
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, FLUXONKV_A_MAX,
+			  (struct nla_policy *)dump_policy) < 0 ||
+	    !tb[FLUXONKV_A_KEY] || !tb[FLUXONKV_A_PUT_ID] ||
+	    !tb[FLUXONKV_A_LEN] || !tb[FLUXONKV_A_SOURCE]) {
+		x->bad++;
+		return NL_OK;
+	}
+	r.source = nla_get_u32(tb[FLUXONKV_A_SOURCE]);
+	r.key = nla_data(tb[FLUXONKV_A_KEY]);
+	r.key_len = (size_t)nla_len(tb[FLUXONKV_A_KEY]);
+	r.put_id = nla_get_u64(tb[FLUXONKV_A_PUT_ID]);
+	r.len = nla_get_u64(tb[FLUXONKV_A_LEN]);
+	r.handle = tb[FLUXONKV_A_HANDLE] ? nla_get_u64(tb[FLUXONKV_A_HANDLE]) : 0;
+	r.flags = tb[FLUXONKV_A_FLAGS] ? nla_get_u32(tb[FLUXONKV_A_FLAGS]) : 0;
+	if ((r.source != FLUXONKV_SOURCE_MEMORY &&
+	     r.source != FLUXONKV_SOURCE_SSD) ||
+	    (r.source == FLUXONKV_SOURCE_MEMORY && !r.handle) ||
+	    !r.put_id || !r.len) {
+		x->bad++;
+		return NL_OK;
+	}
+	x->fn(x->arg, &r);
+	return NL_OK;
+}
+
+int fkv_nl_dump_module(void (*fn)(void *arg, const struct fkv_dump_rec *r),
+		       void *arg, unsigned int *bad)
+{
+	struct dump_ctx x = { .fn = fn, .arg = arg };
+	struct nl_sock *sk = nl_socket_alloc();
+	int family, err;
+
+	if (!sk)
+		return -ENOMEM;
+	err = genl_connect(sk);
+	if (err < 0)
+		goto out;
+	family = genl_ctrl_resolve(sk, FLUXONKV_GENL_NAME);
+	if (family < 0) {
+		err = family;
+		goto out;
+	}
+	err = nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, on_dump, &x);
+	if (err < 0)
+		goto out;
+	err = genl_send_simple(sk, family, FLUXONKV_CMD_DUMP,
+			       FLUXONKV_GENL_VERSION, NLM_F_DUMP);
+	if (err >= 0)
+		err = nl_recvmsgs_default(sk);
+out:
+	nl_socket_free(sk);
+	if (bad)
+		*bad = x.bad;
+	return err < 0 ? -fkv_nlerr_to_errno(err) : 0;
+}

@@ -87,6 +87,26 @@ int fkv_nl_send_drop(struct fkv_nl *nl, uint64_t handle, uint32_t flags);
 
 void fkv_nl_get_stats(const struct fkv_nl *nl, struct fkv_nl_stats *st);
 
+/* One FLUXONKV_CMD_DUMP record; @key points into the message. */
+struct fkv_dump_rec {
+	uint32_t source;	/* FLUXONKV_SOURCE_MEMORY or _SSD */
+	uint64_t handle;	/* MEMORY */
+	const uint8_t *key;
+	size_t key_len;
+	uint64_t put_id;
+	uint64_t len;
+	uint32_t flags;		/* FLUXONKV_DUMP_F_* */
+};
+
+/*
+ * Ask the module for every replica and routed SSD entry it holds (DUMP,
+ * on a socket of its own: the daemon's keeps answering upcalls) and call
+ * @fn for each well-formed record (malformed ones are counted in
+ * *@bad).  0 or -errno.
+ */
+int fkv_nl_dump_module(void (*fn)(void *arg, const struct fkv_dump_rec *r),
+		       void *arg, unsigned int *bad);
+
 /* errno for a libnl error code (NLE_*, either sign); positive. */
 int fkv_nlerr_to_errno(int nlerr);
 

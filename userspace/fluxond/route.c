@@ -780,6 +780,73 @@ int fkv_routes_promote_on(struct fkv_routes *t, uint32_t node,
 	return 1;
 }
 
+int fkv_routes_adopt_on(struct fkv_routes *t, uint32_t node, const void *key,
+			size_t key_len, uint64_t put_id, uint64_t handle,
+			uint64_t len, bool ssd, uint64_t tomb_tag,
+			uint64_t floor, const struct fkv_route **routep)
+{
+	struct fkv_replica *rep = NULL;
+	struct fkv_route *r;
+	uint32_t i;
+	int err;
+
+	if (!fkv_key_valid(key, key_len) || !put_id || !len ||
+	    len > FLUXONKV_VALUE_MAX || node >= FKV_ROUTE_NODES ||
+	    (!handle && !ssd))
+		return -EINVAL;
+	if (put_id > t->last_put_id)
+		return -EINVAL;		/* a version never issued */
+	r = get_entry(t, key, key_len);
+	if (!r)
+		return -ENOMEM;
+	/* A newer version (or a delete) won; or one that might have. */
+	if (r->put_id > put_id ||
+	    (put_id <= floor && !(r->nreplicas && r->put_id == put_id))) {
+		maybe_free_entry(t, r);
+		return 0;
+	}
+	if (r->put_id < put_id) {
+		drop_all(t, r);		/* older copies elsewhere */
+		r->put_id = put_id;
+	}
+	for (i = 0; i < r->nreplicas; i++)
+		if (r->replicas[i].node == node)
+			rep = &r->replicas[i];
+	if (rep && ((handle && rep->mem_handle) || rep->tomb_tag != tomb_tag))
+		return 0;	/* a copy of it here already: keep that one */
+	if (!rep && r->nreplicas == FKV_ROUTE_MAX_REPLICAS)
+		return 0;
+	if (handle) {
+		err = fkv_u64map_put(&t->by_handle, handle, r);
+		if (err) {
+			maybe_free_entry(t, r);
+			return err;
+		}
+	}
+	if (!rep) {
+		rep = &r->replicas[r->nreplicas++];
+		memset(rep, 0, sizeof(*rep));
+		rep->node = node;
+		rep->tomb_tag = tomb_tag;
+		if (r->nreplicas == 1)
+			t->nvisible++;
+	}
+	if (handle) {
+		rep->mem_handle = handle;
+		rep->mem_len = len;
+		t->used_by[node] += fkv_weight(len);
+	}
+	if (ssd && !rep->ssd) {
+		rep->ssd = true;
+		rep->ssd_len = len;
+		t->nssd++;
+		t->ssd_bytes += len;
+	}
+	if (routep)
+		*routep = r;
+	return 1;
+}
+
 int fkv_routes_clear_ssd(struct fkv_routes *t, const void *key,
 			 size_t key_len, uint64_t put_id)
 {
@@ -844,7 +911,8 @@ size_t fkv_routes_forget_node(struct fkv_routes *t, uint32_t node,
 		struct fkv_route *r = p->route;
 
 		next = fkv_list_next(&t->inflight_list, l);
-		if (p->node != node)
+		/* Placed on it, or started by it (placed elsewhere). */
+		if (p->node != node && p->origin != node)
 			continue;
 		finish_inflight(t, p);
 		maybe_free_entry(t, r);

@@ -182,6 +182,21 @@ int fkv_routes_inflight_of(const struct fkv_routes *t, const void *key,
  */
 int fkv_routes_put_move(struct fkv_routes *t, const void *key, size_t key_len,
 			uint64_t put_id, uint32_t node, bool persist);
+/*
+ * Warm restart: @node's module still holds version @put_id of @key, in
+ * DRAM under @handle (0: none) and/or committed to its SSD (@ssd), from
+ * before this table existed or before @node rejoined.  It becomes a
+ * replica of the route under @tomb_tag when it is the newest version the
+ * table knows (older copies are dropped), or another copy of the current
+ * one; refused (0) when a newer version or a delete won, or, for a
+ * version <= @floor (the newest put_id this table deleted), unless the
+ * route holds exactly that version (it may have been deleted).  Returns 1
+ * (*@routep set), 0 (refused: drop the handle), -EINVAL, -ENOMEM.
+ */
+int fkv_routes_adopt_on(struct fkv_routes *t, uint32_t node, const void *key,
+			size_t key_len, uint64_t put_id, uint64_t handle,
+			uint64_t len, bool ssd, uint64_t tomb_tag,
+			uint64_t floor, const struct fkv_route **routep);
 /* Forget an in-flight put.  -ENOENT if unknown, -EINVAL if the key differs. */
 int fkv_routes_put_abort(struct fkv_routes *t, const void *key,
 			 size_t key_len, uint64_t put_id);

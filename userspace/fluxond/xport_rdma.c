@@ -65,6 +65,12 @@ struct offer {
 	struct ibv_cq *cq;
 	struct ibv_mw *mw[FKV_RDMA_WINDOWS];
 	bool bound[FKV_RDMA_WINDOWS];
+	/*
+	 * A bind or invalidation failed or timed out: the QP is in error
+	 * (nothing is readable through it), no more windows are bound.
+	 */
+	bool broken;
+	uint64_t next_wr;		/* wr_id of the next bind / inval */
 };
 
 struct fkv_rdma_conn {
@@ -150,6 +156,15 @@ static int nonblock(int fd)
 	int fl = fcntl(fd, F_GETFL);
 
 	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ? -errno : 0;
+}
+
+/* The QP of @id to the error state: flushes what is posted.  Any lock. */
+static void qp_to_error(struct rdma_cm_id *id)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+
+	if (id && id->qp)
+		ibv_modify_qp(id->qp, &attr, IBV_QP_STATE);
 }
 
 /* ---- teardown (device gone, or close) ---- */
@@ -289,12 +304,18 @@ static void offers_reap(struct fkv_rdma *r, uint64_t now)
 
 	pthread_mutex_lock(&r->lock);
 	for (pp = &r->offers; (o = *pp);) {
-		if ((o->ended && !o->id) ||
-		    (!o->used && !o->id && now > o->deadline_ms)) {
+		/*
+		 * Freed only once its TCP connection ended (its serving
+		 * thread may be using it until then); a ticket nobody used
+		 * in time just stops being good.
+		 */
+		if (o->ended && !o->id) {
 			*pp = o->next;
 			offer_free(o);
 			continue;
 		}
+		if (!o->used && now > o->deadline_ms)
+			o->used = true;
 		pp = &o->next;
 	}
 	pthread_mutex_unlock(&r->lock);
@@ -644,7 +665,12 @@ static int cq_wait(struct ibv_cq *cq, struct ibv_comp_channel *cch,
 	}
 }
 
-/* Post @wr (signalled) on @o's QP and wait for its completion: 0 or -errno. */
+/*
+ * Post @wr (signalled) on @o's QP and wait for its own completion: 0 or
+ * -errno.  Any failure, timeout or stray completion breaks the QP (error
+ * state): a window whose bind or invalidation is not known to have gone
+ * as asked must not stay reachable.  o->lock held.
+ */
 static int offer_post_wait(struct fkv_rdma *r, struct offer *o,
 			   struct ibv_send_wr *wr)
 {
@@ -652,16 +678,24 @@ static int offer_post_wait(struct fkv_rdma *r, struct offer *o,
 	struct ibv_wc wc;
 	int err;
 
+	if (o->broken)
+		return -EIO;
+	wr->wr_id = ++o->next_wr;
 	wr->send_flags = IBV_SEND_SIGNALED;
 	err = ibv_post_send(o->id->qp, wr, &bad);
 	if (err)
-		return -err;
-	err = cq_wait(o->cq, o->cch, (int)r->timeout_ms, &wc);
-	if (!err && wc.status != IBV_WC_SUCCESS) {
+		err = -err;
+	else
+		err = cq_wait(o->cq, o->cch, (int)r->timeout_ms, &wc);
+	if (!err && (wc.status != IBV_WC_SUCCESS || wc.wr_id != wr->wr_id)) {
 		fkv_info("rdma: %s failed: %s",
 			 wr->opcode == IBV_WR_BIND_MW ? "binding a window" :
 			 "invalidating a window", ibv_wc_status_str(wc.status));
 		err = -EIO;
+	}
+	if (err) {
+		qp_to_error(o->id);
+		o->broken = true;
 	}
 	return err;
 }
@@ -685,11 +719,14 @@ int fkv_rdma_expose(struct fkv_rdma *r,
 	if (!o)
 		return err;
 	/* The serving thread of this connection is the only binder. */
-	for (i = 0; o->id && i < FKV_RDMA_WINDOWS && o->bound[i]; i++)
+	for (i = 0; o->id && !o->broken && i < FKV_RDMA_WINDOWS && o->bound[i];
+	     i++)
 		;
-	if (o->id && i == FKV_RDMA_WINDOWS)
+	if (o->broken)
+		err = -EIO;
+	if (o->id && !o->broken && i == FKV_RDMA_WINDOWS)
 		err = -EBUSY;
-	if (o->id && i < FKV_RDMA_WINDOWS) {
+	if (o->id && !o->broken && i < FKV_RDMA_WINDOWS) {
 		wr.wr_id = i;
 		wr.bind_mw.mw = o->mw[i];
 		wr.bind_mw.rkey = ibv_inc_rkey(o->mw[i]->rkey);
@@ -727,10 +764,10 @@ void fkv_rdma_unexpose(struct fkv_rdma *r,
 	for (i = 0; i < FKV_RDMA_WINDOWS; i++) {
 		if (!o->id || !o->bound[i] || o->mw[i]->rkey != rkey)
 			continue;
-		/* Failed: the QP is in error, nothing reads through it. */
+		/* Failed: the QP is now in error, nothing reads through it. */
 		if (offer_post_wait(r, o, &wr))
-			fkv_info("rdma: window %#x not invalidated (connection "
-				 "failing)", rkey);
+			fkv_info("rdma: window %#x not invalidated: its "
+				 "connection is shut", rkey);
 		o->bound[i] = false;
 		break;
 	}
@@ -861,6 +898,27 @@ void fkv_rdma_disconnect(struct fkv_rdma_conn *c)
 	pthread_mutex_unlock(&c->lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
+}
+
+void fkv_rdma_conn_abort(struct fkv_rdma_conn *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	qp_to_error(c->id);
+	c->ok = false;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void fkv_rdma_conn_fail(struct fkv_rdma_conn *c)
+{
+	uint64_t tag;
+
+	fkv_rdma_conn_abort(c);
+	/* Flushed completions come at once; a torn-down CQ ends it too. */
+	while (c && c->cq && c->inflight &&
+	       fkv_rdma_reap(c, (int)c->r->timeout_ms, &tag) != -ETIMEDOUT)
+		;
 }
 
 bool fkv_rdma_conn_ok(const struct fkv_rdma_conn *c)

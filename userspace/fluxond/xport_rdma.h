@@ -74,6 +74,15 @@ int fkv_rdma_connect(struct fkv_rdma *r, const char *host, uint16_t port,
 		     const uint8_t ticket[FKV_RDMA_TICKET_LEN],
 		     struct fkv_rdma_conn **out);
 void fkv_rdma_disconnect(struct fkv_rdma_conn *c);
+/*
+ * Stop @c at once (from any thread): its QP goes to the error state, so
+ * its posted READs end (flushed) and no more bytes land in our targets
+ * once they are reaped.  fkv_rdma_conn_fail() also reaps them (the
+ * thread that posts on @c): when it returns nothing of @c writes our
+ * memory any more.  @c stays allocated (not ok) until disconnected.
+ */
+void fkv_rdma_conn_abort(struct fkv_rdma_conn *c);
+void fkv_rdma_conn_fail(struct fkv_rdma_conn *c);
 /* False after an error on the connection (QP error, device gone). */
 bool fkv_rdma_conn_ok(const struct fkv_rdma_conn *c);
 /*

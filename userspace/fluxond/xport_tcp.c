@@ -59,6 +59,7 @@ struct tcp_peer {
 	unsigned int nthreads;
 	pthread_t threads[16];
 	int fds[16];			/* each thread's connection, -1: none */
+	struct fkv_rdma_conn *rcs[16];	/* ... and its RDMA path, or NULL */
 	/* RDMA failed with this peer: TCP only until then (ms, atomic) */
 	uint64_t rdma_off_until;
 };
@@ -185,6 +186,24 @@ static int read_until(int fd, void *buf, size_t n, uint64_t deadline_ms)
 static int read_full(int fd, void *buf, size_t n)
 {
 	return read_until(fd, buf, n, 0);
+}
+
+/* Until @fd has something to read, or -ETIMEDOUT at @deadline_ms. */
+static int wait_readable(int fd, uint64_t deadline_ms)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		uint64_t now = mono_ms();
+		int n;
+
+		if (now >= deadline_ms)
+			return -ETIMEDOUT;
+		n = poll(&pfd, 1, (int)(deadline_ms - now));
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return -errno;
+	}
 }
 
 /* A pull may take the socket timeout plus a second per MiB (1 MiB/s). */
@@ -393,8 +412,10 @@ static int tcp_dial(struct fkv_xport *x, struct tcp_peer *peer, uint8_t *buf,
 		return fd;
 	err = rdma_attach(x, peer, fd, buf, rc);
 	if (err) {
+		/* The negotiation broke the stream (an older peer?): the
+		 * peer is TCP-only for a while now; a plain connection. */
 		close(fd);
-		return err;
+		fd = tcp_dial_plain(x, peer->addr, buf);
 	}
 	return fd;
 }
@@ -585,12 +606,10 @@ static int rdma_recv_pull(struct fkv_xport *x, int fd,
 		if (!err)
 			done++;
 	}
-	if (err) {
-		/* Destroying the QP ends every READ still posted: no late
-		 * write into the target once the source unpins. */
-		fkv_rdma_disconnect(rc);
-		*rcp = NULL;
-	}
+	if (err)
+		/* Every READ still posted ends (flushed) and is reaped: no
+		 * late write into the target once the source unpins. */
+		fkv_rdma_conn_fail(rc);
 	e = send_release(fd, 0, err);
 	if (e)
 		return e;
@@ -669,8 +688,7 @@ static int rdma_recv_push(struct fkv_xport *x, int fd,
 		}
 	}
 	if (err) {
-		fkv_rdma_disconnect(rc);
-		*rcp = NULL;
+		fkv_rdma_conn_fail(rc);
 		FKV_XCOUNT(x, rdma_errors, 1);
 		return FKV_RDMA_FALLBACK;	/* *broken: the stream is not */
 	}
@@ -749,6 +767,26 @@ static void peer_set_fd(struct tcp_peer *peer, unsigned int slot, int fd)
 	pthread_mutex_unlock(&peer->lock);
 }
 
+/* The same for its RDMA path (a cancel stops its READs). */
+static void peer_set_rc(struct tcp_peer *peer, unsigned int slot,
+			struct fkv_rdma_conn *rc)
+{
+	pthread_mutex_lock(&peer->lock);
+	peer->rcs[slot] = rc;
+	pthread_mutex_unlock(&peer->lock);
+}
+
+/* Thread @slot is done with its RDMA path *@rc (unpublished first). */
+static void peer_drop_rc(struct tcp_peer *peer, unsigned int slot,
+			 struct fkv_rdma_conn **rc)
+{
+	if (!*rc)
+		return;
+	peer_set_rc(peer, slot, NULL);
+	fkv_rdma_disconnect(*rc);
+	*rc = NULL;
+}
+
 static void *peer_thread(void *arg)
 {
 	struct tcp_peer *peer = arg;
@@ -800,6 +838,7 @@ static void *peer_thread(void *arg)
 			peer_set_fd(peer, slot, fd);
 			fresh = true;
 		}
+		peer_set_rc(peer, slot, rc);
 		if (fd < 0) {
 			fkv_xport_complete(x, p, fd);
 			continue;
@@ -808,13 +847,13 @@ static void *peer_thread(void *arg)
 		if (err == FKV_RDMA_INLINE) {
 			/* The get is served; the peer's RDMA is not there. */
 			rdma_failed(x, peer, -EOPNOTSUPP, "has no window for us");
-			fkv_rdma_disconnect(rc);
-			rc = NULL;
+			peer_drop_rc(peer, slot, &rc);
 			err = 0;
 		}
 		if (err == FKV_RDMA_FALLBACK) {
 			/* Without failing the get: the same pull over TCP. */
 			rdma_failed(x, peer, -EIO, "failed mid-pull");
+			peer_drop_rc(peer, slot, &rc);
 			if (broken) {
 				peer_set_fd(peer, slot, -1);
 				close(fd);
@@ -834,32 +873,34 @@ static void *peer_thread(void *arg)
 		    gen == __atomic_load_n(&peer->cancel_gen, __ATOMIC_ACQUIRE)) {
 			peer_set_fd(peer, slot, -1);
 			close(fd);
-			fkv_rdma_disconnect(rc);
-			rc = NULL;
+			peer_drop_rc(peer, slot, &rc);
 			fd = tcp_dial(x, peer, buf, &rc);
 			peer_set_fd(peer, slot, fd);
+			peer_set_rc(peer, slot, rc);
 			if (fd < 0) {
 				fkv_xport_complete(x, p, fd);
 				continue;
 			}
 			err = tcp_pull_one(x, fd, &rc, p, buf, &broken);
-			if (err == FKV_RDMA_FALLBACK)
+			if (err == FKV_RDMA_FALLBACK) {
+				peer_drop_rc(peer, slot, &rc);
 				err = -EIO;
-			if (err == FKV_RDMA_INLINE)
+			}
+			if (err == FKV_RDMA_INLINE) {
+				peer_drop_rc(peer, slot, &rc);
 				err = 0;
+			}
 		}
 		if (broken && fd >= 0) {
 			peer_set_fd(peer, slot, -1);
 			close(fd);
 			fd = -1;
 		}
-		if (fd < 0) {
-			fkv_rdma_disconnect(rc);
-			rc = NULL;
-		}
+		if (fd < 0)
+			peer_drop_rc(peer, slot, &rc);
 		fkv_xport_complete(x, p, err);
 	}
-	fkv_rdma_disconnect(rc);
+	peer_drop_rc(peer, slot, &rc);
 	if (fd >= 0) {
 		peer_set_fd(peer, slot, -1);
 		close(fd);
@@ -1474,7 +1515,10 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 		uint64_t roff;
 		int st = 0;
 
-		/* Pinned (and readable) until the requester's READ is over. */
+		/* Pinned (and readable) until the requester's READ is over,
+		 * as long as its own deadline lets it take. */
+		if (!err)
+			err = wait_readable(fd, pull_deadline(x, len));
 		if (!err)
 			err = recv_release(fd, buf, &roff, &st);
 		fkv_rdma_unexpose(t->rdma, c->ticket, rkey);
@@ -1822,9 +1866,12 @@ static void tcp_cancel(struct fkv_xport *x)
 			fkv_xport_complete(x, p, -ECANCELED);
 		}
 		peer->tail = &peer->head;
-		for (i = 0; i < 16; i++)
+		for (i = 0; i < 16; i++) {
 			if (peer->fds[i] >= 0)
 				shutdown(peer->fds[i], SHUT_RDWR);
+			/* READs in flight end now, not at their deadline. */
+			fkv_rdma_conn_abort(peer->rcs[i]);
+		}
 		pthread_mutex_unlock(&peer->lock);
 	}
 	pthread_mutex_unlock(&t->lock);
