@@ -17,7 +17,7 @@
 # back on node2.  TAP in $FLUXON_RESULTS/kv-node<I>.tap.
 set -euo pipefail
 
-TAP_NAME=kv
+TAP_NAME=kv${TRANSPORT:+-$TRANSPORT}
 # shellcheck source=selftests/cluster/lib.sh
 . "$(dirname "$0")/lib.sh"
 # node2's SSD goes through device-mapper, so that it can fail on demand.
@@ -32,7 +32,9 @@ if [ "$N" -ne 2 ]; then
 	out "1..0 # SKIP kv.sh runs on exactly 2 nodes"
 	exit 0
 fi
-if [ "$I" -eq 1 ]; then out "1..35"; else out "1..20"; fi
+extra=0
+[ "${TRANSPORT:-tcp}" != rdma ] || extra=1
+if [ "$I" -eq 1 ]; then out "1..$((35 + extra))"; else out "1..20"; fi
 
 # node2's small segment makes its DRAM copies go to its SSD tier.
 SEG_MB=96
@@ -128,6 +130,10 @@ if [ "$I" -eq 1 ]; then
 	wait_for placed.2 || true
 	check "the put placed here is a local DRAM hit" get_same placed memory
 	check "node1's module made the target" test "$(stat_of puts_targeted)" -ge 1
+	if [ "$extra" -eq 1 ]; then
+		check "the pulls since the master's restart moved by RDMA READ" cluster_json \
+			"c['stats']['rdma_pulls'] >= 2 and c['stats']['rdma_fallbacks'] == 0"
+	fi
 	mark placedread.1
 else
 	wait_for master-up || true

@@ -11,6 +11,14 @@ SECRET=cluster-test-secret-0123456789
 LOG=/tmp/fluxond.log
 MASTER_IP=$(ip_of 1)
 
+# Soft-RoCE on eth0 for transport: rdma (rdma.sh checks it step by step).
+if [ "${TRANSPORT:-tcp}" = rdma ] && ! rdma link show rxe0/1 >/dev/null 2>&1; then
+	modprobe crc32_generic 2>/dev/null || true
+	modprobe rdma_rxe && modprobe rdma_ucm &&
+		rdma link add rxe0 type rxe netdev eth0 ||
+		echo "# node$I: no Soft-RoCE: fluxond will refuse transport rdma" >&2
+fi
+
 config() {	# config FILE SECRET
 	cat >"$1" <<-EOC
 	fluxonkv_spec:

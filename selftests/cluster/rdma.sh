@@ -33,7 +33,9 @@ soft_roce() {	# rxe0 on eth0, ACTIVE
 	modprobe crc32_generic 2>/dev/null || true
 	modprobe rdma_rxe || return 1
 	modprobe rdma_ucm || return 1	# librdmacm's /dev/infiniband/rdma_cm
-	rdma link add rxe0 type rxe netdev eth0 || return 1
+	# (node.sh has brought it up already for TRANSPORT=rdma)
+	rdma link show rxe0/1 >/dev/null 2>&1 ||
+		rdma link add rxe0 type rxe netdev eth0 || return 1
 	rdma link show rxe0/1 | grep -q "state ACTIVE" || return 1
 	# librdmacm lets a removed device go only while another is left
 	# (xport_rdma.c, teardown): node2, whose rxe0 is deleted below, has a
