@@ -269,11 +269,13 @@ static int fluxonkv_put_remote(const u8 *key, u32 key_len,
 	u64 t0 = ktime_get_ns();
 	int ret;
 
+	atomic64_inc(&fluxonkv_stats.puts_placed);
 	ret = fluxonkv_upcall(FLUXONKV_CMD_PUT_PLACE, &args, &place);
 	/* Nowhere else either: the put is still ours, to wait for room. */
-	if (ret == -ENOSPC)
+	if (ret == -ENOSPC) {
+		atomic64_dec(&fluxonkv_stats.puts_placed);
 		return ret;
-	atomic64_inc(&fluxonkv_stats.puts_placed);
+	}
 	if (ret)
 		goto err_abort;
 	/* The answer handler took a reference on the socket. */

@@ -180,8 +180,13 @@ struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,
 	memcpy(r->key, key, key_len);
 	r->key_len = key_len;
 	r->put_id = put_id;
+	r->alloc = alloc;
 
-	ret = xa_alloc_cyclic(&fluxonkv_handles, &id, r, fluxonkv_slot_limit,
+	/*
+	 * The slot is reserved (NULL) until @r is complete: walkers of the
+	 * table (DUMP, debugfs, renumbering) see whole replicas only.
+	 */
+	ret = xa_alloc_cyclic(&fluxonkv_handles, &id, NULL, fluxonkv_slot_limit,
 			      &fluxonkv_handle_next, GFP_KERNEL);
 	if (ret < 0) {
 		kfree(r);
@@ -193,7 +198,12 @@ struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,
 	 */
 	r->handle = ((u64)(put_id & 0xffffffff) << 32) |
 		    ((u64)(fluxonkv_replica_node() & 0xff) << 24) | id;
-	r->alloc = alloc;
+	ret = xa_err(xa_store(&fluxonkv_handles, id, r, GFP_KERNEL));
+	if (ret) {
+		xa_erase(&fluxonkv_handles, id);
+		kfree(r);
+		return ERR_PTR(ret);
+	}
 	atomic_long_inc(&fluxonkv_nr_replicas);
 	return r;
 }

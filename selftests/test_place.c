@@ -308,6 +308,7 @@ FKV_TEST(register_flag_placement_is_echoed_and_unknown_flags_refused)
 	static const uint32_t good[] = {
 		FLUXONKV_REGISTER_F_PLACEMENT,
 		FLUXONKV_REGISTER_F_PLACEMENT | FLUXONKV_REGISTER_F_LOCAL_ROUTES,
+		FLUXONKV_REGISTER_F_PLACEMENT | FLUXONKV_REGISTER_F_KEEP,
 		0,
 	};
 	struct nlattr *tb[FLUXONKV_A_MAX + 1];
@@ -318,7 +319,10 @@ FKV_TEST(register_flag_placement_is_echoed_and_unknown_flags_refused)
 
 	FKV_LOAD(PARAMS);
 	master_open(&m);
-	FKV_ASSERT_EQ(master_register_as(&m, 1U << 2, NODE, tb), -EINVAL);
+	/* ADOPT is the module's word in the answer, never asked for */
+	FKV_ASSERT_EQ(master_register_as(&m, FLUXONKV_REGISTER_F_ADOPT, NODE,
+					 tb), -EINVAL);
+	FKV_ASSERT_EQ(master_register_as(&m, 1U << 4, NODE, tb), -EINVAL);
 	FKV_ASSERT_EQ(master_register_as(&m, FLUXONKV_REGISTER_F_PLACEMENT |
 					 1U << 31, NODE, tb), -EINVAL);
 	FKV_ASSERT_EQ(fkv_sysfs("daemon_pid"), 0);
@@ -329,7 +333,10 @@ FKV_TEST(register_flag_placement_is_echoed_and_unknown_flags_refused)
 		FKV_ASSERT_EQ(fkv_nla_u32(tb[FLUXONKV_A_NODE_ID]), NODE);
 	}
 	/* still registered (as the same daemon) after a refused flag */
-	FKV_ASSERT_EQ(master_register_as(&m, 1U << 2, NODE, tb), -EINVAL);
+	/* ADOPT is the module's word in the answer, never asked for */
+	FKV_ASSERT_EQ(master_register_as(&m, FLUXONKV_REGISTER_F_ADOPT, NODE,
+					 tb), -EINVAL);
+	FKV_ASSERT_EQ(master_register_as(&m, 1U << 4, NODE, tb), -EINVAL);
 	FKV_ASSERT_EQ(fkv_sysfs("daemon_pid"), getpid());
 
 	errs = fkv_sysfs("upcall_errors");
