@@ -9,6 +9,8 @@ In a guest (PYTHONPATH=userspace/python):
   cluster.py diskread node2: O_DIRECT reads of the raw disk, timed
   cluster.py tcpserve node2: answer size requests with that many bytes
   cluster.py tcpget   node1: request SIZE bytes COUNT times, timed
+  cluster.py cpuserve node2: answer CPU samples (the get loop's node2 side)
+  cluster.py cpuidle  node1: both guests' CPU over a quiet window
 On the host:
   cluster.py summary DIR   summary.txt + results.json from the node files
 
@@ -154,6 +156,141 @@ def dram_keys():
     return keys
 
 
+# ---- CPU: what a phase costs each guest ----
+
+HZ = os.sysconf("SC_CLK_TCK")
+CPU_PORT = 7601
+STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq",
+               "steal")
+
+
+def cpu_now():
+    """This guest's CPU counters now: /proc/stat's cpu line, fluxond's
+    utime + stime (every thread: /proc/PID/stat), in USER_HZ ticks."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    out = {"t": time.monotonic(), "stat": v, "fluxond": None}
+    try:
+        with open(os.path.join(SYSFS, "daemon_pid")) as f:
+            pid = int(f.read().strip())
+        with open(f"/proc/{pid}/stat") as f:
+            st = f.read()
+        rest = st[st.rindex(")") + 2:].split()
+        out["fluxond"] = int(rest[11]) + int(rest[12])
+        out["fluxond_pid"] = pid
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def cpu_delta(a, b):
+    """Seconds between two cpu_now() samples: wall, each /proc/stat field,
+    nonidle (user + nice + system + irq + softirq: idle, iowait and steal
+    left out) and fluxond's (None if it changed or is unknown)."""
+    if not a or not b:
+        return None
+    d = {k: (y - x) / HZ for k, x, y in zip(STAT_FIELDS, a["stat"], b["stat"])}
+    d["wall_s"] = b["t"] - a["t"]
+    d["nonidle_s"] = d["user"] + d["nice"] + d["system"] + d["irq"] + d["softirq"]
+    d["fluxond_s"] = None
+    if a.get("fluxond") is not None and b.get("fluxond") is not None and \
+            a.get("fluxond_pid") == b.get("fluxond_pid"):
+        d["fluxond_s"] = (b["fluxond"] - a["fluxond"]) / HZ
+    return d
+
+
+def cpu_add(acc, d):
+    if d is None:
+        return acc
+    if acc is None:
+        return dict(d)
+    return {k: (None if acc[k] is None or d[k] is None else acc[k] + d[k])
+            for k in acc}
+
+
+class CpuPeer:
+    """node1's view of node2's CPU counters (cluster.py cpuserve)."""
+
+    def __init__(self, host, port=CPU_PORT):
+        self.f = None
+        try:
+            c = socket.create_connection((host, port), timeout=20)
+            c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.c, self.f = c, c.makefile("rb")
+        except OSError as e:
+            print(f"cpu peer {host}:{port}: {e}", file=sys.stderr)
+
+    def sample(self):
+        if not self.f:
+            return None
+        try:
+            self.c.sendall(b"?")
+            return json.loads(self.f.readline())
+        except (OSError, ValueError) as e:
+            print(f"cpu peer: {e}", file=sys.stderr)
+            self.f = None
+            return None
+
+    def close(self):
+        if self.f:
+            self.f.close()
+            self.c.close()
+
+
+class CpuWindow:
+    """Both guests' CPU (and this process's) over the windows between
+    start() and stop(), summed."""
+
+    def __init__(self, peer):
+        self.peer = peer
+        self.acc = {"node1": None, "node2": None, "reader": None, "windows": 0}
+
+    def start(self):
+        self.t0 = (os.times(), cpu_now(), self.peer.sample() if self.peer else None)
+
+    def stop(self):
+        t1 = (os.times(), cpu_now(), self.peer.sample() if self.peer else None)
+        (p0, a0, b0), (p1, a1, b1) = self.t0, t1
+        self.acc["node1"] = cpu_add(self.acc["node1"], cpu_delta(a0, a1))
+        self.acc["node2"] = cpu_add(self.acc["node2"], cpu_delta(b0, b1))
+        self.acc["reader"] = (self.acc["reader"] or 0) + \
+            (p1.user + p1.system) - (p0.user + p0.system)
+        self.acc["windows"] += 1
+
+
+def cmd_cpuserve(a):
+    """Until killed: per connection, answer each byte with a cpu_now()
+    JSON line (node1 samples node2 right around its timed loops)."""
+    srv = socket.create_server(("0.0.0.0", a.port))
+    if a.ready:
+        open(a.ready + ".tmp", "w").close()
+        os.replace(a.ready + ".tmp", a.ready)
+    while True:
+        c, _ = srv.accept()
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while c.recv(1):
+                c.sendall(json.dumps(cpu_now()).encode() + b"\n")
+        except OSError:
+            pass
+        c.close()
+
+
+def cmd_cpuidle(a):
+    """Both guests' CPU over a quiet window: the background (kernel,
+    fluxond's heartbeats, the scripts' marker polls) a phase pays too."""
+    peer = CpuPeer(a.host)
+    w = CpuWindow(peer)
+    w.start()
+    time.sleep(a.seconds)
+    w.stop()
+    peer.close()
+    write_json(a.out, w.acc)
+    n1, n2 = w.acc["node1"], w.acc["node2"]
+    print(f"idle {a.seconds} s: node1 {n1['nonidle_s']:.2f} CPU-s, node2 "
+          + (f"{n2['nonidle_s']:.2f} CPU-s" if n2 else "?"))
+
+
 # ---- node2: values ----
 
 def cmd_put(a):
@@ -180,7 +317,7 @@ def cmd_put(a):
 def cmd_fill(a):
     """Fillers until none of the manifest's keys has a DRAM copy here."""
     import fluxonkv
-    want = {k["key"] for k in json.load(open(a.manifest))["keys"]}
+    want = {k["key"] for m in a.manifest for k in json.load(open(m))["keys"]}
     buf = bytearray(os.urandom(a.size))
     n = 0
     left = want & dram_keys()
@@ -257,11 +394,19 @@ def cmd_get(a):
             link = Link(a.pair_host, a.pair_port, man["size"])
             doffs = [int(x) * MiB for x in a.pair_disk_offsets_mb.split(",")]
 
+        # CPU: both guests' around the whole loop; with paired baselines
+        # around each get alone (the baselines' transfers left out)
+        peer = CpuPeer(a.cpu_host) if a.cpu_host else None
+        cpu = CpuWindow(peer)
+
         def worker(mine, out):
             start.wait()
             for i, ent in enumerate(mine):
+                if link:
+                    cpu.start()
                 g = one(ent)
                 if link:
+                    cpu.stop()
                     # paired, right after the get: the same size read from
                     # node2's disk then sent, and sent from memory
                     g["read_then_send_s"] = link.one(ent["len"], doffs[i % len(doffs)])
@@ -275,12 +420,19 @@ def cmd_get(a):
                for t in range(a.threads)]
         for t in ths:
             t.start()
+        if not link:
+            cpu.start()
         t_loop = time.perf_counter()
         start.wait()
         for t in ths:
             t.join()
-        res["gets"] = sorted((g for o in outs for g in o), key=lambda g: g["key"])
         res["loop_s"] = time.perf_counter() - t_loop
+        if not link:
+            cpu.stop()
+        if peer:
+            peer.close()
+        res["cpu"] = dict(cpu.acc, mode="per get" if link else "loop")
+        res["gets"] = sorted((g for o in outs for g in o), key=lambda g: g["key"])
         if link:
             link.close()
             res["paired"] = True
@@ -484,6 +636,45 @@ def cmd_snap(a):
     write_json(a.out, snapshot(a.ctl))
 
 
+# ---- the RDMA link: perftest ----
+
+def parse_perftest(text, size):
+    """perftest's result line for SIZE: '#bytes #iterations BW peak
+    BW average MsgRate', BW in MiB/s (perftest's MB/sec is 2^20 B/s)."""
+    for ln in text.splitlines():
+        p = ln.split()
+        if len(p) >= 5 and p[0] == str(size):
+            try:
+                return {"iters": int(p[1]), "peak_mib_s": float(p[2]),
+                        "avg_mib_s": float(p[3]), "mpps": float(p[4])}
+            except ValueError:
+                continue
+    return None
+
+
+def cmd_perf(a):
+    """Run one perftest client (CMD...), keep its output and its figure."""
+    if a.argv and a.argv[0] == "--":
+        a.argv = a.argv[1:]
+    t0 = time.time()
+    try:
+        r = subprocess.run(a.argv, capture_output=True, text=True, timeout=a.timeout)
+        rc, text = r.returncode, r.stdout + r.stderr
+    except subprocess.TimeoutExpired as e:
+        rc, text = 124, (e.stdout or b"").decode(errors="replace") if \
+            isinstance(e.stdout, bytes) else (e.stdout or "")
+    res = {"name": a.name, "cmd": a.argv, "size": a.size, "rc": rc, "t0": t0,
+           "t1": time.time(), "output": text}
+    res["result"] = parse_perftest(text, a.size) if rc == 0 else None
+    if res["result"]:
+        res["mb_s"] = res["result"]["avg_mib_s"] * MiB / 1e6
+    write_json(a.out, res)
+    print(f"{a.name}: " + (f"{res['mb_s']:.1f} MB/s "
+                           f"({res['result']['avg_mib_s']:.2f} MiB/s)"
+                           if res["result"] else f"no result (exit {rc})"))
+    return 0
+
+
 # ---- the host: what else ran meanwhile ----
 
 def cmd_hostmon(a):
@@ -612,6 +803,91 @@ def host_overlap(d, spans):
     return out
 
 
+PHASES = ("mem4", "mem4c4", "mem1", "ssd16", "ssd4")
+RDMA_STATS = ["rdma_conns", "rdma_pulls", "rdma_bytes", "rdma_errors",
+              "rdma_fallbacks", "rdma_served", "remote_pulls",
+              "remote_pull_errors", "served_pulls", "ssd_pushes"]
+
+
+def perf_results(d):
+    """perf-NAME.json (cluster.py perf) by NAME, those with a figure."""
+    out = {}
+    for f in sorted(os.listdir(d)):
+        if f.startswith("perf-") and f.endswith(".json"):
+            x = load(os.path.join(d, f))
+            if x and x.get("mb_s"):
+                out[f[5:-5]] = x
+    return out
+
+
+def rdma_link(perf, ov):
+    """{read-4M: {start, end, mean, used}, ...}: MB/s of each perftest
+    case; the mean is over the rounds no other qemu shared the host
+    during (host_overlap), over both if neither or both were clean."""
+    out = {}
+    for key in ("read-4M", "read-16M", "write-4M", "write-16M", "read-4M-serial"):
+        got = {}
+        for rnd in ("start", "end"):
+            x = (perf.get(f"{key}-{rnd}") or {}).get("mb_s")
+            if x:
+                got[rnd] = x
+        if not got:
+            continue
+        clean = [r for r in got
+                 if not ((ov or {}).get(f"perf-{key}-{r}") or {}).get("with_other_qemu")]
+        used = clean or list(got)
+        out[key] = {"start": got.get("start"), "end": got.get("end"),
+                    "mean": statistics.mean(got[r] for r in used), "used": used}
+    return out
+
+
+def rdma_check(g, n2_before, n2_after):
+    """Did the phase's bytes move by RDMA?  node1's counters over its
+    timed loop (rdma_pulls and rdma_bytes grow by what it got, no
+    fallback, no RDMA error), node2's over its side of the phase."""
+    d1 = stats_delta(g["before"], g["after"], RDMA_STATS)
+    d2 = stats_delta(n2_before, n2_after, RDMA_STATS) if n2_before and n2_after else {}
+    ok = (d1.get("rdma_pulls") == g["count"] and d1.get("rdma_bytes") == g["bytes"]
+          and d1.get("rdma_fallbacks") == 0 and d1.get("rdma_errors") == 0)
+    return {"node1": d1, "node2": d2, "want_pulls": g["count"],
+            "want_bytes": g["bytes"], "all_by_rdma": ok}
+
+
+def cpu_phase(g, idle):
+    """CPU per GiB moved of one phase: each guest's non-idle CPU over the
+    timed window(s), fluxond's and the reader's; raw, and net of the
+    quiet-window background rate (cpu-idle.json)."""
+    c = g.get("cpu")
+    if not c or not c.get("node1"):
+        return None
+    gib = g["bytes"] / (1 << 30)
+    out = {"mode": c.get("mode"), "windows": c.get("windows"), "gib": gib,
+           "reader_s": c.get("reader")}
+    total = 0.0
+    for node in ("node1", "node2"):
+        x = c.get(node)
+        if not x:
+            out[node] = None
+            total = None
+            continue
+        rate = ((idle or {}).get(node) or {}).get("rate")
+        net = x["nonidle_s"] - rate * x["wall_s"] if rate is not None else None
+        out[node] = {"wall_s": x["wall_s"], "nonidle_s": x["nonidle_s"],
+                     "user_s": x["user"] + x["nice"], "system_s": x["system"],
+                     "softirq_s": x["softirq"], "irq_s": x["irq"],
+                     "fluxond_s": x["fluxond_s"],
+                     "s_per_gib": x["nonidle_s"] / gib,
+                     "net_s_per_gib": None if net is None else net / gib,
+                     "fluxond_s_per_gib": None if x["fluxond_s"] is None
+                     else x["fluxond_s"] / gib}
+        if total is not None:
+            total += x["nonidle_s"]
+    out["both_s_per_gib"] = None if total is None else total / gib
+    nets = [out[n]["net_s_per_gib"] for n in ("node1", "node2") if out.get(n)]
+    out["both_net_s_per_gib"] = sum(nets) if len(nets) == 2 and None not in nets else None
+    return out
+
+
 def cmd_summary(a):
     d = a.dir
     j = lambda name: load(os.path.join(d, name))	# noqa: E731
@@ -626,7 +902,10 @@ def cmd_summary(a):
     link_mb = link_mbit / 8 if link_mbit else None
     res["link"] = {"iperf_start_mbit": ip1, "iperf_end_mbit": ip2,
                    "mean_mbit": link_mbit, "mean_mb_s": link_mb}
-    lines.append("fluxonkv cluster benchmark: node2 -> node1, "
+    transport = meta1.get("transport", "tcp")
+    rdma = transport == "rdma"
+    res["transport"] = transport
+    lines.append(f"fluxonkv cluster benchmark: node2 -> node1, transport {transport}, "
                  + (f"{meta1.get('cpus', '?')} vCPU / {meta1.get('mem_mb', '?')} MiB "
                     f"per guest, slub_debug {meta1.get('slub_debug', '?')}"))
     lines.append(f"results: {os.path.abspath(d)}")
@@ -638,10 +917,13 @@ def cmd_summary(a):
             spans[f"iperf-{name}"] = (t, t + ij["end"]["sum_received"]["seconds"])
         except (KeyError, TypeError):
             pass
-    for ph in ("mem4", "mem4c4", "mem1", "ssd16"):
+    for ph in PHASES:
         g = j(f"get-{ph}.json")
         if g:
             spans[ph] = (g["before"]["t"], g["after"]["t"])
+    perf = perf_results(d)
+    for name, x in perf.items():
+        spans[f"perf-{name}"] = (x["t0"], x["t1"])
     for name, f in (("tcp", "tcp-node1.json"), ("disk", "disk-node2.json")):
         x = j(f)
         if x and "t0" in x:
@@ -674,12 +956,69 @@ def cmd_summary(a):
                                  + (f" = {c['mb_s_median']:.1f} MB/s"
                                     if c["size"] >= MiB else "")
                                  for c in tcpc.values()))
+    rl = rdma_link(perf, ov)
+    if rl:
+        res["rdma_link"] = rl
+        lines.append("RDMA link (perftest on rxe0, data node2 -> node1: ib_read_bw client "
+                     "node1 READs node2's buffer, ib_write_bw client node2 WRITEs into "
+                     "node1's; MB/s = 10^6 B/s, perftest's own figure is MiB/s):")
+        for key, label in (("read", "ib_read_bw"), ("write", "ib_write_bw")):
+            for size in (4 * MiB, 16 * MiB):
+                x = rl.get(f"{key}-{size // MiB}M")
+                if x:
+                    lines.append(f"  {label} {human(size)}: start {fmt(x['start'])}, end "
+                                 f"{fmt(x['end'])}; used {fmt(x['mean'])} MB/s"
+                                 + ("" if len(x["used"]) == 2 or len(
+                                     [v for v in (x["start"], x["end"]) if v]) < 2
+                                    else f" (the {x['used'][0]} alone: another qemu "
+                                    "shared the host during the other)"))
+        x = rl.get("read-4M-serial")
+        if x:
+            lines.append(f"  ib_read_bw 4 MiB one READ at a time (-o 1, as a serial "
+                         f"4 MiB pull): {fmt(x['mean'])} MB/s")
+    elif rdma:
+        lines.append("RDMA link: no perftest result")
     lines.append("")
 
     def target(name, met, text):
         res["targets"].append({"target": name, "met": met, "detail": text})
         lines.append(f"[{'MET' if met else 'MISSED' if met is False else 'N/A'}] "
                      f"{name}: {text}")
+
+    idle = {}
+    ci = j("cpu-idle.json")
+    for node in ("node1", "node2"):
+        x = (ci or {}).get(node)
+        if x and x.get("wall_s"):
+            idle[node] = {"wall_s": x["wall_s"], "nonidle_s": x["nonidle_s"],
+                          "rate": x["nonidle_s"] / x["wall_s"],
+                          "fluxond_s": x.get("fluxond_s")}
+    res["cpu_idle"] = idle
+    checks, cpus = {}, {}
+
+    def phase_extras(phase, g):
+        """The phase's RDMA counters and CPU, for the sections below."""
+        c = cpu_phase(g, idle)
+        if c:
+            cpus[phase] = res[phase]["cpu"] = c
+        res[phase]["rdma_counters"] = chk = rdma_check(
+            g, j(f"snap-node2-{phase}-before.json"), j(f"snap-node2-{phase}-after.json"))
+        checks[phase] = chk
+
+    def rdma_ssd_targets(phase, size, get_mb, disk_mb):
+        """The issue's bound (ib_write_bw) and the READ-based one."""
+        n = size // MiB
+        for verb, why in (("write", "the issue's bound"),
+                          ("read", "not the issue's bound: our push moves by READ")):
+            bw = rl.get(f"{verb}-{n}M", {}).get("mean")
+            bound = min(disk_mb, bw) if bw else None
+            r = get_mb / bound if bound else None
+            res[phase][f"bound_ib_{verb}_mb_s"] = bound
+            res[phase][f"ratio_to_disk_ib_{verb}_bw"] = r
+            target(f"remote SSD {n} MiB (RDMA) >= 0.8x min(disk, ib_{verb}_bw {n} MiB) "
+                   f"({why})", None if r is None else r >= 0.8,
+                   f"{get_mb:.1f} MB/s vs min(disk {disk_mb:.0f}, ib_{verb}_bw "
+                   f"{fmt(bw)}) MB/s = {fmt(r, '{:.2f}')}x")
 
     errors = 0
     for phase, label in (("mem4", "4 MiB"), ("mem4c4", "4 MiB, 4 readers"),
@@ -722,7 +1061,28 @@ def cmd_summary(a):
         if g["size"] in tcpc:
             detail += (f"; a bare TCP {human(g['size'])} request/response: "
                        f"{tcpc[g['size']]['s']['median'] * 1e3:.1f} ms")
-        if phase == "mem4":
+        phase_extras(phase, g)
+        if rdma:
+            rd4 = rl.get("read-4M", {}).get("mean")
+            rds = rl.get("read-4M-serial", {}).get("mean")
+            rratio = g["mb_s_loop"] / rd4 if rd4 else None
+            sratio = g["mb_s_loop"] / rds if rds else None
+            res[phase]["ratio_to_ib_read_bw_4m"] = rratio
+            res[phase]["ratio_to_ib_read_bw_4m_one_read"] = sratio
+            detail = detail.replace("x the link;", "x the TCP link (iperf3);", 1)
+            detail = (f"{fmt(rratio, '{:.2f}')}x ib_read_bw 4 MiB ({fmt(rd4)} MB/s), "
+                      f"{fmt(sratio, '{:.2f}')}x it with one READ at a time ({fmt(rds)}); "
+                      + detail)
+            met = None if rratio is None else rratio >= 0.8
+            if phase == "mem4":
+                target("remote memory get (RDMA) >= 0.8x ib_read_bw at 4 MiB (one reader)",
+                       met, detail)
+            elif phase == "mem4c4":
+                target("... the same with 4 readers at once", met, detail)
+            else:
+                target("remote memory get (RDMA) at 1 MiB (no target; vs ib_read_bw 4 MiB)",
+                       None, detail)
+        elif phase == "mem4":
             target("remote memory get payload >= 0.8x the link at 4 MiB (one reader)",
                    None if ratio is None else ratio >= 0.8, detail)
         elif phase == "mem4c4":
@@ -809,8 +1169,9 @@ def cmd_summary(a):
         if t_rts is not None:
             # paired: the median of get / read-then-send, pair by pair
             # (drift between the two cancels); else the medians
-            target(f"remote SSD {size // MiB} MiB faster than 'read it all, then send it all'",
-                   pair_ratio < 1 if pairs else t_get < t_rts,
+            target(f"remote SSD {size // MiB} MiB faster than 'read it all, then send it all'"
+                   + (" (over TCP: no target with RDMA)" if rdma else ""),
+                   None if rdma else pair_ratio < 1 if pairs else t_get < t_rts,
                    f"get {t_get * 1e3:.1f} ms vs {t_rts * 1e3:.1f} ms measured (node2 "
                    f"reads 16 MiB O_DIRECT, then sends it) = {t_get / t_rts:.2f}x; "
                    + (f"pair by pair (judged): median ratio {pair_ratio:.2f}, the get "
@@ -833,16 +1194,112 @@ def cmd_summary(a):
         else:
             target(f"remote SSD {size // MiB} MiB faster than 'read it all, then send it all'",
                    None, "no TCP baseline")
-        target(f"remote SSD {size // MiB} MiB >= 0.8x min(disk, link)",
-               None if ratio is None else ratio >= 0.8,
+        target(f"remote SSD {size // MiB} MiB >= 0.8x min(disk, link)"
+               + (" (the TCP link, iperf3: no target with RDMA)" if rdma else ""),
+               None if ratio is None or rdma else ratio >= 0.8,
                f"{get_mb:.1f} MB/s vs min(disk {disk_mb:.0f}, link {fmt(link_mb)}) "
                f"MB/s = {fmt(ratio, '{:.2f}')}x"
                + (f"; module: get_remote mean {gr['mean_ms']:.1f} ms, fetch mean "
                   f"{fetch['mean_ms']:.1f} ms" if fetch and fetch.get("count") else ""))
+        phase_extras("ssd16", g)
+        if rdma:
+            rdma_ssd_targets("ssd16", size, get_mb, disk_mb)
     else:
         lines.append("remote SSD: no result")
         errors += 1
     lines.append("")
+
+    g, disk = j("get-ssd4.json"), j("disk4-node2.json")
+    if g and disk:
+        errors += g["wrong_source"] + g["content_errors"] + g["full_check_errors"]
+        size = g["size"]
+        t_get = g["get_s"]["median"]
+        t_read = min(disk["single_s"]["median"], disk["parallel_s"]["median"])
+        disk_mb = size / 1e6 / t_read
+        get_mb = size / 1e6 / t_get
+        bound_mb = min(disk_mb, link_mb) if link_mb else None
+        ratio = get_mb / bound_mb if bound_mb else None
+        fetch = lat_delta(g["before"], g["after"], "fetch")
+        gr = lat_delta(g["before"], g["after"], "get_remote")
+        res["ssd4"] = {
+            "size": size, "count": g["count"], "loop_s": g["loop_s"],
+            "mb_s_loop": g["mb_s_loop"],
+            "get_ms_median": t_get * 1e3, "get_ms_p95": g["get_s"]["p95"] * 1e3,
+            "get_ms_all": [x["get_s"] * 1e3 for x in g["gets"]],
+            "get_mb_s": get_mb, "disk_read_ms": t_read * 1e3, "disk_mb_s": disk_mb,
+            "bound_mb_s": bound_mb, "ratio_to_bound": ratio,
+            "sources": sorted({x["source"] for x in g["gets"]}),
+            "wrong_source": g["wrong_source"], "content_errors": g["content_errors"],
+            "full_check_errors": g["full_check_errors"],
+            "module_fetch": fetch, "module_get_remote": gr}
+        lines.append(f"remote SSD {size // MiB} MiB ({g['count']} values, each only on "
+                     f"node2's SSD, one reader, no paired baseline): get median "
+                     f"{t_get * 1e3:.1f} ms (p95 {g['get_s']['p95'] * 1e3:.1f}) = "
+                     f"{get_mb:.1f} MB/s (the loop: {g['mb_s_loop']:.1f} MB/s); sources "
+                     f"{res['ssd4']['sources']}")
+        lines.append(f"  node2 O_DIRECT read of {size // MiB} MiB: {t_read * 1e3:.1f} ms "
+                     f"({disk_mb:.0f} MB/s)")
+        target(f"remote SSD {size // MiB} MiB vs min(disk, "
+               + ("the TCP link, iperf3" if rdma else "link") + ") (no target)", None,
+               f"{get_mb:.1f} MB/s vs min(disk {disk_mb:.0f}, link {fmt(link_mb)}) "
+               f"MB/s = {fmt(ratio, '{:.2f}')}x"
+               + (f"; module: get_remote mean {gr['mean_ms']:.1f} ms, fetch mean "
+                  f"{fetch['mean_ms']:.1f} ms" if fetch and fetch.get("count") else ""))
+        phase_extras("ssd4", g)
+        if rdma:
+            rdma_ssd_targets("ssd4", size, get_mb, disk_mb)
+        lines.append("")
+    elif meta1.get("n4s"):
+        lines.append("remote SSD 4 MiB: no result")
+        errors += 1
+        lines.append("")
+
+    if rdma:
+        lines.append("bytes moved by RDMA (fluxonctl cluster --json: node1's counters "
+                     "over each timed loop, node2's over its side of the phase):")
+        for phase, c in checks.items():
+            d1, d2 = c["node1"], c["node2"]
+            lines.append(
+                f"  {phase}: {'OK' if c['all_by_rdma'] else 'NOT ALL BY RDMA'}: node1 "
+                f"rdma_pulls +{d1.get('rdma_pulls', '?')} (of {c['want_pulls']} gets), "
+                f"rdma_bytes +{d1.get('rdma_bytes', '?')} (of {c['want_bytes']}), "
+                f"rdma_fallbacks +{d1.get('rdma_fallbacks', '?')}, rdma_errors "
+                f"+{d1.get('rdma_errors', '?')}, rdma_conns +{d1.get('rdma_conns', '?')}"
+                f"; node2 rdma_served +{d2.get('rdma_served', '?')}")
+        res["all_by_rdma"] = bool(checks) and all(c["all_by_rdma"] for c in checks.values())
+        lines.append("")
+
+    if cpus:
+        lines.append("CPU per GiB moved (each guest's non-idle CPU from /proc/stat, user + "
+                     "nice + system + irq + softirq, over the timed loop, or the gets "
+                     "alone where paired; fluxond's utime + stime; 'reader' is node1's "
+                     "timed Python process, its per-get checks included; net = less the "
+                     "quiet-window background rate):")
+        for node in ("node1", "node2"):
+            x = idle.get(node)
+            if x:
+                lines.append(f"  background ({node}, {x['wall_s']:.1f} s quiet): "
+                             f"{x['rate']:.3f} CPU-s/s")
+        for phase, c in cpus.items():
+            parts = []
+            for node in ("node1", "node2"):
+                x = c.get(node)
+                if not x:
+                    parts.append(f"{node} ?")
+                    continue
+                parts.append(
+                    f"{node} {x['nonidle_s']:.2f} s = {x['s_per_gib']:.1f} s/GiB (net "
+                    f"{fmt(x['net_s_per_gib'])}; fluxond {fmt(x['fluxond_s'], '{:.2f}')} s"
+                    f" = {fmt(x['fluxond_s_per_gib'])} s/GiB; sys {x['system_s']:.2f} "
+                    f"softirq {x['softirq_s']:.2f} user {x['user_s']:.2f})")
+            n1w = (c.get("node1") or {}).get("wall_s")
+            lines.append(f"  {phase} ({c['gib']:.3f} GiB, {fmt(n1w, '{:.1f}')} s"
+                         + (f" in {c['windows']} windows" if c["windows"] > 1 else "")
+                         + f"): both {fmt(c['both_s_per_gib'])} s/GiB (net "
+                         f"{fmt(c['both_net_s_per_gib'])}); " + "; ".join(parts)
+                         + (f"; reader {c['reader_s']:.2f} s" if c.get("reader_s")
+                            is not None else ""))
+        lines.append("")
     lines.append(f"content / source errors: {errors} (per get: length, source, first "
                  f"and last KiB, a stamp at every MiB; then SHA-256 of every value)")
     res["errors"] = errors
@@ -863,7 +1320,7 @@ def main():
     s.add_argument("--size", type=size_arg, required=True)
     s.add_argument("--manifest", required=True)
     s = sub.add_parser("fill")
-    s.add_argument("--manifest", required=True)
+    s.add_argument("--manifest", required=True, action="append")
     s.add_argument("--prefix", default="fill")
     s.add_argument("--size", type=size_arg, default=8 * MiB)
     s.add_argument("--max", type=int, default=64)
@@ -878,6 +1335,7 @@ def main():
     s.add_argument("--pair-host", help="tcpserve to time after each get")
     s.add_argument("--pair-port", type=int, default=7600)
     s.add_argument("--pair-disk-offsets-mb", default="0")
+    s.add_argument("--cpu-host", help="cpuserve to sample around the timed gets")
     s.add_argument("--ctl")
     s.add_argument("--out", required=True)
     s = sub.add_parser("diskread")
@@ -901,6 +1359,19 @@ def main():
     s.add_argument("--disk-offsets-mb", default="0")
     s.add_argument("--timeout", type=float, default=120)
     s.add_argument("--out", required=True)
+    s = sub.add_parser("cpuserve")
+    s.add_argument("--port", type=int, default=CPU_PORT)
+    s.add_argument("--ready")
+    s = sub.add_parser("cpuidle")
+    s.add_argument("--host", required=True)
+    s.add_argument("--seconds", type=float, default=3)
+    s.add_argument("--out", required=True)
+    s = sub.add_parser("perf")
+    s.add_argument("--name", required=True)
+    s.add_argument("--size", type=size_arg, required=True)
+    s.add_argument("--timeout", type=float, default=90)
+    s.add_argument("--out", required=True)
+    s.add_argument("argv", nargs=argparse.REMAINDER, help="-- the perftest client")
     s = sub.add_parser("snap")
     s.add_argument("--ctl")
     s.add_argument("--out", required=True)
