@@ -966,6 +966,56 @@ out:
 	return err;
 }
 
+int fkv_rdma_read_range(struct fkv_rdma_conn *c, uint64_t tag, uint64_t loff,
+			uint64_t raddr, uint32_t rkey, uint64_t len,
+			uint64_t piece)
+{
+	struct ibv_send_wr wr[FKV_RDMA_DEPTH], *bad;
+	struct ibv_sge sge[FKV_RDMA_DEPTH];
+	struct fkv_rdma *r = c->r;
+	unsigned int i, n;
+	uint64_t off;
+	int err = 0;
+
+	if (!len || !piece || piece > UINT32_MAX || loff > r->size ||
+	    len > r->size - loff || (len + piece - 1) / piece > FKV_RDMA_DEPTH)
+		return -EINVAL;
+	n = (unsigned int)((len + piece - 1) / piece);
+	memset(wr, 0, sizeof(wr));
+	for (i = 0, off = 0; i < n; i++, off += piece) {
+		uint64_t l = len - off < piece ? len - off : piece;
+
+		sge[i].addr = (uintptr_t)(r->base + loff + off);
+		sge[i].length = (uint32_t)l;
+		wr[i].wr_id = tag;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_RDMA_READ;
+		wr[i].wr.rdma.remote_addr = raddr + off;
+		wr[i].wr.rdma.rkey = rkey;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	}
+	wr[n - 1].send_flags = IBV_SEND_SIGNALED;
+	pthread_mutex_lock(&c->lock);
+	/* One list at a time: its unsignalled READs hold send queue slots. */
+	if (!c->ok || !c->id || c->inflight) {
+		err = c->ok ? -EBUSY : -ENOTCONN;
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		sge[i].lkey = r->mr->lkey;
+	err = ibv_post_send(c->id->qp, wr, &bad);
+	if (err) {
+		err = -err;
+		c->ok = false;
+	} else {
+		c->inflight++;
+	}
+out:
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
 int fkv_rdma_reap(struct fkv_rdma_conn *c, int timeout_ms, uint64_t *tag)
 {
 	uint64_t deadline = mono_ms() + (uint64_t)timeout_ms;

@@ -93,6 +93,16 @@ bool fkv_rdma_conn_ok(const struct fkv_rdma_conn *c);
 int fkv_rdma_read(struct fkv_rdma_conn *c, uint64_t tag, uint64_t loff,
 		  uint64_t raddr, uint32_t rkey, uint64_t len);
 /*
+ * The same for @len bytes from @raddr as one post list of READs of at
+ * most @piece bytes each (at most FKV_RDMA_DEPTH of them), only the last
+ * one signalled: reliable connections complete in order, so its one
+ * completion (tag @tag) says the whole range is in.  Counts as one READ
+ * in flight.  0 or -errno.
+ */
+int fkv_rdma_read_range(struct fkv_rdma_conn *c, uint64_t tag, uint64_t loff,
+			uint64_t raddr, uint32_t rkey, uint64_t len,
+			uint64_t piece);
+/*
  * Wait (at most @timeout_ms) for the next completion: 0 with its @tag,
  * -errno of a failed READ (the connection is no longer ok, *@tag set),
  * -ETIMEDOUT.

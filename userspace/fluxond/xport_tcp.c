@@ -572,11 +572,10 @@ static int rdma_recv_pull(struct fkv_xport *x, int fd,
 			  struct fkv_rdma_conn **rcp, struct fkv_pull *p,
 			  struct nlattr **tb, bool *broken)
 {
-	unsigned int n = (unsigned int)((p->len + FKV_PUSH_CHUNK - 1) /
-					FKV_PUSH_CHUNK);
-	uint64_t deadline = pull_deadline(x, p->len), raddr, tag;
+	/* Up to 16 MiB in one post list (4 READs, one completion). */
+	const uint64_t batch = FKV_RDMA_DEPTH * FKV_PUSH_CHUNK;
+	uint64_t deadline = pull_deadline(x, p->len), raddr, tag, off;
 	struct fkv_rdma_conn *rc = *rcp;
-	unsigned int posted = 0, done = 0;
 	uint32_t rkey;
 	int err = 0, e;
 
@@ -588,23 +587,14 @@ static int rdma_recv_pull(struct fkv_xport *x, int fd,
 	}
 	raddr = nla_get_u64(tb[FKV_CA_ADDR]);
 	rkey = nla_get_u32(tb[FKV_CA_RKEY]);
-	while (done < n && !err) {
-		while (posted < n && fkv_rdma_inflight(rc) < FKV_RDMA_DEPTH) {
-			uint64_t off = (uint64_t)posted * FKV_PUSH_CHUNK;
-			uint64_t len = p->len - off < FKV_PUSH_CHUNK ?
-				       p->len - off : FKV_PUSH_CHUNK;
+	for (off = 0; off < p->len && !err; off += batch) {
+		uint64_t len = p->len - off < batch ? p->len - off : batch;
 
-			err = fkv_rdma_read(rc, posted, p->dst_off + off,
-					    raddr + off, rkey, len);
-			if (err)
-				break;
-			posted++;
-		}
-		if (err)
-			break;
-		err = fkv_rdma_reap(rc, ms_left(deadline), &tag);
+		err = fkv_rdma_read_range(rc, off, p->dst_off + off,
+					  raddr + off, rkey, len,
+					  FKV_PUSH_CHUNK);
 		if (!err)
-			done++;
+			err = fkv_rdma_reap(rc, ms_left(deadline), &tag);
 	}
 	if (err)
 		/* Every READ still posted ends (flushed) and is reaped: no
