@@ -9,6 +9,7 @@
 #   tools/bench/cluster.sh [--build DIR] [--out DIR] [--mem SIZE] [--cpus N]
 #                          [--timeout S] [--slub-debug] [--n4 N] [--n1 N]
 #                          [--n16 N] [--n4s N] [--transport tcp|rdma]
+#                          [--link stream|dgram] (tools/vm/cluster --link)
 # boots two guests with tools/vm/cluster (--nodes 2 --disk ssd0:1G, kernel
 # command line "slub_debug=-" unless --slub-debug), runs this script in both,
 # then writes DIR/summary.txt and DIR/results.json (tools/bench/cluster.py
@@ -80,7 +81,7 @@ REPO=$(cd "$here/../.." && pwd)
 if [ -z "${FLUXON_NODE:-}" ]; then
 	argv="$*"
 	build=build out="" mem=1536M cpus=1 timeout_s=900 slub=""
-	n4=32 n1=64 n16=8 n4s=4 transport=tcp
+	n4=32 n1=64 n16=8 n4s=4 transport=tcp link=
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--build) build=$2; shift 2 ;;
@@ -94,6 +95,7 @@ if [ -z "${FLUXON_NODE:-}" ]; then
 		--n16) n16=$2; shift 2 ;;
 		--n4s) n4s=$2; shift 2 ;;
 		--transport) transport=$2; shift 2 ;;
+		--link) link=$2; shift 2 ;;
 		-h|--help) sed -n '3,/^set -e/{/^set -e/d;p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 		*) echo "bench/cluster: unknown option '$1' (try --help)" >&2; exit 2 ;;
 		esac
@@ -112,6 +114,10 @@ if [ -z "${FLUXON_NODE:-}" ]; then
 	tcp|rdma) ;;
 	*) echo "bench/cluster: --transport tcp or rdma" >&2; exit 2 ;;
 	esac
+	# TCP over a UDP link: no host TCP stream (Nagle, delayed ACK) under
+	# the guests' own; RDMA keeps the stream link, Soft-RoCE suffers the
+	# UDP link's losses (bench.md, "The guests' link").
+	[ -n "$link" ] || link=$([ "$transport" = tcp ] && echo dgram || echo stream)
 	cd "$REPO"
 	for f in kmod/fluxonkv.ko "$build/fluxond" "$build/fluxonctl" "$build/libfluxonkv.so"; do
 		[ -e "$f" ] || { echo "bench/cluster: $f missing: run 'make module userspace'" >&2; exit 2; }
@@ -122,7 +128,7 @@ if [ -z "${FLUXON_NODE:-}" ]; then
 	append="slub_debug=-"
 	[ -z "$slub" ] || append=""
 	vm=(tools/vm/cluster --nodes 2 --mem "$mem" --cpus "$cpus" --disk ssd0:1G
-	    --timeout "$timeout_s" --results "$out")
+	    --timeout "$timeout_s" --results "$out" --link "$link")
 	[ -z "$append" ] || vm+=(--append "$append")
 	vm+=(-- env "FKV_BUILD=$build" "FKV_N4=$n4" "FKV_N1=$n1" "FKV_N16=$n16"
 	     "FKV_N4S=$n4s" "FKV_TRANSPORT=$transport" "FKV_MEM=$mem" "FKV_CPUS=$cpus"
