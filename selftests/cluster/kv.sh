@@ -157,10 +157,7 @@ else
 	check "node1's value pulled from the master node" get_same m2 remote
 	check "delete on node2" "$CTL" delete k1
 	mark deleted.2
-	wait_for phase.kill || true
-	kill -9 "$DPID"
-	wait "$DPID" 2>/dev/null || true
-	mark killed.2
+	kill_daemon phase.kill
 	check "the module lost its daemon" test "$(stat_of daemon_pid)" = 0
 	wait_for missed.1 || true	# node1 saw our values go first
 	start_daemon /tmp/fkv.yaml

@@ -46,6 +46,12 @@ start_daemon() {	# start_daemon CONFIG: in the background, log appended
 	"$FLUXOND" --config "$1" --log-level info >>"$LOG" 2>&1 &
 	DPID=$!
 }
+kill_daemon() {	# kill_daemon MARK: SIGKILL our fluxond once MARK is there, then killed.I
+	wait_for "$1" || true
+	kill -9 "$DPID"
+	wait "$DPID" 2>/dev/null || true
+	mark "killed.$I"
+}
 daemon_up() {	# until the module says our daemon registered
 	local t
 	for ((t = 0; t < 300; t++)); do

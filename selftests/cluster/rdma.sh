@@ -133,10 +133,7 @@ else
 	check "rdma link delete rxe0 while fluxond runs" gone
 	check "fluxond saw its device go" logged "device rxe0 removed"
 	mark devgone.2
-	wait_for phase.kill || true
-	kill -9 "$DPID"
-	wait "$DPID" 2>/dev/null || true
-	mark killed.2
+	kill_daemon phase.kill
 	check "the module lost its daemon" test "$(stat_of daemon_pid)" = 0
 fi
 

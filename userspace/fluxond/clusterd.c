@@ -1370,23 +1370,6 @@ static uint64_t segment_used(void *arg)
 	       info.segment_used;
 }
 
-/*
- * The module's SSD tier before we register (a node joins first): its
- * sysfs gauge.  0 if unreadable; SSD_STATE corrects it after registration.
- */
-static uint64_t module_ssd_capacity(void)
-{
-	unsigned long long v = 0;
-	FILE *f = fopen("/sys/kernel/fluxonkv/kv_ssd_capacity_bytes", "r");
-
-	if (f) {
-		if (fscanf(f, "%llu", &v) != 1)
-			v = 0;
-		fclose(f);
-	}
-	return v;
-}
-
 static int start_master(struct fkv_clusterd *cd)
 {
 	struct fkv_master_config mc = { 0 };
@@ -1483,7 +1466,8 @@ int fkv_clusterd_start(struct fkv_clusterd **out,
 	ccfg.cc = cc;
 	ccfg.ops = &cctl_ops;
 	ccfg.segment_size = cd->seg_size;
-	ccfg.ssd_capacity = module_ssd_capacity();
+	/* Before we register (a node joins first); SSD_STATE corrects it. */
+	ccfg.ssd_capacity = fkv_module_ssd_capacity();
 	ccfg.segment_used = segment_used;
 	ccfg.arg = cd;
 	err = fkv_auth_incarnation(&ccfg.incarnation);

@@ -161,20 +161,6 @@ static void attach_report(void *arg, bool warning, const char *line)
 		fkv_info("SSD tier: %s", line);
 }
 
-/* The module's SSD ring bytes (sysfs), 0 if none or unreadable. */
-static uint64_t module_ssd_bytes(void)
-{
-	unsigned long long v = 0;
-	FILE *f = fopen("/sys/kernel/fluxonkv/kv_ssd_capacity_bytes", "r");
-
-	if (f) {
-		if (fscanf(f, "%llu", &v) != 1)
-			v = 0;
-		fclose(f);
-	}
-	return v;
-}
-
 /*
  * The SSD tier the configuration declares, attached before we register
  * (the module keeps its tier across daemon restarts: only a module
@@ -193,7 +179,7 @@ static void attach_ssd(struct fluxond *d)
 
 	if (!d->cfg.ssd)
 		return;
-	have = module_ssd_bytes();
+	have = fkv_module_ssd_capacity();
 	if (have) {
 		fkv_info("SSD tier already attached (%llu MiB): %s not "
 			 "applied again", (unsigned long long)(have >> 20),

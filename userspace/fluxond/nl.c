@@ -849,6 +849,19 @@ void fkv_nl_close(struct fkv_nl *nl)
 	free(nl);
 }
 
+uint64_t fkv_module_ssd_capacity(void)
+{
+	unsigned long long v = 0;
+	FILE *f = fopen("/sys/kernel/fluxonkv/kv_ssd_capacity_bytes", "r");
+
+	if (f) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
 /* ---- DUMP (warm restart) ---- */
 
 static const struct nla_policy dump_policy[FLUXONKV_A_MAX + 1] = {

@@ -87,6 +87,9 @@ int fkv_nl_send_drop(struct fkv_nl *nl, uint64_t handle, uint32_t flags);
 
 void fkv_nl_get_stats(const struct fkv_nl *nl, struct fkv_nl_stats *st);
 
+/* The module's SSD ring bytes (its sysfs gauge), 0 if none or unreadable. */
+uint64_t fkv_module_ssd_capacity(void);
+
 /* One FLUXONKV_CMD_DUMP record; @key points into the message. */
 struct fkv_dump_rec {
 	uint32_t source;	/* FLUXONKV_SOURCE_MEMORY or _SSD */
