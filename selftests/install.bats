@@ -172,7 +172,7 @@ mode() {
 
 @test "fluxond.service passes systemd-analyze and gives fluxond only CAP_NET_ADMIN" {
 	local unit=$DEST/usr/lib/systemd/system/fluxond.service t=$BATS_TEST_TMPDIR
-	grep -qx 'Type=simple' "$unit"
+	grep -qx 'Type=notify' "$unit"
 	grep -qx 'ExecStartPre=+/sbin/modprobe fluxonkv' "$unit"
 	grep -qx 'ExecStart=/usr/sbin/fluxond --foreground' "$unit"
 	grep -qx 'Restart=on-failure' "$unit"

@@ -4,11 +4,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -106,4 +109,31 @@ void fkv_pidfile_remove(const char *path, int fd)
 		return;
 	unlink(path);
 	close(fd);
+}
+
+int fkv_sd_notify(const char *state)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	socklen_t len;
+	int fd, err = 0;
+
+	if (!path || !path[0])
+		return 0;
+	/* An absolute path, or '@' for the abstract namespace. */
+	if ((path[0] != '/' && path[0] != '@') ||
+	    strlen(path) >= sizeof(sa.sun_path))
+		return -EINVAL;
+	strcpy(sa.sun_path, path);
+	if (path[0] == '@')
+		sa.sun_path[0] = 0;
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path));
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL,
+		   (struct sockaddr *)&sa, len) < 0)
+		err = -errno;
+	close(fd);
+	return err;
 }

@@ -25,6 +25,12 @@ void fkv_daemon_ready(int fd, int status);
  * Create and lock a pid file holding our pid.  Returns its fd, -EEXIST if
  * another live process holds it, or -errno.
  */
+/*
+ * Tell the service manager @state ("READY=1", "RELOADING=1",
+ * "STOPPING=1", "STATUS=..."; sd_notify(3)) through $NOTIFY_SOCKET, if
+ * it set one (Type=notify).  0, or -errno; nothing to do is 0.
+ */
+int fkv_sd_notify(const char *state);
 int fkv_pidfile_create(const char *path);
 void fkv_pidfile_remove(const char *path, int fd);
 

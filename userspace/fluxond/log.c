@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <syslog.h>
 
 #include "log.h"
@@ -76,6 +77,9 @@ void fkv_log(enum fkv_log_level level, const char *fmt, ...)
 	}
 	if (!fkv_log_state.syslog || fkv_log_state.tee) {
 		va_start(ap, fmt);
+		/* Under systemd stderr is the journal: "<N>" is the priority. */
+		if (getenv("JOURNAL_STREAM"))
+			fprintf(stderr, "<%d>", level_prio[level]);
 		fprintf(stderr, "fluxond: %s: ", level_names[level]);
 		vfprintf(stderr, fmt, ap);
 		fputc('\n', stderr);

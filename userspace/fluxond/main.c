@@ -430,7 +430,9 @@ static int run(struct fluxond *d, const sigset_t *unblocked)
 
 		if (reload_signal) {
 			reload_signal = 0;
+			fkv_sd_notify("RELOADING=1");
 			reload_config(d);
+			fkv_sd_notify("READY=1");
 		}
 
 		if (now >= next_tick) {
@@ -585,11 +587,13 @@ int main(int argc, char **argv)
 	if (d.cd)
 		d.master = fkv_clusterd_master(d.cd);
 	open_control(&d);
+	fkv_sd_notify("READY=1\nSTATUS=registered with the module");
 	fkv_daemon_ready(d.ready_fd, 0);
 	d.ready_fd = -1;
 	fkv_log_tee_stderr(false);
 
 	err = run(&d, &unblocked);
+	fkv_sd_notify("STOPPING=1");
 	if (stop_signal)
 		fkv_info("%s: unregistering", strsignal(stop_signal));
 	/* No pull may still write a target the unregistration frees. */
