@@ -197,6 +197,7 @@ int fluxonkv_target(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 int fluxonkv_publish(struct fluxonkv_session *s, u64 handle, u64 put_id,
 		     bool persist);
 void fluxonkv_access_note(u64 handle);
+void fluxonkv_access_forget(void);
 
 /* ---- ioctl.c ---- */
 

@@ -611,6 +611,7 @@ retry:
 			if (n)
 				pr_info("%lu kept replicas were never published: dropped\n",
 					n);
+			fluxonkv_access_forget();	/* old numbers */
 			fluxonkv_replica_renumber(node_id);
 			flags |= FLUXONKV_REGISTER_F_ADOPT;
 		} else {

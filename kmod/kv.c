@@ -54,6 +54,14 @@ static void fluxonkv_access_flush(struct work_struct *work)
 		fluxonkv_notify(FLUXONKV_CMD_ACCESS, &none, batch, n);
 }
 
+/* Notes taken under the previous daemon's handles are of no use now. */
+void fluxonkv_access_forget(void)
+{
+	spin_lock(&fluxonkv_access.lock);
+	fluxonkv_access.n = 0;
+	spin_unlock(&fluxonkv_access.lock);
+}
+
 void fluxonkv_access_note(u64 handle)
 {
 	unsigned int n;
