@@ -40,11 +40,11 @@ static struct {
 	pid_t pid;
 	struct work_struct disconnect_work;
 	u32 gone_portid;	/* port being torn down by disconnect_work */
-	u32 gone_flags;		/* ... and the flags it had registered with */
+	u32 gone_flags;		/* ... and its flags (daemon lock) */
 	/*
 	 * A daemon registered with F_KEEP went: its replica references and
 	 * SSD routes wait for the next daemon (taken over or dropped when
-	 * it registers).
+	 * it registers).  Daemon lock.
 	 */
 	bool kept;
 } fluxonkv_daemon = {
