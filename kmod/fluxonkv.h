@@ -154,6 +154,8 @@ struct fluxonkv_session {
 	atomic_t nholders;		/* entries in @holders */
 	struct list_head node;		/* on the session list (debugfs) */
 	pid_t pid;			/* opener, for debugfs */
+	/* Opened for writing: may put and delete (read-only: get only). */
+	bool writable;
 	/*
 	 * Opened O_RDWR with CAP_SYS_ADMIN: may map the segment writable
 	 * and pin replicas by handle (the node daemon's data plane).
@@ -285,6 +287,7 @@ int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
 		    struct fluxonkv_upcall *up);
 void fluxonkv_upcall_async(u8 cmd, const struct fluxonkv_upcall_args *args,
 			   struct fluxonkv_upcall *up);
+void fluxonkv_upcall_cancel(u64 id);
 int fluxonkv_notify(u8 cmd, const struct fluxonkv_upcall_args *args,
 		    const u64 *handles, unsigned int nhandles);
 int fluxonkv_pending_show(struct seq_file *m, void *unused);
@@ -312,6 +315,9 @@ struct fluxonkv_ssd_stats {
 	atomic64_t commits_ignored;
 	atomic64_t notices_dropped;
 	atomic64_t revokes;
+	atomic64_t csum_errors;		/* refills that failed their crc32c */
+	atomic64_t meta_evictions;	/* entries evicted for the memory cap */
+	atomic64_t meta_refused;	/* persists refused by the memory cap */
 };
 
 extern struct fluxonkv_ssd_stats fluxonkv_ssd_stats;
@@ -336,6 +342,7 @@ int fluxonkv_ssd_read_range(struct fluxonkv_ssd_entry *e,
 			    struct fluxonkv_alloc *a, u64 off, u64 len);
 u64 fluxonkv_ssd_capacity(void);
 u64 fluxonkv_ssd_used(void);
+u64 fluxonkv_ssd_meta_bytes(void);
 int fluxonkv_ssd_dump(struct sk_buff *skb, struct netlink_callback *cb,
 		      const struct genl_family *family, long *bkt, long *pos);
 int fluxonkv_rings_show(struct seq_file *m, void *unused);
@@ -366,6 +373,7 @@ struct fluxonkv_stats {
 	atomic64_t replica_drops;	/* every DROP_REPLICA */
 	atomic64_t holders;
 	atomic64_t upcall_timeouts;
+	atomic64_t puts_abandoned;	/* putters that left before PUT_DONE's answer */
 	atomic64_t upcall_errors;
 	atomic64_t room_waits;
 };

@@ -23,6 +23,7 @@
 #include <linux/seq_file.h>
 #include <net/genetlink.h>
 #include <net/netlink.h>
+#include <net/sock.h>
 
 #include "fluxonkv.h"
 
@@ -32,10 +33,19 @@ static struct genl_family fluxonkv_genl_family;
  * The registered daemon.  @lock serialises registration and disconnect;
  * @portid is also read locklessly (READ_ONCE) on the upcall path, where a
  * stale value only means the send fails or the answer never comes.
+ *
+ * The port alone does not name the daemon: netlink frees a closing
+ * socket's port (netlink_remove()) before NETLINK_URELEASE tells us, and
+ * any local process may bind that port meanwhile.  So the daemon is its
+ * socket, @sk, referenced from registration to detach: answers must come
+ * from that socket, and nothing is sent once it is orphaned (SOCK_DEAD,
+ * set by netlink_release() right after it frees the port).
  */
 static struct {
 	struct mutex lock;
 	u32 portid;		/* 0: none */
+	spinlock_t sk_lock;	/* protects @sk (taken on the send path) */
+	struct sock *sk;	/* the daemon's socket, one reference */
 	u32 flags;		/* FLUXONKV_REGISTER_F_* it registered with */
 	pid_t pid;
 	struct work_struct disconnect_work;
@@ -49,10 +59,63 @@ static struct {
 	bool kept;
 } fluxonkv_daemon = {
 	.lock = __MUTEX_INITIALIZER(fluxonkv_daemon.lock),
+	.sk_lock = __SPIN_LOCK_UNLOCKED(fluxonkv_daemon.sk_lock),
 };
 
-/* Set once the family is going away: no more multicasts. */
+/*
+ * Set (daemon lock) once the module is going away: registrations are
+ * refused, no more multicasts.
+ */
 static bool fluxonkv_genl_exiting;
+
+/* Replace the daemon's socket by @sk (referenced by the caller) or NULL. */
+static void fluxonkv_daemon_set_sk(struct sock *sk)
+{
+	struct sock *old;
+
+	spin_lock(&fluxonkv_daemon.sk_lock);
+	old = fluxonkv_daemon.sk;
+	WRITE_ONCE(fluxonkv_daemon.sk, sk);
+	spin_unlock(&fluxonkv_daemon.sk_lock);
+	if (old)
+		sock_put(old);
+}
+
+/*
+ * The daemon's socket, referenced, and its port; NULL when there is none
+ * or it is being released.
+ */
+static struct sock *fluxonkv_daemon_sk_get(u32 *portid)
+{
+	struct sock *sk;
+
+	spin_lock(&fluxonkv_daemon.sk_lock);
+	sk = fluxonkv_daemon.sk;
+	*portid = READ_ONCE(fluxonkv_daemon.portid);
+	if (sk && !sock_flag(sk, SOCK_DEAD) && *portid)
+		sock_hold(sk);
+	else
+		sk = NULL;
+	spin_unlock(&fluxonkv_daemon.sk_lock);
+	return sk;
+}
+
+/* Unicast @skb (consumed) to the daemon: its socket, never just its port. */
+static int fluxonkv_daemon_unicast(struct sk_buff *skb)
+{
+	struct sock *sk;
+	u32 portid;
+	int ret;
+
+	sk = fluxonkv_daemon_sk_get(&portid);
+	if (!sk) {
+		nlmsg_free(skb);
+		return -ENOTCONN;
+	}
+	ret = genlmsg_unicast(&init_net, skb, portid);
+	sock_put(sk);
+	return ret == -ECONNREFUSED ? -ENOTCONN : ret;
+}
 
 /*
  * Outstanding upcalls by request id; whoever erases one (under the xa
@@ -212,6 +275,7 @@ static void fluxonkv_daemon_detach(void)
 	fluxonkv_daemon.gone_portid = fluxonkv_daemon.portid;
 	fluxonkv_daemon.gone_flags = fluxonkv_daemon.flags;
 	WRITE_ONCE(fluxonkv_daemon.portid, 0);
+	fluxonkv_daemon_set_sk(NULL);
 	WRITE_ONCE(fluxonkv_daemon.flags, 0);
 	WRITE_ONCE(fluxonkv_daemon.pid, 0);
 	schedule_work(&fluxonkv_daemon.disconnect_work);
@@ -268,16 +332,14 @@ static int fluxonkv_fill_args(struct sk_buff *skb,
 }
 
 /* Build and unicast one message to the daemon; @req_id 0 = notify. */
-static int fluxonkv_send_once(u8 cmd, u64 req_id,
+static int fluxonkv_send_once(u8 cmd, u64 req_id, u64 deadline,
 			      const struct fluxonkv_upcall_args *args,
 			      const u64 *handles, unsigned int nhandles)
 {
-	u32 portid = READ_ONCE(fluxonkv_daemon.portid);
 	struct sk_buff *skb;
 	void *hdr;
-	int ret;
 
-	if (!portid)
+	if (!READ_ONCE(fluxonkv_daemon.portid))
 		return -ENOTCONN;
 	skb = genlmsg_new(NLMSG_GOODSIZE + nhandles * sizeof(u64), GFP_KERNEL);
 	if (!skb)
@@ -287,16 +349,15 @@ static int fluxonkv_send_once(u8 cmd, u64 req_id,
 		goto err_size;
 	if (req_id && fluxonkv_put_u64(skb, FLUXONKV_A_REQ_ID, req_id))
 		goto err_size;
+	if (deadline && fluxonkv_put_u64(skb, FLUXONKV_A_DEADLINE, deadline))
+		goto err_size;
 	if (fluxonkv_fill_args(skb, args))
 		goto err_size;
 	if (nhandles && nla_put(skb, FLUXONKV_A_HANDLES,
 				nhandles * sizeof(u64), handles))
 		goto err_size;
 	genlmsg_end(skb, hdr);
-	ret = genlmsg_unicast(&init_net, skb, portid);
-	if (ret == -ECONNREFUSED)
-		ret = -ENOTCONN;
-	return ret;
+	return fluxonkv_daemon_unicast(skb);
 
 err_size:
 	nlmsg_free(skb);
@@ -304,20 +365,33 @@ err_size:
 }
 
 /*
+ * FLUXONKV_A_DEADLINE of a request we stop waiting for: CLOCK_MONOTONIC
+ * ns, comparable with the daemon's clock_gettime(CLOCK_MONOTONIC).  A
+ * daemon that reads the request later (it was stopped, or busy) drops it
+ * instead of acting on it: no reservation, no eviction for a put nobody
+ * waits for.
+ */
+static u64 fluxonkv_upcall_deadline(void)
+{
+	return ktime_get_ns() + (u64)fluxonkv_request_timeout_ms * NSEC_PER_MSEC;
+}
+
+/*
  * A full daemon socket (-EAGAIN) is back-pressure, not failure: retry for
  * up to the request timeout while the daemon drains it.
  */
-static int fluxonkv_send(u8 cmd, u64 req_id,
+static int fluxonkv_send(u8 cmd, u64 req_id, u64 deadline,
 			 const struct fluxonkv_upcall_args *args,
 			 const u64 *handles, unsigned int nhandles)
 {
-	unsigned long deadline = jiffies +
-				 msecs_to_jiffies(fluxonkv_request_timeout_ms);
+	unsigned long until = jiffies +
+			      msecs_to_jiffies(fluxonkv_request_timeout_ms);
 	int ret;
 
 	for (;;) {
-		ret = fluxonkv_send_once(cmd, req_id, args, handles, nhandles);
-		if (ret != -EAGAIN || time_after(jiffies, deadline) ||
+		ret = fluxonkv_send_once(cmd, req_id, deadline, args, handles,
+					 nhandles);
+		if (ret != -EAGAIN || time_after(jiffies, until) ||
 		    fatal_signal_pending(current))
 			return ret;
 		usleep_range(1000, 2000);
@@ -342,16 +416,8 @@ struct sk_buff *fluxonkv_genl_new(u8 cmd, size_t size, void **hdr)
 /* Unicast to the daemon; consumes @skb.  -ENOTCONN without one. */
 int fluxonkv_genl_send(struct sk_buff *skb, void *hdr)
 {
-	u32 portid = READ_ONCE(fluxonkv_daemon.portid);
-	int ret;
-
-	if (!portid) {
-		nlmsg_free(skb);
-		return -ENOTCONN;
-	}
 	genlmsg_end(skb, hdr);
-	ret = genlmsg_unicast(&init_net, skb, portid);
-	return ret == -ECONNREFUSED ? -ENOTCONN : ret;
+	return fluxonkv_daemon_unicast(skb);
 }
 
 /*
@@ -384,7 +450,7 @@ out:
 int fluxonkv_notify(u8 cmd, const struct fluxonkv_upcall_args *args,
 		    const u64 *handles, unsigned int nhandles)
 {
-	return fluxonkv_send(cmd, 0, args, handles, nhandles);
+	return fluxonkv_send(cmd, 0, 0, args, handles, nhandles);
 }
 
 /* Give @up a request id among the outstanding upcalls: 0 or -errno. */
@@ -428,7 +494,7 @@ int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
 	if (ret)
 		return ret;
 
-	ret = fluxonkv_send(cmd, id, args, NULL, 0);
+	ret = fluxonkv_send(cmd, id, fluxonkv_upcall_deadline(), args, NULL, 0);
 	if (ret < 0)
 		goto err_erase;
 
@@ -441,13 +507,34 @@ int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
 		pr_warn_ratelimited("daemon did not answer cmd %u (req %u) in %u ms\n",
 				    cmd, id, fluxonkv_request_timeout_ms);
 	}
-err_erase:
 	if (xa_erase(&fluxonkv_pending, id) != up) {
 		/* An answer is being delivered: it completes us shortly. */
 		wait_for_completion(&up->done);
 		return up->status;
 	}
+	fluxonkv_upcall_cancel(id);
 	return ret;
+
+err_erase:
+	if (xa_erase(&fluxonkv_pending, id) != up) {
+		wait_for_completion(&up->done);
+		return up->status;
+	}
+	return ret;
+}
+
+/**
+ * fluxonkv_upcall_cancel() - tell the daemon nobody waits for request @id.
+ * @id: the request's FLUXONKV_A_REQ_ID.
+ *
+ * A daemon that has not acted on it yet (it reads its socket in batches
+ * and looks ahead) drops it.  Best effort: no retry on a full socket.
+ */
+void fluxonkv_upcall_cancel(u64 id)
+{
+	struct fluxonkv_upcall_args args = {};
+
+	fluxonkv_send_once(FLUXONKV_CMD_CANCEL, id, 0, &args, NULL, 0);
 }
 
 /**
@@ -467,6 +554,7 @@ err_erase:
 void fluxonkv_upcall_async(u8 cmd, const struct fluxonkv_upcall_args *args,
 			   struct fluxonkv_upcall *up)
 {
+	u64 deadline;
 	u32 id;
 	int ret;
 
@@ -477,8 +565,10 @@ void fluxonkv_upcall_async(u8 cmd, const struct fluxonkv_upcall_args *args,
 		up->send_failed = true;
 		goto end;
 	}
-	ret = up->send_retry ? fluxonkv_send(cmd, id, args, NULL, 0) :
-			       fluxonkv_send_once(cmd, id, args, NULL, 0);
+	deadline = up->no_expire ? 0 : fluxonkv_upcall_deadline();
+	ret = up->send_retry ? fluxonkv_send(cmd, id, deadline, args, NULL, 0) :
+			       fluxonkv_send_once(cmd, id, deadline, args, NULL,
+						  0);
 	if (ret < 0) {
 		if (xa_erase(&fluxonkv_pending, id) != up)
 			return;	/* a disconnect claimed and ended it */
@@ -576,18 +666,33 @@ static int fluxonkv_nl_register(struct sk_buff *skb, struct genl_info *info)
 	int ret;
 
 	/*
+	 * Whoever registers sees every key and decides every miss: more than
+	 * the family's CAP_NET_ADMIN (GENL_ADMIN_PERM) is asked for.
+	 */
+	if (!netlink_capable(skb, CAP_SYS_ADMIN)) {
+		NL_SET_ERR_MSG(info->extack,
+			       "registering as the daemon needs CAP_SYS_ADMIN");
+		return -EPERM;
+	}
+	/*
 	 * A previous daemon's teardown must finish before a new one starts;
 	 * it may have been queued after our flush: look under the lock.
 	 */
 retry:
 	flush_work(&fluxonkv_daemon.disconnect_work);
 	mutex_lock(&fluxonkv_daemon.lock);
+	if (fluxonkv_genl_exiting) {
+		mutex_unlock(&fluxonkv_daemon.lock);
+		NL_SET_ERR_MSG(info->extack, "the module is being unloaded");
+		return -ESHUTDOWN;
+	}
 	if (fluxonkv_daemon.gone_portid) {
 		mutex_unlock(&fluxonkv_daemon.lock);
 		goto retry;
 	}
 	if (fluxonkv_daemon.portid &&
-	    fluxonkv_daemon.portid != info->snd_portid) {
+	    (fluxonkv_daemon.portid != info->snd_portid ||
+	     fluxonkv_daemon.sk != NETLINK_CB(skb).sk)) {
 		mutex_unlock(&fluxonkv_daemon.lock);
 		NL_SET_ERR_MSG(info->extack, "another daemon is registered");
 		return -EBUSY;
@@ -628,6 +733,10 @@ retry:
 	 */
 	fluxonkv_replica_set_node(node_id);
 	atomic64_inc_return(&fluxonkv_daemon_gen);
+	if (fluxonkv_daemon.sk != NETLINK_CB(skb).sk) {
+		sock_hold(NETLINK_CB(skb).sk);
+		fluxonkv_daemon_set_sk(NETLINK_CB(skb).sk);
+	}
 	WRITE_ONCE(fluxonkv_daemon.portid, info->snd_portid);
 	/* Answered under the lock: see fluxonkv_notify_ssd_state(). */
 	ret = fluxonkv_reply_simple(info, FLUXONKV_CMD_DAEMON_REGISTER, true);
@@ -648,7 +757,8 @@ static int fluxonkv_nl_unregister(struct sk_buff *skb, struct genl_info *info)
 	int ret = 0;
 
 	mutex_lock(&fluxonkv_daemon.lock);
-	if (fluxonkv_daemon.portid != info->snd_portid)
+	if (fluxonkv_daemon.portid != info->snd_portid ||
+	    fluxonkv_daemon.sk != NETLINK_CB(skb).sk)
 		ret = -ENOENT;
 	else
 		fluxonkv_daemon_detach();
@@ -658,11 +768,15 @@ static int fluxonkv_nl_unregister(struct sk_buff *skb, struct genl_info *info)
 	return ret;
 }
 
-/* Only the registered daemon may answer upcalls or send commands. */
-static int fluxonkv_from_daemon(struct genl_info *info)
+/*
+ * Only the registered daemon's socket may answer upcalls or send commands
+ * (not another socket that bound its port while it was being released).
+ */
+static int fluxonkv_from_daemon(struct sk_buff *skb, struct genl_info *info)
 {
 	if (!info->snd_portid ||
-	    info->snd_portid != READ_ONCE(fluxonkv_daemon.portid)) {
+	    info->snd_portid != READ_ONCE(fluxonkv_daemon.portid) ||
+	    NETLINK_CB(skb).sk != READ_ONCE(fluxonkv_daemon.sk)) {
 		NL_SET_ERR_MSG(info->extack, "sender is not the registered daemon");
 		return -EPERM;
 	}
@@ -715,7 +829,7 @@ static int fluxonkv_nl_answer(struct sk_buff *skb, struct genl_info *info)
 	u64 id;
 	int ret;
 
-	ret = fluxonkv_from_daemon(info);
+	ret = fluxonkv_from_daemon(skb, info);
 	if (ret)
 		return ret;
 	if (GENL_REQ_ATTR_CHECK(info, FLUXONKV_A_REQ_ID) ||
@@ -789,7 +903,7 @@ static int fluxonkv_nl_drop_replica(struct sk_buff *skb, struct genl_info *info)
 {
 	int ret;
 
-	ret = fluxonkv_from_daemon(info);
+	ret = fluxonkv_from_daemon(skb, info);
 	if (ret)
 		return ret;
 	if (GENL_REQ_ATTR_CHECK(info, FLUXONKV_A_HANDLE))
@@ -998,14 +1112,22 @@ err_notifier:
 
 void fluxonkv_genl_exit(void)
 {
+	/* No registration from now on (one may be running: see below). */
 	mutex_lock(&fluxonkv_daemon.lock);
 	fluxonkv_genl_exiting = true;
+	mutex_unlock(&fluxonkv_daemon.lock);
+	/*
+	 * Waits for every handler in flight (genl's cb_lock), so the daemon
+	 * seen below is the last one; its socket's close after this finds
+	 * no daemon and queues nothing.
+	 */
+	genl_unregister_family(&fluxonkv_genl_family);
+	mutex_lock(&fluxonkv_daemon.lock);
 	if (fluxonkv_daemon.portid)
 		fluxonkv_daemon_detach();
 	mutex_unlock(&fluxonkv_daemon.lock);
 	flush_work(&fluxonkv_daemon.disconnect_work);
 	cancel_delayed_work_sync(&fluxonkv_async_sweep_work);
-	genl_unregister_family(&fluxonkv_genl_family);
 	netlink_unregister_notifier(&fluxonkv_netlink_nb);
 	/*
 	 * The pending xarray is static and every entry is erased by its

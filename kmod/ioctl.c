@@ -98,7 +98,7 @@ static long fluxonkv_ioc_info(void __user *uarg)
 	return fluxonkv_copy_out(uarg, &info, sizeof(info), usize);
 }
 
-static long fluxonkv_ioc_put(void __user *uarg)
+static long fluxonkv_ioc_put(struct fluxonkv_session *s, void __user *uarg)
 {
 	u64 t0;
 	u8 key[FLUXONKV_KEY_MAX];
@@ -106,6 +106,8 @@ static long fluxonkv_ioc_put(void __user *uarg)
 	long usize;
 	int ret;
 
+	if (!s->writable)
+		return -EBADF;	/* a read-only consumer */
 	usize = fluxonkv_copy_in(&put, sizeof(put), FLUXONKV_PUT_SIZE_VER0,
 				 uarg);
 	if (usize < 0)
@@ -313,7 +315,7 @@ static long fluxonkv_ioc_release(struct fluxonkv_session *s, void __user *uarg)
 	return fluxonkv_holder_release(s, rel.holder_id);
 }
 
-static long fluxonkv_ioc_delete(void __user *uarg)
+static long fluxonkv_ioc_delete(struct fluxonkv_session *s, void __user *uarg)
 {
 	u64 t0;
 	struct fluxonkv_delete del;
@@ -321,6 +323,8 @@ static long fluxonkv_ioc_delete(void __user *uarg)
 	long usize;
 	int ret;
 
+	if (!s->writable)
+		return -EBADF;
 	usize = fluxonkv_copy_in(&del, sizeof(del), FLUXONKV_DELETE_SIZE_VER0,
 				 uarg);
 	if (usize < 0)
@@ -372,13 +376,13 @@ long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_INFO):
 		return fluxonkv_ioc_info(uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_PUT):
-		return fluxonkv_ioc_put(uarg);
+		return fluxonkv_ioc_put(s, uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_GET):
 		return fluxonkv_ioc_get(s, uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_RELEASE):
 		return fluxonkv_ioc_release(s, uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_DELETE):
-		return fluxonkv_ioc_delete(uarg);
+		return fluxonkv_ioc_delete(s, uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_SSD_ATTACH):
 		return fluxonkv_ioc_ssd_attach(uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_HOLD):

@@ -123,6 +123,38 @@ static struct {
 
 static void fluxonkv_publish_persist_run(struct work_struct *work);
 
+/*
+ * A put's PUT_START and PUT_DONE are asked asynchronously: the putter
+ * waits for the answer, but one who stops waiting (its request timeout, a
+ * fatal signal) does not end the request -- the daemon's answer (or its
+ * going, or for PUT_START the sweep) still does, and finishes for it from
+ * fluxonkv_put_late's worker.  A PUT_START answered late gives its
+ * reservation back (PUT_ABORT), so a failed or abandoned put costs the
+ * master nothing; a PUT_DONE is never expired (no_expire): its answer
+ * decides whether the version is published, so a put either publishes it
+ * or leaves the previous one readable, whatever became of its caller.
+ * @state says who finishes: the putter, or the late worker.
+ */
+enum { FLUXONKV_PW_WAITING, FLUXONKV_PW_ANSWERED, FLUXONKV_PW_ABANDONED };
+
+struct fluxonkv_put_wait {
+	struct fluxonkv_upcall up;	/* PUT_DONE: up.replica, a reference */
+	struct completion answered;	/* the waiting putter's */
+	atomic_t state;			/* FLUXONKV_PW_* */
+	bool persist;			/* PUT_DONE: PUT_START said so */
+	struct list_head node;		/* on fluxonkv_put_late.list */
+	u32 key_len;			/* PUT_START: its key, for PUT_ABORT */
+	u8 key[];
+};
+
+static struct {
+	spinlock_t lock;		/* protects list */
+	struct list_head list;
+	struct work_struct work;
+} fluxonkv_put_late;
+
+static void fluxonkv_put_late_run(struct work_struct *work);
+
 int fluxonkv_kv_init(void)
 {
 	spin_lock_init(&fluxonkv_access.lock);
@@ -133,6 +165,9 @@ int fluxonkv_kv_init(void)
 	spin_lock_init(&fluxonkv_publish_persists.lock);
 	INIT_LIST_HEAD(&fluxonkv_publish_persists.list);
 	INIT_WORK(&fluxonkv_publish_persists.work, fluxonkv_publish_persist_run);
+	spin_lock_init(&fluxonkv_put_late.lock);
+	INIT_LIST_HEAD(&fluxonkv_put_late.list);
+	INIT_WORK(&fluxonkv_put_late.work, fluxonkv_put_late_run);
 	return 0;
 }
 
@@ -147,6 +182,8 @@ void fluxonkv_kv_exit(void)
 {
 	cancel_delayed_work_sync(&fluxonkv_access.work);
 	fluxonkv_kv_quiesce();
+	/* The daemon's teardown (genl exit) ended every abandoned put. */
+	flush_work(&fluxonkv_put_late.work);
 }
 
 /*
@@ -320,6 +357,179 @@ err:
 	return ret;
 }
 
+/* PUT_START or PUT_DONE ended: hand it to the putter or to the worker. */
+static void fluxonkv_put_wait_end(struct fluxonkv_upcall *up)
+{
+	struct fluxonkv_put_wait *w = container_of(up, struct fluxonkv_put_wait,
+						   up);
+
+	if (atomic_xchg(&w->state, FLUXONKV_PW_ANSWERED) !=
+	    FLUXONKV_PW_ABANDONED) {
+		complete(&w->answered);
+		return;
+	}
+	spin_lock(&fluxonkv_put_late.lock);
+	list_add_tail(&w->node, &fluxonkv_put_late.list);
+	spin_unlock(&fluxonkv_put_late.lock);
+	schedule_work(&fluxonkv_put_late.work);
+}
+
+/*
+ * Ask @cmd and wait for the answer: 0 (the answer is in @w->up, ours to
+ * finish), or -ETIMEDOUT / -EINTR: the putter left, @w belongs to the
+ * late worker now.
+ */
+static int fluxonkv_put_wait(u8 cmd, const struct fluxonkv_upcall_args *args,
+			     struct fluxonkv_put_wait *w)
+{
+	unsigned long timeout = msecs_to_jiffies(fluxonkv_request_timeout_ms);
+	u64 id;
+	long left;
+
+	w->up.end = fluxonkv_put_wait_end;
+	w->up.send_retry = true;
+	init_completion(&w->answered);
+	atomic_set(&w->state, FLUXONKV_PW_WAITING);
+	fluxonkv_upcall_async(cmd, args, &w->up);
+	id = w->up.id;	/* @w may go once we let go of it */
+
+	left = wait_for_completion_killable_timeout(&w->answered, timeout);
+	if (left > 0)
+		return 0;
+	if (atomic_xchg(&w->state, FLUXONKV_PW_ABANDONED) ==
+	    FLUXONKV_PW_WAITING) {
+		atomic64_inc(&fluxonkv_stats.puts_abandoned);
+		/* Not a PUT_DONE: the master should rather not act on it. */
+		if (cmd != FLUXONKV_CMD_PUT_DONE)
+			fluxonkv_upcall_cancel(id);
+		/* (an expiring request's timeout the sweep counts) */
+		if (!left && cmd == FLUXONKV_CMD_PUT_DONE) {
+			atomic64_inc(&fluxonkv_stats.upcall_timeouts);
+			pr_warn_ratelimited("daemon did not answer cmd %u in %u ms: its late answer will be honoured\n",
+					    cmd, fluxonkv_request_timeout_ms);
+		}
+		return left ? -EINTR : -ETIMEDOUT;
+	}
+	/* Answered just now: the end is done with @w once it completes. */
+	wait_for_completion(&w->answered);
+	return 0;
+}
+
+/*
+ * The put's end once PUT_DONE is answered (or failed): published -> the
+ * answer handler indexed it, persist it if asked; not -> the handle
+ * table's reference goes (-ENOENT: the master dropped it already).  Frees
+ * @w.  Process context, never the daemon's own (a refused persist asks
+ * the daemon synchronously).
+ */
+static void fluxonkv_put_done_finish(struct fluxonkv_put_wait *w)
+{
+	struct fluxonkv_replica *r = w->up.replica;
+	int status = w->up.status;
+
+	if (status || !(w->up.flags & FLUXONKV_PUT_F_PUBLISHED)) {
+		fluxonkv_replica_drop(r->handle);
+		/* Never seen by the master: its PUT_START reservation goes. */
+		if (w->up.send_failed)
+			fluxonkv_put_abort(r->key, r->key_len, r->put_id,
+					   r->handle, status);
+	} else if (w->persist) {
+		/*
+		 * Background SSD copy (reference §3 stage 3).  -ENODEV: the
+		 * master's view of our SSD is stale; the value simply stays
+		 * memory-only, as the reference's persisted=false.
+		 */
+		fluxonkv_ssd_persist(r->key, r->key_len, r->put_id, r->alloc);
+	}
+	/* The route changed (or did not): local misses may answer again. */
+	fluxonkv_put_inflight_add(r->key, r->key_len, -1);
+	fluxonkv_replica_put(r);
+	kfree(w);
+}
+
+/* An abandoned PUT_START that got its put_id after all: give it back. */
+static void fluxonkv_put_start_finish(struct fluxonkv_put_wait *w)
+{
+	if (!w->up.status && w->up.put_id)
+		fluxonkv_put_abort(w->key, w->key_len, w->up.put_id, 0,
+				   -ETIMEDOUT);
+	kfree(w);
+}
+
+/* Abandoned puts whose answer (or the daemon's end) came. */
+static void fluxonkv_put_late_run(struct work_struct *work)
+{
+	struct fluxonkv_put_wait *w, *tmp;
+	LIST_HEAD(batch);
+
+	spin_lock(&fluxonkv_put_late.lock);
+	list_splice_init(&fluxonkv_put_late.list, &batch);
+	spin_unlock(&fluxonkv_put_late.lock);
+	list_for_each_entry_safe(w, tmp, &batch, node) {
+		if (w->up.cmd == FLUXONKV_CMD_PUT_DONE)
+			fluxonkv_put_done_finish(w);
+		else
+			fluxonkv_put_start_finish(w);
+	}
+}
+
+/*
+ * PUT_START for @key: 0 with *@start (put_id, flags) filled, or -errno;
+ * see struct fluxonkv_put_wait for a putter that stops waiting.
+ */
+static int fluxonkv_put_start(const u8 *key, u32 key_len,
+			      const struct fluxonkv_upcall_args *args,
+			      struct fluxonkv_upcall *start)
+{
+	struct fluxonkv_put_wait *w;
+	int ret;
+
+	w = kzalloc(struct_size(w, key, key_len), GFP_KERNEL);
+	if (!w)
+		return -ENOMEM;
+	memcpy(w->key, key, key_len);
+	w->key_len = key_len;
+	ret = fluxonkv_put_wait(FLUXONKV_CMD_PUT_START, args, w);
+	if (ret)
+		return ret;
+	ret = w->up.status;
+	start->put_id = w->up.put_id;
+	start->flags = w->up.flags;
+	kfree(w);
+	return ret;
+}
+
+/*
+ * PUT_DONE for @r (the caller's reference is taken over): 0 once the
+ * master answered (published, or superseded by a newer version), or the
+ * error; see struct fluxonkv_put_wait for a putter that stops waiting.
+ */
+static int fluxonkv_put_done(struct fluxonkv_replica *r,
+			     const struct fluxonkv_upcall_args *args,
+			     bool persist)
+{
+	struct fluxonkv_put_wait *w;
+	int ret;
+
+	w = kzalloc(sizeof(*w), GFP_KERNEL);
+	if (!w) {
+		fluxonkv_replica_drop(r->handle);
+		fluxonkv_replica_put(r);
+		return -ENOMEM;
+	}
+	w->up.replica = r;
+	w->up.no_expire = true;
+	w->persist = persist;
+	/* Local misses of this key ask the master meanwhile (replica.c). */
+	fluxonkv_put_inflight_add(r->key, r->key_len, 1);
+	ret = fluxonkv_put_wait(FLUXONKV_CMD_PUT_DONE, args, w);
+	if (ret)
+		return ret;	/* the answer finishes it */
+	ret = w->up.status;
+	fluxonkv_put_done_finish(w);
+	return ret;
+}
+
 /**
  * fluxonkv_put() - store @len bytes from @value under @key.
  * @key: kernel copy of the key (validated length).
@@ -330,6 +540,9 @@ err:
  *
  * Return: 0 once a DRAM replica is readable, or -errno (nothing is left
  * behind on failure: the range is freed and the master told to forget).
+ * -ETIMEDOUT / -EINTR while PUT_DONE is asked: the outcome is unknown,
+ * the master's late answer publishes the version or not, and until then
+ * the previous version stays readable.
  */
 int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
 		 u64 len, u64 *put_id)
@@ -337,12 +550,12 @@ int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
 	struct fluxonkv_upcall_args args = {
 		.key = key, .key_len = key_len, .len = len,
 	};
-	struct fluxonkv_upcall start = {}, done = {};
+	struct fluxonkv_upcall start = {};
 	struct fluxonkv_replica *r;
 	struct fluxonkv_alloc *a;
 	int ret;
 
-	ret = fluxonkv_upcall(FLUXONKV_CMD_PUT_START, &args, &start);
+	ret = fluxonkv_put_start(key, key_len, &args, &start);
 	if (ret)
 		return ret;
 	if (!start.put_id) {
@@ -378,34 +591,7 @@ int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
 
 	args.put_id = start.put_id;
 	args.handle = r->handle;
-	done.replica = r;
-	/* Local misses of this key ask the master meanwhile (replica.c). */
-	fluxonkv_put_inflight_add(key, key_len, 1);
-	ret = fluxonkv_upcall(FLUXONKV_CMD_PUT_DONE, &args, &done);
-	fluxonkv_put_inflight_add(key, key_len, -1);
-	if (ret || !(done.flags & FLUXONKV_PUT_F_PUBLISHED)) {
-		/*
-		 * Not published (a newer version won, or no answer): the
-		 * master holds no reference, so the handle table's goes.
-		 * -ENOENT: the master already dropped it, which is fine.
-		 */
-		fluxonkv_replica_drop(r->handle);
-		/*
-		 * No answer: the master may have published the handle we
-		 * just dropped; name it so gets are not routed to it.
-		 */
-		if (ret)
-			fluxonkv_put_abort(key, key_len, start.put_id,
-					   r->handle, ret);
-	} else if (start.flags & FLUXONKV_PUT_F_PERSIST) {
-		/*
-		 * Background SSD copy (reference §3 stage 3).  -ENODEV: the
-		 * master's view of our SSD is stale; the value simply stays
-		 * memory-only, as the reference's persisted=false.
-		 */
-		fluxonkv_ssd_persist(key, key_len, start.put_id, a);
-	}
-	fluxonkv_replica_put(r);
+	ret = fluxonkv_put_done(r, &args, start.flags & FLUXONKV_PUT_F_PERSIST);
 out:
 	if (ret)
 		return ret;

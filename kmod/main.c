@@ -143,7 +143,8 @@ static int fluxonkv_open(struct inode *inode, struct file *file)
 	if (!s)
 		return -ENOMEM;
 	/* Decided once, with the opener's credentials (like a capability). */
-	s->privileged = (file->f_mode & FMODE_WRITE) && capable(CAP_SYS_ADMIN);
+	s->writable = file->f_mode & FMODE_WRITE;
+	s->privileged = s->writable && capable(CAP_SYS_ADMIN);
 	file->private_data = s;
 	return 0;
 }
@@ -220,10 +221,12 @@ FLUXONKV_ATTR_STAT(deletes);
 FLUXONKV_ATTR_STAT(evictions);
 FLUXONKV_ATTR_STAT(replica_drops);
 FLUXONKV_ATTR_STAT(upcall_timeouts);
+FLUXONKV_ATTR_STAT(puts_abandoned);
 FLUXONKV_ATTR_STAT(upcall_errors);
 FLUXONKV_ATTR_STAT(room_waits);
 FLUXONKV_ATTR_U64(kv_ssd_capacity_bytes, fluxonkv_ssd_capacity());
 FLUXONKV_ATTR_U64(kv_ssd_used_bytes, fluxonkv_ssd_used());
+FLUXONKV_ATTR_U64(kv_ssd_meta_bytes, fluxonkv_ssd_meta_bytes());
 
 #define FLUXONKV_ATTR_SSD(_name)					\
 	FLUXONKV_ATTR_U64(ssd_##_name, atomic64_read(&fluxonkv_ssd_stats._name))
@@ -240,6 +243,9 @@ FLUXONKV_ATTR_SSD(commits_published);
 FLUXONKV_ATTR_SSD(commits_ignored);
 FLUXONKV_ATTR_SSD(notices_dropped);
 FLUXONKV_ATTR_SSD(revokes);
+FLUXONKV_ATTR_SSD(csum_errors);
+FLUXONKV_ATTR_SSD(meta_evictions);
+FLUXONKV_ATTR_SSD(meta_refused);
 
 static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_version.attr,
@@ -270,10 +276,12 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_evictions.attr,
 	&fluxonkv_attr_replica_drops.attr,
 	&fluxonkv_attr_upcall_timeouts.attr,
+	&fluxonkv_attr_puts_abandoned.attr,
 	&fluxonkv_attr_upcall_errors.attr,
 	&fluxonkv_attr_room_waits.attr,
 	&fluxonkv_attr_kv_ssd_capacity_bytes.attr,
 	&fluxonkv_attr_kv_ssd_used_bytes.attr,
+	&fluxonkv_attr_kv_ssd_meta_bytes.attr,
 	&fluxonkv_attr_ssd_writes.attr,
 	&fluxonkv_attr_ssd_write_bytes.attr,
 	&fluxonkv_attr_ssd_reads.attr,
@@ -286,6 +294,9 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_ssd_commits_ignored.attr,
 	&fluxonkv_attr_ssd_notices_dropped.attr,
 	&fluxonkv_attr_ssd_revokes.attr,
+	&fluxonkv_attr_ssd_csum_errors.attr,
+	&fluxonkv_attr_ssd_meta_evictions.attr,
+	&fluxonkv_attr_ssd_meta_refused.attr,
 	NULL,
 };
 

@@ -18,6 +18,7 @@
 #include <linux/fs.h>
 #include <linux/gfp.h>
 #include <linux/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
@@ -36,22 +37,36 @@ static void fluxonkv_segment_free_pages(unsigned long n)
 		__free_page(fluxonkv_seg.pages[n]);
 }
 
+/*
+ * Never at the expense of other processes: high orders give up at once
+ * (__GFP_NORETRY), order 0 reclaims but fails rather than invoke the OOM
+ * killer (__GFP_RETRY_MAYFAIL); a fatal signal to the loading process
+ * (insmod) ends the loop.
+ */
 static int fluxonkv_segment_alloc_pages(void)
 {
 	struct fluxonkv_segment *seg = &fluxonkv_seg;
 	unsigned int order = FLUXONKV_CHUNK_ORDER;
 	unsigned long n = 0, i;
 	struct page *page;
+	int ret = -ENOMEM;
 
 	while (n < seg->npages) {
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			goto err;
+		}
 		while ((1UL << order) > seg->npages - n)
 			order--;
 		page = alloc_pages(GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN |
-				   (order ? __GFP_NORETRY : 0), order);
+				   (order ? __GFP_NORETRY : __GFP_RETRY_MAYFAIL),
+				   order);
 		if (!page) {
 			if (!order) {
-				fluxonkv_segment_free_pages(n);
-				return -ENOMEM;
+				pr_err("segment: out of memory after %lu of %lu MiB\n",
+				       n >> (20 - PAGE_SHIFT),
+				       seg->npages >> (20 - PAGE_SHIFT));
+				goto err;
 			}
 			order--;
 			continue;
@@ -60,8 +75,32 @@ static int fluxonkv_segment_alloc_pages(void)
 		for (i = 0; i < (1UL << order); i++)
 			seg->pages[n++] = page + i;
 		seg->chunks++;
+		cond_resched();
 	}
 	return 0;
+
+err:
+	fluxonkv_segment_free_pages(n);
+	return ret;
+}
+
+/*
+ * The segment is pinned kernel memory: refuse one that would not leave the
+ * rest of the system FLUXONKV_SEGMENT_SPARE_PCT of what is available now.
+ */
+#define FLUXONKV_SEGMENT_SPARE_PCT	10
+
+static int fluxonkv_segment_fits(unsigned long npages)
+{
+	unsigned long avail = si_mem_available();
+	unsigned long usable = avail - avail / 100 * FLUXONKV_SEGMENT_SPARE_PCT;
+
+	if (npages <= usable)
+		return 0;
+	pr_err("segment: %lu MiB does not fit: %lu MiB available, at most %lu MiB may be pinned (load with a smaller segment_mb)\n",
+	       npages >> (20 - PAGE_SHIFT), avail >> (20 - PAGE_SHIFT),
+	       usable >> (20 - PAGE_SHIFT));
+	return -ENOMEM;
 }
 
 int fluxonkv_segment_init(size_t size)
@@ -74,18 +113,21 @@ int fluxonkv_segment_init(size_t size)
 	seg->size = size;
 	seg->npages = size >> PAGE_SHIFT;
 	seg->nbits = size >> FLUXONKV_GRAIN_SHIFT;
+	ret = fluxonkv_segment_fits(seg->npages);
+	if (ret)
+		return ret;
 
 	fluxonkv_alloc_cache = KMEM_CACHE(fluxonkv_alloc, 0);
 	if (!fluxonkv_alloc_cache)
 		return -ENOMEM;
 
-	seg->map = bitmap_zalloc(seg->nbits, GFP_KERNEL);
+	seg->map = bitmap_zalloc(seg->nbits, GFP_KERNEL | __GFP_RETRY_MAYFAIL);
 	if (!seg->map) {
 		ret = -ENOMEM;
 		goto err_cache;
 	}
 	seg->pages = kvmalloc_array(seg->npages, sizeof(*seg->pages),
-				    GFP_KERNEL);
+				    GFP_KERNEL | __GFP_RETRY_MAYFAIL);
 	if (!seg->pages) {
 		ret = -ENOMEM;
 		goto err_map;

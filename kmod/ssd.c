@@ -28,15 +28,31 @@
  * length always lands directly in the final target: no scratch copy is ever
  * needed, and the padding past len never reaches a holder (it is outside
  * the holder's len and zero on the device).
+ *
+ * Every entry keeps a crc32c of each MiB of its value, computed from the
+ * segment before the write; a read that covers a whole checksummed MiB
+ * verifies it in the target before anyone sees the bytes.  A mismatch is an
+ * IO error for that entry (-EIO, the caller revokes and re-selects) and the
+ * entry is dropped: the device never hands a holder wrong bytes.
+ *
+ * Entries are kernel memory that unprivileged puts create (one per
+ * persisted value, whatever its size), so their total is capped by
+ * ssd_meta_max_kb: a persist that would exceed it evicts the oldest
+ * entries of its ring first, and is refused (-ENOSPC, reported to the
+ * master) if that is not enough.  Each entry is charged to the memory
+ * cgroup of the process whose put created it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/blkdev.h>
 #include <linux/capability.h>
+#include <linux/crc32c.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/hashtable.h>
 #include <linux/jhash.h>
+#include <linux/memcontrol.h>
+#include <linux/moduleparam.h>
 #include <linux/sched/mm.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -55,6 +71,16 @@
 #define FLUXONKV_SSD_NOTICE_MAX		4096	/* queue bound; oldest dropped */
 #define FLUXONKV_SSD_NOTICE_BYTES	(32 << 10)	/* per SSD_EVICTED message */
 #define FLUXONKV_SSD_INDEX_BITS		12
+#define FLUXONKV_SSD_CSUM_CHUNK		(1ULL << 20)	/* a crc32c per MiB */
+
+/*
+ * Bytes all SSD entries may take (their structs, keys and checksums); 0
+ * at load: 1/64 of RAM.
+ */
+static unsigned int fluxonkv_ssd_meta_max_kb;
+module_param_named(ssd_meta_max_kb, fluxonkv_ssd_meta_max_kb, uint, 0444);
+MODULE_PARM_DESC(ssd_meta_max_kb,
+		 "Kernel memory all SSD entries may take, KiB (default 0: 1/64 of RAM)");
 
 enum fluxonkv_ssd_state {
 	FLUXONKV_SSD_WRITING,
@@ -122,8 +148,10 @@ struct fluxonkv_shard {
  *	COMMITTED entry is ever routed.
  * @route_gen: fluxonkv_ssd.route_gen when it was indexed (index lock): an
  *	SSD_COMMIT answer from a daemon that has gone since cannot route it.
+ * @meta: bytes this struct takes (counted in fluxonkv_ssd.meta_bytes).
  * @key_len: bytes of @key.
- * @key: the key.
+ * @key: the key, then (4-byte aligned) one crc32c per
+ *	FLUXONKV_SSD_CSUM_CHUNK of the value, set before the write.
  */
 struct fluxonkv_ssd_entry {
 	struct list_head ring_node;
@@ -138,6 +166,7 @@ struct fluxonkv_ssd_entry {
 	bool routed;
 	u32 route_gen;
 	unsigned int pins;
+	u32 meta;
 	u32 key_len;
 	u8 key[];
 };
@@ -154,6 +183,7 @@ struct fluxonkv_ssd_job {
 	int ret;
 	struct kref ref;		/* read: waiter + worker */
 	u64 put_id;			/* write */
+	struct mem_cgroup *memcg;	/* write: the putter's, charged */
 	u32 key_len;			/* write */
 	u8 key[];			/* write */
 };
@@ -210,6 +240,8 @@ static struct {
 	unsigned int nshards;
 	struct fluxonkv_ssd_dev *next_dev;
 	u64 capacity;			/* sum of shard capacities */
+	atomic64_t meta_bytes;		/* every entry's @meta */
+	u64 meta_max;			/* ssd_meta_max_kb, in bytes */
 	struct workqueue_struct *wq;
 	struct bio_set bioset;		/* bios for raw block device shards */
 
@@ -247,6 +279,74 @@ static bool fluxonkv_ssd_key_eq(const struct fluxonkv_ssd_entry *e,
 	return e->key_len == key_len && !memcmp(e->key, key, key_len);
 }
 
+static size_t fluxonkv_entry_size(u32 key_len, u64 len)
+{
+	return offsetof(struct fluxonkv_ssd_entry, key) +
+	       ALIGN(key_len, sizeof(u32)) +
+	       DIV_ROUND_UP(len, FLUXONKV_SSD_CSUM_CHUNK) * sizeof(u32);
+}
+
+static u32 *fluxonkv_entry_csums(struct fluxonkv_ssd_entry *e)
+{
+	return (u32 *)(e->key + ALIGN(e->key_len, sizeof(u32)));
+}
+
+/* Checksum each MiB of the value @e is about to hold, from @a. */
+static void fluxonkv_entry_csum_fill(struct fluxonkv_ssd_entry *e,
+				     struct fluxonkv_alloc *a)
+{
+	const u8 *p = fluxonkv_alloc_vaddr(a);
+	u32 *csum = fluxonkv_entry_csums(e);
+	u64 off;
+
+	for (off = 0; off < e->len; off += FLUXONKV_SSD_CSUM_CHUNK)
+		*csum++ = crc32c(~0, p + off,
+				 min_t(u64, FLUXONKV_SSD_CSUM_CHUNK,
+				       e->len - off));
+}
+
+/*
+ * Verify the checksummed MiBs wholly inside [@off, @off + @alen) of @e,
+ * read into @a (whose byte 0 is the value's byte @off).  0 or -EIO.
+ */
+static int fluxonkv_entry_csum_check(struct fluxonkv_ssd_entry *e,
+				     struct fluxonkv_alloc *a, u64 off,
+				     u64 alen)
+{
+	const u8 *p = fluxonkv_alloc_vaddr(a);
+	u32 *csum = fluxonkv_entry_csums(e);
+	u64 c = DIV_ROUND_UP(off, FLUXONKV_SSD_CSUM_CHUNK);
+	u64 start, n;
+
+	for (;; c++) {
+		start = c * FLUXONKV_SSD_CSUM_CHUNK;
+		if (start >= e->len)
+			return 0;
+		n = min_t(u64, FLUXONKV_SSD_CSUM_CHUNK, e->len - start);
+		if (start + n > off + alen)
+			return 0;
+		if (crc32c(~0, p + (start - off), n) != csum[c])
+			break;
+	}
+	atomic64_inc(&fluxonkv_ssd_stats.csum_errors);
+	pr_warn_ratelimited("shard %u: checksum mismatch in bytes [%llu, +%llu) of an entry at %llu (%u-byte key, put_id %llu): dropped\n",
+			    e->shard->index, start, n,
+			    e->start % e->shard->capacity, e->key_len,
+			    e->put_id);
+	return -EIO;
+}
+
+static void fluxonkv_entry_free(struct fluxonkv_ssd_entry *e)
+{
+	atomic64_sub(e->meta, &fluxonkv_ssd.meta_bytes);
+	kfree(e);
+}
+
+u64 fluxonkv_ssd_meta_bytes(void)
+{
+	return atomic64_read(&fluxonkv_ssd.meta_bytes);
+}
+
 u64 fluxonkv_ssd_capacity(void)
 {
 	return READ_ONCE(fluxonkv_ssd.capacity);
@@ -258,10 +358,17 @@ u64 fluxonkv_ssd_used(void)
 	struct fluxonkv_shard *sh;
 	u64 used = 0;
 
+	/*
+	 * Under each shard's lock: a reservation moves the tail past the
+	 * head for a moment when it wraps an empty ring.
+	 */
 	mutex_lock(&fluxonkv_ssd.attach_lock);
 	list_for_each_entry(dev, &fluxonkv_ssd.devs, node)
-		list_for_each_entry(sh, &dev->shards, node)
-			used += READ_ONCE(sh->head) - READ_ONCE(sh->tail);
+		list_for_each_entry(sh, &dev->shards, node) {
+			mutex_lock(&sh->lock);
+			used += sh->head - sh->tail;
+			mutex_unlock(&sh->lock);
+		}
 	mutex_unlock(&fluxonkv_ssd.attach_lock);
 	return used;
 }
@@ -462,6 +569,21 @@ static void fluxonkv_ssd_forget(struct fluxonkv_ssd_entry *e)
 	fluxonkv_ssd_notice_add(e);
 }
 
+/*
+ * @e (read-pinned) failed its checksum: nobody reads it again; the master
+ * hears it is gone, unless a concurrent reader already said so.
+ */
+static void fluxonkv_ssd_corrupt(struct fluxonkv_ssd_entry *e)
+{
+	bool first;
+
+	spin_lock(&fluxonkv_ssd.index_lock);
+	first = e->state == FLUXONKV_SSD_COMMITTED;
+	spin_unlock(&fluxonkv_ssd.index_lock);
+	if (first)
+		fluxonkv_ssd_forget(e);
+}
+
 /* ---- the ring ---- */
 
 static bool fluxonkv_entry_busy(const struct fluxonkv_ssd_entry *e)
@@ -504,29 +626,48 @@ static bool fluxonkv_ring_pop(struct fluxonkv_shard *sh, u64 next_pos)
 		atomic64_inc(&fluxonkv_ssd_stats.evictions);
 		fluxonkv_ssd_notice_add(e);
 	}
-	kfree(e);
+	fluxonkv_entry_free(e);
 	return true;
 }
 
 /*
+ * Would one more entry of @size bytes exceed ssd_meta_max_kb?  Checked and
+ * added under one shard's lock: shards filling at once may overshoot by
+ * an entry each.
+ */
+static bool fluxonkv_ssd_meta_over(size_t size)
+{
+	return atomic64_read(&fluxonkv_ssd.meta_bytes) + size >
+	       fluxonkv_ssd.meta_max;
+}
+
+/*
  * Reserve alen bytes at the head of @sh for a new WRITING entry, advancing
- * the tail over the oldest entries.  If the oldest entry is busy the write
- * must wait (BlockedByBusyIo): -EAGAIN, with @seen set to the shard's
- * unpin_seq observed under its lock, so the caller can park the job
- * instead of blocking an IO worker that the pin holder may need.
+ * the tail over the oldest entries (for space, or for the entries' memory
+ * budget).  If the oldest entry is busy the write must wait
+ * (BlockedByBusyIo): -EAGAIN, with @seen set to the shard's unpin_seq
+ * observed under its lock, so the caller can park the job instead of
+ * blocking an IO worker that the pin holder may need.  -ENOSPC: the budget
+ * is taken by other shards' entries.  The entry is charged to @memcg.
  */
 static struct fluxonkv_ssd_entry *
 fluxonkv_ring_reserve(struct fluxonkv_shard *sh, const u8 *key, u32 key_len,
-		      u64 put_id, u64 len, int *seen)
+		      u64 put_id, u64 len, struct mem_cgroup *memcg, int *seen)
 {
 	u64 alen = fluxonkv_ssd_alen(sh, len), pos, phys;
+	size_t size = fluxonkv_entry_size(key_len, len);
 	struct fluxonkv_ssd_entry *e;
+	struct mem_cgroup *old;
+	bool busy = false;
 
 	if (alen > sh->capacity)
 		return ERR_PTR(-EFBIG);
-	e = kzalloc(struct_size(e, key, key_len), GFP_NOIO);
+	old = set_active_memcg(memcg);
+	e = kzalloc(size, GFP_NOIO | __GFP_ACCOUNT);
+	set_active_memcg(old);
 	if (!e)
 		return ERR_PTR(-ENOMEM);
+	e->meta = size;
 	memcpy(e->key, key, key_len);
 	e->key_len = key_len;
 	e->len = len;
@@ -548,16 +689,32 @@ fluxonkv_ring_reserve(struct fluxonkv_shard *sh, const u8 *key, u32 key_len,
 		pos += sh->capacity - phys;	/* wrap to offset 0 */
 	if (list_empty(&sh->entries))
 		WRITE_ONCE(sh->tail, pos);
-	while (!list_empty(&sh->entries) &&
-	       pos + alen - sh->tail > sh->capacity)
-		if (!fluxonkv_ring_pop(sh, pos))
+	while (!list_empty(&sh->entries)) {
+		bool room = pos + alen - sh->tail <= sh->capacity;
+
+		if (room && !fluxonkv_ssd_meta_over(size))
 			break;
-	if (pos + alen - sh->tail > sh->capacity) {
+		if (!fluxonkv_ring_pop(sh, pos)) {
+			busy = true;
+			break;
+		}
+		if (room)
+			atomic64_inc(&fluxonkv_ssd_stats.meta_evictions);
+	}
+	if (busy) {
 		/* The oldest entry is pinned or still being written. */
 		mutex_unlock(&sh->lock);
 		kfree(e);
 		return ERR_PTR(-EAGAIN);
 	}
+	if (fluxonkv_ssd_meta_over(size)) {
+		/* This ring is empty: other shards' entries hold the budget. */
+		mutex_unlock(&sh->lock);
+		kfree(e);
+		atomic64_inc(&fluxonkv_ssd_stats.meta_refused);
+		return ERR_PTR(-ENOSPC);
+	}
+	atomic64_add(size, &fluxonkv_ssd.meta_bytes);
 	e->start = pos;
 	WRITE_ONCE(sh->head, pos + alen);
 	list_add_tail(&e->ring_node, &sh->entries);
@@ -927,7 +1084,7 @@ static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
 	u64 t0;
 
 	e = fluxonkv_ring_reserve(sh, job->key, job->key_len, job->put_id,
-				  job->alloc->len, &seen);
+				  job->alloc->len, job->memcg, &seen);
 	if (PTR_ERR_OR_ZERO(e) == -EAGAIN &&
 	    (!job->parked_at || time_before(jiffies, job->parked_at + patience))) {
 		fluxonkv_ssd_park(w->dev, job, sh, seen);
@@ -938,6 +1095,8 @@ static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
 					    job->alloc->len, PTR_ERR(e));
 		return false;
 	}
+	/* WRITING: no reader looks at the checksums before COMMITTED. */
+	fluxonkv_entry_csum_fill(e, job->alloc);
 	t0 = ktime_get_ns();
 	ret = fluxonkv_ssd_io(w, sh, true, job->alloc, e->alen,
 			      e->start % sh->capacity);
@@ -995,6 +1154,12 @@ static void fluxonkv_ssd_do_read(struct fluxonkv_ssd_worker *w,
 		mutex_unlock(&sh->lock);
 	}
 	if (!ret) {
+		ret = fluxonkv_entry_csum_check(e, job->alloc, job->io_off,
+						job->io_alen);
+		if (ret)
+			fluxonkv_ssd_corrupt(e);
+	}
+	if (!ret) {
 		atomic64_inc(&fluxonkv_ssd_stats.reads);
 		atomic64_add(job->io_alen, &fluxonkv_ssd_stats.read_bytes);
 	}
@@ -1009,6 +1174,7 @@ static void fluxonkv_ssd_job_release(struct kref *ref)
 						    ref);
 
 	fluxonkv_alloc_put(job->alloc);
+	mem_cgroup_put(job->memcg);
 	kfree(job);
 }
 
@@ -1173,6 +1339,8 @@ int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
 	}
 	job->read = false;
 	job->put_id = put_id;
+	/* The entry is the putter's kernel memory (NULL: no memcg). */
+	job->memcg = get_mem_cgroup_from_mm(current->mm);
 	job->key_len = key_len;
 	memcpy(job->key, key, key_len);
 	fluxonkv_alloc_get(a);
@@ -1525,6 +1693,10 @@ int fluxonkv_ssd_init(void)
 {
 	int ret;
 
+	fluxonkv_ssd.meta_max = fluxonkv_ssd_meta_max_kb ?
+		(u64)fluxonkv_ssd_meta_max_kb << 10 :
+		((u64)totalram_pages() << PAGE_SHIFT) / 64;
+	atomic64_set(&fluxonkv_ssd.meta_bytes, 0);
 	mutex_init(&fluxonkv_ssd.attach_lock);
 	INIT_LIST_HEAD(&fluxonkv_ssd.devs);
 	spin_lock_init(&fluxonkv_ssd.index_lock);
@@ -1564,7 +1736,7 @@ void fluxonkv_ssd_exit(void)
 				WARN_ON(e->pins);
 				if (e->indexed)
 					hash_del(&e->index_node);
-				kfree(e);
+				fluxonkv_entry_free(e);
 			}
 			fput(sh->file);
 			kfree(sh);

@@ -205,8 +205,9 @@ static inline void close_inherited_fds(int keep1, int keep2)
 }
 
 /*
- * A client session (the device opened O_RDONLY, mapped read-only) doing
- * one put or get in a child.  A get's holder is kept until client_end().
+ * A client session doing one put (the device opened O_RDWR: puts need a
+ * writable file description) or get (opened O_RDONLY, mapped read-only)
+ * in a child.  A get's holder is kept until client_end().
  */
 static inline struct client client_start(enum client_op op, const char *k,
 					 size_t vlen, uint64_t salt)
@@ -229,7 +230,7 @@ static inline struct client client_start(enum client_op op, const char *k,
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close_inherited_fds(res[1], ctl[0]);
-		fd = fkv_dev_open_ro();
+		fd = op == CLIENT_PUT ? fkv_dev_open() : fkv_dev_open_ro();
 		if (fd < 0) {
 			r.err = errno;
 		} else if (op == CLIENT_PUT) {

@@ -78,6 +78,7 @@ static void fake_module(void)
 	put_file("evictions", "6\n");
 	put_file("replica_drops", "11\n");
 	put_file("upcall_timeouts", "7\n");
+	put_file("puts_abandoned", "1\n");
 	put_file("upcall_errors", "8\n");
 	put_file("room_waits", "9\n");
 	/* an SSD tier of 4 GiB, a quarter used */
@@ -95,6 +96,10 @@ static void fake_module(void)
 	put_file("ssd_commits_ignored", "30\n");
 	put_file("ssd_notices_dropped", "31\n");
 	put_file("ssd_revokes", "32\n");
+	put_file("ssd_csum_errors", "33\n");
+	put_file("kv_ssd_meta_bytes", "34816\n");
+	put_file("ssd_meta_evictions", "35\n");
+	put_file("ssd_meta_refused", "36\n");
 }
 
 /* A module older than the SSD tier: none of its files. */
@@ -106,6 +111,8 @@ static void fake_module_without_ssd(void)
 		"ssd_io_errors", "ssd_persist_errors", "ssd_evictions",
 		"ssd_busy_waits", "ssd_commits_published",
 		"ssd_commits_ignored", "ssd_notices_dropped", "ssd_revokes",
+		"ssd_csum_errors", "kv_ssd_meta_bytes", "ssd_meta_evictions",
+		"ssd_meta_refused",
 	};
 	char path[128];
 	size_t i;
@@ -280,12 +287,14 @@ FKV_TEST(the_snapshot_covers_every_attribute_the_module_documents)
 		"local_misses", "local_refills", "local_unsure", "promotions",
 		"promotions_refused", "deletes",
 		"evictions", "replica_drops", "upcall_timeouts",
-		"upcall_errors", "room_waits",
+		"puts_abandoned", "upcall_errors", "room_waits",
 		"kv_ssd_capacity_bytes", "kv_ssd_used_bytes", "ssd_writes",
 		"ssd_write_bytes", "ssd_reads", "ssd_read_bytes",
 		"ssd_io_errors", "ssd_persist_errors", "ssd_evictions",
 		"ssd_busy_waits", "ssd_commits_published",
 		"ssd_commits_ignored", "ssd_notices_dropped", "ssd_revokes",
+		"ssd_csum_errors", "kv_ssd_meta_bytes", "ssd_meta_evictions",
+		"ssd_meta_refused",
 	};
 	struct ctl_stats st;
 	size_t i;
@@ -329,7 +338,7 @@ FKV_TEST(stats_as_json_are_one_flat_object_with_null_for_unreadable_files)
 		"\"promotions\":1,"
 		"\"promotions_refused\":0,"
 		"\"deletes\":5,\"evictions\":6,\"replica_drops\":11,"
-		"\"upcall_timeouts\":7,"
+		"\"upcall_timeouts\":7,\"puts_abandoned\":1,"
 		"\"upcall_errors\":8,\"room_waits\":9,"
 		"\"kv_ssd_capacity_bytes\":4294967296,"
 		"\"kv_ssd_used_bytes\":1073741824,\"ssd_writes\":21,"
@@ -338,7 +347,9 @@ FKV_TEST(stats_as_json_are_one_flat_object_with_null_for_unreadable_files)
 		"\"ssd_persist_errors\":26,\"ssd_evictions\":27,"
 		"\"ssd_busy_waits\":28,\"ssd_commits_published\":29,"
 		"\"ssd_commits_ignored\":30,\"ssd_notices_dropped\":31,"
-		"\"ssd_revokes\":32}\n");
+		"\"ssd_revokes\":32,\"ssd_csum_errors\":33,"
+		"\"kv_ssd_meta_bytes\":34816,\"ssd_meta_evictions\":35,"
+		"\"ssd_meta_refused\":36}\n");
 	free(out);
 	ctl_stats_free(&st);
 	fake_remove();
@@ -639,7 +650,7 @@ FKV_TEST(stats_carry_the_latency_histograms_in_every_format)
 	free(out);
 
 	out = CAPTURE(ctl_render_stats_json(f, &st, &lat));
-	ASSERT_HAS(out, "\"ssd_revokes\":32,\"latency\":{"
+	ASSERT_HAS(out, "\"ssd_meta_refused\":36,\"latency\":{"
 		"\"put\":{\"count\":4,\"sum_ns\":6000,\"mean_ns\":1500,"
 		"\"p50_ns\":2048,\"p95_ns\":null,\"p99_ns\":null},"
 		"\"get_memory\":{\"count\":0,\"sum_ns\":0,\"mean_ns\":null,"
@@ -647,7 +658,7 @@ FKV_TEST(stats_carry_the_latency_histograms_in_every_format)
 	free(out);
 
 	out = CAPTURE(ctl_render_stats_human(f, &st, &lat));
-	ASSERT_HAS(out, "ssd_revokes              32\n\nlatency (");
+	ASSERT_HAS(out, "ssd_meta_refused         36\n\nlatency (");
 	ASSERT_HAS(out, "\nput                     4      1.5 us      2.0 us     >2.0 us     >2.0 us\n");
 	free(out);
 	ctl_stats_free(&st);
@@ -671,7 +682,7 @@ FKV_TEST(stats_without_debugfs_say_latency_is_unavailable_and_still_work)
 	free(out);
 
 	out = CAPTURE(ctl_render_stats_json(f, &st, &lat));
-	ASSERT_HAS(out, "\"ssd_revokes\":32,\"latency\":null}\n");
+	ASSERT_HAS(out, "\"ssd_meta_refused\":36,\"latency\":null}\n");
 	free(out);
 
 	out = CAPTURE(ctl_render_stats_prometheus(f, &st, &lat));

@@ -427,6 +427,11 @@ enum fluxonkv_cmd {
 	 * LEN, SOURCE=SSD}: what a daemon that adopts (REGISTER_F_ADOPT)
 	 * rebuilds its routes from. */
 	FLUXONKV_CMD_DUMP,
+	/* notify REQ_ID: the module stopped waiting for that request (its
+	 * caller was killed, or timed out).  A daemon that has not acted on
+	 * the request yet drops it: nothing reserved, evicted or routed for
+	 * a caller that is gone. */
+	FLUXONKV_CMD_CANCEL,
 
 	__FLUXONKV_CMD_MAX,
 	FLUXONKV_CMD_MAX = __FLUXONKV_CMD_MAX - 1
@@ -457,6 +462,8 @@ enum fluxonkv_attr {
 	FLUXONKV_A_OFFSET,		/* u64: byte offset in the segment */
 	FLUXONKV_A_NODE_ID,		/* u32: 0..FLUXONKV_NODE_MAX */
 	FLUXONKV_A_FD,			/* u32: a file descriptor of the daemon */
+	FLUXONKV_A_DEADLINE,		/* u64: CLOCK_MONOTONIC ns after which the
+					 * module no longer waits for the answer */
 
 	__FLUXONKV_A_MAX,
 	FLUXONKV_A_MAX = __FLUXONKV_A_MAX - 1

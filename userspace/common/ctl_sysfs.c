@@ -67,6 +67,8 @@ const struct ctl_stat_def ctl_stat_defs[] = {
 	  "Replicas the daemon dropped (eviction, overwrite or delete)." },
 	{ "upcall_timeouts", CTL_STAT_COUNTER, false, false, NULL,
 	  "Upcalls the daemon did not answer in time." },
+	{ "puts_abandoned", CTL_STAT_COUNTER, false, false, NULL,
+	  "Puts whose caller stopped waiting for the daemon (PUT_START given back; PUT_DONE: its answer decides)." },
 	{ "upcall_errors", CTL_STAT_COUNTER, false, false, NULL,
 	  "Daemon answers for unknown or expired requests." },
 	{ "room_waits", CTL_STAT_COUNTER, false, false, NULL,
@@ -102,6 +104,14 @@ const struct ctl_stat_def ctl_stat_defs[] = {
 	  "SSD eviction notices to the daemon lost (no memory or a full queue)." },
 	{ "ssd_revokes", CTL_STAT_COUNTER, false, false, NULL,
 	  "Gets whose source failed and was revoked from the route." },
+	{ "ssd_csum_errors", CTL_STAT_COUNTER, false, false, NULL,
+	  "SSD reads whose bytes failed their crc32c (entry dropped, get re-selected)." },
+	{ "kv_ssd_meta_bytes", CTL_STAT_GAUGE, false, true, NULL,
+	  "Kernel memory the SSD entries take (capped by ssd_meta_max_kb)." },
+	{ "ssd_meta_evictions", CTL_STAT_COUNTER, false, false, NULL,
+	  "SSD entries evicted early to stay within ssd_meta_max_kb." },
+	{ "ssd_meta_refused", CTL_STAT_COUNTER, false, false, NULL,
+	  "SSD writes refused because other shards' entries hold ssd_meta_max_kb." },
 };
 const size_t ctl_stat_ndefs = sizeof(ctl_stat_defs) / sizeof(ctl_stat_defs[0]);
 

@@ -43,6 +43,9 @@ static const struct {
 		A(LEN) | A(SOURCE) | A(HANDLE) | A(OFFSET), true },
 	[FLUXONKV_CMD_PUT_PLACE] = { "PUT_PLACE",
 		A(REQ_ID) | A(KEY) | A(PUT_ID) | A(LEN), true },
+	[FLUXONKV_CMD_DUMP] = { "DUMP", 0, false },
+	/* consumed by nl.c's look-ahead, never dispatched */
+	[FLUXONKV_CMD_CANCEL] = { "CANCEL", A(REQ_ID), false },
 };
 
 #define NCMDS	(sizeof(cmds) / sizeof(cmds[0]))

@@ -250,13 +250,16 @@ static int open_and_register(struct fluxond *d)
 	switch (err) {
 	case 0:
 		break;
+	case -ESHUTDOWN:
+		fkv_err("the module is being unloaded");
+		return err;
 	case -EBUSY:
 		fkv_err("another fluxond is registered with the module "
 			"(see /sys/kernel/fluxonkv/daemon_pid)");
 		return err;
 	case -EPERM:
 	case -EACCES:
-		fkv_err("registering needs CAP_NET_ADMIN");
+		fkv_err("registering needs CAP_NET_ADMIN and CAP_SYS_ADMIN");
 		return err;
 	default:
 		fkv_err("DAEMON_REGISTER failed: %s", strerror(-err));

@@ -61,6 +61,13 @@ struct fkv_nl {
 	struct nl_msg *stash[FKV_NL_STASH];	/* upcalls held back */
 	unsigned int nstash;
 	bool replaying;
+	/*
+	 * fkv_nl_process() reads what the socket holds before acting on
+	 * any of it, so that a CANCEL behind a request drops the request.
+	 */
+	struct nl_msg *batch[FKV_NL_BATCH];
+	unsigned int nbatch;
+	bool batching;
 	struct fkv_nl_stats st;
 };
 
@@ -74,12 +81,14 @@ struct fkv_nl {
 
 static const struct nla_policy put_start_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_DEADLINE] = P_U64,
 	[FLUXONKV_A_KEY] = P_KEY,
 	[FLUXONKV_A_LEN] = P_U64,
 };
 
 static const struct nla_policy put_done_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_DEADLINE] = P_U64,
 	[FLUXONKV_A_KEY] = P_KEY,
 	[FLUXONKV_A_PUT_ID] = P_U64,
 	[FLUXONKV_A_HANDLE] = P_U64,
@@ -88,6 +97,7 @@ static const struct nla_policy put_done_policy[FLUXONKV_A_MAX + 1] = {
 
 static const struct nla_policy put_abort_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_DEADLINE] = P_U64,
 	[FLUXONKV_A_KEY] = P_KEY,
 	[FLUXONKV_A_PUT_ID] = P_U64,
 	[FLUXONKV_A_HANDLE] = P_U64,
@@ -96,11 +106,13 @@ static const struct nla_policy put_abort_policy[FLUXONKV_A_MAX + 1] = {
 
 static const struct nla_policy get_start_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_DEADLINE] = P_U64,
 	[FLUXONKV_A_KEY] = P_KEY,
 };
 
 static const struct nla_policy get_done_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_DEADLINE] = P_U64,
 	[FLUXONKV_A_KEY] = P_KEY,
 	[FLUXONKV_A_PUT_ID] = P_U64,
 	[FLUXONKV_A_HANDLE] = P_U64,
@@ -110,6 +122,7 @@ static const struct nla_policy get_done_policy[FLUXONKV_A_MAX + 1] = {
 
 static const struct nla_policy get_revoke_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_DEADLINE] = P_U64,
 	[FLUXONKV_A_KEY] = P_KEY,
 	[FLUXONKV_A_PUT_ID] = P_U64,
 	[FLUXONKV_A_SOURCE] = P_U32,
@@ -119,6 +132,7 @@ static const struct nla_policy get_revoke_policy[FLUXONKV_A_MAX + 1] = {
 
 static const struct nla_policy fetch_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_DEADLINE] = P_U64,
 	[FLUXONKV_A_KEY] = P_KEY,
 	[FLUXONKV_A_PUT_ID] = P_U64,
 	[FLUXONKV_A_LEN] = P_U64,
@@ -129,6 +143,7 @@ static const struct nla_policy fetch_policy[FLUXONKV_A_MAX + 1] = {
 
 static const struct nla_policy put_place_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_DEADLINE] = P_U64,
 	[FLUXONKV_A_KEY] = P_KEY,
 	[FLUXONKV_A_PUT_ID] = P_U64,
 	[FLUXONKV_A_LEN] = P_U64,
@@ -136,22 +151,26 @@ static const struct nla_policy put_place_policy[FLUXONKV_A_MAX + 1] = {
 
 static const struct nla_policy delete_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_DEADLINE] = P_U64,
 	[FLUXONKV_A_KEY] = P_KEY,
 };
 
 static const struct nla_policy need_room_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_DEADLINE] = P_U64,
 	[FLUXONKV_A_BYTES] = P_U64,
 	[FLUXONKV_A_SEGMENT_USED] = P_U64,
 };
 
 static const struct nla_policy access_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_DEADLINE] = P_U64,
 	[FLUXONKV_A_HANDLES] = P_ARRAY,
 };
 
 static const struct nla_policy ssd_commit_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_DEADLINE] = P_U64,
 	[FLUXONKV_A_KEY] = P_KEY,
 	[FLUXONKV_A_PUT_ID] = P_U64,
 	[FLUXONKV_A_LEN] = P_U64,
@@ -160,11 +179,13 @@ static const struct nla_policy ssd_commit_policy[FLUXONKV_A_MAX + 1] = {
 
 static const struct nla_policy ssd_evicted_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_DEADLINE] = P_U64,
 	[FLUXONKV_A_ENTRY] = P_NEST,
 };
 
 static const struct nla_policy ssd_state_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_DEADLINE] = P_U64,
 	/* a cluster node's module's largest put_id (never from the kernel) */
 	[FLUXONKV_A_PUT_ID] = P_U64,
 	[FLUXONKV_A_SSD_CAPACITY] = P_U64,
@@ -185,6 +206,10 @@ static const struct nla_policy answer_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_NODE_ID] = P_U32,
 };
 
+static const struct nla_policy cancel_policy[FLUXONKV_A_MAX + 1] = {
+	[FLUXONKV_A_REQ_ID] = P_U64,
+};
+
 static const struct nla_policy *upcall_policy(uint8_t cmd)
 {
 	switch (cmd) {
@@ -202,6 +227,7 @@ static const struct nla_policy *upcall_policy(uint8_t cmd)
 	case FLUXONKV_CMD_SSD_STATE:	return ssd_state_policy;
 	case FLUXONKV_CMD_FETCH:	return fetch_policy;
 	case FLUXONKV_CMD_PUT_PLACE:	return put_place_policy;
+	case FLUXONKV_CMD_CANCEL:	return cancel_policy;
 	default:			return NULL;
 	}
 }
@@ -232,6 +258,14 @@ int fkv_nlerr_to_errno(int nlerr)
 	case NLE_MSG_OVERFLOW:		return EMSGSIZE;
 	default:			return EIO;
 	}
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
 }
 
 static uint64_t now_ms(void)
@@ -396,6 +430,9 @@ static int decode(const struct nla_policy *pol, struct nlattr **tb,
 		case FLUXONKV_A_OFFSET:
 			u->offset = nla_get_u64(n);
 			break;
+		case FLUXONKV_A_DEADLINE:
+			u->deadline = nla_get_u64(n);
+			break;
 		case FLUXONKV_A_ENTRY:
 			/* tb[] keeps the last one: walk them all later. */
 			u->attrs = genlmsg_attrdata(gh, 0);
@@ -441,6 +478,8 @@ static void handle_upcall(struct fkv_nl *nl, struct nlmsghdr *nlh,
 	struct fkv_upcall u;
 	int err;
 
+	if (cmd == FLUXONKV_CMD_CANCEL)
+		return;		/* what it names was acted on already */
 	err = fkv_nl_decode(nlh, &u);
 	if (err == -EOPNOTSUPP) {
 		nl->st.malformed++;
@@ -459,6 +498,19 @@ static void handle_upcall(struct fkv_nl *nl, struct nlmsghdr *nlh,
 		fkv_warn("malformed %s upcall %llu answered -EINVAL",
 			 fkv_cmd_name(cmd), (unsigned long long)u.req_id);
 		fkv_nl_send_reply(nl, cmd, u.req_id, &r);
+		return;
+	}
+	/*
+	 * The module stopped waiting for this one (we were stopped, or
+	 * behind): acting on it now would reserve, evict or route for a
+	 * caller that is gone.  Its clock is ours (CLOCK_MONOTONIC, this
+	 * host): checked here, never where a forwarded copy lands.
+	 */
+	if ((u.present & A(DEADLINE)) && now_ns() > u.deadline) {
+		nl->st.expired++;
+		fkv_dbg("%s upcall %llu expired %llu us ago: dropped",
+			fkv_cmd_name(cmd), (unsigned long long)u.req_id,
+			(unsigned long long)(now_ns() - u.deadline) / 1000);
 		return;
 	}
 	if (nl->fn(nl->arg, &u, &r) && (u.present & A(REQ_ID)))
@@ -606,10 +658,70 @@ static int on_valid(struct nl_msg *msg, void *arg)
 		if (nl->req.active && nl->req.cmd ==
 		    FLUXONKV_CMD_DAEMON_REGISTER && stash(nl, msg))
 			break;
+		if (nl->batching && nl->nbatch < FKV_NL_BATCH) {
+			nlmsg_get(msg);
+			nl->batch[nl->nbatch++] = msg;
+			break;
+		}
 		handle_upcall(nl, nlh, cmd);
 		break;
 	}
 	return NL_OK;
+}
+
+/* The REQ_ID of a CANCEL, or 0. */
+static uint64_t cancel_req_id(struct nlmsghdr *nlh)
+{
+	struct genlmsghdr *gh = genlmsg_hdr(nlh);
+	struct nlattr *id;
+
+	if (gh->cmd != FLUXONKV_CMD_CANCEL)
+		return 0;
+	id = nla_find(genlmsg_attrdata(gh, 0), genlmsg_attrlen(gh, 0),
+		      FLUXONKV_A_REQ_ID);
+	return id && nla_len(id) == sizeof(uint64_t) ? nla_get_u64(id) : 0;
+}
+
+/*
+ * Act on the batch in order, except requests a later CANCEL in the same
+ * batch names (a CANCEL for a request already acted on is too late: the
+ * module gives back what the answer grants, e.g. PUT_ABORT).
+ */
+static void run_batch(struct fkv_nl *nl)
+{
+	uint64_t cancelled[FKV_NL_BATCH];
+	unsigned int i, j, ncancel = 0, n = nl->nbatch;
+
+	nl->nbatch = 0;
+	for (i = 0; i < n; i++) {
+		uint64_t id = cancel_req_id(nlmsg_hdr(nl->batch[i]));
+
+		if (id)
+			cancelled[ncancel++] = id;
+	}
+	for (i = 0; i < n; i++) {
+		struct nlmsghdr *nlh = nlmsg_hdr(nl->batch[i]);
+		struct fkv_upcall u;
+		bool skip = false;
+
+		if (genlmsg_hdr(nlh)->cmd == FLUXONKV_CMD_CANCEL) {
+			nlmsg_free(nl->batch[i]);
+			continue;
+		}
+		if (ncancel && fkv_nl_decode(nlh, &u) == 0 &&
+		    (u.present & A(REQ_ID)))
+			for (j = 0; j < ncancel && !skip; j++)
+				skip = cancelled[j] == u.req_id;
+		if (skip) {
+			nl->st.cancelled++;
+			fkv_dbg("%s upcall %llu cancelled by the module: dropped",
+				fkv_cmd_name(u.cmd),
+				(unsigned long long)u.req_id);
+		} else {
+			handle_upcall(nl, nlh, genlmsg_hdr(nlh)->cmd);
+		}
+		nlmsg_free(nl->batch[i]);
+	}
 }
 
 static int on_ack(struct nl_msg *msg, void *arg)
@@ -738,6 +850,7 @@ int fkv_nl_process(struct fkv_nl *nl)
 
 	if (nl->nstash && !nl->replaying)
 		replay_stash(nl);
+	nl->batching = true;
 	for (i = 0; i < FKV_NL_BATCH && !nl->family_gone; i++) {
 		n = nl_recvmsgs_report(nl->sock, nl->cb);
 		if (n > 0)
@@ -750,11 +863,16 @@ int fkv_nl_process(struct fkv_nl *nl)
 			fkv_warn("netlink receive overrun (ENOBUFS): upcalls lost");
 			continue;
 		}
-		if (n == -NLE_BAD_SOCK)
+		if (n == -NLE_BAD_SOCK) {
+			nl->batching = false;
+			run_batch(nl);
 			return -EBADF;
+		}
 		nl->st.malformed++;
 		fkv_warn("netlink receive: %s", nl_geterror(n));
 	}
+	nl->batching = false;
+	run_batch(nl);
 	return nl->family_gone ? -ENODEV : 0;
 }
 

@@ -43,6 +43,8 @@ struct fkv_nl_version {
 struct fkv_nl_stats {
 	uint64_t upcalls, replies, drops_sent, malformed, foreign;
 	uint64_t overruns, send_errors, rejected;
+	uint64_t expired;	/* upcalls past their DEADLINE, dropped */
+	uint64_t cancelled;	/* upcalls a CANCEL behind them dropped */
 };
 
 struct fkv_nl;
@@ -58,7 +60,8 @@ int fkv_nl_fd(const struct fkv_nl *nl);
 int fkv_nl_get_version(struct fkv_nl *nl, struct fkv_nl_version *v);
 /*
  * Become the daemon.  -EBUSY: another live daemon is registered; -EPERM:
- * no CAP_NET_ADMIN; -ETIMEDOUT: no answer; -EPROTO: malformed answer.
+ * no CAP_NET_ADMIN or CAP_SYS_ADMIN; -ESHUTDOWN: the module is unloading;
+ * -ETIMEDOUT: no answer; -EPROTO: malformed answer.
  */
 /*
  * DAEMON_REGISTER with @flags (FLUXONKV_REGISTER_F_*) and @node_id (0 on a

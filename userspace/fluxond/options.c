@@ -70,7 +70,7 @@ void fkv_options_usage(FILE *f, const char *prog)
 		"  -h, --help               show this help\n"
 		"  -V, --version            show the version\n"
 		"\n"
-		"Needs CAP_NET_ADMIN.  Exit status: 0 on SIGTERM/SIGINT, 1 on errors\n"
+		"Needs CAP_NET_ADMIN and CAP_SYS_ADMIN.  Exit status: 0 on SIGTERM/SIGINT, 1 on errors\n"
 		"(module not loaded, another daemon registered, ...), 2 on bad usage.\n",
 		prog, FLUXONKV_GENL_NAME, FKV_HIGH_WATERMARK_DEFAULT,
 		FKV_LOW_WATERMARK_DEFAULT);

@@ -49,6 +49,7 @@ struct fkv_upcall {
 	const void *attrs;
 	size_t attrs_len;
 	uint64_t offset;
+	uint64_t deadline;	/* CLOCK_MONOTONIC ns the module waits until */
 	/* The whole message, to forward it verbatim (cluster node role). */
 	const struct nlmsghdr *nlh;
 };

@@ -69,7 +69,8 @@ struct fkv_holder {
  * Open @dev (NULL = FKV_DEFAULT_DEVICE) and map its segment read-only.
  * -ENODEV: no such device node (is the module loaded?); -ENOTTY: @dev is not
  * a fluxonkv device; -EPROTO: the module speaks another ABI version;
- * -EACCES: no permission to open the device.
+ * -EACCES: no permission to open the device.  A device the caller may
+ * only read is opened read-only: gets work, puts and deletes get -EBADF.
  */
 int fkv_open(const char *dev, struct fkv **out);
 
@@ -87,7 +88,8 @@ const void *fkv_segment_base(const struct fkv *kv);
  * Store @value under @key; returns once any later get sees it.  @put_id
  * (may be NULL) receives the version assigned.  Keys are 1..key_max bytes,
  * values 1..value_max bytes (struct fluxonkv_info): -EINVAL for a NULL or
- * empty key/value, -E2BIG past a limit.  -ENOTCONN: no daemon; -ENOSPC:
+ * empty key/value, -E2BIG past a limit.  -EBADF: opened read-only.
+ * -ENOTCONN: no daemon; -ENOSPC:
  * nothing could be evicted to make room; -ETIMEDOUT: the daemon did not
  * answer in time.
  */

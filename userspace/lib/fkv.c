@@ -75,6 +75,13 @@ int fkv_open(const char *dev, struct fkv **out)
 	do {
 		fd = open(dev, O_RDWR | O_CLOEXEC);
 	} while (fd < 0 && errno == EINTR);
+	/* Read access only: a consumer (gets work, puts fail with EBADF). */
+	while (fd < 0 && errno == EACCES) {
+		fd = open(dev, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 || errno != EINTR)
+			break;
+		errno = EACCES;
+	}
 	if (fd < 0) {
 		err = -errno;
 		/* no node, or a node without its driver: module not loaded */

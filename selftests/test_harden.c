@@ -1,0 +1,716 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * test_harden - the scenarios of the hardening issue, each one driven the
+ * way a user (or a hostile local process) would drive it:
+ *
+ *   trust     a read-only file description gets but may not put or delete;
+ *             registering as the daemon needs CAP_SYS_ADMIN; registrations
+ *             racing the module's unload leave nothing behind
+ *   memory    a segment larger than the memory available is refused with a
+ *             message, and nobody is OOM-killed for it
+ *   puts      a putter that stops waiting for PUT_DONE's answer (timeout,
+ *             kill) leaves the put's fate to that answer: the new version
+ *             is published, or the old one stays readable, never neither
+ *   SSD       the SSD gauge stays within capacity while rings wrap; a
+ *             value damaged on the device is a miss, never wrong bytes
+ *             (crc32c per MiB); the entries' kernel memory stays within
+ *             ssd_meta_max_kb
+ */
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include "fkv_env.h"
+#include "fkv_kv.h"
+#include "fkv_ssd.h"
+#include "fkv_master.h"
+
+/* ---- trust ---- */
+
+FKV_TEST(read_only_session_gets_but_may_not_put_or_delete)
+{
+	uint64_t base = setup("segment_mb=16");
+	struct fkv *kv = kv_open();
+	struct fluxonkv_get g;
+	int ro;
+
+	put_pattern(kv, "ro-key", 5000, 7);
+	ro = fkv_dev_open_ro();
+	FKV_ASSERT(ro >= 0, "open O_RDONLY: %s", strerror(errno));
+	FKV_ASSERT_EQ(fkv_dev_get(ro, "ro-key", 6, &g), 0);
+	FKV_ASSERT_EQ(g.len, 5000);
+	FKV_ASSERT_EQ(fkv_dev_release(ro, g.holder_id), 0);
+	FKV_ASSERT_EQ(fkv_dev_put(ro, "ro-key", 6, "x", 1, NULL), -EBADF);
+	FKV_ASSERT_EQ(fkv_dev_put(ro, "ro-new", 6, "x", 1, NULL), -EBADF);
+	FKV_ASSERT_EQ(fkv_dev_delete(ro, "ro-key", 6), -EBADF);
+	/* nothing changed: the old version is still there, nothing new */
+	FKV_ASSERT_EQ(fkv_dev_get(ro, "ro-key", 6, &g), 0);
+	FKV_ASSERT_EQ(g.len, 5000);
+	FKV_ASSERT_EQ(fkv_dev_release(ro, g.holder_id), 0);
+	FKV_ASSERT_EQ(fkv_dev_get(ro, "ro-new", 6, &g), -ENOENT);
+	FKV_ASSERT_EQ(fkv_sysfs("puts"), 1);
+	close(ro);
+	delete_key(kv, "ro-key");
+	fkv_close(kv);
+	teardown(base);
+}
+
+/* DAEMON_REGISTER on a fresh genl socket; 0 or the kernel's -errno. */
+static int try_register(void)
+{
+	struct fkv_nl nl;
+	struct nl_msg *msg;
+	int ret;
+
+	ret = fkv_nl_open(&nl);
+	if (ret)
+		return ret;
+	msg = fkv_nl_msg(&nl, FLUXONKV_CMD_DAEMON_REGISTER);
+	ret = msg ? fkv_nl_transact(&nl, msg) : -ENOMEM;
+	fkv_nl_close(&nl);
+	return ret;
+}
+
+static void register_without_cap_sys_admin(void *arg)
+{
+	(void)arg;
+	FKV_ASSERT_EQ(fkv_drop_cap_sys_admin(), 0);
+	/* CAP_NET_ADMIN is still there: the family lets it through */
+	FKV_ASSERT(fkv_cap_effective() & (1ULL << CAP_NET_ADMIN));
+	FKV_ASSERT_EQ(try_register(), -EPERM);
+	FKV_ASSERT_EQ(fkv_sysfs("daemon_pid"), 0);
+}
+
+FKV_TEST(registering_as_the_daemon_needs_cap_sys_admin)
+{
+	FKV_LOAD("segment_mb=4");
+	fkv_in_child(register_without_cap_sys_admin, NULL,
+		     "DAEMON_REGISTER without CAP_SYS_ADMIN");
+	FKV_ASSERT_EQ(fkv_sysfs("daemon_pid"), 0);
+	/* with it, the same request is taken (and the socket's close ends it) */
+	FKV_ASSERT_EQ(try_register(), 0);
+	FKV_ASSERT_SYSFS_SETTLES("daemon_pid", 0);
+	FKV_ASSERT_EQ(fkv_env_unload(), 0);
+}
+
+/*
+ * A child registers and closes as fast as it can while the module is
+ * unloaded and loaded again: a registration that slipped in during the
+ * unload would leave a daemon (and its socket's teardown work) to a module
+ * that is gone.  Every answer is a success, EBUSY (the previous socket's
+ * teardown), ESHUTDOWN (unloading), or the family being absent.
+ */
+#define UNLOAD_ROUNDS	12
+
+FKV_TEST(registrations_racing_unload_leave_nothing_behind)
+{
+	int pipefd[2], round, status;
+	char out[2048];
+	pid_t pid;
+
+	FKV_LOAD("segment_mb=4");
+	FKV_ASSERT_EQ(pipe(pipefd), 0);
+	fflush(stdout);
+	pid = fork();
+	FKV_ASSERT(pid >= 0);
+	if (pid == 0) {
+		unsigned long ok = 0, other = 0;
+
+		close(pipefd[1]);
+		fcntl(pipefd[0], F_SETFL, O_NONBLOCK);
+		for (;;) {
+			char c;
+			int ret = try_register();
+
+			if (ret == 0)
+				ok++;
+			else if (ret != -EBUSY && ret != -ESHUTDOWN &&
+				 ret != -ENOENT && ret != -ECONNREFUSED &&
+				 ret != -EINVAL && ret != -EOPNOTSUPP)
+				other++;
+			if (read(pipefd[0], &c, 1) == 0)
+				break;
+		}
+		printf("# registrations: %lu taken, %lu odd answers\n", ok,
+		       other);
+		_exit(other ? 1 : 0);
+	}
+	close(pipefd[0]);
+	for (round = 0; round < UNLOAD_ROUNDS; round++) {
+		fkv_msleep(20 + 13 * round);
+		FKV_ASSERT_EQ(fkv_env_rmmod(out, sizeof(out)), 0);
+		FKV_ASSERT_EQ(fkv_env_insmod("segment_mb=4", out, sizeof(out)),
+			      0);
+	}
+	close(pipefd[1]);
+	FKV_ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	FKV_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		   "registering child: status %#x", status);
+	FKV_ASSERT_SYSFS_SETTLES("daemon_pid", 0);
+	FKV_ASSERT_EQ(fkv_env_unload(), 0);
+}
+
+/* ---- memory ---- */
+
+static uint64_t meminfo_kib(const char *field)
+{
+	char line[256];
+	uint64_t v = 0;
+	size_t n = strlen(field);
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	FKV_ASSERT(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, n) && line[n] == ':') {
+			v = strtoull(line + n + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	FKV_ASSERT(v, "no %s in /proc/meminfo", field);
+	return v;
+}
+
+/* The kernel log's last 200 lines contain S. */
+static bool klog_has(const char *s)
+{
+	char out[1 << 16];
+	char *const argv[] = { "sh", "-c", "dmesg | tail -n 200", NULL };
+
+	if (fkv_env_run(argv, out, sizeof(out)) != 0)
+		return false;
+	return strstr(out, s) != NULL;
+}
+
+#define BYSTANDER_MB	300
+
+FKV_TEST(segment_larger_than_available_memory_is_refused_killing_nobody)
+{
+	uint64_t avail_mb;
+	char param[64], out[2048];
+	int pipefd[2], status;
+	pid_t bystander;
+	char c;
+
+	FKV_ASSERT_EQ(fkv_env_reset(), 0);
+	/* A process with 300 MiB of its own, touched. */
+	FKV_ASSERT_EQ(pipe(pipefd), 0);
+	fflush(stdout);
+	bystander = fork();
+	FKV_ASSERT(bystander >= 0);
+	if (bystander == 0) {
+		size_t len = (size_t)BYSTANDER_MB << 20;
+		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			_exit(2);
+		memset(p, 0x5a, len);
+		close(pipefd[0]);
+		if (write(pipefd[1], "r", 1) != 1)
+			_exit(3);
+		pause();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	FKV_ASSERT_EQ(read(pipefd[0], &c, 1), 1);
+	close(pipefd[0]);
+
+	avail_mb = meminfo_kib("MemAvailable") >> 10;
+	snprintf(param, sizeof(param), "segment_mb=%" PRIu64,
+		 avail_mb + 64 > 16384 ? 16384 : avail_mb + 64);
+	FKV_EXPECT(fkv_env_insmod(param, out, sizeof(out)) != 0,
+		   "insmod %s with %" PRIu64 " MiB available succeeded", param,
+		   avail_mb);
+	fkv_diag_text("insmod: ", out);
+	FKV_EXPECT(!fkv_module_loaded(), "%s left the module loaded", param);
+	FKV_EXPECT(klog_has("does not fit"),
+		   "no 'does not fit' message in the kernel log");
+	/* the bystander lives */
+	FKV_ASSERT_EQ(waitpid(bystander, &status, WNOHANG), 0);
+	FKV_ASSERT_EQ(kill(bystander, 0), 0);
+	/* and a segment that fits still loads next to it */
+	FKV_LOAD("segment_mb=64");
+	FKV_ASSERT_EQ(fkv_env_unload(), 0);
+	FKV_ASSERT_EQ(waitpid(bystander, &status, WNOHANG), 0);
+	kill(bystander, SIGKILL);
+	FKV_ASSERT_EQ(waitpid(bystander, &status, 0), bystander);
+	FKV_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		   "bystander ended with status %#x before we killed it",
+		   status);
+}
+
+/* ---- SSD ---- */
+
+struct gauge_watch {
+	volatile bool stop;
+	uint64_t max, reads;
+};
+
+static void *watch_gauge(void *arg)
+{
+	struct gauge_watch *w = arg;
+
+	while (!w->stop) {
+		uint64_t v;
+
+		if (!fkv_sysfs_u64("kv_ssd_used_bytes", &v)) {
+			if (v > w->max)
+				w->max = v;
+			w->reads++;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * A 1 MiB ring and 600 KiB values: every persist wraps the head to offset
+ * 0 and evicts the one entry there, emptying the ring for a moment (when
+ * the tail was seen past the head).  The gauge, read all the while, never
+ * exceeds the capacity.
+ */
+#define WRAP_PUTS	30
+
+FKV_TEST(ssd_used_gauge_stays_within_capacity_while_rings_wrap)
+{
+	const uint64_t cap = FKV_MIB;
+	struct gauge_watch w = { 0 };
+	char dir[256], path[320], key[32];
+	uint64_t base, persisted = 0;
+	struct fkv *kv;
+	pthread_t th;
+	int i, fd, ret;
+	uint32_t shard;
+
+	ext4_dir("harden-gauge", dir, sizeof(dir));
+	make_file(dir, "shard", cap, path, sizeof(path));
+	base = setup("segment_mb=16");
+	kv = kv_open();
+	fd = open_shard(path);
+	ret = fkv_ssd_attach(kv, fd, 0, cap, 0, &shard);
+	close(fd);
+	FKV_ASSERT(ret == 0, "attach: %s", fkv_strerror(ret));
+	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", cap);
+	FKV_ASSERT_EQ(pthread_create(&th, NULL, watch_gauge, &w), 0);
+	for (i = 0; i < WRAP_PUTS; i++) {
+		snprintf(key, sizeof(key), "wrap-%d", i % 5);
+		put_pattern(kv, key, 600 * KIB, i);
+		wait_persists(++persisted);
+	}
+	w.stop = true;
+	pthread_join(th, NULL);
+	printf("# %" PRIu64 " gauge reads, largest %" PRIu64 " of %" PRIu64
+	       "\n", w.reads, w.max, cap);
+	FKV_ASSERT(w.reads > 0);
+	FKV_ASSERT(w.max <= cap, "kv_ssd_used_bytes read %" PRIu64
+		   " with a %" PRIu64 "-byte ring", w.max, cap);
+	for (i = 0; i < 5; i++) {
+		snprintf(key, sizeof(key), "wrap-%d", i);
+		delete_any(kv, key);
+	}
+	fkv_close(kv);
+	teardown(base);
+}
+
+/* ---- SSD: checksums ---- */
+
+/*
+ * KEY's newest committed entry's offset in its shard, or -1.  debugfs
+ * shows at most the first 64 bytes of a key.
+ */
+#define RINGS_KEY_SHOWN	64
+static long long ring_offset(const char *key)
+{
+	FILE *f = fopen(FKV_DEBUGFS_DIR "/rings", "r");
+	char line[1024], state[16], k[FLUXONKV_KEY_MAX + 1];
+	unsigned long long off, len, alen, put_id;
+	long long found = -1;
+	unsigned int pins;
+	int r;
+
+	FKV_ASSERT(f, "debugfs rings: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "\t%llu\t%llu\t%llu\t%15s\t%u\t%llu\t%d\t%256s",
+			   &off, &len, &alen, state, &pins, &put_id, &r,
+			   k) == 8 &&
+		    !strncmp(k, key, RINGS_KEY_SHOWN) &&
+		    strlen(k) == (strlen(key) < RINGS_KEY_SHOWN ?
+				  strlen(key) : RINGS_KEY_SHOWN) &&
+		    !strcmp(state, "committed"))
+			found = (long long)off;
+	fclose(f);
+	return found;
+}
+
+/* Flip one byte at OFF of the file PATH behind the module's back. */
+static void corrupt_byte(const char *path, uint64_t off)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	uint8_t b;
+
+	FKV_ASSERT(fd >= 0, "open %s: %s", path, strerror(errno));
+	FKV_ASSERT_EQ(pread(fd, &b, 1, (off_t)off), 1);
+	b ^= 0x40;
+	FKV_ASSERT_EQ(pwrite(fd, &b, 1, (off_t)off), 1);
+	FKV_ASSERT_EQ(fsync(fd), 0);
+	close(fd);
+}
+
+/*
+ * Three values of 2 MiB + 100 bytes (three checksummed pieces, the last
+ * one 100 bytes) persist, then leave DRAM for fillers.  Underneath, one
+ * byte is flipped in the middle piece of "crc-mid" and in the short last
+ * piece of "crc-tail"; "crc-good" is left alone.  The two damaged values
+ * read back as misses (their SSD copies dropped, the master told), never
+ * as wrong bytes; the good one refills byte for byte.
+ */
+#define CRC_LEN		(2 * FKV_MIB + 100)
+#define CRC_FILLERS	7
+
+FKV_TEST(ssd_checksum_mismatch_is_an_io_error_never_wrong_bytes)
+{
+	static const char *const keys[] = { "crc-mid", "crc-tail", "crc-good" };
+	const uint64_t cap = 64 * FKV_MIB;
+	char dir[256], path[320], key[32];
+	uint64_t base, ids[3], persisted = 0;
+	long long off;
+	struct fkv_holder h;
+	struct fkv *kv;
+	int i, fd, ret;
+	uint32_t shard;
+
+	ext4_dir("harden-crc", dir, sizeof(dir));
+	make_file(dir, "shard", cap, path, sizeof(path));
+	base = setup("segment_mb=8");
+	kv = kv_open();
+	fd = open_shard(path);
+	ret = fkv_ssd_attach(kv, fd, 0, cap, 0, &shard);
+	close(fd);
+	FKV_ASSERT(ret == 0, "attach: %s", fkv_strerror(ret));
+	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", cap);
+	for (i = 0; i < 3; i++) {
+		ids[i] = put_pattern(kv, keys[i], CRC_LEN, 40 + i);
+		wait_persists(++persisted);
+	}
+	/* push them out of the 8 MiB segment */
+	for (i = 0; i < CRC_FILLERS; i++) {
+		snprintf(key, sizeof(key), "crc-fill-%d", i);
+		put_pattern(kv, key, 1536 * KIB, i);
+		wait_persists(++persisted);
+	}
+	FKV_ASSERT_GT(fkv_sysfs("evictions"), 2);
+
+	off = ring_offset("crc-mid");
+	FKV_ASSERT(off >= 0, "crc-mid has no committed entry");
+	corrupt_byte(path, (uint64_t)off + FKV_MIB + 4321);
+	off = ring_offset("crc-tail");
+	FKV_ASSERT(off >= 0, "crc-tail has no committed entry");
+	corrupt_byte(path, (uint64_t)off + 2 * FKV_MIB + 99);
+
+	for (i = 0; i < 2; i++) {
+		ret = fkv_get(kv, keys[i], strlen(keys[i]), &h);
+		FKV_ASSERT(ret == -ENOENT, "get %s over a damaged copy: want "
+			   "a miss, got %s (source %u)", keys[i],
+			   ret ? fkv_strerror(ret) : "a hit", h.source);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_csum_errors"), 2);
+	FKV_ASSERT_EQ(ring_offset("crc-mid"), -1);
+	FKV_ASSERT_EQ(ring_offset("crc-tail"), -1);
+	/* a second get does not even try the device */
+	FKV_ASSERT_EQ(fkv_get(kv, "crc-mid", 7, &h), -ENOENT);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_csum_errors"), 2);
+
+	ret = fkv_get(kv, "crc-good", 8, &h);
+	FKV_ASSERT(ret == 0, "get crc-good: %s", fkv_strerror(ret));
+	FKV_ASSERT_EQ(h.source, FLUXONKV_SOURCE_SSD);
+	FKV_ASSERT_EQ(h.len, CRC_LEN);
+	FKV_ASSERT_EQ(h.put_id, ids[2]);
+	FKV_ASSERT_PATTERN(h.data, CRC_LEN, "crc-good", 8, 42);
+	release(kv, &h);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_csum_errors"), 2);
+
+	for (i = 0; i < 3; i++)
+		delete_any(kv, keys[i]);
+	for (i = 0; i < CRC_FILLERS; i++) {
+		snprintf(key, sizeof(key), "crc-fill-%d", i);
+		delete_any(kv, key);
+	}
+	fkv_close(kv);
+	teardown(base);
+}
+
+/* ---- SSD: the entries' memory ---- */
+
+/*
+ * With ssd_meta_max_kb=16, 150 persisted 1 KiB values under 200-byte keys
+ * (each entry ~300 bytes of kernel memory; the ring itself has room for
+ * all) keep the entries' memory within 16 KiB: the oldest are evicted
+ * early, the newest stay readable from the SSD.
+ */
+#define META_PUTS	150
+
+static void meta_key(char *buf, size_t n, int i)
+{
+	snprintf(buf, n, "meta-%03d-%0190d", i, 0);
+}
+
+FKV_TEST(ssd_entries_memory_stays_within_ssd_meta_max_kb)
+{
+	const uint64_t cap = 16 * FKV_MIB, max = 16 * KIB;
+	char dir[256], path[320], key[256];
+	uint64_t base, persisted = 0, meta;
+	struct fkv *kv;
+	int i, fd, ret, kept = 0;
+	uint32_t shard;
+
+	ext4_dir("harden-meta", dir, sizeof(dir));
+	make_file(dir, "shard", cap, path, sizeof(path));
+	base = setup("segment_mb=16 ssd_meta_max_kb=16");
+	kv = kv_open();
+	fd = open_shard(path);
+	ret = fkv_ssd_attach(kv, fd, 0, cap, 0, &shard);
+	close(fd);
+	FKV_ASSERT(ret == 0, "attach: %s", fkv_strerror(ret));
+	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", cap);
+	for (i = 0; i < META_PUTS; i++) {
+		meta_key(key, sizeof(key), i);
+		put_pattern(kv, key, 1024, i);
+		wait_persists(++persisted);
+		meta = fkv_sysfs("kv_ssd_meta_bytes");
+		FKV_ASSERT(meta <= max, "after %d persists the entries take "
+			   "%" PRIu64 " bytes, more than %" PRIu64, i + 1, meta,
+			   max);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_persist_errors"), 0);
+	FKV_ASSERT_GT(fkv_sysfs("ssd_meta_evictions"), META_PUTS / 2);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_meta_evictions"),
+		      fkv_sysfs("ssd_evictions"));
+	for (i = 0; i < META_PUTS; i++) {
+		meta_key(key, sizeof(key), i);
+		kept += ring_offset(key) >= 0;
+	}
+	fkv_diag("%d of %d entries kept in %" PRIu64 " bytes", kept,
+		 META_PUTS, fkv_sysfs("kv_ssd_meta_bytes"));
+	FKV_ASSERT_GT(kept, 10);
+	FKV_ASSERT(kept < META_PUTS / 2);
+	/* the newest is there, the oldest went */
+	meta_key(key, sizeof(key), META_PUTS - 1);
+	FKV_ASSERT(ring_offset(key) >= 0);
+	meta_key(key, sizeof(key), 0);
+	FKV_ASSERT_EQ(ring_offset(key), -1);
+	for (i = 0; i < META_PUTS; i++) {
+		meta_key(key, sizeof(key), i);
+		delete_any(kv, key);
+	}
+	fkv_close(kv);
+	teardown(base);
+}
+
+/* ---- puts the putter gave up on ---- */
+
+#define PD_PARAMS	"segment_mb=8 request_timeout_ms=1000"
+
+enum pd_end { PD_PUBLISHED, PD_SUPERSEDED, PD_DAEMON_GONE };
+enum pd_leave { PD_TIMEOUT, PD_KILLED };
+
+/*
+ * Version 1 of "pd" is published (5000 bytes, salt 0).  A client puts
+ * version 2 (7000 bytes, salt 2): PUT_START is answered, PUT_DONE is not
+ * until the client has left (LEAVE).  Meanwhile version 1 is what a get
+ * reads.  Then END: the late answer publishes 2 (and the master drops 1,
+ * as on any overwrite), says 2 was superseded, or the daemon goes.
+ */
+static void put_done_abandoned(enum pd_leave leave, enum pd_end end)
+{
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct answer a = { .has_req_id = true, .has_status = true,
+			    .has_flags = true };
+	struct client_result r;
+	struct master m;
+	struct client c;
+	uint64_t h1, h2, done_req;
+	int status;
+
+	FKV_LOAD(PD_PARAMS);
+	master_start(&m);
+	h1 = master_put(&m, "pd", 5000, 1);
+
+	c = client_start(CLIENT_PUT, "pd", 7000, 2);
+	a.cmd = FLUXONKV_CMD_PUT_START;
+	a.req_id = expect_upcall(&m.nl, FLUXONKV_CMD_PUT_START, tb);
+	a.put_id = 2;
+	FKV_ASSERT_EQ(send_answer(&m.nl, &a), 0);
+	done_req = expect_upcall(&m.nl, FLUXONKV_CMD_PUT_DONE, tb);
+	h2 = fkv_nla_u64(tb[FLUXONKV_A_HANDLE]);
+	FKV_ASSERT(h2 && h2 != h1);
+	if (leave == PD_TIMEOUT) {
+		r = client_result(&c);
+		FKV_ASSERT_EQ(r.err, ETIMEDOUT);
+		client_end(&c);
+	} else {
+		kill(c.pid, SIGKILL);
+		FKV_ASSERT_EQ(waitpid(c.pid, &status, 0), c.pid);
+		close(c.rfd);
+		close(c.wfd);
+	}
+	FKV_ASSERT_SYSFS_SETTLES("puts_abandoned", 1);
+	/* undecided: the old version is what gets read */
+	r = client_get_once("pd", 0);
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT_EQ(r.put_id, 1);
+	FKV_ASSERT(r.len == 5000 && r.intact);
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 2);
+
+	switch (end) {
+	case PD_PUBLISHED:
+		a.cmd = FLUXONKV_CMD_PUT_DONE;
+		a.req_id = done_req;
+		a.put_id = 0;
+		a.flags = FLUXONKV_PUT_F_PUBLISHED;
+		FKV_ASSERT_EQ(send_answer(&m.nl, &a), 0);
+		FKV_ASSERT_EQ(drop_replica(&m.nl, h1), 0);
+		r = client_get_once("pd", 2);
+		FKV_ASSERT_EQ(r.err, 0);
+		FKV_ASSERT_EQ(r.put_id, 2);
+		FKV_ASSERT(r.len == 7000 && r.intact);
+		FKV_ASSERT_SYSFS_SETTLES("replicas", 1);
+		FKV_ASSERT_EQ(drop_replica(&m.nl, h2), 0);
+		break;
+	case PD_SUPERSEDED:
+		a.cmd = FLUXONKV_CMD_PUT_DONE;
+		a.req_id = done_req;
+		a.put_id = 0;
+		a.flags = 0;
+		FKV_ASSERT_EQ(send_answer(&m.nl, &a), 0);
+		/* version 2 goes, 1 stays */
+		FKV_ASSERT_SYSFS_SETTLES("replicas", 1);
+		r = client_get_once("pd", 0);
+		FKV_ASSERT_EQ(r.err, 0);
+		FKV_ASSERT_EQ(r.put_id, 1);
+		FKV_ASSERT(r.len == 5000 && r.intact);
+		FKV_ASSERT_EQ(drop_replica(&m.nl, h1), 0);
+		break;
+	case PD_DAEMON_GONE:
+		break;
+	}
+	master_stop(&m);
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	FKV_ASSERT_EQ(fkv_env_unload(), 0);
+}
+
+FKV_TEST(put_done_answered_after_its_timeout_still_publishes)
+{
+	put_done_abandoned(PD_TIMEOUT, PD_PUBLISHED);
+}
+
+FKV_TEST(put_done_of_a_killed_putter_superseded_keeps_the_old_version)
+{
+	put_done_abandoned(PD_KILLED, PD_SUPERSEDED);
+}
+
+FKV_TEST(put_done_abandoned_then_the_daemon_goes_leaves_nothing)
+{
+	put_done_abandoned(PD_TIMEOUT, PD_DAEMON_GONE);
+}
+
+/*
+ * The daemon stalls (SIGSTOP) with 40 values of 1 MiB resident in a
+ * 64 MiB segment; four 12 MiB puts time out meanwhile and two more
+ * putters are killed while they wait.  When the daemon resumes, it finds
+ * those PUT_STARTs past their deadline or cancelled: nothing is reserved
+ * for them, nothing evicted, every resident value is still a memory hit.
+ */
+/* Wait up to 5 s for N outstanding PUT_STARTs (debugfs `pending`). */
+static void wait_pending_put_starts(int n)
+{
+	int64_t end = fkv_now_ms() + 5000;
+	int got;
+
+	while ((got = fkv_debugfs_pending(FLUXONKV_CMD_PUT_START)) != n) {
+		FKV_ASSERT(got >= 0, "no debugfs pending");
+		FKV_ASSERT(fkv_now_ms() < end, "%d PUT_STARTs outstanding, "
+			   "want %d", got, n);
+		fkv_msleep(10);
+	}
+}
+
+#define STALL_RESIDENT	40
+#define STALL_BIG	(12 * FKV_MIB)
+
+FKV_TEST_TIMEOUT(a_daemon_stall_with_abandoned_puts_costs_the_cache_nothing, 120)
+{
+	uint64_t base = setup("segment_mb=64 request_timeout_ms=1000");
+	uint64_t ev0, abandoned0;
+	struct fkv *kv = kv_open();
+	uint8_t *big = calloc(1, STALL_BIG);
+	pid_t daemon = (pid_t)fkv_sysfs("daemon_pid"), kids[2];
+	struct fkv_holder h;
+	char key[32];
+	int i, ret, status;
+
+	FKV_ASSERT(big && daemon > 0);
+	for (i = 0; i < STALL_RESIDENT; i++) {
+		snprintf(key, sizeof(key), "res-%02d", i);
+		put_pattern(kv, key, FKV_MIB, i);
+	}
+	ev0 = fkv_sysfs("evictions");
+	abandoned0 = fkv_sysfs("puts_abandoned");
+
+	FKV_ASSERT_EQ(kill(daemon, SIGSTOP), 0);
+	for (i = 0; i < 4; i++) {
+		snprintf(key, sizeof(key), "big-%d", i);
+		ret = fkv_put(kv, key, strlen(key), big, STALL_BIG, NULL);
+		FKV_ASSERT(ret == -ETIMEDOUT, "put %s with the daemon stopped: "
+			   "%s", key, fkv_strerror(ret));
+	}
+	wait_pending_put_starts(0);	/* the timed out ones are swept */
+	for (i = 0; i < 2; i++) {
+		fflush(stdout);
+		kids[i] = fork();
+		FKV_ASSERT(kids[i] >= 0);
+		if (kids[i] == 0) {
+			struct fkv *ckv = NULL;
+
+			snprintf(key, sizeof(key), "killed-%d", i);
+			if (fkv_open(FKV_DEV_PATH, &ckv))
+				_exit(2);
+			fkv_put(ckv, key, strlen(key), big, STALL_BIG, NULL);
+			_exit(3);
+		}
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("puts_abandoned"), abandoned0 + 4);
+	wait_pending_put_starts(2);	/* both wait for PUT_START now */
+	for (i = 0; i < 2; i++) {
+		kill(kids[i], SIGKILL);
+		FKV_ASSERT_EQ(waitpid(kids[i], &status, 0), kids[i]);
+		FKV_ASSERT(WIFSIGNALED(status), "putter %d: status %#x", i,
+			   status);
+	}
+	FKV_ASSERT_SYSFS_SETTLES("puts_abandoned", abandoned0 + 6);
+	FKV_ASSERT_EQ(kill(daemon, SIGCONT), 0);
+
+	/* a put after the backlog: the daemon has seen everything before */
+	put_pattern(kv, "after-stall", 4096, 99);
+	FKV_ASSERT_EQ(fkv_sysfs("evictions"), ev0);
+	for (i = 0; i < STALL_RESIDENT; i++) {
+		snprintf(key, sizeof(key), "res-%02d", i);
+		ret = fkv_get(kv, key, strlen(key), &h);
+		FKV_ASSERT(ret == 0, "%s after the stall: %s", key,
+			   fkv_strerror(ret));
+		FKV_ASSERT_EQ(h.source, FLUXONKV_SOURCE_MEMORY);
+		FKV_ASSERT_PATTERN(h.data, FKV_MIB, key, strlen(key), i);
+		release(kv, &h);
+	}
+	for (i = 0; i < 4; i++) {
+		snprintf(key, sizeof(key), "big-%d", i);
+		FKV_ASSERT_EQ(fkv_get(kv, key, strlen(key), &h), -ENOENT);
+	}
+	for (i = 0; i < STALL_RESIDENT; i++) {
+		snprintf(key, sizeof(key), "res-%02d", i);
+		delete_key(kv, key);
+	}
+	delete_key(kv, "after-stall");
+	free(big);
+	fkv_close(kv);
+	teardown(base);
+}
