@@ -138,9 +138,22 @@ struct sk_buff;
 struct netlink_callback;
 struct genl_family;
 int fluxonkv_replica_dump(struct sk_buff *skb, struct netlink_callback *cb,
-			  const struct genl_family *family, long *cursor);
-void *fluxonkv_dump_put(struct sk_buff *skb, struct netlink_callback *cb,
-			const struct genl_family *family);
+			  long *cursor);
+
+/* One record of FLUXONKV_CMD_DUMP (genl.c builds it). */
+struct fluxonkv_dump_rec {
+	const u8 *key;
+	u32 key_len;
+	u64 put_id;
+	u64 len;
+	u64 handle;	/* 0: left out */
+	u32 source;
+	u32 flags;
+	bool has_flags;	/* send FLAGS (even 0) */
+};
+
+int fluxonkv_dump_record(struct sk_buff *skb, struct netlink_callback *cb,
+			 const struct fluxonkv_dump_rec *rec);
 struct seq_file;
 int fluxonkv_replica_show(struct seq_file *m, void *unused);
 
@@ -198,8 +211,15 @@ int fluxonkv_target(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 		    u64 *handle);
 int fluxonkv_publish(struct fluxonkv_session *s, u64 handle, u64 put_id,
 		     bool persist);
+
+/* ---- notes.c: ACCESS notes and GET_DONE offers, batched ---- */
+
+void fluxonkv_notes_init(void);
+void fluxonkv_notes_quiesce(void);
+void fluxonkv_notes_exit(void);
 void fluxonkv_access_note(u64 handle);
 void fluxonkv_access_forget(void);
+void fluxonkv_get_done_offer(struct fluxonkv_replica *r, u32 source);
 
 /* ---- ioctl.c ---- */
 
@@ -296,10 +316,19 @@ struct sk_buff;
 struct sk_buff *fluxonkv_genl_new(u8 cmd, size_t size, void **hdr);
 int fluxonkv_genl_send(struct sk_buff *skb, void *hdr);
 void fluxonkv_notify_ssd_state(void);
+int fluxonkv_notify_ssd_evicted(struct list_head *batch);
 
-/* ---- ssd.c: the SSD tier ---- */
+/* ---- ssd_*.c: the SSD tier (internals: ssd.h) ---- */
 
 struct fluxonkv_ssd_entry;
+
+/* A committed SSD entry overwritten at a ring tail, for SSD_EVICTED. */
+struct fluxonkv_ssd_notice {
+	struct list_head node;
+	u64 put_id;
+	u32 key_len;
+	u8 key[];
+};
 
 /* SSD counters shown in sysfs; atomic, no lock. */
 struct fluxonkv_ssd_stats {
@@ -344,7 +373,7 @@ u64 fluxonkv_ssd_capacity(void);
 u64 fluxonkv_ssd_used(void);
 u64 fluxonkv_ssd_meta_bytes(void);
 int fluxonkv_ssd_dump(struct sk_buff *skb, struct netlink_callback *cb,
-		      const struct genl_family *family, long *bkt, long *pos);
+		      long *bkt, long *pos);
 int fluxonkv_rings_show(struct seq_file *m, void *unused);
 
 /* ---- main.c: module state shared by all files ---- */

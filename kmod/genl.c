@@ -420,6 +420,46 @@ int fluxonkv_genl_send(struct sk_buff *skb, void *hdr)
 	return fluxonkv_daemon_unicast(skb);
 }
 
+static int fluxonkv_ssd_put_notice(struct sk_buff *skb,
+				   const struct fluxonkv_ssd_notice *n)
+{
+	struct nlattr *nest = nla_nest_start(skb, FLUXONKV_A_ENTRY);
+
+	if (!nest)
+		return -EMSGSIZE;
+	if (nla_put(skb, FLUXONKV_A_KEY, n->key_len, n->key) ||
+	    nla_put_u64_64bit(skb, FLUXONKV_A_PUT_ID, n->put_id,
+			      FLUXONKV_A_PAD)) {
+		nla_nest_cancel(skb, nest);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+/* SSD_EVICTED: one nested ENTRY {KEY, PUT_ID} per overwritten version. */
+int fluxonkv_notify_ssd_evicted(struct list_head *batch)
+{
+	const struct fluxonkv_ssd_notice *n;
+	struct sk_buff *skb;
+	size_t size = 0;
+	void *hdr;
+
+	list_for_each_entry(n, batch, node)
+		size += nla_total_size(0) + nla_total_size(n->key_len) +
+			nla_total_size_64bit(sizeof(u64));
+	skb = fluxonkv_genl_new(FLUXONKV_CMD_SSD_EVICTED, size, &hdr);
+	if (!skb)
+		return -ENOMEM;
+	list_for_each_entry(n, batch, node) {
+		if (fluxonkv_ssd_put_notice(skb, n)) {
+			nlmsg_free(skb);
+			return -EMSGSIZE;
+		}
+	}
+	return fluxonkv_genl_send(skb, hdr);
+}
+
 /*
  * SSD_STATE: this owner's SSD capacity changed.  Under the daemon lock, so
  * it is ordered with a registration's answer (which carries the capacity
@@ -930,23 +970,45 @@ static int fluxonkv_nl_dump(struct sk_buff *skb, struct netlink_callback *cb)
 	int ret;
 
 	if (!cb->args[0]) {
-		ret = fluxonkv_replica_dump(skb, cb, &fluxonkv_genl_family,
-					    &cb->args[1]);
+		ret = fluxonkv_replica_dump(skb, cb, &cb->args[1]);
 		if (ret <= 0)
 			return ret < 0 ? ret : skb->len;
 		cb->args[0] = 1;
 	}
-	return fluxonkv_ssd_dump(skb, cb, &fluxonkv_genl_family, &cb->args[2],
-				 &cb->args[3]) < 0 ? -EMSGSIZE : skb->len;
+	return fluxonkv_ssd_dump(skb, cb, &cb->args[2], &cb->args[3]) < 0 ?
+	       -EMSGSIZE : skb->len;
 }
 
-/* One DUMP record's message header (NLM_F_MULTI), or NULL: skb is full. */
-void *fluxonkv_dump_put(struct sk_buff *skb, struct netlink_callback *cb,
-			const struct genl_family *family)
+/**
+ * fluxonkv_dump_record() - one DUMP message (NLM_F_MULTI) for @rec.
+ * @skb: the dump's buffer.
+ * @cb: the dump.
+ * @rec: what to say; @rec->handle 0 is left out, FLAGS only if has_flags.
+ *
+ * Return: 0, or -EMSGSIZE when @skb is full (nothing of the record left).
+ */
+int fluxonkv_dump_record(struct sk_buff *skb, struct netlink_callback *cb,
+			 const struct fluxonkv_dump_rec *rec)
 {
-	return genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
-			   cb->nlh->nlmsg_seq, family, NLM_F_MULTI,
-			   FLUXONKV_CMD_DUMP);
+	void *hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+				cb->nlh->nlmsg_seq, &fluxonkv_genl_family,
+				NLM_F_MULTI, FLUXONKV_CMD_DUMP);
+
+	if (!hdr)
+		return -EMSGSIZE;
+	if ((rec->handle && fluxonkv_put_u64(skb, FLUXONKV_A_HANDLE,
+					     rec->handle)) ||
+	    nla_put(skb, FLUXONKV_A_KEY, rec->key_len, rec->key) ||
+	    fluxonkv_put_u64(skb, FLUXONKV_A_PUT_ID, rec->put_id) ||
+	    fluxonkv_put_u64(skb, FLUXONKV_A_LEN, rec->len) ||
+	    nla_put_u32(skb, FLUXONKV_A_SOURCE, rec->source) ||
+	    (rec->has_flags &&
+	     nla_put_u32(skb, FLUXONKV_A_FLAGS, rec->flags))) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
 }
 
 /* ---- policies: one per command ---- */

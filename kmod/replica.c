@@ -457,7 +457,7 @@ unsigned long fluxonkv_replica_drop_unindexed(void)
  * where to go on), or -errno.
  */
 int fluxonkv_replica_dump(struct sk_buff *skb, struct netlink_callback *cb,
-			  const struct genl_family *family, long *cursor)
+			  long *cursor)
 {
 	struct fluxonkv_replica *r;
 	unsigned long slot;
@@ -466,26 +466,20 @@ int fluxonkv_replica_dump(struct sk_buff *skb, struct netlink_callback *cb,
 	/* Held while reading: no replica leaves the table under us. */
 	xa_lock(&fluxonkv_handles);
 	xa_for_each_start(&fluxonkv_handles, slot, r, (unsigned long)*cursor) {
-		void *hdr = fluxonkv_dump_put(skb, cb, family);
+		struct fluxonkv_dump_rec rec = {
+			.key = r->key, .key_len = r->key_len,
+			.put_id = r->put_id, .len = r->alloc->len,
+			.handle = r->handle, .source = FLUXONKV_SOURCE_MEMORY,
+			.flags = READ_ONCE(r->indexed) ?
+				 FLUXONKV_DUMP_F_INDEXED : 0,
+			.has_flags = true,
+		};
 
-		if (!hdr ||
-		    nla_put_u64_64bit(skb, FLUXONKV_A_HANDLE, r->handle,
-				      FLUXONKV_A_PAD) ||
-		    nla_put(skb, FLUXONKV_A_KEY, r->key_len, r->key) ||
-		    nla_put_u64_64bit(skb, FLUXONKV_A_PUT_ID, r->put_id,
-				      FLUXONKV_A_PAD) ||
-		    nla_put_u64_64bit(skb, FLUXONKV_A_LEN, r->alloc->len,
-				      FLUXONKV_A_PAD) ||
-		    nla_put_u32(skb, FLUXONKV_A_SOURCE, FLUXONKV_SOURCE_MEMORY) ||
-		    nla_put_u32(skb, FLUXONKV_A_FLAGS, READ_ONCE(r->indexed) ?
-				FLUXONKV_DUMP_F_INDEXED : 0)) {
-			if (hdr)
-				genlmsg_cancel(skb, hdr);
+		if (fluxonkv_dump_record(skb, cb, &rec)) {
 			*cursor = slot;
 			ret = 0;
 			break;
 		}
-		genlmsg_end(skb, hdr);
 	}
 	xa_unlock(&fluxonkv_handles);
 	return ret;

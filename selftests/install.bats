@@ -170,13 +170,13 @@ mode() {
 	[ "$status" -eq 1 ] || [ "$output" = "/run/udev/rules.d/60-fluxonkv.rules:4 Unknown group 'fluxonkv', ignoring" ]
 }
 
-@test "fluxond.service passes systemd-analyze and gives fluxond only CAP_NET_ADMIN" {
+@test "fluxond.service passes systemd-analyze and gives fluxond only CAP_NET_ADMIN and CAP_SYS_ADMIN" {
 	local unit=$DEST/usr/lib/systemd/system/fluxond.service t=$BATS_TEST_TMPDIR
 	grep -qx 'Type=notify' "$unit"
 	grep -qx 'ExecStartPre=+/sbin/modprobe fluxonkv' "$unit"
 	grep -qx 'ExecStart=/usr/sbin/fluxond --foreground' "$unit"
 	grep -qx 'Restart=on-failure' "$unit"
-	grep -qx 'CapabilityBoundingSet=CAP_NET_ADMIN' "$unit"
+	grep -qx 'CapabilityBoundingSet=CAP_NET_ADMIN CAP_SYS_ADMIN' "$unit"
 	grep -q '^RestrictAddressFamilies=.*AF_NETLINK' "$unit"
 	[ -z "$(grep '^PrivateNetwork=' "$unit")" ]	# netlink needs the host netns
 

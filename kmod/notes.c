@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What the module tells the master without making anyone wait:
+ *
+ *   ACCESS    replica handles hit on the fast path (no upcall), sent in
+ *             batches of FLUXONKV_ACCESS_BATCH or every
+ *             FLUXONKV_ACCESS_DELAY_MS, for the master's eviction policy;
+ *   GET_DONE  refilled or fetched replicas offered for promotion, sent from
+ *             a worker so that the get returns its holder first.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/jiffies.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+
+#include "fluxonkv.h"
+
+/*
+ * Replica handles hit on the fast path, sent to the master in batches of
+ * FLUXONKV_ACCESS_BATCH or every FLUXONKV_ACCESS_DELAY_MS.  A full batch
+ * drops further notes until it is sent: the notes are hints, gets never wait.
+ */
+static struct {
+	spinlock_t lock;		/* protects handles[] and n */
+	unsigned int n;
+	u64 handles[FLUXONKV_ACCESS_BATCH];
+	struct delayed_work work;
+} fluxonkv_access;
+
+static void fluxonkv_access_flush(struct work_struct *work)
+{
+	static u64 batch[FLUXONKV_ACCESS_BATCH];	/* only this work uses it */
+	struct fluxonkv_upcall_args none = {};
+	unsigned int n;
+
+	spin_lock(&fluxonkv_access.lock);
+	n = fluxonkv_access.n;
+	memcpy(batch, fluxonkv_access.handles, n * sizeof(u64));
+	fluxonkv_access.n = 0;
+	spin_unlock(&fluxonkv_access.lock);
+	if (n)
+		fluxonkv_notify(FLUXONKV_CMD_ACCESS, &none, batch, n);
+}
+
+/* Notes taken under the previous daemon's handles are of no use now. */
+void fluxonkv_access_forget(void)
+{
+	spin_lock(&fluxonkv_access.lock);
+	fluxonkv_access.n = 0;
+	spin_unlock(&fluxonkv_access.lock);
+}
+
+void fluxonkv_access_note(u64 handle)
+{
+	unsigned int n;
+
+	spin_lock(&fluxonkv_access.lock);
+	n = fluxonkv_access.n;
+	if (n < FLUXONKV_ACCESS_BATCH)
+		fluxonkv_access.handles[fluxonkv_access.n++] = handle;
+	spin_unlock(&fluxonkv_access.lock);
+
+	if (n == 0)
+		schedule_delayed_work(&fluxonkv_access.work,
+				      msecs_to_jiffies(FLUXONKV_ACCESS_DELAY_MS));
+	else if (n + 1 == FLUXONKV_ACCESS_BATCH)
+		mod_delayed_work(system_wq, &fluxonkv_access.work, 0);
+}
+
+/*
+ * Refilled replicas waiting to be offered to the master (GET_DONE), sent
+ * from a worker so that a get returns without waking the daemon itself.
+ */
+struct fluxonkv_get_done_req {
+	struct list_head node;		/* on fluxonkv_get_done.list */
+	struct fluxonkv_upcall up;	/* up.replica: the refilled replica */
+	u32 source;			/* where its bytes came from */
+};
+
+/*
+ * Offers queued or waiting for their answer; above this a refill stays a
+ * temporary holder instead (a stalled daemon must not fill the segment
+ * with refilled copies it will never promote).
+ */
+#define FLUXONKV_GET_DONE_MAX	256
+
+static struct {
+	spinlock_t lock;		/* protects list */
+	struct list_head list;
+	struct work_struct work;
+	atomic_t pending;		/* queued + sent, not ended */
+} fluxonkv_get_done;
+
+static void fluxonkv_get_done_send(struct work_struct *work);
+
+/*
+ * GET_DONE answered (or failed): the answer handler published @r if the
+ * master promoted it; otherwise the handle table lets it go and the
+ * holder's bytes were a temporary copy.
+ */
+static void fluxonkv_get_done_end(struct fluxonkv_upcall *up)
+{
+	struct fluxonkv_get_done_req *req =
+		container_of(up, struct fluxonkv_get_done_req, up);
+	struct fluxonkv_replica *r = up->replica;
+
+	if (up->status || !(up->flags & FLUXONKV_GET_F_PROMOTED)) {
+		fluxonkv_replica_drop(r->handle);
+		atomic64_inc(&fluxonkv_stats.promotions_refused);
+	} else {
+		atomic64_inc(&fluxonkv_stats.promotions);
+	}
+	fluxonkv_replica_put(r);
+	kfree(req);
+	atomic_dec(&fluxonkv_get_done.pending);
+}
+
+static void fluxonkv_get_done_send(struct work_struct *work)
+{
+	struct fluxonkv_get_done_req *req, *tmp;
+	LIST_HEAD(batch);
+
+	spin_lock(&fluxonkv_get_done.lock);
+	list_splice_init(&fluxonkv_get_done.list, &batch);
+	spin_unlock(&fluxonkv_get_done.lock);
+	list_for_each_entry_safe(req, tmp, &batch, node) {
+		struct fluxonkv_replica *r = req->up.replica;
+		struct fluxonkv_upcall_args args = {
+			.key = r->key, .key_len = r->key_len,
+			.put_id = r->put_id, .handle = r->handle,
+			.len = r->alloc->len, .source = req->source,
+		};
+
+		list_del(&req->node);
+		/* args point into @r: keep it even if @req ends meanwhile */
+		kref_get(&r->ref);
+		fluxonkv_upcall_async(FLUXONKV_CMD_GET_DONE, &args, &req->up);
+		fluxonkv_replica_put(r);
+	}
+}
+
+/*
+ * Offer the refilled replica @r to the master (GET_DONE) without waiting:
+ * the get returns its holder now, a worker sends the offer, and the
+ * promotion lands in the index when the answer comes (in order with the
+ * master's later DROP_REPLICA).  Takes over the caller's reference on @r.
+ */
+void fluxonkv_get_done_offer(struct fluxonkv_replica *r, u32 source)
+{
+	struct fluxonkv_get_done_req *req = NULL;
+
+	if (atomic_inc_return(&fluxonkv_get_done.pending) <=
+	    FLUXONKV_GET_DONE_MAX)
+		req = kzalloc(sizeof(*req), GFP_KERNEL);
+	if (!req) {
+		atomic_dec(&fluxonkv_get_done.pending);
+		fluxonkv_replica_drop(r->handle);
+		atomic64_inc(&fluxonkv_stats.promotions_refused);
+		fluxonkv_replica_put(r);
+		return;
+	}
+	req->up.replica = r;
+	req->up.end = fluxonkv_get_done_end;
+	req->source = source;
+	spin_lock(&fluxonkv_get_done.lock);
+	list_add_tail(&req->node, &fluxonkv_get_done.list);
+	spin_unlock(&fluxonkv_get_done.lock);
+	queue_work(system_unbound_wq, &fluxonkv_get_done.work);
+}
+
+void fluxonkv_notes_init(void)
+{
+	spin_lock_init(&fluxonkv_access.lock);
+	INIT_DELAYED_WORK(&fluxonkv_access.work, fluxonkv_access_flush);
+	spin_lock_init(&fluxonkv_get_done.lock);
+	INIT_LIST_HEAD(&fluxonkv_get_done.list);
+	INIT_WORK(&fluxonkv_get_done.work, fluxonkv_get_done_send);
+}
+
+/* No more gets (the device is gone): send or end the queued offers. */
+void fluxonkv_notes_quiesce(void)
+{
+	flush_work(&fluxonkv_get_done.work);
+}
+
+void fluxonkv_notes_exit(void)
+{
+	cancel_delayed_work_sync(&fluxonkv_access.work);
+	fluxonkv_notes_quiesce();
+}

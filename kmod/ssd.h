@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The SSD tier's internals, shared by its files:
+ *
+ *   ssd_ring.c   the ring of a shard: reserving space, evicting the tail,
+ *                the entries' checksums and their memory budget
+ *   ssd_index.c  the key index, pins, routes, eviction notices
+ *   ssd_io.c     per-device IO queues and workers, persist and refill
+ *   ssd_shard.c  attaching shards, debugfs, init / exit
+ *
+ * (the design: ssd_shard.c's header comment; netlink messages: genl.c).
+ */
+#ifndef _FLUXONKV_SSD_H
+#define _FLUXONKV_SSD_H
+
+#include <linux/bio.h>
+#include <linux/hashtable.h>
+#include <linux/jhash.h>
+
+#include "fluxonkv.h"
+
+#define FLUXONKV_SSD_DEPTH		4	/* IO workers per device */
+#define FLUXONKV_SSD_WRITES_MAX		64	/* queued persists per device */
+#define FLUXONKV_SSD_READ_WEIGHT	2	/* reads per write when both wait */
+#define FLUXONKV_SSD_MAX_SHARDS		64
+#define FLUXONKV_SSD_MIN_SHARD		(1ULL << 20)
+#define FLUXONKV_SSD_NOTICE_BATCH	256	/* reference §7.1 */
+#define FLUXONKV_SSD_NOTICE_DELAY_MS	10
+#define FLUXONKV_SSD_NOTICE_MAX		4096	/* queue bound; oldest dropped */
+#define FLUXONKV_SSD_NOTICE_BYTES	(32 << 10)	/* per SSD_EVICTED message */
+#define FLUXONKV_SSD_INDEX_BITS		12
+#define FLUXONKV_SSD_CSUM_CHUNK		(1ULL << 20)	/* a crc32c per MiB */
+
+
+enum fluxonkv_ssd_state {
+	FLUXONKV_SSD_WRITING,
+	FLUXONKV_SSD_COMMITTED,
+	FLUXONKV_SSD_DEAD,		/* write failed: space only */
+};
+
+struct fluxonkv_ssd_dev;
+
+/**
+ * struct fluxonkv_shard - one attached file or block device and its ring.
+ * @file: opened O_DIRECT by userspace; our reference.
+ * @bdev: the block device when @file is one: IO goes as bios; NULL for a
+ *	regular file (direct IO through the file).
+ * @align: IO alignment: FLUXONKV_SSD_ALIGN, or the device's logical block
+ *	size if larger.
+ * @offset: where the ring starts in @file.
+ * @capacity: ring bytes (multiple of 4096).
+ * @index: shard number, as returned by attach.
+ * @dev: the device queue it belongs to.
+ * @lock: protects @entries, @head and @tail; held while reserving space.
+ * @entries: ring order, oldest first.
+ * @head: logical position of the next entry (physical = head % capacity).
+ * @tail: logical position of the oldest entry (head when empty).
+ * @unpin_seq: bumped whenever an entry may have stopped being busy; a
+ *	write parked on a busy tail compares it to resume without a lost
+ *	wake-up.
+ * @node: on the device's shard list.
+ */
+struct fluxonkv_shard {
+	struct file *file;
+	struct block_device *bdev;
+	unsigned int align;
+	u64 offset;
+	u64 capacity;
+	unsigned int index;
+	struct fluxonkv_ssd_dev *dev;
+	struct mutex lock;
+	struct list_head entries;
+	u64 head;
+	u64 tail;
+	atomic_t unpin_seq;
+	struct list_head node;
+};
+
+/**
+ * struct fluxonkv_ssd_entry - one value version in a ring.
+ * @ring_node: in the shard's ring (shard lock).
+ * @index_node: in the SSD key index while @indexed (index lock).
+ * @shard: where it lives.
+ * @start: logical ring position; physical offset = @start % capacity.
+ * @alen: aligned length on the device.
+ * @len: the value's length.
+ * @put_id: its version.
+ * @state: enum fluxonkv_ssd_state (index lock).
+ * @pins: read pins + commit pin (index lock); busy while non-zero.
+ * @indexed: current SSD entry of its key (index lock).
+ * @routed: the master routes gets of this version to it (index lock): set
+ *	by a PUBLISHED SSD_COMMIT answer, cleared when the master drops the
+ *	SSD copy (overwrite, delete, revoke, daemon gone).  Only an indexed
+ *	COMMITTED entry is ever routed.
+ * @route_gen: fluxonkv_ssd.route_gen when it was indexed (index lock): an
+ *	SSD_COMMIT answer from a daemon that has gone since cannot route it.
+ * @meta: bytes this struct takes (counted in fluxonkv_ssd.meta_bytes).
+ * @key_len: bytes of @key.
+ * @key: the key, then (4-byte aligned) one crc32c per
+ *	FLUXONKV_SSD_CSUM_CHUNK of the value, set before the write.
+ */
+struct fluxonkv_ssd_entry {
+	struct list_head ring_node;
+	struct hlist_node index_node;
+	struct fluxonkv_shard *shard;
+	u64 start;
+	u64 alen;
+	u64 len;
+	u64 put_id;
+	u8 state;
+	bool indexed;
+	bool routed;
+	u32 route_gen;
+	unsigned int pins;
+	u32 meta;
+	u32 key_len;
+	u8 key[];
+};
+
+struct fluxonkv_ssd_job {
+	struct list_head node;		/* on a device queue (device lock) */
+	bool read;
+	struct fluxonkv_alloc *alloc;	/* target (read) or source (write) */
+	struct fluxonkv_ssd_entry *entry;	/* read: pinned by the caller */
+	u64 io_off;			/* read: from this byte of the entry */
+	u64 io_alen;			/* read: this many (aligned) bytes */
+	struct completion done;		/* read: the waiter */
+	unsigned long parked_at;	/* write: first found the ring busy */
+	int ret;
+	struct kref ref;		/* read: waiter + worker */
+	u64 put_id;			/* write */
+	struct mem_cgroup *memcg;	/* write: the putter's, charged */
+	u32 key_len;			/* write */
+	u8 key[];			/* write */
+};
+
+struct fluxonkv_ssd_worker {
+	struct work_struct work;
+	struct fluxonkv_ssd_dev *dev;
+	struct bio_vec *bvec;		/* room for the largest value */
+	unsigned int slot;
+};
+
+/**
+ * struct fluxonkv_ssd_dev - IO queue of one physical device.
+ * @id: userspace's device group.
+ * @lock: protects @reads, @writes, @read_streak, @idle, @writes_blocked.
+ * @reads: queued refill reads.
+ * @writes: queued persist writes.
+ * @read_streak: reads picked since the last write.
+ * @idle: bitmap of idle workers.
+ * @nwrites: jobs on @writes.
+ * @writes_blocked: the first queued write waits for a busy ring entry; no
+ *	worker takes writes until an unpin kicks the device.
+ * @shards: its shards (attach mutex).
+ * @next_shard: round-robin cursor (attach mutex).
+ * @workers: up to FLUXONKV_SSD_DEPTH jobs in flight.
+ * @node: on fluxonkv_ssd.devs.
+ */
+struct fluxonkv_ssd_dev {
+	u32 id;
+	spinlock_t lock;
+	struct list_head reads;
+	struct list_head writes;
+	unsigned int read_streak;
+	unsigned long idle;
+	unsigned int nwrites;
+	bool writes_blocked;
+	struct list_head shards;
+	struct fluxonkv_shard *next_shard;
+	struct fluxonkv_ssd_worker workers[FLUXONKV_SSD_DEPTH];
+	struct list_head node;
+};
+
+/* The tier's state, one instance (ssd_shard.c). */
+struct fluxonkv_ssd_tier {
+	/* Protects devs, nshards, next_dev and every dev's shard list. */
+	struct mutex attach_lock;
+	struct list_head devs;
+	unsigned int nshards;
+	struct fluxonkv_ssd_dev *next_dev;
+	u64 capacity;			/* sum of shard capacities */
+	atomic64_t meta_bytes;		/* every entry's @meta */
+	u64 meta_max;			/* ssd_meta_max_kb, in bytes */
+	struct workqueue_struct *wq;
+	struct bio_set bioset;		/* bios for raw block device shards */
+
+	/* Protects the key index, every entry's state, pins and indexed. */
+	spinlock_t index_lock;
+	DECLARE_HASHTABLE(index, FLUXONKV_SSD_INDEX_BITS);
+	u32 route_gen;			/* bumped when every route goes (index lock) */
+
+	/* Protects notices and nnotices. */
+	spinlock_t notice_lock;
+	struct list_head notices;
+	unsigned int nnotices;
+	struct delayed_work notice_work;
+};
+
+extern struct fluxonkv_ssd_tier fluxonkv_ssd;
+
+/* ---- small helpers ---- */
+
+static inline u64 fluxonkv_ssd_alen(const struct fluxonkv_shard *sh, u64 len)
+{
+	return round_up(len, sh->align);
+}
+
+static inline u32 fluxonkv_ssd_hash(const u8 *key, u32 key_len)
+{
+	return jhash(key, key_len, 0x55d);
+}
+
+static inline bool fluxonkv_ssd_key_eq(const struct fluxonkv_ssd_entry *e,
+				const u8 *key, u32 key_len)
+{
+	return e->key_len == key_len && !memcmp(e->key, key, key_len);
+}
+
+static inline size_t fluxonkv_entry_size(u32 key_len, u64 len)
+{
+	return offsetof(struct fluxonkv_ssd_entry, key) +
+	       ALIGN(key_len, sizeof(u32)) +
+	       DIV_ROUND_UP(len, FLUXONKV_SSD_CSUM_CHUNK) * sizeof(u32);
+}
+
+static inline u32 *fluxonkv_entry_csums(struct fluxonkv_ssd_entry *e)
+{
+	return (u32 *)(e->key + ALIGN(e->key_len, sizeof(u32)));
+}
+
+static inline bool fluxonkv_entry_busy(const struct fluxonkv_ssd_entry *e)
+{
+	return e->pins || e->state == FLUXONKV_SSD_WRITING;
+}
+
+/* ssd_ring.c */
+void fluxonkv_entry_csum_fill(struct fluxonkv_ssd_entry *e,
+			      struct fluxonkv_alloc *a);
+int fluxonkv_entry_csum_check(struct fluxonkv_ssd_entry *e,
+			      struct fluxonkv_alloc *a, u64 off, u64 alen);
+void fluxonkv_entry_free(struct fluxonkv_ssd_entry *e);
+struct mem_cgroup;
+struct fluxonkv_ssd_entry *
+fluxonkv_ring_reserve(struct fluxonkv_shard *sh, const u8 *key, u32 key_len,
+		      u64 put_id, u64 len, struct mem_cgroup *memcg, int *seen);
+
+/* ssd_index.c */
+void fluxonkv_shard_kick(struct fluxonkv_shard *sh);
+void fluxonkv_ssd_notice_add(const struct fluxonkv_ssd_entry *e);
+void fluxonkv_ssd_notice_free_list(struct list_head *list);
+void fluxonkv_ssd_notice_flush(struct work_struct *work);
+void fluxonkv_ssd_forget(struct fluxonkv_ssd_entry *e);
+void fluxonkv_ssd_corrupt(struct fluxonkv_ssd_entry *e);
+void fluxonkv_ssd_index(struct fluxonkv_ssd_entry *e);
+
+/* ssd_io.c */
+void fluxonkv_ssd_poke(struct fluxonkv_ssd_dev *dev);
+void fluxonkv_ssd_persist_failed(const u8 *key, u32 key_len, u64 put_id,
+				 u64 len, int err);
+void fluxonkv_ssd_job_release(struct kref *ref);
+void fluxonkv_ssd_worker_fn(struct work_struct *work);
+
+#endif /* _FLUXONKV_SSD_H */

@@ -1,0 +1,590 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SSD IO: up to FLUXONKV_SSD_DEPTH workers per device, bios built straight
+ * from segment pages for a raw block device (nvmet's io-cmd-bdev pattern),
+ * direct IO through the file for a shard file (vfs_iter_read/write over
+ * the same bvecs: the loop driver's pattern).  Workers pick
+ * FLUXONKV_SSD_READ_WEIGHT reads for each write when both are queued:
+ * refills are favoured, background writes never starve.  A refill that
+ * finds a worker slot idle and no read queued runs its read in that slot
+ * from its own context (no hand-off to a worker and back).
+ *
+ * Segment ranges are 4 KiB aligned and rounded up, so a read of the aligned
+ * length always lands directly in the final target: no scratch copy is ever
+ * needed, and the padding past len never reaches a holder (it is outside
+ * the holder's len and zero on the device).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/blkdev.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/memcontrol.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/uio.h>
+
+#include "ssd.h"
+
+/*
+ * SSD_COMMIT upcall: the master publishes the SSD replica if still valid.
+ * With @err < 0 it reports a failed persist instead: either way the master
+ * stops protecting the DRAM replica from eviction (reference §3: the
+ * replica joins the eviction cache once its persist is over).
+ */
+static int fluxonkv_ssd_commit(const u8 *key, u32 key_len, u64 put_id,
+			       u64 len, int err, struct fluxonkv_ssd_entry *e,
+			       bool *published)
+{
+	struct fluxonkv_upcall_args args = {
+		.key = key, .key_len = key_len, .put_id = put_id, .len = len,
+		.err = err,
+	};
+	/* @e (commit-pinned) is marked routed by the answer handler. */
+	struct fluxonkv_upcall up = { .ssd_entry = e };
+	int ret;
+
+	ret = fluxonkv_upcall(FLUXONKV_CMD_SSD_COMMIT, &args, &up);
+	*published = !ret && !err && (up.flags & FLUXONKV_SSD_F_PUBLISHED);
+	return ret;
+}
+
+/* A persist failed before or while writing: count it, tell the master. */
+void fluxonkv_ssd_persist_failed(const u8 *key, u32 key_len,
+					u64 put_id, u64 len, int err)
+{
+	bool published;
+
+	atomic64_inc(&fluxonkv_ssd_stats.persist_errors);
+	fluxonkv_ssd_commit(key, key_len, put_id, len, err, NULL, &published);
+}
+
+/* Build bvecs for the first @alen bytes of @a, merging contiguous pages. */
+static unsigned int fluxonkv_ssd_bvecs(struct bio_vec *bv,
+				       struct fluxonkv_alloc *a, u64 alen)
+{
+	unsigned long pg = a->offset >> PAGE_SHIFT;
+	unsigned int n = 0;
+	u64 done = 0;
+
+	while (done < alen) {
+		struct page *page = fluxonkv_seg.pages[pg++];
+		unsigned int len = min_t(u64, PAGE_SIZE, alen - done);
+
+		if (n && bv[n - 1].bv_offset == 0 &&
+		    page_to_pfn(page) == page_to_pfn(bv[n - 1].bv_page) +
+					 (bv[n - 1].bv_len >> PAGE_SHIFT) &&
+		    !(bv[n - 1].bv_len & ~PAGE_MASK)) {
+			bv[n - 1].bv_len += len;
+		} else {
+			bv[n].bv_page = page;
+			bv[n].bv_len = len;
+			bv[n].bv_offset = 0;
+			n++;
+		}
+		done += len;
+	}
+	return n;
+}
+
+/*
+ * Raw block device: bios built straight from the segment pages (the
+ * nvmet io-cmd-bdev pattern: fill a bio, chain it to the next when full,
+ * wait on the last).  Bypasses the block device's page cache entirely.
+ */
+static int fluxonkv_ssd_bio(struct fluxonkv_ssd_worker *w,
+			    struct block_device *bdev, bool write,
+			    unsigned int nr, loff_t pos)
+{
+	blk_opf_t opf = write ? REQ_OP_WRITE : REQ_OP_READ;
+	struct bio *bio;
+	unsigned int i;
+	int ret;
+
+	bio = bio_alloc_bioset(bdev, min_t(unsigned int, nr, BIO_MAX_VECS),
+			       opf, GFP_NOIO, &fluxonkv_ssd.bioset);
+	bio->bi_iter.bi_sector = pos >> SECTOR_SHIFT;
+	for (i = 0; i < nr; i++) {
+		struct bio_vec *bv = &w->bvec[i];
+
+		while (bio_add_page(bio, bv->bv_page, bv->bv_len,
+				    bv->bv_offset) != bv->bv_len) {
+			struct bio *prev = bio;
+
+			bio = bio_alloc_bioset(bdev,
+					       min_t(unsigned int, nr - i,
+						     BIO_MAX_VECS),
+					       opf, GFP_NOIO, &fluxonkv_ssd.bioset);
+			bio->bi_iter.bi_sector = bio_end_sector(prev);
+			bio_chain(prev, bio);
+			submit_bio(prev);
+		}
+	}
+	ret = submit_bio_wait(bio);
+	bio_put(bio);
+	return ret;
+}
+
+/*
+ * Shard file: direct IO with our own kiocb (loop's lo_rw_aio()), so the
+ * flags of the struct file userspace shares with us (O_APPEND, a cleared
+ * O_DIRECT after attach) never steer where the module writes.
+ */
+static int fluxonkv_ssd_kiocb(struct fluxonkv_ssd_worker *w, struct file *file,
+			      bool write, unsigned int nr, u64 alen, loff_t pos)
+{
+	struct iov_iter iter;
+	struct kiocb kiocb;
+	ssize_t ret;
+
+	iov_iter_bvec(&iter, write ? ITER_SOURCE : ITER_DEST, w->bvec, nr,
+		      alen);
+	init_sync_kiocb(&kiocb, file);
+	kiocb.ki_flags = IOCB_DIRECT;
+	kiocb.ki_pos = pos;
+	if (write) {
+		file_start_write(file);
+		ret = call_write_iter(file, &kiocb, &iter);
+		file_end_write(file);
+	} else {
+		ret = call_read_iter(file, &kiocb, &iter);
+	}
+	if (ret == alen)
+		return 0;
+	return ret < 0 ? ret : -EIO;
+}
+
+static int fluxonkv_ssd_io(struct fluxonkv_ssd_worker *w,
+			   struct fluxonkv_shard *sh, bool write,
+			   struct fluxonkv_alloc *a, u64 alen, loff_t pos)
+{
+	unsigned int nr = fluxonkv_ssd_bvecs(w->bvec, a, alen);
+	int ret;
+
+	pos += sh->offset;	/* unchanged below: logged on error */
+	if (sh->bdev)
+		ret = fluxonkv_ssd_bio(w, sh->bdev, write, nr, pos);
+	else
+		ret = fluxonkv_ssd_kiocb(w, sh->file, write, nr, alen, pos);
+	if (!ret)
+		return 0;
+	atomic64_inc(&fluxonkv_ssd_stats.io_errors);
+	pr_warn_ratelimited("SSD %s of %llu bytes at %lld on shard %u: %d\n",
+			    write ? "write" : "read", alen, pos, sh->index, ret);
+	return ret;
+}
+
+/* Pick the next shard of @dev, round-robin. */
+static struct fluxonkv_shard *fluxonkv_ssd_next_shard(struct fluxonkv_ssd_dev *dev)
+{
+	struct fluxonkv_shard *sh;
+
+	mutex_lock(&fluxonkv_ssd.attach_lock);
+	sh = dev->next_shard;
+	dev->next_shard = list_is_last(&sh->node, &dev->shards) ?
+		list_first_entry(&dev->shards, struct fluxonkv_shard, node) :
+		list_next_entry(sh, node);
+	mutex_unlock(&fluxonkv_ssd.attach_lock);
+	return sh;
+}
+
+/*
+ * The write at the head of @dev's queue waits for a busy ring entry: put it
+ * back first in line and stop taking writes until an unpin kicks the
+ * device.  If the entry was unpinned meanwhile (@seen is stale), retry now.
+ */
+static void fluxonkv_ssd_park(struct fluxonkv_ssd_dev *dev,
+			      struct fluxonkv_ssd_job *job,
+			      struct fluxonkv_shard *sh, int seen)
+{
+	if (!job->parked_at) {
+		atomic64_inc(&fluxonkv_ssd_stats.busy_waits);
+		job->parked_at = jiffies ? jiffies : 1;
+	}
+	spin_lock(&dev->lock);
+	list_add(&job->node, &dev->writes);
+	dev->nwrites++;
+	if (atomic_read(&sh->unpin_seq) == seen)
+		dev->writes_blocked = true;
+	spin_unlock(&dev->lock);
+}
+
+/*
+ * Persist one value: reserve, write, commit locally, tell the master.
+ * Returns true if the job was parked (it stays queued), false when done.
+ */
+static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
+				  struct fluxonkv_ssd_job *job)
+{
+	unsigned long patience = 2 * msecs_to_jiffies(fluxonkv_request_timeout_ms);
+	struct fluxonkv_shard *sh = fluxonkv_ssd_next_shard(w->dev);
+	struct fluxonkv_ssd_entry *e;
+	bool published;
+	int ret, seen;
+	u64 t0;
+
+	e = fluxonkv_ring_reserve(sh, job->key, job->key_len, job->put_id,
+				  job->alloc->len, job->memcg, &seen);
+	if (PTR_ERR_OR_ZERO(e) == -EAGAIN &&
+	    (!job->parked_at || time_before(jiffies, job->parked_at + patience))) {
+		fluxonkv_ssd_park(w->dev, job, sh, seen);
+		return true;
+	}
+	if (IS_ERR(e)) {
+		fluxonkv_ssd_persist_failed(job->key, job->key_len, job->put_id,
+					    job->alloc->len, PTR_ERR(e));
+		return false;
+	}
+	/* WRITING: no reader looks at the checksums before COMMITTED. */
+	fluxonkv_entry_csum_fill(e, job->alloc);
+	t0 = ktime_get_ns();
+	ret = fluxonkv_ssd_io(w, sh, true, job->alloc, e->alen,
+			      e->start % sh->capacity);
+	fluxonkv_lat_record(FLUXONKV_LAT_SSD_WRITE_IO, t0);
+
+	/* Indexing may replace (and so unroute) an older entry of the key. */
+	fluxonkv_removal_begin();
+	spin_lock(&fluxonkv_ssd.index_lock);
+	if (ret) {
+		e->state = FLUXONKV_SSD_DEAD;
+	} else {
+		/* Committed only once the full aligned length is written. */
+		e->state = FLUXONKV_SSD_COMMITTED;
+		e->pins++;	/* commit pin: until the master answers */
+		fluxonkv_ssd_index(e);
+	}
+	spin_unlock(&fluxonkv_ssd.index_lock);
+	fluxonkv_removal_end();
+	if (ret) {
+		fluxonkv_shard_kick(sh);
+		fluxonkv_ssd_persist_failed(job->key, job->key_len, job->put_id,
+					    job->alloc->len, ret);
+		return false;
+	}
+	atomic64_inc(&fluxonkv_ssd_stats.writes);
+	atomic64_add(e->alen, &fluxonkv_ssd_stats.write_bytes);
+
+	ret = fluxonkv_ssd_commit(job->key, job->key_len, job->put_id,
+				  e->len, 0, e, &published);
+	if (!ret)
+		atomic64_inc(published ? &fluxonkv_ssd_stats.commits_published :
+			     &fluxonkv_ssd_stats.commits_ignored);
+	else
+		fluxonkv_ssd_forget(e);
+	fluxonkv_ssd_unpin(e);
+	return false;
+}
+
+static void fluxonkv_ssd_do_read(struct fluxonkv_ssd_worker *w,
+				 struct fluxonkv_ssd_job *job)
+{
+	struct fluxonkv_ssd_entry *e = job->entry;
+	struct fluxonkv_shard *sh = e->shard;
+	u64 t0 = ktime_get_ns();
+	int ret;
+
+	ret = fluxonkv_ssd_io(w, sh, false, job->alloc, job->io_alen,
+			      e->start % sh->capacity + job->io_off);
+	fluxonkv_lat_record(FLUXONKV_LAT_SSD_READ_IO, t0);
+	if (!ret) {
+		/* The captured range must still be ahead of the tail. */
+		mutex_lock(&sh->lock);
+		if (e->start < sh->tail)
+			ret = -ESTALE;
+		mutex_unlock(&sh->lock);
+	}
+	if (!ret) {
+		ret = fluxonkv_entry_csum_check(e, job->alloc, job->io_off,
+						job->io_alen);
+		if (ret)
+			fluxonkv_ssd_corrupt(e);
+	}
+	if (!ret) {
+		atomic64_inc(&fluxonkv_ssd_stats.reads);
+		atomic64_add(job->io_alen, &fluxonkv_ssd_stats.read_bytes);
+	}
+	job->ret = ret;
+	/* The worker owns the pin from here on, even if the waiter left. */
+	fluxonkv_ssd_unpin(e);
+}
+
+void fluxonkv_ssd_job_release(struct kref *ref)
+{
+	struct fluxonkv_ssd_job *job = container_of(ref, struct fluxonkv_ssd_job,
+						    ref);
+
+	fluxonkv_alloc_put(job->alloc);
+	mem_cgroup_put(job->memcg);
+	kfree(job);
+}
+
+/* Reads first, FLUXONKV_SSD_READ_WEIGHT of them per write when both wait. */
+static struct fluxonkv_ssd_job *fluxonkv_ssd_pick(struct fluxonkv_ssd_dev *dev)
+{
+	struct fluxonkv_ssd_job *job = NULL;
+	bool read;
+
+	if (list_empty(&dev->reads) && list_empty(&dev->writes))
+		return NULL;
+	if (dev->writes_blocked && list_empty(&dev->reads))
+		return NULL;
+	read = !list_empty(&dev->reads) &&
+	       (list_empty(&dev->writes) || dev->writes_blocked ||
+		dev->read_streak < FLUXONKV_SSD_READ_WEIGHT);
+	if (read) {
+		job = list_first_entry(&dev->reads, struct fluxonkv_ssd_job, node);
+		dev->read_streak++;
+	} else {
+		job = list_first_entry(&dev->writes, struct fluxonkv_ssd_job, node);
+		dev->read_streak = 0;
+		dev->nwrites--;
+	}
+	list_del(&job->node);
+	return job;
+}
+
+void fluxonkv_ssd_worker_fn(struct work_struct *work)
+{
+	struct fluxonkv_ssd_worker *w =
+		container_of(work, struct fluxonkv_ssd_worker, work);
+	struct fluxonkv_ssd_dev *dev = w->dev;
+	struct fluxonkv_ssd_job *job;
+	unsigned int noio = memalloc_noio_save();
+
+	for (;;) {
+		spin_lock(&dev->lock);
+		job = fluxonkv_ssd_pick(dev);
+		if (!job) {
+			__set_bit(w->slot, &dev->idle);
+			spin_unlock(&dev->lock);
+			break;
+		}
+		spin_unlock(&dev->lock);
+
+		if (job->read) {
+			fluxonkv_ssd_do_read(w, job);
+			complete(&job->done);
+			kref_put(&job->ref, fluxonkv_ssd_job_release);
+		} else if (!fluxonkv_ssd_do_write(w, job)) {
+			fluxonkv_ssd_job_release(&job->ref);
+		}
+	}
+	memalloc_noio_restore(noio);
+}
+
+/* Clear the parked state and start an idle worker if work is queued. */
+void fluxonkv_ssd_poke(struct fluxonkv_ssd_dev *dev)
+{
+	int slot = -1;
+
+	spin_lock(&dev->lock);
+	if (dev->writes_blocked) {
+		dev->writes_blocked = false;
+		if (dev->idle && !list_empty(&dev->writes)) {
+			slot = __ffs(dev->idle);
+			__clear_bit(slot, &dev->idle);
+		}
+	}
+	spin_unlock(&dev->lock);
+	if (slot >= 0)
+		queue_work(fluxonkv_ssd.wq, &dev->workers[slot].work);
+}
+
+/*
+ * The caller ran a job in @slot itself: hand the slot to its worker if work
+ * is waiting (nobody else could start a worker for it meanwhile), else
+ * mark it idle again.
+ */
+static void fluxonkv_ssd_slot_done(struct fluxonkv_ssd_dev *dev, int slot)
+{
+	bool more;
+
+	spin_lock(&dev->lock);
+	more = !list_empty(&dev->reads) ||
+	       (!list_empty(&dev->writes) && !dev->writes_blocked);
+	if (!more)
+		__set_bit(slot, &dev->idle);
+	spin_unlock(&dev->lock);
+	if (more)
+		queue_work(fluxonkv_ssd.wq, &dev->workers[slot].work);
+}
+
+/*
+ * Queue @job on @dev and wake an idle worker.  Persists beyond
+ * FLUXONKV_SSD_WRITES_MAX per device are refused (-EBUSY): each one holds
+ * DRAM the master cannot reuse until it is done, so a slow device must not
+ * collect them without bound.
+ */
+static int fluxonkv_ssd_queue(struct fluxonkv_ssd_dev *dev,
+			      struct fluxonkv_ssd_job *job)
+{
+	int slot = -1;
+
+	spin_lock(&dev->lock);
+	if (!job->read) {
+		if (dev->nwrites >= FLUXONKV_SSD_WRITES_MAX) {
+			spin_unlock(&dev->lock);
+			return -EBUSY;
+		}
+		dev->nwrites++;
+	}
+	list_add_tail(&job->node, job->read ? &dev->reads : &dev->writes);
+	if (dev->idle) {
+		slot = __ffs(dev->idle);
+		__clear_bit(slot, &dev->idle);
+	}
+	spin_unlock(&dev->lock);
+	if (slot >= 0)
+		queue_work(fluxonkv_ssd.wq, &dev->workers[slot].work);
+	return 0;
+}
+
+/**
+ * fluxonkv_ssd_persist() - write a published replica to the SSD tier.
+ * @key: key bytes.
+ * @key_len: key length.
+ * @put_id: version.
+ * @a: the replica's bytes; the job takes its own reference.
+ *
+ * Asynchronous: returns at once.  Return: 0, -ENODEV if no shard is
+ * attached (the owner-side check of the reference's persist request),
+ * -EBUSY if the device already has FLUXONKV_SSD_WRITES_MAX persists queued,
+ * or -ENOMEM; on error the master has been told (SSD_COMMIT with ERRNO).
+ */
+int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
+			 struct fluxonkv_alloc *a)
+{
+	struct fluxonkv_ssd_job *job;
+	struct fluxonkv_ssd_dev *dev;
+	int ret;
+
+	mutex_lock(&fluxonkv_ssd.attach_lock);
+	dev = fluxonkv_ssd.next_dev;
+	if (dev)
+		fluxonkv_ssd.next_dev =
+			list_is_last(&dev->node, &fluxonkv_ssd.devs) ?
+			list_first_entry(&fluxonkv_ssd.devs,
+					 struct fluxonkv_ssd_dev, node) :
+			list_next_entry(dev, node);
+	mutex_unlock(&fluxonkv_ssd.attach_lock);
+	if (!dev) {
+		fluxonkv_ssd_persist_failed(key, key_len, put_id, a->len, -ENODEV);
+		return -ENODEV;
+	}
+
+	job = kzalloc(struct_size(job, key, key_len), GFP_KERNEL);
+	if (!job) {
+		fluxonkv_ssd_persist_failed(key, key_len, put_id, a->len, -ENOMEM);
+		return -ENOMEM;
+	}
+	job->read = false;
+	job->put_id = put_id;
+	/* The entry is the putter's kernel memory (NULL: no memcg). */
+	job->memcg = get_mem_cgroup_from_mm(current->mm);
+	job->key_len = key_len;
+	memcpy(job->key, key, key_len);
+	fluxonkv_alloc_get(a);
+	job->alloc = a;
+	ret = fluxonkv_ssd_queue(dev, job);
+	if (ret) {
+		fluxonkv_ssd_persist_failed(key, key_len, put_id, a->len, ret);
+		fluxonkv_ssd_job_release(&job->ref);
+	}
+	return ret;
+}
+
+/**
+ * fluxonkv_ssd_read() - refill @a from the pinned entry @e.
+ * @e: pinned by fluxonkv_ssd_pin(); unpinned in every case (by the IO
+ *	worker once the read is done).
+ * @a: the target, at least the entry's aligned length long.
+ *
+ * Sleeps until the read is done: in the caller's context when a worker
+ * slot is idle, else queued (killable: an abandoned queued read finishes in
+ * the background and frees itself).  Return: 0 or -errno; a failed read
+ * never leaves a half-filled target to a holder (the caller frees it).
+ */
+int fluxonkv_ssd_read(struct fluxonkv_ssd_entry *e, struct fluxonkv_alloc *a)
+{
+	return fluxonkv_ssd_read_range(e, a, 0, e->len);
+}
+
+/**
+ * fluxonkv_ssd_read_range() - read part of a pinned entry into @a.
+ * @e: the entry, read-pinned by the caller; unpinned here.
+ * @a: the target; at least the aligned length of the range.
+ * @off: first byte of the value, a multiple of FLUXONKV_SEGMENT_ALIGN.
+ * @len: bytes of the value from @off (rounded up to the entry's
+ *	alignment for the IO: the padding lands after @len in @a).
+ *
+ * The staging read of a remote SSD push (reference §5.3) reads 4 MiB
+ * chunks of one entry this way.  Return: 0, -EINVAL, -ESTALE (overtaken
+ * by the ring tail), -EINTR or an IO error.
+ */
+int fluxonkv_ssd_read_range(struct fluxonkv_ssd_entry *e,
+			    struct fluxonkv_alloc *a, u64 off, u64 len)
+{
+	struct fluxonkv_ssd_dev *dev = e->shard->dev;
+	struct fluxonkv_ssd_job *job;
+	int ret, slot = -1;
+	u64 alen;
+
+	if (off % FLUXONKV_SEGMENT_ALIGN || off >= e->len || !len ||
+	    len > e->len - off) {
+		fluxonkv_ssd_unpin(e);
+		return -EINVAL;
+	}
+	/*
+	 * IO in the shard's alignment; @off is 4 KiB aligned, so at least
+	 * the device's.  The entry's aligned length bounds the last chunk.
+	 */
+	alen = min_t(u64, e->alen - off, fluxonkv_ssd_alen(e->shard, len));
+	if (a->span < alen) {
+		fluxonkv_ssd_unpin(e);
+		return -EINVAL;
+	}
+	/*
+	 * An idle worker slot and no read queued ahead: the caller does the
+	 * IO itself in that slot, saving two context switches; the depth and
+	 * the read/write weighting stay those of the queue.
+	 */
+	spin_lock(&dev->lock);
+	if (dev->idle && list_empty(&dev->reads)) {
+		slot = __ffs(dev->idle);
+		__clear_bit(slot, &dev->idle);
+	}
+	spin_unlock(&dev->lock);
+	if (slot >= 0) {
+		struct fluxonkv_ssd_job inline_job = {
+			.read = true, .entry = e, .alloc = a,
+			.io_off = off, .io_alen = alen,
+		};
+		unsigned int noio = memalloc_noio_save();
+
+		fluxonkv_ssd_do_read(&dev->workers[slot], &inline_job);
+		memalloc_noio_restore(noio);
+		fluxonkv_ssd_slot_done(dev, slot);
+		return inline_job.ret;
+	}
+
+	job = kzalloc(sizeof(*job), GFP_KERNEL);
+	if (!job) {
+		fluxonkv_ssd_unpin(e);
+		return -ENOMEM;
+	}
+	job->read = true;
+	job->entry = e;
+	job->io_off = off;
+	job->io_alen = alen;
+	fluxonkv_alloc_get(a);
+	job->alloc = a;
+	init_completion(&job->done);
+	kref_init(&job->ref);
+	kref_get(&job->ref);
+	fluxonkv_ssd_queue(dev, job);	/* reads are never refused */
+
+	ret = wait_for_completion_killable(&job->done);
+	ret = ret ? -EINTR : job->ret;
+	kref_put(&job->ref, fluxonkv_ssd_job_release);
+	return ret;
+}

@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The SSD tier: rings on shards, per-device IO queues, persist and refill
+ * (reference design §2.3, §3, §5.1, §6, §7.1).
+ *
+ * Userspace opens shard files (or raw block devices) O_RDWR | O_DIRECT and
+ * hands the descriptors over with FLUXONKV_IOC_SSD_ATTACH; the module never
+ * parses a path.  Each shard carries a ring: entries are appended at the
+ * head at FLUXONKV_SSD_ALIGN granularity (only the real length is ever
+ * exposed), the head wraps to offset 0 when the space left at the end is
+ * too short, and the tail advances over the oldest entries to make room.
+ * An entry is WRITING until the full aligned length is on the device, then
+ * COMMITTED.  Read pins (a refill in progress) and the commit pin (the
+ * master has not answered SSD_COMMIT yet) make an entry busy: a writer that
+ * would overrun a busy entry waits, it never overwrites it.  Overwritten
+ * committed entries are reported to the master in batches (SSD_EVICTED).
+ *
+ * IO runs in up to FLUXONKV_SSD_DEPTH workers per device: bios built
+ * straight from segment pages for a raw block device (nvmet's io-cmd-bdev
+ * pattern), direct IO through the file for a shard file (vfs_iter_read/
+ * write over the same bvecs: the loop driver's pattern).  Workers pick
+ * FLUXONKV_SSD_READ_WEIGHT reads for each write when both are queued:
+ * refills are favoured, background writes never starve.  A refill that
+ * finds a worker slot idle and no read queued runs its read in that slot
+ * from its own context (no hand-off to a worker and back).
+ *
+ * Segment ranges are 4 KiB aligned and rounded up, so a read of the aligned
+ * length always lands directly in the final target: no scratch copy is ever
+ * needed, and the padding past len never reaches a holder (it is outside
+ * the holder's len and zero on the device).
+ *
+ * Every entry keeps a crc32c of each MiB of its value, computed from the
+ * segment before the write; a read that covers a whole checksummed MiB
+ * verifies it in the target before anyone sees the bytes.  A mismatch is an
+ * IO error for that entry (-EIO, the caller revokes and re-selects) and the
+ * entry is dropped: the device never hands a holder wrong bytes.
+ *
+ * Entries are kernel memory that unprivileged puts create (one per
+ * persisted value, whatever its size), so their total is capped by
+ * ssd_meta_max_kb: a persist that would exceed it evicts the oldest
+ * entries of its ring first, and is refused (-ENOSPC, reported to the
+ * master) if that is not enough.  Each entry is charged to the memory
+ * cgroup of the process whose put created it.
+ *
+ * This file: attaching shards, the debugfs view, init and exit.  The
+ * ring, the key index and the IO are in ssd_ring.c, ssd_index.c and
+ * ssd_io.c (ssd.h); netlink messages are built in genl.c.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/blkdev.h>
+#include <linux/moduleparam.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+
+#include "ssd.h"
+
+/*
+ * Bytes all SSD entries may take (their structs, keys and checksums); 0
+ * at load: 1/64 of RAM.
+ */
+static unsigned int fluxonkv_ssd_meta_max_kb;
+module_param_named(ssd_meta_max_kb, fluxonkv_ssd_meta_max_kb, uint, 0444);
+MODULE_PARM_DESC(ssd_meta_max_kb,
+		 "Kernel memory all SSD entries may take, KiB (default 0: 1/64 of RAM)");
+
+struct fluxonkv_ssd_tier fluxonkv_ssd;
+
+static const char *const fluxonkv_ssd_state_names[] = {
+	"writing", "committed", "dead",
+};
+struct fluxonkv_ssd_stats fluxonkv_ssd_stats;
+
+u64 fluxonkv_ssd_capacity(void)
+{
+	return READ_ONCE(fluxonkv_ssd.capacity);
+}
+
+static struct fluxonkv_ssd_dev *fluxonkv_ssd_dev_get(u32 id)
+{
+	struct fluxonkv_ssd_dev *dev;
+	unsigned int i;
+
+	list_for_each_entry(dev, &fluxonkv_ssd.devs, node)
+		if (dev->id == id)
+			return dev;
+
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	if (!dev)
+		return ERR_PTR(-ENOMEM);
+	dev->id = id;
+	spin_lock_init(&dev->lock);
+	INIT_LIST_HEAD(&dev->reads);
+	INIT_LIST_HEAD(&dev->writes);
+	INIT_LIST_HEAD(&dev->shards);
+	for (i = 0; i < FLUXONKV_SSD_DEPTH; i++) {
+		struct fluxonkv_ssd_worker *w = &dev->workers[i];
+
+		w->bvec = kvmalloc_array(FLUXONKV_VALUE_MAX / PAGE_SIZE + 1,
+					 sizeof(*w->bvec), GFP_KERNEL);
+		if (!w->bvec)
+			goto err_bvec;
+		w->dev = dev;
+		w->slot = i;
+		INIT_WORK(&w->work, fluxonkv_ssd_worker_fn);
+		__set_bit(i, &dev->idle);
+	}
+	list_add_tail(&dev->node, &fluxonkv_ssd.devs);
+	if (!fluxonkv_ssd.next_dev)
+		fluxonkv_ssd.next_dev = dev;
+	return dev;
+
+err_bvec:
+	while (i--)
+		kvfree(dev->workers[i].bvec);
+	kfree(dev);
+	return ERR_PTR(-ENOMEM);
+}
+
+static void fluxonkv_ssd_dev_free(struct fluxonkv_ssd_dev *dev)
+{
+	unsigned int i;
+
+	for (i = 0; i < FLUXONKV_SSD_DEPTH; i++)
+		kvfree(dev->workers[i].bvec);
+	kfree(dev);
+}
+
+/*
+ * Does [offset, offset + capacity) of @file overlap an attached shard?
+ * Called with the attach lock held.
+ */
+static bool fluxonkv_ssd_attached(struct file *file, u64 offset, u64 capacity)
+{
+	struct inode *inode = file->f_mapping->host;
+	struct fluxonkv_ssd_dev *dev;
+	struct fluxonkv_shard *sh;
+
+	list_for_each_entry(dev, &fluxonkv_ssd.devs, node)
+		list_for_each_entry(sh, &dev->shards, node)
+			if (sh->file->f_mapping->host == inode &&
+			    offset < sh->offset + sh->capacity &&
+			    sh->offset < offset + capacity)
+				return true;
+	return false;
+}
+
+/* Logical block size of the device under @file (a block device or fs). */
+static unsigned int fluxonkv_ssd_lbs(struct file *file)
+{
+	struct inode *inode = file->f_mapping->host;
+
+	if (S_ISBLK(inode->i_mode))
+		return bdev_logical_block_size(I_BDEV(inode));
+	if (inode->i_sb->s_bdev)
+		return bdev_logical_block_size(inode->i_sb->s_bdev);
+	return FLUXONKV_SSD_ALIGN;
+}
+
+static int fluxonkv_ssd_check_file(struct file *file, u64 offset,
+				   u64 capacity)
+{
+	umode_t mode = file_inode(file)->i_mode;
+
+	if ((file->f_mode & (FMODE_READ | FMODE_WRITE)) !=
+	    (FMODE_READ | FMODE_WRITE))
+		return -EBADF;		/* must be open O_RDWR */
+	if (!S_ISREG(mode) && !S_ISBLK(mode))
+		return -EINVAL;
+	if (!(file->f_flags & O_DIRECT))
+		return -EINVAL;		/* must be open O_DIRECT */
+	if (capacity < FLUXONKV_SSD_MIN_SHARD || capacity % PAGE_SIZE ||
+	    offset % PAGE_SIZE || offset + capacity < offset)
+		return -EINVAL;
+	if (offset + capacity > i_size_read(file->f_mapping->host))
+		return -ENOSPC;		/* past the end of the file/device */
+	return 0;
+}
+
+/**
+ * fluxonkv_ssd_attach() - add a shard (FLUXONKV_IOC_SSD_ATTACH).
+ * @fd: file or block device opened O_RDWR | O_DIRECT by the caller.
+ * @offset: where the shard starts in it.
+ * @capacity: bytes to use from @offset.
+ * @device: device group.
+ * @shard: out: its index.
+ *
+ * Return: 0, -EPERM without CAP_SYS_ADMIN, -EBADF for a bad or read-only
+ * descriptor, -EINVAL for a file that is not a regular file or block
+ * device, not O_DIRECT, or a bad capacity, -ENOSPC if the capacity exceeds
+ * the file or there are already FLUXONKV_SSD_MAX_SHARDS, -EEXIST if that
+ * range overlaps an attached shard.
+ */
+int fluxonkv_ssd_attach(int fd, u64 offset, u64 capacity, u32 device,
+			u32 *shard)
+{
+	struct fluxonkv_ssd_dev *dev;
+	struct fluxonkv_shard *sh;
+	struct file *file;
+	int ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	file = fget(fd);
+	if (!file)
+		return -EBADF;
+	ret = fluxonkv_ssd_check_file(file, offset, capacity);
+	if (ret)
+		goto err_fput;
+	sh = kzalloc(sizeof(*sh), GFP_KERNEL);
+	if (!sh) {
+		ret = -ENOMEM;
+		goto err_fput;
+	}
+	sh->file = file;
+	if (S_ISBLK(file_inode(file)->i_mode))
+		sh->bdev = I_BDEV(file->f_mapping->host);
+	sh->align = max_t(unsigned int, FLUXONKV_SSD_ALIGN,
+			  fluxonkv_ssd_lbs(file));
+	if (sh->align > PAGE_SIZE || offset % sh->align) {
+		ret = -EINVAL;	/* sectors larger than a page: not supported */
+		goto err_free;
+	}
+	sh->offset = offset;
+	sh->capacity = capacity;
+	mutex_init(&sh->lock);
+	INIT_LIST_HEAD(&sh->entries);
+
+	mutex_lock(&fluxonkv_ssd.attach_lock);
+	if (fluxonkv_ssd.nshards >= FLUXONKV_SSD_MAX_SHARDS) {
+		ret = -ENOSPC;
+		goto err_unlock;
+	}
+	if (fluxonkv_ssd_attached(file, offset, capacity)) {
+		ret = -EEXIST;
+		goto err_unlock;
+	}
+	if (fluxonkv_ssd.capacity + capacity < fluxonkv_ssd.capacity) {
+		ret = -EOVERFLOW;
+		goto err_unlock;
+	}
+	dev = fluxonkv_ssd_dev_get(device);
+	if (IS_ERR(dev)) {
+		ret = PTR_ERR(dev);
+		goto err_unlock;
+	}
+	sh->dev = dev;
+	sh->index = fluxonkv_ssd.nshards++;
+	list_add_tail(&sh->node, &dev->shards);
+	if (!dev->next_shard)
+		dev->next_shard = sh;
+	WRITE_ONCE(fluxonkv_ssd.capacity, fluxonkv_ssd.capacity + capacity);
+	mutex_unlock(&fluxonkv_ssd.attach_lock);
+
+	*shard = sh->index;
+	pr_info("SSD shard %u attached: %llu MiB, device group %u\n",
+		sh->index, capacity >> 20, device);
+	fluxonkv_notify_ssd_state();
+	return 0;
+
+err_unlock:
+	mutex_unlock(&fluxonkv_ssd.attach_lock);
+err_free:
+	kfree(sh);
+err_fput:
+	fput(file);
+	return ret;
+}
+
+int fluxonkv_rings_show(struct seq_file *m, void *unused)
+{
+	struct fluxonkv_ssd_entry *e;
+	struct fluxonkv_ssd_dev *dev;
+	struct fluxonkv_shard *sh;
+
+	mutex_lock(&fluxonkv_ssd.attach_lock);
+	list_for_each_entry(dev, &fluxonkv_ssd.devs, node) {
+		struct fluxonkv_ssd_job *job;
+		unsigned int reads = 0, busy;
+
+		spin_lock(&dev->lock);
+		list_for_each_entry(job, &dev->reads, node)
+			reads++;
+		busy = FLUXONKV_SSD_DEPTH - hweight_long(dev->idle);
+		seq_printf(m, "device %u queued_reads %u queued_writes %u workers_busy %u writes_parked %d\n",
+			   dev->id, reads, dev->nwrites, busy, dev->writes_blocked);
+		spin_unlock(&dev->lock);
+		list_for_each_entry(sh, &dev->shards, node) {
+			mutex_lock(&sh->lock);
+			seq_printf(m, "shard %u device %u offset %llu capacity %llu head %llu tail %llu used %llu\n",
+				   sh->index, dev->id, sh->offset, sh->capacity,
+				   sh->head, sh->tail, sh->head - sh->tail);
+			seq_puts(m, "\toffset\tlen\talen\tstate\tpins\tput_id\trouted\tkey\n");
+			spin_lock(&fluxonkv_ssd.index_lock);
+			list_for_each_entry(e, &sh->entries, ring_node) {
+				seq_printf(m, "\t%llu\t%llu\t%llu\t%s\t%u\t%llu\t%d\t",
+					   e->start % sh->capacity, e->len,
+					   e->alen,
+					   fluxonkv_ssd_state_names[e->state],
+					   e->pins, e->put_id, e->routed);
+				seq_escape_mem(m, e->key, min_t(u32, e->key_len, 64),
+					       ESCAPE_HEX | ESCAPE_NP | ESCAPE_APPEND, "\\\t\n ");
+				seq_putc(m, '\n');
+			}
+			spin_unlock(&fluxonkv_ssd.index_lock);
+			mutex_unlock(&sh->lock);
+		}
+	}
+	mutex_unlock(&fluxonkv_ssd.attach_lock);
+	return 0;
+}
+
+int fluxonkv_ssd_init(void)
+{
+	int ret;
+
+	fluxonkv_ssd.meta_max = fluxonkv_ssd_meta_max_kb ?
+		(u64)fluxonkv_ssd_meta_max_kb << 10 :
+		((u64)totalram_pages() << PAGE_SHIFT) / 64;
+	atomic64_set(&fluxonkv_ssd.meta_bytes, 0);
+	mutex_init(&fluxonkv_ssd.attach_lock);
+	INIT_LIST_HEAD(&fluxonkv_ssd.devs);
+	spin_lock_init(&fluxonkv_ssd.index_lock);
+	hash_init(fluxonkv_ssd.index);
+	spin_lock_init(&fluxonkv_ssd.notice_lock);
+	INIT_LIST_HEAD(&fluxonkv_ssd.notices);
+	INIT_DELAYED_WORK(&fluxonkv_ssd.notice_work, fluxonkv_ssd_notice_flush);
+	ret = bioset_init(&fluxonkv_ssd.bioset, BIO_POOL_SIZE, 0,
+			  BIOSET_NEED_BVECS);
+	if (ret)
+		return ret;
+	/* Not a reclaim path: workers may wait for the daemon's answers. */
+	fluxonkv_ssd.wq = alloc_workqueue("fluxonkv_ssd", WQ_UNBOUND, 0);
+	if (!fluxonkv_ssd.wq) {
+		bioset_exit(&fluxonkv_ssd.bioset);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void fluxonkv_ssd_exit(void)
+{
+	struct fluxonkv_ssd_job *job, *jtmp;
+	struct fluxonkv_ssd_dev *dev, *dtmp;
+	struct fluxonkv_ssd_entry *e, *etmp;
+	struct fluxonkv_shard *sh, *stmp;
+
+	/* Workers finish queued IO (commits fail fast without a daemon). */
+	destroy_workqueue(fluxonkv_ssd.wq);
+	cancel_delayed_work_sync(&fluxonkv_ssd.notice_work);
+	fluxonkv_ssd_notice_free_list(&fluxonkv_ssd.notices);
+
+	list_for_each_entry_safe(dev, dtmp, &fluxonkv_ssd.devs, node) {
+		list_for_each_entry_safe(sh, stmp, &dev->shards, node) {
+			list_for_each_entry_safe(e, etmp, &sh->entries,
+						 ring_node) {
+				WARN_ON(e->pins);
+				if (e->indexed)
+					hash_del(&e->index_node);
+				fluxonkv_entry_free(e);
+			}
+			fput(sh->file);
+			kfree(sh);
+		}
+		/* Writes still parked on a busy tail are given up. */
+		list_for_each_entry_safe(job, jtmp, &dev->writes, node) {
+			list_del(&job->node);
+			fluxonkv_ssd_persist_failed(job->key, job->key_len,
+						    job->put_id, job->alloc->len,
+						    -ESHUTDOWN);
+			fluxonkv_ssd_job_release(&job->ref);
+		}
+		WARN_ON(!list_empty(&dev->reads));
+		fluxonkv_ssd_dev_free(dev);
+	}
+	bioset_exit(&fluxonkv_ssd.bioset);
+}
