@@ -24,6 +24,7 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/rhashtable-types.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
@@ -90,7 +91,9 @@ int fluxonkv_segment_mmap(struct file *file, struct vm_area_struct *vma);
 /**
  * struct fluxonkv_replica - a value version the master may route to.
  * @ref: the handle table's reference plus temporary users.
- * @node: in the local index while @indexed (protected by the index lock).
+ * @node: in the local index while @indexed (changed under the index lock,
+ *	looked up under RCU).
+ * @rcu: freed after a grace period (index lookups run under RCU).
  * @handle: names it to the daemon.
  * @put_id: version.
  * @alloc: the bytes (one reference, dropped when the replica is freed).
@@ -100,7 +103,8 @@ int fluxonkv_segment_mmap(struct file *file, struct vm_area_struct *vma);
  */
 struct fluxonkv_replica {
 	struct kref ref;
-	struct hlist_node node;
+	struct rhash_head node;
+	struct rcu_head rcu;
 	u64 handle;
 	u64 put_id;
 	struct fluxonkv_alloc *alloc;
@@ -347,6 +351,7 @@ struct fluxonkv_ssd_stats {
 	atomic64_t csum_errors;		/* refills that failed their crc32c */
 	atomic64_t meta_evictions;	/* entries evicted for the memory cap */
 	atomic64_t meta_refused;	/* persists refused by the memory cap */
+	atomic64_t shards_offline;	/* shards taken out for IO errors */
 };
 
 extern struct fluxonkv_ssd_stats fluxonkv_ssd_stats;

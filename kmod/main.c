@@ -246,6 +246,7 @@ FLUXONKV_ATTR_SSD(revokes);
 FLUXONKV_ATTR_SSD(csum_errors);
 FLUXONKV_ATTR_SSD(meta_evictions);
 FLUXONKV_ATTR_SSD(meta_refused);
+FLUXONKV_ATTR_SSD(shards_offline);
 
 static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_version.attr,
@@ -297,6 +298,7 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_ssd_csum_errors.attr,
 	&fluxonkv_attr_ssd_meta_evictions.attr,
 	&fluxonkv_attr_ssd_meta_refused.attr,
+	&fluxonkv_attr_ssd_shards_offline.attr,
 	NULL,
 };
 

@@ -27,15 +27,13 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/hashtable.h>
 #include <linux/jhash.h>
+#include <linux/rhashtable.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <net/genetlink.h>
 
 #include "fluxonkv.h"
-
-#define FLUXONKV_INDEX_BITS	12
 
 /* handle -> replica; the xarray's own lock serialises insert/erase. */
 static DEFINE_XARRAY_ALLOC1(fluxonkv_handles);
@@ -61,10 +59,60 @@ static u32 fluxonkv_handle_slot(u64 handle)
 	return (u32)(handle & FLUXONKV_HANDLE_SLOT_MASK);
 }
 
-/* Protects fluxonkv_index and every replica's ->indexed and ->node. */
+/*
+ * The local index: key -> its current published replica, an rhashtable
+ * (random seed, grows and shrinks with the number of keys).  Lookups run
+ * under RCU only -- a DRAM hit takes no lock -- and pin what they find
+ * with kref_get_unless_zero(): replicas are freed after a grace period.
+ * Changes (publish, unindex, forget) are serialised by
+ * fluxonkv_index_lock, which also protects every replica's ->indexed.
+ */
 static DEFINE_SPINLOCK(fluxonkv_index_lock);
-static DEFINE_HASHTABLE(fluxonkv_index, FLUXONKV_INDEX_BITS);
+static struct rhashtable fluxonkv_index;
 static atomic_long_t fluxonkv_nr_replicas;
+/*
+ * Publications the index could not take (rhashtable insert failed, no
+ * memory): from then on the index may lack a published key, so a local
+ * miss is never trusted (fluxonkv_look_begin() says unsure).
+ */
+static atomic_t fluxonkv_index_failures = ATOMIC_INIT(0);
+
+/* What index lookups are given: the key's bytes. */
+struct fluxonkv_index_key {
+	const u8 *key;
+	u32 len;
+};
+
+static u32 fluxonkv_index_hashfn(const void *data, u32 len, u32 seed)
+{
+	const struct fluxonkv_index_key *k = data;
+
+	return jhash(k->key, k->len, seed);
+}
+
+static u32 fluxonkv_index_obj_hashfn(const void *data, u32 len, u32 seed)
+{
+	const struct fluxonkv_replica *r = data;
+
+	return jhash(r->key, r->key_len, seed);
+}
+
+static int fluxonkv_index_cmpfn(struct rhashtable_compare_arg *arg,
+				const void *obj)
+{
+	const struct fluxonkv_index_key *k = arg->key;
+	const struct fluxonkv_replica *r = obj;
+
+	return r->key_len != k->len || memcmp(r->key, k->key, k->len);
+}
+
+static const struct rhashtable_params fluxonkv_index_params = {
+	.head_offset = offsetof(struct fluxonkv_replica, node),
+	.hashfn = fluxonkv_index_hashfn,
+	.obj_hashfn = fluxonkv_index_obj_hashfn,
+	.obj_cmpfn = fluxonkv_index_cmpfn,
+	.automatic_shrinking = true,
+};
 
 /* Route removals in progress, and completed (see the comment on top). */
 static atomic_t fluxonkv_removing = ATOMIC_INIT(0);
@@ -76,7 +124,7 @@ static atomic_t fluxonkv_put_inflight[FLUXONKV_PUT_BUCKETS];
 
 int fluxonkv_replica_init(void)
 {
-	return 0;
+	return rhashtable_init(&fluxonkv_index, &fluxonkv_index_params);
 }
 
 void fluxonkv_replica_exit(void)
@@ -84,8 +132,11 @@ void fluxonkv_replica_exit(void)
 	fluxonkv_replica_drop_all();
 	WARN_ON(atomic_long_read(&fluxonkv_nr_replicas));
 	xa_destroy(&fluxonkv_handles);
+	rhashtable_destroy(&fluxonkv_index);	/* empty: every replica went */
+	rcu_barrier();	/* the replicas' kfree_rcu() */
 }
 
+/* For fluxonkv_put_inflight[]: any spread will do, it only says "maybe". */
 static u32 fluxonkv_key_hash(const u8 *key, u32 key_len)
 {
 	return jhash(key, key_len, 0);
@@ -138,6 +189,7 @@ unsigned int fluxonkv_look_begin(const u8 *key, u32 key_len, bool *unsure)
 
 	smp_mb();
 	*unsure = atomic_read(&fluxonkv_removing) ||
+		  atomic_read(&fluxonkv_index_failures) ||
 		  atomic_read(&fluxonkv_put_inflight[fluxonkv_key_hash(key, key_len) %
 						     FLUXONKV_PUT_BUCKETS]);
 	smp_mb();
@@ -176,7 +228,6 @@ struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,
 		return ERR_PTR(-ENOMEM);
 	kref_init(&r->ref);
 	kref_get(&r->ref);
-	INIT_HLIST_NODE(&r->node);
 	memcpy(r->key, key, key_len);
 	r->key_len = key_len;
 	r->put_id = put_id;
@@ -216,7 +267,8 @@ static void fluxonkv_replica_release(struct kref *ref)
 	WARN_ON(r->indexed);
 	fluxonkv_alloc_put(r->alloc);
 	atomic_long_dec(&fluxonkv_nr_replicas);
-	kfree(r);
+	/* An index lookup may still be looking at it (it fails to pin it). */
+	kfree_rcu(r, rcu);
 }
 
 void fluxonkv_replica_put(struct fluxonkv_replica *r)
@@ -229,7 +281,8 @@ static void fluxonkv_unindex(struct fluxonkv_replica *r)
 	fluxonkv_removal_begin();
 	spin_lock(&fluxonkv_index_lock);
 	if (r->indexed) {
-		hash_del(&r->node);
+		rhashtable_remove_fast(&fluxonkv_index, &r->node,
+				       fluxonkv_index_params);
 		r->indexed = false;
 	}
 	spin_unlock(&fluxonkv_index_lock);
@@ -293,8 +346,9 @@ void fluxonkv_replica_drop_all(void)
  */
 void fluxonkv_replica_publish(struct fluxonkv_replica *r)
 {
-	u32 h = fluxonkv_key_hash(r->key, r->key_len);
-	struct fluxonkv_replica *cur, *old = NULL;
+	struct fluxonkv_index_key k = { r->key, r->key_len };
+	struct fluxonkv_replica *old;
+	int ret;
 
 	spin_lock(&fluxonkv_index_lock);
 	/*
@@ -303,19 +357,28 @@ void fluxonkv_replica_publish(struct fluxonkv_replica *r)
 	 */
 	if (xa_load(&fluxonkv_handles, fluxonkv_handle_slot(r->handle)) != r)
 		goto out;
-	hash_for_each_possible(fluxonkv_index, cur, node, h) {
-		if (fluxonkv_key_eq(cur, r->key, r->key_len)) {
-			old = cur;
-			break;
-		}
-	}
+	old = rhashtable_lookup_fast(&fluxonkv_index, &k,
+				     fluxonkv_index_params);
 	if (old && old->put_id > r->put_id)
 		goto out;
 	if (old) {
-		hash_del(&old->node);
-		old->indexed = false;
+		/* in one step: a lookup sees the old or the new one */
+		ret = rhashtable_replace_fast(&fluxonkv_index, &old->node,
+					      &r->node, fluxonkv_index_params);
+		if (!WARN_ON_ONCE(ret)) {
+			old->indexed = false;
+			r->indexed = true;
+		}
+		goto out;
 	}
-	hash_add(fluxonkv_index, &r->node, h);
+	ret = rhashtable_insert_fast(&fluxonkv_index, &r->node,
+				     fluxonkv_index_params);
+	if (ret) {
+		atomic_inc(&fluxonkv_index_failures);
+		pr_warn_ratelimited("index cannot take a replica (%d): local misses are asked of the master from now on\n",
+				    ret);
+		goto out;
+	}
 	r->indexed = true;
 out:
 	spin_unlock(&fluxonkv_index_lock);
@@ -324,18 +387,17 @@ out:
 /* A delete of @put_id completed: no get may return that version or older. */
 void fluxonkv_index_forget(const u8 *key, u32 key_len, u64 put_id)
 {
-	u32 h = fluxonkv_key_hash(key, key_len);
+	struct fluxonkv_index_key k = { key, key_len };
 	struct fluxonkv_replica *cur;
 
 	fluxonkv_removal_begin();
 	spin_lock(&fluxonkv_index_lock);
-	hash_for_each_possible(fluxonkv_index, cur, node, h) {
-		if (fluxonkv_key_eq(cur, key, key_len) &&
-		    cur->put_id <= put_id) {
-			hash_del(&cur->node);
-			cur->indexed = false;
-			break;
-		}
+	cur = rhashtable_lookup_fast(&fluxonkv_index, &k,
+				     fluxonkv_index_params);
+	if (cur && cur->put_id <= put_id) {
+		rhashtable_remove_fast(&fluxonkv_index, &cur->node,
+				       fluxonkv_index_params);
+		cur->indexed = false;
 	}
 	spin_unlock(&fluxonkv_index_lock);
 	fluxonkv_removal_end();
@@ -348,27 +410,34 @@ void fluxonkv_index_forget(const u8 *key, u32 key_len, u64 put_id)
  * @put_id: out: version found.
  * @handle: out: its handle (for ACCESS notes).
  *
+ * No lock: an RCU lookup, then a reference on the replica if it is still
+ * alive (one being freed fails kref_get_unless_zero() and counts as not
+ * found), whose alloc it then pins.  A lookup racing a change sees the
+ * version before or after it, never neither: a newer version replaces
+ * the older in one step.
+ *
  * Return: the current replica's bytes with a new reference, or NULL.
  */
 struct fluxonkv_alloc *fluxonkv_index_lookup(const u8 *key, u32 key_len,
 					     u64 *put_id, u64 *handle)
 {
-	u32 h = fluxonkv_key_hash(key, key_len);
+	struct fluxonkv_index_key k = { key, key_len };
 	struct fluxonkv_alloc *a = NULL;
 	struct fluxonkv_replica *cur;
 
-	spin_lock(&fluxonkv_index_lock);
-	hash_for_each_possible(fluxonkv_index, cur, node, h) {
-		if (fluxonkv_key_eq(cur, key, key_len)) {
-			/* An indexed replica holds its alloc: safe to get. */
-			a = cur->alloc;
-			fluxonkv_alloc_get(a);
-			*put_id = cur->put_id;
-			*handle = cur->handle;
-			break;
-		}
-	}
-	spin_unlock(&fluxonkv_index_lock);
+	rcu_read_lock();
+	cur = rhashtable_lookup(&fluxonkv_index, &k, fluxonkv_index_params);
+	if (cur && !kref_get_unless_zero(&cur->ref))
+		cur = NULL;
+	rcu_read_unlock();
+	if (!cur)
+		return NULL;
+	/* Our reference keeps the replica, and the replica its alloc. */
+	a = cur->alloc;
+	fluxonkv_alloc_get(a);
+	*put_id = cur->put_id;
+	*handle = cur->handle;
+	fluxonkv_replica_put(cur);
 	return a;
 }
 

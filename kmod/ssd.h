@@ -14,8 +14,8 @@
 #define _FLUXONKV_SSD_H
 
 #include <linux/bio.h>
-#include <linux/hashtable.h>
 #include <linux/jhash.h>
+#include <linux/rhashtable.h>
 
 #include "fluxonkv.h"
 
@@ -28,7 +28,8 @@
 #define FLUXONKV_SSD_NOTICE_DELAY_MS	10
 #define FLUXONKV_SSD_NOTICE_MAX		4096	/* queue bound; oldest dropped */
 #define FLUXONKV_SSD_NOTICE_BYTES	(32 << 10)	/* per SSD_EVICTED message */
-#define FLUXONKV_SSD_INDEX_BITS		12
+/* IO errors in a row, with no success between, that take a shard out. */
+#define FLUXONKV_SSD_OFFLINE_ERRORS	32
 #define FLUXONKV_SSD_CSUM_CHUNK		(1ULL << 20)	/* a crc32c per MiB */
 
 
@@ -59,6 +60,11 @@ struct fluxonkv_ssd_dev;
  *	write parked on a busy tail compares it to resume without a lost
  *	wake-up.
  * @node: on the device's shard list.
+ * @err_run: IO errors since its last successful IO.
+ * @offline: taken out after FLUXONKV_SSD_OFFLINE_ERRORS errors in a row
+ *	(set under the attach mutex; read with READ_ONCE): no new entries,
+ *	none routed, its capacity withdrawn.
+ * @offline_work: takes it out (the IO path cannot sleep on the locks).
  */
 struct fluxonkv_shard {
 	struct file *file;
@@ -74,6 +80,9 @@ struct fluxonkv_shard {
 	u64 tail;
 	atomic_t unpin_seq;
 	struct list_head node;
+	atomic_t err_run;
+	bool offline;
+	struct work_struct offline_work;
 };
 
 /**
@@ -101,7 +110,7 @@ struct fluxonkv_shard {
  */
 struct fluxonkv_ssd_entry {
 	struct list_head ring_node;
-	struct hlist_node index_node;
+	struct rhash_head index_node;
 	struct fluxonkv_shard *shard;
 	u64 start;
 	u64 alen;
@@ -187,7 +196,7 @@ struct fluxonkv_ssd_tier {
 
 	/* Protects the key index, every entry's state, pins and indexed. */
 	spinlock_t index_lock;
-	DECLARE_HASHTABLE(index, FLUXONKV_SSD_INDEX_BITS);
+	struct rhashtable index;	/* key -> its indexed entry */
 	u32 route_gen;			/* bumped when every route goes (index lock) */
 
 	/* Protects notices and nnotices. */
@@ -206,17 +215,10 @@ static inline u64 fluxonkv_ssd_alen(const struct fluxonkv_shard *sh, u64 len)
 	return round_up(len, sh->align);
 }
 
-static inline u32 fluxonkv_ssd_hash(const u8 *key, u32 key_len)
-{
-	return jhash(key, key_len, 0x55d);
-}
-
-static inline bool fluxonkv_ssd_key_eq(const struct fluxonkv_ssd_entry *e,
-				const u8 *key, u32 key_len)
-{
-	return e->key_len == key_len && !memcmp(e->key, key, key_len);
-}
-
+/* Index helpers: ssd_index.c (the table, random seed, resizes itself). */
+int fluxonkv_ssd_index_init(void);
+void fluxonkv_ssd_index_exit(void);
+void fluxonkv_ssd_unindex(struct fluxonkv_ssd_entry *e);
 static inline size_t fluxonkv_entry_size(u32 key_len, u64 len)
 {
 	return offsetof(struct fluxonkv_ssd_entry, key) +
@@ -252,7 +254,10 @@ void fluxonkv_ssd_notice_free_list(struct list_head *list);
 void fluxonkv_ssd_notice_flush(struct work_struct *work);
 void fluxonkv_ssd_forget(struct fluxonkv_ssd_entry *e);
 void fluxonkv_ssd_corrupt(struct fluxonkv_ssd_entry *e);
-void fluxonkv_ssd_index(struct fluxonkv_ssd_entry *e);
+int fluxonkv_ssd_index(struct fluxonkv_ssd_entry *e);
+
+/* ssd_shard.c */
+void fluxonkv_shard_offline_work(struct work_struct *work);
 
 /* ssd_io.c */
 void fluxonkv_ssd_poke(struct fluxonkv_ssd_dev *dev);

@@ -119,11 +119,7 @@ void fluxonkv_ssd_forget(struct fluxonkv_ssd_entry *e)
 {
 	fluxonkv_removal_begin();
 	spin_lock(&fluxonkv_ssd.index_lock);
-	if (e->indexed) {
-		hash_del(&e->index_node);
-		e->indexed = false;
-		e->routed = false;
-	}
+	fluxonkv_ssd_unindex(e);
 	e->state = FLUXONKV_SSD_DEAD;
 	spin_unlock(&fluxonkv_ssd.index_lock);
 	fluxonkv_removal_end();
@@ -145,25 +141,106 @@ void fluxonkv_ssd_corrupt(struct fluxonkv_ssd_entry *e)
 		fluxonkv_ssd_forget(e);
 }
 
-/* Make @e the key's current SSD entry unless a newer one is there. */
-void fluxonkv_ssd_index(struct fluxonkv_ssd_entry *e)
-{
-	u32 h = fluxonkv_ssd_hash(e->key, e->key_len);
-	struct fluxonkv_ssd_entry *cur;
+/* What index lookups are given: the key's bytes. */
+struct fluxonkv_ssd_key {
+	const u8 *key;
+	u32 len;
+};
 
-	hash_for_each_possible(fluxonkv_ssd.index, cur, index_node, h) {
-		if (!fluxonkv_ssd_key_eq(cur, e->key, e->key_len))
-			continue;
-		if (cur->put_id > e->put_id)
-			return;
-		hash_del(&cur->index_node);
+static u32 fluxonkv_ssd_hashfn(const void *data, u32 len, u32 seed)
+{
+	const struct fluxonkv_ssd_key *k = data;
+
+	return jhash(k->key, k->len, seed);
+}
+
+static u32 fluxonkv_ssd_obj_hashfn(const void *data, u32 len, u32 seed)
+{
+	const struct fluxonkv_ssd_entry *e = data;
+
+	return jhash(e->key, e->key_len, seed);
+}
+
+static int fluxonkv_ssd_cmpfn(struct rhashtable_compare_arg *arg,
+			      const void *obj)
+{
+	const struct fluxonkv_ssd_key *k = arg->key;
+	const struct fluxonkv_ssd_entry *e = obj;
+
+	return e->key_len != k->len || memcmp(e->key, k->key, k->len);
+}
+
+static const struct rhashtable_params fluxonkv_ssd_index_params = {
+	.head_offset = offsetof(struct fluxonkv_ssd_entry, index_node),
+	.hashfn = fluxonkv_ssd_hashfn,
+	.obj_hashfn = fluxonkv_ssd_obj_hashfn,
+	.obj_cmpfn = fluxonkv_ssd_cmpfn,
+	.automatic_shrinking = true,
+};
+
+int fluxonkv_ssd_index_init(void)
+{
+	return rhashtable_init(&fluxonkv_ssd.index, &fluxonkv_ssd_index_params);
+}
+
+/* Every entry is freed already (ssd_shard.c's exit). */
+void fluxonkv_ssd_index_exit(void)
+{
+	rhashtable_destroy(&fluxonkv_ssd.index);
+}
+
+/* The key's indexed entry, or NULL.  Called with the index lock held. */
+static struct fluxonkv_ssd_entry *fluxonkv_ssd_find(const u8 *key,
+						    u32 key_len)
+{
+	struct fluxonkv_ssd_key k = { key, key_len };
+
+	return rhashtable_lookup_fast(&fluxonkv_ssd.index, &k,
+				      fluxonkv_ssd_index_params);
+}
+
+/* Take @e out of the index (not routed any more).  Index lock held. */
+void fluxonkv_ssd_unindex(struct fluxonkv_ssd_entry *e)
+{
+	if (!e->indexed)
+		return;
+	rhashtable_remove_fast(&fluxonkv_ssd.index, &e->index_node,
+			       fluxonkv_ssd_index_params);
+	e->indexed = false;
+	e->routed = false;
+}
+
+/*
+ * Make @e the key's current SSD entry unless a newer one is there (then 0,
+ * @e stays unindexed).  Index lock held.  -ENOMEM / -EBUSY: the table
+ * could not take it; @e is not indexed (the persist fails).
+ */
+int fluxonkv_ssd_index(struct fluxonkv_ssd_entry *e)
+{
+	struct fluxonkv_ssd_entry *cur = fluxonkv_ssd_find(e->key, e->key_len);
+	int ret;
+
+	if (cur && cur->put_id > e->put_id)
+		return 0;
+	if (cur) {
+		/* in one step: a lookup sees the old entry or the new one */
+		ret = rhashtable_replace_fast(&fluxonkv_ssd.index,
+					      &cur->index_node, &e->index_node,
+					      fluxonkv_ssd_index_params);
+		if (WARN_ON_ONCE(ret))
+			return ret;
 		cur->indexed = false;
 		cur->routed = false;
-		break;
+	} else {
+		ret = rhashtable_insert_fast(&fluxonkv_ssd.index,
+					     &e->index_node,
+					     fluxonkv_ssd_index_params);
+		if (ret)
+			return ret;
 	}
-	hash_add(fluxonkv_ssd.index, &e->index_node, h);
 	e->indexed = true;
 	e->route_gen = fluxonkv_ssd.route_gen;
+	return 0;
 }
 
 /**
@@ -178,35 +255,18 @@ void fluxonkv_ssd_index(struct fluxonkv_ssd_entry *e)
 struct fluxonkv_ssd_entry *fluxonkv_ssd_pin(const u8 *key, u32 key_len,
 					    u64 put_id)
 {
-	u32 h = fluxonkv_ssd_hash(key, key_len);
-	struct fluxonkv_ssd_entry *e, *found = NULL;
-
-	spin_lock(&fluxonkv_ssd.index_lock);
-	hash_for_each_possible(fluxonkv_ssd.index, e, index_node, h) {
-		if (fluxonkv_ssd_key_eq(e, key, key_len) &&
-		    e->put_id == put_id &&
-		    e->state == FLUXONKV_SSD_COMMITTED) {
-			e->pins++;
-			found = e;
-			break;
-		}
-	}
-	spin_unlock(&fluxonkv_ssd.index_lock);
-	return found;
-}
-
-/* The key's indexed entry, or NULL.  Called with the index lock held. */
-static struct fluxonkv_ssd_entry *fluxonkv_ssd_find(const u8 *key,
-						    u32 key_len)
-{
-	u32 h = fluxonkv_ssd_hash(key, key_len);
 	struct fluxonkv_ssd_entry *e;
 
-	hash_for_each_possible(fluxonkv_ssd.index, e, index_node, h)
-		if (fluxonkv_ssd_key_eq(e, key, key_len))
-			return e;
-	return NULL;
+	spin_lock(&fluxonkv_ssd.index_lock);
+	e = fluxonkv_ssd_find(key, key_len);
+	if (e && e->put_id == put_id && e->state == FLUXONKV_SSD_COMMITTED)
+		e->pins++;
+	else
+		e = NULL;
+	spin_unlock(&fluxonkv_ssd.index_lock);
+	return e;
 }
+
 
 /**
  * fluxonkv_ssd_lookup_routed() - the version of @key the master routes to
@@ -266,54 +326,84 @@ void fluxonkv_ssd_unroute(const u8 *key, u32 key_len, u64 max_put_id)
 /* The daemon went away: its routes went with it. */
 void fluxonkv_ssd_unroute_all(void)
 {
+	struct rhashtable_iter iter;
 	struct fluxonkv_ssd_entry *e;
-	unsigned int bkt;
 
 	fluxonkv_removal_begin();
 	spin_lock(&fluxonkv_ssd.index_lock);
 	fluxonkv_ssd.route_gen++;
-	hash_for_each(fluxonkv_ssd.index, bkt, e, index_node)
-		e->routed = false;
+	rhashtable_walk_enter(&fluxonkv_ssd.index, &iter);
+	rhashtable_walk_start(&iter);
+	/* -EAGAIN: a resize; the walk goes on (entries may come twice) */
+	while ((e = rhashtable_walk_next(&iter)))
+		if (!IS_ERR(e))
+			e->routed = false;
+	rhashtable_walk_stop(&iter);
+	rhashtable_walk_exit(&iter);
 	spin_unlock(&fluxonkv_ssd.index_lock);
 	fluxonkv_removal_end();
 }
 
+/* Shard number @index, or NULL.  Attach mutex held. */
+static struct fluxonkv_shard *fluxonkv_ssd_shard(long index)
+{
+	struct fluxonkv_ssd_dev *dev;
+	struct fluxonkv_shard *sh;
+
+	list_for_each_entry(dev, &fluxonkv_ssd.devs, node)
+		list_for_each_entry(sh, &dev->shards, node)
+			if (sh->index == index)
+				return sh;
+	return NULL;
+}
+
 /*
- * DUMP, the routed SSD entries from bucket *@bkt, position *@pos on.
+ * DUMP, the routed SSD entries, shard by shard in ring order from shard
+ * *@shard, ring position *@pos on (positions only grow: the cursor stays
+ * right while rings move).  Locks: attach, then each shard's, then the
+ * index lock per entry, never a whole table under one.
  * Return: 1 when all are in, 0 when @skb is full (the cursors say where
  * to go on), or -errno.
  */
 int fluxonkv_ssd_dump(struct sk_buff *skb, struct netlink_callback *cb,
-		      long *bkt, long *pos)
+		      long *shard, long *pos)
 {
 	struct fluxonkv_ssd_entry *e;
+	struct fluxonkv_shard *sh;
 	int ret = 1;
 
-	spin_lock(&fluxonkv_ssd.index_lock);
-	for (; *bkt < (long)HASH_SIZE(fluxonkv_ssd.index) && ret; (*bkt)++) {
-		long i = 0;
-
-		hlist_for_each_entry(e, &fluxonkv_ssd.index[*bkt], index_node) {
+	mutex_lock(&fluxonkv_ssd.attach_lock);
+	for (; *shard < (long)fluxonkv_ssd.nshards && ret; (*shard)++, *pos = 0) {
+		sh = fluxonkv_ssd_shard(*shard);
+		if (!sh)
+			continue;
+		mutex_lock(&sh->lock);
+		list_for_each_entry(e, &sh->entries, ring_node) {
 			struct fluxonkv_dump_rec rec = {
 				.key = e->key, .key_len = e->key_len,
 				.put_id = e->put_id, .len = e->len,
 				.source = FLUXONKV_SOURCE_SSD,
 			};
+			bool routed;
 
-			if (i++ < *pos || !e->routed)
+			if (e->start < (u64)*pos)
+				continue;
+			spin_lock(&fluxonkv_ssd.index_lock);
+			routed = e->routed;
+			spin_unlock(&fluxonkv_ssd.index_lock);
+			if (!routed)
 				continue;
 			if (fluxonkv_dump_record(skb, cb, &rec)) {
-				*pos = i - 1;
+				*pos = (long)e->start;
 				ret = 0;
 				break;
 			}
 		}
-		if (ret)
-			*pos = 0;
-		else
+		mutex_unlock(&sh->lock);
+		if (!ret)
 			break;
 	}
-	spin_unlock(&fluxonkv_ssd.index_lock);
+	mutex_unlock(&fluxonkv_ssd.attach_lock);
 	return ret;
 }
 

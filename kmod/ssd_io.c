@@ -166,26 +166,35 @@ static int fluxonkv_ssd_io(struct fluxonkv_ssd_worker *w,
 		ret = fluxonkv_ssd_bio(w, sh->bdev, write, nr, pos);
 	else
 		ret = fluxonkv_ssd_kiocb(w, sh->file, write, nr, alen, pos);
-	if (!ret)
+	if (!ret) {
+		if (atomic_read(&sh->err_run))
+			atomic_set(&sh->err_run, 0);
 		return 0;
+	}
 	atomic64_inc(&fluxonkv_ssd_stats.io_errors);
 	pr_warn_ratelimited("SSD %s of %llu bytes at %lld on shard %u: %d\n",
 			    write ? "write" : "read", alen, pos, sh->index, ret);
+	if (atomic_inc_return(&sh->err_run) == FLUXONKV_SSD_OFFLINE_ERRORS)
+		schedule_work(&sh->offline_work);
 	return ret;
 }
 
-/* Pick the next shard of @dev, round-robin. */
+/* Pick the next online shard of @dev, round-robin; NULL if none is. */
 static struct fluxonkv_shard *fluxonkv_ssd_next_shard(struct fluxonkv_ssd_dev *dev)
 {
-	struct fluxonkv_shard *sh;
+	struct fluxonkv_shard *sh, *first;
 
 	mutex_lock(&fluxonkv_ssd.attach_lock);
-	sh = dev->next_shard;
-	dev->next_shard = list_is_last(&sh->node, &dev->shards) ?
-		list_first_entry(&dev->shards, struct fluxonkv_shard, node) :
-		list_next_entry(sh, node);
+	first = dev->next_shard;
+	do {
+		sh = dev->next_shard;
+		dev->next_shard = list_is_last(&sh->node, &dev->shards) ?
+			list_first_entry(&dev->shards, struct fluxonkv_shard,
+					 node) :
+			list_next_entry(sh, node);
+	} while (sh->offline && dev->next_shard != first);
 	mutex_unlock(&fluxonkv_ssd.attach_lock);
-	return sh;
+	return sh->offline ? NULL : sh;
 }
 
 /*
@@ -223,6 +232,12 @@ static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
 	int ret, seen;
 	u64 t0;
 
+	if (!sh) {
+		/* every shard of this device is offline */
+		fluxonkv_ssd_persist_failed(job->key, job->key_len, job->put_id,
+					    job->alloc->len, -ENODEV);
+		return false;
+	}
 	e = fluxonkv_ring_reserve(sh, job->key, job->key_len, job->put_id,
 				  job->alloc->len, job->memcg, &seen);
 	if (PTR_ERR_OR_ZERO(e) == -EAGAIN &&
@@ -245,14 +260,19 @@ static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
 	/* Indexing may replace (and so unroute) an older entry of the key. */
 	fluxonkv_removal_begin();
 	spin_lock(&fluxonkv_ssd.index_lock);
-	if (ret) {
-		e->state = FLUXONKV_SSD_DEAD;
-	} else {
+	/* Taken out meanwhile (its forget pass skipped us while WRITING). */
+	if (!ret && READ_ONCE(sh->offline))
+		ret = -EIO;
+	if (!ret) {
 		/* Committed only once the full aligned length is written. */
-		e->state = FLUXONKV_SSD_COMMITTED;
-		e->pins++;	/* commit pin: until the master answers */
-		fluxonkv_ssd_index(e);
+		ret = fluxonkv_ssd_index(e);
+		if (!ret) {
+			e->state = FLUXONKV_SSD_COMMITTED;
+			e->pins++;	/* commit pin: until the master answers */
+		}
 	}
+	if (ret)
+		e->state = FLUXONKV_SSD_DEAD;
 	spin_unlock(&fluxonkv_ssd.index_lock);
 	fluxonkv_removal_end();
 	if (ret) {

@@ -95,6 +95,8 @@ u64 fluxonkv_ssd_used(void)
 	mutex_lock(&fluxonkv_ssd.attach_lock);
 	list_for_each_entry(dev, &fluxonkv_ssd.devs, node)
 		list_for_each_entry(sh, &dev->shards, node) {
+			if (sh->offline)
+				continue;	/* not capacity any more */
 			mutex_lock(&sh->lock);
 			used += sh->head - sh->tail;
 			mutex_unlock(&sh->lock);
@@ -121,11 +123,7 @@ static bool fluxonkv_ring_pop(struct fluxonkv_shard *sh, u64 next_pos)
 		fluxonkv_removal_end();
 		return false;
 	}
-	if (e->indexed) {
-		hash_del(&e->index_node);
-		e->indexed = false;
-		e->routed = false;
-	}
+	fluxonkv_ssd_unindex(e);
 	committed = e->state == FLUXONKV_SSD_COMMITTED;
 	spin_unlock(&fluxonkv_ssd.index_lock);
 	fluxonkv_removal_end();
@@ -187,7 +185,6 @@ fluxonkv_ring_reserve(struct fluxonkv_shard *sh, const u8 *key, u32 key_len,
 	e->put_id = put_id;
 	e->shard = sh;
 	e->state = FLUXONKV_SSD_WRITING;
-	INIT_HLIST_NODE(&e->index_node);
 
 	mutex_lock(&sh->lock);
 	/*

@@ -139,9 +139,11 @@ static bool fluxonkv_ssd_attached(struct file *file, u64 offset, u64 capacity)
 	struct fluxonkv_ssd_dev *dev;
 	struct fluxonkv_shard *sh;
 
+	/* An offline shard's range may be attached again (a new shard). */
 	list_for_each_entry(dev, &fluxonkv_ssd.devs, node)
 		list_for_each_entry(sh, &dev->shards, node)
-			if (sh->file->f_mapping->host == inode &&
+			if (!sh->offline &&
+			    sh->file->f_mapping->host == inode &&
 			    offset < sh->offset + sh->capacity &&
 			    sh->offset < offset + capacity)
 				return true;
@@ -228,6 +230,8 @@ int fluxonkv_ssd_attach(int fd, u64 offset, u64 capacity, u32 device,
 	sh->capacity = capacity;
 	mutex_init(&sh->lock);
 	INIT_LIST_HEAD(&sh->entries);
+	atomic_set(&sh->err_run, 0);
+	INIT_WORK(&sh->offline_work, fluxonkv_shard_offline_work);
 
 	mutex_lock(&fluxonkv_ssd.attach_lock);
 	if (fluxonkv_ssd.nshards >= FLUXONKV_SSD_MAX_SHARDS) {
@@ -270,6 +274,54 @@ err_fput:
 	return ret;
 }
 
+/*
+ * @sh failed FLUXONKV_SSD_OFFLINE_ERRORS IOs in a row: take it out.  No
+ * new entry goes there (fluxonkv_ssd_next_shard() skips it, a write in
+ * flight ends DEAD), every committed entry is forgotten (the master hears
+ * SSD_EVICTED and drops its routes), its capacity is withdrawn and the
+ * master told (SSD_STATE).  It stays attached, unused, until the module
+ * goes; its range may be attached again.
+ */
+void fluxonkv_shard_offline_work(struct work_struct *work)
+{
+	struct fluxonkv_shard *sh = container_of(work, struct fluxonkv_shard,
+						 offline_work);
+	struct fluxonkv_ssd_entry *e;
+	unsigned int forgotten = 0;
+
+	mutex_lock(&fluxonkv_ssd.attach_lock);
+	if (sh->offline) {
+		mutex_unlock(&fluxonkv_ssd.attach_lock);
+		return;
+	}
+	WRITE_ONCE(sh->offline, true);
+	WRITE_ONCE(fluxonkv_ssd.capacity, fluxonkv_ssd.capacity - sh->capacity);
+	mutex_unlock(&fluxonkv_ssd.attach_lock);
+	atomic64_inc(&fluxonkv_ssd_stats.shards_offline);
+
+	mutex_lock(&sh->lock);
+	list_for_each_entry(e, &sh->entries, ring_node) {
+		bool committed;
+
+		/*
+		 * Under the index lock for every entry, WRITING ones too: a
+		 * write that commits after this pass sees @offline there.
+		 */
+		spin_lock(&fluxonkv_ssd.index_lock);
+		committed = e->state == FLUXONKV_SSD_COMMITTED;
+		spin_unlock(&fluxonkv_ssd.index_lock);
+		if (committed) {
+			fluxonkv_ssd_forget(e);
+			forgotten++;
+		}
+	}
+	mutex_unlock(&sh->lock);
+	pr_err("SSD shard %u: %u IO errors in a row: offline, %llu MiB withdrawn, %u entries dropped (attach its range again once the device is healthy)\n",
+	       sh->index, FLUXONKV_SSD_OFFLINE_ERRORS, sh->capacity >> 20,
+	       forgotten);
+	fluxonkv_notify_ssd_state();
+}
+
 int fluxonkv_rings_show(struct seq_file *m, void *unused)
 {
 	struct fluxonkv_ssd_entry *e;
@@ -290,9 +342,10 @@ int fluxonkv_rings_show(struct seq_file *m, void *unused)
 		spin_unlock(&dev->lock);
 		list_for_each_entry(sh, &dev->shards, node) {
 			mutex_lock(&sh->lock);
-			seq_printf(m, "shard %u device %u offset %llu capacity %llu head %llu tail %llu used %llu\n",
+			seq_printf(m, "shard %u device %u offset %llu capacity %llu head %llu tail %llu used %llu offline %d\n",
 				   sh->index, dev->id, sh->offset, sh->capacity,
-				   sh->head, sh->tail, sh->head - sh->tail);
+				   sh->head, sh->tail, sh->head - sh->tail,
+				   sh->offline);
 			seq_puts(m, "\toffset\tlen\talen\tstate\tpins\tput_id\trouted\tkey\n");
 			spin_lock(&fluxonkv_ssd.index_lock);
 			list_for_each_entry(e, &sh->entries, ring_node) {
@@ -324,21 +377,29 @@ int fluxonkv_ssd_init(void)
 	mutex_init(&fluxonkv_ssd.attach_lock);
 	INIT_LIST_HEAD(&fluxonkv_ssd.devs);
 	spin_lock_init(&fluxonkv_ssd.index_lock);
-	hash_init(fluxonkv_ssd.index);
 	spin_lock_init(&fluxonkv_ssd.notice_lock);
 	INIT_LIST_HEAD(&fluxonkv_ssd.notices);
 	INIT_DELAYED_WORK(&fluxonkv_ssd.notice_work, fluxonkv_ssd_notice_flush);
+	ret = fluxonkv_ssd_index_init();
+	if (ret)
+		return ret;
 	ret = bioset_init(&fluxonkv_ssd.bioset, BIO_POOL_SIZE, 0,
 			  BIOSET_NEED_BVECS);
 	if (ret)
-		return ret;
+		goto err_index;
 	/* Not a reclaim path: workers may wait for the daemon's answers. */
 	fluxonkv_ssd.wq = alloc_workqueue("fluxonkv_ssd", WQ_UNBOUND, 0);
 	if (!fluxonkv_ssd.wq) {
-		bioset_exit(&fluxonkv_ssd.bioset);
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto err_bioset;
 	}
 	return 0;
+
+err_bioset:
+	bioset_exit(&fluxonkv_ssd.bioset);
+err_index:
+	fluxonkv_ssd_index_exit();
+	return ret;
 }
 
 void fluxonkv_ssd_exit(void)
@@ -355,11 +416,11 @@ void fluxonkv_ssd_exit(void)
 
 	list_for_each_entry_safe(dev, dtmp, &fluxonkv_ssd.devs, node) {
 		list_for_each_entry_safe(sh, stmp, &dev->shards, node) {
+			cancel_work_sync(&sh->offline_work);
 			list_for_each_entry_safe(e, etmp, &sh->entries,
 						 ring_node) {
 				WARN_ON(e->pins);
-				if (e->indexed)
-					hash_del(&e->index_node);
+				fluxonkv_ssd_unindex(e);
 				fluxonkv_entry_free(e);
 			}
 			fput(sh->file);
@@ -377,4 +438,5 @@ void fluxonkv_ssd_exit(void)
 		fluxonkv_ssd_dev_free(dev);
 	}
 	bioset_exit(&fluxonkv_ssd.bioset);
+	fluxonkv_ssd_index_exit();
 }

@@ -12,6 +12,8 @@
  *             kill) leaves the put's fate to that answer: the new version
  *             is published, or the old one stays readable, never neither
  *   SSD       the SSD gauge stays within capacity while rings wrap; a
+ *             shard failing every IO goes offline and can be attached
+ *             again; a
  *             value damaged on the device is a miss, never wrong bytes
  *             (crc32c per MiB); the entries' kernel memory stays within
  *             ssd_meta_max_kb
@@ -240,6 +242,31 @@ FKV_TEST(segment_larger_than_available_memory_is_refused_killing_nobody)
 
 /* ---- SSD ---- */
 
+/*
+ * Load with PARAMS, start fluxond and attach a fresh ext4 file of CAP
+ * bytes (under directory NAME) as the only shard; its path in path, the
+ * open library handle in *kv.  Returns segment_used_bytes.
+ */
+static uint64_t file_tier(const char *name, uint64_t cap, const char *params,
+			  char *path, size_t len, struct fkv **kv)
+{
+	char dir[256];
+	uint64_t base;
+	uint32_t shard;
+	int fd, ret;
+
+	ext4_dir(name, dir, sizeof(dir));
+	make_file(dir, "shard", cap, path, len);
+	base = setup(params);
+	*kv = kv_open();
+	fd = open_shard(path);
+	ret = fkv_ssd_attach(*kv, fd, 0, cap, 0, &shard);
+	close(fd);
+	FKV_ASSERT(ret == 0, "attach %s: %s", path, fkv_strerror(ret));
+	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", cap);
+	return base;
+}
+
 struct gauge_watch {
 	volatile bool stop;
 	uint64_t max, reads;
@@ -273,22 +300,14 @@ FKV_TEST(ssd_used_gauge_stays_within_capacity_while_rings_wrap)
 {
 	const uint64_t cap = FKV_MIB;
 	struct gauge_watch w = { 0 };
-	char dir[256], path[320], key[32];
+	char path[320], key[32];
 	uint64_t base, persisted = 0;
 	struct fkv *kv;
 	pthread_t th;
-	int i, fd, ret;
-	uint32_t shard;
+	int i;
 
-	ext4_dir("harden-gauge", dir, sizeof(dir));
-	make_file(dir, "shard", cap, path, sizeof(path));
-	base = setup("segment_mb=16");
-	kv = kv_open();
-	fd = open_shard(path);
-	ret = fkv_ssd_attach(kv, fd, 0, cap, 0, &shard);
-	close(fd);
-	FKV_ASSERT(ret == 0, "attach: %s", fkv_strerror(ret));
-	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", cap);
+	base = file_tier("harden-gauge", cap, "segment_mb=16", path,
+			 sizeof(path), &kv);
 	FKV_ASSERT_EQ(pthread_create(&th, NULL, watch_gauge, &w), 0);
 	for (i = 0; i < WRAP_PUTS; i++) {
 		snprintf(key, sizeof(key), "wrap-%d", i % 5);
@@ -368,24 +387,15 @@ static void corrupt_byte(const char *path, uint64_t off)
 FKV_TEST(ssd_checksum_mismatch_is_an_io_error_never_wrong_bytes)
 {
 	static const char *const keys[] = { "crc-mid", "crc-tail", "crc-good" };
-	const uint64_t cap = 64 * FKV_MIB;
-	char dir[256], path[320], key[32];
+	char path[320], key[32];
 	uint64_t base, ids[3], persisted = 0;
 	long long off;
 	struct fkv_holder h;
 	struct fkv *kv;
-	int i, fd, ret;
-	uint32_t shard;
+	int i, ret;
 
-	ext4_dir("harden-crc", dir, sizeof(dir));
-	make_file(dir, "shard", cap, path, sizeof(path));
-	base = setup("segment_mb=8");
-	kv = kv_open();
-	fd = open_shard(path);
-	ret = fkv_ssd_attach(kv, fd, 0, cap, 0, &shard);
-	close(fd);
-	FKV_ASSERT(ret == 0, "attach: %s", fkv_strerror(ret));
-	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", cap);
+	base = file_tier("harden-crc", 64 * FKV_MIB, "segment_mb=8", path,
+			 sizeof(path), &kv);
 	for (i = 0; i < 3; i++) {
 		ids[i] = put_pattern(kv, keys[i], CRC_LEN, 40 + i);
 		wait_persists(++persisted);
@@ -454,22 +464,15 @@ static void meta_key(char *buf, size_t n, int i)
 
 FKV_TEST(ssd_entries_memory_stays_within_ssd_meta_max_kb)
 {
-	const uint64_t cap = 16 * FKV_MIB, max = 16 * KIB;
-	char dir[256], path[320], key[256];
+	const uint64_t max = 16 * KIB;
+	char path[320], key[256];
 	uint64_t base, persisted = 0, meta;
 	struct fkv *kv;
-	int i, fd, ret, kept = 0;
-	uint32_t shard;
+	int i, kept = 0;
 
-	ext4_dir("harden-meta", dir, sizeof(dir));
-	make_file(dir, "shard", cap, path, sizeof(path));
-	base = setup("segment_mb=16 ssd_meta_max_kb=16");
-	kv = kv_open();
-	fd = open_shard(path);
-	ret = fkv_ssd_attach(kv, fd, 0, cap, 0, &shard);
-	close(fd);
-	FKV_ASSERT(ret == 0, "attach: %s", fkv_strerror(ret));
-	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", cap);
+	base = file_tier("harden-meta", 16 * FKV_MIB,
+			 "segment_mb=16 ssd_meta_max_kb=16", path, sizeof(path),
+			 &kv);
 	for (i = 0; i < META_PUTS; i++) {
 		meta_key(key, sizeof(key), i);
 		put_pattern(kv, key, 1024, i);
@@ -713,4 +716,137 @@ FKV_TEST_TIMEOUT(a_daemon_stall_with_abandoned_puts_costs_the_cache_nothing, 120
 	free(big);
 	fkv_close(kv);
 	teardown(base);
+}
+
+/* ---- SSD: a failing shard goes offline ---- */
+
+#define OFF_NAME	"fkv-selftest-harden"
+#define OFF_PATH	"/dev/mapper/" OFF_NAME
+#define OFF_CAP		(32 * FKV_MIB)
+#define OFF_ERRORS	32	/* FLUXONKV_SSD_OFFLINE_ERRORS */
+#define OFF_FILL	6	/* 3 MiB values: more than the segment */
+
+/* Get KEY, check it is the pattern of (KEY, LEN, SALT); its source. */
+static unsigned int get_check_source(struct fkv *kv, const char *key,
+				     size_t len, uint64_t salt)
+{
+	struct fkv_holder h;
+	unsigned int source;
+	int ret = fkv_get(kv, key, strlen(key), &h);
+
+	FKV_ASSERT(ret == 0, "get %s: %s", key, fkv_strerror(ret));
+	FKV_ASSERT_EQ(h.len, len);
+	FKV_ASSERT_PATTERN(h.data, len, key, strlen(key), salt);
+	source = h.source;
+	release(kv, &h);
+	return source;
+}
+
+static void off_attach(struct fkv *kv)
+{
+	uint32_t shard;
+	int fd = open_shard(OFF_PATH), ret;
+
+	ret = fkv_ssd_attach(kv, fd, 0, OFF_CAP, 0, &shard);
+	close(fd);
+	FKV_ASSERT(ret == 0, "attach %s: %s", OFF_PATH, fkv_strerror(ret));
+}
+
+/*
+ * A raw shard under device-mapper fails every IO from some point on: after
+ * 32 failed writes in a row the shard is taken out -- its capacity is
+ * withdrawn (the master stops asking for persists: no more IO errors), the
+ * status says so -- and once the device is healthy its range can be
+ * attached again and serves refills.
+ */
+FKV_TEST_TIMEOUT(a_shard_failing_every_io_goes_offline_and_can_come_back, 240)
+{
+	char devno[32], linear[256], error[128], key[32];
+	uint64_t base, sectors, persisted = 0, errs, id, pub0;
+	struct fkv_holder h;
+	char out[8192];
+	struct fkv *kv;
+	int i, ret;
+
+	FKV_REQUIRE_DAEMON();
+	FKV_REQUIRE_FLUXONCTL();
+	sectors = dm_disk(NULL, devno, sizeof(devno));
+	snprintf(linear, sizeof(linear), "0 %" PRIu64 " linear %s 0\n",
+		 sectors, devno);
+	snprintf(error, sizeof(error), "0 %" PRIu64 " error\n", sectors);
+	base = setup("segment_mb=16");
+	dm_create(OFF_NAME, linear);
+	kv = kv_open();
+	off_attach(kv);
+	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", OFF_CAP);
+	put_pattern(kv, "off-before", 8192, 1);
+	wait_persists(++persisted);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), 1);
+
+	dm_swap(OFF_NAME, error);
+	for (i = 0; fkv_sysfs("ssd_shards_offline") == 0; i++) {
+		FKV_ASSERT(i < OFF_ERRORS + 8, "%d failed persists, shard still "
+			   "online (%" PRIu64 " IO errors)", i,
+			   fkv_sysfs("ssd_io_errors"));
+		snprintf(key, sizeof(key), "off-%d", i);
+		put_pattern(kv, key, 4096, i);
+		wait_persists(++persisted);
+	}
+	fkv_diag("offline after %d failed persists, %" PRIu64 " IO errors", i,
+		 fkv_sysfs("ssd_io_errors"));
+	FKV_ASSERT_GE(fkv_sysfs("ssd_io_errors"), OFF_ERRORS);
+	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", 0);
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_used_bytes"), 0);
+	/* the value that was on it is a memory hit still, its SSD copy gone */
+	FKV_ASSERT_EQ(get_check_source(kv, "off-before", 8192, 1),
+		      FLUXONKV_SOURCE_MEMORY);
+	FKV_ASSERT_EQ(fkv_ctl(out, sizeof(out), "status", NULL), 0);
+	FKV_ASSERT(strstr(out, "1 shard(s) offline"), "status says:\n%s", out);
+	/* no SSD tier now: puts do not touch the failing device */
+	fkv_msleep(300);	/* the master hears SSD_STATE */
+	errs = fkv_sysfs("ssd_io_errors");
+	put_pattern(kv, "off-after", 4096, 7);
+	fkv_msleep(300);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_io_errors"), errs);
+
+	/* healthy again: the same range attaches as a new shard */
+	dm_swap(OFF_NAME, linear);
+	off_attach(kv);
+	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", OFF_CAP);
+	fkv_msleep(300);	/* the master hears SSD_STATE */
+	pub0 = fkv_sysfs("ssd_commits_published");
+	persisted = persists_done();
+	id = put_pattern(kv, "off-healthy", 3 * FKV_MIB, 9);
+	wait_persists(persisted + 1);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), pub0 + 1);
+	/*
+	 * Push it out of the 16 MiB segment (the fillers, persisted too,
+	 * fit the 32 MiB ring with it), then read it back from the new shard.
+	 */
+	for (i = 0; i < OFF_FILL; i++) {
+		snprintf(key, sizeof(key), "off-fill-%d", i);
+		put_pattern(kv, key, 3 * FKV_MIB, i);
+	}
+	ret = fkv_get(kv, "off-healthy", 11, &h);
+	FKV_ASSERT(ret == 0, "get off-healthy: %s", fkv_strerror(ret));
+	FKV_ASSERT_EQ(h.put_id, id);
+	FKV_ASSERT_PATTERN(h.data, 3 * FKV_MIB, "off-healthy", 11, 9);
+	FKV_ASSERT(h.source == FLUXONKV_SOURCE_SSD, "off-healthy from source "
+		   "%u, not the new shard", h.source);
+	release(kv, &h);
+
+	for (i = 0; i < OFF_ERRORS + 8; i++) {
+		snprintf(key, sizeof(key), "off-%d", i);
+		delete_any(kv, key);
+	}
+	for (i = 0; i < OFF_FILL; i++) {
+		snprintf(key, sizeof(key), "off-fill-%d", i);
+		delete_any(kv, key);
+	}
+	delete_any(kv, "off-before");
+	delete_any(kv, "off-after");
+	delete_any(kv, "off-healthy");
+	fkv_close(kv);
+	teardown(base);
+	dm_remove(OFF_NAME);
 }

@@ -100,6 +100,7 @@ static void fake_module(void)
 	put_file("kv_ssd_meta_bytes", "34816\n");
 	put_file("ssd_meta_evictions", "35\n");
 	put_file("ssd_meta_refused", "36\n");
+	put_file("ssd_shards_offline", "0\n");
 }
 
 /* A module older than the SSD tier: none of its files. */
@@ -112,7 +113,7 @@ static void fake_module_without_ssd(void)
 		"ssd_busy_waits", "ssd_commits_published",
 		"ssd_commits_ignored", "ssd_notices_dropped", "ssd_revokes",
 		"ssd_csum_errors", "kv_ssd_meta_bytes", "ssd_meta_evictions",
-		"ssd_meta_refused",
+		"ssd_meta_refused", "ssd_shards_offline",
 	};
 	char path[128];
 	size_t i;
@@ -294,7 +295,7 @@ FKV_TEST(the_snapshot_covers_every_attribute_the_module_documents)
 		"ssd_busy_waits", "ssd_commits_published",
 		"ssd_commits_ignored", "ssd_notices_dropped", "ssd_revokes",
 		"ssd_csum_errors", "kv_ssd_meta_bytes", "ssd_meta_evictions",
-		"ssd_meta_refused",
+		"ssd_meta_refused", "ssd_shards_offline",
 	};
 	struct ctl_stats st;
 	size_t i;
@@ -349,7 +350,7 @@ FKV_TEST(stats_as_json_are_one_flat_object_with_null_for_unreadable_files)
 		"\"ssd_commits_ignored\":30,\"ssd_notices_dropped\":31,"
 		"\"ssd_revokes\":32,\"ssd_csum_errors\":33,"
 		"\"kv_ssd_meta_bytes\":34816,\"ssd_meta_evictions\":35,"
-		"\"ssd_meta_refused\":36}\n");
+		"\"ssd_meta_refused\":36,\"ssd_shards_offline\":0}\n");
 	free(out);
 	ctl_stats_free(&st);
 	fake_remove();
@@ -543,6 +544,7 @@ FKV_TEST(status_as_json_carries_sysfs_and_the_netlink_reply)
 		"\"segment_used_bytes\":16777216,\"segment_used_percent\":25.00,"
 		"\"kv_ssd_capacity_bytes\":4294967296,"
 		"\"kv_ssd_used_bytes\":1073741824,\"kv_ssd_used_percent\":25.00,"
+		"\"ssd_shards_offline\":0,"
 		"\"replicas\":3,\"holders\":2,"
 		"\"netlink\":{\"ok\":true,\"version\":\"0.1.0\",\"abi_version\":1,"
 		"\"segment_size\":67108864,\"segment_used\":16777216,"
@@ -650,7 +652,7 @@ FKV_TEST(stats_carry_the_latency_histograms_in_every_format)
 	free(out);
 
 	out = CAPTURE(ctl_render_stats_json(f, &st, &lat));
-	ASSERT_HAS(out, "\"ssd_meta_refused\":36,\"latency\":{"
+	ASSERT_HAS(out, "\"ssd_shards_offline\":0,\"latency\":{"
 		"\"put\":{\"count\":4,\"sum_ns\":6000,\"mean_ns\":1500,"
 		"\"p50_ns\":2048,\"p95_ns\":null,\"p99_ns\":null},"
 		"\"get_memory\":{\"count\":0,\"sum_ns\":0,\"mean_ns\":null,"
@@ -658,7 +660,7 @@ FKV_TEST(stats_carry_the_latency_histograms_in_every_format)
 	free(out);
 
 	out = CAPTURE(ctl_render_stats_human(f, &st, &lat));
-	ASSERT_HAS(out, "ssd_meta_refused         36\n\nlatency (");
+	ASSERT_HAS(out, "ssd_shards_offline       0\n\nlatency (");
 	ASSERT_HAS(out, "\nput                     4      1.5 us      2.0 us     >2.0 us     >2.0 us\n");
 	free(out);
 	ctl_stats_free(&st);
@@ -682,7 +684,7 @@ FKV_TEST(stats_without_debugfs_say_latency_is_unavailable_and_still_work)
 	free(out);
 
 	out = CAPTURE(ctl_render_stats_json(f, &st, &lat));
-	ASSERT_HAS(out, "\"ssd_meta_refused\":36,\"latency\":null}\n");
+	ASSERT_HAS(out, "\"ssd_shards_offline\":0,\"latency\":null}\n");
 	free(out);
 
 	out = CAPTURE(ctl_render_stats_prometheus(f, &st, &lat));

@@ -328,8 +328,17 @@ void ctl_render_status_human(FILE *f, const struct ctl_status *s)
 	/* a module older than the SSD tier has neither file: no line */
 	if (ctl_stats_get(s->stats, CTL_SSD_CAPACITY) ||
 	    ctl_stats_get(s->stats, CTL_SSD_USED))
+	{
+		const struct ctl_stat *off =
+			ctl_stats_get(s->stats, "ssd_shards_offline");
+
 		ctl_status_tier_human(f, s->stats, "ssd:", CTL_SSD_CAPACITY,
 				      CTL_SSD_USED, true);
+		if (off && off->value)
+			fprintf(f, "%-10s %llu shard(s) offline after IO errors "
+				"(kernel log; attach again once healthy)\n", "",
+				(unsigned long long)off->value);
+	}
 
 	ctl_status_u64_human(f, s->stats, "replicas:", "replicas");
 	ctl_status_u64_human(f, s->stats, "holders:", "holders");
@@ -414,6 +423,8 @@ void ctl_render_status_json(FILE *f, const struct ctl_status *s)
 				     "segment_used_bytes", "segment_used_percent");
 		ctl_status_tier_json(&j, s->stats, CTL_SSD_CAPACITY,
 				     CTL_SSD_USED, "kv_ssd_used_percent");
+		ctl_json_stat_u64(&j, s->stats, "ssd_shards_offline",
+				  "ssd_shards_offline");
 		ctl_json_stat_u64(&j, s->stats, "replicas", "replicas");
 		ctl_json_stat_u64(&j, s->stats, "holders", "holders");
 	}

@@ -112,6 +112,8 @@ const struct ctl_stat_def ctl_stat_defs[] = {
 	  "SSD entries evicted early to stay within ssd_meta_max_kb." },
 	{ "ssd_meta_refused", CTL_STAT_COUNTER, false, false, NULL,
 	  "SSD writes refused because other shards' entries hold ssd_meta_max_kb." },
+	{ "ssd_shards_offline", CTL_STAT_COUNTER, false, false, NULL,
+	  "SSD shards taken offline after repeated IO errors (capacity withdrawn)." },
 };
 const size_t ctl_stat_ndefs = sizeof(ctl_stat_defs) / sizeof(ctl_stat_defs[0]);
 
