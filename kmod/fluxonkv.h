@@ -166,8 +166,16 @@ int fluxonkv_replica_show(struct seq_file *m, void *unused);
 /* Holders one file description may have at once (-EMFILE beyond). */
 #define FLUXONKV_HOLDERS_MAX	65536
 
+/*
+ * Bytes one user's client sessions pin: their holders and their puts in
+ * flight, at most pin_max_pct of the segment (holder.c).
+ */
+struct fluxonkv_user;
+
 struct fluxonkv_session {
 	struct xarray holders;		/* holder id -> alloc; own lock */
+	/* Whose budget its pins count in; NULL for a privileged session. */
+	struct fluxonkv_user *user;
 	atomic_t nholders;		/* entries in @holders */
 	struct list_head node;		/* on the session list (debugfs) */
 	pid_t pid;			/* opener, for debugfs */
@@ -180,7 +188,11 @@ struct fluxonkv_session {
 	bool privileged;
 };
 
-struct fluxonkv_session *fluxonkv_session_new(void);
+struct fluxonkv_session *fluxonkv_session_new(bool writable, bool privileged);
+int fluxonkv_user_charge(struct fluxonkv_user *u, u64 bytes);
+void fluxonkv_user_uncharge(struct fluxonkv_user *u, u64 bytes);
+int fluxonkv_users_show(struct seq_file *m, void *unused);
+extern unsigned int fluxonkv_pin_max_pct;
 void fluxonkv_session_free(struct fluxonkv_session *s);
 int fluxonkv_holder_add(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 			u64 *id);
@@ -200,8 +212,8 @@ struct fluxonkv_get_result {
 int fluxonkv_kv_init(void);
 void fluxonkv_kv_quiesce(void);
 void fluxonkv_kv_exit(void);
-int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
-		 u64 len, u64 *put_id);
+int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
+		 const void __user *value, u64 len, u64 *put_id);
 int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 		 struct fluxonkv_get_result *res);
 int fluxonkv_delete(const u8 *key, u32 key_len);
@@ -348,7 +360,7 @@ struct fluxonkv_ssd_stats {
 	atomic64_t commits_ignored;
 	atomic64_t notices_dropped;
 	atomic64_t revokes;
-	atomic64_t csum_errors;		/* refills that failed their crc32c */
+	atomic64_t csum_errors;		/* refills that failed their xxh64 */
 	atomic64_t meta_evictions;	/* entries evicted for the memory cap */
 	atomic64_t meta_refused;	/* persists refused by the memory cap */
 	atomic64_t shards_offline;	/* shards taken out for IO errors */

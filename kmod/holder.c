@@ -6,23 +6,100 @@
  * xarray under a module-wide unique id, so an id from another file
  * description (or a released one) is simply unknown here: -ENOENT.  Closing
  * the file releases whatever is left, so a crashed client leaks nothing.
+ *
+ * What a client pins is charged to its user (by uid): the bytes of its
+ * holders and of its puts still being copied in, at most pin_max_pct of the
+ * segment per user (-EDQUOT beyond), so no tenant can starve the others
+ * of room by holding everything across many file descriptions.
+ * Privileged sessions (the node daemon's) are not charged.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cred.h>
+#include <linux/hashtable.h>
+#include <linux/math64.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/uidgid.h>
 
 #include "fluxonkv.h"
 
 /* Holder ids are never reused while the module is loaded. */
 static atomic64_t fluxonkv_holder_next = ATOMIC64_INIT(0);
 
-/* Protects fluxonkv_sessions (the list, for debugfs). */
+/*
+ * Protects fluxonkv_sessions (the list, for debugfs) and fluxonkv_users
+ * (the table and every user's @sessions).
+ */
 static DEFINE_MUTEX(fluxonkv_sessions_lock);
 static LIST_HEAD(fluxonkv_sessions);
 
-struct fluxonkv_session *fluxonkv_session_new(void)
+struct fluxonkv_user {
+	struct hlist_node node;		/* in fluxonkv_users (sessions lock) */
+	kuid_t uid;
+	unsigned int sessions;		/* open client sessions (sessions lock) */
+	atomic64_t pinned;		/* bytes charged */
+};
+
+static DEFINE_HASHTABLE(fluxonkv_users, 6);
+
+/* The budget of one user, bytes. */
+static u64 fluxonkv_pin_max(void)
+{
+	return div_u64((u64)fluxonkv_seg.size * READ_ONCE(fluxonkv_pin_max_pct),
+		       100);
+}
+
+/* Charge @bytes to @u (NULL: not charged).  0 or -EDQUOT. */
+int fluxonkv_user_charge(struct fluxonkv_user *u, u64 bytes)
+{
+	if (!u)
+		return 0;
+	if (atomic64_add_return(bytes, &u->pinned) > fluxonkv_pin_max()) {
+		atomic64_sub(bytes, &u->pinned);
+		return -EDQUOT;
+	}
+	return 0;
+}
+
+void fluxonkv_user_uncharge(struct fluxonkv_user *u, u64 bytes)
+{
+	if (u)
+		WARN_ON_ONCE(atomic64_sub_return(bytes, &u->pinned) < 0);
+}
+
+/* The caller's user, one more session of it.  Sessions lock held. */
+static struct fluxonkv_user *fluxonkv_user_get(void)
+{
+	kuid_t uid = current_fsuid();
+	struct fluxonkv_user *u;
+
+	hash_for_each_possible(fluxonkv_users, u, node, __kuid_val(uid))
+		if (uid_eq(u->uid, uid))
+			goto found;
+	u = kzalloc(sizeof(*u), GFP_KERNEL_ACCOUNT);
+	if (!u)
+		return NULL;
+	u->uid = uid;
+	atomic64_set(&u->pinned, 0);
+	hash_add(fluxonkv_users, &u->node, __kuid_val(uid));
+found:
+	u->sessions++;
+	return u;
+}
+
+/* One session of @u less.  Sessions lock held. */
+static void fluxonkv_user_put(struct fluxonkv_user *u)
+{
+	if (!u || --u->sessions)
+		return;
+	WARN_ON_ONCE(atomic64_read(&u->pinned));
+	hash_del(&u->node);
+	kfree(u);
+}
+
+struct fluxonkv_session *fluxonkv_session_new(bool writable, bool privileged)
 {
 	struct fluxonkv_session *s;
 
@@ -31,7 +108,17 @@ struct fluxonkv_session *fluxonkv_session_new(void)
 		return NULL;
 	xa_init(&s->holders);
 	s->pid = task_tgid_nr(current);
+	s->writable = writable;
+	s->privileged = privileged;
 	mutex_lock(&fluxonkv_sessions_lock);
+	if (!privileged) {
+		s->user = fluxonkv_user_get();
+		if (!s->user) {
+			mutex_unlock(&fluxonkv_sessions_lock);
+			kfree(s);
+			return NULL;
+		}
+	}
 	list_add_tail(&s->node, &fluxonkv_sessions);
 	mutex_unlock(&fluxonkv_sessions_lock);
 	return s;
@@ -48,11 +135,15 @@ void fluxonkv_session_free(struct fluxonkv_session *s)
 
 	xa_for_each(&s->holders, id, a) {
 		xa_erase(&s->holders, id);
+		fluxonkv_user_uncharge(s->user, a->span);
 		fluxonkv_alloc_put(a);
 		atomic64_dec(&fluxonkv_stats.holders);
 		cond_resched();
 	}
 	xa_destroy(&s->holders);
+	mutex_lock(&fluxonkv_sessions_lock);
+	fluxonkv_user_put(s->user);
+	mutex_unlock(&fluxonkv_sessions_lock);
 	kfree(s);
 }
 
@@ -63,7 +154,8 @@ void fluxonkv_session_free(struct fluxonkv_session *s)
  * @id: out: the new holder id.
  *
  * Return: 0, -EMFILE if the session has FLUXONKV_HOLDERS_MAX holders
- * already, or -ENOMEM (the caller keeps its reference).
+ * already, -EDQUOT if its user's pins would exceed pin_max_pct of the
+ * segment, or -ENOMEM (the caller keeps its reference).
  */
 int fluxonkv_holder_add(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 			u64 *id)
@@ -75,9 +167,15 @@ int fluxonkv_holder_add(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 		atomic_dec(&s->nholders);
 		return -EMFILE;
 	}
+	ret = fluxonkv_user_charge(s->user, a->span);
+	if (ret) {
+		atomic_dec(&s->nholders);
+		return ret;
+	}
 	hid = atomic64_inc_return(&fluxonkv_holder_next);
 	ret = xa_insert(&s->holders, hid, a, GFP_KERNEL_ACCOUNT);
 	if (ret) {
+		fluxonkv_user_uncharge(s->user, a->span);
 		atomic_dec(&s->nholders);
 		return ret == -EBUSY ? -EEXIST : ret;
 	}
@@ -97,6 +195,7 @@ int fluxonkv_holder_release(struct fluxonkv_session *s, u64 id)
 	if (!a)
 		return -ENOENT;
 	atomic_dec(&s->nholders);
+	fluxonkv_user_uncharge(s->user, a->span);
 	fluxonkv_alloc_put(a);
 	atomic64_dec(&fluxonkv_stats.holders);
 	return 0;
@@ -117,6 +216,22 @@ int fluxonkv_holders_show(struct seq_file *m, void *unused)
 				   a->offset, a->len, kref_read(&a->ref));
 		xa_unlock(&s->holders);
 	}
+	mutex_unlock(&fluxonkv_sessions_lock);
+	return 0;
+}
+
+int fluxonkv_users_show(struct seq_file *m, void *unused)
+{
+	struct fluxonkv_user *u;
+	unsigned int bkt;
+
+	seq_printf(m, "budget\t%llu\n", fluxonkv_pin_max());
+	seq_puts(m, "uid\tsessions\tpinned\n");
+	mutex_lock(&fluxonkv_sessions_lock);
+	hash_for_each(fluxonkv_users, bkt, u, node)
+		seq_printf(m, "%u\t%u\t%lld\n",
+			   from_kuid_munged(&init_user_ns, u->uid), u->sessions,
+			   (long long)atomic64_read(&u->pinned));
 	mutex_unlock(&fluxonkv_sessions_lock);
 	return 0;
 }

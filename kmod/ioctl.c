@@ -127,8 +127,9 @@ static long fluxonkv_ioc_put(struct fluxonkv_session *s, void __user *uarg)
 		return -EFAULT;
 
 	t0 = ktime_get_ns();
-	ret = fluxonkv_put(key, put.key_len, u64_to_user_ptr(put.value_ptr),
-			   put.value_len, &put.put_id);
+	ret = fluxonkv_put(s->user, key, put.key_len,
+			   u64_to_user_ptr(put.value_ptr), put.value_len,
+			   &put.put_id);
 	if (ret)
 		return ret;
 	fluxonkv_lat_record(FLUXONKV_LAT_PUT, t0);

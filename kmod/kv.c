@@ -450,8 +450,32 @@ static int fluxonkv_put_done(struct fluxonkv_replica *r,
 	return ret;
 }
 
+/*
+ * Copy a put's value in, a chunk at a time: a putter killed meanwhile
+ * stops at the next chunk (-EINTR), one whose pages fault for good gets
+ * -EFAULT.
+ */
+#define FLUXONKV_COPY_CHUNK	(1ULL << 20)
+
+static int fluxonkv_copy_value(void *dst, const void __user *src, u64 len)
+{
+	u64 off, n;
+
+	for (off = 0; off < len; off += n) {
+		n = min_t(u64, len - off, FLUXONKV_COPY_CHUNK);
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		if (copy_from_user(dst + off, src + off, n))
+			return -EFAULT;
+		cond_resched();
+	}
+	return 0;
+}
+
 /**
  * fluxonkv_put() - store @len bytes from @value under @key.
+ * @user: whose budget the bytes count in while they are copied in (NULL:
+ *	a privileged session, not charged); -EDQUOT when it is spent.
  * @key: kernel copy of the key (validated length).
  * @key_len: 1..FLUXONKV_KEY_MAX.
  * @value: user pointer.
@@ -464,20 +488,29 @@ static int fluxonkv_put_done(struct fluxonkv_replica *r,
  * the master's late answer publishes the version or not, and until then
  * the previous version stays readable.
  */
-int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
-		 u64 len, u64 *put_id)
+int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
+		 const void __user *value, u64 len, u64 *put_id)
 {
 	struct fluxonkv_upcall_args args = {
 		.key = key, .key_len = key_len, .len = len,
 	};
+	u64 span = round_up(len, FLUXONKV_SEGMENT_ALIGN);
 	struct fluxonkv_upcall start = {};
 	struct fluxonkv_replica *r;
 	struct fluxonkv_alloc *a;
 	int ret;
 
-	ret = fluxonkv_put_start(key, key_len, &args, &start);
+	/*
+	 * The bytes count in the putter's budget until they are copied in:
+	 * a put stalled in copy_from_user (a userfaultfd page) pins no more
+	 * than its user may.  Charged before anything is asked or evicted.
+	 */
+	ret = fluxonkv_user_charge(user, span);
 	if (ret)
 		return ret;
+	ret = fluxonkv_put_start(key, key_len, &args, &start);
+	if (ret)
+		goto err_uncharge;
 	if (!start.put_id) {
 		ret = -EPROTO;
 		goto err_abort;
@@ -489,8 +522,10 @@ int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
 	    fluxonkv_daemon_placement()) {
 		ret = fluxonkv_put_remote(key, key_len, value, len,
 					  start.put_id);
-		if (ret != -ENOSPC)
+		if (ret != -ENOSPC) {
+			fluxonkv_user_uncharge(user, span);
 			goto out;
+		}
 		/* No other node has room either: wait for room here. */
 		a = fluxonkv_alloc_room(len);
 	}
@@ -498,15 +533,17 @@ int fluxonkv_put(const u8 *key, u32 key_len, const void __user *value,
 		ret = PTR_ERR(a);
 		goto err_abort;
 	}
-	if (copy_from_user(fluxonkv_alloc_vaddr(a), value, len)) {
-		ret = -EFAULT;
+	ret = fluxonkv_copy_value(fluxonkv_alloc_vaddr(a), value, len);
+	if (ret)
 		goto err_alloc;
-	}
+	fluxonkv_user_uncharge(user, span);	/* the cache's bytes now */
 
 	r = fluxonkv_replica_new(key, key_len, start.put_id, a);
 	if (IS_ERR(r)) {
 		ret = PTR_ERR(r);
-		goto err_alloc;
+		fluxonkv_alloc_put(a);
+		fluxonkv_put_abort(key, key_len, start.put_id, 0, ret);
+		return ret;
 	}
 
 	args.put_id = start.put_id;
@@ -523,6 +560,8 @@ err_alloc:
 	fluxonkv_alloc_put(a);
 err_abort:
 	fluxonkv_put_abort(key, key_len, start.put_id, 0, ret);
+err_uncharge:
+	fluxonkv_user_uncharge(user, span);
 	return ret;
 }
 

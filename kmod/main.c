@@ -85,6 +85,7 @@ atomic64_t fluxonkv_put_id_max;
 
 static unsigned int fluxonkv_segment_mb = 64;
 unsigned int fluxonkv_request_timeout_ms = 5000;
+unsigned int fluxonkv_pin_max_pct = 50;
 
 static int fluxonkv_param_set_range(const char *val,
 				    const struct kernel_param *kp,
@@ -115,6 +116,16 @@ static int fluxonkv_timeout_set(const char *val, const struct kernel_param *kp)
 	return fluxonkv_param_set_range(val, kp, 10, 600000);
 }
 
+static int fluxonkv_pin_max_set(const char *val, const struct kernel_param *kp)
+{
+	return fluxonkv_param_set_range(val, kp, 1, 100);
+}
+
+static const struct kernel_param_ops fluxonkv_pin_max_ops = {
+	.set = fluxonkv_pin_max_set,
+	.get = param_get_uint,
+};
+
 static const struct kernel_param_ops fluxonkv_segment_mb_ops = {
 	.set = fluxonkv_segment_mb_set,
 	.get = param_get_uint,
@@ -128,6 +139,11 @@ static const struct kernel_param_ops fluxonkv_timeout_ops = {
 module_param_cb(segment_mb, &fluxonkv_segment_mb_ops, &fluxonkv_segment_mb,
 		0444);
 MODULE_PARM_DESC(segment_mb, "DRAM segment size in MiB (1..16384, default 64)");
+/* Writable at run time: read at every charge. */
+module_param_cb(pin_max_pct, &fluxonkv_pin_max_ops, &fluxonkv_pin_max_pct,
+		0644);
+MODULE_PARM_DESC(pin_max_pct,
+		 "Share of the segment one user's holders and puts may pin (1..100, default 50)");
 module_param_cb(request_timeout_ms, &fluxonkv_timeout_ops,
 		&fluxonkv_request_timeout_ms, 0444);
 MODULE_PARM_DESC(request_timeout_ms,
@@ -139,12 +155,12 @@ static int fluxonkv_open(struct inode *inode, struct file *file)
 {
 	struct fluxonkv_session *s;
 
-	s = fluxonkv_session_new();
+	bool writable = file->f_mode & FMODE_WRITE;
+
+	/* Decided once, with the opener's credentials (like a capability). */
+	s = fluxonkv_session_new(writable, writable && capable(CAP_SYS_ADMIN));
 	if (!s)
 		return -ENOMEM;
-	/* Decided once, with the opener's credentials (like a capability). */
-	s->writable = file->f_mode & FMODE_WRITE;
-	s->privileged = s->writable && capable(CAP_SYS_ADMIN);
 	file->private_data = s;
 	return 0;
 }
@@ -356,6 +372,7 @@ FLUXONKV_DEBUGFS_SHOW(dbg_holders, fluxonkv_holders_show);
 FLUXONKV_DEBUGFS_SHOW(dbg_pending, fluxonkv_pending_show);
 FLUXONKV_DEBUGFS_SHOW(dbg_rings, fluxonkv_rings_show);
 FLUXONKV_DEBUGFS_SHOW(dbg_latency, fluxonkv_latency_show);
+FLUXONKV_DEBUGFS_SHOW(dbg_users, fluxonkv_users_show);
 
 static void fluxonkv_debugfs_init(void)
 {
@@ -373,6 +390,8 @@ static void fluxonkv_debugfs_init(void)
 			    &fluxonkv_dbg_rings_fops);
 	debugfs_create_file("latency", 0400, fluxonkv_debugfs, NULL,
 			    &fluxonkv_dbg_latency_fops);
+	debugfs_create_file("users", 0400, fluxonkv_debugfs, NULL,
+			    &fluxonkv_dbg_users_fops);
 }
 
 /* ---- init / exit ---- */

@@ -30,7 +30,7 @@
 #define FLUXONKV_SSD_NOTICE_BYTES	(32 << 10)	/* per SSD_EVICTED message */
 /* IO errors in a row, with no success between, that take a shard out. */
 #define FLUXONKV_SSD_OFFLINE_ERRORS	32
-#define FLUXONKV_SSD_CSUM_CHUNK		(1ULL << 20)	/* a crc32c per MiB */
+#define FLUXONKV_SSD_CSUM_CHUNK		(1ULL << 20)	/* an xxh64 per MiB */
 
 
 enum fluxonkv_ssd_state {
@@ -105,7 +105,7 @@ struct fluxonkv_shard {
  *	SSD_COMMIT answer from a daemon that has gone since cannot route it.
  * @meta: bytes this struct takes (counted in fluxonkv_ssd.meta_bytes).
  * @key_len: bytes of @key.
- * @key: the key, then (4-byte aligned) one crc32c per
+ * @key: the key, then (8-byte aligned) one xxh64 per
  *	FLUXONKV_SSD_CSUM_CHUNK of the value, set before the write.
  */
 struct fluxonkv_ssd_entry {
@@ -221,14 +221,15 @@ void fluxonkv_ssd_index_exit(void);
 void fluxonkv_ssd_unindex(struct fluxonkv_ssd_entry *e);
 static inline size_t fluxonkv_entry_size(u32 key_len, u64 len)
 {
-	return offsetof(struct fluxonkv_ssd_entry, key) +
-	       ALIGN(key_len, sizeof(u32)) +
-	       DIV_ROUND_UP(len, FLUXONKV_SSD_CSUM_CHUNK) * sizeof(u32);
+	return ALIGN(offsetof(struct fluxonkv_ssd_entry, key) + key_len,
+		     sizeof(u64)) +
+	       DIV_ROUND_UP(len, FLUXONKV_SSD_CSUM_CHUNK) * sizeof(u64);
 }
 
-static inline u32 *fluxonkv_entry_csums(struct fluxonkv_ssd_entry *e)
+/* The checksums, after the key at the next 8-byte boundary (kmalloc'd). */
+static inline u64 *fluxonkv_entry_csums(struct fluxonkv_ssd_entry *e)
 {
-	return (u32 *)(e->key + ALIGN(e->key_len, sizeof(u32)));
+	return PTR_ALIGN((u64 *)(e->key + e->key_len), sizeof(u64));
 }
 
 static inline bool fluxonkv_entry_busy(const struct fluxonkv_ssd_entry *e)

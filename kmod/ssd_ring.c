@@ -6,7 +6,7 @@
  * the oldest entries to make room -- never over a busy one (being written,
  * read-pinned, commit-pinned): the writer waits instead.
  *
- * Every entry keeps a crc32c of each MiB of its value, computed from the
+ * Every entry keeps an xxh64 of each MiB of its value, computed from the
  * segment before the write; a read that covers a whole checksummed MiB
  * verifies it in the target before anyone sees the bytes.
  *
@@ -19,10 +19,10 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/crc32c.h>
 #include <linux/memcontrol.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <linux/xxhash.h>
 
 #include "ssd.h"
 
@@ -31,13 +31,13 @@ void fluxonkv_entry_csum_fill(struct fluxonkv_ssd_entry *e,
 				     struct fluxonkv_alloc *a)
 {
 	const u8 *p = fluxonkv_alloc_vaddr(a);
-	u32 *csum = fluxonkv_entry_csums(e);
+	u64 *csum = fluxonkv_entry_csums(e);
 	u64 off;
 
 	for (off = 0; off < e->len; off += FLUXONKV_SSD_CSUM_CHUNK)
-		*csum++ = crc32c(~0, p + off,
-				 min_t(u64, FLUXONKV_SSD_CSUM_CHUNK,
-				       e->len - off));
+		*csum++ = xxh64(p + off,
+				min_t(u64, FLUXONKV_SSD_CSUM_CHUNK,
+				      e->len - off), 0);
 }
 
 /*
@@ -49,7 +49,7 @@ int fluxonkv_entry_csum_check(struct fluxonkv_ssd_entry *e,
 				     u64 alen)
 {
 	const u8 *p = fluxonkv_alloc_vaddr(a);
-	u32 *csum = fluxonkv_entry_csums(e);
+	u64 *csum = fluxonkv_entry_csums(e);
 	u64 c = DIV_ROUND_UP(off, FLUXONKV_SSD_CSUM_CHUNK);
 	u64 start, n;
 
@@ -60,7 +60,7 @@ int fluxonkv_entry_csum_check(struct fluxonkv_ssd_entry *e,
 		n = min_t(u64, FLUXONKV_SSD_CSUM_CHUNK, e->len - start);
 		if (start + n > off + alen)
 			return 0;
-		if (crc32c(~0, p + (start - off), n) != csum[c])
+		if (xxh64(p + (start - off), n, 0) != csum[c])
 			break;
 	}
 	atomic64_inc(&fluxonkv_ssd_stats.csum_errors);

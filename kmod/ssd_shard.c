@@ -29,7 +29,7 @@
  * needed, and the padding past len never reaches a holder (it is outside
  * the holder's len and zero on the device).
  *
- * Every entry keeps a crc32c of each MiB of its value, computed from the
+ * Every entry keeps an xxh64 of each MiB of its value, computed from the
  * segment before the write; a read that covers a whole checksummed MiB
  * verifies it in the target before anyone sees the bytes.  A mismatch is an
  * IO error for that entry (-EIO, the caller revokes and re-selects) and the

@@ -8,6 +8,9 @@
  *             racing the module's unload leave nothing behind
  *   memory    a segment larger than the memory available is refused with a
  *             message, and nobody is OOM-killed for it
+ *   pins      one user's holders and puts in flight pin at most
+ *             pin_max_pct of the segment (EDQUOT), a put stalled on a
+ *             userfaultfd page included; killing it frees everything
  *   puts      a putter that stops waiting for PUT_DONE's answer (timeout,
  *             kill) leaves the put's fate to that answer: the new version
  *             is published, or the old one stays readable, never neither
@@ -15,11 +18,14 @@
  *             shard failing every IO goes offline and can be attached
  *             again; a
  *             value damaged on the device is a miss, never wrong bytes
- *             (crc32c per MiB); the entries' kernel memory stays within
+ *             (an xxh64 per MiB); the entries' kernel memory stays within
  *             ssd_meta_max_kb
  */
+#include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 
 #include "fkv_env.h"
 #include "fkv_kv.h"
@@ -849,4 +855,205 @@ FKV_TEST_TIMEOUT(a_shard_failing_every_io_goes_offline_and_can_come_back, 240)
 	fkv_close(kv);
 	teardown(base);
 	dm_remove(OFF_NAME);
+}
+
+/* ---- pins: a budget per user ---- */
+
+#define PIN_PARAMS	"segment_mb=16 pin_max_pct=25"	/* 4 MiB per user */
+#define PIN_LEN		(FKV_MIB - 100)			/* 1 MiB spans */
+
+/* Pinned bytes of UID in debugfs `users`; -1 if it has no session. */
+static long long user_pinned(unsigned int uid)
+{
+	FILE *f = fopen(FKV_DEBUGFS_DIR "/users", "r");
+	long long pinned, found = -1;
+	unsigned int u, sessions;
+	char line[256];
+
+	FKV_ASSERT(f, "debugfs users: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%u\t%u\t%lld", &u, &sessions, &pinned) == 3 &&
+		    u == uid)
+			found = pinned;
+	fclose(f);
+	return found;
+}
+
+static int pin_get(int fd, int i, uint64_t *holder)
+{
+	struct fluxonkv_get g;
+	char key[32];
+	int ret;
+
+	snprintf(key, sizeof(key), "pin-%d", i);
+	ret = fkv_dev_get(fd, key, strlen(key), &g);
+	if (!ret)
+		*holder = g.holder_id;
+	return ret;
+}
+
+/* In a child as uid 65534: its own 4 MiB, then EDQUOT. */
+static void pin_as_nobody(void *arg)
+{
+	uint64_t h;
+	int fd, i;
+
+	(void)arg;
+	FKV_ASSERT_EQ(setgid(65534), 0);
+	FKV_ASSERT_EQ(setuid(65534), 0);
+	fd = fkv_dev_open_ro();
+	FKV_ASSERT(fd >= 0, "open as nobody: %s", strerror(errno));
+	for (i = 0; i < 4; i++)
+		FKV_ASSERT_EQ(pin_get(fd, i, &h), 0);
+	/* (root's 4 MiB are all pinned meanwhile: this budget is its own) */
+	FKV_ASSERT_EQ(pin_get(fd, 4, &h), -EDQUOT);
+	close(fd);
+}
+
+FKV_TEST(one_users_holders_pin_at_most_pin_max_pct_of_the_segment)
+{
+	uint64_t base = setup(PIN_PARAMS), ha[3], hb[2], hx;
+	struct fkv *kv = kv_open();	/* privileged: not charged */
+	struct fkv_holder h;
+	char key[32];
+	int a, b, i;
+
+	for (i = 0; i < 6; i++) {
+		snprintf(key, sizeof(key), "pin-%d", i);
+		put_pattern(kv, key, PIN_LEN, i);
+	}
+	/* two client sessions of root share root's 4 MiB */
+	a = fkv_dev_open_ro();
+	b = fkv_dev_open_ro();
+	FKV_ASSERT(a >= 0 && b >= 0);
+	FKV_ASSERT_EQ(pin_get(a, 0, &ha[0]), 0);
+	FKV_ASSERT_EQ(pin_get(a, 1, &ha[1]), 0);
+	FKV_ASSERT_EQ(pin_get(b, 2, &hb[0]), 0);
+	FKV_ASSERT_EQ(pin_get(b, 3, &hb[1]), 0);
+	FKV_ASSERT_EQ(user_pinned(0), 4 * FKV_MIB);
+	FKV_ASSERT_EQ(pin_get(a, 4, &ha[2]), -EDQUOT);
+	FKV_ASSERT_EQ(pin_get(b, 0, &hx), -EDQUOT);	/* the same value again */
+	/* the node daemon's kind of session is not charged */
+	FKV_ASSERT_EQ(fkv_get(kv, "pin-5", 5, &h), 0);
+	release(kv, &h);
+	/* one released: room for one more */
+	FKV_ASSERT_EQ(fkv_dev_release(b, hb[1]), 0);
+	FKV_ASSERT_EQ(user_pinned(0), 3 * FKV_MIB);
+	FKV_ASSERT_EQ(pin_get(a, 4, &ha[2]), 0);
+	/* another user has a budget of its own */
+	FKV_ASSERT_EQ(chmod(FKV_DEV_PATH, 0666), 0);
+	fkv_in_child(pin_as_nobody, NULL, "pins of uid 65534");
+	FKV_ASSERT_EQ(chmod(FKV_DEV_PATH, 0660), 0);
+	FKV_ASSERT_EQ(user_pinned(65534), -1);	/* its sessions closed */
+	/* the budget follows the parameter at run time */
+	FKV_ASSERT_EQ(fkv_write_file("/sys/module/fluxonkv/parameters/pin_max_pct",
+				     "50\n"), 0);
+	FKV_ASSERT_EQ(pin_get(b, 5, &hx), 0);
+	FKV_ASSERT_EQ(user_pinned(0), 5 * FKV_MIB);
+	close(a);
+	close(b);
+	FKV_ASSERT_EQ(user_pinned(0), -1);
+	for (i = 0; i < 6; i++) {
+		snprintf(key, sizeof(key), "pin-%d", i);
+		delete_key(kv, key);
+	}
+	fkv_close(kv);
+	teardown(base);
+}
+
+/*
+ * A client whose value lies on a userfaultfd page nobody serves: its put
+ * stops in copy_from_user holding a 3 MiB range.  That range counts in its
+ * user's 4 MiB budget (another 2 MiB put of the same user: EDQUOT), and
+ * when the putter is killed the range, the charge and the put go.
+ */
+static void put_on_a_uffd_page(void *arg)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	size_t len = 4 * FKV_MIB;
+	int *ready = arg, uffd, fd, ret;
+	char *p;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);	/* never outlive the test */
+	FKV_ASSERT_EQ(fkv_drop_cap_sys_admin(), 0);
+	fd = fkv_dev_open();	/* O_RDWR without CAP_SYS_ADMIN: a client */
+	FKV_ASSERT(fd >= 0);
+	uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0)
+		_exit(77);
+	FKV_ASSERT_EQ(ioctl(uffd, UFFDIO_API, &api), 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	FKV_ASSERT(p != MAP_FAILED);
+	reg.range.start = (uintptr_t)p;
+	reg.range.len = len;
+	FKV_ASSERT_EQ(ioctl(uffd, UFFDIO_REGISTER, &reg), 0);
+	FKV_ASSERT_EQ(write(*ready, "r", 1), 1);
+	ret = fkv_dev_put(fd, "uffd-put", 8, p, 3 * FKV_MIB, NULL);
+	printf("# the stalled put returned %d\n", ret);
+	_exit(1);	/* it must never return: the parent kills us */
+}
+
+static void put_of_the_same_user(void *arg)
+{
+	uint8_t *buf = malloc(2 * FKV_MIB);
+	int fd;
+
+	(void)arg;
+	FKV_ASSERT(buf);
+	FKV_ASSERT_EQ(fkv_drop_cap_sys_admin(), 0);
+	fd = fkv_dev_open();
+	FKV_ASSERT(fd >= 0);
+	memset(buf, 7, 2 * FKV_MIB);
+	FKV_ASSERT_EQ(fkv_dev_put(fd, "second", 6, buf, 2 * FKV_MIB, NULL),
+		      -EDQUOT);
+	FKV_ASSERT_EQ(fkv_dev_put(fd, "small", 5, buf, 512 * 1024, NULL), 0);
+	FKV_ASSERT_EQ(fkv_dev_delete(fd, "small", 5), 0);
+	close(fd);
+	free(buf);
+}
+
+FKV_TEST(a_put_stalled_in_copy_from_user_pins_only_its_users_budget)
+{
+	uint64_t base = setup(PIN_PARAMS);
+	int ready[2], status;
+	int64_t end;
+	pid_t pid;
+	char c;
+
+	FKV_ASSERT_EQ(pipe(ready), 0);
+	fflush(stdout);
+	pid = fork();
+	FKV_ASSERT(pid >= 0);
+	if (pid == 0) {
+		close(ready[0]);
+		put_on_a_uffd_page(&ready[1]);
+	}
+	close(ready[1]);
+	FKV_ASSERT_EQ(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	end = fkv_now_ms() + 5000;
+	/* charged first, then PUT_START, then the range: wait for both */
+	while (user_pinned(0) != 3 * FKV_MIB ||
+	       fkv_sysfs("segment_used_bytes") != base + 3 * FKV_MIB) {
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+				FKV_SKIP("no userfaultfd in this kernel");
+			FKV_FAIL_AT(0, "the stalled putter ended: %#x", status);
+		}
+		FKV_ASSERT(fkv_now_ms() < end, "user 0 pins %lld, segment "
+			   "used %" PRIu64 ", want 3 MiB each", user_pinned(0),
+			   fkv_sysfs("segment_used_bytes") - base);
+		fkv_msleep(10);
+	}
+	fkv_in_child(put_of_the_same_user, NULL, "a put of the same user");
+	kill(pid, SIGKILL);
+	FKV_ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	FKV_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		   "the stalled putter ended with %#x", status);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	FKV_ASSERT_EQ(user_pinned(0), -1);
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 0);
+	teardown(base);
 }

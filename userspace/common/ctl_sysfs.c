@@ -105,7 +105,7 @@ const struct ctl_stat_def ctl_stat_defs[] = {
 	{ "ssd_revokes", CTL_STAT_COUNTER, false, false, NULL,
 	  "Gets whose source failed and was revoked from the route." },
 	{ "ssd_csum_errors", CTL_STAT_COUNTER, false, false, NULL,
-	  "SSD reads whose bytes failed their crc32c (entry dropped, get re-selected)." },
+	  "SSD reads whose bytes failed their xxh64 (entry dropped, get re-selected)." },
 	{ "kv_ssd_meta_bytes", CTL_STAT_GAUGE, false, true, NULL,
 	  "Kernel memory the SSD entries take (capped by ssd_meta_max_kb)." },
 	{ "ssd_meta_evictions", CTL_STAT_COUNTER, false, false, NULL,
