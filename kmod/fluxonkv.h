@@ -24,6 +24,7 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/rbtree.h>
 #include <linux/rhashtable-types.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -52,11 +53,12 @@ struct fluxonkv_segment {
 	void *vaddr;			/* kernel mapping of all pages */
 	unsigned int chunks;		/* high-order chunks it was built from */
 
-	spinlock_t lock;		/* protects map, used, hint */
+	spinlock_t lock;		/* protects map, used, hint, allocs */
 	unsigned long *map;		/* one bit per FLUXONKV_SEGMENT_ALIGN */
 	unsigned long nbits;
 	unsigned long hint;		/* next-fit start */
 	u64 used;			/* bytes allocated */
+	struct rb_root allocs;		/* every live alloc, by offset */
 };
 
 /**
@@ -65,12 +67,18 @@ struct fluxonkv_segment {
  * @offset: byte offset in the segment (FLUXONKV_SEGMENT_ALIGN aligned).
  * @span: bytes reserved (len rounded up).
  * @len: value bytes.
+ * @node: in the segment's address-ordered tree (segment lock).
+ * @owner: the handle of the replica whose bytes these are, 0 while none
+ *	(a put copying in, a refill, staging); read under the segment lock
+ *	to pick eviction victims by address.
  */
 struct fluxonkv_alloc {
 	struct kref ref;
 	u64 offset;
 	u64 span;
 	u64 len;
+	struct rb_node node;
+	u64 owner;
 };
 
 int fluxonkv_segment_init(size_t size);
@@ -82,6 +90,9 @@ static inline void fluxonkv_alloc_get(struct fluxonkv_alloc *a)
 }
 void fluxonkv_alloc_put(struct fluxonkv_alloc *a);
 u64 fluxonkv_segment_used(void);
+/* Handles a fragmented segment should give up for @len bytes (segment.c). */
+#define FLUXONKV_VICTIMS_MAX	64
+int fluxonkv_segment_victims(u64 len, u64 *handles);
 int fluxonkv_segment_mmap(struct file *file, struct vm_area_struct *vma);
 /* Outstanding FETCHes (targets the daemon may be writing), at most: */
 #define FLUXONKV_FETCH_MAX	1024
@@ -321,6 +332,9 @@ u64 fluxonkv_daemon_generation(void);
 pid_t fluxonkv_daemon_pid(void);
 int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
 		    struct fluxonkv_upcall *up);
+int fluxonkv_upcall_handles(u8 cmd, const struct fluxonkv_upcall_args *args,
+			    struct fluxonkv_upcall *up, const u64 *handles,
+			    unsigned int nhandles);
 void fluxonkv_upcall_async(u8 cmd, const struct fluxonkv_upcall_args *args,
 			   struct fluxonkv_upcall *up);
 void fluxonkv_upcall_cancel(u64 id);
@@ -422,6 +436,8 @@ struct fluxonkv_stats {
 	atomic64_t puts_abandoned;	/* putters that left before PUT_DONE's answer */
 	atomic64_t upcall_errors;
 	atomic64_t room_waits;
+	atomic64_t room_by_address;	/* NEED_ROOMs naming a window's victims */
+	atomic64_t room_pinned;		/* room asks no eviction could help */
 };
 
 extern struct fluxonkv_stats fluxonkv_stats;

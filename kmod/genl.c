@@ -522,6 +522,14 @@ static int fluxonkv_pending_add(struct fluxonkv_upcall *up, u32 *id)
 int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
 		    struct fluxonkv_upcall *up)
 {
+	return fluxonkv_upcall_handles(cmd, args, up, NULL, 0);
+}
+
+/* fluxonkv_upcall() with a HANDLES array (@nhandles of them, may be 0). */
+int fluxonkv_upcall_handles(u8 cmd, const struct fluxonkv_upcall_args *args,
+			    struct fluxonkv_upcall *up, const u64 *handles,
+			    unsigned int nhandles)
+{
 	unsigned long timeout = msecs_to_jiffies(fluxonkv_request_timeout_ms);
 	long left;
 	u32 id;
@@ -534,7 +542,8 @@ int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
 	if (ret)
 		return ret;
 
-	ret = fluxonkv_send(cmd, id, fluxonkv_upcall_deadline(), args, NULL, 0);
+	ret = fluxonkv_send(cmd, id, fluxonkv_upcall_deadline(), args, handles,
+			    nhandles);
 	if (ret < 0)
 		goto err_erase;
 

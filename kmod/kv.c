@@ -107,6 +107,39 @@ void fluxonkv_kv_exit(void)
 }
 
 /*
+ * NEED_ROOM for @len bytes that did not fit (@victims: room for
+ * FLUXONKV_VICTIMS_MAX handles).  If pinned values leave no window of @len
+ * bytes that evictions could clear, nothing is asked: the bytes that would
+ * go would not help, only holders going away can.  Short of free bytes:
+ * the master evicts by its policy (BYTES).  Enough free bytes but no run
+ * of @len (the segment is fragmented): the cheapest window's replicas are
+ * asked for by name (HANDLES).  0: evicted, retry; -ENOSPC: nothing (more)
+ * can be evicted now; other -errno from the upcall.
+ */
+static int fluxonkv_ask_room(u64 len, u64 *victims)
+{
+	struct fluxonkv_upcall_args args = { .bytes = len };
+	struct fluxonkv_upcall up = {};
+	int n = 0, ret;
+
+	n = fluxonkv_segment_victims(len, victims);
+	if (n < 0) {
+		atomic64_inc(&fluxonkv_stats.room_pinned);
+		return -ENOSPC;
+	}
+	if (fluxonkv_seg.size - fluxonkv_segment_used() < len) {
+		n = 0;		/* short of bytes: the policy chooses */
+	} else {
+		if (!n)
+			return 0;	/* a run is free now */
+		atomic64_inc(&fluxonkv_stats.room_by_address);
+	}
+	ret = fluxonkv_upcall_handles(FLUXONKV_CMD_NEED_ROOM, &args, &up,
+				      victims, n);
+	return ret;
+}
+
+/*
  * Allocate room for @len bytes (reference §4.1): try, ask the master to
  * evict (NEED_ROOM), retry every 2 ms; every FLUXONKV_ROOM_ASK_MS ask
  * again; give up after 5 s with -ENOSPC.  Bytes pinned by holders come back
@@ -118,6 +151,7 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable)
 {
 	unsigned long deadline = jiffies + msecs_to_jiffies(FLUXONKV_ROOM_WAIT_MS);
 	unsigned long next_ask = jiffies;
+	u64 victims[FLUXONKV_VICTIMS_MAX];
 	struct fluxonkv_alloc *a;
 	bool waited = false;
 	int ret;
@@ -135,15 +169,12 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable)
 			waited = true;
 		}
 		if (time_after_eq(jiffies, next_ask)) {
-			struct fluxonkv_upcall_args args = { .bytes = len };
-			struct fluxonkv_upcall up = {};
-
-			ret = fluxonkv_upcall(FLUXONKV_CMD_NEED_ROOM, &args, &up);
+			next_ask = jiffies + msecs_to_jiffies(FLUXONKV_ROOM_ASK_MS);
+			ret = fluxonkv_ask_room(len, victims);
 			if (ret == -ENOTCONN || ret == -EINTR)
 				return ERR_PTR(ret);
 			if (ret == -ENOSPC && placeable)
 				return ERR_PTR(ret);
-			next_ask = jiffies + msecs_to_jiffies(FLUXONKV_ROOM_ASK_MS);
 			if (!ret)
 				continue;	/* something was evicted: retry now */
 		}

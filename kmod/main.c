@@ -240,6 +240,8 @@ FLUXONKV_ATTR_STAT(upcall_timeouts);
 FLUXONKV_ATTR_STAT(puts_abandoned);
 FLUXONKV_ATTR_STAT(upcall_errors);
 FLUXONKV_ATTR_STAT(room_waits);
+FLUXONKV_ATTR_STAT(room_by_address);
+FLUXONKV_ATTR_STAT(room_pinned);
 FLUXONKV_ATTR_U64(kv_ssd_capacity_bytes, fluxonkv_ssd_capacity());
 FLUXONKV_ATTR_U64(kv_ssd_used_bytes, fluxonkv_ssd_used());
 FLUXONKV_ATTR_U64(kv_ssd_meta_bytes, fluxonkv_ssd_meta_bytes());
@@ -296,6 +298,8 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_puts_abandoned.attr,
 	&fluxonkv_attr_upcall_errors.attr,
 	&fluxonkv_attr_room_waits.attr,
+	&fluxonkv_attr_room_by_address.attr,
+	&fluxonkv_attr_room_pinned.attr,
 	&fluxonkv_attr_kv_ssd_capacity_bytes.attr,
 	&fluxonkv_attr_kv_ssd_used_bytes.attr,
 	&fluxonkv_attr_kv_ssd_meta_bytes.attr,

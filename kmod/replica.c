@@ -255,6 +255,8 @@ struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,
 		kfree(r);
 		return ERR_PTR(ret);
 	}
+	/* names the bytes' owner to the segment's victim search */
+	WRITE_ONCE(alloc->owner, r->handle);
 	atomic_long_inc(&fluxonkv_nr_replicas);
 	return r;
 }
@@ -265,6 +267,7 @@ static void fluxonkv_replica_release(struct kref *ref)
 		container_of(ref, struct fluxonkv_replica, ref);
 
 	WARN_ON(r->indexed);
+	WRITE_ONCE(r->alloc->owner, 0);	/* holders may keep the bytes */
 	fluxonkv_alloc_put(r->alloc);
 	atomic_long_dec(&fluxonkv_nr_replicas);
 	/* An index lookup may still be looking at it (it fails to pin it). */
@@ -488,9 +491,11 @@ void fluxonkv_replica_renumber(u32 node_id)
 	unsigned long slot;
 
 	xa_lock(&fluxonkv_handles);
-	xa_for_each(&fluxonkv_handles, slot, r)
+	xa_for_each(&fluxonkv_handles, slot, r) {
 		r->handle = (r->handle & ~((u64)FLUXONKV_NODE_MAX << 24)) |
 			    (u64)node_id << 24;
+		WRITE_ONCE(r->alloc->owner, r->handle);
+	}
 	xa_unlock(&fluxonkv_handles);
 }
 

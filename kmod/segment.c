@@ -113,6 +113,7 @@ int fluxonkv_segment_init(size_t size)
 	seg->size = size;
 	seg->npages = size >> PAGE_SHIFT;
 	seg->nbits = size >> FLUXONKV_GRAIN_SHIFT;
+	seg->allocs = RB_ROOT;
 	ret = fluxonkv_segment_fits(seg->npages);
 	if (ret)
 		return ret;
@@ -166,6 +167,113 @@ void fluxonkv_segment_exit(void)
 	kmem_cache_destroy(fluxonkv_alloc_cache);
 }
 
+/* Enter @a in the address-ordered tree.  Segment lock held. */
+static void fluxonkv_alloc_link(struct fluxonkv_alloc *a)
+{
+	struct rb_node **link = &fluxonkv_seg.allocs.rb_node, *parent = NULL;
+
+	while (*link) {
+		parent = *link;
+		if (a->offset < rb_entry(parent, struct fluxonkv_alloc,
+					 node)->offset)
+			link = &parent->rb_left;
+		else
+			link = &parent->rb_right;
+	}
+	rb_link_node(&a->node, parent, link);
+	rb_insert_color(&a->node, &fluxonkv_seg.allocs);
+}
+
+/*
+ * Movable out of the way: a replica's bytes (an owner) that nobody else
+ * references (no holder, no get or refill in flight).  Segment lock held.
+ */
+static bool fluxonkv_alloc_evictable(struct fluxonkv_alloc *a)
+{
+	return READ_ONCE(a->owner) && kref_read(&a->ref) == 1;
+}
+
+/**
+ * fluxonkv_segment_victims() - what to give up for @len contiguous bytes.
+ * @len: the allocation that failed.
+ * @handles: out: at most FLUXONKV_VICTIMS_MAX replica handles.
+ *
+ * The range allocator needs one free run; eviction by popularity is blind
+ * to addresses, so a segment with pinned values spread over it can be
+ * emptied without ever making a run long enough.  This looks at the
+ * segment itself: of the windows of @len bytes made only of free granules
+ * and evictable replicas, the one that gives up the fewest bytes.
+ *
+ * Return: the number of handles to evict (0: a free run exists now, retry
+ * the allocation), or -ENOSPC: no window can be made while the values
+ * that are pinned stay pinned -- evicting anything would not help.
+ */
+int fluxonkv_segment_victims(u64 len, u64 *handles)
+{
+	struct fluxonkv_segment *seg = &fluxonkv_seg;
+	u64 need = round_up(len, FLUXONKV_SEGMENT_ALIGN);
+	u64 best_cost = U64_MAX, best = 0, start = 0;
+	struct rb_node *first, *m;
+	struct fluxonkv_alloc *b;
+	int count = 0;
+
+	spin_lock(&seg->lock);
+	/*
+	 * A window worth trying starts at 0 or where a pinned alloc ends
+	 * (any other start slides left for free); allocs never overlap, so
+	 * the ones inside it are those from @first on that start before its
+	 * end.
+	 */
+	first = rb_first(&seg->allocs);
+	while (start + need <= seg->size) {
+		u64 cost = 0;
+		int victims = 0;
+		bool ok = true;
+
+		for (m = first; m; m = rb_next(m)) {
+			b = rb_entry(m, struct fluxonkv_alloc, node);
+			if (b->offset >= start + need)
+				break;
+			if (!fluxonkv_alloc_evictable(b) ||
+			    ++victims > FLUXONKV_VICTIMS_MAX) {
+				ok = false;
+				break;
+			}
+			cost += b->span;
+		}
+		if (ok && cost < best_cost) {
+			best_cost = cost;
+			best = start;
+			if (!cost)
+				break;
+		}
+		/* the next pinned alloc ends where the next window starts */
+		for (m = first; m; m = rb_next(m))
+			if (!fluxonkv_alloc_evictable(rb_entry(m,
+					struct fluxonkv_alloc, node)))
+				break;
+		if (!m)
+			break;
+		b = rb_entry(m, struct fluxonkv_alloc, node);
+		start = b->offset + b->span;
+		first = rb_next(m);
+	}
+	if (best_cost == U64_MAX) {
+		count = -ENOSPC;
+	} else {
+		for (m = rb_first(&seg->allocs); m; m = rb_next(m)) {
+			b = rb_entry(m, struct fluxonkv_alloc, node);
+			if (b->offset < best)
+				continue;
+			if (b->offset >= best + need)
+				break;
+			handles[count++] = READ_ONCE(b->owner);
+		}
+	}
+	spin_unlock(&seg->lock);
+	return count;
+}
+
 /**
  * fluxonkv_alloc_new() - allocate a range for a value of @len bytes.
  * @len: value length, 1..segment size.
@@ -200,12 +308,14 @@ struct fluxonkv_alloc *fluxonkv_alloc_new(u64 len)
 	bitmap_set(seg->map, start, nr);
 	seg->hint = start + nr < seg->nbits ? start + nr : 0;
 	seg->used += (u64)nr << FLUXONKV_GRAIN_SHIFT;
-	spin_unlock(&seg->lock);
-
 	kref_init(&a->ref);
 	a->offset = (u64)start << FLUXONKV_GRAIN_SHIFT;
 	a->span = (u64)nr << FLUXONKV_GRAIN_SHIFT;
 	a->len = len;
+	a->owner = 0;
+	fluxonkv_alloc_link(a);
+	spin_unlock(&seg->lock);
+
 	/* Padding after the value is visible through the mapping: clear it. */
 	memset(fluxonkv_alloc_vaddr(a) + len, 0, a->span - len);
 	return a;
@@ -220,6 +330,7 @@ static void fluxonkv_alloc_release(struct kref *ref)
 	bitmap_clear(seg->map, a->offset >> FLUXONKV_GRAIN_SHIFT,
 		     a->span >> FLUXONKV_GRAIN_SHIFT);
 	seg->used -= a->span;
+	rb_erase(&a->node, &seg->allocs);
 	spin_unlock(&seg->lock);
 	kmem_cache_free(fluxonkv_alloc_cache, a);
 }

@@ -11,6 +11,8 @@
  *   pins      one user's holders and puts in flight pin at most
  *             pin_max_pct of the segment (EDQUOT), a put stalled on a
  *             userfaultfd page included; killing it frees everything
+ *   room      a fragmented segment gives up exactly the unpinned values of
+ *             the cheapest window, or nothing when pins leave none
  *   puts      a putter that stops waiting for PUT_DONE's answer (timeout,
  *             kill) leaves the put's fate to that answer: the new version
  *             is published, or the old one stays readable, never neither
@@ -1055,5 +1057,106 @@ FKV_TEST(a_put_stalled_in_copy_from_user_pins_only_its_users_budget)
 	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
 	FKV_ASSERT_EQ(user_pinned(0), -1);
 	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 0);
+	teardown(base);
+}
+
+/* ---- fragmentation: room by address ---- */
+
+#define FRAG_VALUES	64	/* 1 MiB spans: the whole 64 MiB segment */
+#define FRAG_LEN	(FKV_MIB - 100)
+
+static void frag_key(char *buf, size_t n, int i)
+{
+	snprintf(buf, n, "frag-%02d", i);
+}
+
+/*
+ * 64 values of 1 MiB fill a 64 MiB segment in address order; four at odd
+ * MiB offsets are deleted (4 MiB free, in 1 MiB holes) and every value at
+ * an even offset is held.  A 4 MiB put cannot fit however much is evicted:
+ * it fails with ENOSPC after the room wait and evicts nothing (before,
+ * the master evicted every replica it had).  Then two holders go, so that
+ * [9, 13) MiB holds unpinned values only: the next 4 MiB put evicts
+ * exactly those four, by address, and lands there.
+ */
+FKV_TEST_TIMEOUT(a_fragmented_segment_evicts_by_address_or_nothing, 120)
+{
+	uint64_t base, holders[FRAG_VALUES] = { 0 }, off[FRAG_VALUES];
+	struct fluxonkv_get g;
+	struct fkv_holder h;
+	struct fkv *kv;
+	char key[32];
+	uint8_t *big;
+	int i, ro, ret;
+
+	fkv_env_daemon_arg = "--high-watermark=100";
+	base = setup("segment_mb=64");
+	fkv_env_daemon_arg = NULL;
+	kv = kv_open();
+	ro = fkv_dev_open_ro();
+	FKV_ASSERT(ro >= 0);
+	for (i = 0; i < FRAG_VALUES; i++) {
+		frag_key(key, sizeof(key), i);
+		put_pattern(kv, key, FRAG_LEN, i);
+		FKV_ASSERT_EQ(fkv_dev_get(ro, key, strlen(key), &g), 0);
+		off[i] = g.offset;
+		FKV_ASSERT_EQ(fkv_dev_release(ro, g.holder_id), 0);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + 64 * FKV_MIB);
+	for (i = 1; i <= 7; i += 2) {
+		frag_key(key, sizeof(key), i);
+		delete_key(kv, key);
+	}
+	for (i = 0; i < FRAG_VALUES; i++) {
+		if (off[i] / FKV_MIB % 2)
+			continue;
+		frag_key(key, sizeof(key), i);
+		FKV_ASSERT_EQ(fkv_dev_get(ro, key, strlen(key), &g), 0);
+		holders[i] = g.holder_id;
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), FRAG_VALUES - 4);
+
+	big = pattern("frag-big", 4 * FKV_MIB, 1);
+	ret = fkv_put(kv, "frag-big", 8, big, 4 * FKV_MIB, NULL);
+	FKV_ASSERT(ret == -ENOSPC, "4 MiB put into a pinned checkerboard: %s",
+		   fkv_strerror(ret));
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), FRAG_VALUES - 4);
+	FKV_ASSERT_EQ(fkv_sysfs("evictions"), 0);
+	FKV_ASSERT_GT(fkv_sysfs("room_pinned"), 0);
+
+	/* [9, 13) MiB: pins at 10 and 12 go */
+	for (i = 0; i < FRAG_VALUES; i++)
+		if (off[i] == 10 * FKV_MIB || off[i] == 12 * FKV_MIB) {
+			FKV_ASSERT_EQ(fkv_dev_release(ro, holders[i]), 0);
+			holders[i] = 0;
+		}
+	ret = fkv_put(kv, "frag-big", 8, big, 4 * FKV_MIB, NULL);
+	FKV_ASSERT(ret == 0, "4 MiB put with [9, 13) MiB unpinned: %s",
+		   fkv_strerror(ret));
+	FKV_ASSERT_GT(fkv_sysfs("room_by_address"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("evictions"), 4);
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), FRAG_VALUES - 4 - 4 + 1);
+	FKV_ASSERT_EQ(fkv_get(kv, "frag-big", 8, &h), 0);
+	FKV_ASSERT_EQ((uint64_t)((const uint8_t *)h.data -
+				 (const uint8_t *)fkv_segment_base(kv)),
+		      9 * FKV_MIB);
+	FKV_ASSERT_PATTERN(h.data, 4 * FKV_MIB, "frag-big", 8, 1);
+	release(kv, &h);
+	/* the held ones are all still there, with their bytes */
+	for (i = 0; i < FRAG_VALUES; i++) {
+		if (!holders[i])
+			continue;
+		frag_key(key, sizeof(key), i);
+		FKV_ASSERT_EQ(get_check_source(kv, key, FRAG_LEN, i),
+			      FLUXONKV_SOURCE_MEMORY);
+	}
+	free(big);
+	close(ro);
+	for (i = 0; i < FRAG_VALUES; i++) {
+		frag_key(key, sizeof(key), i);
+		delete_any(kv, key);
+	}
+	delete_key(kv, "frag-big");
+	fkv_close(kv);
 	teardown(base);
 }

@@ -81,6 +81,8 @@ static void fake_module(void)
 	put_file("puts_abandoned", "1\n");
 	put_file("upcall_errors", "8\n");
 	put_file("room_waits", "9\n");
+	put_file("room_by_address", "2\n");
+	put_file("room_pinned", "1\n");
 	/* an SSD tier of 4 GiB, a quarter used */
 	put_file("kv_ssd_capacity_bytes", "4294967296\n");
 	put_file("kv_ssd_used_bytes", "1073741824\n");
@@ -289,6 +291,7 @@ FKV_TEST(the_snapshot_covers_every_attribute_the_module_documents)
 		"promotions_refused", "deletes",
 		"evictions", "replica_drops", "upcall_timeouts",
 		"puts_abandoned", "upcall_errors", "room_waits",
+		"room_by_address", "room_pinned",
 		"kv_ssd_capacity_bytes", "kv_ssd_used_bytes", "ssd_writes",
 		"ssd_write_bytes", "ssd_reads", "ssd_read_bytes",
 		"ssd_io_errors", "ssd_persist_errors", "ssd_evictions",
@@ -341,6 +344,7 @@ FKV_TEST(stats_as_json_are_one_flat_object_with_null_for_unreadable_files)
 		"\"deletes\":5,\"evictions\":6,\"replica_drops\":11,"
 		"\"upcall_timeouts\":7,\"puts_abandoned\":1,"
 		"\"upcall_errors\":8,\"room_waits\":9,"
+		"\"room_by_address\":2,\"room_pinned\":1,"
 		"\"kv_ssd_capacity_bytes\":4294967296,"
 		"\"kv_ssd_used_bytes\":1073741824,\"ssd_writes\":21,"
 		"\"ssd_write_bytes\":22020096,\"ssd_reads\":23,"

@@ -164,8 +164,9 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 		r->present = A(PUT_ID);
 		break;
 	case FLUXONKV_CMD_NEED_ROOM:
-		r->status = fkv_master_need_room(m, u->bytes,
-						 u->segment_used);
+		r->status = u->nhandles ?
+			fkv_master_need_room_of(m, u->handles, u->nhandles) :
+			fkv_master_need_room(m, u->bytes, u->segment_used);
 		break;
 	case FLUXONKV_CMD_ACCESS:
 		for (i = 0; i < u->nhandles; i++)

@@ -1050,6 +1050,44 @@ int fkv_master_need_room(struct fkv_master *m, uint64_t bytes,
 	return 0;
 }
 
+int fkv_master_need_room_of(struct fkv_master *m, const void *handles,
+			    size_t n)
+{
+	struct fkv_evict *p = caller(m)->policy;
+	size_t i, evicted = 0;
+
+	m->st.need_room++;
+	m->st.need_room_by_address++;
+	for (i = 0; i < n; i++) {
+		const struct fkv_route *r;
+		uint64_t h, weight = 0;
+		uint32_t k;
+
+		memcpy(&h, (const uint8_t *)handles + i * sizeof(h), sizeof(h));
+		/* only the caller's own replicas, and none another node pulls */
+		if (node_of(m, h) != m->caller || held(m, h))
+			continue;
+		r = fkv_routes_by_handle(m->routes, h);
+		if (!r)
+			continue;
+		for (k = 0; k < r->nreplicas; k++)
+			if (r->replicas[k].mem_handle == h)
+				weight = fkv_weight(r->replicas[k].mem_len);
+		/* not in the policy: persisting, or just promoted */
+		if (fkv_evict_remove(p, h))
+			continue;
+		evict_one(m, h, weight);
+		evicted++;
+	}
+	fkv_dbg("NEED_ROOM by address: %zu of %zu named replicas evicted",
+		evicted, n);
+	if (evicted < n) {
+		m->st.need_room_enospc++;
+		return evicted ? 0 : -ENOSPC;
+	}
+	return 0;
+}
+
 void fkv_master_access(struct fkv_master *m, uint64_t handle)
 {
 	m->st.accesses++;

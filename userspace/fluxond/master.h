@@ -90,7 +90,7 @@ struct fkv_master_stats {
 	uint64_t puts, published, superseded, aborted, expired;
 	uint64_t gets, get_misses, deletes, accesses;
 	uint64_t evictions, evicted_bytes, drops;
-	uint64_t need_room, need_room_enospc;
+	uint64_t need_room, need_room_enospc, need_room_by_address;
 	uint64_t ssd_capacity, ssd_bytes;
 	size_t ssd_replicas;
 	uint64_t persist_puts, ssd_commits_published, ssd_commits_ignored;
@@ -301,6 +301,14 @@ int fkv_master_delete(struct fkv_master *m, const void *key, size_t key_len,
 /* NEED_ROOM {BYTES, SEGMENT_USED}: 0 if anything was evicted, -ENOSPC. */
 int fkv_master_need_room(struct fkv_master *m, uint64_t bytes,
 			 uint64_t segment_used);
+/*
+ * NEED_ROOM {BYTES, HANDLES}: the caller's segment is fragmented and these
+ * @n replicas (an array of u64, unaligned) fill the window it needs: evict
+ * exactly them.  0 if all went, -ENOSPC if one could not (held by a pull,
+ * persisting, unknown): the module looks again.
+ */
+int fkv_master_need_room_of(struct fkv_master *m, const void *handles,
+			    size_t n);
 /* ACCESS {HANDLES}: one handle hit through the kernel's fast path. */
 void fkv_master_access(struct fkv_master *m, uint64_t handle);
 

@@ -160,6 +160,7 @@ static const struct nla_policy need_room_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_DEADLINE] = P_U64,
 	[FLUXONKV_A_BYTES] = P_U64,
 	[FLUXONKV_A_SEGMENT_USED] = P_U64,
+	[FLUXONKV_A_HANDLES] = P_ARRAY,
 };
 
 static const struct nla_policy access_policy[FLUXONKV_A_MAX + 1] = {
