@@ -28,14 +28,17 @@
 #include <linux/rhashtable-types.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <linux/fluxonkv.h>
 
 #define FLUXONKV_VERSION	"0.1.0"
 
-/* Reference design §4.1: retry every 2 ms for at most 5 s, then -ENOSPC. */
-#define FLUXONKV_ROOM_RETRY_US		2000
+/*
+ * Reference design §4.1: retry (here: whenever a range is freed, rather
+ * than every 2 ms) for at most 5 s, then -ENOSPC.
+ */
 #define FLUXONKV_ROOM_WAIT_MS		5000
 /* While waiting for room, ask the master again this often. */
 #define FLUXONKV_ROOM_ASK_MS		100
@@ -59,6 +62,9 @@ struct fluxonkv_segment {
 	unsigned long hint;		/* next-fit start */
 	u64 used;			/* bytes allocated */
 	struct rb_root allocs;		/* every live alloc, by offset */
+	/* Room waiters sleep here until an alloc is freed (@frees moves). */
+	wait_queue_head_t room_wq;
+	atomic_t frees;
 };
 
 /**
@@ -92,7 +98,9 @@ void fluxonkv_alloc_put(struct fluxonkv_alloc *a);
 u64 fluxonkv_segment_used(void);
 /* Handles a fragmented segment should give up for @len bytes (segment.c). */
 #define FLUXONKV_VICTIMS_MAX	64
-int fluxonkv_segment_victims(u64 len, u64 *handles);
+int fluxonkv_segment_victims(u64 len, u64 *handles, bool *pinned);
+unsigned int fluxonkv_segment_frees(void);
+long fluxonkv_segment_wait_free(unsigned int frees, unsigned long timeout);
 int fluxonkv_segment_mmap(struct file *file, struct vm_area_struct *vma);
 /* Outstanding FETCHes (targets the daemon may be writing), at most: */
 #define FLUXONKV_FETCH_MAX	1024

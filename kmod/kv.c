@@ -106,37 +106,50 @@ void fluxonkv_kv_exit(void)
 	flush_work(&fluxonkv_put_late.work);
 }
 
+/* What one room wait has asked for so far (fluxonkv_ask_room()). */
+struct fluxonkv_room_wait {
+	bool by_policy;		/* a NEED_ROOM the master's policy answered */
+	bool pinned_window;	/* a window with pinned values was named */
+	u64 victims[FLUXONKV_VICTIMS_MAX];
+};
+
 /*
- * NEED_ROOM for @len bytes that did not fit (@victims: room for
- * FLUXONKV_VICTIMS_MAX handles).  If pinned values leave no window of @len
- * bytes that evictions could clear, nothing is asked: the bytes that would
- * go would not help, only holders going away can.  Short of free bytes:
- * the master evicts by its policy (BYTES).  Enough free bytes but no run
- * of @len (the segment is fragmented): the cheapest window's replicas are
- * asked for by name (HANDLES).  0: evicted, retry; -ENOSPC: nothing (more)
- * can be evicted now; other -errno from the upcall.
+ * NEED_ROOM for @len bytes that did not fit.  If every window of @len
+ * bytes holds bytes no eviction frees, nothing is asked: evicting would
+ * not help.  Short of free bytes, and the first time anyway: the master
+ * evicts by its policy (BYTES), coldest first.  Enough free bytes but no
+ * run of @len (the segment is fragmented): the cheapest window's replicas
+ * are named (HANDLES) -- one with pinned values only once per wait, since
+ * their bytes come back only when they are unpinned, and naming another
+ * window would give up more values for nothing.  0: evicted, retry;
+ * -ENOSPC: nothing (more) to evict now; other -errno from the upcall.
  */
-static int fluxonkv_ask_room(u64 len, u64 *victims)
+static int fluxonkv_ask_room(u64 len, struct fluxonkv_room_wait *w)
 {
 	struct fluxonkv_upcall_args args = { .bytes = len };
 	struct fluxonkv_upcall up = {};
-	int n = 0, ret;
+	bool pinned;
+	int n;
 
-	n = fluxonkv_segment_victims(len, victims);
+	n = fluxonkv_segment_victims(len, w->victims, &pinned);
 	if (n < 0) {
 		atomic64_inc(&fluxonkv_stats.room_pinned);
 		return -ENOSPC;
 	}
-	if (fluxonkv_seg.size - fluxonkv_segment_used() < len) {
-		n = 0;		/* short of bytes: the policy chooses */
+	if (!w->by_policy ||
+	    fluxonkv_seg.size - fluxonkv_segment_used() < len) {
+		w->by_policy = true;
+		n = 0;
 	} else {
 		if (!n)
 			return 0;	/* a run is free now */
+		if (pinned && w->pinned_window)
+			return -ENOSPC;
+		w->pinned_window |= pinned;
 		atomic64_inc(&fluxonkv_stats.room_by_address);
 	}
-	ret = fluxonkv_upcall_handles(FLUXONKV_CMD_NEED_ROOM, &args, &up,
-				      victims, n);
-	return ret;
+	return fluxonkv_upcall_handles(FLUXONKV_CMD_NEED_ROOM, &args, &up,
+				       w->victims, n);
 }
 
 /*
@@ -151,12 +164,14 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable)
 {
 	unsigned long deadline = jiffies + msecs_to_jiffies(FLUXONKV_ROOM_WAIT_MS);
 	unsigned long next_ask = jiffies;
-	u64 victims[FLUXONKV_VICTIMS_MAX];
+	struct fluxonkv_room_wait w = {};
 	struct fluxonkv_alloc *a;
 	bool waited = false;
 	int ret;
 
 	for (;;) {
+		unsigned int frees = fluxonkv_segment_frees();
+
 		a = fluxonkv_alloc_new(len);
 		if (a)
 			return a;
@@ -170,7 +185,7 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable)
 		}
 		if (time_after_eq(jiffies, next_ask)) {
 			next_ask = jiffies + msecs_to_jiffies(FLUXONKV_ROOM_ASK_MS);
-			ret = fluxonkv_ask_room(len, victims);
+			ret = fluxonkv_ask_room(len, &w);
 			if (ret == -ENOTCONN || ret == -EINTR)
 				return ERR_PTR(ret);
 			if (ret == -ENOSPC && placeable)
@@ -178,7 +193,9 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable)
 			if (!ret)
 				continue;	/* something was evicted: retry now */
 		}
-		usleep_range(FLUXONKV_ROOM_RETRY_US, 2 * FLUXONKV_ROOM_RETRY_US);
+		/* until something is freed, or it is time to ask again */
+		fluxonkv_segment_wait_free(frees, time_after(next_ask, jiffies) ?
+					   next_ask - jiffies : 1);
 	}
 	pr_info_ratelimited("no room for %llu bytes after %u ms: segment total %zu, free %llu\n",
 			    len, FLUXONKV_ROOM_WAIT_MS, fluxonkv_seg.size,

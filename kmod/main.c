@@ -9,6 +9,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/debugfs.h>
+#include <net/genetlink.h>
 #include <linux/fs.h>
 #include <linux/kobject.h>
 #include <linux/miscdevice.h>
@@ -469,6 +470,11 @@ module_init(fluxonkv_init);
 module_exit(fluxonkv_exit);
 
 MODULE_LICENSE("GPL");
+/*
+ * Loaded on demand when a daemon resolves the generic netlink family
+ * (genetlink asks for "net-pf-16-proto-16-family-fluxonkv").
+ */
+MODULE_ALIAS_GENL_FAMILY(FLUXONKV_GENL_NAME);
 MODULE_AUTHOR("fluxonkv developers");
 MODULE_DESCRIPTION("fluxonkv: DRAM + SSD cache for large objects");
 MODULE_VERSION(FLUXONKV_VERSION);

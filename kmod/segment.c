@@ -114,6 +114,8 @@ int fluxonkv_segment_init(size_t size)
 	seg->npages = size >> PAGE_SHIFT;
 	seg->nbits = size >> FLUXONKV_GRAIN_SHIFT;
 	seg->allocs = RB_ROOT;
+	init_waitqueue_head(&seg->room_wq);
+	atomic_set(&seg->frees, 0);
 	ret = fluxonkv_segment_fits(seg->npages);
 	if (ret)
 		return ret;
@@ -185,12 +187,26 @@ static void fluxonkv_alloc_link(struct fluxonkv_alloc *a)
 }
 
 /*
- * Movable out of the way: a replica's bytes (an owner) that nobody else
- * references (no holder, no get or refill in flight).  Segment lock held.
+ * Can go for room: a replica's bytes (an owner).  Bytes without one (a put
+ * copying in, a refill, staging, a dropped replica a holder still keeps)
+ * cannot be asked for.  Segment lock held.
  */
 static bool fluxonkv_alloc_evictable(struct fluxonkv_alloc *a)
 {
-	return READ_ONCE(a->owner) && kref_read(&a->ref) == 1;
+	return READ_ONCE(a->owner);
+}
+
+/*
+ * What evicting @a costs: its bytes, sixteen times over when something
+ * references it (a holder, a get in flight): its bytes only come back
+ * when that goes, so a window of unpinned values is much preferred.
+ */
+#define FLUXONKV_PINNED_COST	16
+
+static u64 fluxonkv_alloc_cost(struct fluxonkv_alloc *a)
+{
+	return kref_read(&a->ref) > 1 ? a->span * FLUXONKV_PINNED_COST :
+					a->span;
 }
 
 /**
@@ -202,13 +218,17 @@ static bool fluxonkv_alloc_evictable(struct fluxonkv_alloc *a)
  * to addresses, so a segment with pinned values spread over it can be
  * emptied without ever making a run long enough.  This looks at the
  * segment itself: of the windows of @len bytes made only of free granules
- * and evictable replicas, the one that gives up the fewest bytes.
+ * and replicas, the one that gives up the fewest bytes (pinned ones count
+ * FLUXONKV_PINNED_COST times: they come back only when unpinned).
+ *
+ * @pinned: out: the window holds pinned values (their bytes come back only
+ *	when unpinned).
  *
  * Return: the number of handles to evict (0: a free run exists now, retry
- * the allocation), or -ENOSPC: no window can be made while the values
- * that are pinned stay pinned -- evicting anything would not help.
+ * the allocation), or -ENOSPC: every window holds bytes no eviction can
+ * free (puts and refills in flight, dropped replicas still held).
  */
-int fluxonkv_segment_victims(u64 len, u64 *handles)
+int fluxonkv_segment_victims(u64 len, u64 *handles, bool *pinned)
 {
 	struct fluxonkv_segment *seg = &fluxonkv_seg;
 	u64 need = round_up(len, FLUXONKV_SEGMENT_ALIGN);
@@ -239,7 +259,7 @@ int fluxonkv_segment_victims(u64 len, u64 *handles)
 				ok = false;
 				break;
 			}
-			cost += b->span;
+			cost += fluxonkv_alloc_cost(b);
 		}
 		if (ok && cost < best_cost) {
 			best_cost = cost;
@@ -258,6 +278,7 @@ int fluxonkv_segment_victims(u64 len, u64 *handles)
 		start = b->offset + b->span;
 		first = rb_next(m);
 	}
+	*pinned = false;
 	if (best_cost == U64_MAX) {
 		count = -ENOSPC;
 	} else {
@@ -267,6 +288,8 @@ int fluxonkv_segment_victims(u64 len, u64 *handles)
 				continue;
 			if (b->offset >= best + need)
 				break;
+			if (kref_read(&b->ref) > 1)
+				*pinned = true;
 			handles[count++] = READ_ONCE(b->owner);
 		}
 	}
@@ -332,6 +355,9 @@ static void fluxonkv_alloc_release(struct kref *ref)
 	seg->used -= a->span;
 	rb_erase(&a->node, &seg->allocs);
 	spin_unlock(&seg->lock);
+	atomic_inc(&seg->frees);
+	if (wq_has_sleeper(&seg->room_wq))
+		wake_up_all(&seg->room_wq);
 	kmem_cache_free(fluxonkv_alloc_cache, a);
 }
 
@@ -343,6 +369,24 @@ void fluxonkv_alloc_put(struct fluxonkv_alloc *a)
 u64 fluxonkv_segment_used(void)
 {
 	return READ_ONCE(fluxonkv_seg.used);
+}
+
+/* Frees so far: sample before an allocation that may fail. */
+unsigned int fluxonkv_segment_frees(void)
+{
+	return atomic_read(&fluxonkv_seg.frees);
+}
+
+/*
+ * Sleep until a range is freed after @frees was sampled, at most @timeout
+ * jiffies (killable): what a room wait does instead of polling.  Returns
+ * as wait_event_killable_timeout().
+ */
+long fluxonkv_segment_wait_free(unsigned int frees, unsigned long timeout)
+{
+	return wait_event_killable_timeout(fluxonkv_seg.room_wq,
+					   atomic_read(&fluxonkv_seg.frees) != frees,
+					   timeout);
 }
 
 /*

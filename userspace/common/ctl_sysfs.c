@@ -76,7 +76,7 @@ const struct ctl_stat_def ctl_stat_defs[] = {
 	{ "room_by_address", CTL_STAT_COUNTER, false, false, NULL,
 	  "Room asked for by naming the replicas filling a window (fragmented segment)." },
 	{ "room_pinned", CTL_STAT_COUNTER, false, false, NULL,
-	  "Room asks no eviction could answer (pinned values leave no window)." },
+	  "Room asks no eviction could answer (every window holds bytes no eviction frees)." },
 	/* the SSD tier (reference section 2.4 names the two gauges) */
 	{ "kv_ssd_capacity_bytes", CTL_STAT_GAUGE, false, true,
 	  "kv_ssd_capacity_bytes",
