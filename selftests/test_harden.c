@@ -1176,34 +1176,52 @@ static long long cg_stat(const char *field)
 	return v;
 }
 
-/* In the cgroup: CG_PUTS small values under 200-byte keys, persisted. */
+/* In the cgroup: CG_PUTS small values under 200-byte keys, prefix *ARG. */
 static void cg_putter(void *arg)
 {
+	const char *prefix = arg;
 	struct fkv *kv = kv_open();
 	char key[256];
 	int i;
 
-	(void)arg;
 	for (i = 0; i < CG_PUTS; i++) {
-		snprintf(key, sizeof(key), "cg-%04d-%0190d", i, 0);
+		snprintf(key, sizeof(key), "%s-%04d-%0190d", prefix, i, 0);
 		put_pattern(kv, key, 512, i);
 	}
 	fkv_close(kv);
 }
 
-/*
- * A process in its own memory cgroup puts 800 values that the SSD tier
- * persists: the entries' kernel memory (kv_ssd_meta_bytes) shows up in that
- * cgroup's slab, not the root's (the IO worker allocates them, charged to
- * the putter with set_active_memcg()).
- */
-FKV_TEST_TIMEOUT(ssd_entries_are_charged_to_the_putters_memory_cgroup, 180)
+/* The cgroup's slab growth over one cg_putter(PREFIX) run in it. */
+static long long cg_run(const char *prefix, uint64_t persists)
 {
-	char path[320], pid[32], key[256];
-	long long slab0, slab1;
-	uint64_t base, meta0, meta1, done0;
+	char pid[32];
+	long long slab0 = cg_stat("slab_unreclaimable");
+
+	FKV_ASSERT(slab0 >= 0, "no memory.stat in %s", CG_DIR);
+	snprintf(pid, sizeof(pid), "%d\n", getpid());
+	FKV_ASSERT_EQ(fkv_write_file(CG_DIR "/cgroup.procs", pid), 0);
+	fkv_in_child(cg_putter, (void *)prefix, "puts in the cgroup");
+	FKV_ASSERT_EQ(fkv_write_file(CG_ROOT "/cgroup.procs", pid), 0);
+	if (persists)
+		wait_persists(persists);
+	return cg_stat("slab_unreclaimable") - slab0;
+}
+
+/*
+ * A process in its own memory cgroup puts 800 small values twice: without
+ * an SSD tier, then with one that persists them.  The second run's slab
+ * exceeds the first by (at least 90 % of) the entries' kernel memory
+ * (kv_ssd_meta_bytes): the IO worker allocates them charged to the
+ * putter (set_active_memcg()), not to the root cgroup.
+ */
+FKV_TEST_TIMEOUT(ssd_entries_are_charged_to_the_putters_memory_cgroup, 240)
+{
+	char dir[256], path[320], key[256];
+	long long control, with_ssd;
+	uint64_t base, meta0, meta1;
 	struct fkv *kv;
-	int i;
+	uint32_t shard;
+	int i, fd, ret;
 
 	if (!fkv_path_exists(CG_ROOT "/cgroup.controllers")) {
 		FKV_ASSERT_EQ(fkv_mkdirs(CG_ROOT), 0);
@@ -1215,29 +1233,32 @@ FKV_TEST_TIMEOUT(ssd_entries_are_charged_to_the_putters_memory_cgroup, 180)
 	rmdir(CG_DIR);
 	FKV_ASSERT(mkdir(CG_DIR, 0755) == 0, "mkdir %s: %s", CG_DIR,
 		   strerror(errno));
-	base = file_tier("harden-cg", 16 * FKV_MIB, "segment_mb=16", path,
-			 sizeof(path), &kv);
-	meta0 = fkv_sysfs("kv_ssd_meta_bytes");
-	done0 = persists_done();
-	slab0 = cg_stat("slab_unreclaimable");
-	FKV_ASSERT(slab0 >= 0, "no memory.stat in %s", CG_DIR);
+	ext4_dir("harden-cg", dir, sizeof(dir));
+	make_file(dir, "shard", 16 * FKV_MIB, path, sizeof(path));
+	base = setup("segment_mb=16");
+	kv = kv_open();
 
-	/* the child joins the cgroup, then puts */
-	snprintf(pid, sizeof(pid), "%d\n", getpid());
-	FKV_ASSERT_EQ(fkv_write_file(CG_DIR "/cgroup.procs", pid), 0);
-	fkv_in_child(cg_putter, NULL, "puts in the cgroup");
-	FKV_ASSERT_EQ(fkv_write_file(CG_ROOT "/cgroup.procs", pid), 0);
-	wait_persists(done0 + CG_PUTS);
+	control = cg_run("cga", 0);
+	fd = open_shard(path);
+	ret = fkv_ssd_attach(kv, fd, 0, 16 * FKV_MIB, 0, &shard);
+	close(fd);
+	FKV_ASSERT(ret == 0, "attach: %s", fkv_strerror(ret));
+	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", 16 * FKV_MIB);
+	fkv_msleep(300);	/* the master hears SSD_STATE */
+	meta0 = fkv_sysfs("kv_ssd_meta_bytes");
+	with_ssd = cg_run("cgb", persists_done() + CG_PUTS);
 	meta1 = fkv_sysfs("kv_ssd_meta_bytes");
-	slab1 = cg_stat("slab_unreclaimable");
-	fkv_diag("entries: %" PRIu64 " bytes; the cgroup's slab grew by %lld",
-		 meta1 - meta0, slab1 - slab0);
+	fkv_diag("entries: %" PRIu64 " bytes; the cgroup's slab grew by %lld "
+		 "without an SSD tier, %lld with one", meta1 - meta0, control,
+		 with_ssd);
 	FKV_ASSERT_GT(meta1 - meta0, 200 * 1024);
-	FKV_ASSERT(slab1 - slab0 >= (long long)(meta1 - meta0) * 9 / 10,
-		   "the cgroup was charged %lld bytes for %" PRIu64 " bytes of "
-		   "SSD entries", slab1 - slab0, meta1 - meta0);
+	FKV_ASSERT(with_ssd - control >= (long long)(meta1 - meta0) * 9 / 10,
+		   "the cgroup was charged %lld bytes more for %" PRIu64
+		   " bytes of SSD entries", with_ssd - control, meta1 - meta0);
 	for (i = 0; i < CG_PUTS; i++) {
-		snprintf(key, sizeof(key), "cg-%04d-%0190d", i, 0);
+		snprintf(key, sizeof(key), "cga-%04d-%0190d", i, 0);
+		delete_any(kv, key);
+		snprintf(key, sizeof(key), "cgb-%04d-%0190d", i, 0);
 		delete_any(kv, key);
 	}
 	fkv_close(kv);
