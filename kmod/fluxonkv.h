@@ -230,6 +230,7 @@ struct fluxonkv_get_result {
 
 int fluxonkv_kv_init(void);
 void fluxonkv_kv_quiesce(void);
+void fluxonkv_kv_flush_late(void);
 void fluxonkv_kv_exit(void);
 int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
 		 const void __user *value, u64 len, u64 *put_id);
@@ -394,8 +395,9 @@ int fluxonkv_ssd_init(void);
 void fluxonkv_ssd_exit(void);
 int fluxonkv_ssd_attach(int fd, u64 offset, u64 capacity, u32 device,
 			u32 *shard);
+struct mem_cgroup;
 int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
-			 struct fluxonkv_alloc *a);
+			 struct fluxonkv_alloc *a, struct mem_cgroup *memcg);
 struct fluxonkv_ssd_entry *fluxonkv_ssd_pin(const u8 *key, u32 key_len,
 					    u64 put_id);
 void fluxonkv_ssd_unpin(struct fluxonkv_ssd_entry *e);

@@ -39,7 +39,10 @@ static struct genl_family fluxonkv_genl_family;
  * any local process may bind that port meanwhile.  So the daemon is its
  * socket, @sk, referenced from registration to detach: answers must come
  * from that socket, and nothing is sent once it is orphaned (SOCK_DEAD,
- * set by netlink_release() right after it frees the port).
+ * set by netlink_release() right after it frees the port).  The send
+ * itself still goes by port (6.1 exports no send-to-socket): a send that
+ * races the few instructions between netlink_remove() and sock_orphan()
+ * in the daemon's close can reach a socket that bound the port in them.
  */
 static struct {
 	struct mutex lock;

@@ -18,6 +18,7 @@
 #include <linux/delay.h>
 #include <linux/file.h>
 #include <linux/jiffies.h>
+#include <linux/memcontrol.h>
 #include <linux/net.h>
 #include <linux/refcount.h>
 #include <linux/sched/signal.h>
@@ -66,6 +67,8 @@ struct fluxonkv_put_wait {
 	struct completion answered;	/* the waiting putter's */
 	atomic_t state;			/* FLUXONKV_PW_* */
 	bool persist;			/* PUT_DONE: PUT_START said so */
+	/* PUT_DONE: the putter's memcg, for a persist the worker does */
+	struct mem_cgroup *memcg;
 	struct list_head node;		/* on fluxonkv_put_late.list */
 	u32 key_len;			/* PUT_START: its key, for PUT_ABORT */
 	u8 key[];
@@ -98,12 +101,20 @@ void fluxonkv_kv_quiesce(void)
 	flush_work(&fluxonkv_publish_persists.work);
 }
 
+/*
+ * The daemon's teardown (genl exit) ended every abandoned put: finish them
+ * while the SSD tier still exists (a published one may persist).
+ */
+void fluxonkv_kv_flush_late(void)
+{
+	flush_work(&fluxonkv_put_late.work);
+}
+
 void fluxonkv_kv_exit(void)
 {
 	fluxonkv_notes_exit();
 	fluxonkv_kv_quiesce();
-	/* The daemon's teardown (genl exit) ended every abandoned put. */
-	flush_work(&fluxonkv_put_late.work);
+	fluxonkv_kv_flush_late();
 }
 
 /* What one room wait has asked for so far (fluxonkv_ask_room()). */
@@ -407,11 +418,13 @@ static void fluxonkv_put_done_finish(struct fluxonkv_put_wait *w)
 		 * master's view of our SSD is stale; the value simply stays
 		 * memory-only, as the reference's persisted=false.
 		 */
-		fluxonkv_ssd_persist(r->key, r->key_len, r->put_id, r->alloc);
+		fluxonkv_ssd_persist(r->key, r->key_len, r->put_id, r->alloc,
+				     w->memcg);
 	}
 	/* The route changed (or did not): local misses may answer again. */
 	fluxonkv_put_inflight_add(r->key, r->key_len, -1);
 	fluxonkv_replica_put(r);
+	mem_cgroup_put(w->memcg);
 	kfree(w);
 }
 
@@ -482,12 +495,17 @@ static int fluxonkv_put_done(struct fluxonkv_replica *r,
 	w = kzalloc(sizeof(*w), GFP_KERNEL);
 	if (!w) {
 		fluxonkv_replica_drop(r->handle);
+		/* its PUT_START reservation goes */
+		fluxonkv_put_abort(r->key, r->key_len, r->put_id, r->handle,
+				   -ENOMEM);
 		fluxonkv_replica_put(r);
 		return -ENOMEM;
 	}
 	w->up.replica = r;
 	w->up.no_expire = true;
 	w->persist = persist;
+	if (persist)
+		w->memcg = get_mem_cgroup_from_mm(current->mm);
 	/* Local misses of this key ask the master meanwhile (replica.c). */
 	fluxonkv_put_inflight_add(r->key, r->key_len, 1);
 	ret = fluxonkv_put_wait(FLUXONKV_CMD_PUT_DONE, args, w);
@@ -1060,7 +1078,8 @@ static void fluxonkv_publish_persist_run(struct work_struct *work)
 		struct fluxonkv_replica *r = req->r;
 
 		/* -ENODEV (no SSD tier now): memory-only, as for a put. */
-		fluxonkv_ssd_persist(r->key, r->key_len, r->put_id, r->alloc);
+		fluxonkv_ssd_persist(r->key, r->key_len, r->put_id, r->alloc,
+				     NULL);
 		fluxonkv_replica_put(r);
 		kfree(req);
 	}

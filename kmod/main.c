@@ -457,6 +457,8 @@ static void __exit fluxonkv_exit(void)
 	/* Queued GET_DONE offers may not re-arm genl's sweep after its exit. */
 	fluxonkv_kv_quiesce();
 	fluxonkv_genl_exit();
+	/* abandoned puts the daemon's teardown ended may still persist */
+	fluxonkv_kv_flush_late();
 	debugfs_remove_recursive(fluxonkv_debugfs);
 	fluxonkv_sysfs_exit();
 	fluxonkv_ssd_exit();

@@ -288,6 +288,8 @@ int fluxonkv_segment_victims(u64 len, u64 *handles, bool *pinned)
 				continue;
 			if (b->offset >= best + need)
 				break;
+			if (!READ_ONCE(b->owner))
+				continue;	/* its replica just went */
 			if (kref_read(&b->ref) > 1)
 				*pinned = true;
 			handles[count++] = READ_ONCE(b->owner);

@@ -61,6 +61,8 @@ struct fluxonkv_ssd_dev;
  *	wake-up.
  * @node: on the device's shard list.
  * @err_run: IO errors since its last successful IO.
+ * @inflight: IOs issued on it and not completed (an offline shard's range
+ *	is attached again only once this is 0).
  * @offline: taken out after FLUXONKV_SSD_OFFLINE_ERRORS errors in a row
  *	(set under the attach mutex; read with READ_ONCE): no new entries,
  *	none routed, its capacity withdrawn.
@@ -81,6 +83,8 @@ struct fluxonkv_shard {
 	atomic_t unpin_seq;
 	struct list_head node;
 	atomic_t err_run;
+	atomic_t inflight;	/* IOs issued and not completed */
+	u64 meta;		/* its entries' memory (shard lock) */
 	bool offline;
 	struct work_struct offline_work;
 };

@@ -162,10 +162,12 @@ static int fluxonkv_ssd_io(struct fluxonkv_ssd_worker *w,
 	int ret;
 
 	pos += sh->offset;	/* unchanged below: logged on error */
+	atomic_inc(&sh->inflight);
 	if (sh->bdev)
 		ret = fluxonkv_ssd_bio(w, sh->bdev, write, nr, pos);
 	else
 		ret = fluxonkv_ssd_kiocb(w, sh->file, write, nr, alen, pos);
+	atomic_dec(&sh->inflight);
 	if (!ret) {
 		if (atomic_read(&sh->err_run))
 			atomic_set(&sh->err_run, 0);
@@ -459,33 +461,54 @@ static int fluxonkv_ssd_queue(struct fluxonkv_ssd_dev *dev,
 	return 0;
 }
 
+/* Some shard of @dev is online.  Attach mutex held. */
+static bool fluxonkv_ssd_dev_online(struct fluxonkv_ssd_dev *dev)
+{
+	struct fluxonkv_shard *sh;
+
+	list_for_each_entry(sh, &dev->shards, node)
+		if (!sh->offline)
+			return true;
+	return false;
+}
+
 /**
  * fluxonkv_ssd_persist() - write a published replica to the SSD tier.
  * @key: key bytes.
  * @key_len: key length.
  * @put_id: version.
  * @a: the replica's bytes; the job takes its own reference.
+ * @memcg: whose memory the entry is (a worker persisting for a putter), or
+ *	NULL for the caller's own.
  *
- * Asynchronous: returns at once.  Return: 0, -ENODEV if no shard is
+ * Asynchronous: returns at once.  Return: 0, -ENODEV if no online shard is
  * attached (the owner-side check of the reference's persist request),
  * -EBUSY if the device already has FLUXONKV_SSD_WRITES_MAX persists queued,
  * or -ENOMEM; on error the master has been told (SSD_COMMIT with ERRNO).
  */
 int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
-			 struct fluxonkv_alloc *a)
+			 struct fluxonkv_alloc *a, struct mem_cgroup *memcg)
 {
+	struct fluxonkv_ssd_dev *dev, *first;
 	struct fluxonkv_ssd_job *job;
-	struct fluxonkv_ssd_dev *dev;
 	int ret;
 
+	/* the next device round-robin, skipping those with every shard out */
 	mutex_lock(&fluxonkv_ssd.attach_lock);
-	dev = fluxonkv_ssd.next_dev;
-	if (dev)
+	first = fluxonkv_ssd.next_dev;
+	do {
+		dev = fluxonkv_ssd.next_dev;
+		if (!dev)
+			break;
 		fluxonkv_ssd.next_dev =
 			list_is_last(&dev->node, &fluxonkv_ssd.devs) ?
 			list_first_entry(&fluxonkv_ssd.devs,
 					 struct fluxonkv_ssd_dev, node) :
 			list_next_entry(dev, node);
+		if (fluxonkv_ssd_dev_online(dev))
+			break;
+		dev = NULL;
+	} while (fluxonkv_ssd.next_dev != first);
 	mutex_unlock(&fluxonkv_ssd.attach_lock);
 	if (!dev) {
 		fluxonkv_ssd_persist_failed(key, key_len, put_id, a->len, -ENODEV);
@@ -499,8 +522,16 @@ int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
 	}
 	job->read = false;
 	job->put_id = put_id;
-	/* The entry is the putter's kernel memory (NULL: no memcg). */
-	job->memcg = get_mem_cgroup_from_mm(current->mm);
+	/*
+	 * The entry is the putter's kernel memory: @memcg when a worker
+	 * persists for it, else the caller's (NULL: no memcg).
+	 */
+	if (memcg) {
+		css_get(&memcg->css);
+		job->memcg = memcg;
+	} else {
+		job->memcg = get_mem_cgroup_from_mm(current->mm);
+	}
 	job->key_len = key_len;
 	memcpy(job->key, key, key_len);
 	fluxonkv_alloc_get(a);

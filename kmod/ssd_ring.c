@@ -129,6 +129,7 @@ static bool fluxonkv_ring_pop(struct fluxonkv_shard *sh, u64 next_pos)
 	fluxonkv_removal_end();
 
 	list_del(&e->ring_node);
+	sh->meta -= e->meta;
 	WRITE_ONCE(sh->tail, list_empty(&sh->entries) ? next_pos :
 		   list_first_entry(&sh->entries, struct fluxonkv_ssd_entry,
 				    ring_node)->start);
@@ -198,6 +199,17 @@ fluxonkv_ring_reserve(struct fluxonkv_shard *sh, const u8 *key, u32 key_len,
 		pos += sh->capacity - phys;	/* wrap to offset 0 */
 	if (list_empty(&sh->entries))
 		WRITE_ONCE(sh->tail, pos);
+	/*
+	 * Over the memory budget even with this whole ring gone: other
+	 * shards hold it, emptying ours would not help.
+	 */
+	if (atomic64_read(&fluxonkv_ssd.meta_bytes) - sh->meta + size >
+	    fluxonkv_ssd.meta_max) {
+		mutex_unlock(&sh->lock);
+		kfree(e);
+		atomic64_inc(&fluxonkv_ssd_stats.meta_refused);
+		return ERR_PTR(-ENOSPC);
+	}
 	while (!list_empty(&sh->entries)) {
 		bool room = pos + alen - sh->tail <= sh->capacity;
 
@@ -224,6 +236,7 @@ fluxonkv_ring_reserve(struct fluxonkv_shard *sh, const u8 *key, u32 key_len,
 		return ERR_PTR(-ENOSPC);
 	}
 	atomic64_add(size, &fluxonkv_ssd.meta_bytes);
+	sh->meta += size;
 	e->start = pos;
 	WRITE_ONCE(sh->head, pos + alen);
 	list_add_tail(&e->ring_node, &sh->entries);

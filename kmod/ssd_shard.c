@@ -133,21 +133,28 @@ static void fluxonkv_ssd_dev_free(struct fluxonkv_ssd_dev *dev)
  * Does [offset, offset + capacity) of @file overlap an attached shard?
  * Called with the attach lock held.
  */
-static bool fluxonkv_ssd_attached(struct file *file, u64 offset, u64 capacity)
+static int fluxonkv_ssd_attached(struct file *file, u64 offset, u64 capacity)
 {
 	struct inode *inode = file->f_mapping->host;
 	struct fluxonkv_ssd_dev *dev;
 	struct fluxonkv_shard *sh;
 
-	/* An offline shard's range may be attached again (a new shard). */
+	/*
+	 * An offline shard's range may be attached again (a new shard), once
+	 * no IO of the old one is in flight (-EBUSY until then).
+	 */
 	list_for_each_entry(dev, &fluxonkv_ssd.devs, node)
-		list_for_each_entry(sh, &dev->shards, node)
-			if (!sh->offline &&
-			    sh->file->f_mapping->host == inode &&
-			    offset < sh->offset + sh->capacity &&
-			    sh->offset < offset + capacity)
-				return true;
-	return false;
+		list_for_each_entry(sh, &dev->shards, node) {
+			if (sh->file->f_mapping->host != inode ||
+			    offset >= sh->offset + sh->capacity ||
+			    sh->offset >= offset + capacity)
+				continue;
+			if (!sh->offline)
+				return -EEXIST;
+			if (atomic_read(&sh->inflight))
+				return -EBUSY;
+		}
+	return 0;
 }
 
 /* Logical block size of the device under @file (a block device or fs). */
@@ -231,6 +238,7 @@ int fluxonkv_ssd_attach(int fd, u64 offset, u64 capacity, u32 device,
 	mutex_init(&sh->lock);
 	INIT_LIST_HEAD(&sh->entries);
 	atomic_set(&sh->err_run, 0);
+	atomic_set(&sh->inflight, 0);
 	INIT_WORK(&sh->offline_work, fluxonkv_shard_offline_work);
 
 	mutex_lock(&fluxonkv_ssd.attach_lock);
@@ -238,10 +246,9 @@ int fluxonkv_ssd_attach(int fd, u64 offset, u64 capacity, u32 device,
 		ret = -ENOSPC;
 		goto err_unlock;
 	}
-	if (fluxonkv_ssd_attached(file, offset, capacity)) {
-		ret = -EEXIST;
+	ret = fluxonkv_ssd_attached(file, offset, capacity);
+	if (ret)
 		goto err_unlock;
-	}
 	if (fluxonkv_ssd.capacity + capacity < fluxonkv_ssd.capacity) {
 		ret = -EOVERFLOW;
 		goto err_unlock;
@@ -411,12 +418,15 @@ void fluxonkv_ssd_exit(void)
 
 	/* Workers finish queued IO (commits fail fast without a daemon). */
 	destroy_workqueue(fluxonkv_ssd.wq);
+	/* their IO errors may have scheduled a shard's offline pass */
+	list_for_each_entry(dev, &fluxonkv_ssd.devs, node)
+		list_for_each_entry(sh, &dev->shards, node)
+			cancel_work_sync(&sh->offline_work);
 	cancel_delayed_work_sync(&fluxonkv_ssd.notice_work);
 	fluxonkv_ssd_notice_free_list(&fluxonkv_ssd.notices);
 
 	list_for_each_entry_safe(dev, dtmp, &fluxonkv_ssd.devs, node) {
 		list_for_each_entry_safe(sh, stmp, &dev->shards, node) {
-			cancel_work_sync(&sh->offline_work);
 			list_for_each_entry_safe(e, etmp, &sh->entries,
 						 ring_node) {
 				WARN_ON(e->pins);
@@ -437,6 +447,7 @@ void fluxonkv_ssd_exit(void)
 		WARN_ON(!list_empty(&dev->reads));
 		fluxonkv_ssd_dev_free(dev);
 	}
+	fluxonkv_ssd.next_dev = NULL;
 	bioset_exit(&fluxonkv_ssd.bioset);
 	fluxonkv_ssd_index_exit();
 }
