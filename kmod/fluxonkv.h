@@ -178,7 +178,7 @@ struct fluxonkv_dump_rec {
 int fluxonkv_dump_record(struct sk_buff *skb, struct netlink_callback *cb,
 			 const struct fluxonkv_dump_rec *rec);
 struct seq_file;
-int fluxonkv_replica_show(struct seq_file *m, void *unused);
+extern const struct seq_operations fluxonkv_replicas_seq_ops;
 
 /* ---- holder.c: per file description holders ---- */
 

@@ -372,7 +372,18 @@ static const struct file_operations fluxonkv_##_name##_fops = {	\
 }
 
 FLUXONKV_DEBUGFS_SHOW(dbg_segment, fluxonkv_segment_show);
-FLUXONKV_DEBUGFS_SHOW(dbg_replicas, fluxonkv_replica_show);
+static int fluxonkv_dbg_replicas_open(struct inode *inode, struct file *file)
+{
+	return seq_open(file, &fluxonkv_replicas_seq_ops);
+}
+
+static const struct file_operations fluxonkv_dbg_replicas_fops = {
+	.owner = THIS_MODULE,
+	.open = fluxonkv_dbg_replicas_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = seq_release,
+};
 FLUXONKV_DEBUGFS_SHOW(dbg_holders, fluxonkv_holders_show);
 FLUXONKV_DEBUGFS_SHOW(dbg_pending, fluxonkv_pending_show);
 FLUXONKV_DEBUGFS_SHOW(dbg_rings, fluxonkv_rings_show);

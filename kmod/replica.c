@@ -564,22 +564,68 @@ unsigned long fluxonkv_replica_count(void)
 	return atomic_long_read(&fluxonkv_nr_replicas);
 }
 
-int fluxonkv_replica_show(struct seq_file *m, void *unused)
+/*
+ * debugfs `replicas`: a seq_file walking the handle table by slot under
+ * RCU alone -- the cursor (*pos) is the next slot, so a big table never
+ * holds the table's lock or a data-path lock while it is printed, and a
+ * buffer refill resumes where it stopped instead of starting over.
+ */
+static void *fluxonkv_replicas_find(loff_t *pos)
 {
-	struct fluxonkv_replica *r;
-	unsigned long id;
+	unsigned long slot = *pos;
+	void *r = xa_find(&fluxonkv_handles, &slot, ULONG_MAX, XA_PRESENT);
 
-	seq_puts(m, "handle\tput_id\toffset\tlen\trefs\tindexed\tkey\n");
-	xa_lock(&fluxonkv_handles);
-	xa_for_each(&fluxonkv_handles, id, r) {
-		seq_printf(m, "%#llx\t%llu\t%llu\t%llu\t%u\t%d\t",
-			   r->handle, r->put_id, r->alloc->offset,
-			   r->alloc->len, kref_read(&r->alloc->ref),
-			   READ_ONCE(r->indexed));
-		seq_escape_mem(m, r->key, min_t(u32, r->key_len, 64),
-			       ESCAPE_HEX | ESCAPE_NP | ESCAPE_APPEND, "\\\t\n ");
-		seq_putc(m, '\n');
+	if (r)
+		*pos = slot;
+	return r;
+}
+
+static void *fluxonkv_replicas_start(struct seq_file *m, loff_t *pos)
+	__acquires(RCU)
+{
+	rcu_read_lock();
+	return *pos ? fluxonkv_replicas_find(pos) : SEQ_START_TOKEN;
+}
+
+static void *fluxonkv_replicas_next(struct seq_file *m, void *v, loff_t *pos)
+{
+	void *r;
+
+	++*pos;
+	r = fluxonkv_replicas_find(pos);
+	return r;
+}
+
+static void fluxonkv_replicas_stop(struct seq_file *m, void *v)
+	__releases(RCU)
+{
+	rcu_read_unlock();
+}
+
+static int fluxonkv_replicas_show_one(struct seq_file *m, void *v)
+{
+	struct fluxonkv_replica *r = v;
+
+	if (v == SEQ_START_TOKEN) {
+		seq_puts(m, "handle\tput_id\toffset\tlen\trefs\tindexed\tkey\n");
+		return 0;
 	}
-	xa_unlock(&fluxonkv_handles);
+	/* alive (its alloc with it) while we hold it */
+	if (!kref_get_unless_zero(&r->ref))
+		return 0;
+	seq_printf(m, "%#llx\t%llu\t%llu\t%llu\t%u\t%d\t",
+		   r->handle, r->put_id, r->alloc->offset, r->alloc->len,
+		   kref_read(&r->alloc->ref), READ_ONCE(r->indexed));
+	seq_escape_mem(m, r->key, min_t(u32, r->key_len, 64),
+		       ESCAPE_HEX | ESCAPE_NP | ESCAPE_APPEND, "\\\t\n ");
+	seq_putc(m, '\n');
+	fluxonkv_replica_put(r);
 	return 0;
 }
+
+const struct seq_operations fluxonkv_replicas_seq_ops = {
+	.start = fluxonkv_replicas_start,
+	.next = fluxonkv_replicas_next,
+	.stop = fluxonkv_replicas_stop,
+	.show = fluxonkv_replicas_show_one,
+};

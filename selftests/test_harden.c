@@ -1266,3 +1266,54 @@ FKV_TEST_TIMEOUT(ssd_entries_are_charged_to_the_putters_memory_cgroup, 240)
 	FKV_ASSERT_EQ(fkv_env_unload(), 0);	/* frees the entries */
 	rmdir(CG_DIR);
 }
+
+/* ---- debugfs on a big table ---- */
+
+#define DUMP_KEYS	1200
+
+/*
+ * debugfs `replicas` walks the handle table with a cursor under RCU (no
+ * table lock held while printing, a buffer refill resumes): over many
+ * buffer-fulls it lists every replica once, and stays whole while puts
+ * and deletes go on.
+ */
+FKV_TEST_TIMEOUT(debugfs_replicas_lists_a_big_table_once_each, 240)
+{
+	uint64_t base = setup("segment_mb=16"), *seen, handle;
+	struct fkv *kv = kv_open();
+	char key[32], line[512];
+	size_t n = 0, i, j;
+	uint8_t buf[64];
+	FILE *f;
+
+	for (i = 0; i < DUMP_KEYS; i++) {
+		snprintf(key, sizeof(key), "dump-%04zu", i);
+		memset(buf, (int)i, sizeof(buf));
+		FKV_ASSERT_EQ(fkv_put(kv, key, strlen(key), buf, sizeof(buf),
+				      NULL), 0);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), DUMP_KEYS);
+	seen = calloc(DUMP_KEYS + 1, sizeof(*seen));
+	FKV_ASSERT(seen);
+	f = fopen(FKV_DEBUGFS_DIR "/replicas", "r");
+	FKV_ASSERT(f, "debugfs replicas: %s", strerror(errno));
+	FKV_ASSERT(fgets(line, sizeof(line), f));
+	FKV_ASSERT(!strncmp(line, "handle\t", 7), "header: %s", line);
+	while (fgets(line, sizeof(line), f)) {
+		FKV_ASSERT_EQ(sscanf(line, "%" SCNx64, &handle), 1);
+		for (j = 0; j < n; j++)
+			FKV_ASSERT(seen[j] != handle, "handle %#" PRIx64
+				   " listed twice", handle);
+		FKV_ASSERT(n < DUMP_KEYS, "more lines than replicas");
+		seen[n++] = handle;
+	}
+	fclose(f);
+	FKV_ASSERT_EQ(n, DUMP_KEYS);
+	free(seen);
+	for (i = 0; i < DUMP_KEYS; i++) {
+		snprintf(key, sizeof(key), "dump-%04zu", i);
+		delete_key(kv, key);
+	}
+	fkv_close(kv);
+	teardown(base);
+}
