@@ -380,6 +380,17 @@ static u64 fluxonkv_upcall_deadline(void)
 }
 
 /*
+ * Jiffies left until @deadline (ns, as above): the module waits exactly as
+ * long as the request says, a send that had to retry included.
+ */
+static unsigned long fluxonkv_until(u64 deadline)
+{
+	u64 now = ktime_get_ns();
+
+	return deadline > now ? nsecs_to_jiffies(deadline - now) : 0;
+}
+
+/*
  * A full daemon socket (-EAGAIN) is back-pressure, not failure: retry for
  * up to the request timeout while the daemon drains it.
  */
@@ -533,7 +544,7 @@ int fluxonkv_upcall_handles(u8 cmd, const struct fluxonkv_upcall_args *args,
 			    struct fluxonkv_upcall *up, const u64 *handles,
 			    unsigned int nhandles)
 {
-	unsigned long timeout = msecs_to_jiffies(fluxonkv_request_timeout_ms);
+	u64 deadline = fluxonkv_upcall_deadline();
 	long left;
 	u32 id;
 	int ret;
@@ -545,12 +556,12 @@ int fluxonkv_upcall_handles(u8 cmd, const struct fluxonkv_upcall_args *args,
 	if (ret)
 		return ret;
 
-	ret = fluxonkv_send(cmd, id, fluxonkv_upcall_deadline(), args, handles,
-			    nhandles);
+	ret = fluxonkv_send(cmd, id, deadline, args, handles, nhandles);
 	if (ret < 0)
 		goto err_erase;
 
-	left = wait_for_completion_killable_timeout(&up->done, timeout);
+	left = wait_for_completion_killable_timeout(&up->done,
+						    fluxonkv_until(deadline));
 	if (left > 0)
 		return up->status;
 	ret = left ? -EINTR : -ETIMEDOUT;
@@ -630,8 +641,7 @@ void fluxonkv_upcall_async(u8 cmd, const struct fluxonkv_upcall_args *args,
 	/* Still pending (not answered or failed meanwhile): start its clock. */
 	xa_lock(&fluxonkv_pending);
 	if (xa_load(&fluxonkv_pending, id) == up) {
-		up->deadline = jiffies +
-			       msecs_to_jiffies(fluxonkv_request_timeout_ms);
+		up->deadline = jiffies + fluxonkv_until(deadline);
 		up->sending = false;
 	}
 	xa_unlock(&fluxonkv_pending);
