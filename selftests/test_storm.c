@@ -278,7 +278,8 @@ static void storm_one(struct storm *s)
 			   errno == ENOTTY || errno == ENOENT || errno == EPERM ||
 			   errno == EBADF || errno == ENOSPC || errno == EMFILE ||
 			   errno == ETIMEDOUT || errno == EBUSY ||
-			   errno == EINTR || errno == ENOTCONN,
+			   errno == EINTR || errno == ENOTCONN ||
+			   errno == EDQUOT,
 			   "ioctl %#lx: unexpected %s", cmd, strerror(errno));
 	}
 }
