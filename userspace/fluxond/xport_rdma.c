@@ -931,30 +931,27 @@ unsigned int fkv_rdma_inflight(const struct fkv_rdma_conn *c)
 	return c->inflight;
 }
 
-int fkv_rdma_read(struct fkv_rdma_conn *c, uint64_t tag, uint64_t loff,
-		  uint64_t raddr, uint32_t rkey, uint64_t len)
+/*
+ * Post the READ list @wr (its @n sges get the MR's lkey) on @c: one more
+ * in flight.  @alone: only when nothing else is.  -EBUSY when full,
+ * -ENOTCONN once the connection failed; a failed post marks it failed.
+ */
+static int rdma_post(struct fkv_rdma_conn *c, struct ibv_send_wr *wr,
+		     struct ibv_sge *sge, unsigned int n, bool alone)
 {
-	struct fkv_rdma *r = c->r;
-	struct ibv_send_wr wr = { .wr_id = tag, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_READ,
-				  .send_flags = IBV_SEND_SIGNALED }, *bad;
-	struct ibv_sge sge;
+	struct ibv_send_wr *bad;
+	unsigned int i;
 	int err = 0;
 
-	if (loff > r->size || len > r->size - loff || !len || len > UINT32_MAX)
-		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	if (!c->ok || !c->id || c->inflight >= FKV_RDMA_DEPTH) {
+	if (!c->ok || !c->id ||
+	    (alone ? c->inflight > 0 : c->inflight >= FKV_RDMA_DEPTH)) {
 		err = c->ok ? -EBUSY : -ENOTCONN;
 		goto out;
 	}
-	sge.addr = (uintptr_t)(r->base + loff);
-	sge.length = (uint32_t)len;
-	sge.lkey = r->mr->lkey;
-	wr.sg_list = &sge;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	err = ibv_post_send(c->id->qp, &wr, &bad);
+	for (i = 0; i < n; i++)
+		sge[i].lkey = c->r->mr->lkey;
+	err = ibv_post_send(c->id->qp, wr, &bad);
 	if (err) {
 		err = -err;
 		c->ok = false;
@@ -966,16 +963,34 @@ out:
 	return err;
 }
 
+int fkv_rdma_read(struct fkv_rdma_conn *c, uint64_t tag, uint64_t loff,
+		  uint64_t raddr, uint32_t rkey, uint64_t len)
+{
+	struct fkv_rdma *r = c->r;
+	struct ibv_send_wr wr = { .wr_id = tag, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_READ,
+				  .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_sge sge;
+
+	if (loff > r->size || len > r->size - loff || !len || len > UINT32_MAX)
+		return -EINVAL;
+	sge.addr = (uintptr_t)(r->base + loff);
+	sge.length = (uint32_t)len;
+	wr.sg_list = &sge;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return rdma_post(c, &wr, &sge, 1, false);
+}
+
 int fkv_rdma_read_range(struct fkv_rdma_conn *c, uint64_t tag, uint64_t loff,
 			uint64_t raddr, uint32_t rkey, uint64_t len,
 			uint64_t piece)
 {
-	struct ibv_send_wr wr[FKV_RDMA_DEPTH], *bad;
+	struct ibv_send_wr wr[FKV_RDMA_DEPTH];
 	struct ibv_sge sge[FKV_RDMA_DEPTH];
 	struct fkv_rdma *r = c->r;
 	unsigned int i, n;
 	uint64_t off;
-	int err = 0;
 
 	if (!len || !piece || piece > UINT32_MAX || loff > r->size ||
 	    len > r->size - loff || (len + piece - 1) / piece > FKV_RDMA_DEPTH)
@@ -996,24 +1011,8 @@ int fkv_rdma_read_range(struct fkv_rdma_conn *c, uint64_t tag, uint64_t loff,
 		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
 	}
 	wr[n - 1].send_flags = IBV_SEND_SIGNALED;
-	pthread_mutex_lock(&c->lock);
 	/* One list at a time: its unsignalled READs hold send queue slots. */
-	if (!c->ok || !c->id || c->inflight) {
-		err = c->ok ? -EBUSY : -ENOTCONN;
-		goto out;
-	}
-	for (i = 0; i < n; i++)
-		sge[i].lkey = r->mr->lkey;
-	err = ibv_post_send(c->id->qp, wr, &bad);
-	if (err) {
-		err = -err;
-		c->ok = false;
-	} else {
-		c->inflight++;
-	}
-out:
-	pthread_mutex_unlock(&c->lock);
-	return err;
+	return rdma_post(c, wr, sge, n, true);
 }
 
 int fkv_rdma_reap(struct fkv_rdma_conn *c, int timeout_ms, uint64_t *tag)
