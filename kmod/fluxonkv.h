@@ -56,10 +56,9 @@ struct fluxonkv_segment {
 	void *vaddr;			/* kernel mapping of all pages */
 	unsigned int chunks;		/* high-order chunks it was built from */
 
-	spinlock_t lock;		/* protects map, used, hint, allocs */
-	unsigned long *map;		/* one bit per FLUXONKV_SEGMENT_ALIGN */
-	unsigned long nbits;
-	unsigned long hint;		/* next-fit start */
+	spinlock_t lock;		/* protects free, nfree, used, allocs */
+	struct rb_root free;		/* free extents, by offset (segment.c) */
+	unsigned long nfree;		/* how many */
 	u64 used;			/* bytes allocated */
 	struct rb_root allocs;		/* every live alloc, by offset */
 	/* Room waiters sleep here until an alloc is freed (@frees moves). */
@@ -77,6 +76,9 @@ struct fluxonkv_segment {
  * @owner: the handle of the replica whose bytes these are, 0 while none
  *	(a put copying in, a refill, staging); read under the segment lock
  *	to pick eviction victims by address.
+ * @spare: the free extent its range becomes if it merges with neither
+ *	neighbour when freed: allocated with the range, so freeing never
+ *	allocates.
  */
 struct fluxonkv_alloc {
 	struct kref ref;
@@ -85,9 +87,11 @@ struct fluxonkv_alloc {
 	u64 len;
 	struct rb_node node;
 	u64 owner;
+	struct fluxonkv_extent *spare;
 };
 
 int fluxonkv_segment_init(size_t size);
+void fluxonkv_segment_free_stats(unsigned long *extents, u64 *largest);
 void fluxonkv_segment_exit(void);
 struct fluxonkv_alloc *fluxonkv_alloc_new(u64 len);
 static inline void fluxonkv_alloc_get(struct fluxonkv_alloc *a)

@@ -352,9 +352,14 @@ static struct dentry *fluxonkv_debugfs;
 
 static int fluxonkv_segment_show(struct seq_file *m, void *unused)
 {
-	seq_printf(m, "size\t%zu\nused\t%llu\npages\t%lu\nchunks\t%u\n",
+	unsigned long extents;
+	u64 largest;
+
+	fluxonkv_segment_free_stats(&extents, &largest);
+	seq_printf(m, "size\t%zu\nused\t%llu\npages\t%lu\nchunks\t%u\n"
+		   "free_extents\t%lu\nfree_largest\t%llu\n",
 		   fluxonkv_seg.size, fluxonkv_segment_used(),
-		   fluxonkv_seg.npages, fluxonkv_seg.chunks);
+		   fluxonkv_seg.npages, fluxonkv_seg.chunks, extents, largest);
 	return 0;
 }
 

@@ -1079,6 +1079,78 @@ static void frag_key(char *buf, size_t n, int i)
  * address) -- before, the master evicted every replica it had.  With the
  * holders gone the next 4 MiB put finds room.
  */
+/* Offset of KEY's value in the segment (through a read-only session). */
+static uint64_t value_offset(int ro, const char *key)
+{
+	struct fluxonkv_get g;
+
+	FKV_ASSERT_EQ(fkv_dev_get(ro, key, strlen(key), &g), 0);
+	FKV_ASSERT_EQ(fkv_dev_release(ro, g.holder_id), 0);
+	return g.offset;
+}
+
+/*
+ * The range allocator keeps free extents: freed ranges merge with their
+ * neighbours, a put takes the lowest hole that fits, and once everything
+ * is gone the segment is one free extent again.
+ */
+FKV_TEST(freed_ranges_merge_and_a_put_takes_the_lowest_hole_that_fits)
+{
+	uint64_t base, off[8];
+	struct fkv *kv;
+	char key[16];
+	int i, ro;
+
+	base = setup("segment_mb=32");
+	if (fkv_debugfs_segment("free_extents") < 0)
+		FKV_SKIP("no debugfs");
+	FKV_ASSERT_EQ(base, 0);
+	FKV_ASSERT_EQ(fkv_debugfs_segment("free_extents"), 1);
+	FKV_ASSERT_EQ(fkv_debugfs_segment("free_largest"), 32 * FKV_MIB);
+	kv = kv_open();
+	ro = fkv_dev_open_ro();
+	FKV_ASSERT(ro >= 0);
+	for (i = 0; i < 8; i++) {
+		snprintf(key, sizeof(key), "ext-%d", i);
+		put_pattern(kv, key, FKV_MIB, i);
+		off[i] = value_offset(ro, key);
+		FKV_ASSERT_EQ(off[i], (uint64_t)i * FKV_MIB);
+	}
+	FKV_ASSERT_EQ(fkv_debugfs_segment("free_extents"), 1);
+	FKV_ASSERT_EQ(fkv_debugfs_segment("free_largest"), 24 * FKV_MIB);
+	/* three holes of 1 MiB, then the first two merge across ext-2 */
+	delete_key(kv, "ext-1");
+	delete_key(kv, "ext-3");
+	delete_key(kv, "ext-5");
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 5 * FKV_MIB);
+	FKV_ASSERT_EQ(fkv_debugfs_segment("free_extents"), 4);
+	delete_key(kv, "ext-2");
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 4 * FKV_MIB);
+	FKV_ASSERT_EQ(fkv_debugfs_segment("free_extents"), 3);
+	/* 3 MiB fits first where ext-1..3 were; 1 MiB where ext-5 was */
+	put_pattern(kv, "ext-big", 3 * FKV_MIB, 9);
+	FKV_ASSERT_EQ(value_offset(ro, "ext-big"), off[1]);
+	put_pattern(kv, "ext-small", FKV_MIB - 4096, 10);
+	FKV_ASSERT_EQ(value_offset(ro, "ext-small"), off[5]);
+	FKV_ASSERT_EQ(fkv_debugfs_segment("free_extents"), 2);
+	/* the 4 KiB left of ext-5's hole, and the tail */
+	FKV_ASSERT_EQ(fkv_debugfs_segment("free_largest"), 24 * FKV_MIB);
+	for (i = 0; i < 8; i++) {
+		if (i == 1 || i == 2 || i == 3 || i == 5)
+			continue;
+		snprintf(key, sizeof(key), "ext-%d", i);
+		delete_key(kv, key);
+	}
+	delete_key(kv, "ext-big");
+	delete_key(kv, "ext-small");
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
+	FKV_ASSERT_EQ(fkv_debugfs_segment("free_extents"), 1);
+	FKV_ASSERT_EQ(fkv_debugfs_segment("free_largest"), 32 * FKV_MIB);
+	close(ro);
+	fkv_close(kv);
+	teardown(base);
+}
+
 FKV_TEST_TIMEOUT(a_fragmented_segment_does_not_empty_the_cache, 120)
 {
 	uint64_t base, holders[FRAG_VALUES] = { 0 }, off[FRAG_VALUES], ev;
