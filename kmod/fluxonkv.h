@@ -202,6 +202,7 @@ struct fluxonkv_session {
 	struct fluxonkv_user *user;
 	atomic_t nholders;		/* entries in @holders */
 	struct list_head node;		/* on the session list (debugfs) */
+	u64 serial;			/* its place in that list */
 	pid_t pid;			/* opener, for debugfs */
 	/* Opened for writing: may put and delete (read-only: get only). */
 	bool writable;
@@ -221,7 +222,7 @@ void fluxonkv_session_free(struct fluxonkv_session *s);
 int fluxonkv_holder_add(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 			u64 *id);
 int fluxonkv_holder_release(struct fluxonkv_session *s, u64 id);
-int fluxonkv_holders_show(struct seq_file *m, void *unused);
+int fluxonkv_holders_open(struct inode *inode, struct file *file);
 
 /* ---- kv.c: put / get / delete flows ---- */
 
@@ -422,7 +423,7 @@ u64 fluxonkv_ssd_used(void);
 u64 fluxonkv_ssd_meta_bytes(void);
 int fluxonkv_ssd_dump(struct sk_buff *skb, struct netlink_callback *cb,
 		      long *bkt, long *pos);
-int fluxonkv_rings_show(struct seq_file *m, void *unused);
+int fluxonkv_rings_open(struct inode *inode, struct file *file);
 
 /* ---- main.c: module state shared by all files ---- */
 

@@ -1389,3 +1389,192 @@ FKV_TEST_TIMEOUT(debugfs_replicas_lists_a_big_table_once_each, 240)
 	fkv_close(kv);
 	teardown(base);
 }
+
+/*
+ * A line-by-line reader of a debugfs file through small read()s, so the
+ * seq_file stops and resumes its cursor many times.
+ */
+struct dump_reader {
+	int fd;
+	char buf[8192];
+	size_t have;
+};
+
+static void dump_open(struct dump_reader *r, const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), FKV_DEBUGFS_DIR "/%s", name);
+	r->fd = open(path, O_RDONLY);
+	FKV_ASSERT(r->fd >= 0, "%s: %s", path, strerror(errno));
+	r->have = 0;
+}
+
+/* The next line into @line (NUL-terminated, no newline); false at EOF. */
+static bool dump_line(struct dump_reader *r, char *line, size_t len)
+{
+	char *nl;
+	ssize_t n;
+
+	while (!(nl = memchr(r->buf, '\n', r->have))) {
+		FKV_ASSERT(r->have < sizeof(r->buf) - 200, "line too long");
+		n = read(r->fd, r->buf + r->have, 200);	/* small on purpose */
+		FKV_ASSERT(n >= 0, "read: %s", strerror(errno));
+		if (!n)
+			return false;
+		r->have += (size_t)n;
+	}
+	*nl = '\0';
+	FKV_ASSERT((size_t)(nl - r->buf) < len, "line too long");
+	memcpy(line, r->buf, (size_t)(nl - r->buf) + 1);
+	r->have -= (size_t)(nl + 1 - r->buf);
+	memmove(r->buf, nl + 1, r->have);
+	return true;
+}
+
+#define BIG_SESSIONS	3
+#define BIG_HOLDS	400	/* per session */
+
+/*
+ * debugfs `holders` and `rings` are seq_files with cursors: read a little
+ * at a time while sessions close and rings wrap underneath, every record
+ * is listed at most once and what did not change is listed exactly once.
+ */
+FKV_TEST_TIMEOUT(debugfs_holders_and_rings_resume_their_cursors, 240)
+{
+	struct fkv_holder *h[BIG_SESSIONS];
+	struct fkv *kvs[BIG_SESSIONS], *kv;
+	struct dump_reader r;
+	uint64_t *ids, base, persisted = 0, id;
+	char key[32], line[512], path[320], k[300];
+	size_t nids = 0, i, j, entries = 0, entries2;
+	int s, pid;
+	uint8_t buf[4096];
+
+	base = file_tier("harden-dump", 4 * FKV_MIB, "segment_mb=32", path,
+			 sizeof(path), &kv);
+	if (fkv_debugfs_segment("size") < 0)
+		FKV_SKIP("no debugfs");
+	for (i = 0; i < 8; i++) {
+		snprintf(key, sizeof(key), "hold-%zu", i);
+		put_pattern(kv, key, 4096, i);
+		wait_persists(++persisted);
+	}
+	for (s = 0; s < BIG_SESSIONS; s++) {
+		kvs[s] = kv_open();
+		h[s] = calloc(BIG_HOLDS, sizeof(*h[s]));
+		FKV_ASSERT(h[s]);
+		for (i = 0; i < BIG_HOLDS; i++) {
+			snprintf(key, sizeof(key), "hold-%zu", i % 8);
+			FKV_ASSERT_EQ(fkv_get(kvs[s], key, strlen(key),
+					      &h[s][i]), 0);
+		}
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), BIG_SESSIONS * BIG_HOLDS);
+
+	/* holders: the last session closes halfway through the listing */
+	ids = calloc(BIG_SESSIONS * BIG_HOLDS, sizeof(*ids));
+	FKV_ASSERT(ids);
+	dump_open(&r, "holders");
+	FKV_ASSERT(dump_line(&r, line, sizeof(line)));
+	FKV_ASSERT(!strncmp(line, "pid\t", 4), "header: %s", line);
+	while (dump_line(&r, line, sizeof(line))) {
+		FKV_ASSERT_EQ(sscanf(line, "%d\t%" SCNu64, &pid, &id), 2);
+		for (j = 0; j < nids; j++)
+			FKV_ASSERT(ids[j] != id, "holder %" PRIu64
+				   " listed twice", id);
+		FKV_ASSERT(nids < BIG_SESSIONS * BIG_HOLDS, "too many lines");
+		ids[nids++] = id;
+		if (nids == BIG_HOLDS / 2) {
+			fkv_close(kvs[BIG_SESSIONS - 1]);
+			kvs[BIG_SESSIONS - 1] = NULL;
+		}
+	}
+	close(r.fd);
+	/* every holder of the sessions still open, once each */
+	for (s = 0; s < BIG_SESSIONS - 1; s++)
+		for (i = 0; i < BIG_HOLDS; i++) {
+			for (j = 0; j < nids && ids[j] != h[s][i].id; j++)
+				;
+			FKV_ASSERT(j < nids, "holder %" PRIu64 " missing",
+				   h[s][i].id);
+		}
+	printf("# holders: %zu listed, %d held to the end\n", nids,
+	       (BIG_SESSIONS - 1) * BIG_HOLDS);
+
+	/* rings: 4 KiB values in a 4 MiB ring, wrapping during the listing */
+	memset(buf, 'r', sizeof(buf));
+	for (i = 0; i < 600; i++) {
+		snprintf(key, sizeof(key), "ring-%04zu", i);
+		FKV_ASSERT_EQ(fkv_put(kv, key, strlen(key), buf, sizeof(buf),
+				      NULL), 0);
+		wait_persists(++persisted);
+	}
+	free(ids);
+	ids = calloc(4096, sizeof(*ids));	/* put_ids seen */
+	FKV_ASSERT(ids);
+	nids = 0;
+	dump_open(&r, "rings");
+	while (dump_line(&r, line, sizeof(line))) {
+		uint64_t off, len, alen, put_id;
+		unsigned int pins;
+		int routed;
+		char state[32];
+
+		if (line[0] != '\t' || line[1] == 'o')
+			continue;	/* device / shard lines, headers */
+		FKV_ASSERT_EQ(sscanf(line, "\t%" SCNu64 "\t%" SCNu64 "\t%"
+				     SCNu64 "\t%31s\t%u\t%" SCNu64 "\t%d\t%299s",
+				     &off, &len, &alen, state, &pins, &put_id,
+				     &routed, k), 8);
+		for (j = 0; j < nids; j++)
+			FKV_ASSERT(ids[j] != put_id, "entry %s %" PRIu64
+				   " listed twice", k, put_id);
+		FKV_ASSERT(nids < 4096);
+		ids[nids++] = put_id;
+		if (nids == 100)	/* the tail moves past the cursor */
+			for (i = 600; i < 1400; i++) {
+				snprintf(key, sizeof(key), "ring-%04zu", i);
+				FKV_ASSERT_EQ(fkv_put(kv, key, strlen(key),
+						      buf, sizeof(buf), NULL),
+					      0);
+				wait_persists(++persisted);
+			}
+	}
+	close(r.fd);
+	entries = nids;
+	/* quiet now: two listings agree, and each key appears once */
+	for (s = 0; s < 2; s++) {
+		entries2 = 0;
+		dump_open(&r, "rings");
+		while (dump_line(&r, line, sizeof(line)))
+			if (line[0] == '\t' && line[1] != 'o')
+				entries2++;
+		close(r.fd);
+		if (!s)
+			entries = entries2;
+		else
+			FKV_ASSERT_EQ(entries2, entries);
+	}
+	printf("# rings: %zu entries listed across a wrap, %zu at rest\n",
+	       nids, entries);
+	FKV_ASSERT_GT(entries, 500);
+	FKV_ASSERT(entries <= 1024, "%zu entries in a 4 MiB ring", entries);
+	free(ids);
+
+	for (s = 0; s < BIG_SESSIONS; s++) {
+		if (kvs[s])
+			fkv_close(kvs[s]);
+		free(h[s]);
+	}
+	for (i = 0; i < 8; i++) {
+		snprintf(key, sizeof(key), "hold-%zu", i);
+		delete_any(kv, key);
+	}
+	for (i = 0; i < 1400; i++) {
+		snprintf(key, sizeof(key), "ring-%04zu", i);
+		delete_any(kv, key);
+	}
+	fkv_close(kv);
+	teardown(base);
+}
