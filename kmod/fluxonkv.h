@@ -142,7 +142,7 @@ void fluxonkv_put_inflight_add(const u8 *key, u32 key_len, int delta);
 unsigned int fluxonkv_look_begin(const u8 *key, u32 key_len, bool *unsure);
 bool fluxonkv_look_stable(unsigned int seq);
 int fluxonkv_replica_init(void);
-void fluxonkv_replica_set_node(u32 node_id);
+void fluxonkv_replica_set_node(u32 node_id, bool renumber);
 u32 fluxonkv_replica_node(void);
 void fluxonkv_replica_exit(void);
 struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,
@@ -160,7 +160,6 @@ struct fluxonkv_alloc *fluxonkv_handle_lookup(u64 handle, const u8 *key,
 					      u32 key_len, u64 put_id);
 struct fluxonkv_replica *fluxonkv_handle_replica(u64 handle, u64 put_id);
 unsigned long fluxonkv_replica_count(void);
-void fluxonkv_replica_renumber(u32 node_id);
 unsigned long fluxonkv_replica_drop_unindexed(void);
 struct sk_buff;
 struct netlink_callback;

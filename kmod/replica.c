@@ -44,9 +44,30 @@ static const struct xa_limit fluxonkv_slot_limit =
 /* Stamped into new handles; set at daemon registration (genl.c). */
 static u32 fluxonkv_node_id;
 
-void fluxonkv_replica_set_node(u32 node_id)
+/*
+ * The node id stamped into new handles.  With @renumber, the replicas a
+ * previous daemon kept (FLUXONKV_REGISTER_F_KEEP) take it too.  Under the
+ * handle table's lock, as replica_new() stamps and stores a handle: a
+ * replica is either stored before (and renumbered) or stamped after.
+ * Called with the daemon lock held, before the new daemon learns any
+ * handle.
+ */
+void fluxonkv_replica_set_node(u32 node_id, bool renumber)
 {
+	struct fluxonkv_replica *r;
+	unsigned long slot;
+
+	xa_lock(&fluxonkv_handles);
+	if (renumber) {
+		xa_for_each(&fluxonkv_handles, slot, r) {
+			r->handle = (r->handle &
+				     ~((u64)FLUXONKV_NODE_MAX << 24)) |
+				    (u64)node_id << 24;
+			WRITE_ONCE(r->alloc->owner, r->handle);
+		}
+	}
 	WRITE_ONCE(fluxonkv_node_id, node_id);
+	xa_unlock(&fluxonkv_handles);
 }
 
 u32 fluxonkv_replica_node(void)
@@ -247,16 +268,20 @@ struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,
 	 * The upper half makes a recycled slot a different handle, so a late
 	 * DROP_REPLICA for an old replica cannot hit a new one.
 	 */
+	xa_lock(&fluxonkv_handles);
 	r->handle = ((u64)(put_id & 0xffffffff) << 32) |
-		    ((u64)(fluxonkv_replica_node() & 0xff) << 24) | id;
-	ret = xa_err(xa_store(&fluxonkv_handles, id, r, GFP_KERNEL));
+		    ((u64)(fluxonkv_node_id & 0xff) << 24) | id;
+	/* the slot is reserved: storing allocates nothing */
+	ret = xa_err(__xa_store(&fluxonkv_handles, id, r, GFP_NOWAIT));
 	if (ret) {
-		xa_erase(&fluxonkv_handles, id);
+		__xa_erase(&fluxonkv_handles, id);
+		xa_unlock(&fluxonkv_handles);
 		kfree(r);
 		return ERR_PTR(ret);
 	}
 	/* names the bytes' owner to the segment's victim search */
 	WRITE_ONCE(alloc->owner, r->handle);
+	xa_unlock(&fluxonkv_handles);
 	atomic_long_inc(&fluxonkv_nr_replicas);
 	return r;
 }
@@ -509,25 +534,6 @@ struct fluxonkv_replica *fluxonkv_handle_replica(u64 handle, u64 put_id)
 		kref_get(&r->ref);
 	xa_unlock(&fluxonkv_handles);
 	return r;
-}
-
-/*
- * A daemon that keeps (FLUXONKV_REGISTER_F_KEEP) took over the replicas of
- * the previous one: their handles carry its node id from now on.  Called
- * with the daemon lock held, before the new daemon learns any handle.
- */
-void fluxonkv_replica_renumber(u32 node_id)
-{
-	struct fluxonkv_replica *r;
-	unsigned long slot;
-
-	xa_lock(&fluxonkv_handles);
-	xa_for_each(&fluxonkv_handles, slot, r) {
-		r->handle = (r->handle & ~((u64)FLUXONKV_NODE_MAX << 24)) |
-			    (u64)node_id << 24;
-		WRITE_ONCE(r->alloc->owner, r->handle);
-	}
-	xa_unlock(&fluxonkv_handles);
 }
 
 /*

@@ -505,7 +505,7 @@ static int fluxonkv_rings_show_one(struct seq_file *m, void *v)
 	spin_lock(&fluxonkv_ssd.index_lock);
 	state = e->state;
 	pins = e->pins;
-	routed = e->routed;
+	routed = fluxonkv_entry_routed(e);
 	spin_unlock(&fluxonkv_ssd.index_lock);
 	seq_printf(m, "\t%llu\t%llu\t%llu\t%s\t%u\t%llu\t%d\t",
 		   e->start % sh->capacity, e->len, e->alen,
