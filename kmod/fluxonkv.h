@@ -136,11 +136,13 @@ struct fluxonkv_replica {
 	u8 key[];
 };
 
-void fluxonkv_removal_begin(void);
-void fluxonkv_removal_end(void);
+void fluxonkv_removal_begin(const u8 *key, u32 key_len);
+void fluxonkv_removal_end(const u8 *key, u32 key_len);
+void fluxonkv_removal_all_begin(void);
+void fluxonkv_removal_all_end(void);
 void fluxonkv_put_inflight_add(const u8 *key, u32 key_len, int delta);
 unsigned int fluxonkv_look_begin(const u8 *key, u32 key_len, bool *unsure);
-bool fluxonkv_look_stable(unsigned int seq);
+bool fluxonkv_look_stable(const u8 *key, u32 key_len, unsigned int seq);
 int fluxonkv_replica_init(void);
 void fluxonkv_replica_set_node(u32 node_id, bool renumber);
 u32 fluxonkv_replica_node(void);

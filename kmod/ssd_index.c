@@ -121,13 +121,13 @@ void fluxonkv_ssd_forget(struct fluxonkv_ssd_entry *e)
 {
 	bool first;
 
-	fluxonkv_removal_begin();
+	fluxonkv_removal_begin(e->key, e->key_len);
 	spin_lock(&fluxonkv_ssd.index_lock);
 	fluxonkv_ssd_unindex(e);
 	first = e->state != FLUXONKV_SSD_DEAD;
 	e->state = FLUXONKV_SSD_DEAD;
 	spin_unlock(&fluxonkv_ssd.index_lock);
-	fluxonkv_removal_end();
+	fluxonkv_removal_end(e->key, e->key_len);
 	if (first)
 		fluxonkv_ssd_notice_add(e);
 }
@@ -311,13 +311,13 @@ void fluxonkv_ssd_unroute(const u8 *key, u32 key_len, u64 max_put_id)
 {
 	struct fluxonkv_ssd_entry *e;
 
-	fluxonkv_removal_begin();
+	fluxonkv_removal_begin(key, key_len);
 	spin_lock(&fluxonkv_ssd.index_lock);
 	e = fluxonkv_ssd_find(key, key_len);
 	if (e && e->put_id <= max_put_id)
 		e->routed = false;
 	spin_unlock(&fluxonkv_ssd.index_lock);
-	fluxonkv_removal_end();
+	fluxonkv_removal_end(key, key_len);
 }
 
 /*
@@ -327,11 +327,11 @@ void fluxonkv_ssd_unroute(const u8 *key, u32 key_len, u64 max_put_id)
  */
 void fluxonkv_ssd_unroute_all(void)
 {
-	fluxonkv_removal_begin();
+	fluxonkv_removal_all_begin();
 	spin_lock(&fluxonkv_ssd.index_lock);
 	fluxonkv_ssd.route_gen++;
 	spin_unlock(&fluxonkv_ssd.index_lock);
-	fluxonkv_removal_end();
+	fluxonkv_removal_all_end();
 }
 
 /* Shard number @index, or NULL.  Attach mutex held. */
