@@ -40,14 +40,16 @@ SELFTEST_BINS := $(patsubst selftests/%.c,$(O)/selftests/%,$(SELFTEST_SRCS))
 PROGS := $(O)/fluxond $(O)/fluxonctl $(O)/libfluxonkv.a $(O)/libfluxonkv.so \
 	 $(O)/fkvload
 
-.PHONY: all module userspace selftests unit vm-test check deps clean sparse help demo
-all: module userspace selftests
+.PHONY: all module userspace selftests unit vm-test check deps clean sparse help demo python
+all: module userspace selftests python
 
 help:
 	@sed -n '3,8p' Makefile | sed 's/^# \{0,1\}//'
 	@echo "  make module     fluxonkv.ko (W=1) against KDIR=$(KDIR)"
 	@echo "  make sparse     the module through sparse (C=2)"
 	@echo "  make unit       native unit tests"
+	@echo "  make python     the Python extension in place (userspace/python/fluxonkv/_native*.so)"
+	@echo "  make bench-python  the Python client benchmark in the guest (tools/bench/pybench)"
 	@echo "  make vm-test    boot the guest and run selftests/run_tests there"
 	@echo "  make stress     the attack suite at length (test_storm: 1e6 operations per storm)"
 	@echo "  make cluster-test  several guests on one network: selftests/cluster/{net,kv}.sh"
@@ -65,6 +67,17 @@ sparse:
 
 userspace: $(PROGS)
 selftests: $(SELFTEST_BINS)
+
+# The CPython extension, built in place against $(O)/libfluxonkv.a by the
+# package's own setup.py (PYTHONPATH=userspace/python then imports it).
+PYTHON ?= /usr/bin/python3
+PY_DIR := userspace/python
+PY_EXT := $(PY_DIR)/fluxonkv/_native$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+python: $(PY_EXT)
+$(PY_EXT): $(PY_DIR)/fluxonkv/_native.c $(PY_DIR)/setup.py $(O)/libfluxonkv.a \
+	   userspace/include/fluxonkv.h uapi/linux/fluxonkv.h
+	cd $(PY_DIR) && FLUXONKV_BUILD=$(abspath $(O)) $(PYTHON) setup.py -q build_ext \
+		--inplace --build-temp $(abspath $(O))/python
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -7,8 +7,8 @@ tools/vm/run) with the paths selftests/run_tests exports:
 
   FLUXONKV_KO     kmod/fluxonkv.ko
   FLUXOND         BUILD/fluxond
-  FLUXONKV_LIB    BUILD/libfluxonkv.so (else FLUXONKV_BUILD/libfluxonkv.so,
-                  else the package's own search)
+
+and the extension built in place (``make python``: fluxonkv/_native*.so).
 
 Everywhere else they are skipped with the reason; the tests that need no
 device (tests/test_local.py) run anywhere.
@@ -39,18 +39,6 @@ DAEMON_LOG = "/tmp/fluxonkv-pytest-fluxond.log"
 SEGMENT_MB = 128
 
 
-def _set_lib_env():
-    """FLUXONKV_LIB from FLUXONKV_BUILD when only the build dir is given."""
-    build = os.environ.get("FLUXONKV_BUILD")
-    if not os.environ.get("FLUXONKV_LIB") and build:
-        lib = Path(build) / "libfluxonkv.so"
-        if lib.exists():
-            os.environ["FLUXONKV_LIB"] = str(lib)
-
-
-_set_lib_env()
-
-
 def sysfs(name):
     """An integer counter of /sys/kernel/fluxonkv/."""
     return int((SYSFS / name).read_text().strip(), 0)
@@ -78,10 +66,9 @@ def _why_not():
     if not daemon or not os.access(daemon, os.X_OK):
         return f"FLUXOND={daemon!r} is not an executable fluxond"
     try:
-        from fluxonkv import _lib
-        _lib.load()
-    except OSError as e:
-        return f"libfluxonkv.so: {e}"
+        import fluxonkv._native  # noqa: F401
+    except ImportError as e:
+        return f"fluxonkv._native: {e} (run 'make python')"
     return None
 
 
