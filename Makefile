@@ -173,6 +173,15 @@ $(O)/fkvbench: $(FKVBENCH_OBJS) $(O)/libfluxonkv.a
 bench bench-quick: module userspace $(O)/fkvbench
 	tools/bench/run --$(if $(filter bench,$@),full,quick) --build $(O)
 
+# The Python client benchmark (tools/bench/pybench, one guest boot, 2 vCPUs,
+# no slub_debug): Store.get + release vs the C library's, 2 threads vs 1,
+# and the pressure workload driven from Python next to its fkvbench twin;
+# results in $(O)/bench-python/<timestamp>/.  ~4 min.  bench runs it too.
+.PHONY: bench-python
+bench-python: module userspace python $(O)/fkvbench
+	tools/bench/pybench --build $(O)
+bench: bench-python
+
 # The cluster benchmark: remote gets between two guests, the link (iperf3)
 # and the disk measured in the same boot (tools/bench/cluster.sh runs
 # tools/vm/cluster --nodes 2 --disk ssd0:1G); results in

@@ -975,13 +975,11 @@ static PyObject *store_delete(StoreObject *s, PyObject *key)
 
 /*
  * What a get would return, without reading the value, taking a holder,
- * refilling from SSD or counting an access (FLUXONKV_IOC_LOOKUP).  Before
- * the module had it, this was a get and a release (see HAVE_LOOKUP).
+ * refilling from SSD or counting an access (FLUXONKV_IOC_LOOKUP).
  */
 static int do_lookup(struct fkv *kv, const char *key, size_t n,
 		     size_t *len, uint64_t *put_id, unsigned int *source)
 {
-#ifdef FLUXONKV_IOC_LOOKUP
 	struct fkv_lookup l;
 	int rc = fkv_lookup(kv, key, n, &l);
 
@@ -991,18 +989,6 @@ static int do_lookup(struct fkv *kv, const char *key, size_t n,
 		*source = l.source;
 	}
 	return rc;
-#else
-	struct fkv_holder h;
-	int rc = fkv_get(kv, key, n, &h);
-
-	if (!rc) {
-		*len = h.len;
-		*put_id = h.put_id;
-		*source = h.source;
-		fkv_holder_release(kv, &h);
-	}
-	return rc;
-#endif
 }
 
 static PyObject *lookup_result(size_t len, uint64_t put_id, unsigned int source)
@@ -1092,7 +1078,7 @@ static PyObject *store_get_into(StoreObject *s, PyObject *args, PyObject *kw)
 	struct fkv_holder fh;
 	Py_buffer buf = {0};
 	void *addr;
-	size_t cap;
+	size_t cap, vlen = 0;
 	int rc, fits = 1;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:get_into", kwlist,
@@ -1109,8 +1095,14 @@ static PyObject *store_get_into(StoreObject *s, PyObject *args, PyObject *kw)
 			return NULL;
 	} else {
 		if (PyObject_GetBuffer(dest, &buf,
-				       PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+				       PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+			PyErr_Clear();
+			PyErr_Format(PyExc_TypeError,
+				     "dest must be a writable C-contiguous buffer "
+				     "or an int address, not %.100s",
+				     Py_TYPE(dest)->tp_name);
 			return NULL;
+		}
 		addr = buf.buf;
 		cap = buf.len;
 		if (size != Py_None) {
@@ -1130,11 +1122,12 @@ static PyObject *store_get_into(StoreObject *s, PyObject *args, PyObject *kw)
 	Py_BEGIN_ALLOW_THREADS
 	rc = fkv_get(dev->kv, k.p, k.n, &fh);
 	if (!rc) {
-		if (fh.len <= cap)
-			memcpy(addr, fh.data, fh.len);
+		vlen = fh.len;
+		if (vlen <= cap)
+			memcpy(addr, fh.data, vlen);
 		else
 			fits = 0;
-		fkv_holder_release(dev->kv, &fh);
+		fkv_holder_release(dev->kv, &fh);	/* zeroes fh */
 	}
 	Py_END_ALLOW_THREADS
 	dev_put(dev);
@@ -1149,10 +1142,10 @@ static PyObject *store_get_into(StoreObject *s, PyObject *args, PyObject *kw)
 		char msg[128];
 
 		snprintf(msg, sizeof(msg), "value of %zu bytes does not fit in %zu",
-			 fh.len, cap);
+			 vlen, cap);
 		return raise_errno_msg(ENOBUFS, "get", msg);
 	}
-	return PyLong_FromSize_t(fh.len);
+	return PyLong_FromSize_t(vlen);
 
 err_key:
 	key_done(&k);
@@ -1954,11 +1947,6 @@ PyMODINIT_FUNC PyInit__native(void)
 	if (PyModule_AddObjectRef(m, "Store", (PyObject *)&StoreType) < 0 ||
 	    PyModule_AddObjectRef(m, "MemHolder", (PyObject *)&HolderType) < 0 ||
 	    PyModule_AddObjectRef(m, "Lookup", (PyObject *)&LookupType) < 0 ||
-#ifdef FLUXONKV_IOC_LOOKUP
-	    PyModule_AddIntConstant(m, "HAVE_LOOKUP", 1) < 0 ||
-#else
-	    PyModule_AddIntConstant(m, "HAVE_LOOKUP", 0) < 0 ||
-#endif
 	    PyModule_AddIntConstant(m, "ABI_VERSION", FLUXONKV_ABI_VERSION) < 0) {
 		Py_DECREF(m);
 		return NULL;
