@@ -1233,6 +1233,26 @@ static int batch_keys(struct batch *b, PyObject *items, int pairs)
 	return 0;
 }
 
+/*
+ * The start of a batch over @items: the keys converted, @*res a zeroed
+ * array of one @size-byte result per key, and a call in flight on the
+ * device (returned; dev_put() it).  NULL with an exception set; the
+ * caller frees @*res and batch_done()s either way.
+ */
+static struct fkvpy_dev *batch_begin(StoreObject *s, struct batch *b,
+				     PyObject *items, size_t size, void **res)
+{
+	*res = NULL;
+	if (batch_keys(b, items, 0) < 0)
+		return NULL;
+	*res = PyMem_Calloc(b->n ? b->n : 1, size);
+	if (!*res) {
+		PyErr_NoMemory();
+		return NULL;
+	}
+	return store_enter(s);
+}
+
 /* items() of a mapping, else the pairs themselves, as (key, value) tuples */
 static PyObject *as_pairs(PyObject *items)
 {
@@ -1443,18 +1463,13 @@ static PyObject *store_addr_batch(StoreObject *s, PyObject *args, int put)
 
 	if (!PyArg_ParseTuple(args, "OOO", &keys, &addrs, &sizes))
 		return NULL;
-	if (batch_keys(&b, keys, 0) < 0)
-		goto out;
-	if (batch_ranges(addrs, sizes, b.n, &pa, &ps) < 0)
-		goto out;
-	res = PyMem_Calloc(b.n ? b.n : 1, sizeof(*res));
-	if (!res) {
-		PyErr_NoMemory();
-		goto out;
-	}
-	dev = store_enter(s);
+	dev = batch_begin(s, &b, keys, sizeof(*res), (void **)&res);
 	if (!dev)
 		goto out;
+	if (batch_ranges(addrs, sizes, b.n, &pa, &ps) < 0) {
+		dev_put(dev);
+		goto out;
+	}
 	Py_BEGIN_ALLOW_THREADS
 	for (i = 0; i < b.n; i++) {
 		struct fkv_holder fh;
@@ -1515,14 +1530,7 @@ static PyObject *store_get_many(StoreObject *s, PyObject *keys)
 	Py_ssize_t i, taken = 0;
 	int rc = 0;
 
-	if (batch_keys(&b, keys, 0) < 0)
-		goto err_batch;
-	fh = PyMem_Calloc(b.n ? b.n : 1, sizeof(*fh));
-	if (!fh) {
-		PyErr_NoMemory();
-		goto err_batch;
-	}
-	dev = store_enter(s);
+	dev = batch_begin(s, &b, keys, sizeof(*fh), (void **)&fh);
 	if (!dev)
 		goto err_batch;
 	Py_BEGIN_ALLOW_THREADS
@@ -1679,14 +1687,7 @@ static PyObject *store_key_batch(StoreObject *s, PyObject *keys, enum key_op op)
 	PyObject *out = NULL;
 	Py_ssize_t i, bad = -1;
 
-	if (batch_keys(&b, keys, 0) < 0)
-		goto out;
-	r = PyMem_Calloc(b.n ? b.n : 1, sizeof(*r));
-	if (!r) {
-		PyErr_NoMemory();
-		goto out;
-	}
-	dev = store_enter(s);
+	dev = batch_begin(s, &b, keys, sizeof(*r), (void **)&r);
 	if (!dev)
 		goto out;
 	Py_BEGIN_ALLOW_THREADS

@@ -30,9 +30,12 @@ across the batch).
 import errno
 import re
 import socket
+from typing import Any, List, Optional, Sequence, Union
 
 from .errors import FluxonKVError
 from .store import Store
+
+Key = Union[str, bytes]
 
 # Mooncake ErrorCode values (mooncake-store/include/types.h)
 OK = 0
@@ -99,25 +102,25 @@ class BufferHandle:
     def __init__(self, holder):
         self._holder = holder
 
-    def ptr(self):
+    def ptr(self) -> int:
         return self._holder.address
 
-    def size(self):
+    def size(self) -> int:
         return len(self._holder)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._holder)
 
     def __buffer__(self, flags):            # PEP 688 (3.12+)
         return memoryview(self._holder)
 
-    def view(self):
+    def view(self) -> memoryview:
         return self._holder.view()
 
     def __bytes__(self):
         return bytes(self._holder)
 
-    def release(self):
+    def release(self) -> None:
         self._holder.release()
 
     def __enter__(self):
@@ -140,7 +143,7 @@ class MooncakeDistributedStore:
     removed are remembered for them.
     """
 
-    def __init__(self, device=None):
+    def __init__(self, device: Optional[str] = None) -> None:
         self._device = device
         self._store = None
         self._hostname = ""
@@ -149,9 +152,11 @@ class MooncakeDistributedStore:
 
     # ---- setup / teardown ----------------------------------------------
 
-    def setup(self, local_hostname="", metadata_server="",
-              global_segment_size=0, local_buffer_size=0, protocol="tcp",
-              rdma_devices="", master_server_addr="", engine=None, **kwargs):
+    def setup(self, local_hostname: str = "", metadata_server: str = "",
+              global_segment_size: int = 0, local_buffer_size: int = 0,
+              protocol: str = "tcp", rdma_devices: str = "",
+              master_server_addr: str = "", engine: Any = None,
+              **kwargs: Any) -> int:
         """Open the local cache; every cluster argument is ignored.
 
         fluxonkv needs no metadata server, master address, transfer engine
@@ -169,30 +174,30 @@ class MooncakeDistributedStore:
             return self._fail(e)
         return OK
 
-    def setup_dummy(self, mem_pool_size=0, local_buffer_size=0,
-                    server_address=""):
+    def setup_dummy(self, mem_pool_size: int = 0, local_buffer_size: int = 0,
+                    server_address: str = "") -> int:
         """Same as setup(): there is no separate dummy client."""
         return self.setup()
 
-    def init_all(self, protocol="tcp", device_name="",
-                 mount_segment_size=0):
+    def init_all(self, protocol: str = "tcp", device_name: str = "",
+                 mount_segment_size: int = 0) -> int:
         return self.setup()
 
-    def close(self):
+    def close(self) -> int:
         if self._store is not None:
             self._store.close()
             self._store = None
         return OK
 
-    def get_hostname(self):
+    def get_hostname(self) -> str:
         return self._hostname
 
-    def register_buffer(self, buffer_ptr, size):
+    def register_buffer(self, buffer_ptr: int, size: int) -> int:
         """0: fluxonkv copies from and to user memory directly, no
         registration needed."""
         return OK
 
-    def unregister_buffer(self, buffer_ptr):
+    def unregister_buffer(self, buffer_ptr: int) -> int:
         return OK
 
     # ---- internals -------------------------------------------------------
@@ -236,13 +241,15 @@ class MooncakeDistributedStore:
 
     # ---- writes --------------------------------------------------------
 
-    def put(self, key, value, config=None):
+    def put(self, key: Key, value: Any,
+            config: Optional[ReplicateConfig] = None) -> int:
         ok, r = self._call(Store.put, key, value)
         if ok:
             self._keys.add(key)
         return OK if ok else r
 
-    def put_parts(self, key, *parts, config=None):
+    def put_parts(self, key: Key, *parts: Any,
+                  config: Optional[ReplicateConfig] = None) -> int:
         """Store the concatenation of @parts (this joins them: one copy)."""
         try:
             value = b"".join(memoryview(p).cast("B") for p in parts)
@@ -250,7 +257,8 @@ class MooncakeDistributedStore:
             return self._fail(e)
         return self.put(key, value)
 
-    def put_batch(self, keys, values, config=None):
+    def put_batch(self, keys: Sequence[Key], values: Sequence[Any],
+                  config: Optional[ReplicateConfig] = None) -> int:
         """One status for the batch, as Mooncake."""
         if len(keys) != len(values):
             return INVALID_PARAMS
@@ -259,14 +267,17 @@ class MooncakeDistributedStore:
             self._keys.update(keys)
         return OK if ok else r
 
-    def put_from(self, key, buffer_ptr, size, config=None):
+    def put_from(self, key: Key, buffer_ptr: int, size: int,
+                 config: Optional[ReplicateConfig] = None) -> int:
         """Store @size bytes at address @buffer_ptr (no copy in Python)."""
         ok, r = self._call(Store.put_from, key, buffer_ptr, size)
         if ok:
             self._keys.add(key)
         return OK if ok else r
 
-    def batch_put_from(self, keys, buffer_ptrs, sizes, config=None):
+    def batch_put_from(self, keys: Sequence[Key], buffer_ptrs: Sequence[int],
+                       sizes: Sequence[int],
+                       config: Optional[ReplicateConfig] = None) -> List[int]:
         """One code per key: 0 or negative (one call, GIL released)."""
         if not len(keys) == len(buffer_ptrs) == len(sizes):
             return [INVALID_PARAMS] * len(keys)
@@ -275,7 +286,7 @@ class MooncakeDistributedStore:
             return [r] * len(keys)
         return self._codes(r, keys, True)
 
-    def remove(self, key, force=False):
+    def remove(self, key: Key, force: bool = False) -> int:
         """0 if the key was removed, OBJECT_NOT_FOUND (-704) if missing."""
         ok, r = self._call(Store.delete, key)
         if not ok:
@@ -283,14 +294,14 @@ class MooncakeDistributedStore:
         self._keys.discard(key)
         return OK if r else OBJECT_NOT_FOUND
 
-    def batch_remove(self, keys, force=False):
+    def batch_remove(self, keys: Sequence[Key], force: bool = False) -> List[int]:
         ok, r = self._call(Store.delete_many, keys)
         if not ok:
             return [r] * len(keys)
         self._keys.difference_update(keys)
         return [OK if x else OBJECT_NOT_FOUND for x in r]
 
-    def remove_by_regex(self, regex_pattern, force=False):
+    def remove_by_regex(self, regex_pattern: str, force: bool = False) -> int:
         """Remove the keys put through this store that match
         @regex_pattern (re.search, as Mooncake's std::regex_search);
         returns how many were removed, or a negative code."""
@@ -307,13 +318,13 @@ class MooncakeDistributedStore:
         self._keys.difference_update(keys)
         return sum(1 for x in r if x)
 
-    def remove_all(self, force=False):
+    def remove_all(self, force: bool = False) -> int:
         """Remove every key put through this store; returns the count."""
         return self.remove_by_regex("")
 
     # ---- reads -----------------------------------------------------------
 
-    def get(self, key):
+    def get(self, key: Key) -> bytes:
         """The value as bytes (a copy), b"" on a miss or an error."""
         ok, h = self._call(Store.get, key)
         if not ok or h is None:
@@ -323,7 +334,7 @@ class MooncakeDistributedStore:
         finally:
             h.release()
 
-    def get_batch(self, keys):
+    def get_batch(self, keys: Sequence[Key]) -> List[bytes]:
         ok, hs = self._call(Store.get_many, keys)
         if not ok:
             return [b""] * len(keys)
@@ -331,21 +342,21 @@ class MooncakeDistributedStore:
         self._store.release_many([h for h in hs if h is not None])
         return out
 
-    def get_buffer(self, key):
+    def get_buffer(self, key: Key) -> Optional[BufferHandle]:
         """A zero-copy BufferHandle, or None on a miss or an error."""
         ok, h = self._call(Store.get, key)
         if not ok or h is None:
             return None
         return BufferHandle(h)
 
-    def batch_get_buffer(self, keys):
+    def batch_get_buffer(self, keys: Sequence[Key]) -> List[Optional[BufferHandle]]:
         """BufferHandle-or-None per key (one call, GIL released)."""
         ok, hs = self._call(Store.get_many, keys)
         if not ok:
             return [None] * len(keys)
         return [BufferHandle(h) if h is not None else None for h in hs]
 
-    def get_into(self, key, buffer_ptr, size):
+    def get_into(self, key: Key, buffer_ptr: int, size: int) -> int:
         """Copy the value to address @buffer_ptr (capacity @size).
 
         Returns the length copied, or a negative code (OBJECT_NOT_FOUND on
@@ -356,7 +367,8 @@ class MooncakeDistributedStore:
             return r
         return self._codes(r, [key], False)[0]
 
-    def batch_get_into(self, keys, buffer_ptrs, sizes):
+    def batch_get_into(self, keys: Sequence[Key], buffer_ptrs: Sequence[int],
+                       sizes: Sequence[int]) -> List[int]:
         """Bytes read or a negative code per key (one call, GIL released)."""
         if not len(keys) == len(buffer_ptrs) == len(sizes):
             return [INVALID_PARAMS] * len(keys)
@@ -365,7 +377,7 @@ class MooncakeDistributedStore:
             return [r] * len(keys)
         return self._codes(r, keys, False)
 
-    def get_size(self, key):
+    def get_size(self, key: Key) -> int:
         """The value's length, or a negative code (-704 on a miss).
         A lookup: the value is not read."""
         ok, r = self._call(Store.lookup, key)
@@ -373,14 +385,14 @@ class MooncakeDistributedStore:
             return r
         return OBJECT_NOT_FOUND if r is None else r.len
 
-    def is_exist(self, key):
+    def is_exist(self, key: Key) -> int:
         """1 if the key has a value, 0 if not, -1 on an error (a lookup)."""
         ok, r = self._call(Store.exists, key)
         if not ok:
             return -1
         return 1 if r else 0
 
-    def batch_is_exist(self, keys):
+    def batch_is_exist(self, keys: Sequence[Key]) -> List[int]:
         """1 / 0 per key, or -1 for every key on an error."""
         ok, r = self._call(Store.exists_many, keys)
         if not ok:

@@ -29,10 +29,10 @@ class Store(_native.Store):
 
     __slots__ = ()
 
-    def info(self):
+    def info(self) -> Info:
         """Live FLUXONKV_IOC_INFO values as an Info namedtuple."""
         return Info(*self._info())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "closed" if self.closed else f"segment={self.segment_size}"
         return f"<fluxonkv.Store {self.device} {state}>"

@@ -25,6 +25,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -100,6 +101,36 @@ class Env:
 
     sysfs = staticmethod(sysfs)
     wait_sysfs = staticmethod(wait_sysfs)
+
+    def call_with_daemon_stopped(self, call, spin=0.3):
+        """Run @call in a thread while fluxond is stopped (SIGSTOP) and
+        check that this thread keeps running Python code meanwhile and
+        that the call is still waiting in the kernel; then let the daemon
+        go and return the call's result.  A call that held the GIL while
+        it waits could not let this thread spin."""
+        done, errors = [], []
+
+        def run():
+            try:
+                done.append(call())
+            except BaseException as e:  # reported below
+                errors.append(e)
+
+        os.kill(self.daemon.pid, signal.SIGSTOP)
+        try:
+            th = threading.Thread(target=run)
+            th.start()
+            deadline = time.monotonic() + spin
+            spins = 0
+            while time.monotonic() < deadline:  # pure Python, needs the GIL
+                spins += 1
+            assert spins > 1000
+            assert th.is_alive() and not done  # still in the kernel
+        finally:
+            os.kill(self.daemon.pid, signal.SIGCONT)
+        th.join(30)
+        assert not th.is_alive() and errors == [] and len(done) == 1
+        return done[0]
 
 
 @pytest.fixture(scope="session")

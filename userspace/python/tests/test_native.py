@@ -4,10 +4,6 @@ nothing, copies without a holder, batches in one call, the buffer
 protocol of a real holder, and the GIL released while the kernel waits."""
 import ctypes
 import errno
-import os
-import signal
-import threading
-import time
 
 import pytest
 
@@ -175,25 +171,4 @@ def test_blocking_calls_release_the_gil(kv, key, fluxon_env, op):
             "put_from_many": lambda: kv.put_from_many(
                 [k], [ctypes.addressof(src)], [1]),
             "delete_many": lambda: kv.delete_many([k])}[op]
-    done, errors = [], []
-
-    def run():
-        try:
-            done.append(call())
-        except BaseException as e:
-            errors.append(e)
-
-    os.kill(fluxon_env.daemon.pid, signal.SIGSTOP)
-    try:
-        th = threading.Thread(target=run)
-        th.start()
-        deadline = time.monotonic() + 0.3
-        spins = 0
-        while time.monotonic() < deadline:  # pure Python, needs the GIL
-            spins += 1
-        assert spins > 1000
-        assert th.is_alive() and not done  # still in the kernel
-    finally:
-        os.kill(fluxon_env.daemon.pid, signal.SIGCONT)
-    th.join(30)
-    assert not th.is_alive() and errors == [] and len(done) == 1
+    fluxon_env.call_with_daemon_stopped(call)
