@@ -586,6 +586,17 @@ static PyObject *holder_get_exports(HolderObject *h, void *closure)
 	return PyLong_FromSsize_t(h->exports);
 }
 
+/* Mooncake's BufferHandle calls: ptr() and size() */
+static PyObject *holder_ptr(HolderObject *h, PyObject *unused)
+{
+	return holder_get_address(h, NULL);
+}
+
+static PyObject *holder_size(HolderObject *h, PyObject *unused)
+{
+	return holder_get_nbytes(h, NULL);
+}
+
 static PyObject *holder_repr(HolderObject *h)
 {
 	if (h->state != H_LIVE)
@@ -654,6 +665,10 @@ static PyMethodDef holder_methods[] = {
 	 "until it is released (by the caller or by release())."},
 	{"tobytes", (PyCFunction)holder_bytes, METH_NOARGS, "A copy as bytes."},
 	{"__bytes__", (PyCFunction)holder_bytes, METH_NOARGS, "A copy as bytes."},
+	{"ptr", (PyCFunction)holder_ptr, METH_NOARGS,
+	 "h.address (Mooncake's BufferHandle.ptr())."},
+	{"size", (PyCFunction)holder_size, METH_NOARGS,
+	 "len(h) (Mooncake's BufferHandle.size())."},
 	{"__enter__", (PyCFunction)holder_enter, METH_NOARGS, NULL},
 	{"__exit__", (PyCFunction)holder_exit, METH_VARARGS, NULL},
 	{"__dlpack__", (PyCFunction)(void (*)(void))holder_dlpack,
