@@ -161,7 +161,7 @@ void fluxonkv_replica_exit(void)
 	WARN_ON(atomic_long_read(&fluxonkv_nr_replicas));
 	xa_destroy(&fluxonkv_handles);
 	rhashtable_destroy(&fluxonkv_index);	/* empty: every replica went */
-	rcu_barrier();	/* the replicas' kfree_rcu() */
+	rcu_barrier();	/* the replicas' and SSD entries' kfree_rcu() */
 }
 
 static unsigned int fluxonkv_look_bucket(const u8 *key, u32 key_len)

@@ -116,6 +116,7 @@ struct fluxonkv_shard {
 struct fluxonkv_ssd_entry {
 	struct list_head ring_node;
 	struct rhash_head index_node;
+	struct rcu_head rcu;		/* freed after a grace period */
 	struct fluxonkv_shard *shard;
 	u64 start;
 	u64 alen;
@@ -202,7 +203,7 @@ struct fluxonkv_ssd_tier {
 	/* Protects the key index, every entry's state, pins and indexed. */
 	spinlock_t index_lock;
 	struct rhashtable index;	/* key -> its indexed entry */
-	u32 route_gen;			/* bumped when every route goes (index lock) */
+	u32 route_gen;			/* bumped when every route goes (index lock; read locklessly) */
 
 	/* Protects notices and nnotices. */
 	spinlock_t notice_lock;
@@ -213,10 +214,15 @@ struct fluxonkv_ssd_tier {
 
 extern struct fluxonkv_ssd_tier fluxonkv_ssd;
 
-/* The master routes gets to @e now.  Index lock held. */
+/*
+ * The master routes gets to @e now.  Index lock held, or under RCU for a
+ * look that fluxonkv_look_begin() / _stable() bracket (a route removal
+ * racing it makes the look unsure).
+ */
 static inline bool fluxonkv_entry_routed(const struct fluxonkv_ssd_entry *e)
 {
-	return e->routed && e->route_gen == fluxonkv_ssd.route_gen;
+	return READ_ONCE(e->routed) &&
+	       READ_ONCE(e->route_gen) == READ_ONCE(fluxonkv_ssd.route_gen);
 }
 
 /* ---- small helpers ---- */

@@ -204,7 +204,7 @@ void fluxonkv_ssd_unindex(struct fluxonkv_ssd_entry *e)
 	rhashtable_remove_fast(&fluxonkv_ssd.index, &e->index_node,
 			       fluxonkv_ssd_index_params);
 	e->indexed = false;
-	e->routed = false;
+	WRITE_ONCE(e->routed, false);
 }
 
 /*
@@ -227,7 +227,7 @@ int fluxonkv_ssd_index(struct fluxonkv_ssd_entry *e)
 		if (WARN_ON_ONCE(ret))
 			return ret;
 		cur->indexed = false;
-		cur->routed = false;
+		WRITE_ONCE(cur->routed, false);
 	} else {
 		ret = rhashtable_insert_fast(&fluxonkv_ssd.index,
 					     &e->index_node,
@@ -236,7 +236,7 @@ int fluxonkv_ssd_index(struct fluxonkv_ssd_entry *e)
 			return ret;
 	}
 	e->indexed = true;
-	e->route_gen = fluxonkv_ssd.route_gen;
+	WRITE_ONCE(e->route_gen, fluxonkv_ssd.route_gen);
 	return 0;
 }
 
@@ -275,21 +275,29 @@ struct fluxonkv_ssd_entry *fluxonkv_ssd_pin(const u8 *key, u32 key_len,
  *
  * Nothing is pinned: the caller allocates its target first, then pins the
  * version with fluxonkv_ssd_pin() (which fails if it went meanwhile).
+ * Called inside a fluxonkv_look_begin() .. fluxonkv_look_stable() look.
  */
 bool fluxonkv_ssd_lookup_routed(const u8 *key, u32 key_len, u64 *put_id,
 				u64 *len)
 {
+	struct fluxonkv_ssd_key k = { key, key_len };
 	struct fluxonkv_ssd_entry *e;
 	bool found = false;
 
-	spin_lock(&fluxonkv_ssd.index_lock);
-	e = fluxonkv_ssd_find(key, key_len);
+	/*
+	 * No lock: entries are freed after a grace period, their put_id and
+	 * len never change, and a route removed meanwhile is a removal the
+	 * caller's look bracket sees.
+	 */
+	rcu_read_lock();
+	e = rhashtable_lookup(&fluxonkv_ssd.index, &k,
+			      fluxonkv_ssd_index_params);
 	if (e && fluxonkv_entry_routed(e)) {
 		*put_id = e->put_id;
 		*len = e->len;
 		found = true;
 	}
-	spin_unlock(&fluxonkv_ssd.index_lock);
+	rcu_read_unlock();
 	return found;
 }
 
@@ -302,7 +310,7 @@ void fluxonkv_ssd_route(struct fluxonkv_ssd_entry *e)
 	spin_lock(&fluxonkv_ssd.index_lock);
 	if (e->indexed && e->state == FLUXONKV_SSD_COMMITTED &&
 	    e->route_gen == fluxonkv_ssd.route_gen)
-		e->routed = true;
+		WRITE_ONCE(e->routed, true);
 	spin_unlock(&fluxonkv_ssd.index_lock);
 }
 
@@ -315,7 +323,7 @@ void fluxonkv_ssd_unroute(const u8 *key, u32 key_len, u64 max_put_id)
 	spin_lock(&fluxonkv_ssd.index_lock);
 	e = fluxonkv_ssd_find(key, key_len);
 	if (e && e->put_id <= max_put_id)
-		e->routed = false;
+		WRITE_ONCE(e->routed, false);
 	spin_unlock(&fluxonkv_ssd.index_lock);
 	fluxonkv_removal_end(key, key_len);
 }
@@ -329,7 +337,7 @@ void fluxonkv_ssd_unroute_all(void)
 {
 	fluxonkv_removal_all_begin();
 	spin_lock(&fluxonkv_ssd.index_lock);
-	fluxonkv_ssd.route_gen++;
+	WRITE_ONCE(fluxonkv_ssd.route_gen, fluxonkv_ssd.route_gen + 1);
 	spin_unlock(&fluxonkv_ssd.index_lock);
 	fluxonkv_removal_all_end();
 }

@@ -74,7 +74,8 @@ int fluxonkv_entry_csum_check(struct fluxonkv_ssd_entry *e,
 void fluxonkv_entry_free(struct fluxonkv_ssd_entry *e)
 {
 	atomic64_sub(e->meta, &fluxonkv_ssd.meta_bytes);
-	kfree(e);
+	/* a lockless routed lookup may still be reading it */
+	kfree_rcu(e, rcu);
 }
 
 u64 fluxonkv_ssd_meta_bytes(void)

@@ -126,6 +126,7 @@ double bench_lat_pct_us(const uint64_t *lat, double pct);
 int bench_run_put(const struct bench_opts *o, const struct bench_backend *be);
 int bench_run_get(const struct bench_opts *o, const struct bench_backend *be);
 int bench_run_trace(const struct bench_opts *o);
+int bench_run_fill(const struct bench_opts *o, const struct bench_backend *be);
 int bench_run_memcpy(const struct bench_opts *o);
 int bench_run_loopback(const struct bench_opts *o);
 

@@ -7,6 +7,7 @@
  *   fkvbench trace  [opts]   the keys of a get run's counted ops (Belady)
  *   fkvbench memcpy [opts]   single-thread memcpy bandwidth of --size
  *   fkvbench loopback [opts] TCP loopback request/response bandwidth of --size
+ *   fkvbench fill   [opts]   segment fill factor under a 1..--size MiB put mix
  *
  * Each prints one JSON line on stdout.  Exit status: 0; 1 on errors
  * (including any get error or content mismatch); 2 on usage errors.
@@ -23,7 +24,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: fkvbench put|get|trace|memcpy|loopback [options]\n"
+"usage: fkvbench put|get|trace|memcpy|loopback|fill [options]\n"
 "  --backend B      fluxonkv (default) | memcached\n"
 "  --server H:P     memcached address (default 127.0.0.1:11211; /path: UNIX)\n"
 "  --keys N         dataset keys (default 320)\n"
@@ -44,7 +45,9 @@ static void usage(FILE *f)
 "  --window S       get: measured seconds (default 5)\n"
 "  --disk NAME      get: /proc/diskstats device sampled at the window edges\n"
 "  --ranges R       trace: first:count per worker, comma separated\n"
-"  --seconds S      memcpy, loopback: duration (default 2)\n"
+"  --seconds S      memcpy, loopback, fill: duration (default 2)\n"
+"                   (fill: puts of 1 MiB..--size to --keys keys, counted\n"
+"                   once the segment is full; --warmup caps that in minutes)\n"
 "  --label JSON     members added to the output object, e.g. '\"ssd\":\"on\"'\n");
 }
 
@@ -141,6 +144,8 @@ int main(int argc, char **argv)
 		err = bench_run_memcpy(&o);
 	else if (!strcmp(cmd, "loopback"))
 		err = bench_run_loopback(&o);
+	else if (!strcmp(cmd, "fill"))
+		err = bench_run_fill(&o, be);
 	else
 		goto bad;
 	if (err == -EINVAL)
