@@ -34,6 +34,9 @@ COMMON_OBJS := $(call obj,$(COMMON_SRCS))
 FLUXOND_OBJS := $(call obj,$(FLUXOND_SRCS))
 FLUXOND_LIBOBJS := $(filter-out $(O)/userspace/fluxond/main.o,$(FLUXOND_OBJS))
 FLUXONCTL_OBJS := $(call obj,$(FLUXONCTL_SRCS))
+# fluxonctl's option parsing, formats and readers (ctl_*.c): its unit tests
+# link them without its commands and main().
+CTL_OBJS := $(filter $(O)/userspace/fluxonctl/ctl_%.o,$(FLUXONCTL_OBJS))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/unit/%,$(UNIT_SRCS))
 SELFTEST_BINS := $(patsubst selftests/%.c,$(O)/selftests/%,$(SELFTEST_SRCS))
 
@@ -86,8 +89,9 @@ $(O)/fluxonctl: $(FLUXONCTL_OBJS) $(COMMON_OBJS) $(O)/libfluxonkv.a
 $(O)/fkvload: $(O)/tools/bench/fkvload.o $(O)/libfluxonkv.a
 	$(CC) $(LDFLAGS) -o $@ $^ -lm -lpthread
 
-# Unit tests link every non-main object of the daemon, common code and lib.
-$(O)/unit/%: $(O)/tests/unit/%.o $(FLUXOND_LIBOBJS) $(COMMON_OBJS) $(LIB_OBJS)
+# Unit tests link every non-main object of the daemon, fluxonctl's ctl_*
+# code, common code and lib.
+$(O)/unit/%: $(O)/tests/unit/%.o $(FLUXOND_LIBOBJS) $(CTL_OBJS) $(COMMON_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(RDMA_LIBS) -lpthread
 

@@ -16,7 +16,7 @@
 
 #include "fluxonkv.h"
 #include "fluxonkv_config.h"
-#include "../common/ctl_json.h"
+#include "ctl_json.h"
 #include "ctl.h"
 #include "../common/ssd_attach.h"
 

@@ -12,7 +12,7 @@
 
 #include <fluxonkv.h>
 
-#include "../common/ctl_format.h"
+#include "ctl_format.h"
 #include "ctl.h"
 
 static int ctl_fail(const char *cmd, const char *what, int err)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * fluxonctl: the operator's command line for fluxonkv.  This file only
- * dispatches: options are parsed in common/ctl_args.c, each command lives in
- * cmd_*.c, output formats in common/ctl_format.c.
+ * dispatches: options are parsed in ctl_args.c, each command lives in
+ * cmd_*.c, output formats in ctl_format.c.
  */
 #include <stdio.h>
 #include <string.h>

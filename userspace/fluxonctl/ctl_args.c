@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster_msg.h"
+#include "../common/cluster_msg.h"
 #include "ctl_args.h"
 #include "ctl_dump.h"
 
