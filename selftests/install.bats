@@ -58,6 +58,7 @@ mode() {
 	[ "$(mode /usr/lib/pkgconfig/fluxonkv.pc)" = 644 ]
 	[ "$(mode /usr/share/man/man8/fluxond.8)" = 644 ]
 	[ "$(mode /usr/share/man/man8/fluxonctl.8)" = 644 ]
+	[ "$(mode /usr/share/bash-completion/completions/fluxonctl)" = 644 ]
 	[ "$(mode /etc/modprobe.d/fluxonkv.conf)" = 644 ]
 	[ "$(mode /etc/fluxonkv/fluxonkv.yaml)" = 644 ]
 	[ "$(mode /usr/lib/udev/rules.d/60-fluxonkv.rules)" = 644 ]
@@ -174,7 +175,9 @@ mode() {
 	local unit=$DEST/usr/lib/systemd/system/fluxond.service t=$BATS_TEST_TMPDIR
 	grep -qx 'Type=notify' "$unit"
 	grep -qx 'ExecStartPre=+/sbin/modprobe fluxonkv' "$unit"
-	grep -qx 'ExecStart=/usr/sbin/fluxond --foreground' "$unit"
+	grep -qx 'ExecStartPre=-+/usr/bin/fluxonctl config attach --if-needed ${FLUXOND_CONFIG}' "$unit"
+	grep -qx 'ExecStart=/usr/sbin/fluxond --foreground --config ${FLUXOND_CONFIG}' "$unit"
+	grep -qx 'Environment=FLUXOND_CONFIG=/etc/fluxonkv/fluxonkv.yaml' "$unit"
 	grep -qx 'Restart=on-failure' "$unit"
 	grep -qx 'CapabilityBoundingSet=CAP_NET_ADMIN CAP_SYS_ADMIN' "$unit"
 	grep -q '^RestrictAddressFamilies=.*AF_NETLINK' "$unit"
@@ -183,7 +186,8 @@ mode() {
 	command -v systemd-analyze >/dev/null || skip "no systemd-analyze"
 	# the staged fluxond stands in for /usr/sbin/fluxond, the staged man
 	# pages for Documentation=
-	sed "s|^ExecStart=/usr/sbin/fluxond|ExecStart=$DEST/usr/sbin/fluxond|" "$unit" >"$t/fluxond.service"
+	sed -e "s|^ExecStart=/usr/sbin/fluxond|ExecStart=$DEST/usr/sbin/fluxond|" \
+	    -e "s|+/usr/bin/fluxonctl|+$DEST/usr/bin/fluxonctl|" "$unit" >"$t/fluxond.service"
 	run env MANPATH="$DEST/usr/share/man" systemd-analyze verify "$t/fluxond.service"
 	[ "$status" -eq 0 ]
 	[ -z "$output" ]
@@ -198,7 +202,8 @@ mode() {
 	grep -qx 'LimitMEMLOCK=infinity' "$d"
 	command -v systemd-analyze >/dev/null || skip "no systemd-analyze"
 	mkdir -p "$t/cl/fluxond.service.d"
-	sed "s|^ExecStart=/usr/sbin/fluxond|ExecStart=$DEST/usr/sbin/fluxond|" \
+	sed -e "s|^ExecStart=/usr/sbin/fluxond|ExecStart=$DEST/usr/sbin/fluxond|" \
+	    -e "s|+/usr/bin/fluxonctl|+$DEST/usr/bin/fluxonctl|" \
 		"$DEST/usr/lib/systemd/system/fluxond.service" >"$t/cl/fluxond.service"
 	cp "$d" "$t/cl/fluxond.service.d/cluster.conf"
 	run env MANPATH="$DEST/usr/share/man" systemd-analyze verify "$t/cl/fluxond.service"
@@ -248,8 +253,11 @@ mode() {
 	[ -x "$d/usr/local/sbin/fluxond" ]
 	[ -x "$d/usr/local/bin/fluxonctl" ]
 	[ -f "$d/usr/local/lib/libfluxonkv.so.1" ]
-	grep -qx 'ExecStart=/usr/local/sbin/fluxond --foreground' \
+	grep -qx 'ExecStart=/usr/local/sbin/fluxond --foreground --config ${FLUXOND_CONFIG}' \
 		"$d/usr/lib/systemd/system/fluxond.service"
+	grep -qx 'ExecStartPre=-+/usr/local/bin/fluxonctl config attach --if-needed ${FLUXOND_CONFIG}' \
+		"$d/usr/lib/systemd/system/fluxond.service"
+	[ -f "$d/usr/local/share/bash-completion/completions/fluxonctl" ]
 	grep -qx 'prefix=/usr/local' "$d/usr/local/lib/pkgconfig/fluxonkv.pc"
 	grep -qx 'libdir=/usr/local/lib' "$d/usr/local/lib/pkgconfig/fluxonkv.pc"
 	# where udev, systemd and modprobe look does not move with PREFIX
