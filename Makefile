@@ -15,6 +15,9 @@ CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
 	  -D_GNU_SOURCE -Iuapi -Iuserspace/include -MMD -MP
 LDFLAGS ?=
+# The release (kmod/fluxonkv.h): fluxonctl --version, the Debian packages.
+VERSION := $(shell sed -n 's/^\#define[[:space:]]*FLUXONKV_VERSION[[:space:]]*"\([^"]*\)".*/\1/p' kmod/fluxonkv.h)
+CFLAGS += -DFLUXONKV_RELEASE='"$(VERSION)"'
 NL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null)
 NL_LIBS := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null)
 YAML_LIBS := -lyaml
@@ -78,7 +81,7 @@ $(O)/libfluxonkv.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 $(O)/libfluxonkv.so: $(LIB_OBJS)
-	$(CC) -shared -Wl,-soname,libfluxonkv.so.1 -o $@ $^ -lpthread
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libfluxonkv.so.1 -o $@ $^ -lpthread
 
 $(O)/fluxond: $(FLUXOND_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(RDMA_LIBS) -lpthread
@@ -175,6 +178,13 @@ bench-cluster: module userspace
 	tools/bench/cluster.sh --build $(O)
 bench-cluster-rdma: module userspace
 	tools/bench/cluster.sh --build $(O) --transport rdma
+
+# Debian packages (debian/): dpkg-buildpackage -b in a copy of the tree,
+# offline; the .debs land in $(O)/deb/.  deb-test installs them in a fresh
+# guest (selftests/deb.sh).
+.PHONY: deb
+deb:
+	packaging/mkdeb $(O)/deb
 
 # Install from an existing build (never builds: run 'make' first).  DESTDIR,
 # PREFIX (/usr/local) and the other directories: see packaging/install.
