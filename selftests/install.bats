@@ -151,6 +151,28 @@ mode() {
 		grep -qx 'options fluxonkv segment_mb=64 request_timeout_ms=5000'
 }
 
+@test "the bash completion completes commands, options, dump names and files" {
+	local f=$DEST/usr/share/bash-completion/completions/fluxonctl cmd
+	[ "$(mode /usr/share/bash-completion/completions/fluxonctl)" = 644 ]
+	# comp WORDS...: what completing the last word offers
+	comp() {
+		bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1));
+			 _fluxonctl; echo "${COMPREPLY[*]}"' comp "$f" "$@"
+	}
+	[ "$(comp fluxonctl st)" = "status stats" ]
+	[ "$(comp fluxonctl -j d)" = "delete dump" ]
+	[ "$(comp fluxonctl --v)" = "--version" ]
+	[ "$(comp fluxonctl get --i)" = "--info" ]
+	[ "$(comp fluxonctl dump r)" = "replicas rings" ]
+	[ "$(comp fluxonctl config a)" = "attach" ]
+	[ "$(comp fluxonctl config attach --if)" = "--if-needed" ]
+	[ "$(comp fluxonctl config check "$DEST/etc/fluxonkv/fluxonkv.y")" = "$DEST/etc/fluxonkv/fluxonkv.yaml" ]
+	# every command of fluxonctl --help is offered
+	for cmd in $("$BUILD/fluxonctl" --help | sed -n 's/^  \([a-z]\+\) .*/\1/p'); do
+		[[ " $(comp fluxonctl '') " == *" $cmd "* ]]
+	done
+}
+
 @test "the udev rule gives /dev/fluxonkv to group fluxonkv, mode 0660, and udev accepts it" {
 	local rule=$DEST/usr/lib/udev/rules.d/60-fluxonkv.rules
 	grep -qx 'KERNEL=="fluxonkv", SUBSYSTEM=="misc", GROUP="fluxonkv", MODE="0660"' "$rule"
