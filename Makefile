@@ -46,14 +46,16 @@ SELFTEST_BINS := $(patsubst selftests/%.c,$(O)/selftests/%,$(SELFTEST_SRCS))
 PROGS := $(O)/fluxond $(O)/fluxonctl $(O)/libfluxonkv.a $(O)/libfluxonkv.so \
 	 $(O)/fkvload
 
-.PHONY: all module userspace selftests unit vm-test check deps clean sparse help demo
-all: module userspace selftests
+.PHONY: all module userspace selftests unit vm-test check deps clean sparse help demo python
+all: module userspace selftests python
 
 help:
 	@sed -n '3,8p' Makefile | sed 's/^# \{0,1\}//'
 	@echo "  make module     fluxonkv.ko (W=1) against KDIR=$(KDIR)"
 	@echo "  make sparse     the module through sparse (C=2)"
 	@echo "  make unit       native unit tests"
+	@echo "  make python     the Python extension in place (userspace/python/fluxonkv/_native*.so)"
+	@echo "  make bench-python  the Python client benchmark in the guest (tools/bench/pybench)"
 	@echo "  make vm-test    boot the guest and run selftests/run_tests there"
 	@echo "  make stress     the attack suite at length (test_storm: 1e6 operations per storm)"
 	@echo "  make cluster-test  several guests on one network: selftests/cluster/{net,kv}.sh"
@@ -73,6 +75,17 @@ sparse:
 
 userspace: $(PROGS)
 selftests: $(SELFTEST_BINS)
+
+# The CPython extension, built in place against $(O)/libfluxonkv.a by the
+# package's own setup.py (PYTHONPATH=userspace/python then imports it).
+PYTHON ?= /usr/bin/python3
+PY_DIR := userspace/python
+PY_EXT := $(PY_DIR)/fluxonkv/_native$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+python: $(PY_EXT)
+$(PY_EXT): $(PY_DIR)/fluxonkv/_native.c $(PY_DIR)/setup.py $(O)/libfluxonkv.a \
+	   userspace/include/fluxonkv.h uapi/linux/fluxonkv.h
+	cd $(PY_DIR) && FLUXONKV_BUILD=$(abspath $(O)) $(PYTHON) setup.py -q build_ext \
+		--inplace --build-temp $(abspath $(O))/python
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -169,6 +182,15 @@ $(O)/fkvbench: $(FKVBENCH_OBJS) $(O)/libfluxonkv.a
 .PHONY: bench bench-quick
 bench bench-quick: module userspace $(O)/fkvbench
 	tools/bench/run --$(if $(filter bench,$@),full,quick) --build $(O)
+
+# The Python client benchmark (tools/bench/pybench, one guest boot, 2 vCPUs,
+# no slub_debug): Store.get + release vs the C library's, 2 threads vs 1,
+# and the pressure workload driven from Python next to its fkvbench twin;
+# results in $(O)/bench-python/<timestamp>/.  ~4 min.  bench runs it too.
+.PHONY: bench-python
+bench-python: module userspace python $(O)/fkvbench
+	tools/bench/pybench --build $(O)
+bench: bench-python
 
 # The cluster benchmark: remote gets between two guests, the link (iperf3)
 # and the disk measured in the same boot (tools/bench/cluster.sh runs

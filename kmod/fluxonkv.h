@@ -151,6 +151,7 @@ void fluxonkv_replica_publish(struct fluxonkv_replica *r);
 void fluxonkv_index_forget(const u8 *key, u32 key_len, u64 put_id);
 struct fluxonkv_alloc *fluxonkv_index_lookup(const u8 *key, u32 key_len,
 					     u64 *put_id, u64 *handle);
+bool fluxonkv_index_peek(const u8 *key, u32 key_len, u64 *put_id, u64 *len);
 struct fluxonkv_alloc *fluxonkv_handle_lookup(u64 handle, const u8 *key,
 					      u32 key_len, u64 put_id);
 struct fluxonkv_replica *fluxonkv_handle_replica(u64 handle, u64 put_id);
@@ -237,6 +238,8 @@ int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
 int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 		 struct fluxonkv_get_result *res);
 int fluxonkv_delete(const u8 *key, u32 key_len);
+int fluxonkv_lookup(const u8 *key, u32 key_len,
+		    struct fluxonkv_get_result *res);
 int fluxonkv_hold(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 		  u64 handle, u64 put_id, struct fluxonkv_get_result *res);
 int fluxonkv_ssd_stage(struct fluxonkv_session *s, const u8 *key,

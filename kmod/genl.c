@@ -1145,6 +1145,9 @@ static const struct genl_ops fluxonkv_genl_ops[] = {
 		    fluxonkv_status_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_PUT_PLACE, fluxonkv_nl_answer,
 		    fluxonkv_put_place_policy, GENL_ADMIN_PERM),
+	/* a route without HANDLE: the same attributes as GET_START's */
+	FLUXONKV_OP(FLUXONKV_CMD_LOOKUP, fluxonkv_nl_answer,
+		    fluxonkv_get_start_policy, GENL_ADMIN_PERM),
 	{
 		.cmd = FLUXONKV_CMD_DUMP,
 		.dumpit = fluxonkv_nl_dump,

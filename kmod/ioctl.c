@@ -26,6 +26,7 @@ static_assert(sizeof(struct fluxonkv_hold) == FLUXONKV_HOLD_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_ssd_stage) == FLUXONKV_SSD_STAGE_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_target) == FLUXONKV_TARGET_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_publish) == FLUXONKV_PUBLISH_SIZE_VER0);
+static_assert(sizeof(struct fluxonkv_lookup) == FLUXONKV_LOOKUP_SIZE_VER0);
 
 /*
  * Copy a size-prefixed struct in.  @ver0 is the smallest size ever defined;
@@ -177,6 +178,33 @@ static long fluxonkv_ioc_get(struct fluxonkv_session *s, void __user *uarg)
 		/* The caller cannot learn the id: do not leak the pin. */
 		fluxonkv_holder_release(s, res.holder_id);
 	return ret;
+}
+
+static long fluxonkv_ioc_lookup(void __user *uarg)
+{
+	struct fluxonkv_get_result res;
+	u8 key[FLUXONKV_KEY_MAX];
+	struct fluxonkv_lookup lk;
+	long usize;
+	int ret;
+
+	usize = fluxonkv_copy_in(&lk, sizeof(lk), FLUXONKV_LOOKUP_SIZE_VER0,
+				 uarg);
+	if (usize < 0)
+		return usize;
+	if (lk.flags || lk.len || lk.put_id || lk.source || lk.reserved0 ||
+	    !fluxonkv_zero(lk.reserved, ARRAY_SIZE(lk.reserved)))
+		return -EINVAL;
+	ret = fluxonkv_key_in(key, lk.key_len, lk.key_ptr);
+	if (ret)
+		return ret;
+	ret = fluxonkv_lookup(key, lk.key_len, &res);
+	if (ret)
+		return ret;
+	lk.len = res.len;
+	lk.put_id = res.put_id;
+	lk.source = res.source;
+	return fluxonkv_copy_out(uarg, &lk, sizeof(lk), usize);
 }
 
 static long fluxonkv_ioc_hold(struct fluxonkv_session *s, void __user *uarg)
@@ -394,6 +422,8 @@ long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return fluxonkv_ioc_target(s, uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_PUBLISH):
 		return fluxonkv_ioc_publish(s, uarg);
+	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_LOOKUP):
+		return fluxonkv_ioc_lookup(uarg);
 	default:
 		return -ENOTTY;
 	}

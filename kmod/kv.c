@@ -1209,3 +1209,55 @@ int fluxonkv_delete(const u8 *key, u32 key_len)
 		atomic64_inc(&fluxonkv_stats.deletes);
 	return ret;
 }
+
+/**
+ * fluxonkv_lookup() - where a get of @key would read it, without getting it.
+ * @key: key bytes.
+ * @key_len: 1..FLUXONKV_KEY_MAX.
+ * @res: out: len, put_id and source (holder_id and offset stay 0).
+ *
+ * The local index and SSD routes first, as a get; with local routes a
+ * stable miss is answered here; otherwise the master reads its route
+ * (LOOKUP: no hold, no eviction touch).  Nothing is pinned, refilled or
+ * counted as an access.
+ *
+ * Return: 0, -ENOENT if the key has no value, or -errno (-ENOTCONN without
+ * a daemon, as for get).
+ */
+int fluxonkv_lookup(const u8 *key, u32 key_len,
+		    struct fluxonkv_get_result *res)
+{
+	struct fluxonkv_upcall_args args = { .key = key, .key_len = key_len };
+	struct fluxonkv_upcall up = { };
+	bool local, unsure = false;
+	unsigned int seq = 0;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	if (!fluxonkv_daemon_connected())
+		return -ENOTCONN;
+	local = fluxonkv_daemon_local_routes();
+	if (local)
+		seq = fluxonkv_look_begin(key, key_len, &unsure);
+	if (fluxonkv_index_peek(key, key_len, &res->put_id, &res->len)) {
+		res->source = FLUXONKV_SOURCE_MEMORY;
+		return 0;
+	}
+	if (local && fluxonkv_ssd_lookup_routed(key, key_len, &res->put_id,
+						&res->len)) {
+		res->source = FLUXONKV_SOURCE_SSD;
+		return 0;
+	}
+	if (local && !unsure && fluxonkv_look_stable(seq))
+		return -ENOENT;
+
+	ret = fluxonkv_upcall(FLUXONKV_CMD_LOOKUP, &args, &up);
+	if (ret)
+		return ret;
+	if (!up.put_id || !up.len || up.source == FLUXONKV_SOURCE_NONE)
+		return -ENOENT;		/* a route without a source */
+	res->put_id = up.put_id;
+	res->len = up.len;
+	res->source = up.source;
+	return 0;
+}

@@ -444,6 +444,37 @@ struct fluxonkv_alloc *fluxonkv_index_lookup(const u8 *key, u32 key_len,
 	return a;
 }
 
+/**
+ * fluxonkv_index_peek() - the current replica's version and length.
+ * @key: key bytes.
+ * @key_len: key length.
+ * @put_id: out: version found.
+ * @len: out: its length.
+ *
+ * Like fluxonkv_index_lookup() but pins no bytes: the replica is referenced
+ * only while its fields are read.
+ *
+ * Return: true if the index has a replica of @key.
+ */
+bool fluxonkv_index_peek(const u8 *key, u32 key_len, u64 *put_id, u64 *len)
+{
+	struct fluxonkv_index_key k = { key, key_len };
+	struct fluxonkv_replica *cur;
+
+	rcu_read_lock();
+	cur = rhashtable_lookup(&fluxonkv_index, &k, fluxonkv_index_params);
+	if (cur && !kref_get_unless_zero(&cur->ref))
+		cur = NULL;
+	rcu_read_unlock();
+	if (!cur)
+		return false;
+	/* Our reference keeps the replica, and the replica its alloc. */
+	*put_id = cur->put_id;
+	*len = cur->alloc->len;
+	fluxonkv_replica_put(cur);
+	return true;
+}
+
 /*
  * The master routed a get to a replica by handle: pin its bytes if the
  * handle is live and really is that key and version.

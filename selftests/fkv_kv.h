@@ -62,6 +62,38 @@ static uint64_t put_pattern(struct fkv *kv, const char *key, size_t len,
 	return put_id;
 }
 
+/*
+ * fkv_lookup KEY, which must have (LEN, PUT_ID), without a get, a holder or
+ * an access counted; returns the source it reports.
+ */
+static inline unsigned int lookup_check(struct fkv *kv, const char *key,
+					size_t len, uint64_t put_id)
+{
+	uint64_t gets = fkv_sysfs("gets"), holders = fkv_sysfs("holders");
+	uint64_t refills = fkv_sysfs("local_refills");
+	struct fkv_lookup l;
+	int ret;
+
+	ret = fkv_lookup(kv, key, strlen(key), &l);
+	FKV_ASSERT(ret == 0, "lookup '%s': %s", key, fkv_strerror(ret));
+	FKV_ASSERT_EQ(l.len, len);
+	FKV_ASSERT_EQ(l.put_id, put_id);
+	FKV_ASSERT_EQ(fkv_sysfs("gets"), gets);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), holders);
+	FKV_ASSERT_EQ(fkv_sysfs("local_refills"), refills);
+	return l.source;
+}
+
+/* fkv_lookup KEY must say it has no value. */
+static inline void lookup_miss(struct fkv *kv, const char *key)
+{
+	struct fkv_lookup l;
+	int ret = fkv_lookup(kv, key, strlen(key), &l);
+
+	FKV_ASSERT(ret == -ENOENT, "lookup '%s': %s", key, fkv_strerror(ret));
+	FKV_ASSERT_EQ(l.len, 0);
+}
+
 /* Release H, which must succeed. */
 static inline void release(struct fkv *kv, struct fkv_holder *h)
 {

@@ -31,8 +31,10 @@ static const struct abi_cmd cmds[] = {
 	{ "RELEASE", FLUXONKV_IOC_RELEASE, FLUXONKV_RELEASE_SIZE_VER0 },
 	{ "DELETE", FLUXONKV_IOC_DELETE, FLUXONKV_DELETE_SIZE_VER0 },
 	{ "HOLD", FLUXONKV_IOC_HOLD, FLUXONKV_HOLD_SIZE_VER0 },
+	{ "LOOKUP", FLUXONKV_IOC_LOOKUP, FLUXONKV_LOOKUP_SIZE_VER0 },
 };
 #define HOLD_I	5	/* cmds[HOLD_I] is HOLD */
+#define LOOKUP_I 6	/* cmds[LOOKUP_I] is LOOKUP */
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
 static const char key[] = "abi-key";
@@ -88,6 +90,13 @@ static void *valid_arg(unsigned int i, uint32_t size)
 		h->key_ptr = (uintptr_t)key;
 		h->handle = NO_HANDLE;
 		h->put_id = 1;
+		break;
+	}
+	case FLUXONKV_IOC_LOOKUP: {
+		struct fluxonkv_lookup *l = (void *)argbuf;
+
+		l->key_len = sizeof(key) - 1;
+		l->key_ptr = (uintptr_t)key;
 		break;
 	}
 	}
@@ -306,6 +315,30 @@ FKV_TEST(nonzero_reserved_fields_and_flags_are_einval)
 		h = valid_arg(HOLD_I, sizeof(*h));
 		FKV_EXPECT_EQ(raw_ioctl(fd, HOLD_I, h), ENOENT);
 	}
+
+	/* LOOKUP: flags, out fields, reserved */
+	{
+		struct fluxonkv_lookup *l;
+		unsigned int c;
+
+		for (c = 0; c < 8; c++) {
+			l = valid_arg(LOOKUP_I, sizeof(*l));
+			switch (c) {
+			case 0: l->flags = 1; break;
+			case 1: l->flags = 1ULL << 63; break;
+			case 2: l->len = 1; break;
+			case 3: l->put_id = 1; break;
+			case 4: l->source = 1; break;
+			case 5: l->reserved0 = 1; break;
+			case 6: l->reserved[0] = 1; break;
+			case 7: l->reserved[1] = 1ULL << 40; break;
+			}
+			FKV_EXPECT(raw_ioctl(fd, LOOKUP_I, l) == EINVAL,
+				   "LOOKUP case %u", c);
+		}
+		l = valid_arg(LOOKUP_I, sizeof(*l));
+		FKV_EXPECT_EQ(raw_ioctl(fd, LOOKUP_I, l), ENOTCONN);
+	}
 	close(fd);
 }
 
@@ -316,6 +349,7 @@ FKV_TEST(bad_argument_and_key_pointers_are_efault)
 	struct fluxonkv_get *get;
 	struct fluxonkv_delete *del;
 	struct fluxonkv_hold *hold;
+	struct fluxonkv_lookup *lookup;
 	unsigned int i;
 	uint8_t *pages;
 	const uint8_t *edge;
@@ -336,6 +370,9 @@ FKV_TEST(bad_argument_and_key_pointers_are_efault)
 	hold = valid_arg(HOLD_I, sizeof(*hold));
 	hold->key_ptr = 8;
 	FKV_EXPECT_EQ(raw_ioctl(fd, HOLD_I, hold), EFAULT);
+	lookup = valid_arg(LOOKUP_I, sizeof(*lookup));
+	lookup->key_ptr = 8;
+	FKV_EXPECT_EQ(raw_ioctl(fd, LOOKUP_I, lookup), EFAULT);
 
 	/* A key that runs off the end of a mapping into a hole. */
 	pages = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE,
@@ -360,6 +397,10 @@ FKV_TEST(bad_argument_and_key_pointers_are_efault)
 	hold->key_ptr = (uintptr_t)edge;
 	hold->key_len = 16;
 	FKV_EXPECT_EQ(raw_ioctl(fd, HOLD_I, hold), EFAULT);
+	lookup = valid_arg(LOOKUP_I, sizeof(*lookup));
+	lookup->key_ptr = (uintptr_t)edge;
+	lookup->key_len = 16;
+	FKV_EXPECT_EQ(raw_ioctl(fd, LOOKUP_I, lookup), EFAULT);
 	/* the same 8 readable bytes are a fine key */
 	get = valid_arg(2, sizeof(*get));
 	get->key_ptr = (uintptr_t)edge;
@@ -379,6 +420,7 @@ FKV_TEST(key_len_zero_or_over_key_max_is_einval)
 	struct fluxonkv_get *get;
 	struct fluxonkv_delete *del;
 	struct fluxonkv_hold *hold;
+	struct fluxonkv_lookup *lookup;
 	unsigned int b;
 
 	memset(bigkey, 'K', sizeof(bigkey));
@@ -403,6 +445,11 @@ FKV_TEST(key_len_zero_or_over_key_max_is_einval)
 		hold->key_len = bad[b];
 		FKV_EXPECT(raw_ioctl(fd, HOLD_I, hold) == EINVAL,
 			   "HOLD key_len %u", bad[b]);
+		lookup = valid_arg(LOOKUP_I, sizeof(*lookup));
+		lookup->key_ptr = (uintptr_t)bigkey;
+		lookup->key_len = bad[b];
+		FKV_EXPECT(raw_ioctl(fd, LOOKUP_I, lookup) == EINVAL,
+			   "LOOKUP key_len %u", bad[b]);
 	}
 	/* exactly FLUXONKV_KEY_MAX passes validation (then needs a daemon) */
 	put = valid_arg(1, sizeof(*put));

@@ -127,6 +127,53 @@ FKV_TEST(sysfs_counters_follow_puts_gets_and_deletes)
 	teardown(base);
 }
 
+FKV_TEST(lookup_reports_a_value_without_getting_or_counting_it)
+{
+	uint64_t base, id1, id2, hits;
+	struct fkv_holder h;
+	struct fkv *kv;
+
+	base = setup("segment_mb=32");
+	kv = kv_open();
+	lookup_miss(kv, "lk");
+	id1 = put_pattern(kv, "lk", 70000, 1);
+	hits = fkv_sysfs("hits_memory");
+	FKV_ASSERT_EQ(lookup_check(kv, "lk", 70000, id1),
+		      FLUXONKV_SOURCE_MEMORY);
+	FKV_ASSERT_EQ(fkv_sysfs("hits_memory"), hits);
+	/* an overwrite is seen at once, a holder of the old one aside */
+	get_check(kv, "lk", 70000, 1, id1, &h);
+	id2 = put_pattern(kv, "lk", 5000, 2);
+	FKV_ASSERT_EQ(lookup_check(kv, "lk", 5000, id2),
+		      FLUXONKV_SOURCE_MEMORY);
+	release(kv, &h);
+	delete_key(kv, "lk");
+	lookup_miss(kv, "lk");
+	/* a read-only consumer may look up */
+	{
+		struct fkv_lookup l;
+		int fd = fkv_dev_open_ro();
+
+		FKV_ASSERT(fd >= 0, "open O_RDONLY: %s", strerror(errno));
+		put_pattern(kv, "lk-ro", 4096, 3);
+		{
+			struct fluxonkv_lookup lk = {
+				.size = sizeof(lk), .key_len = 5,
+				.key_ptr = (uintptr_t)"lk-ro" };
+
+			FKV_ASSERT_EQ(ioctl(fd, FLUXONKV_IOC_LOOKUP, &lk), 0);
+			FKV_ASSERT_EQ(lk.len, 4096);
+			FKV_ASSERT_EQ(lk.source, FLUXONKV_SOURCE_MEMORY);
+		}
+		close(fd);
+		FKV_ASSERT_EQ(fkv_lookup(kv, "lk-ro", 5, &l), 0);
+		delete_key(kv, "lk-ro");
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("upcall_timeouts"), 0);
+	fkv_close(kv);
+	teardown(base);
+}
+
 FKV_TEST(overwrite_gets_a_larger_put_id_and_new_bytes)
 {
 	struct fkv_holder h;

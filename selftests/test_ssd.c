@@ -1661,6 +1661,16 @@ static void local_routes_mode(const char *arg)
 	FKV_ASSERT_EQ(routed, 1);
 	fill_segment(kv, base, "lr-fill", 4, &persists);	/* SSD-only now */
 
+	/*
+	 * LOOKUP sees the SSD-only copy from the module's routes or the
+	 * master's, and reads nothing: asked twice, it is still SSD-only.
+	 */
+	FKV_ASSERT_EQ(lookup_check(kv, "lr-a", LR_LEN, ida),
+		      FLUXONKV_SOURCE_SSD);
+	FKV_ASSERT_EQ(lookup_check(kv, "lr-a", LR_LEN, ida),
+		      FLUXONKV_SOURCE_SSD);
+	lookup_miss(kv, "lr-never-put");
+
 	refills0 = fkv_sysfs("local_refills");
 	lmiss0 = fkv_sysfs("local_misses");
 	miss0 = fkv_sysfs("misses");
@@ -1675,6 +1685,7 @@ static void local_routes_mode(const char *arg)
 	/* a deleted SSD-only key is gone from the module's routes too */
 	delete_key(kv, "lr-b");
 	get_miss(kv, "lr-b");
+	lookup_miss(kv, "lr-b");
 	FKV_ASSERT_EQ(ring_entry("lr-b", 0, NULL, &routed), 0);
 	FKV_ASSERT_EQ(routed, 0);
 

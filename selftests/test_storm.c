@@ -180,6 +180,7 @@ static const struct {
 	{ FLUXONKV_IOC_SSD_STAGE, FLUXONKV_SSD_STAGE_SIZE_VER0 },
 	{ FLUXONKV_IOC_TARGET, FLUXONKV_TARGET_SIZE_VER0 },
 	{ FLUXONKV_IOC_PUBLISH, FLUXONKV_PUBLISH_SIZE_VER0 },
+	{ FLUXONKV_IOC_LOOKUP, FLUXONKV_LOOKUP_SIZE_VER0 },
 };
 #define NCMDS	(sizeof(storm_cmds) / sizeof(storm_cmds[0]))
 
@@ -191,6 +192,7 @@ static void storm_one(struct storm *s)
 		struct fluxonkv_get get;
 		struct fluxonkv_release rel;
 		struct fluxonkv_delete del;
+		struct fluxonkv_lookup lk;
 		uint8_t raw[8192];
 	} u;
 	char key[32];
@@ -214,7 +216,7 @@ static void storm_one(struct storm *s)
 		cmd = (unsigned long)rnd(s);
 		if (rnd(s) % 2)
 			cmd = _IOC(rnd(s) % 4, FLUXONKV_IOC_MAGIC,
-				   0x0a + rnd(s) % 0xf0, rnd(s) % 8192);
+				   0x0b + rnd(s) % 0xf0, rnd(s) % 8192);
 	} else {
 		cmd = storm_cmds[c].cmd;
 		if (rnd(s) % 4) {
@@ -242,6 +244,10 @@ static void storm_one(struct storm *s)
 		case FLUXONKV_IOC_DELETE:
 			u.del.key_ptr = storm_ptr(s, key);
 			u.del.key_len = (uint32_t)strlen(key);
+			break;
+		case FLUXONKV_IOC_LOOKUP:
+			u.lk.key_ptr = storm_ptr(s, key);
+			u.lk.key_len = storm_key_len(s, key);
 			break;
 		default:
 			break;

@@ -287,6 +287,44 @@ FKV_TEST(a_value_only_on_bs_ssd_is_pushed_and_a_failed_push_drops_it)
 	fkv_master_destroy(F.m);
 }
 
+FKV_TEST(lookup_names_the_source_a_get_would_use_and_holds_nothing)
+{
+	struct fkv_master_node_info ni;
+	struct fkv_master_stats st;
+	struct fkv_get_result g;
+	uint64_t pid, hb;
+
+	setup();
+	hb = put_on(B, "k", 3 * U + 5, 7, &pid);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_lookup(F.m, "k", 1, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE);
+	FKV_ASSERT_EQ(g.len, 3 * U + 5);
+	FKV_ASSERT_EQ(g.put_id, pid);
+	FKV_ASSERT_EQ(g.handle, hb);
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT_EQ(st.holds, 0);		/* no pull is coming */
+	FKV_ASSERT_EQ(st.gets, 0);
+	FKV_ASSERT_EQ(st.remote_gets, 0);
+	FKV_ASSERT_EQ(st.lookups, 1);
+	FKV_ASSERT_EQ(fkv_master_node_info(F.m, B, &ni), 0);
+	FKV_ASSERT_EQ(ni.remote_gets, 0);
+	/* B's own DRAM for B; a miss for both */
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_lookup(F.m, "k", 1, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_MEMORY);
+	FKV_ASSERT_EQ(fkv_master_lookup(F.m, "nope", 4, &g), -ENOENT);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_NONE);
+	FKV_ASSERT_EQ(fkv_master_lookup(F.m, "", 0, &g), -EINVAL);
+	/* the same choice as GET_START, which does hold */
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "k", 1, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE);
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT_EQ(st.holds, 1);
+	fkv_master_destroy(F.m);
+}
+
 FKV_TEST(a_replica_being_pulled_is_not_evicted_until_the_puller_reports)
 {
 	struct fkv_master_stats st;

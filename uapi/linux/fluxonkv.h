@@ -323,6 +323,36 @@ struct fluxonkv_publish {
 };
 #define FLUXONKV_PUBLISH_SIZE_VER0	40
 #define FLUXONKV_PUBLISH_F_PERSIST	(1U << 0)
+
+/**
+ * struct fluxonkv_lookup - FLUXONKV_IOC_LOOKUP: does a key have a value?
+ * @size: in: sizeof(struct fluxonkv_lookup).
+ * @key_len: in: 1..FLUXONKV_KEY_MAX.
+ * @key_ptr: in: user pointer to the key bytes.
+ * @flags: in: must be zero.
+ * @len: out: the value's length.
+ * @put_id: out: its version.
+ * @source: out: enum fluxonkv_source: where a get would read it now.
+ * @reserved0: must be zero.
+ * @reserved: must be zero.
+ *
+ * ENOENT if the key has no value.  Takes no holder, starts no refill or
+ * transfer and counts as no access for eviction: an existence or size
+ * check that leaves the cache as it was.  The answer may be stale by the
+ * time the caller acts on it (a get can still miss).
+ */
+struct fluxonkv_lookup {
+	__u32 size;
+	__u32 key_len;
+	__u64 key_ptr;
+	__u64 flags;
+	__u64 len;
+	__u64 put_id;
+	__u32 source;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+#define FLUXONKV_LOOKUP_SIZE_VER0	64
 /* Largest chunk one FLUXONKV_IOC_SSD_STAGE reads; pushes use 4 MiB. */
 #define FLUXONKV_SSD_CHUNK_MAX		(16ULL << 20)
 #define FLUXONKV_SSD_CHUNK		(4ULL << 20)
@@ -342,6 +372,7 @@ struct fluxonkv_publish {
 #define FLUXONKV_IOC_SSD_STAGE	_IOWR(FLUXONKV_IOC_MAGIC, 0x07, struct fluxonkv_ssd_stage)
 #define FLUXONKV_IOC_TARGET	_IOWR(FLUXONKV_IOC_MAGIC, 0x08, struct fluxonkv_target)
 #define FLUXONKV_IOC_PUBLISH	_IOW(FLUXONKV_IOC_MAGIC, 0x09, struct fluxonkv_publish)
+#define FLUXONKV_IOC_LOOKUP	_IOWR(FLUXONKV_IOC_MAGIC, 0x0a, struct fluxonkv_lookup)
 
 /*
  * mmap of the device: read-only for everyone but a file description opened
@@ -432,6 +463,10 @@ enum fluxonkv_cmd {
 	 * the request yet drops it: nothing reserved, evicted or routed for
 	 * a caller that is gone. */
 	FLUXONKV_CMD_CANCEL,
+	/* upcall KEY -> SOURCE + PUT_ID + LEN or -ENOENT, like GET_START but
+	 * the master only reads its route: no hold on a source, no eviction
+	 * touch, no transfer (FLUXONKV_IOC_LOOKUP). */
+	FLUXONKV_CMD_LOOKUP,
 
 	__FLUXONKV_CMD_MAX,
 	FLUXONKV_CMD_MAX = __FLUXONKV_CMD_MAX - 1

@@ -77,6 +77,7 @@ int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m)
 		{ "master_published", st.published },
 		{ "master_gets", st.gets },
 		{ "master_get_misses", st.get_misses },
+		{ "master_lookups", st.lookups },
 		{ "master_deletes", st.deletes },
 		{ "master_evictions", st.evictions },
 		{ "master_evicted_bytes", st.evicted_bytes },

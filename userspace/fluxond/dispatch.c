@@ -46,6 +46,7 @@ static const struct {
 	[FLUXONKV_CMD_DUMP] = { "DUMP", 0, false },
 	/* consumed by nl.c's look-ahead, never dispatched */
 	[FLUXONKV_CMD_CANCEL] = { "CANCEL", A(REQ_ID), false },
+	[FLUXONKV_CMD_LOOKUP] = { "LOOKUP", A(REQ_ID) | A(KEY), true },
 };
 
 #define NCMDS	(sizeof(cmds) / sizeof(cmds[0]))
@@ -143,6 +144,15 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 		if (g.source == FLUXONKV_SOURCE_MEMORY) {
 			r->handle = g.handle;
 			r->present |= A(HANDLE);
+		}
+		break;
+	case FLUXONKV_CMD_LOOKUP:
+		r->status = fkv_master_lookup(m, u->key, u->key_len, &g);
+		if (!r->status) {
+			r->source = g.source;
+			r->put_id = g.put_id;
+			r->len = g.len;
+			r->present = A(SOURCE) | A(PUT_ID) | A(LEN);
 		}
 		break;
 	case FLUXONKV_CMD_GET_DONE:

@@ -844,22 +844,17 @@ static bool replica_live(const struct fkv_master *m,
 	return n->live && rep->tomb_tag == n->incarnation;
 }
 
-int fkv_master_get_start(struct fkv_master *m, const void *key,
-			 size_t key_len, struct fkv_get_result *res)
+/*
+ * Where a get of route @r by the caller would read, into @res (reference
+ * §4: memory first -- our own, then another node's -- then our SSD, then
+ * another node's): SOURCE_NONE if no replica is live.  Changes nothing.
+ */
+static void pick_source(const struct fkv_master *m, const struct fkv_route *r,
+			struct fkv_get_result *res)
 {
 	const struct fkv_replica *rep, *remote = NULL, *remote_ssd = NULL;
-	const struct fkv_route *r;
 	uint32_t i;
 
-	memset(res, 0, sizeof(*res));
-	if (!fkv_key_valid(key, key_len))
-		return -EINVAL;
-	m->st.gets++;
-	r = fkv_routes_lookup(m->routes, key, key_len);
-	if (!r) {
-		m->st.get_misses++;
-		return -ENOENT;
-	}
 	rep = fkv_routes_replica_of(r, m->caller);
 	if (rep && !replica_live(m, rep))
 		rep = NULL;
@@ -876,37 +871,79 @@ int fkv_master_get_start(struct fkv_master *m, const void *key,
 			remote_ssd = o;
 	}
 	res->put_id = r->put_id;
-	/* Memory first (reference §4): our own, then another node's. */
 	if (rep && rep->mem_handle) {
-		fkv_evict_touch(caller(m)->policy, rep->mem_handle);
 		res->source = FLUXONKV_SOURCE_MEMORY;
 		res->handle = rep->mem_handle;
 		res->len = rep->mem_len;
 	} else if (remote) {
-		fkv_evict_touch(m->nodes[remote->node].policy,
-				remote->mem_handle);
-		hold_add(m, remote->mem_handle, m->caller, r->put_id);
-		m->st.remote_gets++;
-		m->nodes[remote->node].remote_gets++;
 		res->source = FLUXONKV_SOURCE_REMOTE;
 		res->handle = remote->mem_handle;
 		res->len = remote->mem_len;
 		res->node = remote->node;
 		res->addr = m->nodes[remote->node].addr;
 	} else if (rep && rep->ssd) {
-		m->st.ssd_gets++;
 		res->source = FLUXONKV_SOURCE_SSD;
 		res->len = rep->ssd_len;
 	} else if (remote_ssd) {
-		/* The SSD owner pushes it in chunks (reference §5.3). */
-		m->st.remote_ssd_gets++;
-		m->nodes[remote_ssd->node].remote_gets++;
 		res->source = FLUXONKV_SOURCE_REMOTE_SSD;
 		res->len = remote_ssd->ssd_len;
 		res->node = remote_ssd->node;
 		res->addr = m->nodes[remote_ssd->node].addr;
-	} else {
+	}
+}
+
+int fkv_master_get_start(struct fkv_master *m, const void *key,
+			 size_t key_len, struct fkv_get_result *res)
+{
+	const struct fkv_route *r;
+
+	memset(res, 0, sizeof(*res));
+	if (!fkv_key_valid(key, key_len))
+		return -EINVAL;
+	m->st.gets++;
+	r = fkv_routes_lookup(m->routes, key, key_len);
+	if (r)
+		pick_source(m, r, res);
+	switch (res->source) {
+	case FLUXONKV_SOURCE_MEMORY:
+		fkv_evict_touch(caller(m)->policy, res->handle);
+		break;
+	case FLUXONKV_SOURCE_REMOTE:
+		fkv_evict_touch(m->nodes[res->node].policy, res->handle);
+		hold_add(m, res->handle, m->caller, r->put_id);
+		m->st.remote_gets++;
+		m->nodes[res->node].remote_gets++;
+		break;
+	case FLUXONKV_SOURCE_SSD:
+		m->st.ssd_gets++;
+		break;
+	case FLUXONKV_SOURCE_REMOTE_SSD:
+		/* The SSD owner pushes it in chunks (reference §5.3). */
+		m->st.remote_ssd_gets++;
+		m->nodes[res->node].remote_gets++;
+		break;
+	default:
+		memset(res, 0, sizeof(*res));
 		m->st.get_misses++;
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int fkv_master_lookup(struct fkv_master *m, const void *key, size_t key_len,
+		      struct fkv_get_result *res)
+{
+	const struct fkv_route *r;
+
+	memset(res, 0, sizeof(*res));
+	if (!fkv_key_valid(key, key_len))
+		return -EINVAL;
+	m->st.lookups++;
+	r = fkv_routes_lookup(m->routes, key, key_len);
+	if (r)
+		pick_source(m, r, res);
+	if (res->source == FLUXONKV_SOURCE_NONE) {
+		memset(res, 0, sizeof(*res));
 		return -ENOENT;
 	}
 	return 0;

@@ -88,7 +88,7 @@ struct fkv_master_stats {
 	size_t routes, inflight, policy_objects, mem_replicas;
 	uint64_t policy_bytes;
 	uint64_t puts, published, superseded, aborted, expired;
-	uint64_t gets, get_misses, deletes, accesses;
+	uint64_t gets, get_misses, lookups, deletes, accesses;
 	uint64_t evictions, evicted_bytes, drops;
 	uint64_t need_room, need_room_enospc, need_room_by_address;
 	uint64_t ssd_capacity, ssd_bytes;
@@ -275,6 +275,12 @@ void fkv_master_ssd_evicted(struct fkv_master *m, const void *key,
  */
 int fkv_master_get_start(struct fkv_master *m, const void *key,
 			 size_t key_len, struct fkv_get_result *res);
+/*
+ * LOOKUP {KEY} -> SOURCE + PUT_ID + LEN as GET_START would choose, or
+ * -ENOENT; holds no source, touches no eviction order, counts no get.
+ */
+int fkv_master_lookup(struct fkv_master *m, const void *key, size_t key_len,
+		      struct fkv_get_result *res);
 /*
  * GET_DONE {KEY, PUT_ID, HANDLE, LEN, SOURCE} -> FLAGS: after an SSD refill,
  * FLUXONKV_GET_F_PROMOTED if HANDLE became the memory replica (current

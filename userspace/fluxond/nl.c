@@ -218,6 +218,7 @@ static const struct nla_policy *upcall_policy(uint8_t cmd)
 	case FLUXONKV_CMD_PUT_DONE:	return put_done_policy;
 	case FLUXONKV_CMD_PUT_ABORT:	return put_abort_policy;
 	case FLUXONKV_CMD_GET_START:	return get_start_policy;
+	case FLUXONKV_CMD_LOOKUP:	return get_start_policy;
 	case FLUXONKV_CMD_GET_DONE:	return get_done_policy;
 	case FLUXONKV_CMD_GET_REVOKE:	return get_revoke_policy;
 	case FLUXONKV_CMD_DELETE:	return delete_policy;

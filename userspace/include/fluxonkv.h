@@ -104,6 +104,23 @@ int fkv_put(struct fkv *kv, const void *key, size_t key_len,
 int fkv_get(struct fkv *kv, const void *key, size_t key_len,
 	    struct fkv_holder *out);
 
+/* What fkv_lookup() found. */
+struct fkv_lookup {
+	size_t len;		/* value length */
+	uint64_t put_id;	/* version of the value */
+	unsigned int source;	/* enum fluxonkv_source: where a get would read it */
+};
+
+/*
+ * Whether @key has a value, and its length, without reading it: 0 and *@out
+ * filled, -ENOENT if not (*@out zeroed).  Takes no holder, triggers no SSD
+ * refill or remote transfer and counts no access for eviction.  The answer
+ * may be stale by the time the caller acts on it.  -ENOTTY: the module
+ * predates FLUXONKV_IOC_LOOKUP.
+ */
+int fkv_lookup(struct fkv *kv, const void *key, size_t key_len,
+	       struct fkv_lookup *out);
+
 /*
  * Release a holder taken through @kv and zero *@h on success.  Releasing a
  * zeroed (never taken or already released) holder returns -EINVAL.

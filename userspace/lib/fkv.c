@@ -228,6 +228,34 @@ int fkv_get(struct fkv *kv, const void *key, size_t key_len,
 	return 0;
 }
 
+int fkv_lookup(struct fkv *kv, const void *key, size_t key_len,
+	       struct fkv_lookup *out)
+{
+	struct fluxonkv_lookup lk;
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (!kv)
+		return -EINVAL;
+	err = fkv_check_key(kv, key, key_len);
+	if (err)
+		return err;
+
+	memset(&lk, 0, sizeof(lk));
+	lk.size = sizeof(lk);
+	lk.key_len = key_len;
+	lk.key_ptr = (uintptr_t)key;
+	err = fkv_ioctl(kv->fd, FLUXONKV_IOC_LOOKUP, &lk);
+	if (err)
+		return err;
+	out->len = lk.len;
+	out->put_id = lk.put_id;
+	out->source = lk.source;
+	return 0;
+}
+
 int fkv_holder_release(struct fkv *kv, struct fkv_holder *h)
 {
 	int err;

@@ -1,20 +1,20 @@
 # SPDX-License-Identifier: GPL-2.0
 """fluxonkv: Python client of the fluxonkv node-local cache.
 
-A stdlib-only ctypes wrapper over libfluxonkv.so (see README.md next to this
-package for where the library is looked for)::
+A compiled extension (fluxonkv._native, the CPython C API over
+libfluxonkv; see README.md next to this package)::
 
     import fluxonkv
 
     with fluxonkv.Store() as kv:
         put_id = kv.put("layer0/kv", payload)      # any contiguous buffer
         with kv.get("layer0/kv") as h:             # None on a miss
-            consume(h.view())                      # zero-copy, read-only
+            consume(memoryview(h))                 # zero-copy, read-only
         kv.delete("layer0/kv")                     # False if it was missing
 """
 from .errors import FluxonKVError
-from .holder import MemHolder
+from ._native import Lookup, MemHolder
 from .store import Info, Store
 
-__all__ = ["Store", "MemHolder", "FluxonKVError", "Info"]
+__all__ = ["Store", "MemHolder", "Lookup", "FluxonKVError", "Info"]
 __version__ = "0.1.0"

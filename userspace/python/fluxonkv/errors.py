@@ -8,7 +8,7 @@ class FluxonKVError(OSError):
 
     ``errno`` is the positive errno (``errno.E2BIG``, ``errno.ENOTCONN``...),
     ``strerror`` the text of ``fkv_strerror()``, ``op`` the operation that
-    failed ("open", "put", "get", "delete", "release", "info", "load").
+    failed ("open", "put", "get", "delete", "release", "lookup", "info").
 
     A miss is not an error: ``Store.get`` returns None and ``Store.delete``
     returns False.  KeyError is never raised.

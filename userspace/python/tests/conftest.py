@@ -7,8 +7,8 @@ tools/vm/run) with the paths selftests/run_tests exports:
 
   FLUXONKV_KO     kmod/fluxonkv.ko
   FLUXOND         BUILD/fluxond
-  FLUXONKV_LIB    BUILD/libfluxonkv.so (else FLUXONKV_BUILD/libfluxonkv.so,
-                  else the package's own search)
+
+and the extension built in place (``make python``: fluxonkv/_native*.so).
 
 Everywhere else they are skipped with the reason; the tests that need no
 device (tests/test_local.py) run anywhere.
@@ -25,6 +25,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -37,18 +38,6 @@ SYSFS = Path("/sys/kernel/fluxonkv")
 DEV = Path("/dev/fluxonkv")
 DAEMON_LOG = "/tmp/fluxonkv-pytest-fluxond.log"
 SEGMENT_MB = 128
-
-
-def _set_lib_env():
-    """FLUXONKV_LIB from FLUXONKV_BUILD when only the build dir is given."""
-    build = os.environ.get("FLUXONKV_BUILD")
-    if not os.environ.get("FLUXONKV_LIB") and build:
-        lib = Path(build) / "libfluxonkv.so"
-        if lib.exists():
-            os.environ["FLUXONKV_LIB"] = str(lib)
-
-
-_set_lib_env()
 
 
 def sysfs(name):
@@ -78,10 +67,9 @@ def _why_not():
     if not daemon or not os.access(daemon, os.X_OK):
         return f"FLUXOND={daemon!r} is not an executable fluxond"
     try:
-        from fluxonkv import _lib
-        _lib.load()
-    except OSError as e:
-        return f"libfluxonkv.so: {e}"
+        import fluxonkv._native  # noqa: F401
+    except ImportError as e:
+        return f"fluxonkv._native: {e} (run 'make python')"
     return None
 
 
@@ -113,6 +101,36 @@ class Env:
 
     sysfs = staticmethod(sysfs)
     wait_sysfs = staticmethod(wait_sysfs)
+
+    def call_with_daemon_stopped(self, call, spin=0.3):
+        """Run @call in a thread while fluxond is stopped (SIGSTOP) and
+        check that this thread keeps running Python code meanwhile and
+        that the call is still waiting in the kernel; then let the daemon
+        go and return the call's result.  A call that held the GIL while
+        it waits could not let this thread spin."""
+        done, errors = [], []
+
+        def run():
+            try:
+                done.append(call())
+            except BaseException as e:  # reported below
+                errors.append(e)
+
+        os.kill(self.daemon.pid, signal.SIGSTOP)
+        try:
+            th = threading.Thread(target=run)
+            th.start()
+            deadline = time.monotonic() + spin
+            spins = 0
+            while time.monotonic() < deadline:  # pure Python, needs the GIL
+                spins += 1
+            assert spins > 1000
+            assert th.is_alive() and not done  # still in the kernel
+        finally:
+            os.kill(self.daemon.pid, signal.SIGCONT)
+        th.join(30)
+        assert not th.is_alive() and errors == [] and len(done) == 1
+        return done[0]
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """One Store shared by several threads: every value read is the one written."""
-import os
-import signal
 import threading
-import time
 
 from conftest import pattern
 
@@ -70,32 +67,10 @@ def test_threads_share_one_holder(kv, key):
 
 
 def test_calls_release_the_gil_while_in_the_kernel(kv, key, fluxon_env):
-    """A put waiting on a stopped daemon must not stop other threads.
-
-    With fluxond stopped (SIGSTOP) a put blocks in the kernel until the
-    daemon answers.  If the call held the GIL, this thread could not run
-    Python code until the put returned; it must, while the put still waits.
-    """
-    daemon = fluxon_env.daemon
+    """A put waiting on a stopped daemon must not stop other threads."""
     k = key()
-    done = []
-
-    def blocked_put():
-        done.append(kv.put_many({k: b"waits for the daemon"}))
-
-    os.kill(daemon.pid, signal.SIGSTOP)
-    try:
-        th = threading.Thread(target=blocked_put)
-        th.start()
-        deadline = time.monotonic() + 0.5
-        spins = 0
-        while time.monotonic() < deadline:  # pure Python, needs the GIL
-            spins += 1
-        assert spins > 1000
-        assert th.is_alive() and not done  # the put is still in the kernel
-    finally:
-        os.kill(daemon.pid, signal.SIGCONT)
-    th.join(30)
-    assert len(done) == 1 and done[0][0] > 0
+    put_ids = fluxon_env.call_with_daemon_stopped(
+        lambda: kv.put_many({k: b"waits for the daemon"}), spin=0.5)
+    assert len(put_ids) == 1 and put_ids[0] > 0
     with kv.get(k) as h:
         assert bytes(h) == b"waits for the daemon"
