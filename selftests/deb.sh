@@ -364,16 +364,21 @@ tools_report() {
 python_binding() {
 	# from / so that only the installed package can be imported
 	in_root sh -c 'cd / && python3 -c "
-import fluxonkv, sys
-assert fluxonkv.__file__.startswith(\"/usr/lib/python3/dist-packages/\"), fluxonkv.__file__
+import fluxonkv, fluxonkv._native, sys
+for m in (fluxonkv, fluxonkv._native):
+    assert m.__file__.startswith(\"/usr/lib/python3/dist-packages/fluxonkv/\"), m.__file__
 with fluxonkv.Store() as kv:
     kv.put(\"py/key\", b\"from python3-fluxonkv\")
-    h = kv.get(\"py/key\")
-    with h:
-        got = bytes(h.view())
-assert got == b\"from python3-fluxonkv\", got
-print(\"# python3-fluxonkv:\", fluxonkv.__file__)
-"' && [ "$(in_root fluxonctl get py/key)" = "from python3-fluxonkv" ]
+    with kv.get(\"py/key\") as h:
+        got = bytes(memoryview(h))	# the buffer protocol, zero copy until bytes()
+    assert got == b\"from python3-fluxonkv\", got
+    with kv.get(\"a-3\") as h:	# a value of the demo load, put by C
+        assert len(memoryview(h)) == 1048448, len(memoryview(h))
+print(\"# python3-fluxonkv:\", fluxonkv._native.__file__)
+"' && [ "$(in_root fluxonctl get py/key)" = "from python3-fluxonkv" ] &&
+		# the extension links the packaged shared library
+		in_root sh -c 'ldd /usr/lib/python3/dist-packages/fluxonkv/_native*.so' |
+		grep -q 'libfluxonkv.so.1 => /lib/x86_64-linux-gnu/libfluxonkv.so.1\|libfluxonkv.so.1 => /usr/lib/x86_64-linux-gnu/libfluxonkv.so.1'
 }
 
 remove_purge() {
