@@ -19,8 +19,9 @@
 # The guest's root is the host's, read-only over 9p: the packages go into
 # an overlay of it (upper layer on tmpfs), chrooted into, so nothing is
 # ever installed on the host.  In that root: dpkg -i the .debs (no
-# network: their dependencies are the host's), which runs the real dkms
-# add/build/install of fluxon-dkms against the guest kernel's headers;
+# network: their dependencies are the host's), whose postinst runs the
+# real dkms add/build/install (or ldtarball/install, above) of
+# fluxonkv-dkms for the guest kernel;
 # modprobe loads the DKMS-built module with the packaged modprobe.d
 # options; one YAML declares DRAM + an SSD tier (ext4 on a virtio disk);
 # fluxond starts the way fluxond.service starts it (see start_service: the
@@ -29,8 +30,9 @@
 # same way and every value put before the kill is served, byte for byte;
 # the packaged Python module works from the installed location.
 #
-# TAP on stdout and in $FLUXON_RESULTS/deb.tap; fluxond's logs, dkms's
-# make.log and the timings next to it.
+# TAP on stdout and in $FLUXON_RESULTS/deb.tap; dpkg's output (a
+# timestamp per line), dkms's make.log, fluxond's logs and the loads'
+# summaries next to it.
 set -uo pipefail
 # shellcheck disable=SC2317 # the steps run through check()
 
