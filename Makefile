@@ -243,5 +243,6 @@ install:
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) O= clean 2>/dev/null || true
 	rm -rf $(O)
+	rm -f $(PY_DIR)/fluxonkv/_native*.so
 
 -include $(shell find $(O) -name '*.d' -type f 2>/dev/null)

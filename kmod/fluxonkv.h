@@ -56,10 +56,9 @@ struct fluxonkv_segment {
 	void *vaddr;			/* kernel mapping of all pages */
 	unsigned int chunks;		/* high-order chunks it was built from */
 
-	spinlock_t lock;		/* protects map, used, hint, allocs */
-	unsigned long *map;		/* one bit per FLUXONKV_SEGMENT_ALIGN */
-	unsigned long nbits;
-	unsigned long hint;		/* next-fit start */
+	spinlock_t lock;		/* protects free, nfree, used, allocs */
+	struct rb_root free;		/* free extents, by offset (segment.c) */
+	unsigned long nfree;		/* how many */
 	u64 used;			/* bytes allocated */
 	struct rb_root allocs;		/* every live alloc, by offset */
 	/* Room waiters sleep here until an alloc is freed (@frees moves). */
@@ -77,6 +76,9 @@ struct fluxonkv_segment {
  * @owner: the handle of the replica whose bytes these are, 0 while none
  *	(a put copying in, a refill, staging); read under the segment lock
  *	to pick eviction victims by address.
+ * @spare: the free extent its range becomes if it merges with neither
+ *	neighbour when freed: allocated with the range, so freeing never
+ *	allocates.
  */
 struct fluxonkv_alloc {
 	struct kref ref;
@@ -85,9 +87,11 @@ struct fluxonkv_alloc {
 	u64 len;
 	struct rb_node node;
 	u64 owner;
+	struct fluxonkv_extent *spare;
 };
 
 int fluxonkv_segment_init(size_t size);
+void fluxonkv_segment_free_stats(unsigned long *extents, u64 *largest);
 void fluxonkv_segment_exit(void);
 struct fluxonkv_alloc *fluxonkv_alloc_new(u64 len);
 static inline void fluxonkv_alloc_get(struct fluxonkv_alloc *a)
@@ -132,13 +136,15 @@ struct fluxonkv_replica {
 	u8 key[];
 };
 
-void fluxonkv_removal_begin(void);
-void fluxonkv_removal_end(void);
+void fluxonkv_removal_begin(const u8 *key, u32 key_len);
+void fluxonkv_removal_end(const u8 *key, u32 key_len);
+void fluxonkv_removal_all_begin(void);
+void fluxonkv_removal_all_end(void);
 void fluxonkv_put_inflight_add(const u8 *key, u32 key_len, int delta);
 unsigned int fluxonkv_look_begin(const u8 *key, u32 key_len, bool *unsure);
-bool fluxonkv_look_stable(unsigned int seq);
+bool fluxonkv_look_stable(const u8 *key, u32 key_len, unsigned int seq);
 int fluxonkv_replica_init(void);
-void fluxonkv_replica_set_node(u32 node_id);
+void fluxonkv_replica_set_node(u32 node_id, bool renumber);
 u32 fluxonkv_replica_node(void);
 void fluxonkv_replica_exit(void);
 struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,
@@ -156,7 +162,6 @@ struct fluxonkv_alloc *fluxonkv_handle_lookup(u64 handle, const u8 *key,
 					      u32 key_len, u64 put_id);
 struct fluxonkv_replica *fluxonkv_handle_replica(u64 handle, u64 put_id);
 unsigned long fluxonkv_replica_count(void);
-void fluxonkv_replica_renumber(u32 node_id);
 unsigned long fluxonkv_replica_drop_unindexed(void);
 struct sk_buff;
 struct netlink_callback;
@@ -198,6 +203,7 @@ struct fluxonkv_session {
 	struct fluxonkv_user *user;
 	atomic_t nholders;		/* entries in @holders */
 	struct list_head node;		/* on the session list (debugfs) */
+	u64 serial;			/* its place in that list */
 	pid_t pid;			/* opener, for debugfs */
 	/* Opened for writing: may put and delete (read-only: get only). */
 	bool writable;
@@ -217,7 +223,7 @@ void fluxonkv_session_free(struct fluxonkv_session *s);
 int fluxonkv_holder_add(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 			u64 *id);
 int fluxonkv_holder_release(struct fluxonkv_session *s, u64 id);
-int fluxonkv_holders_show(struct seq_file *m, void *unused);
+int fluxonkv_holders_open(struct inode *inode, struct file *file);
 
 /* ---- kv.c: put / get / delete flows ---- */
 
@@ -418,7 +424,7 @@ u64 fluxonkv_ssd_used(void);
 u64 fluxonkv_ssd_meta_bytes(void);
 int fluxonkv_ssd_dump(struct sk_buff *skb, struct netlink_callback *cb,
 		      long *bkt, long *pos);
-int fluxonkv_rings_show(struct seq_file *m, void *unused);
+int fluxonkv_rings_open(struct inode *inode, struct file *file);
 
 /* ---- main.c: module state shared by all files ---- */
 

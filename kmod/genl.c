@@ -725,6 +725,7 @@ static int fluxonkv_nl_register(struct sk_buff *skb, struct genl_info *info)
 	u32 flags = fluxonkv_attr_u32(info, FLUXONKV_A_FLAGS);
 	u32 node_id = fluxonkv_attr_u32(info, FLUXONKV_A_NODE_ID);
 	pid_t pid = task_tgid_nr(current);
+	bool renumber = false;
 	int ret;
 
 	/*
@@ -779,7 +780,7 @@ retry:
 				pr_info("%lu kept replicas were never published: dropped\n",
 					n);
 			fluxonkv_access_forget();	/* old numbers */
-			fluxonkv_replica_renumber(node_id);
+			renumber = true;
 			flags |= FLUXONKV_REGISTER_F_ADOPT;
 		} else {
 			fluxonkv_replica_drop_all();
@@ -790,10 +791,10 @@ retry:
 	WRITE_ONCE(fluxonkv_daemon.flags, flags);
 	/*
 	 * No handle of a previous daemon survives its teardown (waited for
-	 * above) unless renumbered just now, so the node id changes only
+	 * above) unless renumbered here, so the node id changes only
 	 * between two sets of handles.
 	 */
-	fluxonkv_replica_set_node(node_id);
+	fluxonkv_replica_set_node(node_id, renumber);
 	atomic64_inc_return(&fluxonkv_daemon_gen);
 	if (fluxonkv_daemon.sk != NETLINK_CB(skb).sk) {
 		sock_hold(NETLINK_CB(skb).sk);

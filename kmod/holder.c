@@ -29,11 +29,13 @@
 static atomic64_t fluxonkv_holder_next = ATOMIC64_INIT(0);
 
 /*
- * Protects fluxonkv_sessions (the list, for debugfs) and fluxonkv_users
- * (the table and every user's @sessions).
+ * Protects fluxonkv_sessions (the list, for debugfs, in the order of
+ * @serial), fluxonkv_session_serial and fluxonkv_users (the table and
+ * every user's @sessions).
  */
 static DEFINE_MUTEX(fluxonkv_sessions_lock);
 static LIST_HEAD(fluxonkv_sessions);
+static u64 fluxonkv_session_serial;
 
 struct fluxonkv_user {
 	struct hlist_node node;		/* in fluxonkv_users (sessions lock) */
@@ -119,6 +121,7 @@ struct fluxonkv_session *fluxonkv_session_new(bool writable, bool privileged)
 			return NULL;
 		}
 	}
+	s->serial = ++fluxonkv_session_serial;
 	list_add_tail(&s->node, &fluxonkv_sessions);
 	mutex_unlock(&fluxonkv_sessions_lock);
 	return s;
@@ -201,23 +204,128 @@ int fluxonkv_holder_release(struct fluxonkv_session *s, u64 id)
 	return 0;
 }
 
-int fluxonkv_holders_show(struct seq_file *m, void *unused)
-{
-	struct fluxonkv_session *s;
-	struct fluxonkv_alloc *a;
-	unsigned long id;
+/*
+ * debugfs `holders`: a seq_file whose cursor is (session serial, holder
+ * id).  The sessions mutex is held for one buffer fill (it only orders
+ * opens and closes), each session's xarray lock only while one holder is
+ * found and copied: gets and releases never wait for the printing, and a
+ * buffer refill resumes at the cursor instead of starting over.
+ */
+struct fluxonkv_holders_iter {
+	loff_t index;			/* the *pos the cursor stands for */
+	u64 serial;			/* cursor: session ... */
+	unsigned long id;		/* ... and holder id in it */
+	struct fluxonkv_session *s;	/* that session, start..stop only */
+	/* the holder found, copied under the xarray lock */
+	pid_t pid;
+	u64 offset, len;
+	unsigned int refs;
+};
 
-	seq_puts(m, "pid\tholder\toffset\tlen\trefs\n");
-	mutex_lock(&fluxonkv_sessions_lock);
-	list_for_each_entry(s, &fluxonkv_sessions, node) {
-		xa_lock(&s->holders);
-		xa_for_each(&s->holders, id, a)
-			seq_printf(m, "%d\t%lu\t%llu\t%llu\t%u\n", s->pid, id,
-				   a->offset, a->len, kref_read(&a->ref));
-		xa_unlock(&s->holders);
+/* The first holder at or after the cursor, into @it; false at the end. */
+static bool fluxonkv_holders_find(struct fluxonkv_holders_iter *it)
+{
+	struct fluxonkv_session *s = it->s;
+	struct fluxonkv_alloc *a;
+
+	lockdep_assert_held(&fluxonkv_sessions_lock);
+	if (!s) {
+		list_for_each_entry(s, &fluxonkv_sessions, node)
+			if (s->serial >= it->serial)
+				break;
 	}
+	for (; !list_entry_is_head(s, &fluxonkv_sessions, node);
+	     s = list_next_entry(s, node)) {
+		if (s->serial != it->serial) {
+			it->serial = s->serial;
+			it->id = 0;
+		}
+		xa_lock(&s->holders);
+		a = xa_find(&s->holders, &it->id, ULONG_MAX, XA_PRESENT);
+		if (a) {
+			it->pid = s->pid;
+			it->offset = a->offset;
+			it->len = a->len;
+			it->refs = kref_read(&a->ref);
+		}
+		xa_unlock(&s->holders);
+		if (a) {
+			it->s = s;
+			return true;
+		}
+	}
+	it->s = NULL;
+	return false;
+}
+
+static void *fluxonkv_holders_start(struct seq_file *m, loff_t *pos)
+{
+	struct fluxonkv_holders_iter *it = m->private;
+	loff_t i;
+
+	mutex_lock(&fluxonkv_sessions_lock);
+	it->s = NULL;		/* sessions may have gone since the last fill */
+	if (!*pos)
+		return SEQ_START_TOKEN;
+	if (*pos != it->index) {
+		/* a seek: count from the first holder */
+		it->serial = 0;
+		it->id = 0;
+		for (i = 1; fluxonkv_holders_find(it) && i < *pos; i++)
+			it->id++;
+		it->index = *pos;
+		return it->s ? it : NULL;
+	}
+	return fluxonkv_holders_find(it) ? it : NULL;
+}
+
+static void *fluxonkv_holders_next(struct seq_file *m, void *v, loff_t *pos)
+{
+	struct fluxonkv_holders_iter *it = m->private;
+
+	if (v == SEQ_START_TOKEN) {
+		it->serial = 0;
+		it->id = 0;
+	} else {
+		it->id++;
+	}
+	it->index = ++*pos;
+	return fluxonkv_holders_find(it) ? it : NULL;
+}
+
+static void fluxonkv_holders_stop(struct seq_file *m, void *v)
+{
+	struct fluxonkv_holders_iter *it = m->private;
+
+	it->s = NULL;
 	mutex_unlock(&fluxonkv_sessions_lock);
+}
+
+static int fluxonkv_holders_show_one(struct seq_file *m, void *v)
+{
+	struct fluxonkv_holders_iter *it = v;
+
+	if (v == SEQ_START_TOKEN)
+		seq_puts(m, "pid\tholder\toffset\tlen\trefs\n");
+	else
+		seq_printf(m, "%d\t%lu\t%llu\t%llu\t%u\n", it->pid, it->id,
+			   it->offset, it->len, it->refs);
 	return 0;
+}
+
+static const struct seq_operations fluxonkv_holders_seq_ops = {
+	.start = fluxonkv_holders_start,
+	.next = fluxonkv_holders_next,
+	.stop = fluxonkv_holders_stop,
+	.show = fluxonkv_holders_show_one,
+};
+
+int fluxonkv_holders_open(struct inode *inode, struct file *file)
+{
+	struct fluxonkv_holders_iter *it;
+
+	it = __seq_open_private(file, &fluxonkv_holders_seq_ops, sizeof(*it));
+	return it ? 0 : -ENOMEM;
 }
 
 int fluxonkv_users_show(struct seq_file *m, void *unused)

@@ -947,7 +947,7 @@ int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 			continue;
 		}
 		if (local) {
-			if (!unsure && fluxonkv_look_stable(seq)) {
+			if (!unsure && fluxonkv_look_stable(key, key_len, seq)) {
 				atomic64_inc(&fluxonkv_stats.local_misses);
 				break;
 			}
@@ -1248,7 +1248,7 @@ int fluxonkv_lookup(const u8 *key, u32 key_len,
 		res->source = FLUXONKV_SOURCE_SSD;
 		return 0;
 	}
-	if (local && !unsure && fluxonkv_look_stable(seq))
+	if (local && !unsure && fluxonkv_look_stable(key, key_len, seq))
 		return -ENOENT;
 
 	ret = fluxonkv_upcall(FLUXONKV_CMD_LOOKUP, &args, &up);

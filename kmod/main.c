@@ -352,9 +352,14 @@ static struct dentry *fluxonkv_debugfs;
 
 static int fluxonkv_segment_show(struct seq_file *m, void *unused)
 {
-	seq_printf(m, "size\t%zu\nused\t%llu\npages\t%lu\nchunks\t%u\n",
+	unsigned long extents;
+	u64 largest;
+
+	fluxonkv_segment_free_stats(&extents, &largest);
+	seq_printf(m, "size\t%zu\nused\t%llu\npages\t%lu\nchunks\t%u\n"
+		   "free_extents\t%lu\nfree_largest\t%llu\n",
 		   fluxonkv_seg.size, fluxonkv_segment_used(),
-		   fluxonkv_seg.npages, fluxonkv_seg.chunks);
+		   fluxonkv_seg.npages, fluxonkv_seg.chunks, extents, largest);
 	return 0;
 }
 
@@ -384,9 +389,21 @@ static const struct file_operations fluxonkv_dbg_replicas_fops = {
 	.llseek = seq_lseek,
 	.release = seq_release,
 };
-FLUXONKV_DEBUGFS_SHOW(dbg_holders, fluxonkv_holders_show);
+static const struct file_operations fluxonkv_dbg_holders_fops = {
+	.owner = THIS_MODULE,
+	.open = fluxonkv_holders_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = seq_release_private,
+};
 FLUXONKV_DEBUGFS_SHOW(dbg_pending, fluxonkv_pending_show);
-FLUXONKV_DEBUGFS_SHOW(dbg_rings, fluxonkv_rings_show);
+static const struct file_operations fluxonkv_dbg_rings_fops = {
+	.owner = THIS_MODULE,
+	.open = fluxonkv_rings_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = seq_release_private,
+};
 FLUXONKV_DEBUGFS_SHOW(dbg_latency, fluxonkv_latency_show);
 FLUXONKV_DEBUGFS_SHOW(dbg_users, fluxonkv_users_show);
 

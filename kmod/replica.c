@@ -21,13 +21,16 @@
  * is indexed although the master routes to the new one.  Two things make
  * the view checkable: every removal of a route the index or the SSD routes
  * had is bracketed by fluxonkv_removal_begin()/_end(), and a put counts
- * itself in fluxonkv_put_inflight[] (by key hash) around PUT_DONE.  A get
- * that saw no removal start, end or run across its look, and no put of a
- * key in the same bucket in flight, saw what the master routes.
+ * itself in fluxonkv_put_inflight[] around PUT_DONE, both by key bucket (a
+ * seeded hash of the key).  A get that saw no removal of a key in its
+ * bucket start, end or run across its look, and no put of such a key in
+ * flight, saw what the master routes: route changes of other keys (1 in
+ * FLUXONKV_LOOK_BUCKETS share a bucket) do not make it ask the master.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/jhash.h>
+#include <linux/random.h>
 #include <linux/rhashtable.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -44,9 +47,30 @@ static const struct xa_limit fluxonkv_slot_limit =
 /* Stamped into new handles; set at daemon registration (genl.c). */
 static u32 fluxonkv_node_id;
 
-void fluxonkv_replica_set_node(u32 node_id)
+/*
+ * The node id stamped into new handles.  With @renumber, the replicas a
+ * previous daemon kept (FLUXONKV_REGISTER_F_KEEP) take it too.  Under the
+ * handle table's lock, as replica_new() stamps and stores a handle: a
+ * replica is either stored before (and renumbered) or stamped after.
+ * Called with the daemon lock held, before the new daemon learns any
+ * handle.
+ */
+void fluxonkv_replica_set_node(u32 node_id, bool renumber)
 {
+	struct fluxonkv_replica *r;
+	unsigned long slot;
+
+	xa_lock(&fluxonkv_handles);
+	if (renumber) {
+		xa_for_each(&fluxonkv_handles, slot, r) {
+			r->handle = (r->handle &
+				     ~((u64)FLUXONKV_NODE_MAX << 24)) |
+				    (u64)node_id << 24;
+			WRITE_ONCE(r->alloc->owner, r->handle);
+		}
+	}
 	WRITE_ONCE(fluxonkv_node_id, node_id);
+	xa_unlock(&fluxonkv_handles);
 }
 
 u32 fluxonkv_replica_node(void)
@@ -114,16 +138,20 @@ static const struct rhashtable_params fluxonkv_index_params = {
 	.automatic_shrinking = true,
 };
 
-/* Route removals in progress, and completed (see the comment on top). */
-static atomic_t fluxonkv_removing = ATOMIC_INIT(0);
-static atomic_t fluxonkv_removed_seq = ATOMIC_INIT(0);
-
-/* Puts between sending PUT_DONE and its answer, by key hash bucket. */
-#define FLUXONKV_PUT_BUCKETS	256
-static atomic_t fluxonkv_put_inflight[FLUXONKV_PUT_BUCKETS];
+/*
+ * By key bucket (see the comment on top): route removals in progress and
+ * completed, and puts between sending PUT_DONE and its answer.  The seed
+ * keeps anyone from aiming keys at another tenant's bucket.
+ */
+#define FLUXONKV_LOOK_BUCKETS	1024
+static atomic_t fluxonkv_removing[FLUXONKV_LOOK_BUCKETS];
+static atomic_t fluxonkv_removed_seq[FLUXONKV_LOOK_BUCKETS];
+static atomic_t fluxonkv_put_inflight[FLUXONKV_LOOK_BUCKETS];
+static u32 fluxonkv_look_seed;
 
 int fluxonkv_replica_init(void)
 {
+	fluxonkv_look_seed = get_random_u32();
 	return rhashtable_init(&fluxonkv_index, &fluxonkv_index_params);
 }
 
@@ -136,10 +164,9 @@ void fluxonkv_replica_exit(void)
 	rcu_barrier();	/* the replicas' kfree_rcu() */
 }
 
-/* For fluxonkv_put_inflight[]: any spread will do, it only says "maybe". */
-static u32 fluxonkv_key_hash(const u8 *key, u32 key_len)
+static unsigned int fluxonkv_look_bucket(const u8 *key, u32 key_len)
 {
-	return jhash(key, key_len, 0);
+	return jhash(key, key_len, fluxonkv_look_seed) % FLUXONKV_LOOK_BUCKETS;
 }
 
 static bool fluxonkv_key_eq(const struct fluxonkv_replica *r, const u8 *key,
@@ -148,26 +175,54 @@ static bool fluxonkv_key_eq(const struct fluxonkv_replica *r, const u8 *key,
 	return r->key_len == key_len && !memcmp(r->key, key, key_len);
 }
 
-/* Around anything that removes a route the index or SSD routes showed. */
-void fluxonkv_removal_begin(void)
+/*
+ * Around anything that removes a route of @key the index or SSD routes
+ * showed.  The full barriers pair with those of fluxonkv_look_begin() and
+ * fluxonkv_look_stable(): a look that read the bucket's counters before
+ * _begin() reads _end()'s sequence after it, or saw the removal running.
+ */
+void fluxonkv_removal_begin(const u8 *key, u32 key_len)
 {
-	atomic_inc(&fluxonkv_removing);
+	atomic_inc(&fluxonkv_removing[fluxonkv_look_bucket(key, key_len)]);
 	smp_mb__after_atomic();
 }
 
-void fluxonkv_removal_end(void)
+void fluxonkv_removal_end(const u8 *key, u32 key_len)
 {
+	unsigned int b = fluxonkv_look_bucket(key, key_len);
+
 	smp_mb__before_atomic();
-	atomic_inc(&fluxonkv_removed_seq);
+	atomic_inc(&fluxonkv_removed_seq[b]);
 	smp_mb__after_atomic();
-	atomic_dec(&fluxonkv_removing);
+	atomic_dec(&fluxonkv_removing[b]);
+}
+
+/* Around a removal of every route (the daemon went): every bucket. */
+void fluxonkv_removal_all_begin(void)
+{
+	unsigned int b;
+
+	for (b = 0; b < FLUXONKV_LOOK_BUCKETS; b++)
+		atomic_inc(&fluxonkv_removing[b]);
+	smp_mb__after_atomic();
+}
+
+void fluxonkv_removal_all_end(void)
+{
+	unsigned int b;
+
+	smp_mb__before_atomic();
+	for (b = 0; b < FLUXONKV_LOOK_BUCKETS; b++)
+		atomic_inc(&fluxonkv_removed_seq[b]);
+	smp_mb__after_atomic();
+	for (b = 0; b < FLUXONKV_LOOK_BUCKETS; b++)
+		atomic_dec(&fluxonkv_removing[b]);
 }
 
 /* Around PUT_DONE: @delta +1 before sending it, -1 once answered. */
 void fluxonkv_put_inflight_add(const u8 *key, u32 key_len, int delta)
 {
-	atomic_t *c = &fluxonkv_put_inflight[fluxonkv_key_hash(key, key_len) %
-					     FLUXONKV_PUT_BUCKETS];
+	atomic_t *c = &fluxonkv_put_inflight[fluxonkv_look_bucket(key, key_len)];
 
 	smp_mb__before_atomic();
 	atomic_add(delta, c);
@@ -181,28 +236,30 @@ void fluxonkv_put_inflight_add(const u8 *key, u32 key_len, int delta)
  * @unsure: out: true if a removal or a put of a key in the same bucket is
  *	in flight (then only the master can tell a miss).
  *
- * Return: a cookie for fluxonkv_look_stable().
+ * Return: a cookie for fluxonkv_look_stable() on the same key.
  */
 unsigned int fluxonkv_look_begin(const u8 *key, u32 key_len, bool *unsure)
 {
-	unsigned int seq = atomic_read(&fluxonkv_removed_seq);
+	unsigned int b = fluxonkv_look_bucket(key, key_len);
+	unsigned int seq = atomic_read(&fluxonkv_removed_seq[b]);
 
 	smp_mb();
-	*unsure = atomic_read(&fluxonkv_removing) ||
+	*unsure = atomic_read(&fluxonkv_removing[b]) ||
 		  atomic_read(&fluxonkv_index_failures) ||
-		  atomic_read(&fluxonkv_put_inflight[fluxonkv_key_hash(key, key_len) %
-						     FLUXONKV_PUT_BUCKETS]);
+		  atomic_read(&fluxonkv_put_inflight[b]);
 	smp_mb();
 	return seq;
 }
 
-/* True if no route removal overlapped the look begun with @seq. */
-bool fluxonkv_look_stable(unsigned int seq)
+/* True if no removal of a key in @key's bucket overlapped the look. */
+bool fluxonkv_look_stable(const u8 *key, u32 key_len, unsigned int seq)
 {
+	unsigned int b = fluxonkv_look_bucket(key, key_len);
+
 	smp_mb();
-	if (atomic_read_acquire(&fluxonkv_removing))
+	if (atomic_read_acquire(&fluxonkv_removing[b]))
 		return false;
-	return atomic_read(&fluxonkv_removed_seq) == seq;
+	return atomic_read(&fluxonkv_removed_seq[b]) == seq;
 }
 
 /**
@@ -247,16 +304,20 @@ struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,
 	 * The upper half makes a recycled slot a different handle, so a late
 	 * DROP_REPLICA for an old replica cannot hit a new one.
 	 */
+	xa_lock(&fluxonkv_handles);
 	r->handle = ((u64)(put_id & 0xffffffff) << 32) |
-		    ((u64)(fluxonkv_replica_node() & 0xff) << 24) | id;
-	ret = xa_err(xa_store(&fluxonkv_handles, id, r, GFP_KERNEL));
+		    ((u64)(fluxonkv_node_id & 0xff) << 24) | id;
+	/* the slot is reserved: storing allocates nothing */
+	ret = xa_err(__xa_store(&fluxonkv_handles, id, r, GFP_NOWAIT));
 	if (ret) {
-		xa_erase(&fluxonkv_handles, id);
+		__xa_erase(&fluxonkv_handles, id);
+		xa_unlock(&fluxonkv_handles);
 		kfree(r);
 		return ERR_PTR(ret);
 	}
 	/* names the bytes' owner to the segment's victim search */
 	WRITE_ONCE(alloc->owner, r->handle);
+	xa_unlock(&fluxonkv_handles);
 	atomic_long_inc(&fluxonkv_nr_replicas);
 	return r;
 }
@@ -281,7 +342,7 @@ void fluxonkv_replica_put(struct fluxonkv_replica *r)
 
 static void fluxonkv_unindex(struct fluxonkv_replica *r)
 {
-	fluxonkv_removal_begin();
+	fluxonkv_removal_begin(r->key, r->key_len);
 	spin_lock(&fluxonkv_index_lock);
 	if (r->indexed) {
 		rhashtable_remove_fast(&fluxonkv_index, &r->node,
@@ -289,7 +350,7 @@ static void fluxonkv_unindex(struct fluxonkv_replica *r)
 		r->indexed = false;
 	}
 	spin_unlock(&fluxonkv_index_lock);
-	fluxonkv_removal_end();
+	fluxonkv_removal_end(r->key, r->key_len);
 }
 
 static struct fluxonkv_replica *fluxonkv_handle_erase(u64 handle)
@@ -393,7 +454,7 @@ void fluxonkv_index_forget(const u8 *key, u32 key_len, u64 put_id)
 	struct fluxonkv_index_key k = { key, key_len };
 	struct fluxonkv_replica *cur;
 
-	fluxonkv_removal_begin();
+	fluxonkv_removal_begin(key, key_len);
 	spin_lock(&fluxonkv_index_lock);
 	cur = rhashtable_lookup_fast(&fluxonkv_index, &k,
 				     fluxonkv_index_params);
@@ -403,7 +464,7 @@ void fluxonkv_index_forget(const u8 *key, u32 key_len, u64 put_id)
 		cur->indexed = false;
 	}
 	spin_unlock(&fluxonkv_index_lock);
-	fluxonkv_removal_end();
+	fluxonkv_removal_end(key, key_len);
 }
 
 /**
@@ -509,25 +570,6 @@ struct fluxonkv_replica *fluxonkv_handle_replica(u64 handle, u64 put_id)
 		kref_get(&r->ref);
 	xa_unlock(&fluxonkv_handles);
 	return r;
-}
-
-/*
- * A daemon that keeps (FLUXONKV_REGISTER_F_KEEP) took over the replicas of
- * the previous one: their handles carry its node id from now on.  Called
- * with the daemon lock held, before the new daemon learns any handle.
- */
-void fluxonkv_replica_renumber(u32 node_id)
-{
-	struct fluxonkv_replica *r;
-	unsigned long slot;
-
-	xa_lock(&fluxonkv_handles);
-	xa_for_each(&fluxonkv_handles, slot, r) {
-		r->handle = (r->handle & ~((u64)FLUXONKV_NODE_MAX << 24)) |
-			    (u64)node_id << 24;
-		WRITE_ONCE(r->alloc->owner, r->handle);
-	}
-	xa_unlock(&fluxonkv_handles);
 }
 
 /*

@@ -8,16 +8,17 @@
  * be mapped individually.  The kernel sees it through one vmap; clients map
  * it read-only through a fault handler that maps 2 MiB windows.
  *
- * Ranges are allocated in FLUXONKV_SEGMENT_ALIGN granules from a bitmap with
- * a next-fit hint.  The bitmap is the single allocator; a range is freed only
- * when the last reference of its fluxonkv_alloc drops.
+ * Ranges are allocated in FLUXONKV_SEGMENT_ALIGN granules, first fit by
+ * address, from a tree of free extents (below); a range is freed only when
+ * the last reference of its fluxonkv_alloc drops, and merges with the free
+ * extents next to it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/bitmap.h>
 #include <linux/fs.h>
 #include <linux/gfp.h>
 #include <linux/mm.h>
+#include <linux/rbtree_augmented.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -26,10 +27,154 @@
 #include "fluxonkv.h"
 
 #define FLUXONKV_CHUNK_ORDER	min_t(unsigned int, 9, MAX_ORDER - 1)
-#define FLUXONKV_GRAIN_SHIFT	ilog2(FLUXONKV_SEGMENT_ALIGN)
 
 struct fluxonkv_segment fluxonkv_seg;
 static struct kmem_cache *fluxonkv_alloc_cache;
+static struct kmem_cache *fluxonkv_extent_cache;
+
+/*
+ * A free run of the segment.  Free extents never touch (a freed range
+ * merges with its neighbours); they sit in a tree by offset augmented with
+ * the largest extent of each subtree, so the lowest run that fits is found
+ * in O(log n) -- the free-area tree of mm/vmalloc.c, without alignment or
+ * start constraints.  Segment lock.
+ */
+struct fluxonkv_extent {
+	struct rb_node node;
+	u64 start;
+	u64 size;
+	u64 subtree_max;	/* largest size in this subtree */
+};
+
+#define fluxonkv_extent_of(n)	rb_entry(n, struct fluxonkv_extent, node)
+
+static u64 fluxonkv_extent_size(struct fluxonkv_extent *e)
+{
+	return e->size;
+}
+
+RB_DECLARE_CALLBACKS_MAX(static, fluxonkv_extent_cb, struct fluxonkv_extent,
+			 node, u64, subtree_max, fluxonkv_extent_size);
+
+static u64 fluxonkv_subtree_max(struct rb_node *n)
+{
+	return n ? fluxonkv_extent_of(n)->subtree_max : 0;
+}
+
+/* Enter @e (start and size set) in the free tree. */
+static void fluxonkv_extent_insert(struct fluxonkv_extent *e)
+{
+	struct rb_node **link = &fluxonkv_seg.free.rb_node, *parent = NULL;
+
+	while (*link) {
+		parent = *link;
+		if (e->start < fluxonkv_extent_of(parent)->start)
+			link = &parent->rb_left;
+		else
+			link = &parent->rb_right;
+	}
+	e->subtree_max = e->size;
+	rb_link_node(&e->node, parent, link);
+	fluxonkv_extent_cb_propagate(parent, NULL);
+	rb_insert_augmented(&e->node, &fluxonkv_seg.free, &fluxonkv_extent_cb);
+	fluxonkv_seg.nfree++;
+}
+
+static void fluxonkv_extent_erase(struct fluxonkv_extent *e)
+{
+	rb_erase_augmented(&e->node, &fluxonkv_seg.free, &fluxonkv_extent_cb);
+	fluxonkv_seg.nfree--;
+}
+
+/* The lowest free extent of at least @size bytes, or NULL. */
+static struct fluxonkv_extent *fluxonkv_extent_fit(u64 size)
+{
+	struct rb_node *n = fluxonkv_seg.free.rb_node;
+	struct fluxonkv_extent *e;
+
+	if (fluxonkv_subtree_max(n) < size)
+		return NULL;
+	while (n) {
+		e = fluxonkv_extent_of(n);
+		if (fluxonkv_subtree_max(n->rb_left) >= size)
+			n = n->rb_left;
+		else if (e->size >= size)
+			return e;
+		else
+			n = n->rb_right;	/* it must be there */
+	}
+	WARN_ON_ONCE(1);
+	return NULL;
+}
+
+/* The free extents just before and just after @off (either may be NULL). */
+static void fluxonkv_extent_around(u64 off, struct fluxonkv_extent **prev,
+				   struct fluxonkv_extent **next)
+{
+	struct rb_node *n = fluxonkv_seg.free.rb_node;
+	struct fluxonkv_extent *e;
+
+	*prev = *next = NULL;
+	while (n) {
+		e = fluxonkv_extent_of(n);
+		if (e->start < off) {
+			*prev = e;
+			n = n->rb_right;
+		} else {
+			*next = e;
+			n = n->rb_left;
+		}
+	}
+}
+
+/*
+ * Give [off, off + size) back, merging with the extents around it; @spare
+ * becomes the new extent if it merges with neither.  Returns what is left
+ * for the caller to free after dropping the lock (up to two extents).
+ */
+static void fluxonkv_extent_free(u64 off, u64 size,
+				 struct fluxonkv_extent *spare,
+				 struct fluxonkv_extent **unused)
+{
+	struct fluxonkv_extent *prev, *next;
+
+	fluxonkv_extent_around(off, &prev, &next);
+	unused[0] = spare;
+	unused[1] = NULL;
+	if (prev && prev->start + prev->size != off)
+		prev = NULL;
+	if (next && off + size != next->start)
+		next = NULL;
+	if (prev && next) {
+		/* one extent from prev's start to next's end */
+		fluxonkv_extent_erase(next);
+		prev->size += size + next->size;
+		fluxonkv_extent_cb_propagate(&prev->node, NULL);
+		unused[1] = next;
+	} else if (prev) {
+		prev->size += size;
+		fluxonkv_extent_cb_propagate(&prev->node, NULL);
+	} else if (next) {
+		/* moving next's start down keeps the order by offset */
+		next->start = off;
+		next->size += size;
+		fluxonkv_extent_cb_propagate(&next->node, NULL);
+	} else {
+		spare->start = off;
+		spare->size = size;
+		fluxonkv_extent_insert(spare);
+		unused[0] = NULL;
+	}
+}
+
+/* How fragmented the free bytes are: extent count and the largest one. */
+void fluxonkv_segment_free_stats(unsigned long *extents, u64 *largest)
+{
+	spin_lock(&fluxonkv_seg.lock);
+	*extents = fluxonkv_seg.nfree;
+	*largest = fluxonkv_subtree_max(fluxonkv_seg.free.rb_node);
+	spin_unlock(&fluxonkv_seg.lock);
+}
 
 static void fluxonkv_segment_free_pages(unsigned long n)
 {
@@ -106,13 +251,15 @@ static int fluxonkv_segment_fits(unsigned long npages)
 int fluxonkv_segment_init(size_t size)
 {
 	struct fluxonkv_segment *seg = &fluxonkv_seg;
+	struct fluxonkv_extent *all;
 	int ret;
 
 	BUILD_BUG_ON(FLUXONKV_SEGMENT_ALIGN < PAGE_SIZE);
 	spin_lock_init(&seg->lock);
 	seg->size = size;
 	seg->npages = size >> PAGE_SHIFT;
-	seg->nbits = size >> FLUXONKV_GRAIN_SHIFT;
+	seg->free = RB_ROOT;
+	seg->nfree = 0;
 	seg->allocs = RB_ROOT;
 	init_waitqueue_head(&seg->room_wq);
 	atomic_set(&seg->frees, 0);
@@ -123,17 +270,21 @@ int fluxonkv_segment_init(size_t size)
 	fluxonkv_alloc_cache = KMEM_CACHE(fluxonkv_alloc, 0);
 	if (!fluxonkv_alloc_cache)
 		return -ENOMEM;
-
-	seg->map = bitmap_zalloc(seg->nbits, GFP_KERNEL | __GFP_RETRY_MAYFAIL);
-	if (!seg->map) {
+	fluxonkv_extent_cache = KMEM_CACHE(fluxonkv_extent, 0);
+	if (!fluxonkv_extent_cache) {
 		ret = -ENOMEM;
 		goto err_cache;
+	}
+	all = kmem_cache_alloc(fluxonkv_extent_cache, GFP_KERNEL);
+	if (!all) {
+		ret = -ENOMEM;
+		goto err_extent_cache;
 	}
 	seg->pages = kvmalloc_array(seg->npages, sizeof(*seg->pages),
 				    GFP_KERNEL | __GFP_RETRY_MAYFAIL);
 	if (!seg->pages) {
 		ret = -ENOMEM;
-		goto err_map;
+		goto err_all;
 	}
 	ret = fluxonkv_segment_alloc_pages();
 	if (ret)
@@ -143,6 +294,12 @@ int fluxonkv_segment_init(size_t size)
 		ret = -ENOMEM;
 		goto err_free_pages;
 	}
+	/* the whole segment is one free extent */
+	all->start = 0;
+	all->size = size;
+	spin_lock(&seg->lock);
+	fluxonkv_extent_insert(all);
+	spin_unlock(&seg->lock);
 	pr_info("segment: %zu MiB in %u chunks\n", size >> 20, seg->chunks);
 	return 0;
 
@@ -150,8 +307,10 @@ err_free_pages:
 	fluxonkv_segment_free_pages(seg->npages);
 err_pages:
 	kvfree(seg->pages);
-err_map:
-	bitmap_free(seg->map);
+err_all:
+	kmem_cache_free(fluxonkv_extent_cache, all);
+err_extent_cache:
+	kmem_cache_destroy(fluxonkv_extent_cache);
 err_cache:
 	kmem_cache_destroy(fluxonkv_alloc_cache);
 	return ret;
@@ -160,12 +319,20 @@ err_cache:
 void fluxonkv_segment_exit(void)
 {
 	struct fluxonkv_segment *seg = &fluxonkv_seg;
+	struct fluxonkv_extent *e;
 
 	WARN_ON(seg->used);
+	/* everything was freed: one extent over the whole segment */
+	WARN_ON(seg->nfree != 1);
+	while (seg->free.rb_node) {
+		e = fluxonkv_extent_of(seg->free.rb_node);
+		fluxonkv_extent_erase(e);
+		kmem_cache_free(fluxonkv_extent_cache, e);
+	}
 	vunmap(seg->vaddr);
 	fluxonkv_segment_free_pages(seg->npages);
 	kvfree(seg->pages);
-	bitmap_free(seg->map);
+	kmem_cache_destroy(fluxonkv_extent_cache);
 	kmem_cache_destroy(fluxonkv_alloc_cache);
 }
 
@@ -309,37 +476,48 @@ int fluxonkv_segment_victims(u64 len, u64 *handles, bool *pinned)
 struct fluxonkv_alloc *fluxonkv_alloc_new(u64 len)
 {
 	struct fluxonkv_segment *seg = &fluxonkv_seg;
-	unsigned long nr = DIV_ROUND_UP(len, FLUXONKV_SEGMENT_ALIGN);
+	u64 span = round_up(len, FLUXONKV_SEGMENT_ALIGN);
+	struct fluxonkv_extent *e, *used_up = NULL;
 	struct fluxonkv_alloc *a;
-	unsigned long start;
 
 	if (WARN_ON_ONCE(!len || len > seg->size))
 		return ERR_PTR(-EINVAL);
 	a = kmem_cache_alloc(fluxonkv_alloc_cache, GFP_KERNEL);
 	if (!a)
 		return ERR_PTR(-ENOMEM);
+	a->spare = kmem_cache_alloc(fluxonkv_extent_cache, GFP_KERNEL);
+	if (!a->spare) {
+		kmem_cache_free(fluxonkv_alloc_cache, a);
+		return ERR_PTR(-ENOMEM);
+	}
 
 	spin_lock(&seg->lock);
-	start = bitmap_find_next_zero_area(seg->map, seg->nbits, seg->hint,
-					   nr, 0);
-	if (start >= seg->nbits && seg->hint)
-		start = bitmap_find_next_zero_area(seg->map, seg->nbits, 0,
-						   nr, 0);
-	if (start >= seg->nbits) {
+	e = fluxonkv_extent_fit(span);
+	if (!e) {
 		spin_unlock(&seg->lock);
+		kmem_cache_free(fluxonkv_extent_cache, a->spare);
 		kmem_cache_free(fluxonkv_alloc_cache, a);
 		return NULL;
 	}
-	bitmap_set(seg->map, start, nr);
-	seg->hint = start + nr < seg->nbits ? start + nr : 0;
-	seg->used += (u64)nr << FLUXONKV_GRAIN_SHIFT;
+	a->offset = e->start;
+	if (e->size == span) {
+		fluxonkv_extent_erase(e);
+		used_up = e;
+	} else {
+		/* the rest stays where it was in the order by offset */
+		e->start += span;
+		e->size -= span;
+		fluxonkv_extent_cb_propagate(&e->node, NULL);
+	}
+	seg->used += span;
 	kref_init(&a->ref);
-	a->offset = (u64)start << FLUXONKV_GRAIN_SHIFT;
-	a->span = (u64)nr << FLUXONKV_GRAIN_SHIFT;
+	a->span = span;
 	a->len = len;
 	a->owner = 0;
 	fluxonkv_alloc_link(a);
 	spin_unlock(&seg->lock);
+	if (used_up)
+		kmem_cache_free(fluxonkv_extent_cache, used_up);
 
 	/* Padding after the value is visible through the mapping: clear it. */
 	memset(fluxonkv_alloc_vaddr(a) + len, 0, a->span - len);
@@ -350,16 +528,20 @@ static void fluxonkv_alloc_release(struct kref *ref)
 {
 	struct fluxonkv_alloc *a = container_of(ref, struct fluxonkv_alloc, ref);
 	struct fluxonkv_segment *seg = &fluxonkv_seg;
+	struct fluxonkv_extent *unused[2];
 
 	spin_lock(&seg->lock);
-	bitmap_clear(seg->map, a->offset >> FLUXONKV_GRAIN_SHIFT,
-		     a->span >> FLUXONKV_GRAIN_SHIFT);
+	fluxonkv_extent_free(a->offset, a->span, a->spare, unused);
 	seg->used -= a->span;
 	rb_erase(&a->node, &seg->allocs);
 	spin_unlock(&seg->lock);
 	atomic_inc(&seg->frees);
 	if (wq_has_sleeper(&seg->room_wq))
 		wake_up_all(&seg->room_wq);
+	if (unused[0])
+		kmem_cache_free(fluxonkv_extent_cache, unused[0]);
+	if (unused[1])
+		kmem_cache_free(fluxonkv_extent_cache, unused[1]);
 	kmem_cache_free(fluxonkv_alloc_cache, a);
 }
 

@@ -103,10 +103,11 @@ struct fluxonkv_shard {
  * @indexed: current SSD entry of its key (index lock).
  * @routed: the master routes gets of this version to it (index lock): set
  *	by a PUBLISHED SSD_COMMIT answer, cleared when the master drops the
- *	SSD copy (overwrite, delete, revoke, daemon gone).  Only an indexed
- *	COMMITTED entry is ever routed.
+ *	SSD copy (overwrite, delete, revoke).  Only an indexed COMMITTED
+ *	entry is ever routed.  Read it through fluxonkv_entry_routed().
  * @route_gen: fluxonkv_ssd.route_gen when it was indexed (index lock): an
- *	SSD_COMMIT answer from a daemon that has gone since cannot route it.
+ *	SSD_COMMIT answer from a daemon that has gone since cannot route it,
+ *	and a daemon gone (the generation moved) took every route with it.
  * @meta: bytes this struct takes (counted in fluxonkv_ssd.meta_bytes).
  * @key_len: bytes of @key.
  * @key: the key, then (8-byte aligned) one xxh64 per
@@ -211,6 +212,12 @@ struct fluxonkv_ssd_tier {
 };
 
 extern struct fluxonkv_ssd_tier fluxonkv_ssd;
+
+/* The master routes gets to @e now.  Index lock held. */
+static inline bool fluxonkv_entry_routed(const struct fluxonkv_ssd_entry *e)
+{
+	return e->routed && e->route_gen == fluxonkv_ssd.route_gen;
+}
 
 /* ---- small helpers ---- */
 

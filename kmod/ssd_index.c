@@ -113,32 +113,29 @@ void fluxonkv_ssd_notice_flush(struct work_struct *work)
  * SSD_COMMIT got no answer (timeout, signal, daemon gone): the master may
  * or may not route to @e, so nobody may trust it.  It becomes space only,
  * and the master is told it is gone (SSD_EVICTED), which clears a route it
- * took.  @e is commit-pinned.
+ * took -- once: whoever makes it DEAD sends the notice (a corrupt read, a
+ * commit without an answer and an offline pass may meet on one entry).
+ * @e is pinned (read or commit pin) or its shard lock held.
  */
 void fluxonkv_ssd_forget(struct fluxonkv_ssd_entry *e)
 {
-	fluxonkv_removal_begin();
-	spin_lock(&fluxonkv_ssd.index_lock);
-	fluxonkv_ssd_unindex(e);
-	e->state = FLUXONKV_SSD_DEAD;
-	spin_unlock(&fluxonkv_ssd.index_lock);
-	fluxonkv_removal_end();
-	fluxonkv_ssd_notice_add(e);
-}
-
-/*
- * @e (read-pinned) failed its checksum: nobody reads it again; the master
- * hears it is gone, unless a concurrent reader already said so.
- */
-void fluxonkv_ssd_corrupt(struct fluxonkv_ssd_entry *e)
-{
 	bool first;
 
+	fluxonkv_removal_begin(e->key, e->key_len);
 	spin_lock(&fluxonkv_ssd.index_lock);
-	first = e->state == FLUXONKV_SSD_COMMITTED;
+	fluxonkv_ssd_unindex(e);
+	first = e->state != FLUXONKV_SSD_DEAD;
+	e->state = FLUXONKV_SSD_DEAD;
 	spin_unlock(&fluxonkv_ssd.index_lock);
+	fluxonkv_removal_end(e->key, e->key_len);
 	if (first)
-		fluxonkv_ssd_forget(e);
+		fluxonkv_ssd_notice_add(e);
+}
+
+/* @e (read-pinned) failed its checksum: nobody reads it again. */
+void fluxonkv_ssd_corrupt(struct fluxonkv_ssd_entry *e)
+{
+	fluxonkv_ssd_forget(e);
 }
 
 /* What index lookups are given: the key's bytes. */
@@ -287,7 +284,7 @@ bool fluxonkv_ssd_lookup_routed(const u8 *key, u32 key_len, u64 *put_id,
 
 	spin_lock(&fluxonkv_ssd.index_lock);
 	e = fluxonkv_ssd_find(key, key_len);
-	if (e && e->routed) {
+	if (e && fluxonkv_entry_routed(e)) {
 		*put_id = e->put_id;
 		*len = e->len;
 		found = true;
@@ -314,34 +311,27 @@ void fluxonkv_ssd_unroute(const u8 *key, u32 key_len, u64 max_put_id)
 {
 	struct fluxonkv_ssd_entry *e;
 
-	fluxonkv_removal_begin();
+	fluxonkv_removal_begin(key, key_len);
 	spin_lock(&fluxonkv_ssd.index_lock);
 	e = fluxonkv_ssd_find(key, key_len);
 	if (e && e->put_id <= max_put_id)
 		e->routed = false;
 	spin_unlock(&fluxonkv_ssd.index_lock);
-	fluxonkv_removal_end();
+	fluxonkv_removal_end(key, key_len);
 }
 
-/* The daemon went away: its routes went with it. */
+/*
+ * The daemon went away: its routes went with it.  O(1): an entry is routed
+ * only if it was indexed in the current route generation
+ * (fluxonkv_entry_routed()), so moving the generation unroutes them all.
+ */
 void fluxonkv_ssd_unroute_all(void)
 {
-	struct rhashtable_iter iter;
-	struct fluxonkv_ssd_entry *e;
-
-	fluxonkv_removal_begin();
+	fluxonkv_removal_all_begin();
 	spin_lock(&fluxonkv_ssd.index_lock);
 	fluxonkv_ssd.route_gen++;
-	rhashtable_walk_enter(&fluxonkv_ssd.index, &iter);
-	rhashtable_walk_start(&iter);
-	/* -EAGAIN: a resize; the walk goes on (entries may come twice) */
-	while ((e = rhashtable_walk_next(&iter)))
-		if (!IS_ERR(e))
-			e->routed = false;
-	rhashtable_walk_stop(&iter);
-	rhashtable_walk_exit(&iter);
 	spin_unlock(&fluxonkv_ssd.index_lock);
-	fluxonkv_removal_end();
+	fluxonkv_removal_all_end();
 }
 
 /* Shard number @index, or NULL.  Attach mutex held. */
@@ -389,7 +379,7 @@ int fluxonkv_ssd_dump(struct sk_buff *skb, struct netlink_callback *cb,
 			if (e->start < (u64)*pos)
 				continue;
 			spin_lock(&fluxonkv_ssd.index_lock);
-			routed = e->routed;
+			routed = fluxonkv_entry_routed(e);
 			spin_unlock(&fluxonkv_ssd.index_lock);
 			if (!routed)
 				continue;

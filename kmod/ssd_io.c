@@ -260,7 +260,7 @@ static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
 	fluxonkv_lat_record(FLUXONKV_LAT_SSD_WRITE_IO, t0);
 
 	/* Indexing may replace (and so unroute) an older entry of the key. */
-	fluxonkv_removal_begin();
+	fluxonkv_removal_begin(e->key, e->key_len);
 	spin_lock(&fluxonkv_ssd.index_lock);
 	/* Taken out meanwhile (its forget pass skipped us while WRITING). */
 	if (!ret && READ_ONCE(sh->offline))
@@ -276,7 +276,7 @@ static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
 	if (ret)
 		e->state = FLUXONKV_SSD_DEAD;
 	spin_unlock(&fluxonkv_ssd.index_lock);
-	fluxonkv_removal_end();
+	fluxonkv_removal_end(e->key, e->key_len);
 	if (ret) {
 		fluxonkv_shard_kick(sh);
 		fluxonkv_ssd_persist_failed(job->key, job->key_len, job->put_id,

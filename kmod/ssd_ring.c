@@ -116,17 +116,17 @@ static bool fluxonkv_ring_pop(struct fluxonkv_shard *sh, u64 next_pos)
 
 	e = list_first_entry(&sh->entries, struct fluxonkv_ssd_entry,
 			     ring_node);
-	fluxonkv_removal_begin();
+	fluxonkv_removal_begin(e->key, e->key_len);
 	spin_lock(&fluxonkv_ssd.index_lock);
 	if (fluxonkv_entry_busy(e)) {
 		spin_unlock(&fluxonkv_ssd.index_lock);
-		fluxonkv_removal_end();
+		fluxonkv_removal_end(e->key, e->key_len);
 		return false;
 	}
 	fluxonkv_ssd_unindex(e);
 	committed = e->state == FLUXONKV_SSD_COMMITTED;
 	spin_unlock(&fluxonkv_ssd.index_lock);
-	fluxonkv_removal_end();
+	fluxonkv_removal_end(e->key, e->key_len);
 
 	list_del(&e->ring_node);
 	sh->meta -= e->meta;

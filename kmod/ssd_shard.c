@@ -329,17 +329,152 @@ void fluxonkv_shard_offline_work(struct work_struct *work)
 	fluxonkv_notify_ssd_state();
 }
 
-int fluxonkv_rings_show(struct seq_file *m, void *unused)
+/*
+ * debugfs `rings`: per device a line, per shard a line, then its entries in
+ * ring order -- a seq_file whose cursor is a record (device, shard, or an
+ * entry's ring position).  The attach mutex is held for one buffer fill
+ * (devices and shards are never freed before exit), a shard's lock only
+ * while one record is printed, the index lock only while one entry's state
+ * is read: persists and refills never wait for the whole table.  Entries
+ * leave a ring only at its tail, so an entry whose position is still at
+ * or past the tail is alive and the cursor resumes in O(1).
+ */
+enum { FLUXONKV_RINGS_DEV, FLUXONKV_RINGS_SHARD, FLUXONKV_RINGS_ENTRY };
+
+struct fluxonkv_rings_iter {
+	loff_t index;			/* the *pos the cursor stands for */
+	int kind;			/* FLUXONKV_RINGS_* */
+	struct fluxonkv_ssd_dev *dev;	/* NULL: past the end */
+	struct fluxonkv_shard *sh;	/* SHARD, ENTRY */
+	struct fluxonkv_ssd_entry *e;	/* ENTRY: alive while pos >= tail */
+	u64 pos;			/* ENTRY: e->start */
+};
+
+static void fluxonkv_rings_first(struct fluxonkv_rings_iter *it)
+{
+	it->kind = FLUXONKV_RINGS_DEV;
+	it->dev = list_first_entry_or_null(&fluxonkv_ssd.devs,
+					   struct fluxonkv_ssd_dev, node);
+}
+
+/* From a shard to the next shard, or the next device. */
+static void fluxonkv_rings_next_shard(struct fluxonkv_rings_iter *it)
+{
+	if (!list_is_last(&it->sh->node, &it->dev->shards)) {
+		it->sh = list_next_entry(it->sh, node);
+		it->kind = FLUXONKV_RINGS_SHARD;
+	} else if (!list_is_last(&it->dev->node, &fluxonkv_ssd.devs)) {
+		it->dev = list_next_entry(it->dev, node);
+		it->kind = FLUXONKV_RINGS_DEV;
+	} else {
+		it->dev = NULL;
+	}
+}
+
+/* Point an ENTRY cursor at @e, or move on if the shard has no more. */
+static void fluxonkv_rings_at(struct fluxonkv_rings_iter *it,
+			      struct fluxonkv_ssd_entry *e)
+{
+	if (!e) {
+		fluxonkv_rings_next_shard(it);
+		return;
+	}
+	it->kind = FLUXONKV_RINGS_ENTRY;
+	it->e = e;
+	it->pos = e->start;
+}
+
+/* The entry the cursor names, or the next alive one.  Shard lock held. */
+static struct fluxonkv_ssd_entry *
+fluxonkv_rings_entry(struct fluxonkv_rings_iter *it)
+{
+	if (it->pos >= it->sh->tail)
+		return it->e;
+	/* popped: everything before the tail went, the tail is next */
+	return list_first_entry_or_null(&it->sh->entries,
+					struct fluxonkv_ssd_entry, ring_node);
+}
+
+static void fluxonkv_rings_advance(struct fluxonkv_rings_iter *it)
 {
 	struct fluxonkv_ssd_entry *e;
-	struct fluxonkv_ssd_dev *dev;
-	struct fluxonkv_shard *sh;
+	struct fluxonkv_shard *sh = it->sh;
+
+	switch (it->kind) {
+	case FLUXONKV_RINGS_DEV:
+		if (list_empty(&it->dev->shards)) {
+			it->sh = NULL;
+			if (list_is_last(&it->dev->node, &fluxonkv_ssd.devs))
+				it->dev = NULL;
+			else
+				it->dev = list_next_entry(it->dev, node);
+			return;
+		}
+		it->sh = list_first_entry(&it->dev->shards,
+					  struct fluxonkv_shard, node);
+		it->kind = FLUXONKV_RINGS_SHARD;
+		return;
+	case FLUXONKV_RINGS_SHARD:
+		mutex_lock(&sh->lock);
+		e = list_first_entry_or_null(&sh->entries,
+					     struct fluxonkv_ssd_entry,
+					     ring_node);
+		break;
+	default:
+		mutex_lock(&sh->lock);
+		e = fluxonkv_rings_entry(it);
+		if (e == it->e)
+			e = list_is_last(&e->ring_node, &sh->entries) ? NULL :
+				list_next_entry(e, ring_node);
+		break;
+	}
+	fluxonkv_rings_at(it, e);
+	mutex_unlock(&sh->lock);
+}
+
+static void *fluxonkv_rings_start(struct seq_file *m, loff_t *pos)
+{
+	struct fluxonkv_rings_iter *it = m->private;
+	loff_t i;
 
 	mutex_lock(&fluxonkv_ssd.attach_lock);
-	list_for_each_entry(dev, &fluxonkv_ssd.devs, node) {
-		struct fluxonkv_ssd_job *job;
-		unsigned int reads = 0, busy;
+	if (*pos != it->index || !*pos) {
+		/* the beginning, or a seek: count from the first record */
+		fluxonkv_rings_first(it);
+		for (i = 0; it->dev && i < *pos; i++)
+			fluxonkv_rings_advance(it);
+		it->index = *pos;
+	}
+	return it->dev ? it : NULL;
+}
 
+static void *fluxonkv_rings_next(struct seq_file *m, void *v, loff_t *pos)
+{
+	struct fluxonkv_rings_iter *it = m->private;
+
+	fluxonkv_rings_advance(it);
+	it->index = ++*pos;
+	return it->dev ? it : NULL;
+}
+
+static void fluxonkv_rings_stop(struct seq_file *m, void *v)
+{
+	mutex_unlock(&fluxonkv_ssd.attach_lock);
+}
+
+static int fluxonkv_rings_show_one(struct seq_file *m, void *v)
+{
+	struct fluxonkv_rings_iter *it = v;
+	struct fluxonkv_ssd_dev *dev = it->dev;
+	struct fluxonkv_shard *sh = it->sh;
+	struct fluxonkv_ssd_entry *e;
+	struct fluxonkv_ssd_job *job;
+	unsigned int reads = 0, busy, pins;
+	bool routed;
+	u8 state;
+
+	switch (it->kind) {
+	case FLUXONKV_RINGS_DEV:
 		spin_lock(&dev->lock);
 		list_for_each_entry(job, &dev->reads, node)
 			reads++;
@@ -347,30 +482,54 @@ int fluxonkv_rings_show(struct seq_file *m, void *unused)
 		seq_printf(m, "device %u queued_reads %u queued_writes %u workers_busy %u writes_parked %d\n",
 			   dev->id, reads, dev->nwrites, busy, dev->writes_blocked);
 		spin_unlock(&dev->lock);
-		list_for_each_entry(sh, &dev->shards, node) {
-			mutex_lock(&sh->lock);
-			seq_printf(m, "shard %u device %u offset %llu capacity %llu head %llu tail %llu used %llu offline %d\n",
-				   sh->index, dev->id, sh->offset, sh->capacity,
-				   sh->head, sh->tail, sh->head - sh->tail,
-				   sh->offline);
-			seq_puts(m, "\toffset\tlen\talen\tstate\tpins\tput_id\trouted\tkey\n");
-			spin_lock(&fluxonkv_ssd.index_lock);
-			list_for_each_entry(e, &sh->entries, ring_node) {
-				seq_printf(m, "\t%llu\t%llu\t%llu\t%s\t%u\t%llu\t%d\t",
-					   e->start % sh->capacity, e->len,
-					   e->alen,
-					   fluxonkv_ssd_state_names[e->state],
-					   e->pins, e->put_id, e->routed);
-				seq_escape_mem(m, e->key, min_t(u32, e->key_len, 64),
-					       ESCAPE_HEX | ESCAPE_NP | ESCAPE_APPEND, "\\\t\n ");
-				seq_putc(m, '\n');
-			}
-			spin_unlock(&fluxonkv_ssd.index_lock);
-			mutex_unlock(&sh->lock);
-		}
+		return 0;
+	case FLUXONKV_RINGS_SHARD:
+		mutex_lock(&sh->lock);
+		seq_printf(m, "shard %u device %u offset %llu capacity %llu head %llu tail %llu used %llu offline %d\n",
+			   sh->index, dev->id, sh->offset, sh->capacity,
+			   sh->head, sh->tail, sh->head - sh->tail, sh->offline);
+		mutex_unlock(&sh->lock);
+		seq_puts(m, "\toffset\tlen\talen\tstate\tpins\tput_id\trouted\tkey\n");
+		return 0;
 	}
-	mutex_unlock(&fluxonkv_ssd.attach_lock);
+	mutex_lock(&sh->lock);
+	e = fluxonkv_rings_entry(it);
+	if (!e || e->start < it->pos) {
+		/* gone, with every later one: nothing here */
+		mutex_unlock(&sh->lock);
+		return SEQ_SKIP;
+	}
+	/* a popped cursor moves on to the entry it prints */
+	it->e = e;
+	it->pos = e->start;
+	spin_lock(&fluxonkv_ssd.index_lock);
+	state = e->state;
+	pins = e->pins;
+	routed = fluxonkv_entry_routed(e);
+	spin_unlock(&fluxonkv_ssd.index_lock);
+	seq_printf(m, "\t%llu\t%llu\t%llu\t%s\t%u\t%llu\t%d\t",
+		   e->start % sh->capacity, e->len, e->alen,
+		   fluxonkv_ssd_state_names[state], pins, e->put_id, routed);
+	seq_escape_mem(m, e->key, min_t(u32, e->key_len, 64),
+		       ESCAPE_HEX | ESCAPE_NP | ESCAPE_APPEND, "\\\t\n ");
+	seq_putc(m, '\n');
+	mutex_unlock(&sh->lock);
 	return 0;
+}
+
+static const struct seq_operations fluxonkv_rings_seq_ops = {
+	.start = fluxonkv_rings_start,
+	.next = fluxonkv_rings_next,
+	.stop = fluxonkv_rings_stop,
+	.show = fluxonkv_rings_show_one,
+};
+
+int fluxonkv_rings_open(struct inode *inode, struct file *file)
+{
+	struct fluxonkv_rings_iter *it;
+
+	it = __seq_open_private(file, &fluxonkv_rings_seq_ops, sizeof(*it));
+	return it ? 0 : -ENOMEM;
 }
 
 int fluxonkv_ssd_init(void)

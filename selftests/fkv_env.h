@@ -1374,6 +1374,25 @@ static inline int fkv_debugfs_replica(const char *key, uint64_t put_id,
 	return ret;
 }
 
+/* Field NAME of debugfs `segment` (size, used, free_extents, ...); -1 without. */
+static inline long long fkv_debugfs_segment(const char *name)
+{
+	FILE *f = fopen(FKV_DEBUGFS_DIR "/segment", "r");
+	char line[256], field[64];
+	long long v, n = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %lld", field, &v) == 2 &&
+		    !strcmp(field, name)) {
+			n = v;
+			break;
+		}
+	fclose(f);
+	return n;
+}
+
 /* Outstanding upcalls of command CMD in debugfs `pending`; -1 without. */
 static inline int fkv_debugfs_pending(unsigned int cmd)
 {

@@ -586,6 +586,17 @@ static PyObject *holder_get_exports(HolderObject *h, void *closure)
 	return PyLong_FromSsize_t(h->exports);
 }
 
+/* Mooncake's BufferHandle calls: ptr() and size() */
+static PyObject *holder_ptr(HolderObject *h, PyObject *unused)
+{
+	return holder_get_address(h, NULL);
+}
+
+static PyObject *holder_size(HolderObject *h, PyObject *unused)
+{
+	return holder_get_nbytes(h, NULL);
+}
+
 static PyObject *holder_repr(HolderObject *h)
 {
 	if (h->state != H_LIVE)
@@ -654,6 +665,10 @@ static PyMethodDef holder_methods[] = {
 	 "until it is released (by the caller or by release())."},
 	{"tobytes", (PyCFunction)holder_bytes, METH_NOARGS, "A copy as bytes."},
 	{"__bytes__", (PyCFunction)holder_bytes, METH_NOARGS, "A copy as bytes."},
+	{"ptr", (PyCFunction)holder_ptr, METH_NOARGS,
+	 "h.address (Mooncake's BufferHandle.ptr())."},
+	{"size", (PyCFunction)holder_size, METH_NOARGS,
+	 "len(h) (Mooncake's BufferHandle.size())."},
 	{"__enter__", (PyCFunction)holder_enter, METH_NOARGS, NULL},
 	{"__exit__", (PyCFunction)holder_exit, METH_VARARGS, NULL},
 	{"__dlpack__", (PyCFunction)(void (*)(void))holder_dlpack,
@@ -713,6 +728,21 @@ static struct fkvpy_dev *store_enter(StoreObject *s)
 		return NULL;
 	}
 	dev->users++;
+	return dev;
+}
+
+/* @key converted into @k and a call in flight: the device, or NULL (the
+ * key already given back). */
+static struct fkvpy_dev *key_enter(StoreObject *s, PyObject *key,
+				   struct fkvpy_key *k)
+{
+	struct fkvpy_dev *dev;
+
+	if (key_get(key, k) < 0)
+		return NULL;
+	dev = store_enter(s);
+	if (!dev)
+		key_done(k);
 	return dev;
 }
 
@@ -890,13 +920,9 @@ static PyObject *store_put_from(StoreObject *s, PyObject *const *args,
 	}
 	if (address_get(args[1], &addr) < 0 || size_get(args[2], &n) < 0)
 		return NULL;
-	if (key_get(args[0], &k) < 0)
+	dev = key_enter(s, args[0], &k);
+	if (!dev)
 		return NULL;
-	dev = store_enter(s);
-	if (!dev) {
-		key_done(&k);
-		return NULL;
-	}
 	Py_BEGIN_ALLOW_THREADS
 	rc = fkv_put(dev->kv, k.p, k.n, addr, n, &put_id);
 	Py_END_ALLOW_THREADS
@@ -915,13 +941,9 @@ static PyObject *store_get(StoreObject *s, PyObject *key)
 	HolderObject *h;
 	int rc;
 
-	if (key_get(key, &k) < 0)
+	dev = key_enter(s, key, &k);
+	if (!dev)
 		return NULL;
-	dev = store_enter(s);
-	if (!dev) {
-		key_done(&k);
-		return NULL;
-	}
 	Py_BEGIN_ALLOW_THREADS
 	rc = fkv_get(dev->kv, k.p, k.n, &fh);
 	Py_END_ALLOW_THREADS
@@ -954,13 +976,9 @@ static PyObject *store_delete(StoreObject *s, PyObject *key)
 	struct fkvpy_key k;
 	int rc;
 
-	if (key_get(key, &k) < 0)
+	dev = key_enter(s, key, &k);
+	if (!dev)
 		return NULL;
-	dev = store_enter(s);
-	if (!dev) {
-		key_done(&k);
-		return NULL;
-	}
 	Py_BEGIN_ALLOW_THREADS
 	rc = fkv_delete(dev->kv, k.p, k.n);
 	Py_END_ALLOW_THREADS
@@ -1015,13 +1033,9 @@ static int store_lookup1(StoreObject *s, PyObject *key, size_t *len,
 	struct fkvpy_key k;
 	int rc;
 
-	if (key_get(key, &k) < 0)
+	dev = key_enter(s, key, &k);
+	if (!dev)
 		return -1;
-	dev = store_enter(s);
-	if (!dev) {
-		key_done(&k);
-		return -1;
-	}
 	Py_BEGIN_ALLOW_THREADS
 	rc = do_lookup(dev->kv, k.p, k.n, len, put_id, source);
 	Py_END_ALLOW_THREADS

@@ -33,6 +33,7 @@ import socket
 from typing import Any, List, Optional, Sequence, Union
 
 from .errors import FluxonKVError
+from ._native import MemHolder
 from .store import Store
 
 Key = Union[str, bytes]
@@ -87,52 +88,12 @@ class ReplicateConfig:
                 f"preferred_segment={self.preferred_segment!r})")
 
 
-class BufferHandle:
-    """Mooncake's BufferHandle over a fluxonkv MemHolder (zero copy).
-
-    A buffer itself on every Python (``memoryview(buf)``,
-    ``numpy.asarray(buf)``: the holder's buffer protocol), with ``ptr()``
-    (the address of the bytes in this process) and ``size()``.  The bytes
-    stay valid until ``release()`` or until the handle and every view of
-    it are garbage collected, as in Mooncake.
-    """
-
-    __slots__ = ("_holder",)
-
-    def __init__(self, holder):
-        self._holder = holder
-
-    def ptr(self) -> int:
-        return self._holder.address
-
-    def size(self) -> int:
-        return len(self._holder)
-
-    def __len__(self) -> int:
-        return len(self._holder)
-
-    def __buffer__(self, flags):            # PEP 688 (3.12+)
-        return memoryview(self._holder)
-
-    def view(self) -> memoryview:
-        return self._holder.view()
-
-    def __bytes__(self):
-        return bytes(self._holder)
-
-    def release(self) -> None:
-        self._holder.release()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.release()
-
-    @property
-    def holder(self):
-        """The fluxonkv MemHolder behind this handle (its buffer)."""
-        return self._holder
+# Mooncake's BufferHandle is the MemHolder itself: a buffer on every Python
+# (memoryview(buf), numpy.asarray(buf): the native buffer protocol, 3.11
+# included), with ptr() (the address of the bytes in this process), size()
+# and release().  The bytes stay valid until release() or until the handle
+# and every view of it are garbage collected, as in Mooncake.
+BufferHandle = MemHolder
 
 
 class MooncakeDistributedStore:
@@ -347,14 +308,14 @@ class MooncakeDistributedStore:
         ok, h = self._call(Store.get, key)
         if not ok or h is None:
             return None
-        return BufferHandle(h)
+        return h
 
     def batch_get_buffer(self, keys: Sequence[Key]) -> List[Optional[BufferHandle]]:
         """BufferHandle-or-None per key (one call, GIL released)."""
         ok, hs = self._call(Store.get_many, keys)
         if not ok:
             return [None] * len(keys)
-        return [BufferHandle(h) if h is not None else None for h in hs]
+        return hs
 
     def get_into(self, key: Key, buffer_ptr: int, size: int) -> int:
         """Copy the value to address @buffer_ptr (capacity @size).

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
-"""pip installs the package offline (no build isolation: no network) and
-the installed copy imports its own extension, not the tree's."""
+"""pip installs the package offline (no build isolation: no network), from
+a built tree or against an installed libfluxonkv (pkg-config), and the
+installed copy imports its own extension, not the tree's."""
 import os
 import shutil
 import subprocess
@@ -11,25 +12,20 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[1]
 REPO = PKG.parents[1]
+BUILD = Path(os.environ.get("FLUXONKV_BUILD") or REPO / "build")
+
+IMPORT = ("import fluxonkv, fluxonkv._native as n, fluxonkv.mooncake as m;"
+          "print(fluxonkv.__file__); print(n.__file__);"
+          "print(m.ReplicateConfig().replica_num);"
+          "print(any('libfluxonkv.so.1' in l for l in open('/proc/self/maps')))")
 
 
-def test_pip_install_offline_then_import_from_the_install(tmp_path):
-    build = Path(os.environ.get("FLUXONKV_BUILD") or REPO / "build")
-    if not (build / "libfluxonkv.a").exists():
-        pytest.skip(f"no {build}/libfluxonkv.a: run make")
-    # A private copy of the tree's layout (the source may be read-only, and
-    # pip builds in place): the package, its headers, the built archive.
-    tree = tmp_path / "tree"
-    shutil.copytree(PKG, tree / "userspace" / "python",
-                    ignore=shutil.ignore_patterns("tests", "*.so", "build",
-                                                  "*.egg-info", "__pycache__"))
-    (tree / "userspace" / "include").symlink_to(REPO / "userspace" / "include")
-    (tree / "uapi").symlink_to(REPO / "uapi")
-    (tree / "build").symlink_to(build)
+def pip_install(tmp_path, tree, **env_extra):
+    """pip install the package copy under @tree into tmp_path/site."""
     site = tmp_path / "site"
     env = {k: v for k, v in os.environ.items()
            if k not in ("FLUXONKV_BUILD", "PYTHONPATH")}
-    env["PIP_NO_INDEX"] = "1"
+    env.update(PIP_NO_INDEX="1", **env_extra)
     r = subprocess.run([sys.executable, "-m", "pip", "install", "-q",
                         "--no-build-isolation", "--no-deps", "--no-cache-dir",
                         "--target", str(site), str(tree / "userspace" / "python")],
@@ -39,13 +35,61 @@ def test_pip_install_offline_then_import_from_the_install(tmp_path):
     files = {p.name for p in (site / "fluxonkv").iterdir()}
     assert {"py.typed", "_native.pyi", "mooncake.py"} <= files
     assert any(f.startswith("_native.") and f.endswith(".so") for f in files)
-    code = ("import fluxonkv, fluxonkv._native as n, fluxonkv.mooncake as m;"
-            "print(fluxonkv.__file__); print(n.__file__);"
-            "print(m.ReplicateConfig().replica_num)")
-    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path,
+    return site, env
+
+
+def import_from(site, env, cwd):
+    """(fluxonkv path, _native path, replica_num, libfluxonkv.so.1 mapped)"""
+    r = subprocess.run([sys.executable, "-c", IMPORT], cwd=cwd,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, env=dict(env, PYTHONPATH=str(site)))
     assert r.returncode == 0, r.stdout
-    init, native, replicas = r.stdout.split()
+    init, native, replicas, shared = r.stdout.split()
     assert init.startswith(str(site)) and native.startswith(str(site))
     assert replicas == "1"
+    return shared == "True"
+
+
+def package_copy(tmp_path):
+    """A private copy of the package (the source may be read-only, and
+    pip builds in place)."""
+    tree = tmp_path / "tree"
+    shutil.copytree(PKG, tree / "userspace" / "python",
+                    ignore=shutil.ignore_patterns("tests", "*.so", "build",
+                                                  "*.egg-info", "__pycache__"))
+    return tree
+
+
+@pytest.fixture
+def built():
+    if not (BUILD / "libfluxonkv.a").exists():
+        pytest.skip(f"no {BUILD}/libfluxonkv.a: run make")
+
+
+def test_pip_install_from_a_built_tree(tmp_path, built):
+    # the tree's layout around the copy: headers and the built archive
+    tree = package_copy(tmp_path)
+    (tree / "userspace" / "include").symlink_to(REPO / "userspace" / "include")
+    (tree / "uapi").symlink_to(REPO / "uapi")
+    (tree / "build").symlink_to(BUILD)
+    site, env = pip_install(tmp_path, tree)
+    # the archive is linked in: no shared library needed at run time
+    assert import_from(site, env, tmp_path) is False
+
+
+def test_pip_install_against_the_installed_library(tmp_path, built):
+    # 'make install' into a staging root, then a build that sees only it
+    root = tmp_path / "root"
+    r = subprocess.run(["sh", str(REPO / "packaging" / "install")],
+                       env=dict(os.environ, O=str(BUILD), DESTDIR=str(root),
+                                PREFIX="/usr"),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    assert r.returncode == 0, r.stdout
+    tree = package_copy(tmp_path)  # no build/ next to it
+    site, env = pip_install(tmp_path, tree, FLUXONKV_PKGCONFIG="1",
+                            PKG_CONFIG_PATH=str(root / "usr/lib/pkgconfig"),
+                            PKG_CONFIG_SYSROOT_DIR=str(root))
+    # found in its installed location by the dynamic linker
+    env["LD_LIBRARY_PATH"] = str(root / "usr/lib")
+    assert import_from(site, env, tmp_path) is True

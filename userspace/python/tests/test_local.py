@@ -321,3 +321,20 @@ def test_numpy_from_dlpack():
     gc.collect()
     h.release()
     assert pin.releases == 1
+
+
+def test_numpy_views_the_holder_without_a_copy():
+    np = pytest.importorskip("numpy")
+    pin = FakePin(b"\x05\x06\x07\x08")
+    h = pin.holder()
+    a = np.frombuffer(h, dtype=np.uint8)
+    b = np.asarray(h)
+    assert a.tolist() == b.tolist() == [5, 6, 7, 8]
+    assert a.ctypes.data == b.ctypes.data == h.address == pin.addr
+    assert not a.flags.writeable and not b.flags.writeable
+    with pytest.raises(BufferError):
+        h.release()
+    del a, b
+    gc.collect()
+    h.release()
+    assert pin.releases == 1

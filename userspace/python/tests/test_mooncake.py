@@ -100,9 +100,12 @@ def test_get_buffer_is_a_zero_copy_buffer(mc, key, fluxon_env):
     assert ctypes.string_at(buf.ptr(), buf.size()) == value
     seg = mc._store
     assert seg.segment_base <= buf.ptr() < seg.segment_base + seg.segment_size
-    # the failure on 3.11: memoryview() of the handle's buffer
-    m = memoryview(buf.holder)
+    # the failure on 3.11: memoryview() of get_buffer's result
+    m = memoryview(buf)
     assert m.readonly and m == value and bytes(buf) == value
+    assert m.obj is buf
+    with pytest.raises(BufferError):
+        buf.release()  # refused while the memoryview is alive
     del m
     assert fluxon_env.sysfs("holders") == base + 1
     buf.release()
@@ -110,6 +113,19 @@ def test_get_buffer_is_a_zero_copy_buffer(mc, key, fluxon_env):
         buf.ptr()
     assert fluxon_env.wait_sysfs("holders", base) == base
     assert mc.get_buffer(key()) is None
+
+
+def test_buffer_handle_feeds_numpy_without_a_copy(mc, key):
+    np = pytest.importorskip("numpy")
+    k = key()
+    value = pattern(8192, 8)
+    mc.put(k, value)
+    buf = mc.get_buffer(k)
+    arr = np.asarray(buf)  # what LMCache / the Mooncake docs do with it
+    assert arr.dtype == np.uint8 and arr.tobytes() == value
+    assert arr.ctypes.data == buf.ptr() and not arr.flags.writeable
+    del arr
+    buf.release()
 
 
 def test_dropped_buffer_handle_is_released(mc, key, fluxon_env):
@@ -233,12 +249,12 @@ def test_replay_lmcache(mc, key):
     assert [mc.get_size(k) for k in keys] == [len(c) for c in chunks]
     buf = mc.get_buffer(keys[1])
     assert buf is not None
-    view = memoryview(buf.holder).cast("B")
+    view = memoryview(buf).cast("B")
     assert view == chunks[1]
     del view
     buf.release()
     handles = mc.batch_get_buffer(keys)
-    assert [memoryview(h.holder).tobytes() for h in handles] == chunks
+    assert [memoryview(h).tobytes() for h in handles] == chunks
     del handles
     assert all(mc.remove(k) == 0 for k in keys)
     assert mc.batch_is_exist(keys) == [0, 0, 0]

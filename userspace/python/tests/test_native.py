@@ -4,6 +4,7 @@ nothing, copies without a holder, batches in one call, the buffer
 protocol of a real holder, and the GIL released while the kernel waits."""
 import ctypes
 import errno
+import threading
 
 import pytest
 
@@ -172,3 +173,27 @@ def test_blocking_calls_release_the_gil(kv, key, fluxon_env, op):
                 [k], [ctypes.addressof(src)], [1]),
             "delete_many": lambda: kv.delete_many([k])}[op]
     fluxon_env.call_with_daemon_stopped(call)
+
+
+def test_close_while_a_call_waits_in_the_kernel(fluxon_env, key):
+    """close() from another thread while a put waits for the (stopped)
+    daemon: the device stays open under the call, which completes; the
+    store is closed for everything after."""
+    kv = Store()
+    k = key()
+    closed = []
+
+    def close_during():
+        kv.close()
+        closed.append(kv.closed)
+
+    t = threading.Timer(0.1, close_during)
+    t.start()
+    put_id = fluxon_env.call_with_daemon_stopped(
+        lambda: kv.put(k, b"finished after close"), spin=0.4)
+    t.join()
+    assert closed == [True] and put_id > 0
+    with pytest.raises(ValueError, match="closed"):
+        kv.get(k)
+    with Store() as other, other.get(k) as h:
+        assert bytes(h) == b"finished after close"
