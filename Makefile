@@ -15,6 +15,9 @@ CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
 	  -D_GNU_SOURCE -Iuapi -Iuserspace/include -MMD -MP
 LDFLAGS ?=
+# The release (kmod/fluxonkv.h): fluxonctl --version, the Debian packages.
+VERSION := $(shell sed -n 's/^\#define[[:space:]]*FLUXONKV_VERSION[[:space:]]*"\([^"]*\)".*/\1/p' kmod/fluxonkv.h)
+CFLAGS += -DFLUXONKV_RELEASE='"$(VERSION)"'
 NL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null)
 NL_LIBS := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null)
 YAML_LIBS := -lyaml
@@ -34,6 +37,9 @@ COMMON_OBJS := $(call obj,$(COMMON_SRCS))
 FLUXOND_OBJS := $(call obj,$(FLUXOND_SRCS))
 FLUXOND_LIBOBJS := $(filter-out $(O)/userspace/fluxond/main.o,$(FLUXOND_OBJS))
 FLUXONCTL_OBJS := $(call obj,$(FLUXONCTL_SRCS))
+# fluxonctl's option parsing, formats and readers (ctl_*.c): its unit tests
+# link them without its commands and main().
+CTL_OBJS := $(filter $(O)/userspace/fluxonctl/ctl_%.o,$(FLUXONCTL_OBJS))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/unit/%,$(UNIT_SRCS))
 SELFTEST_BINS := $(patsubst selftests/%.c,$(O)/selftests/%,$(SELFTEST_SRCS))
 
@@ -53,6 +59,8 @@ help:
 	@echo "  make vm-test    boot the guest and run selftests/run_tests there"
 	@echo "  make stress     the attack suite at length (storms of 1e6 ops, the fault matrix x20, the history checker x10)"
 	@echo "  make cluster-test  several guests on one network: selftests/cluster/{net,kv}.sh"
+	@echo "  make deb        the Debian packages, into $(O)/deb/"
+	@echo "  make deb-test   install them in a guest: dkms build, fluxond, load, kill -9, warm restart"
 	@echo "  make bench-cluster remote gets between two guests vs the link and the disk"
 	@echo "  make bench-cluster-rdma  the same over RDMA (Soft-RoCE), vs ib_read_bw / ib_write_bw"
 
@@ -88,7 +96,7 @@ $(O)/libfluxonkv.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 $(O)/libfluxonkv.so: $(LIB_OBJS)
-	$(CC) -shared -Wl,-soname,libfluxonkv.so.1 -o $@ $^ -lpthread
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libfluxonkv.so.1 -o $@ $^ -lpthread
 
 $(O)/fluxond: $(FLUXOND_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(RDMA_LIBS) -lpthread
@@ -99,8 +107,9 @@ $(O)/fluxonctl: $(FLUXONCTL_OBJS) $(COMMON_OBJS) $(O)/libfluxonkv.a
 $(O)/fkvload: $(O)/tools/bench/fkvload.o $(O)/libfluxonkv.a
 	$(CC) $(LDFLAGS) -o $@ $^ -lm -lpthread
 
-# Unit tests link every non-main object of the daemon, common code and lib.
-$(O)/unit/%: $(O)/tests/unit/%.o $(FLUXOND_LIBOBJS) $(COMMON_OBJS) $(LIB_OBJS)
+# Unit tests link every non-main object of the daemon, fluxonctl's ctl_*
+# code, common code and lib.
+$(O)/unit/%: $(O)/tests/unit/%.o $(FLUXOND_LIBOBJS) $(CTL_OBJS) $(COMMON_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(RDMA_LIBS) -lpthread
 
@@ -156,6 +165,7 @@ check: deps
 	@rm -rf $(O)/results
 	-tools/record-step unit $(MAKE) --no-print-directory unit
 	-tools/record-step vm-test $(MAKE) --no-print-directory vm-test
+	-tools/record-step deb-test $(MAKE) --no-print-directory deb-test
 	-tools/record-step cluster-test $(MAKE) --no-print-directory cluster-test
 	-tools/record-step bench-quick $(MAKE) --no-print-directory bench-quick
 	@tools/tap-summary $$(find $(O)/results -name '*.tap' | sort)
@@ -197,6 +207,36 @@ bench-cluster: module userspace
 	tools/bench/cluster.sh --build $(O)
 bench-cluster-rdma: module userspace
 	tools/bench/cluster.sh --build $(O) --transport rdma
+
+# Debian packages (debian/): dpkg-buildpackage -b in a copy of the tree,
+# offline; the .debs land in $(O)/deb/.  deb-test installs them in a fresh
+# guest (an overlay of its read-only root), where dkms builds the module
+# against the guest kernel's headers, and runs fluxond from the installed
+# unit through the demo's load, a kill -9 and a warm restart
+# (selftests/deb.sh; TAP in $(O)/results/deb/).
+# Compiling the module under TCG takes ~5 min, so make check's deb-test
+# has dkms build it natively first (selftests/deb-prebuild.sh, the same
+# headers) and the package's postinst install that build, and leaves out
+# dpkg --purge; deb-test-full lets the postinst compile it in the guest
+# and purges at the end (~8 min).
+.PHONY: deb deb-test deb-test-full
+deb:
+	packaging/mkdeb $(O)/deb
+
+# (make check runs the unit tests in its own step: not again in the
+# package build here)
+deb-test: $(O)/fkvload
+	DEB_BUILD_OPTIONS=nocheck packaging/mkdeb $(O)/deb
+	selftests/deb-prebuild.sh $(O)/deb $(KVER)
+	@rm -rf $(O)/results/deb && mkdir -p $(O)/results/deb
+	tools/vm/run --kver $(KVER) --mem 1G --cpus 1 --timeout 420 --results $(O)/results/deb \
+		--disk debssd:512M -- selftests/deb.sh --quick \
+		--prebuilt $(O)/deb/prebuilt/fluxonkv-$(VERSION).dkms.tar.gz $(O)/deb $(O)
+
+deb-test-full: deb $(O)/fkvload
+	@rm -rf $(O)/results/deb-full && mkdir -p $(O)/results/deb-full
+	tools/vm/run --kver $(KVER) --mem 1G --cpus 1 --timeout 900 --results $(O)/results/deb-full \
+		--disk debssd:512M -- selftests/deb.sh $(O)/deb $(O)
 
 # Install from an existing build (never builds: run 'make' first).  DESTDIR,
 # PREFIX (/usr/local) and the other directories: see packaging/install.

@@ -183,6 +183,16 @@ prom_value() {
 	put_id=$("$FLUXONCTL" put -v --value hello value/key)
 	[[ "$put_id" =~ ^[0-9]+$ ]]
 	"$FLUXONCTL" get --info --json value/key >"$t/info.json"
+	# --info is for scripts too: stdout, nothing on stderr
+	run -0 --separate-stderr "$FLUXONCTL" get --info value/key
+	[ -z "$stderr" ]
+	[[ "${lines[0]}" == "key:"*"value/key" ]]
+	[[ "$output" == *"len:"*"5 "* ]]
+	[[ "$output" == *"put_id:"*"$put_id"* ]]
+	[[ "$output" == *"source:"*"memory"* ]]
+	# the global -j is get --info --json
+	"$FLUXONCTL" -j get value/key >"$t/info-global.json"
+	json_check "@$t/info-global.json" "d['put_id'] == $put_id" "d['len'] == 5"
 	run -0 "$FLUXONCTL" put -x 00ff10 --value binary
 	run -0 "$FLUXONCTL" get -x 00ff10
 	[ "$output" = binary ]
@@ -488,6 +498,8 @@ prom_value() {
 	[[ "$output" == *"dump WHAT"* ]]
 	[[ "$output" == *"top "* ]]
 	run -0 "$FLUXONCTL" --version
+	[[ "$output" =~ ^fluxonctl\ [0-9]+\.[0-9]+\.[0-9]+\ \(fluxonkv\ ABI\ [0-9]+\)$ ]]
+	[ "$(echo "$output" | cut -d' ' -f2)" = "$(cat "$SYSFS/version")" ]
 
 	run -2 --separate-stderr "$FLUXONCTL" frobnicate
 	[[ "$stderr" == *"unknown command 'frobnicate'"* ]]

@@ -58,6 +58,7 @@ mode() {
 	[ "$(mode /usr/lib/pkgconfig/fluxonkv.pc)" = 644 ]
 	[ "$(mode /usr/share/man/man8/fluxond.8)" = 644 ]
 	[ "$(mode /usr/share/man/man8/fluxonctl.8)" = 644 ]
+	[ "$(mode /usr/share/bash-completion/completions/fluxonctl)" = 644 ]
 	[ "$(mode /etc/modprobe.d/fluxonkv.conf)" = 644 ]
 	[ "$(mode /etc/fluxonkv/fluxonkv.yaml)" = 644 ]
 	[ "$(mode /usr/lib/udev/rules.d/60-fluxonkv.rules)" = 644 ]
@@ -150,6 +151,28 @@ mode() {
 		grep -qx 'options fluxonkv segment_mb=64 request_timeout_ms=5000'
 }
 
+@test "the bash completion completes commands, options, dump names and files" {
+	local f=$DEST/usr/share/bash-completion/completions/fluxonctl cmd
+	[ "$(mode /usr/share/bash-completion/completions/fluxonctl)" = 644 ]
+	# comp WORDS...: what completing the last word offers
+	comp() {
+		bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1));
+			 _fluxonctl; echo "${COMPREPLY[*]}"' comp "$f" "$@"
+	}
+	[ "$(comp fluxonctl st)" = "status stats" ]
+	[ "$(comp fluxonctl -j d)" = "delete dump" ]
+	[ "$(comp fluxonctl --v)" = "--version" ]
+	[ "$(comp fluxonctl get --i)" = "--info" ]
+	[ "$(comp fluxonctl dump r)" = "replicas rings" ]
+	[ "$(comp fluxonctl config a)" = "attach" ]
+	[ "$(comp fluxonctl config attach --if)" = "--if-needed" ]
+	[ "$(comp fluxonctl config check "$DEST/etc/fluxonkv/fluxonkv.y")" = "$DEST/etc/fluxonkv/fluxonkv.yaml" ]
+	# every command of fluxonctl --help is offered
+	for cmd in $("$BUILD/fluxonctl" --help | sed -n 's/^  \([a-z]\+\) .*/\1/p'); do
+		[[ " $(comp fluxonctl '') " == *" $cmd "* ]]
+	done
+}
+
 @test "the udev rule gives /dev/fluxonkv to group fluxonkv, mode 0660, and udev accepts it" {
 	local rule=$DEST/usr/lib/udev/rules.d/60-fluxonkv.rules
 	grep -qx 'KERNEL=="fluxonkv", SUBSYSTEM=="misc", GROUP="fluxonkv", MODE="0660"' "$rule"
@@ -174,7 +197,9 @@ mode() {
 	local unit=$DEST/usr/lib/systemd/system/fluxond.service t=$BATS_TEST_TMPDIR
 	grep -qx 'Type=notify' "$unit"
 	grep -qx 'ExecStartPre=+/sbin/modprobe fluxonkv' "$unit"
-	grep -qx 'ExecStart=/usr/sbin/fluxond --foreground' "$unit"
+	grep -qx 'ExecStartPre=-+/usr/bin/fluxonctl config attach --if-needed ${FLUXOND_CONFIG}' "$unit"
+	grep -qx 'ExecStart=/usr/sbin/fluxond --foreground --config ${FLUXOND_CONFIG}' "$unit"
+	grep -qx 'Environment=FLUXOND_CONFIG=/etc/fluxonkv/fluxonkv.yaml' "$unit"
 	grep -qx 'Restart=on-failure' "$unit"
 	grep -qx 'CapabilityBoundingSet=CAP_NET_ADMIN CAP_SYS_ADMIN' "$unit"
 	grep -q '^RestrictAddressFamilies=.*AF_NETLINK' "$unit"
@@ -183,7 +208,8 @@ mode() {
 	command -v systemd-analyze >/dev/null || skip "no systemd-analyze"
 	# the staged fluxond stands in for /usr/sbin/fluxond, the staged man
 	# pages for Documentation=
-	sed "s|^ExecStart=/usr/sbin/fluxond|ExecStart=$DEST/usr/sbin/fluxond|" "$unit" >"$t/fluxond.service"
+	sed -e "s|^ExecStart=/usr/sbin/fluxond|ExecStart=$DEST/usr/sbin/fluxond|" \
+	    -e "s|+/usr/bin/fluxonctl|+$DEST/usr/bin/fluxonctl|" "$unit" >"$t/fluxond.service"
 	run env MANPATH="$DEST/usr/share/man" systemd-analyze verify "$t/fluxond.service"
 	[ "$status" -eq 0 ]
 	[ -z "$output" ]
@@ -198,7 +224,8 @@ mode() {
 	grep -qx 'LimitMEMLOCK=infinity' "$d"
 	command -v systemd-analyze >/dev/null || skip "no systemd-analyze"
 	mkdir -p "$t/cl/fluxond.service.d"
-	sed "s|^ExecStart=/usr/sbin/fluxond|ExecStart=$DEST/usr/sbin/fluxond|" \
+	sed -e "s|^ExecStart=/usr/sbin/fluxond|ExecStart=$DEST/usr/sbin/fluxond|" \
+	    -e "s|+/usr/bin/fluxonctl|+$DEST/usr/bin/fluxonctl|" \
 		"$DEST/usr/lib/systemd/system/fluxond.service" >"$t/cl/fluxond.service"
 	cp "$d" "$t/cl/fluxond.service.d/cluster.conf"
 	run env MANPATH="$DEST/usr/share/man" systemd-analyze verify "$t/cl/fluxond.service"
@@ -248,8 +275,11 @@ mode() {
 	[ -x "$d/usr/local/sbin/fluxond" ]
 	[ -x "$d/usr/local/bin/fluxonctl" ]
 	[ -f "$d/usr/local/lib/libfluxonkv.so.1" ]
-	grep -qx 'ExecStart=/usr/local/sbin/fluxond --foreground' \
+	grep -qx 'ExecStart=/usr/local/sbin/fluxond --foreground --config ${FLUXOND_CONFIG}' \
 		"$d/usr/lib/systemd/system/fluxond.service"
+	grep -qx 'ExecStartPre=-+/usr/local/bin/fluxonctl config attach --if-needed ${FLUXOND_CONFIG}' \
+		"$d/usr/lib/systemd/system/fluxond.service"
+	[ -f "$d/usr/local/share/bash-completion/completions/fluxonctl" ]
 	grep -qx 'prefix=/usr/local' "$d/usr/local/lib/pkgconfig/fluxonkv.pc"
 	grep -qx 'libdir=/usr/local/lib' "$d/usr/local/lib/pkgconfig/fluxonkv.pc"
 	# where udev, systemd and modprobe look does not move with PREFIX

@@ -3,7 +3,7 @@
  * fuzz_wire - libFuzzer (or replay) target for what fluxond and fluxonctl
  * read off a TCP stream or the control socket: the framing of generic
  * netlink messages (userspace/common/wire.c) and the STATS answer decoder
- * of fluxonctl cluster (userspace/common/ctl_cluster.c), including the
+ * of fluxonctl cluster (userspace/fluxonctl/ctl_cluster.c), including the
  * three renderings of whatever it accepted.
  *
  * The input is a byte stream, fed to a struct fkv_wire through a socket
@@ -19,9 +19,9 @@
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
  *         -Iuapi -Iuserspace/include $(pkg-config --cflags libnl-genl-3.0) \
  *         tests/fuzz/fuzz_wire.c userspace/common/wire.c \
- *         userspace/common/ctl_cluster.c userspace/common/ctl_format.c \
- *         userspace/common/ctl_json.c userspace/common/ctl_sysfs.c \
- *         userspace/common/ctl_latency.c userspace/common/ctl_dump.c \
+ *         userspace/fluxonctl/ctl_cluster.c userspace/fluxonctl/ctl_format.c \
+ *         userspace/fluxonctl/ctl_json.c userspace/fluxonctl/ctl_sysfs.c \
+ *         userspace/fluxonctl/ctl_latency.c userspace/fluxonctl/ctl_dump.c \
  *         $(pkg-config --libs libnl-genl-3.0) -o build-fuzz/fuzz_wire
  *   build-fuzz/fuzz_wire -max_total_time=60 build-fuzz/corpus-wire \
  *         tests/fuzz/corpus/wire
@@ -40,7 +40,7 @@
 #include <netlink/msg.h>
 
 #include "../../userspace/common/cluster_msg.h"
-#include "../../userspace/common/ctl_cluster.h"
+#include "../../userspace/fluxonctl/ctl_cluster.h"
 #include "../../userspace/common/wire.h"
 
 #define CHECK(cond)							\

@@ -725,7 +725,7 @@ FKV_TEST_TIMEOUT(tcp_push_streams_staged_chunks_in_order, 60)
 
 #include <pthread.h>
 
-#include "../../userspace/common/ctl_cluster.h"
+#include "../../userspace/fluxonctl/ctl_cluster.h"
 #include "../../userspace/fluxond/ctlsock.h"
 
 static int fake_stats(void *arg, struct nl_msg *msg)

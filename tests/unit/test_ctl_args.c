@@ -5,7 +5,7 @@
  */
 #include <stdbool.h>
 
-#include "../../userspace/common/ctl_args.h"
+#include "../../userspace/fluxonctl/ctl_args.h"
 #include "../../selftests/fkv_test.h"
 
 #define ARGV(...) ((char *[]){ __VA_ARGS__, NULL })

@@ -11,8 +11,11 @@
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <linux/fluxonkv.h>
 
 static char ctl[PATH_MAX];
 
@@ -182,6 +185,70 @@ FKV_TEST(help_goes_to_stdout_and_succeeds)
 	RUN(&r, "help", "stats");
 	FKV_ASSERT_EQ(r.status, 0);
 	assert_has(r.out, "Usage: fluxonctl stats");
+}
+
+FKV_TEST(version_prints_the_release_and_the_abi)
+{
+	char want[64];
+	struct run r;
+
+	RUN(&r, "--version");
+	FKV_ASSERT_EQ(r.status, 0);
+	snprintf(want, sizeof(want), "fluxonctl %s (fluxonkv ABI %d)\n",
+		 FLUXONKV_RELEASE, FLUXONKV_ABI_VERSION);
+	FKV_ASSERT(!strcmp(r.out, want), "got \"%s\", want \"%s\"", r.out, want);
+	FKV_ASSERT_EQ(r.err[0], '\0');
+}
+
+FKV_TEST(the_global_json_option_is_the_commands_own)
+{
+	struct run r;
+
+	fake_sysfs();
+	RUN(&r, "-j", "stats");
+	FKV_ASSERT_EQ(r.status, 0);
+	FKV_ASSERT_EQ(r.out[0], '{');
+	assert_has(r.out, "\"puts\":3");
+	RUN(&r, "--json", "status");
+	FKV_ASSERT_EQ(r.out[0], '{');
+	/* the command's own checks still apply */
+	RUN(&r, "-j", "stats", "--prometheus");
+	FKV_ASSERT_EQ(r.status, 2);
+	assert_has(r.err, "give --json or --prometheus, not both");
+	RUN(&r, "-j", "get", "-o", "/dev/null", "k");
+	FKV_ASSERT_EQ(r.status, 2);
+	assert_has(r.err, "--info prints no value");
+	/* commands without JSON output refuse it before touching anything */
+	RUN(&r, "--json", "put", "--device", "/nonexistent", "--value", "v", "k");
+	FKV_ASSERT_EQ(r.status, 2);
+	assert_has(r.err, "fluxonctl put: -j/--json: put has no JSON output");
+	RUN(&r, "--jason", "stats");
+	FKV_ASSERT_EQ(r.status, 2);
+	assert_has(r.err, "fluxonctl: unknown option '--jason'");
+	fake_remove();
+}
+
+FKV_TEST(config_attach_if_needed_is_a_no_op_without_an_ssd_tier)
+{
+	char path[] = "/tmp/fkv-ctl-yaml-XXXXXX";
+	const char *yaml = "fluxonkv_spec:\n  cluster_name: t\n";
+	struct run r;
+	int fd = mkstemp(path);
+
+	FKV_ASSERT(fd >= 0);
+	FKV_ASSERT(write(fd, yaml, strlen(yaml)) == (ssize_t)strlen(yaml));
+	close(fd);
+	/* no module needed: nothing to attach */
+	RUN(&r, "config", "attach", "--if-needed", path);
+	FKV_ASSERT_EQ(r.status, 0);
+	assert_has(r.out, "declares no SSD tier");
+	RUN(&r, "config", "attach", path);
+	FKV_ASSERT_EQ(r.status, 1);
+	assert_has(r.err, "declares no SSD tier");
+	RUN(&r, "config", "check", "--if-needed", path);
+	FKV_ASSERT_EQ(r.status, 2);
+	assert_has(r.err, "--if-needed is an option of config attach");
+	unlink(path);
 }
 
 FKV_TEST(a_bad_option_exits_2_before_touching_the_device)

@@ -8,8 +8,8 @@
 
 #include <linux/fluxonkv.h>
 
-#include "../../userspace/common/ctl_format.h"
-#include "../../userspace/common/ctl_json.h"
+#include "../../userspace/fluxonctl/ctl_format.h"
+#include "../../userspace/fluxonctl/ctl_json.h"
 #include "../../selftests/fkv_test.h"
 
 static const char *size(uint64_t bytes)

@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "../../userspace/common/ctl_dump.h"
-#include "../../userspace/common/ctl_json.h"
-#include "../../userspace/common/ctl_latency.h"
+#include "../../userspace/fluxonctl/ctl_dump.h"
+#include "../../userspace/fluxonctl/ctl_json.h"
+#include "../../userspace/fluxonctl/ctl_latency.h"
 #include "../../selftests/fkv_test.h"
 #include "prom_expo.h"
 

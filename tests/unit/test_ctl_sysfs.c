@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "../../userspace/common/ctl_format.h"
-#include "../../userspace/common/ctl_latency.h"
-#include "../../userspace/common/ctl_sysfs.h"
+#include "../../userspace/fluxonctl/ctl_format.h"
+#include "../../userspace/fluxonctl/ctl_latency.h"
+#include "../../userspace/fluxonctl/ctl_sysfs.h"
 #include "../../selftests/fkv_test.h"
 #include "prom_expo.h"
 

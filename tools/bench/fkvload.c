@@ -9,6 +9,11 @@
  * per 4 KiB; bytes mode: the whole value copied out and compared) and
  * release it.  Hits are attributed to the tier the get reports.
  *
+ * With --verify there is neither phase: one get of every key 0..keys-1
+ * (as a previous run with the same --keys, --size and --prefix put them),
+ * each value compared in full; a miss counts as a failure (a warm restart
+ * test asks "is every value put before still served?").
+ *
  * Prints progress to stderr and a summary (human, or one JSON object with
  * --json).  Exit status: 0, 1 if any content check failed or an unexpected
  * error happened, 2 on usage errors.
@@ -41,6 +46,7 @@ struct opts {
 	double zipf;
 	uint64_t seed;
 	bool bytes_mode;
+	bool verify;
 	bool json;
 	bool quiet;
 	const char *prefix;
@@ -222,6 +228,58 @@ static int do_puts(struct fkv *kv, const struct opts *o, double *secs)
 	return ret;
 }
 
+/* --verify: every key once, the whole value compared.  0 if all served. */
+static int do_verify(struct fkv *kv, const struct opts *o)
+{
+	uint64_t *ref = malloc(o->size + 8), k, mem = 0, ssd = 0, miss = 0,
+		 bad = 0, errs = 0;
+	struct fkv_holder h;
+	char key[128];
+	int ret;
+
+	if (!ref)
+		return -ENOMEM;
+	for (k = 0; k < o->keys; k++) {
+		size_t kl = key_name(key, sizeof(key), o->prefix, k);
+
+		ret = fkv_get(kv, key, kl, &h);
+		if (ret == -ENOENT) {
+			miss++;
+			fprintf(stderr, "fkvload: verify %s: MISSING\n", key);
+			continue;
+		}
+		if (ret) {
+			errs++;
+			fprintf(stderr, "fkvload: verify %s: %s\n", key,
+				fkv_strerror(ret));
+			continue;
+		}
+		fill_value(ref, o->size, k);
+		if (h.len != o->size || memcmp(ref, h.data, h.len)) {
+			bad++;
+			fprintf(stderr, "fkvload: verify %s: CONTENT MISMATCH (len %zu, put_id %" PRIu64 ")\n",
+				key, (size_t)h.len, h.put_id);
+		} else if (h.source == FLUXONKV_SOURCE_SSD) {
+			ssd++;
+		} else {
+			mem++;
+		}
+		fkv_holder_release(kv, &h);
+	}
+	free(ref);
+	if (o->json)
+		printf("{\"keys\":%lu,\"verified\":%" PRIu64 ",\"from_memory\":%" PRIu64 ","
+		       "\"from_ssd\":%" PRIu64 ",\"missing\":%" PRIu64 ","
+		       "\"errors\":%" PRIu64 ",\"content_errors\":%" PRIu64 "}\n",
+		       o->keys, mem + ssd, mem, ssd, miss, errs, bad);
+	else
+		printf("fkvload verify: %" PRIu64 "/%lu values intact (DRAM %" PRIu64
+		       ", SSD %" PRIu64 "), %" PRIu64 " missing, %" PRIu64
+		       " errors, %" PRIu64 " content mismatches\n",
+		       mem + ssd, o->keys, mem, ssd, miss, errs, bad);
+	return (miss || errs || bad) ? 1 : 0;
+}
+
 static void get_worker(const struct opts *o, const double *cdf,
 		       struct shared *sh, unsigned int id)
 {
@@ -301,6 +359,8 @@ static void usage(FILE *f)
 "  --seed X       key-sequence seed (default 1)\n"
 "  --mode M       holder (sampled check, zero copy) | bytes (copy + full check)\n"
 "  --prefix P     key prefix (default \"fkvload-\")\n"
+"  --verify       no puts, no load: get every key once and compare it in full\n"
+"                 (all must be served)\n"
 "  --json         one JSON object instead of the human summary\n"
 "  --quiet        no progress on stderr\n");
 }
@@ -313,6 +373,7 @@ int main(int argc, char **argv)
 		{ "zipf", 1, NULL, 'z' }, { "seed", 1, NULL, 'S' },
 		{ "mode", 1, NULL, 'm' }, { "prefix", 1, NULL, 'P' },
 		{ "json", 0, NULL, 'j' }, { "quiet", 0, NULL, 'q' },
+		{ "verify", 0, NULL, 'c' },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	struct opts o = {
@@ -339,6 +400,7 @@ int main(int argc, char **argv)
 		case 'P': o.prefix = optarg; break;
 		case 'j': o.json = true; break;
 		case 'q': o.quiet = true; break;
+		case 'c': o.verify = true; break;
 		case 'm':
 			if (!strcmp(optarg, "bytes"))
 				o.bytes_mode = true;
@@ -359,6 +421,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fkvload: cannot open %s: %s\n",
 			FKV_DEFAULT_DEVICE, fkv_strerror(ret));
 		return 1;
+	}
+	if (o.verify) {
+		ret = do_verify(kv, &o);
+		fkv_close(kv);
+		if (ret < 0)
+			fprintf(stderr, "fkvload: out of memory\n");
+		return ret ? 1 : 0;
 	}
 	cdf = zipf_cdf(o.keys, o.zipf);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,

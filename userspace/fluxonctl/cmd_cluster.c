@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * fluxonctl cluster: fluxond's view of the cluster, from its control
- * socket (common/ctl_cluster.c).
+ * socket (ctl_cluster.c).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../common/ctl_cluster.h"
+#include "ctl_cluster.h"
 #include "ctl.h"
 
 int ctl_cmd_cluster(const struct ctl_opts *o)

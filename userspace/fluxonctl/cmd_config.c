@@ -16,8 +16,9 @@
 
 #include "fluxonkv.h"
 #include "fluxonkv_config.h"
-#include "../common/ctl_json.h"
+#include "ctl_json.h"
 #include "ctl.h"
+#include "ctl_sysfs.h"
 #include "../common/ssd_attach.h"
 
 const char ctl_usage_config[] =
@@ -45,13 +46,20 @@ const char ctl_usage_config[] =
 	"\n"
 	"Exit status: 0 valid, 1 invalid or unreadable, 2 usage.\n"
 	"\n"
-	"Usage: fluxonctl config attach FILE\n"
+	"Usage: fluxonctl config attach [--if-needed] FILE\n"
 	"\n"
 	"Make the SSD tier of FILE real and hand it to the module: create the\n"
 	"cache roots, create+truncate and preallocate every shard file (old\n"
 	"contents are never recovered), open them O_DIRECT and attach them\n"
 	"(needs CAP_SYS_ADMIN).  Block devices are used raw.\n"
-	"Exit status: 0 attached, 1 error, 2 usage, 4 module not loaded.\n";
+	"\n"
+	"      --if-needed      do what fluxond does at start: nothing (exit 0)\n"
+	"                       when FILE declares no SSD tier or the module\n"
+	"                       already has one (fluxond.service runs this\n"
+	"                       outside its sandbox before fluxond)\n"
+	"\n"
+	"Exit status: 0 attached (or, with --if-needed, nothing to do), 1 error,\n"
+	"2 usage, 4 module not loaded.\n";
 
 static __attribute__((format(printf, 2, 3)))
 int ctl_config_usage(FILE *err, const char *fmt, ...)
@@ -72,6 +80,7 @@ int ctl_parse_config(int argc, char **argv, struct ctl_opts *o, FILE *err)
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "if-needed", no_argument, NULL, 'n' },
 		{ 0 }
 	};
 	int c;
@@ -99,6 +108,11 @@ int ctl_parse_config(int argc, char **argv, struct ctl_opts *o, FILE *err)
 		case 'h':
 			o->help = true;
 			return 0;
+		case 'n':
+			if (strcmp(o->what, "attach"))
+				return ctl_config_usage(err, "--if-needed is an option of config attach");
+			o->if_needed = true;
+			break;
 		default:
 			return ctl_config_usage(err, "unknown option '%s'",
 						argv[optind - 1]);
@@ -343,6 +357,16 @@ static void attach_report(void *arg, bool warning, const char *line)
 		printf("%s\n", line);
 }
 
+/* Does the loaded module report an SSD tier?  Its capacity in @cap. */
+static bool ctl_module_has_ssd(uint64_t *cap)
+{
+	struct ctl_sysfs s;
+
+	*cap = 0;
+	return !ctl_sysfs_init(&s) &&
+	       !ctl_sysfs_read_u64(&s, CTL_SSD_CAPACITY, cap) && *cap;
+}
+
 /* config attach: plan, prepare (create/truncate/open), hand fds over. */
 static int ctl_config_attach(const struct ctl_opts *o)
 {
@@ -353,6 +377,7 @@ static int ctl_config_attach(const struct ctl_opts *o)
 	struct fkv *kv = NULL;
 	int ret, rc = CTL_EXIT_ERROR;
 	char err[512];
+	uint64_t have;
 
 	ret = fkv_config_load(o->input, &cfg, err, sizeof(err));
 	if (ret) {
@@ -361,8 +386,11 @@ static int ctl_config_attach(const struct ctl_opts *o)
 		return CTL_EXIT_ERROR;
 	}
 	if (!cfg.ssd) {
-		fprintf(stderr, "fluxonctl config attach: %s declares no SSD tier (large_limit_size)\n",
+		fprintf(o->if_needed ? stdout : stderr,
+			"fluxonctl config attach: %s declares no SSD tier (large_limit_size)\n",
 			o->input);
+		if (o->if_needed)
+			rc = CTL_EXIT_OK;
 		goto out_cfg;
 	}
 	ret = fkv_open(o->device, &kv);
@@ -370,6 +398,12 @@ static int ctl_config_attach(const struct ctl_opts *o)
 		fprintf(stderr, "fluxonctl config attach: %s\n", fkv_strerror(ret));
 		rc = CTL_EXIT_ABSENT;
 		goto out_cfg;
+	}
+	if (o->if_needed && ctl_module_has_ssd(&have)) {
+		printf("fluxonctl config attach: the module already has an SSD tier (%llu MiB): %s not applied again\n",
+		       (unsigned long long)(have >> 20), o->input);
+		rc = CTL_EXIT_OK;
+		goto out_kv;
 	}
 	ops.arg = kv;
 	ret = fkv_ssd_attach_config(&cfg, &ops, &got, err, sizeof(err));

@@ -11,8 +11,8 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "../common/ctl_dump.h"
-#include "../common/ctl_sysfs.h"
+#include "ctl_dump.h"
+#include "ctl_sysfs.h"
 #include "ctl.h"
 
 #ifndef DEBUGFS_MAGIC

@@ -12,7 +12,7 @@
 
 #include <fluxonkv.h>
 
-#include "../common/ctl_format.h"
+#include "ctl_format.h"
 #include "ctl.h"
 
 static int ctl_fail(const char *cmd, const char *what, int err)
@@ -177,7 +177,7 @@ int ctl_cmd_get(const struct ctl_opts *o)
 		if (o->json)
 			ctl_render_holder_json(stdout, &info);
 		else
-			ctl_render_holder_human(stderr, &info);
+			ctl_render_holder_human(stdout, &info);
 		ret = fflush(stdout) ? CTL_EXIT_ERROR : CTL_EXIT_OK;
 	} else {
 		ret = ctl_write_value(o, &h);

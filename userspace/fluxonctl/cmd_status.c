@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/ctl_format.h"
-#include "../common/ctl_latency.h"
-#include "../common/ctl_sysfs.h"
+#include "ctl_format.h"
+#include "ctl_latency.h"
+#include "ctl_sysfs.h"
 #include "ctl.h"
 #include "netlink.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * fluxonctl top: sample /sys/kernel/fluxonkv/ every interval and draw a
- * frame (common/ctl_top.c).  On a terminal each frame replaces the last
+ * frame (ctl_top.c).  On a terminal each frame replaces the last
  * (ANSI clear + home); otherwise frames follow each other, blank-line
  * separated, so `top --iterations N | ...` is scriptable.
  */
@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/ctl_sysfs.h"
-#include "../common/ctl_top.h"
+#include "ctl_sysfs.h"
+#include "ctl_top.h"
 #include "ctl.h"
 
 #define CTL_ANSI_CLEAR	"\033[H\033[2J"

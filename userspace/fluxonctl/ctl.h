@@ -6,7 +6,7 @@
 #ifndef FLUXONKV_FLUXONCTL_CTL_H
 #define FLUXONKV_FLUXONCTL_CTL_H
 
-#include "../common/ctl_args.h"
+#include "ctl_args.h"
 
 int ctl_cmd_put(const struct ctl_opts *o);
 int ctl_cmd_get(const struct ctl_opts *o);

@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * fluxonctl: the operator's command line for fluxonkv.  This file only
- * dispatches: options are parsed in common/ctl_args.c, each command lives in
- * cmd_*.c, output formats in common/ctl_format.c.
+ * dispatches: the global options (--help, --version, -j/--json) come
+ * before the command, the command's own are parsed in ctl_args.c, each
+ * command lives in cmd_*.c, output formats in ctl_format.c.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ctl.h"
+
+#ifndef FLUXONKV_RELEASE
+#error "FLUXONKV_RELEASE (the release, from kmod/fluxonkv.h) comes from the Makefile"
+#endif
 
 struct ctl_command {
 	const char *name;
@@ -38,17 +44,18 @@ static const struct ctl_command *ctl_command_find(const char *name)
 	return NULL;
 }
 
-static int ctl_help(int argc, char **argv)
+/* help [COMMAND]: the main usage, or @topic's. */
+static int ctl_help(const char *topic)
 {
 	const struct ctl_command *cmd;
 
-	if (argc < 3) {
+	if (!topic) {
 		fputs(ctl_usage_main, stdout);
 		return CTL_EXIT_OK;
 	}
-	cmd = ctl_command_find(argv[2]);
+	cmd = ctl_command_find(topic);
 	if (!cmd) {
-		fprintf(stderr, "fluxonctl: unknown command '%s'\n", argv[2]);
+		fprintf(stderr, "fluxonctl: unknown command '%s'\n", topic);
 		return CTL_EXIT_USAGE;
 	}
 	fputs(cmd->usage, stdout);
@@ -59,30 +66,45 @@ int main(int argc, char **argv)
 {
 	const struct ctl_command *cmd;
 	struct ctl_opts o;
+	bool json = false;
+	int i;
 
-	if (argc < 2) {
+	/* global options, before the command */
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			return ctl_help(i + 1 < argc ? argv[i + 1] : NULL);
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("fluxonctl %s (fluxonkv ABI %d)\n",
+			       FLUXONKV_RELEASE, FLUXONKV_ABI_VERSION);
+			return CTL_EXIT_OK;
+		} else {
+			fprintf(stderr, "fluxonctl: unknown option '%s'\n"
+				"Try 'fluxonctl --help'.\n", argv[i]);
+			return CTL_EXIT_USAGE;
+		}
+	}
+	if (i >= argc) {
 		fputs(ctl_usage_main, stderr);
 		return CTL_EXIT_USAGE;
 	}
-	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "-h") ||
-	    !strcmp(argv[1], "--help"))
-		return ctl_help(argc, argv);
-	if (!strcmp(argv[1], "--version")) {
-		printf("fluxonctl (fluxonkv ABI %d)\n", FLUXONKV_ABI_VERSION);
-		return CTL_EXIT_OK;
-	}
+	if (!strcmp(argv[i], "help"))
+		return ctl_help(i + 1 < argc ? argv[i + 1] : NULL);
 
-	cmd = ctl_command_find(argv[1]);
+	cmd = ctl_command_find(argv[i]);
 	if (!cmd) {
 		fprintf(stderr, "fluxonctl: unknown command '%s'\n"
-			"Try 'fluxonctl --help'.\n", argv[1]);
+			"Try 'fluxonctl --help'.\n", argv[i]);
 		return CTL_EXIT_USAGE;
 	}
-	if (cmd->parse(argc - 1, argv + 1, &o, stderr))
+	if (cmd->parse(argc - i, argv + i, &o, stderr))
 		return CTL_EXIT_USAGE;
 	if (o.help) {
 		fputs(cmd->usage, stdout);
 		return CTL_EXIT_OK;
 	}
+	if (json && ctl_global_json(cmd->name, &o, stderr))
+		return CTL_EXIT_USAGE;
 	return cmd->run(&o);
 }

@@ -6,7 +6,7 @@
 #ifndef FLUXONKV_FLUXONCTL_NETLINK_H
 #define FLUXONKV_FLUXONCTL_NETLINK_H
 
-#include "../common/ctl_format.h"
+#include "ctl_format.h"
 
 /* Receive timeout for every answer, so fluxonctl never hangs. */
 #define CTL_GENL_TIMEOUT_MS	2000

@@ -9,12 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster_msg.h"
+#include "../common/cluster_msg.h"
 #include "ctl_args.h"
 #include "ctl_dump.h"
 
 const char ctl_usage_main[] =
-	"Usage: fluxonctl [--help] [--version] COMMAND [ARGS]\n"
+	"Usage: fluxonctl [--help] [--version] [-j|--json] COMMAND [ARGS]\n"
+	"\n"
+	"  -j, --json           JSON output, for the commands that have it (get\n"
+	"                       --info, status, stats, dump, cluster, config check)\n"
+	"      --version        print the version and the ABI\n"
 	"\n"
 	"Commands:\n"
 	"  put KEY [FILE|-]     store a value read from FILE, stdin or --value\n"
@@ -61,9 +65,9 @@ const char ctl_usage_get[] =
 	"the read-only segment mapping.\n"
 	"\n"
 	"  -o, --output FILE    write the value to FILE instead\n"
-	"  -i, --info           print len, put_id and source to stderr instead\n"
-	"                       of the value\n"
-	"  -j, --json           with --info: print them as JSON on stdout\n"
+	"  -i, --info           print key, len, put_id, source and holder on\n"
+	"                       stdout instead of the value\n"
+	"  -j, --json           --info as one JSON object\n"
 	CTL_USAGE_KEY
 	"\n"
 	"Exit status: 0 found, 1 error, 2 usage, 3 not found,\n"
@@ -413,6 +417,27 @@ int ctl_parse_put(int argc, char **argv, struct ctl_opts *o, FILE *err)
 	return ctl_no_more(argc, argv, i, err);
 }
 
+/* get: --json implies --info, which prints no value. */
+static int ctl_get_info_check(const char *cmd, struct ctl_opts *o, FILE *err)
+{
+	if (o->json)
+		o->info = true;
+	if (o->info && o->output)
+		return ctl_usage_error(err, cmd,
+				       "--info prints no value: drop --output");
+	return 0;
+}
+
+/* stats, cluster: one format at a time. */
+static int ctl_one_format_check(const char *cmd, const struct ctl_opts *o,
+				FILE *err)
+{
+	if (o->json && o->prometheus)
+		return ctl_usage_error(err, cmd,
+				       "give --json or --prometheus, not both");
+	return 0;
+}
+
 int ctl_parse_get(int argc, char **argv, struct ctl_opts *o, FILE *err)
 {
 	static const struct option longopts[] = {
@@ -430,11 +455,9 @@ int ctl_parse_get(int argc, char **argv, struct ctl_opts *o, FILE *err)
 	ret = ctl_take_key(argc, argv, &i, o, err);
 	if (ret)
 		return ret;
-	if (o->json)
-		o->info = true;
-	if (o->info && o->output)
-		return ctl_usage_error(err, argv[0],
-				       "--info prints no value: drop --output");
+	ret = ctl_get_info_check(argv[0], o, err);
+	if (ret)
+		return ret;
 	return ctl_no_more(argc, argv, i, err);
 }
 
@@ -483,9 +506,8 @@ int ctl_parse_stats(int argc, char **argv, struct ctl_opts *o, FILE *err)
 	i = ctl_getopt(argc, argv, ":jph", longopts, o, err);
 	if (i < 0 || o->help)
 		return i < 0 ? i : 0;
-	if (o->json && o->prometheus)
-		return ctl_usage_error(err, argv[0],
-				       "give --json or --prometheus, not both");
+	if (ctl_one_format_check(argv[0], o, err))
+		return -EINVAL;
 	return ctl_no_more(argc, argv, i, err);
 }
 
@@ -528,4 +550,17 @@ int ctl_parse_top(int argc, char **argv, struct ctl_opts *o, FILE *err)
 	if (!o->interval)
 		o->interval = CTL_TOP_INTERVAL_DEFAULT;
 	return ctl_no_more(argc, argv, i, err);
+}
+
+int ctl_global_json(const char *cmd, struct ctl_opts *o, FILE *err)
+{
+	o->json = true;
+	if (!strcmp(cmd, "get"))
+		return ctl_get_info_check(cmd, o, err);
+	if (!strcmp(cmd, "stats") || !strcmp(cmd, "cluster"))
+		return ctl_one_format_check(cmd, o, err);
+	if (!strcmp(cmd, "status") || !strcmp(cmd, "dump") ||
+	    !strcmp(cmd, "config"))
+		return 0;
+	return ctl_usage_error(err, cmd, "-j/--json: %s has no JSON output", cmd);
 }

@@ -31,6 +31,7 @@ struct ctl_opts {
 	bool prometheus;
 	bool info;		/* get --info: metadata instead of bytes */
 	bool hex;		/* -x: KEY is hex digits */
+	bool if_needed;		/* config attach --if-needed */
 	const char *device;	/* --device, NULL = default */
 	const char *key_arg;	/* KEY as given */
 	unsigned char key[FLUXONKV_KEY_MAX];
@@ -59,6 +60,15 @@ int ctl_parse_status(int argc, char **argv, struct ctl_opts *o, FILE *err);
 int ctl_parse_stats(int argc, char **argv, struct ctl_opts *o, FILE *err);
 int ctl_parse_dump(int argc, char **argv, struct ctl_opts *o, FILE *err);
 int ctl_parse_top(int argc, char **argv, struct ctl_opts *o, FILE *err);
+
+/*
+ * The global -j/--json (before the command) applied to @cmd's parsed
+ * options, with the checks the command's own --json gets: get --info
+ * --json (not with --output), stats/cluster (not with --prometheus),
+ * status, dump, config.  -EINVAL (one line on @err) for a command with
+ * no JSON output.
+ */
+int ctl_global_json(const char *cmd, struct ctl_opts *o, FILE *err);
 
 extern const char ctl_usage_main[];
 extern const char ctl_usage_put[];

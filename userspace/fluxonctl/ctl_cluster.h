@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "cluster_msg.h"
+#include "../common/cluster_msg.h"
 
 #define CTL_CLUSTER_STATS	128
 #define CTL_CLUSTER_NODE_STATS	16

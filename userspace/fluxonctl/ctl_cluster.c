@@ -19,7 +19,7 @@
 #include "ctl_cluster.h"
 #include "ctl_format.h"
 #include "ctl_json.h"
-#include "wire.h"
+#include "../common/wire.h"
 
 static const struct nla_policy top_policy[FKV_CA_MAX + 1] = {
 	[FKV_CA_ROLE] = { .type = NLA_STRING, .maxlen = 16 },
