@@ -244,6 +244,7 @@ int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
 int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 		 struct fluxonkv_get_result *res);
 int fluxonkv_delete(const u8 *key, u32 key_len);
+int fluxonkv_replica_persist(u64 handle, u64 put_id);
 int fluxonkv_lookup(const u8 *key, u32 key_len,
 		    struct fluxonkv_get_result *res);
 int fluxonkv_hold(struct fluxonkv_session *s, const u8 *key, u32 key_len,

@@ -983,6 +983,27 @@ static int fluxonkv_nl_drop_replica(struct sk_buff *skb, struct genl_info *info)
 	return 0;
 }
 
+/* PERSIST {HANDLE, PUT_ID}: the daemon wants that replica on the SSD. */
+static int fluxonkv_nl_persist(struct sk_buff *skb, struct genl_info *info)
+{
+	int ret;
+
+	ret = fluxonkv_from_daemon(skb, info);
+	if (ret)
+		return ret;
+	if (GENL_REQ_ATTR_CHECK(info, FLUXONKV_A_HANDLE) ||
+	    GENL_REQ_ATTR_CHECK(info, FLUXONKV_A_PUT_ID))
+		return -EINVAL;
+	ret = fluxonkv_replica_persist(nla_get_u64(info->attrs[FLUXONKV_A_HANDLE]),
+				       nla_get_u64(info->attrs[FLUXONKV_A_PUT_ID]));
+	if (ret == -ENOENT)
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[FLUXONKV_A_HANDLE],
+				    "no such replica of that version");
+	else if (ret == -ENODEV)
+		NL_SET_ERR_MSG(info->extack, "no SSD tier attached");
+	return ret;
+}
+
 /*
  * DUMP: every replica of the handle table, then every routed SSD entry;
  * cb->args[0] the phase, [1] the next handle slot, [2]/[3] the next SSD
@@ -1103,6 +1124,11 @@ static const struct nla_policy fluxonkv_put_place_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_FD] = { .type = NLA_U32 },
 };
 
+static const struct nla_policy fluxonkv_persist_policy[FLUXONKV_A_MAX + 1] = {
+	[FLUXONKV_A_HANDLE] = NLA_POLICY_MIN(NLA_U64, 1),
+	[FLUXONKV_A_PUT_ID] = NLA_POLICY_MIN(NLA_U64, 1),
+};
+
 static const struct nla_policy fluxonkv_drop_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_HANDLE] = NLA_POLICY_MIN(NLA_U64, 1),
 	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32, FLUXONKV_DROP_F_EVICTED),
@@ -1149,6 +1175,8 @@ static const struct genl_ops fluxonkv_genl_ops[] = {
 	/* a route without HANDLE: the same attributes as GET_START's */
 	FLUXONKV_OP(FLUXONKV_CMD_LOOKUP, fluxonkv_nl_answer,
 		    fluxonkv_get_start_policy, GENL_ADMIN_PERM),
+	FLUXONKV_OP(FLUXONKV_CMD_PERSIST, fluxonkv_nl_persist,
+		    fluxonkv_persist_policy, GENL_ADMIN_PERM),
 	{
 		.cmd = FLUXONKV_CMD_DUMP,
 		.dumpit = fluxonkv_nl_dump,

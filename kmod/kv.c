@@ -1196,6 +1196,30 @@ int fluxonkv_publish(struct fluxonkv_session *s, u64 handle, u64 put_id,
 	return 0;
 }
 
+/**
+ * fluxonkv_replica_persist() - write replica @handle to the SSD tier.
+ * @handle: a replica handle.
+ * @put_id: the version the daemon expects it to be.
+ *
+ * The daemon's PERSIST: a replica adopted after a restart whose persist
+ * never committed (the previous daemon died first).  Queued like a
+ * promotion's persist; SSD_COMMIT follows.
+ *
+ * Return: 0, -ENOENT (no such replica), -ENODEV (no SSD tier).
+ */
+int fluxonkv_replica_persist(u64 handle, u64 put_id)
+{
+	struct fluxonkv_replica *r;
+
+	if (!fluxonkv_ssd_capacity())
+		return -ENODEV;
+	r = fluxonkv_handle_replica(handle, put_id);
+	if (!r)
+		return -ENOENT;
+	fluxonkv_publish_persist(r);	/* takes our reference */
+	return 0;
+}
+
 /* Return: 0, -ENOENT if the key had no route, or -errno. */
 int fluxonkv_delete(const u8 *key, u32 key_len)
 {

@@ -1497,6 +1497,48 @@ FKV_TEST(slow_persist_put_returns_early_and_late_commits_never_win)
 	dm_remove(DLY_NAME);
 }
 
+/*
+ * fluxond killed while a put's persist is still writing: its SSD_COMMIT
+ * finds no master and the entry is forgotten; the restarted fluxond adopts
+ * the DRAM replica, sees no SSD copy and has it persisted again -- so the
+ * value survives being evicted from DRAM later (it would be lost).
+ */
+FKV_TEST(a_persist_cut_short_by_a_daemon_kill_is_done_again_after_restart)
+{
+	uint64_t base, id, persists = 0;
+	struct fkv_holder h;
+	struct fkv *kv;
+
+	base = setup("segment_mb=4");
+	dm_delay_create(0, SP_DELAY_MS);
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, DLY_PATH, 0, SP_CAP), 0);
+	id = put_pattern(kv, "rp-k", SP_LEN, 5);
+	FKV_ASSERT_EQ(persists_done(), 0);	/* still writing */
+	FKV_ASSERT_EQ(fkv_daemon_kill(), 0);
+	/* the write ends, its SSD_COMMIT finds nobody: the entry is dropped */
+	fkv_msleep(2 * SP_DELAY_MS + 500);
+	FKV_ASSERT_EQ(persists_done(), 0);
+	FKV_START_DAEMON();
+	/* adopted from DRAM, written to the SSD again */
+	wait_persists(++persists);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), 1);
+	FKV_ASSERT_EQ(get_check(kv, "rp-k", SP_LEN, 5, id, &h),
+		      FLUXONKV_SOURCE_MEMORY);
+	release(kv, &h);
+	/* out of DRAM, back from the SSD */
+	fill_segment(kv, base, "rp-fill", 6, &persists);
+	FKV_ASSERT_EQ(get_check(kv, "rp-k", SP_LEN, 5, id, &h),
+		      FLUXONKV_SOURCE_SSD);
+	release(kv, &h);
+	delete_key(kv, "rp-k");
+	delete_key(kv, "rp-fill");
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+	fkv_close(kv);
+	teardown(base);
+	dm_remove(DLY_NAME);
+}
+
 /* ---- 11. a slow refill pins the ring tail while writes wrap ---- */
 
 #define RP_V		FKV_MIB

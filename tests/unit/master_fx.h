@@ -21,6 +21,8 @@ struct fx {
 	size_t nplaced;			/* ops->placed calls */
 	uint64_t placed_handle, placed_put_id;
 	uint32_t placed_flags;
+	size_t npersist;		/* ops->persist calls */
+	uint64_t persist_handle, persist_put_id;
 };
 
 static struct fx F;
@@ -52,9 +54,19 @@ static void rec_placed(void *arg, uint64_t handle, uint64_t put_id,
 	f->placed_flags = flags;
 }
 
+static void rec_persist(void *arg, uint64_t handle, uint64_t put_id)
+{
+	struct fx *f = arg;
+
+	f->npersist++;
+	f->persist_handle = handle;
+	f->persist_put_id = put_id;
+}
+
 static const struct fkv_master_ops rec_ops = {
 	.send_drop = rec_drop,
 	.placed = rec_placed,
+	.persist = rec_persist,
 };
 
 #endif /* MASTER_FX_H */

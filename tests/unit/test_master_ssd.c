@@ -1427,3 +1427,38 @@ FKV_TEST(a_bootstrap_into_a_small_segment_never_loses_a_value)
 	bootstrap("lru", 1, 0);
 	bootstrap("lru", 1, 2);
 }
+
+/* ---- warm restart: an adopted replica whose persist never committed ---- */
+
+FKV_TEST(an_adopted_replica_without_its_ssd_copy_is_persisted_again)
+{
+	uint64_t h1 = 0x7001, h2 = 0x7002, h3 = 0x7003;
+
+	mk(100 * U, 50 * U, NULL, 0, 0);
+	/* DRAM only (its commit never came), DRAM + SSD, too big for the SSD */
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, K("a"), 11, h1, 2 * U, false), 1);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, K("b"), 12, h2, 2 * U, false), 1);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, K("b"), 12, 0, 2 * U, true), 1);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, K("c"), 13, h3, 60 * U, false), 1);
+	FKV_ASSERT_EQ(fkv_master_repersist(F.m, K("a"), 11, h1), 1);
+	FKV_ASSERT_EQ(F.npersist, 1);
+	FKV_ASSERT_EQ(F.persist_handle, h1);
+	FKV_ASSERT_EQ(F.persist_put_id, 11);
+	FKV_ASSERT_EQ(fkv_master_repersist(F.m, K("b"), 12, h2), 0);
+	FKV_ASSERT_EQ(fkv_master_repersist(F.m, K("c"), 13, h3), 0);
+	/* a stale version or handle asks nothing */
+	FKV_ASSERT_EQ(fkv_master_repersist(F.m, K("a"), 10, h1), 0);
+	FKV_ASSERT_EQ(fkv_master_repersist(F.m, K("a"), 11, h2), 0);
+	FKV_ASSERT_EQ(F.npersist, 1);
+	FKV_ASSERT_EQ(stats().repersisted, 1);
+	/* its SSD_COMMIT then gives the route its SSD copy */
+	{
+		uint32_t flags = 0;
+
+		FKV_ASSERT_EQ(fkv_master_ssd_commit(F.m, K("a"), 11, 2 * U,
+						    &flags), 0);
+		FKV_ASSERT_EQ(flags, FLUXONKV_SSD_F_PUBLISHED);
+		FKV_ASSERT_EQ(fkv_master_repersist(F.m, K("a"), 11, h1), 0);
+	}
+	fkv_master_destroy(F.m);
+}

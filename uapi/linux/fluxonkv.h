@@ -467,6 +467,11 @@ enum fluxonkv_cmd {
 	 * the master only reads its route: no hold on a source, no eviction
 	 * touch, no transfer (FLUXONKV_IOC_LOOKUP). */
 	FLUXONKV_CMD_LOOKUP,
+	/* cmd HANDLE, PUT_ID: write that published replica to this node's
+	 * SSD tier as a put's persist would (SSD_COMMIT follows); -ENOENT if
+	 * no such replica, -ENODEV without an SSD tier.  What a daemon that
+	 * adopted a replica whose persist never committed asks. */
+	FLUXONKV_CMD_PERSIST,
 
 	__FLUXONKV_CMD_MAX,
 	FLUXONKV_CMD_MAX = __FLUXONKV_CMD_MAX - 1

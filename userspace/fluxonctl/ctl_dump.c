@@ -408,6 +408,7 @@ const char *ctl_upcall_name(const char *cmd)
 		[FLUXONKV_CMD_DUMP] = "DUMP",
 		[FLUXONKV_CMD_CANCEL] = "CANCEL",
 		[FLUXONKV_CMD_LOOKUP] = "LOOKUP",
+		[FLUXONKV_CMD_PERSIST] = "PERSIST",
 	};
 	unsigned long v;
 	char *end;

@@ -482,6 +482,24 @@ static void send_drop(void *arg, uint64_t handle, uint32_t flags)
 	nlmsg_free(msg);
 }
 
+/* An adopted replica whose persist never committed: its owner writes it. */
+static void send_persist(void *arg, uint64_t handle, uint64_t put_id)
+{
+	struct fkv_clusterd *cd = arg;
+	uint32_t node = FLUXONKV_HANDLE_NODE(handle);
+	struct nl_msg *msg;
+
+	if (node == cd->self) {
+		fkv_nl_send_persist(cd->nl, handle, put_id);
+		return;
+	}
+	msg = fkv_nl_persist_msg(FKV_WIRE_TYPE, handle, put_id);
+	if (!msg || fkv_cctl_send(cd->cctl, node, msg))
+		fkv_dbg("cluster: PERSIST %#llx for node %u not sent (gone)",
+			(unsigned long long)handle, node);
+	nlmsg_free(msg);
+}
+
 /* The master published a put placed on node @handle's owner. */
 static void send_placed(void *arg, uint64_t handle, uint64_t put_id,
 			uint32_t flags)
@@ -507,6 +525,7 @@ static void send_placed(void *arg, uint64_t handle, uint64_t put_id,
 static const struct fkv_master_ops master_ops = {
 	.send_drop = send_drop,
 	.placed = send_placed,
+	.persist = send_persist,
 };
 
 /*
@@ -898,6 +917,14 @@ static void master_msg(void *arg, struct nlmsghdr *nlh)
 				       nla_get_u64(tb[FLUXONKV_A_PUT_ID]),
 				       tb[FLUXONKV_A_FLAGS] ?
 				       nla_get_u32(tb[FLUXONKV_A_FLAGS]) : 0);
+		return;
+	}
+	if (cmd == FLUXONKV_CMD_PERSIST) {
+		if (tb[FLUXONKV_A_HANDLE] && tb[FLUXONKV_A_PUT_ID] &&
+		    cd->registered)
+			fkv_nl_send_persist(cd->nl,
+					    nla_get_u64(tb[FLUXONKV_A_HANDLE]),
+					    nla_get_u64(tb[FLUXONKV_A_PUT_ID]));
 		return;
 	}
 	if (cmd == FLUXONKV_CMD_DROP_REPLICA) {

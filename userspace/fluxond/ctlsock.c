@@ -94,6 +94,7 @@ int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m)
 		{ "master_placed", st.placed },
 		{ "master_adopted", st.adopted },
 		{ "master_adopt_refused", st.adopt_refused },
+		{ "master_repersisted", st.repersisted },
 		{ "master_place_refused", st.place_refused },
 		{ "master_ssd_replicas", st.ssd_replicas },
 		{ "master_ssd_bytes", st.ssd_bytes },

@@ -3,6 +3,7 @@
  * dispatch.c - upcall -> master call -> reply (dispatch.h).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dispatch.h"
@@ -47,6 +48,7 @@ static const struct {
 	/* consumed by nl.c's look-ahead, never dispatched */
 	[FLUXONKV_CMD_CANCEL] = { "CANCEL", A(REQ_ID), false },
 	[FLUXONKV_CMD_LOOKUP] = { "LOOKUP", A(REQ_ID) | A(KEY), true },
+	[FLUXONKV_CMD_PERSIST] = { "PERSIST", 0, false },
 };
 
 #define NCMDS	(sizeof(cmds) / sizeof(cmds[0]))
@@ -215,10 +217,19 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 	return fkv_upcall_wants_reply(u->cmd);
 }
 
+/* An adopted DRAM replica, to check for an SSD copy once all are in. */
+struct adopted_mem {
+	struct adopted_mem *next;
+	uint64_t handle, put_id;
+	size_t key_len;
+	uint8_t key[];
+};
+
 struct adopt_ctx {
 	struct fkv_master *m;
 	unsigned long mem, ssd, refused;
 	uint64_t bytes;
+	struct adopted_mem *mems;
 };
 
 static void adopt_one(void *arg, const struct fkv_dump_rec *r)
@@ -227,15 +238,44 @@ static void adopt_one(void *arg, const struct fkv_dump_rec *r)
 	bool mem = r->source == FLUXONKV_SOURCE_MEMORY;
 	int ret = fkv_master_adopt(x->m, r->key, r->key_len, r->put_id,
 				   mem ? r->handle : 0, r->len, !mem);
+	struct adopted_mem *a;
 
 	if (ret <= 0) {
 		x->refused++;
 	} else if (mem) {
 		x->mem++;
 		x->bytes += r->len;
+		a = malloc(sizeof(*a) + r->key_len);
+		if (!a)
+			return;		/* it only misses a second persist */
+		a->handle = r->handle;
+		a->put_id = r->put_id;
+		a->key_len = r->key_len;
+		memcpy(a->key, r->key, r->key_len);
+		a->next = x->mems;
+		x->mems = a;
 	} else {
 		x->ssd++;
 	}
+}
+
+/*
+ * The DRAM replicas adopted without an SSD copy (their persist had not
+ * committed when the previous master died) are persisted again, so a
+ * restart does not leave them to be evicted for good.
+ */
+static unsigned long repersist_adopted(struct adopt_ctx *x)
+{
+	struct adopted_mem *a;
+	unsigned long n = 0;
+
+	while ((a = x->mems)) {
+		x->mems = a->next;
+		n += fkv_master_repersist(x->m, a->key, a->key_len, a->put_id,
+					  a->handle) > 0;
+		free(a);
+	}
+	return n;
 }
 
 int fkv_adopt_kept(struct fkv_master *m, const char *what)
@@ -244,7 +284,10 @@ int fkv_adopt_kept(struct fkv_master *m, const char *what)
 	unsigned int bad = 0;
 	int err;
 
+	unsigned long again;
+
 	err = fkv_nl_dump_module(adopt_one, &x, &bad);
+	again = repersist_adopted(&x);
 	if (err) {
 		fkv_err("warm restart: cannot list the module's kept replicas: "
 			"%s", strerror(-err));
@@ -252,7 +295,8 @@ int fkv_adopt_kept(struct fkv_master *m, const char *what)
 	}
 	fkv_info("warm restart (%s): adopted %lu DRAM replicas (%llu bytes) "
 		 "and %lu SSD copies kept by the module; %lu refused (newer "
-		 "or deleted versions), %u malformed", what, x.mem,
-		 (unsigned long long)x.bytes, x.ssd, x.refused, bad);
+		 "or deleted versions), %u malformed; %lu persisted again "
+		 "(no SSD copy had committed)", what, x.mem,
+		 (unsigned long long)x.bytes, x.ssd, x.refused, bad, again);
 	return 0;
 }

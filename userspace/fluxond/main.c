@@ -99,8 +99,16 @@ static void send_drop(void *arg, uint64_t handle, uint32_t flags)
 	fkv_nl_send_drop(d->nl, handle, flags);
 }
 
+static void send_persist(void *arg, uint64_t handle, uint64_t put_id)
+{
+	struct fluxond *d = arg;
+
+	fkv_nl_send_persist(d->nl, handle, put_id);
+}
+
 static const struct fkv_master_ops master_ops = {
 	.send_drop = send_drop,
+	.persist = send_persist,
 };
 
 /* Block the stop signals outside ppoll(); @orig gets the previous mask. */

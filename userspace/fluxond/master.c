@@ -659,6 +659,26 @@ int fkv_master_adopt(struct fkv_master *m, const void *key, size_t key_len,
 	return 1;
 }
 
+int fkv_master_repersist(struct fkv_master *m, const void *key,
+			 size_t key_len, uint64_t put_id, uint64_t handle)
+{
+	const struct fkv_replica *rep;
+	const struct fkv_route *r;
+
+	if (!m->ops->persist)
+		return 0;
+	r = fkv_routes_lookup(m->routes, key, key_len);
+	if (!r || r->put_id != put_id)
+		return 0;
+	rep = fkv_routes_replica_of(r, m->caller);
+	if (!rep || rep->mem_handle != handle || rep->ssd ||
+	    rep->mem_len > caller(m)->ssd_capacity)
+		return 0;
+	m->ops->persist(m->arg, handle, put_id);
+	m->st.repersisted++;
+	return 1;
+}
+
 /* Room @n offers a new value: what is left below its high watermark. */
 static uint64_t room_of(const struct fkv_master *m, uint32_t node)
 {

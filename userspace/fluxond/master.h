@@ -40,6 +40,12 @@ struct fkv_master_ops {
 	 */
 	void (*placed)(void *arg, uint64_t handle, uint64_t put_id,
 		       uint32_t flags);
+	/*
+	 * Optional: send PERSIST {HANDLE, PUT_ID} to the caller's module --
+	 * an adopted replica whose persist never committed (the previous
+	 * master died first) is written to the SSD tier now.
+	 */
+	void (*persist)(void *arg, uint64_t handle, uint64_t put_id);
 };
 
 /**
@@ -109,7 +115,7 @@ struct fkv_master_stats {
 	/* puts moved to another node (PUT_PLACE), refused for want of one */
 	uint64_t placed, place_refused;
 	/* warm restart: kept replicas adopted / refused (dropped) */
-	uint64_t adopted, adopt_refused;
+	uint64_t adopted, adopt_refused, repersisted;
 	size_t holds;
 };
 
@@ -222,6 +228,14 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
  */
 int fkv_master_adopt(struct fkv_master *m, const void *key, size_t key_len,
 		     uint64_t put_id, uint64_t handle, uint64_t len, bool ssd);
+/*
+ * After a warm restart's adoption: the caller's adopted DRAM replica
+ * @handle of @key at @put_id has no SSD copy although the caller's tier
+ * could take it (its persist never committed): ask for it again
+ * (ops->persist).  Returns 1 if asked, 0 if not needed.
+ */
+int fkv_master_repersist(struct fkv_master *m, const void *key,
+			 size_t key_len, uint64_t put_id, uint64_t handle);
 
 /*
  * PUT_PLACE {KEY, PUT_ID, LEN}: the caller has no room for its in-flight

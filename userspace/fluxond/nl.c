@@ -342,6 +342,35 @@ struct nl_msg *fkv_nl_drop_msg(int family, uint64_t handle, uint32_t flags)
 	return msg;
 }
 
+struct nl_msg *fkv_nl_persist_msg(int family, uint64_t handle, uint64_t put_id)
+{
+	struct nl_msg *msg = new_msg(family, FLUXONKV_CMD_PERSIST, 0);
+
+	if (!msg)
+		return NULL;
+	if (nla_put_u64(msg, FLUXONKV_A_HANDLE, handle) ||
+	    nla_put_u64(msg, FLUXONKV_A_PUT_ID, put_id)) {
+		nlmsg_free(msg);
+		return NULL;
+	}
+	return msg;
+}
+
+int fkv_nl_send_persist(struct fkv_nl *nl, uint64_t handle, uint64_t put_id)
+{
+	struct nl_msg *msg = fkv_nl_persist_msg(nl->family, handle, put_id);
+	int err = -ENOMEM;
+
+	if (msg) {
+		err = send_msg(nl, msg);
+		nlmsg_free(msg);
+	}
+	if (err)
+		fkv_warn("cannot send PERSIST %#llx: %s",
+			 (unsigned long long)handle, strerror(-err));
+	return err;
+}
+
 void fkv_nl_send_reply(struct fkv_nl *nl, uint8_t cmd, uint64_t req_id,
 		       const struct fkv_reply *r)
 {

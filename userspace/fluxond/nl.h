@@ -87,6 +87,8 @@ void fkv_nl_send_reply(struct fkv_nl *nl, uint8_t cmd, uint64_t req_id,
 
 /* Send DROP_REPLICA {HANDLE, FLAGS (FLUXONKV_DROP_F_*)}.  0 or -errno. */
 int fkv_nl_send_drop(struct fkv_nl *nl, uint64_t handle, uint32_t flags);
+/* PERSIST {HANDLE, PUT_ID}: write that replica to the SSD tier. */
+int fkv_nl_send_persist(struct fkv_nl *nl, uint64_t handle, uint64_t put_id);
 
 void fkv_nl_get_stats(const struct fkv_nl *nl, struct fkv_nl_stats *st);
 
@@ -139,5 +141,6 @@ struct nl_msg *fkv_nl_reply_msg(int family, uint8_t cmd, uint64_t req_id,
 
 /* Build DROP_REPLICA {HANDLE, FLAGS}. */
 struct nl_msg *fkv_nl_drop_msg(int family, uint64_t handle, uint32_t flags);
+struct nl_msg *fkv_nl_persist_msg(int family, uint64_t handle, uint64_t put_id);
 
 #endif /* FLUXOND_NL_H */
