@@ -184,17 +184,17 @@ static bool fluxonkv_key_eq(const struct fluxonkv_replica *r, const u8 *key,
 void fluxonkv_removal_begin(const u8 *key, u32 key_len)
 {
 	atomic_inc(&fluxonkv_removing[fluxonkv_look_bucket(key, key_len)]);
-	smp_mb__after_atomic();
+	smp_mb__after_atomic();	/* running before the route goes */
 }
 
 void fluxonkv_removal_end(const u8 *key, u32 key_len)
 {
 	unsigned int b = fluxonkv_look_bucket(key, key_len);
 
-	smp_mb__before_atomic();
+	smp_mb__before_atomic();	/* the route is gone before ... */
 	atomic_inc(&fluxonkv_removed_seq[b]);
-	smp_mb__after_atomic();
-	atomic_dec(&fluxonkv_removing[b]);
+	smp_mb__after_atomic();		/* ... the sequence moves, then ... */
+	atomic_dec(&fluxonkv_removing[b]);	/* ... it stops running */
 }
 
 /* Around a removal of every route (the daemon went): every bucket. */
@@ -204,13 +204,14 @@ void fluxonkv_removal_all_begin(void)
 
 	for (b = 0; b < FLUXONKV_LOOK_BUCKETS; b++)
 		atomic_inc(&fluxonkv_removing[b]);
-	smp_mb__after_atomic();
+	smp_mb__after_atomic();	/* as in fluxonkv_removal_begin() */
 }
 
 void fluxonkv_removal_all_end(void)
 {
 	unsigned int b;
 
+	/* as in fluxonkv_removal_end(), for every bucket */
 	smp_mb__before_atomic();
 	for (b = 0; b < FLUXONKV_LOOK_BUCKETS; b++)
 		atomic_inc(&fluxonkv_removed_seq[b]);
@@ -467,6 +468,21 @@ void fluxonkv_index_forget(const u8 *key, u32 key_len, u64 put_id)
 	fluxonkv_removal_end(key, key_len);
 }
 
+/* The indexed replica of @key with a reference, or NULL: RCU only. */
+static struct fluxonkv_replica *fluxonkv_index_get(const u8 *key, u32 key_len)
+{
+	struct fluxonkv_index_key k = { key, key_len };
+	struct fluxonkv_replica *cur;
+
+	rcu_read_lock();
+	cur = rhashtable_lookup(&fluxonkv_index, &k, fluxonkv_index_params);
+	/* one being freed fails to pin and counts as not found */
+	if (cur && !kref_get_unless_zero(&cur->ref))
+		cur = NULL;
+	rcu_read_unlock();
+	return cur;
+}
+
 /**
  * fluxonkv_index_lookup() - the local fast path of get.
  * @key: key bytes.
@@ -485,15 +501,9 @@ void fluxonkv_index_forget(const u8 *key, u32 key_len, u64 put_id)
 struct fluxonkv_alloc *fluxonkv_index_lookup(const u8 *key, u32 key_len,
 					     u64 *put_id, u64 *handle)
 {
-	struct fluxonkv_index_key k = { key, key_len };
-	struct fluxonkv_alloc *a = NULL;
-	struct fluxonkv_replica *cur;
+	struct fluxonkv_replica *cur = fluxonkv_index_get(key, key_len);
+	struct fluxonkv_alloc *a;
 
-	rcu_read_lock();
-	cur = rhashtable_lookup(&fluxonkv_index, &k, fluxonkv_index_params);
-	if (cur && !kref_get_unless_zero(&cur->ref))
-		cur = NULL;
-	rcu_read_unlock();
 	if (!cur)
 		return NULL;
 	/* Our reference keeps the replica, and the replica its alloc. */
@@ -519,14 +529,8 @@ struct fluxonkv_alloc *fluxonkv_index_lookup(const u8 *key, u32 key_len,
  */
 bool fluxonkv_index_peek(const u8 *key, u32 key_len, u64 *put_id, u64 *len)
 {
-	struct fluxonkv_index_key k = { key, key_len };
-	struct fluxonkv_replica *cur;
+	struct fluxonkv_replica *cur = fluxonkv_index_get(key, key_len);
 
-	rcu_read_lock();
-	cur = rhashtable_lookup(&fluxonkv_index, &k, fluxonkv_index_params);
-	if (cur && !kref_get_unless_zero(&cur->ref))
-		cur = NULL;
-	rcu_read_unlock();
 	if (!cur)
 		return false;
 	/* Our reference keeps the replica, and the replica its alloc. */

@@ -203,7 +203,8 @@ struct fluxonkv_ssd_tier {
 	/* Protects the key index, every entry's state, pins and indexed. */
 	spinlock_t index_lock;
 	struct rhashtable index;	/* key -> its indexed entry */
-	u32 route_gen;			/* bumped when every route goes (index lock; read locklessly) */
+	/* bumped when every route goes (index lock; read locklessly) */
+	u32 route_gen;
 
 	/* Protects notices and nnotices. */
 	spinlock_t notice_lock;
