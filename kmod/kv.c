@@ -119,6 +119,7 @@ void fluxonkv_kv_exit(void)
 
 /* What one room wait has asked for so far (fluxonkv_ask_room()). */
 struct fluxonkv_room_wait {
+	bool by_policy;		/* a NEED_ROOM the master's policy answered */
 	bool pinned_window;	/* a window with pinned values was named */
 	u64 victims[FLUXONKV_VICTIMS_MAX];
 };
@@ -126,10 +127,9 @@ struct fluxonkv_room_wait {
 /*
  * NEED_ROOM for @len bytes that did not fit.  If every window of @len
  * bytes holds bytes no eviction frees, nothing is asked: evicting would
- * not help.  Short of free bytes: the master evicts by its policy (BYTES),
- * coldest first.  Enough free bytes but no run of @len (the segment is
- * fragmented; evicting @len more bytes by policy would leave them as
- * scattered as the free ones): the cheapest window's replicas
+ * not help.  Short of free bytes, and the first time anyway: the master
+ * evicts by its policy (BYTES), coldest first.  Enough free bytes but no
+ * run of @len (the segment is fragmented): the cheapest window's replicas
  * are named (HANDLES) -- one with pinned values only once per wait, since
  * their bytes come back only when they are unpinned, and naming another
  * window would give up more values for nothing.  0: evicted, retry;
@@ -137,7 +137,6 @@ struct fluxonkv_room_wait {
  */
 static int fluxonkv_ask_room(u64 len, struct fluxonkv_room_wait *w)
 {
-	bool fragmented = fluxonkv_seg.size - fluxonkv_segment_used() >= len;
 	struct fluxonkv_upcall_args args = { .bytes = len };
 	struct fluxonkv_upcall up = {};
 	bool pinned;
@@ -148,7 +147,9 @@ static int fluxonkv_ask_room(u64 len, struct fluxonkv_room_wait *w)
 		atomic64_inc(&fluxonkv_stats.room_pinned);
 		return -ENOSPC;
 	}
-	if (!fragmented) {
+	if (!w->by_policy ||
+	    fluxonkv_seg.size - fluxonkv_segment_used() < len) {
+		w->by_policy = true;
 		n = 0;
 	} else {
 		if (!n)
