@@ -108,6 +108,8 @@ void fluxonkv_kv_quiesce(void)
 void fluxonkv_kv_flush_late(void)
 {
 	flush_work(&fluxonkv_put_late.work);
+	/* a PERSIST handled before the family went may have queued one */
+	flush_work(&fluxonkv_publish_persists.work);
 }
 
 void fluxonkv_kv_exit(void)

@@ -485,7 +485,10 @@ static void __exit fluxonkv_exit(void)
 	/* Queued GET_DONE offers may not re-arm genl's sweep after its exit. */
 	fluxonkv_kv_quiesce();
 	fluxonkv_genl_exit();
-	/* abandoned puts the daemon's teardown ended may still persist */
+	/*
+	 * Abandoned puts the daemon's teardown ended, and PERSISTs handled
+	 * until the family went, may still persist: before the SSD tier goes.
+	 */
 	fluxonkv_kv_flush_late();
 	debugfs_remove_recursive(fluxonkv_debugfs);
 	fluxonkv_sysfs_exit();

@@ -161,7 +161,13 @@ void fluxonkv_replica_exit(void)
 	WARN_ON(atomic_long_read(&fluxonkv_nr_replicas));
 	xa_destroy(&fluxonkv_handles);
 	rhashtable_destroy(&fluxonkv_index);	/* empty: every replica went */
-	rcu_barrier();	/* the replicas' and SSD entries' kfree_rcu() */
+	/*
+	 * Replicas and SSD entries are plain kmalloc memory freed by
+	 * kfree_rcu(): nothing of ours runs after the grace period, so
+	 * unloading need not wait for those batches; this waits for any
+	 * call_rcu() callback of ours still queued.
+	 */
+	rcu_barrier();
 }
 
 static unsigned int fluxonkv_look_bucket(const u8 *key, u32 key_len)

@@ -228,6 +228,14 @@ int fluxonkv_ssd_index(struct fluxonkv_ssd_entry *e)
 			return ret;
 		cur->indexed = false;
 		WRITE_ONCE(cur->routed, false);
+		/*
+		 * The same version written twice (a PERSIST racing a persist
+		 * the previous daemon started): the older copy is only space
+		 * now -- popping it must not tell the master that version
+		 * left the SSD (SSD_EVICTED), the newer copy holds it.
+		 */
+		if (cur->put_id == e->put_id)
+			cur->state = FLUXONKV_SSD_DEAD;
 	} else {
 		ret = rhashtable_insert_fast(&fluxonkv_ssd.index,
 					     &e->index_node,

@@ -423,7 +423,8 @@ static void fluxonkv_rings_advance(struct fluxonkv_rings_iter *it)
 	default:
 		mutex_lock(&sh->lock);
 		e = fluxonkv_rings_entry(it);
-		if (e == it->e)
+		/* by position: a popped entry's memory may be reused */
+		if (e && e->start == it->pos)
 			e = list_is_last(&e->ring_node, &sh->entries) ? NULL :
 				list_next_entry(e, ring_node);
 		break;
