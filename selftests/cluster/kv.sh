@@ -75,7 +75,9 @@ if [ "$I" -eq 1 ]; then
 	wait_for deleted.2 || true
 	check "a delete on node2 is a miss on node1" misses k1
 	# Readers run while node2 dies: right bytes or a clean miss, no hang.
-	getloop_start 6 k4 only2 m2
+	# (only2b, not only2: a read promotes a copy here, and only2 must
+	# stay node2's alone for the checks after its death.)
+	getloop_start 6 k4 only2b m2
 	sleep 1
 	mark phase.kill
 	wait_for killed.2 || true
@@ -152,6 +154,7 @@ else
 	put_new k4 $(((4 << 20) - 128))
 	put_new k16 $((16 << 20))
 	put_new only2 4096
+	put_new only2b 4096
 	mark puts.2
 	wait_for put.1 || true
 	check "node1's value pulled from the master node" get_same m2 remote
@@ -237,7 +240,7 @@ else
 	# put cannot fit even after the master evicted everything here.  What
 	# the warm restarts kept goes first, so that the five fit as such.
 	wait_for after2read.1 || true
-	for k in k4 k16 only2 after s1 s4 s16 serr after2 keep2 m2 \
+	for k in k4 k16 only2 only2b after s1 s4 s16 serr after2 keep2 m2 \
 		 fill1 fill2 fill3 fill4 fill5 fill6 fill7 fill8; do
 		"$CTL" delete "$k" >/dev/null 2>&1 || true
 	done
