@@ -382,10 +382,17 @@ with fluxonkv.Store() as kv:
         assert bytes(memoryview(h)) == open(\"/tmp/py-c.bin\", \"rb\").read()
 print(\"# python3-fluxonkv:\", fluxonkv._native.__file__)
 " 2>&1' >"$RES/python.log" || { sed 's/^/# /' "$RES/python.log"; return 1; }
-	[ "$(in_root fluxonctl get py/key)" = "from python3-fluxonkv" ] &&
-		# the extension links the packaged shared library
-		in_root sh -c 'ldd /usr/lib/python3/dist-packages/fluxonkv/_native*.so' |
-		grep -q 'libfluxonkv.so.1 => /lib/x86_64-linux-gnu/libfluxonkv.so.1\|libfluxonkv.so.1 => /usr/lib/x86_64-linux-gnu/libfluxonkv.so.1'
+	local got needed
+	got=$(in_root fluxonctl get py/key) ||
+		{ diag "fluxonctl get py/key failed"; return 1; }
+	[ "$got" = "from python3-fluxonkv" ] ||
+		{ diag "fluxonctl get py/key gave '$got'"; return 1; }
+	# the extension links the packaged shared library (its import above
+	# found it): DT_NEEDED, not a copy of the static archive
+	needed=$(in_root sh -c 'readelf -d /usr/lib/python3/dist-packages/fluxonkv/_native*.so' |
+		grep NEEDED)
+	echo "$needed" | grep -q 'Shared library: \[libfluxonkv.so.1\]' ||
+		{ echo "$needed" | sed 's/^/# /'; return 1; }
 }
 
 remove_purge() {
