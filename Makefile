@@ -23,6 +23,8 @@ NL_LIBS := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null)
 YAML_LIBS := -lyaml
 CRYPTO_LIBS := -lcrypto
 RDMA_LIBS := -lrdmacm -libverbs
+# libfluxonkv's rings (fkv_ring_*) are liburing's: whoever links it links this.
+URING_LIBS := -luring
 
 LIB_SRCS := $(wildcard userspace/lib/*.c)
 COMMON_SRCS := $(wildcard userspace/common/*.c)
@@ -96,26 +98,26 @@ $(O)/libfluxonkv.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 $(O)/libfluxonkv.so: $(LIB_OBJS)
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,libfluxonkv.so.1 -o $@ $^ -lpthread
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libfluxonkv.so.1 -o $@ $^ $(URING_LIBS) -lpthread
 
 $(O)/fluxond: $(FLUXOND_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(RDMA_LIBS) -lpthread
 
 $(O)/fluxonctl: $(FLUXONCTL_OBJS) $(COMMON_OBJS) $(O)/libfluxonkv.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(URING_LIBS) -lpthread
 
 $(O)/fkvload: $(O)/tools/bench/fkvload.o $(O)/libfluxonkv.a
-	$(CC) $(LDFLAGS) -o $@ $^ -lm -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(URING_LIBS) -lm -lpthread
 
 # Unit tests link every non-main object of the daemon, fluxonctl's ctl_*
 # code, common code and lib.
 $(O)/unit/%: $(O)/tests/unit/%.o $(FLUXOND_LIBOBJS) $(CTL_OBJS) $(COMMON_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(RDMA_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(RDMA_LIBS) $(URING_LIBS) -lpthread
 
 $(O)/selftests/%: $(O)/selftests/%.o $(O)/libfluxonkv.a $(COMMON_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(URING_LIBS) -lpthread
 
 unit: $(UNIT_BINS)
 	@tests/unit/run $(UNIT_BINS)
@@ -182,7 +184,7 @@ demo: deps
 # results in $(O)/bench/<timestamp>/.  bench-quick: small matrix, ~3 min.
 FKVBENCH_OBJS := $(call obj,$(wildcard tools/bench/fkvbench/*.c))
 $(O)/fkvbench: $(FKVBENCH_OBJS) $(O)/libfluxonkv.a
-	$(CC) $(LDFLAGS) -o $@ $^ -lm -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(URING_LIBS) -lm -lpthread
 .PHONY: bench bench-quick
 bench bench-quick: module userspace $(O)/fkvbench
 	tools/bench/run --$(if $(filter bench,$@),full,quick) --build $(O)

@@ -24,6 +24,7 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/percpu.h>
 #include <linux/rbtree.h>
 #include <linux/rhashtable-types.h>
 #include <linux/spinlock.h>
@@ -197,8 +198,36 @@ extern const struct seq_operations fluxonkv_replicas_seq_ops;
  */
 struct fluxonkv_user;
 
+/*
+ * A holder: slot @id & FLUXONKV_HOLDER_SLOT_MASK of its session's xarray.
+ * Slots are reused (the lowest free one), so the xarray keeps its nodes;
+ * the id's upper bits are a per-session sequence number, so a released
+ * id, or another session's, names no holder here.
+ */
+#define FLUXONKV_HOLDER_SLOT_BITS	17
+#define FLUXONKV_HOLDER_SLOT_MASK	((1ULL << FLUXONKV_HOLDER_SLOT_BITS) - 1)
+/* Ids stay below 2^53, exact in JSON tools that read numbers as doubles. */
+#define FLUXONKV_HOLDER_SEQ_MASK	((1ULL << (53 - FLUXONKV_HOLDER_SLOT_BITS)) - 1)
+static_assert(FLUXONKV_HOLDERS_MAX < FLUXONKV_HOLDER_SLOT_MASK);
+
+struct fluxonkv_holder {
+	struct fluxonkv_alloc *a;	/* the pinned range (one reference) */
+	u64 id;
+	struct fluxonkv_holder *next_spare;	/* on @spare (xarray lock) */
+};
+
+/* Released holders a session keeps for its next gets. */
+#define FLUXONKV_HOLDER_SPARES	64
+
 struct fluxonkv_session {
-	struct xarray holders;		/* holder id -> alloc; own lock */
+	/*
+	 * Slot -> struct fluxonkv_holder.  Its lock also protects @spare,
+	 * @nspare and @id_seq.
+	 */
+	struct xarray holders;
+	struct fluxonkv_holder *spare;	/* recycled holders, no allocation */
+	unsigned int nspare;
+	u64 id_seq;			/* next id's upper bits (random start) */
 	/* Whose budget its pins count in; NULL for a privileged session. */
 	struct fluxonkv_user *user;
 	atomic_t nholders;		/* entries in @holders */
@@ -227,12 +256,20 @@ int fluxonkv_holders_open(struct inode *inode, struct file *file);
 
 /* ---- kv.c: put / get / delete flows ---- */
 
+/* fluxonkv_get_result.flags (in) */
+#define FLUXONKV_GR_NOWAIT	(1U << 0)	/* -EAGAIN rather than wait on the
+						 * daemon, the SSD or a peer */
+#define FLUXONKV_GR_ALLOC	(1U << 1)	/* hand back @alloc, no holder */
+
 struct fluxonkv_get_result {
+	u32 flags;			/* in: FLUXONKV_GR_* */
 	u64 holder_id;
 	u64 offset;
 	u64 len;
 	u64 put_id;
 	u32 source;
+	/* out with FLUXONKV_GR_ALLOC: a reference the caller puts */
+	struct fluxonkv_alloc *alloc;
 };
 
 int fluxonkv_kv_init(void);
@@ -270,6 +307,8 @@ void fluxonkv_get_done_offer(struct fluxonkv_replica *r, u32 source);
 /* ---- ioctl.c ---- */
 
 long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+struct io_uring_cmd;
+int fluxonkv_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
 
 /* ---- genl.c: the netlink family, the daemon and upcalls ---- */
 
@@ -431,41 +470,52 @@ int fluxonkv_rings_open(struct inode *inode, struct file *file);
 
 /* Counters shown in sysfs; all atomic, no lock. */
 struct fluxonkv_stats {
-	atomic64_t puts;
-	atomic64_t gets;
-	atomic64_t hits_memory;
-	atomic64_t hits_ssd;
-	atomic64_t hits_remote;		/* pulled / pushed from another node */
-	atomic64_t fetches;		/* FETCH upcalls sent */
-	atomic64_t fetch_errors;	/* FETCHes that failed (revoked) */
-	atomic64_t fetch_abandoned;	/* gets that gave up on a FETCH */
-	atomic64_t puts_placed;		/* puts sent to another node's target */
-	atomic64_t place_errors;	/* ... that failed */
-	atomic64_t puts_targeted;	/* targets made for other nodes' puts */
-	atomic64_t misses;
-	atomic64_t local_misses;	/* answered from the index, no upcall */
-	atomic64_t local_refills;	/* SSD refills without GET_START */
-	atomic64_t local_unsure;	/* local misses asked of the master */
-	atomic64_t promotions;		/* refills the master promoted */
-	atomic64_t promotions_refused;	/* refills left temporary */
-	atomic64_t deletes;
-	atomic64_t evictions;		/* drops flagged as evictions */
-	atomic64_t replica_drops;	/* every DROP_REPLICA */
-	atomic64_t holders;
-	atomic64_t upcall_timeouts;
-	atomic64_t puts_abandoned;	/* putters that left before PUT_DONE's answer */
-	atomic64_t upcall_errors;
-	atomic64_t room_waits;
-	atomic64_t room_by_address;	/* NEED_ROOMs naming a window's victims */
-	atomic64_t room_pinned;		/* room asks no eviction could help */
+	u64 puts;
+	u64 gets;
+	u64 hits_memory;
+	u64 hits_ssd;
+	u64 hits_remote;		/* pulled / pushed from another node */
+	u64 fetches;		/* FETCH upcalls sent */
+	u64 fetch_errors;	/* FETCHes that failed (revoked) */
+	u64 fetch_abandoned;	/* gets that gave up on a FETCH */
+	u64 puts_placed;		/* puts sent to another node's target */
+	u64 place_errors;	/* ... that failed */
+	u64 puts_targeted;	/* targets made for other nodes' puts */
+	u64 misses;
+	u64 local_misses;	/* answered from the index, no upcall */
+	u64 local_refills;	/* SSD refills without GET_START */
+	u64 local_unsure;	/* local misses asked of the master */
+	u64 promotions;		/* refills the master promoted */
+	u64 promotions_refused;	/* refills left temporary */
+	u64 deletes;
+	u64 evictions;		/* drops flagged as evictions */
+	u64 replica_drops;	/* every DROP_REPLICA */
+	u64 holders;			/* a gauge: per-CPU parts may wrap, the sum does not */
+	u64 upcall_timeouts;
+	u64 puts_abandoned;	/* putters that left before PUT_DONE's answer */
+	u64 upcall_errors;
+	u64 room_waits;
+	u64 room_by_address;	/* NEED_ROOMs naming a window's victims */
+	u64 room_pinned;		/* room asks no eviction could help */
 };
 
-extern struct fluxonkv_stats fluxonkv_stats;
+DECLARE_PER_CPU(struct fluxonkv_stats, fluxonkv_stats);
+
+/*
+ * Module counters are per CPU (no shared cache line on the hot path) and
+ * summed when read; a gauge's parts may each wrap, their sum is exact.
+ */
+#define fluxonkv_stat_inc(f)	this_cpu_inc(fluxonkv_stats.f)
+#define fluxonkv_stat_dec(f)	this_cpu_dec(fluxonkv_stats.f)
+u64 fluxonkv_stat_sum(size_t offset);
+#define fluxonkv_stat_read(f)	\
+	fluxonkv_stat_sum(offsetof(struct fluxonkv_stats, f))
+
 
 /*
  * Operation latency histograms (debugfs "latency"): bucket i counts
  * operations that took < 2^(i + FLUXONKV_LAT_SHIFT) ns, the last bucket
- * everything slower.  Atomic counters, no lock.
+ * everything slower.  Per-CPU counters, no lock.
  */
 #define FLUXONKV_LAT_SHIFT	10	/* first bucket: < 1.024 us */
 #define FLUXONKV_LAT_BUCKETS	26	/* last bound 2^34 ns = 17 s, then +Inf */
@@ -488,9 +538,10 @@ enum fluxonkv_lat_op {
 	FLUXONKV_LAT_NR,
 };
 
+/* Per CPU, summed by debugfs "latency". */
 struct fluxonkv_lat {
-	atomic64_t count[FLUXONKV_LAT_BUCKETS];
-	atomic64_t sum_ns;
+	u64 count[FLUXONKV_LAT_BUCKETS];
+	u64 sum_ns;
 };
 
 void fluxonkv_lat_record(enum fluxonkv_lat_op op, u64 start_ns);

@@ -228,7 +228,7 @@ static void fluxonkv_async_sweep(struct work_struct *work)
 		}
 		xa_unlock(&fluxonkv_pending);
 		if (expired) {
-			atomic64_inc(&fluxonkv_stats.upcall_timeouts);
+			fluxonkv_stat_inc(upcall_timeouts);
 			pr_warn_ratelimited("daemon did not answer cmd %u (req %llu) in %u ms\n",
 					    expired->cmd, expired->id,
 					    fluxonkv_request_timeout_ms);
@@ -566,7 +566,7 @@ int fluxonkv_upcall_handles(u8 cmd, const struct fluxonkv_upcall_args *args,
 		return up->status;
 	ret = left ? -EINTR : -ETIMEDOUT;
 	if (!left) {
-		atomic64_inc(&fluxonkv_stats.upcall_timeouts);
+		fluxonkv_stat_inc(upcall_timeouts);
 		pr_warn_ratelimited("daemon did not answer cmd %u (req %u) in %u ms\n",
 				    cmd, id, fluxonkv_request_timeout_ms);
 	}
@@ -957,7 +957,7 @@ static int fluxonkv_nl_answer(struct sk_buff *skb, struct genl_info *info)
 	return 0;
 
 unknown:
-	atomic64_inc(&fluxonkv_stats.upcall_errors);
+	fluxonkv_stat_inc(upcall_errors);
 	NL_SET_ERR_MSG(info->extack, "no such outstanding request (timed out?)");
 	return -ENOENT;
 }
@@ -977,9 +977,9 @@ static int fluxonkv_nl_drop_replica(struct sk_buff *skb, struct genl_info *info)
 				    "unknown replica handle");
 		return ret;
 	}
-	atomic64_inc(&fluxonkv_stats.replica_drops);
+	fluxonkv_stat_inc(replica_drops);
 	if (fluxonkv_attr_u32(info, FLUXONKV_A_FLAGS) & FLUXONKV_DROP_F_EVICTED)
-		atomic64_inc(&fluxonkv_stats.evictions);
+		fluxonkv_stat_inc(evictions);
 	return 0;
 }
 

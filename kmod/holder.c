@@ -3,9 +3,13 @@
  * Holders: pins on a range, owned by the file description that took them.
  *
  * A holder is one reference on a fluxonkv_alloc kept in its session's
- * xarray under a module-wide unique id, so an id from another file
- * description (or a released one) is simply unknown here: -ENOENT.  Closing
- * the file releases whatever is left, so a crashed client leaks nothing.
+ * xarray.  The slot is the lowest free one, so a get/release loop reuses
+ * the same xarray node instead of growing the tree; released holders are
+ * kept for the next get (up to FLUXONKV_HOLDER_SPARES), so the hot path
+ * allocates nothing.  The id is the slot plus a per-session sequence
+ * number that starts at a random value: an id from another file
+ * description, or a released one, is unknown here (-ENOENT).  Closing the
+ * file releases whatever is left, so a crashed client leaks nothing.
  *
  * What a client pins is charged to its user (by uid): the bytes of its
  * holders and of its puts still being copied in, at most pin_max_pct of the
@@ -18,15 +22,13 @@
 #include <linux/cred.h>
 #include <linux/hashtable.h>
 #include <linux/math64.h>
+#include <linux/random.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uidgid.h>
 
 #include "fluxonkv.h"
-
-/* Holder ids are never reused while the module is loaded. */
-static atomic64_t fluxonkv_holder_next = ATOMIC64_INIT(0);
 
 /*
  * Protects fluxonkv_sessions (the list, for debugfs, in the order of
@@ -108,7 +110,8 @@ struct fluxonkv_session *fluxonkv_session_new(bool writable, bool privileged)
 	s = kzalloc(sizeof(*s), GFP_KERNEL);
 	if (!s)
 		return NULL;
-	xa_init(&s->holders);
+	xa_init_flags(&s->holders, XA_FLAGS_ALLOC1 | XA_FLAGS_ACCOUNT);
+	s->id_seq = get_random_u64();
 	s->pid = task_tgid_nr(current);
 	s->writable = writable;
 	s->privileged = privileged;
@@ -129,21 +132,26 @@ struct fluxonkv_session *fluxonkv_session_new(bool writable, bool privileged)
 
 void fluxonkv_session_free(struct fluxonkv_session *s)
 {
-	struct fluxonkv_alloc *a;
-	unsigned long id;
+	struct fluxonkv_holder *h;
+	unsigned long slot;
 
 	mutex_lock(&fluxonkv_sessions_lock);
 	list_del(&s->node);
 	mutex_unlock(&fluxonkv_sessions_lock);
 
-	xa_for_each(&s->holders, id, a) {
-		xa_erase(&s->holders, id);
-		fluxonkv_user_uncharge(s->user, a->span);
-		fluxonkv_alloc_put(a);
-		atomic64_dec(&fluxonkv_stats.holders);
+	xa_for_each(&s->holders, slot, h) {
+		xa_erase(&s->holders, slot);
+		fluxonkv_user_uncharge(s->user, h->a->span);
+		fluxonkv_alloc_put(h->a);
+		kfree(h);
+		fluxonkv_stat_dec(holders);
 		cond_resched();
 	}
 	xa_destroy(&s->holders);
+	while ((h = s->spare)) {
+		s->spare = h->next_spare;
+		kfree(h);
+	}
 	mutex_lock(&fluxonkv_sessions_lock);
 	fluxonkv_user_put(s->user);
 	mutex_unlock(&fluxonkv_sessions_lock);
@@ -163,44 +171,85 @@ void fluxonkv_session_free(struct fluxonkv_session *s)
 int fluxonkv_holder_add(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 			u64 *id)
 {
-	u64 hid;
+	struct fluxonkv_holder *h;
+	u32 slot;
 	int ret;
 
 	if (atomic_inc_return(&s->nholders) > FLUXONKV_HOLDERS_MAX) {
-		atomic_dec(&s->nholders);
-		return -EMFILE;
+		ret = -EMFILE;
+		goto err_count;
 	}
 	ret = fluxonkv_user_charge(s->user, a->span);
-	if (ret) {
-		atomic_dec(&s->nholders);
-		return ret;
+	if (ret)
+		goto err_count;
+
+	xa_lock(&s->holders);
+	h = s->spare;
+	if (h) {
+		s->spare = h->next_spare;
+		s->nspare--;
+	} else {
+		xa_unlock(&s->holders);
+		h = kmalloc(sizeof(*h), GFP_KERNEL_ACCOUNT);
+		if (!h) {
+			ret = -ENOMEM;
+			goto err_charge;
+		}
+		xa_lock(&s->holders);
 	}
-	hid = atomic64_inc_return(&fluxonkv_holder_next);
-	ret = xa_insert(&s->holders, hid, a, GFP_KERNEL_ACCOUNT);
+	h->a = a;
+	/* May drop the lock to allocate a node; slots below are reused. */
+	ret = __xa_alloc(&s->holders, &slot, h,
+			 XA_LIMIT(1, FLUXONKV_HOLDERS_MAX), GFP_KERNEL_ACCOUNT);
 	if (ret) {
-		fluxonkv_user_uncharge(s->user, a->span);
-		atomic_dec(&s->nholders);
-		return ret == -EBUSY ? -EEXIST : ret;
+		xa_unlock(&s->holders);
+		kfree(h);
+		ret = ret == -EBUSY ? -EMFILE : ret;
+		goto err_charge;
 	}
-	atomic64_inc(&fluxonkv_stats.holders);
-	*id = hid;
+	h->id = ((s->id_seq++ & FLUXONKV_HOLDER_SEQ_MASK) <<
+		 FLUXONKV_HOLDER_SLOT_BITS) | slot;
+	*id = h->id;
+	xa_unlock(&s->holders);
+	fluxonkv_stat_inc(holders);
 	return 0;
+
+err_charge:
+	fluxonkv_user_uncharge(s->user, a->span);
+err_count:
+	atomic_dec(&s->nholders);
+	return ret;
 }
 
 /* Return: 0, or -ENOENT if @id is not a live holder of @s. */
 int fluxonkv_holder_release(struct fluxonkv_session *s, u64 id)
 {
+	unsigned long slot = id & FLUXONKV_HOLDER_SLOT_MASK;
+	struct fluxonkv_holder *h;
 	struct fluxonkv_alloc *a;
 
-	if (!id)
+	if (!slot)
 		return -ENOENT;
-	a = xa_erase(&s->holders, id);
-	if (!a)
+	xa_lock(&s->holders);
+	h = xa_load(&s->holders, slot);
+	if (!h || h->id != id) {
+		xa_unlock(&s->holders);
 		return -ENOENT;
+	}
+	__xa_erase(&s->holders, slot);
+	a = h->a;
+	if (s->nspare < FLUXONKV_HOLDER_SPARES) {
+		h->next_spare = s->spare;
+		s->spare = h;
+		s->nspare++;
+		h = NULL;
+	}
+	xa_unlock(&s->holders);
+	kfree(h);
 	atomic_dec(&s->nholders);
 	fluxonkv_user_uncharge(s->user, a->span);
 	fluxonkv_alloc_put(a);
-	atomic64_dec(&fluxonkv_stats.holders);
+	fluxonkv_stat_dec(holders);
 	return 0;
 }
 
@@ -214,9 +263,10 @@ int fluxonkv_holder_release(struct fluxonkv_session *s, u64 id)
 struct fluxonkv_holders_iter {
 	loff_t index;			/* the *pos the cursor stands for */
 	u64 serial;			/* cursor: session ... */
-	unsigned long id;		/* ... and holder id in it */
+	unsigned long id;		/* ... and holder slot in it */
 	struct fluxonkv_session *s;	/* that session, start..stop only */
 	/* the holder found, copied under the xarray lock */
+	u64 holder_id;
 	pid_t pid;
 	u64 offset, len;
 	unsigned int refs;
@@ -226,7 +276,7 @@ struct fluxonkv_holders_iter {
 static bool fluxonkv_holders_find(struct fluxonkv_holders_iter *it)
 {
 	struct fluxonkv_session *s = it->s;
-	struct fluxonkv_alloc *a;
+	struct fluxonkv_holder *h;
 
 	lockdep_assert_held(&fluxonkv_sessions_lock);
 	if (!s) {
@@ -241,15 +291,16 @@ static bool fluxonkv_holders_find(struct fluxonkv_holders_iter *it)
 			it->id = 0;
 		}
 		xa_lock(&s->holders);
-		a = xa_find(&s->holders, &it->id, ULONG_MAX, XA_PRESENT);
-		if (a) {
+		h = xa_find(&s->holders, &it->id, ULONG_MAX, XA_PRESENT);
+		if (h) {
+			it->holder_id = h->id;
 			it->pid = s->pid;
-			it->offset = a->offset;
-			it->len = a->len;
-			it->refs = kref_read(&a->ref);
+			it->offset = h->a->offset;
+			it->len = h->a->len;
+			it->refs = kref_read(&h->a->ref);
 		}
 		xa_unlock(&s->holders);
-		if (a) {
+		if (h) {
 			it->s = s;
 			return true;
 		}
@@ -308,7 +359,8 @@ static int fluxonkv_holders_show_one(struct seq_file *m, void *v)
 	if (v == SEQ_START_TOKEN)
 		seq_puts(m, "pid\tholder\toffset\tlen\trefs\n");
 	else
-		seq_printf(m, "%d\t%lu\t%llu\t%llu\t%u\n", it->pid, it->id,
+		seq_printf(m, "%d\t%llu\t%llu\t%llu\t%u\n", it->pid,
+			   it->holder_id,
 			   it->offset, it->len, it->refs);
 	return 0;
 }

@@ -10,6 +10,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/fs.h>
+#include <linux/io_uring.h>
 #include <linux/minmax.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
@@ -27,6 +28,10 @@ static_assert(sizeof(struct fluxonkv_ssd_stage) == FLUXONKV_SSD_STAGE_SIZE_VER0)
 static_assert(sizeof(struct fluxonkv_target) == FLUXONKV_TARGET_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_publish) == FLUXONKV_PUBLISH_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_lookup) == FLUXONKV_LOOKUP_SIZE_VER0);
+static_assert(sizeof(struct fluxonkv_get_into) == FLUXONKV_GET_INTO_SIZE_VER0);
+static_assert(sizeof(struct fluxonkv_op) == FLUXONKV_OP_SIZE_VER0);
+static_assert(sizeof(struct fluxonkv_batch) == FLUXONKV_BATCH_SIZE_VER0);
+static_assert(sizeof(struct fluxonkv_uring_cmd) == 16);
 
 /*
  * Copy a size-prefixed struct in.  @ver0 is the smallest size ever defined;
@@ -99,10 +104,167 @@ static long fluxonkv_ioc_info(void __user *uarg)
 	return fluxonkv_copy_out(uarg, &info, sizeof(info), usize);
 }
 
-static long fluxonkv_ioc_put(struct fluxonkv_session *s, void __user *uarg)
+/*
+ * The operations a client runs, shared by the single ioctls, FLUXONKV_IOC_BATCH
+ * and io_uring (uring.c).  @flags: FLUXONKV_GR_NOWAIT makes whatever would
+ * wait for the daemon, the SSD or a peer return -EAGAIN before it has any
+ * effect (io_uring then runs the command again from its workers).
+ */
+static int fluxonkv_do_put(struct fluxonkv_session *s, u32 key_len,
+			   u64 key_ptr, u64 value_ptr, u64 value_len,
+			   unsigned int flags, u64 *put_id)
 {
-	u64 t0;
 	u8 key[FLUXONKV_KEY_MAX];
+	u64 t0;
+	int ret;
+
+	if (!s->writable)
+		return -EBADF;	/* a read-only consumer */
+	if (!value_len)
+		return -EINVAL;
+	if (value_len > fluxonkv_value_max())
+		return -E2BIG;
+	ret = fluxonkv_key_in(key, key_len, key_ptr);
+	if (ret)
+		return ret;
+	/* Fail a bad value pointer before asking the master for anything. */
+	if (!access_ok(u64_to_user_ptr(value_ptr), value_len))
+		return -EFAULT;
+	if (flags & FLUXONKV_GR_NOWAIT)
+		return -EAGAIN;		/* the master assigns the version */
+
+	t0 = ktime_get_ns();
+	ret = fluxonkv_put(s->user, key, key_len, u64_to_user_ptr(value_ptr),
+			   value_len, put_id);
+	if (!ret)
+		fluxonkv_lat_record(FLUXONKV_LAT_PUT, t0);
+	return ret;
+}
+
+static void fluxonkv_get_lat(int ret, const struct fluxonkv_get_result *res,
+			     u64 t0)
+{
+	if (ret == -ENOENT)
+		fluxonkv_lat_record(FLUXONKV_LAT_GET_MISS, t0);
+	if (ret)
+		return;
+	fluxonkv_lat_record(res->source == FLUXONKV_SOURCE_SSD ?
+			    FLUXONKV_LAT_GET_SSD :
+			    res->source == FLUXONKV_SOURCE_MEMORY ?
+			    FLUXONKV_LAT_GET_MEMORY : FLUXONKV_LAT_GET_REMOTE, t0);
+}
+
+/* A holder on the value of the key at @key_ptr, into @res. */
+static int fluxonkv_do_get(struct fluxonkv_session *s, u32 key_len,
+			   u64 key_ptr, unsigned int flags,
+			   struct fluxonkv_get_result *res)
+{
+	u8 key[FLUXONKV_KEY_MAX];
+	u64 t0;
+	int ret;
+
+	ret = fluxonkv_key_in(key, key_len, key_ptr);
+	if (ret)
+		return ret;
+	t0 = ktime_get_ns();
+	res->flags = flags & FLUXONKV_GR_NOWAIT;
+	ret = fluxonkv_get(s, key, key_len, res);
+	if (ret != -EAGAIN)
+		fluxonkv_get_lat(ret, res, t0);
+	return ret;
+}
+
+/* Copy a MiB at a time: a kill is noticed between pieces. */
+#define FLUXONKV_COPY_PIECE	(1UL << 20)
+
+/*
+ * The value of the key at @key_ptr copied to @buf_ptr: a get that takes a
+ * reference instead of a holder (no pin budget, no holder slot), the copy
+ * from the segment's kernel mapping, the reference dropped.
+ */
+static int fluxonkv_do_get_into(struct fluxonkv_session *s, u32 key_len,
+				u64 key_ptr, u64 buf_ptr, u64 buf_len,
+				unsigned int flags,
+				struct fluxonkv_get_result *res)
+{
+	void __user *buf = u64_to_user_ptr(buf_ptr);
+	u8 key[FLUXONKV_KEY_MAX];
+	u64 t0, done, n;
+	const u8 *src;
+	int ret;
+
+	if (!buf_len || !access_ok(buf, buf_len))
+		return buf_len ? -EFAULT : -EINVAL;
+	ret = fluxonkv_key_in(key, key_len, key_ptr);
+	if (ret)
+		return ret;
+	t0 = ktime_get_ns();
+	res->flags = (flags & FLUXONKV_GR_NOWAIT) | FLUXONKV_GR_ALLOC;
+	ret = fluxonkv_get(s, key, key_len, res);
+	if (ret == -EAGAIN)
+		return ret;
+	fluxonkv_get_lat(ret, res, t0);
+	if (ret)
+		return ret;
+	if (res->len > buf_len) {
+		ret = -EMSGSIZE;
+		goto out;
+	}
+	src = fluxonkv_alloc_vaddr(res->alloc);
+	for (done = 0; done < res->len; done += n) {
+		n = min_t(u64, res->len - done, FLUXONKV_COPY_PIECE);
+		if (copy_to_user(buf + done, src + done, n)) {
+			ret = -EFAULT;
+			goto out;
+		}
+		if (done + n < res->len && fatal_signal_pending(current)) {
+			ret = -EINTR;
+			goto out;
+		}
+	}
+out:
+	fluxonkv_alloc_put(res->alloc);
+	res->alloc = NULL;
+	return ret;
+}
+
+static int fluxonkv_do_lookup(u32 key_len, u64 key_ptr, unsigned int flags,
+			      struct fluxonkv_get_result *res)
+{
+	u8 key[FLUXONKV_KEY_MAX];
+	int ret;
+
+	ret = fluxonkv_key_in(key, key_len, key_ptr);
+	if (ret)
+		return ret;
+	res->flags = flags & FLUXONKV_GR_NOWAIT;
+	return fluxonkv_lookup(key, key_len, res);
+}
+
+static int fluxonkv_do_delete(struct fluxonkv_session *s, u32 key_len,
+			      u64 key_ptr, unsigned int flags)
+{
+	u8 key[FLUXONKV_KEY_MAX];
+	u64 t0;
+	int ret;
+
+	if (!s->writable)
+		return -EBADF;
+	ret = fluxonkv_key_in(key, key_len, key_ptr);
+	if (ret)
+		return ret;
+	if (flags & FLUXONKV_GR_NOWAIT)
+		return -EAGAIN;		/* the master removes the route */
+	t0 = ktime_get_ns();
+	ret = fluxonkv_delete(key, key_len);
+	if (!ret)
+		fluxonkv_lat_record(FLUXONKV_LAT_DELETE, t0);
+	return ret;
+}
+
+static long fluxonkv_ioc_put(struct fluxonkv_session *s, void __user *uarg,
+			     unsigned int flags)
+{
 	struct fluxonkv_put put;
 	long usize;
 	int ret;
@@ -116,32 +278,17 @@ static long fluxonkv_ioc_put(struct fluxonkv_session *s, void __user *uarg)
 	if (put.flags || put.put_id ||
 	    !fluxonkv_zero(put.reserved, ARRAY_SIZE(put.reserved)))
 		return -EINVAL;
-	if (!put.value_len)
-		return -EINVAL;
-	if (put.value_len > fluxonkv_value_max())
-		return -E2BIG;
-	ret = fluxonkv_key_in(key, put.key_len, put.key_ptr);
+	ret = fluxonkv_do_put(s, put.key_len, put.key_ptr, put.value_ptr,
+			      put.value_len, flags, &put.put_id);
 	if (ret)
 		return ret;
-	/* Fail a bad value pointer before asking the master for anything. */
-	if (!access_ok(u64_to_user_ptr(put.value_ptr), put.value_len))
-		return -EFAULT;
-
-	t0 = ktime_get_ns();
-	ret = fluxonkv_put(s->user, key, put.key_len,
-			   u64_to_user_ptr(put.value_ptr), put.value_len,
-			   &put.put_id);
-	if (ret)
-		return ret;
-	fluxonkv_lat_record(FLUXONKV_LAT_PUT, t0);
 	return fluxonkv_copy_out(uarg, &put, sizeof(put), usize);
 }
 
-static long fluxonkv_ioc_get(struct fluxonkv_session *s, void __user *uarg)
+static long fluxonkv_ioc_get(struct fluxonkv_session *s, void __user *uarg,
+			     unsigned int flags)
 {
-	u64 t0;
-	struct fluxonkv_get_result res;
-	u8 key[FLUXONKV_KEY_MAX];
+	struct fluxonkv_get_result res = {};
 	struct fluxonkv_get get;
 	long usize;
 	int ret;
@@ -154,20 +301,9 @@ static long fluxonkv_ioc_get(struct fluxonkv_session *s, void __user *uarg)
 	    get.put_id || get.source || get.reserved0 ||
 	    !fluxonkv_zero(get.reserved, ARRAY_SIZE(get.reserved)))
 		return -EINVAL;
-	ret = fluxonkv_key_in(key, get.key_len, get.key_ptr);
+	ret = fluxonkv_do_get(s, get.key_len, get.key_ptr, flags, &res);
 	if (ret)
 		return ret;
-
-	t0 = ktime_get_ns();
-	ret = fluxonkv_get(s, key, get.key_len, &res);
-	if (ret == -ENOENT)
-		fluxonkv_lat_record(FLUXONKV_LAT_GET_MISS, t0);
-	if (ret)
-		return ret;
-	fluxonkv_lat_record(res.source == FLUXONKV_SOURCE_SSD ?
-			    FLUXONKV_LAT_GET_SSD :
-			    res.source == FLUXONKV_SOURCE_MEMORY ?
-			    FLUXONKV_LAT_GET_MEMORY : FLUXONKV_LAT_GET_REMOTE, t0);
 	get.holder_id = res.holder_id;
 	get.offset = res.offset;
 	get.len = res.len;
@@ -180,10 +316,34 @@ static long fluxonkv_ioc_get(struct fluxonkv_session *s, void __user *uarg)
 	return ret;
 }
 
-static long fluxonkv_ioc_lookup(void __user *uarg)
+static long fluxonkv_ioc_get_into(struct fluxonkv_session *s,
+				  void __user *uarg, unsigned int flags)
 {
-	struct fluxonkv_get_result res;
-	u8 key[FLUXONKV_KEY_MAX];
+	struct fluxonkv_get_result res = {};
+	struct fluxonkv_get_into gi;
+	long usize;
+	int ret;
+
+	usize = fluxonkv_copy_in(&gi, sizeof(gi), FLUXONKV_GET_INTO_SIZE_VER0,
+				 uarg);
+	if (usize < 0)
+		return usize;
+	if (gi.flags || gi.len || gi.put_id || gi.source || gi.reserved0 ||
+	    !fluxonkv_zero(gi.reserved, ARRAY_SIZE(gi.reserved)))
+		return -EINVAL;
+	ret = fluxonkv_do_get_into(s, gi.key_len, gi.key_ptr, gi.buf_ptr,
+				   gi.buf_len, flags, &res);
+	if (ret && ret != -EMSGSIZE)
+		return ret;
+	gi.len = res.len;
+	gi.put_id = res.put_id;
+	gi.source = res.source;
+	return fluxonkv_copy_out(uarg, &gi, sizeof(gi), usize) ?: ret;
+}
+
+static long fluxonkv_ioc_lookup(void __user *uarg, unsigned int flags)
+{
+	struct fluxonkv_get_result res = {};
 	struct fluxonkv_lookup lk;
 	long usize;
 	int ret;
@@ -195,10 +355,7 @@ static long fluxonkv_ioc_lookup(void __user *uarg)
 	if (lk.flags || lk.len || lk.put_id || lk.source || lk.reserved0 ||
 	    !fluxonkv_zero(lk.reserved, ARRAY_SIZE(lk.reserved)))
 		return -EINVAL;
-	ret = fluxonkv_key_in(key, lk.key_len, lk.key_ptr);
-	if (ret)
-		return ret;
-	ret = fluxonkv_lookup(key, lk.key_len, &res);
+	ret = fluxonkv_do_lookup(lk.key_len, lk.key_ptr, flags, &res);
 	if (ret)
 		return ret;
 	lk.len = res.len;
@@ -209,7 +366,7 @@ static long fluxonkv_ioc_lookup(void __user *uarg)
 
 static long fluxonkv_ioc_hold(struct fluxonkv_session *s, void __user *uarg)
 {
-	struct fluxonkv_get_result res;
+	struct fluxonkv_get_result res = {};
 	u8 key[FLUXONKV_KEY_MAX];
 	struct fluxonkv_hold hold;
 	long usize;
@@ -244,7 +401,7 @@ static long fluxonkv_ioc_hold(struct fluxonkv_session *s, void __user *uarg)
 static long fluxonkv_ioc_ssd_stage(struct fluxonkv_session *s,
 				   void __user *uarg)
 {
-	struct fluxonkv_get_result res;
+	struct fluxonkv_get_result res = {};
 	struct fluxonkv_ssd_stage st;
 	u8 key[FLUXONKV_KEY_MAX];
 	long usize;
@@ -278,7 +435,7 @@ static long fluxonkv_ioc_ssd_stage(struct fluxonkv_session *s,
 
 static long fluxonkv_ioc_target(struct fluxonkv_session *s, void __user *uarg)
 {
-	struct fluxonkv_get_result res;
+	struct fluxonkv_get_result res = {};
 	struct fluxonkv_target t;
 	u8 key[FLUXONKV_KEY_MAX];
 	long usize;
@@ -344,13 +501,11 @@ static long fluxonkv_ioc_release(struct fluxonkv_session *s, void __user *uarg)
 	return fluxonkv_holder_release(s, rel.holder_id);
 }
 
-static long fluxonkv_ioc_delete(struct fluxonkv_session *s, void __user *uarg)
+static long fluxonkv_ioc_delete(struct fluxonkv_session *s, void __user *uarg,
+				unsigned int flags)
 {
-	u64 t0;
 	struct fluxonkv_delete del;
-	u8 key[FLUXONKV_KEY_MAX];
 	long usize;
-	int ret;
 
 	if (!s->writable)
 		return -EBADF;
@@ -360,14 +515,103 @@ static long fluxonkv_ioc_delete(struct fluxonkv_session *s, void __user *uarg)
 		return usize;
 	if (del.flags || !fluxonkv_zero(del.reserved, ARRAY_SIZE(del.reserved)))
 		return -EINVAL;
-	ret = fluxonkv_key_in(key, del.key_len, del.key_ptr);
-	if (ret)
+	return fluxonkv_do_delete(s, del.key_len, del.key_ptr, flags);
+}
+
+/* One entry of a batch; its result (0 or -errno).  @op's outputs filled. */
+static int fluxonkv_batch_one(struct fluxonkv_session *s,
+			      struct fluxonkv_op *op, unsigned int flags)
+{
+	struct fluxonkv_get_result res = {};
+	bool keyed = op->opcode != FLUXONKV_OP_RELEASE;
+	bool buf = op->opcode == FLUXONKV_OP_PUT ||
+		   op->opcode == FLUXONKV_OP_GET_INTO;
+	int ret;
+
+	if (op->opcode == FLUXONKV_OP_NONE || op->opcode >= FLUXONKV_OP_MAX ||
+	    op->offset || op->len || op->put_id || op->source || op->result ||
+	    op->reserved || (op->holder_id && keyed) ||
+	    (!keyed && (op->key_len || op->key_ptr)) ||
+	    (!buf && (op->buf_ptr || op->buf_len)))
+		return -EINVAL;
+
+	switch (op->opcode) {
+	case FLUXONKV_OP_GET:
+		ret = fluxonkv_do_get(s, op->key_len, op->key_ptr, flags, &res);
+		break;
+	case FLUXONKV_OP_GET_INTO:
+		ret = fluxonkv_do_get_into(s, op->key_len, op->key_ptr,
+					   op->buf_ptr, op->buf_len, flags,
+					   &res);
+		break;
+	case FLUXONKV_OP_RELEASE:
+		return fluxonkv_holder_release(s, op->holder_id);
+	case FLUXONKV_OP_LOOKUP:
+		ret = fluxonkv_do_lookup(op->key_len, op->key_ptr, flags, &res);
+		break;
+	case FLUXONKV_OP_PUT:
+		return fluxonkv_do_put(s, op->key_len, op->key_ptr,
+				       op->buf_ptr, op->buf_len, flags,
+				       &op->put_id);
+	default:	/* FLUXONKV_OP_DELETE */
+		return fluxonkv_do_delete(s, op->key_len, op->key_ptr, flags);
+	}
+	if (ret && ret != -EMSGSIZE)
 		return ret;
-	t0 = ktime_get_ns();
-	ret = fluxonkv_delete(key, del.key_len);
-	if (!ret)
-		fluxonkv_lat_record(FLUXONKV_LAT_DELETE, t0);
+	op->holder_id = res.holder_id;
+	op->offset = res.offset;
+	op->len = res.len;
+	op->put_id = res.put_id;
+	op->source = res.source;
 	return ret;
+}
+
+static long fluxonkv_ioc_batch(struct fluxonkv_session *s, void __user *uarg,
+			       unsigned int flags)
+{
+	struct fluxonkv_batch b;
+	struct fluxonkv_op op;
+	u8 __user *ops;
+	long usize;
+	int ret = 0;
+
+	usize = fluxonkv_copy_in(&b, sizeof(b), FLUXONKV_BATCH_SIZE_VER0, uarg);
+	if (usize < 0)
+		return usize;
+	if (b.flags || !b.count || b.count > FLUXONKV_BATCH_MAX ||
+	    b.op_size < FLUXONKV_OP_SIZE_VER0 || b.op_size > PAGE_SIZE ||
+	    b.done > b.count ||
+	    !fluxonkv_zero(b.reserved, ARRAY_SIZE(b.reserved)))
+		return -EINVAL;
+	ops = u64_to_user_ptr(b.ops_ptr);
+	if (!access_ok(ops, (size_t)b.count * b.op_size))
+		return -EFAULT;
+
+	for (; b.done < b.count; b.done++) {
+		u8 __user *uop = ops + b.done * b.op_size;
+
+		ret = copy_struct_from_user(&op, sizeof(op), uop, b.op_size);
+		if (ret == -EFAULT)
+			break;
+		if (!ret)
+			ret = fluxonkv_batch_one(s, &op, flags);
+		if (ret == -EAGAIN && (flags & FLUXONKV_GR_NOWAIT))
+			break;		/* resumed from here, off the submitter */
+		op.result = ret;
+		ret = 0;
+		if (copy_to_user(uop, &op, sizeof(op))) {
+			if (!op.result && op.opcode == FLUXONKV_OP_GET)
+				fluxonkv_holder_release(s, op.holder_id);
+			ret = -EFAULT;
+			break;
+		}
+		if (fatal_signal_pending(current)) {
+			b.done++;
+			ret = -EINTR;
+			break;
+		}
+	}
+	return fluxonkv_copy_out(uarg, &b, sizeof(b), usize) ?: ret;
 }
 
 static long fluxonkv_ioc_ssd_attach(void __user *uarg)
@@ -396,22 +640,36 @@ static long fluxonkv_ioc_ssd_attach(void __user *uarg)
  */
 #define FLUXONKV_IOC_NOSIZE(cmd) ((cmd) & ~(_IOC_SIZEMASK << _IOC_SIZESHIFT))
 
-long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+/*
+ * One command for the ioctl or io_uring (@flags: FLUXONKV_GR_NOWAIT from
+ * io_uring's inline issue).  @uring: only the client commands.
+ */
+static long fluxonkv_dispatch(struct fluxonkv_session *s, unsigned int cmd,
+			      void __user *uarg, unsigned int flags,
+			      bool uring)
 {
-	struct fluxonkv_session *s = file->private_data;
-	void __user *uarg = (void __user *)arg;
-
 	switch (FLUXONKV_IOC_NOSIZE(cmd)) {
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_INFO):
 		return fluxonkv_ioc_info(uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_PUT):
-		return fluxonkv_ioc_put(s, uarg);
+		return fluxonkv_ioc_put(s, uarg, flags);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_GET):
-		return fluxonkv_ioc_get(s, uarg);
+		return fluxonkv_ioc_get(s, uarg, flags);
+	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_GET_INTO):
+		return fluxonkv_ioc_get_into(s, uarg, flags);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_RELEASE):
 		return fluxonkv_ioc_release(s, uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_DELETE):
-		return fluxonkv_ioc_delete(s, uarg);
+		return fluxonkv_ioc_delete(s, uarg, flags);
+	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_LOOKUP):
+		return fluxonkv_ioc_lookup(uarg, flags);
+	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_BATCH):
+		return fluxonkv_ioc_batch(s, uarg, flags);
+	}
+	if (uring)
+		return -EOPNOTSUPP;	/* the daemon's commands: ioctl only */
+
+	switch (FLUXONKV_IOC_NOSIZE(cmd)) {
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_SSD_ATTACH):
 		return fluxonkv_ioc_ssd_attach(uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_HOLD):
@@ -422,9 +680,34 @@ long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return fluxonkv_ioc_target(s, uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_PUBLISH):
 		return fluxonkv_ioc_publish(s, uarg);
-	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_LOOKUP):
-		return fluxonkv_ioc_lookup(uarg);
 	default:
 		return -ENOTTY;
 	}
+}
+
+long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	return fluxonkv_dispatch(file->private_data, cmd, (void __user *)arg, 0,
+				 false);
+}
+
+/*
+ * IORING_OP_URING_CMD: sqe->cmd_op is the ioctl number, the sqe's command
+ * bytes a struct fluxonkv_uring_cmd.  Issued inline first with
+ * FLUXONKV_GR_NOWAIT: a DRAM hit completes at submission; a command that
+ * would wait returns -EAGAIN untouched, and io_uring issues it again from
+ * an io-wq worker (the submitter's mm and credentials), where it may block.
+ * Completion is the return value: nothing outlives this call.
+ */
+int fluxonkv_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	const struct fluxonkv_uring_cmd *c = ioucmd->cmd;
+	u64 arg = READ_ONCE(c->arg);	/* shared with userspace: read once */
+
+	if (READ_ONCE(c->reserved))
+		return -EINVAL;
+	return fluxonkv_dispatch(ioucmd->file->private_data, ioucmd->cmd_op,
+				 u64_to_user_ptr(arg),
+				 (issue_flags & IO_URING_F_NONBLOCK) ?
+				 FLUXONKV_GR_NOWAIT : 0, true);
 }

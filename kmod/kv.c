@@ -146,7 +146,7 @@ static int fluxonkv_ask_room(u64 len, struct fluxonkv_room_wait *w)
 
 	n = fluxonkv_segment_victims(len, w->victims, &pinned);
 	if (n < 0) {
-		atomic64_inc(&fluxonkv_stats.room_pinned);
+		fluxonkv_stat_inc(room_pinned);
 		return -ENOSPC;
 	}
 	if (!w->by_policy ||
@@ -159,7 +159,7 @@ static int fluxonkv_ask_room(u64 len, struct fluxonkv_room_wait *w)
 		if (pinned && w->pinned_window)
 			return -ENOSPC;
 		w->pinned_window |= pinned;
-		atomic64_inc(&fluxonkv_stats.room_by_address);
+		fluxonkv_stat_inc(room_by_address);
 	}
 	return fluxonkv_upcall_handles(FLUXONKV_CMD_NEED_ROOM, &args, &up,
 				       w->victims, n);
@@ -193,7 +193,7 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable)
 		if (fatal_signal_pending(current))
 			return ERR_PTR(-EINTR);
 		if (!waited) {
-			atomic64_inc(&fluxonkv_stats.room_waits);
+			fluxonkv_stat_inc(room_waits);
 			waited = true;
 		}
 		if (time_after_eq(jiffies, next_ask)) {
@@ -295,11 +295,11 @@ static int fluxonkv_put_remote(const u8 *key, u32 key_len,
 	u64 t0 = ktime_get_ns();
 	int ret;
 
-	atomic64_inc(&fluxonkv_stats.puts_placed);
+	fluxonkv_stat_inc(puts_placed);
 	ret = fluxonkv_upcall(FLUXONKV_CMD_PUT_PLACE, &args, &place);
 	/* Nowhere else either: the put is still ours, to wait for room. */
 	if (ret == -ENOSPC) {
-		atomic64_dec(&fluxonkv_stats.puts_placed);
+		fluxonkv_stat_dec(puts_placed);
 		return ret;
 	}
 	if (ret)
@@ -332,7 +332,7 @@ err_sock:
 err_abort:
 	fluxonkv_put_abort(key, key_len, put_id, place.handle, ret);
 err:
-	atomic64_inc(&fluxonkv_stats.place_errors);
+	fluxonkv_stat_inc(place_errors);
 	pr_info_ratelimited("placing a %llu byte put on another node failed: %d\n",
 			    len, ret);
 	return ret;
@@ -379,13 +379,13 @@ static int fluxonkv_put_wait(u8 cmd, const struct fluxonkv_upcall_args *args,
 		return 0;
 	if (atomic_xchg(&w->state, FLUXONKV_PW_ABANDONED) ==
 	    FLUXONKV_PW_WAITING) {
-		atomic64_inc(&fluxonkv_stats.puts_abandoned);
+		fluxonkv_stat_inc(puts_abandoned);
 		/* Not a PUT_DONE: the master should rather not act on it. */
 		if (cmd != FLUXONKV_CMD_PUT_DONE)
 			fluxonkv_upcall_cancel(id);
 		/* (an expiring request's timeout the sweep counts) */
 		if (!left && cmd == FLUXONKV_CMD_PUT_DONE) {
-			atomic64_inc(&fluxonkv_stats.upcall_timeouts);
+			fluxonkv_stat_inc(upcall_timeouts);
 			pr_warn_ratelimited("daemon did not answer cmd %u in %u ms: its late answer will be honoured\n",
 					    cmd, fluxonkv_request_timeout_ms);
 		}
@@ -621,7 +621,7 @@ out:
 	if (ret)
 		return ret;
 	*put_id = start.put_id;
-	atomic64_inc(&fluxonkv_stats.puts);
+	fluxonkv_stat_inc(puts);
 	return 0;
 
 err_alloc:
@@ -638,10 +638,14 @@ static int fluxonkv_grant(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 {
 	int ret;
 
-	ret = fluxonkv_holder_add(s, a, &res->holder_id);
-	if (ret) {
-		fluxonkv_alloc_put(a);
-		return ret;
+	if (res->flags & FLUXONKV_GR_ALLOC) {
+		res->alloc = a;		/* the caller's reference now */
+	} else {
+		ret = fluxonkv_holder_add(s, a, &res->holder_id);
+		if (ret) {
+			fluxonkv_alloc_put(a);
+			return ret;
+		}
 	}
 	res->offset = a->offset;
 	res->len = a->len;
@@ -737,7 +741,7 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 	/* The bytes are complete whatever the master will answer. */
 	ret = fluxonkv_grant(s, a, start->put_id, FLUXONKV_SOURCE_SSD, res);
 	if (!ret)
-		atomic64_inc(&fluxonkv_stats.hits_ssd);
+		fluxonkv_stat_inc(hits_ssd);
 	return ret;
 
 err_alloc:
@@ -819,7 +823,7 @@ static int fluxonkv_fetch(const u8 *key, u32 key_len,
 	f->up.end = fluxonkv_fetch_end;
 	f->up.no_expire = true;
 	f->up.send_retry = true;
-	atomic64_inc(&fluxonkv_stats.fetches);
+	fluxonkv_stat_inc(fetches);
 	fluxonkv_upcall_async(FLUXONKV_CMD_FETCH, &args, &f->up);
 
 	left = wait_for_completion_killable_timeout(&f->done, timeout);
@@ -832,7 +836,7 @@ static int fluxonkv_fetch(const u8 *key, u32 key_len,
 		*answered = !f->up.send_failed && ret != -ENOTCONN;
 	} else {
 		ret = left ? -EINTR : -ETIMEDOUT;
-		atomic64_inc(&fluxonkv_stats.fetch_abandoned);
+		fluxonkv_stat_inc(fetch_abandoned);
 		pr_warn_ratelimited("daemon did not fill a %llu byte target in %u ms; it stays allocated until it answers\n",
 				    start->len, fluxonkv_request_timeout_ms);
 	}
@@ -871,7 +875,7 @@ static int fluxonkv_get_remote(struct fluxonkv_session *s, const u8 *key,
 		goto err_alloc;	/* nothing learnt about the source */
 	if (ret) {
 		/* The daemon's errno: the master decides what it means. */
-		atomic64_inc(&fluxonkv_stats.fetch_errors);
+		fluxonkv_stat_inc(fetch_errors);
 		fluxonkv_get_revoke(key, key_len, start->put_id, start->source,
 				    start->handle, ret);
 		fluxonkv_alloc_put(a);
@@ -887,7 +891,7 @@ static int fluxonkv_get_remote(struct fluxonkv_session *s, const u8 *key,
 	fluxonkv_get_done_offer(r, start->source);
 	ret = fluxonkv_grant(s, a, start->put_id, start->source, res);
 	if (!ret)
-		atomic64_inc(&fluxonkv_stats.hits_remote);
+		fluxonkv_stat_inc(hits_remote);
 	return ret;
 
 err_alloc:
@@ -896,11 +900,14 @@ err_alloc:
 }
 
 /**
- * fluxonkv_get() - pin the current value of @key for session @s.
+ * __fluxonkv_get() - pin the current value of @key for session @s.
  * @s: the caller's session (owns the holder).
  * @key: kernel copy of the key.
  * @key_len: 1..FLUXONKV_KEY_MAX.
- * @res: out: holder id, offset/len in the segment, put_id, source tier.
+ * @res: in: flags (FLUXONKV_GR_NOWAIT: -EAGAIN where the get would wait
+ *	for the daemon, the SSD or a peer; FLUXONKV_GR_ALLOC: a reference in
+ *	@res->alloc instead of a holder); out: holder id, offset/len in the
+ *	segment, put_id, source tier.
  *
  * DRAM first: the local index, then the master's route (asked with
  * GET_START, or with a local-routes master read from the SSD index).
@@ -910,8 +917,8 @@ err_alloc:
  *
  * Return: 0, -ENOENT on a miss, or -errno.
  */
-int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
-		 struct fluxonkv_get_result *res)
+static int __fluxonkv_get(struct fluxonkv_session *s, const u8 *key,
+			  u32 key_len, struct fluxonkv_get_result *res)
 {
 	struct fluxonkv_upcall_args args = { .key = key, .key_len = key_len };
 	struct fluxonkv_alloc *a;
@@ -919,7 +926,6 @@ int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 	unsigned int tries;
 	int ret;
 
-	atomic64_inc(&fluxonkv_stats.gets);
 	if (!fluxonkv_daemon_connected())
 		return -ENOTCONN;
 
@@ -935,14 +941,16 @@ int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 			ret = fluxonkv_grant(s, a, put_id,
 					     FLUXONKV_SOURCE_MEMORY, res);
 			if (!ret) {
-				atomic64_inc(&fluxonkv_stats.hits_memory);
+				fluxonkv_stat_inc(hits_memory);
 				fluxonkv_access_note(handle);
 			}
 			return ret;
 		}
 		if (local && fluxonkv_ssd_lookup_routed(key, key_len, &up.put_id,
 							&up.len)) {
-			atomic64_inc(&fluxonkv_stats.local_refills);
+			if (res->flags & FLUXONKV_GR_NOWAIT)
+				return -EAGAIN;	/* a disk read: not inline */
+			fluxonkv_stat_inc(local_refills);
 			ret = fluxonkv_get_from_ssd(s, key, key_len, &up, res);
 			if (ret != -ESTALE)
 				return ret;
@@ -950,12 +958,14 @@ int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 		}
 		if (local) {
 			if (!unsure && fluxonkv_look_stable(key, key_len, seq)) {
-				atomic64_inc(&fluxonkv_stats.local_misses);
+				fluxonkv_stat_inc(local_misses);
 				break;
 			}
 			/* A put or removal overlapped: the master knows. */
-			atomic64_inc(&fluxonkv_stats.local_unsure);
+			fluxonkv_stat_inc(local_unsure);
 		}
+		if (res->flags & FLUXONKV_GR_NOWAIT)
+			return -EAGAIN;		/* the master must answer */
 
 		ret = fluxonkv_upcall(FLUXONKV_CMD_GET_START, &args, &up);
 		if (ret == -ENOENT)
@@ -974,7 +984,7 @@ int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 			ret = fluxonkv_grant(s, a, up.put_id,
 					     FLUXONKV_SOURCE_MEMORY, res);
 			if (!ret)
-				atomic64_inc(&fluxonkv_stats.hits_memory);
+				fluxonkv_stat_inc(hits_memory);
 			return ret;
 		}
 		if (up.source == FLUXONKV_SOURCE_REMOTE ||
@@ -990,8 +1000,19 @@ int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 		if (ret != -ESTALE)
 			return ret;
 	}
-	atomic64_inc(&fluxonkv_stats.misses);
+	fluxonkv_stat_inc(misses);
 	return -ENOENT;
+}
+
+/* __fluxonkv_get(), counted in "gets" once (not again when retried). */
+int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
+		 struct fluxonkv_get_result *res)
+{
+	int ret = __fluxonkv_get(s, key, key_len, res);
+
+	if (ret != -EAGAIN || !(res->flags & FLUXONKV_GR_NOWAIT))
+		fluxonkv_stat_inc(gets);	/* a retried get counts once */
+	return ret;
 }
 
 /**
@@ -1166,7 +1187,7 @@ int fluxonkv_target(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 		fluxonkv_replica_drop(r->handle);
 	} else {
 		*handle = r->handle;
-		atomic64_inc(&fluxonkv_stats.puts_targeted);
+		fluxonkv_stat_inc(puts_targeted);
 	}
 	fluxonkv_replica_put(r);
 	return ret;
@@ -1232,7 +1253,7 @@ int fluxonkv_delete(const u8 *key, u32 key_len)
 
 	ret = fluxonkv_upcall(FLUXONKV_CMD_DELETE, &args, &up);
 	if (!ret)
-		atomic64_inc(&fluxonkv_stats.deletes);
+		fluxonkv_stat_inc(deletes);
 	return ret;
 }
 
@@ -1255,11 +1276,13 @@ int fluxonkv_lookup(const u8 *key, u32 key_len,
 {
 	struct fluxonkv_upcall_args args = { .key = key, .key_len = key_len };
 	struct fluxonkv_upcall up = { };
+	u32 flags = res->flags;
 	bool local, unsure = false;
 	unsigned int seq = 0;
 	int ret;
 
 	memset(res, 0, sizeof(*res));
+	res->flags = flags;
 	if (!fluxonkv_daemon_connected())
 		return -ENOTCONN;
 	local = fluxonkv_daemon_local_routes();
@@ -1276,6 +1299,8 @@ int fluxonkv_lookup(const u8 *key, u32 key_len,
 	}
 	if (local && !unsure && fluxonkv_look_stable(key, key_len, seq))
 		return -ENOENT;
+	if (flags & FLUXONKV_GR_NOWAIT)
+		return -EAGAIN;
 
 	ret = fluxonkv_upcall(FLUXONKV_CMD_LOOKUP, &args, &up);
 	if (ret)

@@ -21,8 +21,20 @@
 
 #include "fluxonkv.h"
 
-struct fluxonkv_stats fluxonkv_stats;
-static struct fluxonkv_lat fluxonkv_lat[FLUXONKV_LAT_NR];
+DEFINE_PER_CPU(struct fluxonkv_stats, fluxonkv_stats);
+static DEFINE_PER_CPU(struct fluxonkv_lat [FLUXONKV_LAT_NR], fluxonkv_lat);
+
+/* The counter at @offset of struct fluxonkv_stats, summed over CPUs. */
+u64 fluxonkv_stat_sum(size_t offset)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += *(u64 *)((char *)per_cpu_ptr(&fluxonkv_stats, cpu) +
+				offset);
+	return sum;
+}
 
 static const char *const fluxonkv_lat_names[FLUXONKV_LAT_NR] = {
 	[FLUXONKV_LAT_PUT] = "put",
@@ -48,8 +60,8 @@ void fluxonkv_lat_record(enum fluxonkv_lat_op op, u64 start_ns)
 	if (ns >> FLUXONKV_LAT_SHIFT)
 		b = min_t(unsigned int, ilog2(ns) - FLUXONKV_LAT_SHIFT + 1,
 			  FLUXONKV_LAT_BUCKETS - 1);
-	atomic64_inc(&fluxonkv_lat[op].count[b]);
-	atomic64_add(ns, &fluxonkv_lat[op].sum_ns);
+	this_cpu_inc(fluxonkv_lat[op].count[b]);
+	this_cpu_add(fluxonkv_lat[op].sum_ns, ns);
 }
 
 /*
@@ -65,15 +77,23 @@ int fluxonkv_latency_show(struct seq_file *m, void *unused)
 		seq_printf(m, "\tle_%llu", 1ULL << (b + FLUXONKV_LAT_SHIFT));
 	seq_puts(m, "\tle_inf\n");
 	for (op = 0; op < FLUXONKV_LAT_NR; op++) {
-		u64 total = 0;
+		u64 count[FLUXONKV_LAT_BUCKETS] = {}, total = 0, sum_ns = 0;
+		int cpu;
 
+		for_each_possible_cpu(cpu) {
+			const struct fluxonkv_lat *l =
+				&per_cpu_ptr(&fluxonkv_lat, cpu)[0][op];
+
+			for (b = 0; b < FLUXONKV_LAT_BUCKETS; b++)
+				count[b] += READ_ONCE(l->count[b]);
+			sum_ns += READ_ONCE(l->sum_ns);
+		}
 		for (b = 0; b < FLUXONKV_LAT_BUCKETS; b++)
-			total += atomic64_read(&fluxonkv_lat[op].count[b]);
+			total += count[b];
 		seq_printf(m, "%s\t%llu\t%llu", fluxonkv_lat_names[op], total,
-			   (u64)atomic64_read(&fluxonkv_lat[op].sum_ns));
+			   sum_ns);
 		for (b = 0; b < FLUXONKV_LAT_BUCKETS; b++)
-			seq_printf(m, "\t%llu",
-				   (u64)atomic64_read(&fluxonkv_lat[op].count[b]));
+			seq_printf(m, "\t%llu", count[b]);
 		seq_putc(m, '\n');
 	}
 	return 0;
@@ -178,6 +198,7 @@ static const struct file_operations fluxonkv_fops = {
 	.release = fluxonkv_release,
 	.unlocked_ioctl = fluxonkv_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
+	.uring_cmd = fluxonkv_uring_cmd,
 	.mmap = fluxonkv_segment_mmap,
 	.llseek = noop_llseek,
 };
@@ -208,7 +229,7 @@ static ssize_t _name##_show(struct kobject *kobj,			\
 static struct kobj_attribute fluxonkv_attr_##_name = __ATTR_RO(_name)
 
 #define FLUXONKV_ATTR_STAT(_name)					\
-	FLUXONKV_ATTR_U64(_name, atomic64_read(&fluxonkv_stats._name))
+	FLUXONKV_ATTR_U64(_name, fluxonkv_stat_read(_name))
 
 static struct kobj_attribute fluxonkv_attr_version = __ATTR_RO(version);
 FLUXONKV_ATTR_U64(abi_version, FLUXONKV_ABI_VERSION);

@@ -107,9 +107,9 @@ static void fluxonkv_get_done_end(struct fluxonkv_upcall *up)
 
 	if (up->status || !(up->flags & FLUXONKV_GET_F_PROMOTED)) {
 		fluxonkv_replica_drop(r->handle);
-		atomic64_inc(&fluxonkv_stats.promotions_refused);
+		fluxonkv_stat_inc(promotions_refused);
 	} else {
-		atomic64_inc(&fluxonkv_stats.promotions);
+		fluxonkv_stat_inc(promotions);
 	}
 	fluxonkv_replica_put(r);
 	kfree(req);
@@ -156,7 +156,7 @@ void fluxonkv_get_done_offer(struct fluxonkv_replica *r, u32 source)
 	if (!req) {
 		atomic_dec(&fluxonkv_get_done.pending);
 		fluxonkv_replica_drop(r->handle);
-		atomic64_inc(&fluxonkv_stats.promotions_refused);
+		fluxonkv_stat_inc(promotions_refused);
 		fluxonkv_replica_put(r);
 		return;
 	}

@@ -353,6 +353,138 @@ struct fluxonkv_lookup {
 	__u64 reserved[2];
 };
 #define FLUXONKV_LOOKUP_SIZE_VER0	64
+
+/**
+ * struct fluxonkv_get_into - FLUXONKV_IOC_GET_INTO: copy a value out.
+ * @size: in: sizeof(struct fluxonkv_get_into).
+ * @key_len: in: 1..FLUXONKV_KEY_MAX.
+ * @key_ptr: in: user pointer to the key bytes.
+ * @flags: in: must be zero.
+ * @buf_ptr: in: where the value is copied to.
+ * @buf_len: in: bytes writable at @buf_ptr.
+ * @len: out: the value's length (also with EMSGSIZE).
+ * @put_id: out: its version.
+ * @source: out: enum fluxonkv_source.
+ * @reserved0: must be zero.
+ * @reserved: must be zero.
+ *
+ * A get, a copy into the caller's buffer and the release in one call; no
+ * holder is left and none counts against the caller's limits once the call
+ * returns.  ENOENT on a miss; EMSGSIZE (nothing copied, @len set) if the
+ * value is longer than @buf_len; EFAULT for a buffer the caller cannot
+ * write (checked before anything is read).
+ */
+struct fluxonkv_get_into {
+	__u32 size;
+	__u32 key_len;
+	__u64 key_ptr;
+	__u64 flags;
+	__u64 buf_ptr;
+	__u64 buf_len;
+	__u64 len;
+	__u64 put_id;
+	__u32 source;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+#define FLUXONKV_GET_INTO_SIZE_VER0	80
+
+/* struct fluxonkv_op.opcode: what one entry of a batch does. */
+enum fluxonkv_opcode {
+	FLUXONKV_OP_NONE,
+	FLUXONKV_OP_GET,	/* as FLUXONKV_IOC_GET */
+	FLUXONKV_OP_GET_INTO,	/* as FLUXONKV_IOC_GET_INTO */
+	FLUXONKV_OP_RELEASE,	/* as FLUXONKV_IOC_RELEASE */
+	FLUXONKV_OP_LOOKUP,	/* as FLUXONKV_IOC_LOOKUP */
+	FLUXONKV_OP_PUT,	/* as FLUXONKV_IOC_PUT */
+	FLUXONKV_OP_DELETE,	/* as FLUXONKV_IOC_DELETE */
+	FLUXONKV_OP_MAX,
+};
+
+/**
+ * struct fluxonkv_op - one operation of a FLUXONKV_IOC_BATCH.
+ * @opcode: in: enum fluxonkv_opcode.
+ * @key_len: in: 1..FLUXONKV_KEY_MAX (RELEASE: zero).
+ * @key_ptr: in: user pointer to the key bytes (RELEASE: zero).
+ * @buf_ptr: in: PUT: the value; GET_INTO: the destination; else zero.
+ * @buf_len: in: PUT: the value's length; GET_INTO: room at @buf_ptr.
+ * @holder_id: GET: out, the new holder; RELEASE: in, the holder to drop.
+ * @offset: out: GET: where the value starts in the segment mapping.
+ * @len: out: the value's length (GET, GET_INTO, LOOKUP).
+ * @put_id: out: its version (GET, GET_INTO, LOOKUP, PUT).
+ * @source: out: enum fluxonkv_source (GET, GET_INTO, LOOKUP).
+ * @result: out: 0 or the negative errno the single call would return.
+ * @reserved: must be zero.
+ *
+ * Outputs must be zero on input (as for the single calls).
+ */
+struct fluxonkv_op {
+	__u32 opcode;
+	__u32 key_len;
+	__u64 key_ptr;
+	__u64 buf_ptr;
+	__u64 buf_len;
+	__u64 holder_id;
+	__u64 offset;
+	__u64 len;
+	__u64 put_id;
+	__u32 source;
+	__s32 result;
+	__u64 reserved;
+};
+#define FLUXONKV_OP_SIZE_VER0		80
+
+/* Most operations in one batch. */
+#define FLUXONKV_BATCH_MAX		1024
+
+/**
+ * struct fluxonkv_batch - FLUXONKV_IOC_BATCH: many operations, one call.
+ * @size: in: sizeof(struct fluxonkv_batch).
+ * @count: in: operations at @ops_ptr, 1..FLUXONKV_BATCH_MAX.
+ * @ops_ptr: in: user pointer to @count entries of @op_size bytes.
+ * @op_size: in: sizeof(struct fluxonkv_op) of the caller (at least
+ *	FLUXONKV_OP_SIZE_VER0; bytes past what the module knows must be 0).
+ * @flags: in: must be zero.
+ * @done: in: the first operation to run (0: all of them); out: the number
+ *	of operations whose @result was written.  A batch interrupted (a
+ *	fault, or io_uring moving it off the submitter) resumes from @done.
+ * @reserved: must be zero.
+ *
+ * The operations run in order and each reports its own @result: a miss or
+ * a failed put does not stop the batch.  The call fails only for a bad
+ * header (EINVAL), a bad @ops_ptr or an operation whose result cannot be
+ * written (EFAULT: @done says how far it got; a holder a GET took for an
+ * entry that could not be written is released again).
+ */
+struct fluxonkv_batch {
+	__u32 size;
+	__u32 count;
+	__u64 ops_ptr;
+	__u32 op_size;
+	__u32 flags;
+	__u64 done;
+	__u64 reserved[2];
+};
+#define FLUXONKV_BATCH_SIZE_VER0	48
+
+/**
+ * struct fluxonkv_uring_cmd - the 16 bytes of an IORING_OP_URING_CMD sqe.
+ * @arg: user pointer to the command's struct, as the ioctl takes it.
+ * @reserved: must be zero.
+ *
+ * sqe->cmd_op is the ioctl number (FLUXONKV_IOC_GET, _GET_INTO, _RELEASE,
+ * _LOOKUP, _PUT, _DELETE, _BATCH or _INFO); cqe->res is what the ioctl
+ * would return (0 or -errno).  The struct at @arg and the bytes it points
+ * to must stay valid until the completion: a command that has to wait (for
+ * the daemon, the SSD or a peer) runs later, from io_uring's workers, and
+ * reads them then.  A DRAM hit, a miss the module can answer and a release
+ * complete inline, at submission.
+ */
+struct fluxonkv_uring_cmd {
+	__u64 arg;
+	__u64 reserved;
+};
+
 /* Largest chunk one FLUXONKV_IOC_SSD_STAGE reads; pushes use 4 MiB. */
 #define FLUXONKV_SSD_CHUNK_MAX		(16ULL << 20)
 #define FLUXONKV_SSD_CHUNK		(4ULL << 20)
@@ -373,6 +505,8 @@ struct fluxonkv_lookup {
 #define FLUXONKV_IOC_TARGET	_IOWR(FLUXONKV_IOC_MAGIC, 0x08, struct fluxonkv_target)
 #define FLUXONKV_IOC_PUBLISH	_IOW(FLUXONKV_IOC_MAGIC, 0x09, struct fluxonkv_publish)
 #define FLUXONKV_IOC_LOOKUP	_IOWR(FLUXONKV_IOC_MAGIC, 0x0a, struct fluxonkv_lookup)
+#define FLUXONKV_IOC_GET_INTO	_IOWR(FLUXONKV_IOC_MAGIC, 0x0b, struct fluxonkv_get_into)
+#define FLUXONKV_IOC_BATCH	_IOWR(FLUXONKV_IOC_MAGIC, 0x0c, struct fluxonkv_batch)
 
 /*
  * mmap of the device: read-only for everyone but a file description opened

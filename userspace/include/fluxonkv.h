@@ -122,6 +122,92 @@ int fkv_lookup(struct fkv *kv, const void *key, size_t key_len,
 	       struct fkv_lookup *out);
 
 /*
+ * Copy the current value of @key into @buf (room for @buf_len bytes) in one
+ * call: no holder is left behind.  0: out->len bytes copied (@out may be
+ * NULL); -ENOENT on a miss; -EMSGSIZE: the value is longer than @buf_len
+ * (nothing copied, out->len says how long).  -ENOTTY: the module predates
+ * FLUXONKV_IOC_GET_INTO.
+ */
+int fkv_get_into(struct fkv *kv, const void *key, size_t key_len, void *buf,
+		 size_t buf_len, struct fkv_lookup *out);
+
+/*
+ * One operation of fkv_batch() or of a ring (fkv_ring_prep()).  The caller
+ * sets @opcode and the inputs it needs; the outputs are written back.
+ */
+struct fkv_op {
+	unsigned int opcode;	/* FLUXONKV_OP_GET, _GET_INTO, _RELEASE,
+				 * _LOOKUP, _PUT, _DELETE */
+	const void *key;	/* all but RELEASE */
+	size_t key_len;
+	const void *value;	/* PUT */
+	void *buf;		/* GET_INTO: destination */
+	size_t buf_len;		/* PUT: value length; GET_INTO: room at @buf */
+	struct fkv_holder holder;	/* GET: out; RELEASE: in (zeroed) */
+	size_t len;		/* out: GET, GET_INTO, LOOKUP */
+	uint64_t put_id;	/* out: GET, GET_INTO, LOOKUP, PUT */
+	unsigned int source;	/* out: GET, GET_INTO, LOOKUP */
+	int result;		/* out: 0 or -errno, as the single call */
+};
+
+/*
+ * Run @n operations in order with as few system calls as possible
+ * (FLUXONKV_IOC_BATCH, up to FLUXONKV_BATCH_MAX per call).  Each reports
+ * its own @result; a miss does not stop the batch.  Returns 0 when every
+ * operation ran, or -errno when the batch itself failed (ops[i].result of
+ * those that did not run is -ECANCELED).
+ */
+int fkv_batch(struct fkv *kv, struct fkv_op *ops, size_t n);
+
+/*
+ * Asynchronous operations over io_uring (IORING_OP_URING_CMD): queue with
+ * fkv_ring_prep(), send with fkv_ring_submit(), collect with
+ * fkv_ring_reap().  A DRAM hit completes during the submit; an operation
+ * that waits (SSD refill, daemon, peer) completes later without blocking
+ * the submitter.  A ring belongs to one thread at a time; the key is
+ * copied at prep, a PUT's value and a GET_INTO's buffer must stay valid
+ * until the operation's completion is reaped.  Holders taken through a
+ * ring belong to its struct fkv (release them either way).
+ */
+struct fkv_ring;
+
+/* A completed operation: @op with its outputs, and the caller's tag. */
+struct fkv_completion {
+	uint64_t user_data;
+	struct fkv_op op;
+};
+
+/*
+ * A ring of @depth operations in flight at most (1..4096).  -ENOSYS or
+ * -EPERM: io_uring unavailable here; -EOPNOTSUPP shows in the first
+ * completion if the module predates it.
+ */
+int fkv_ring_open(struct fkv *kv, unsigned int depth, struct fkv_ring **out);
+
+/* Queue @op (nothing is sent yet).  -EBUSY: @depth operations in flight. */
+int fkv_ring_prep(struct fkv_ring *r, const struct fkv_op *op,
+		  uint64_t user_data);
+
+/* Send what was queued; returns how many, or -errno. */
+int fkv_ring_submit(struct fkv_ring *r);
+
+/*
+ * Up to @max completions into @c, waiting until at least @min are there
+ * (0: only what is ready).  Returns how many, or -errno.
+ */
+int fkv_ring_reap(struct fkv_ring *r, struct fkv_completion *c,
+		  unsigned int max, unsigned int min);
+
+/* Operations queued or in flight. */
+unsigned int fkv_ring_inflight(const struct fkv_ring *r);
+
+/* Wait for what is in flight, then free the ring. */
+void fkv_ring_close(struct fkv_ring *r);
+
+/* The file descriptor of @kv (for poll or a raw ioctl; do not close it). */
+int fkv_fd(const struct fkv *kv);
+
+/*
  * Release a holder taken through @kv and zero *@h on success.  Releasing a
  * zeroed (never taken or already released) holder returns -EINVAL.
  */

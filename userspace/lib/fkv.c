@@ -18,6 +18,8 @@
 
 #include <fluxonkv.h>
 
+#include "fkv_internal.h"
+
 struct fkv {
 	int fd;
 	const unsigned char *base;	/* PROT_READ, MAP_SHARED */
@@ -306,4 +308,164 @@ int fkv_ssd_attach(struct fkv *kv, int fd, uint64_t offset, uint64_t capacity,
 	if (!err && shard)
 		*shard = a.shard;
 	return err;
+}
+
+int fkv_fd(const struct fkv *kv)
+{
+	return kv ? kv->fd : -EINVAL;
+}
+
+int fkv_get_into(struct fkv *kv, const void *key, size_t key_len, void *buf,
+		 size_t buf_len, struct fkv_lookup *out)
+{
+	struct fluxonkv_get_into gi;
+	int err;
+
+	if (out)
+		memset(out, 0, sizeof(*out));
+	if (!kv || !buf || !buf_len)
+		return -EINVAL;
+	err = fkv_check_key(kv, key, key_len);
+	if (err)
+		return err;
+
+	memset(&gi, 0, sizeof(gi));
+	gi.size = sizeof(gi);
+	gi.key_len = key_len;
+	gi.key_ptr = (uintptr_t)key;
+	gi.buf_ptr = (uintptr_t)buf;
+	gi.buf_len = buf_len;
+	err = fkv_ioctl(kv->fd, FLUXONKV_IOC_GET_INTO, &gi);
+	if ((!err || err == -EMSGSIZE) && out) {
+		out->len = gi.len;
+		out->put_id = gi.put_id;
+		out->source = gi.source;
+	}
+	return err;
+}
+
+/* What the library refuses before the kernel sees @op (0: send it). */
+int fkv_op_check(const struct fkv *kv, const struct fkv_op *op)
+{
+	switch (op->opcode) {
+	case FLUXONKV_OP_RELEASE:
+		return op->holder.data ? 0 : -EINVAL;
+	case FLUXONKV_OP_PUT:
+		if (!op->value || !op->buf_len)
+			return -EINVAL;
+		if (op->buf_len > kv->value_max)
+			return -E2BIG;
+		break;
+	case FLUXONKV_OP_GET_INTO:
+		if (!op->buf || !op->buf_len)
+			return -EINVAL;
+		break;
+	case FLUXONKV_OP_GET:
+	case FLUXONKV_OP_LOOKUP:
+	case FLUXONKV_OP_DELETE:
+		break;
+	default:
+		return -EINVAL;
+	}
+	return fkv_check_key(kv, op->key, op->key_len);
+}
+
+/* @op in the kernel's form; @key is where the kernel reads the key. */
+void fkv_op_encode(struct fluxonkv_op *k, const struct fkv_op *op,
+		   const void *key)
+{
+	memset(k, 0, sizeof(*k));
+	k->opcode = op->opcode;
+	if (op->opcode == FLUXONKV_OP_RELEASE) {
+		k->holder_id = op->holder.id;
+		return;
+	}
+	k->key_len = op->key_len;
+	k->key_ptr = (uintptr_t)key;
+	if (op->opcode == FLUXONKV_OP_PUT) {
+		k->buf_ptr = (uintptr_t)op->value;
+		k->buf_len = op->buf_len;
+	} else if (op->opcode == FLUXONKV_OP_GET_INTO) {
+		k->buf_ptr = (uintptr_t)op->buf;
+		k->buf_len = op->buf_len;
+	}
+}
+
+/* The kernel's answer @k into @op's outputs. */
+void fkv_op_decode(struct fkv *kv, struct fkv_op *op,
+		   const struct fluxonkv_op *k)
+{
+	op->result = k->result;
+	switch (op->opcode) {
+	case FLUXONKV_OP_RELEASE:
+		if (!k->result)
+			memset(&op->holder, 0, sizeof(op->holder));
+		return;
+	case FLUXONKV_OP_GET:
+		memset(&op->holder, 0, sizeof(op->holder));
+		if (k->result)
+			break;
+		/* Never build a pointer from an offset we have not checked. */
+		if (!k->len || !fkv_range_ok(k->offset, k->len, kv->size)) {
+			fkv_release_id(kv, k->holder_id);
+			op->result = -EIO;
+			break;
+		}
+		op->holder.id = k->holder_id;
+		op->holder.data = kv->base + k->offset;
+		op->holder.len = k->len;
+		op->holder.put_id = k->put_id;
+		op->holder.source = k->source;
+		break;
+	default:
+		break;
+	}
+	op->len = k->len;
+	op->put_id = k->put_id;
+	op->source = k->source;
+}
+
+/* Entries per FLUXONKV_IOC_BATCH call from fkv_batch (on the stack). */
+#define FKV_BATCH_CHUNK	64
+
+int fkv_batch(struct fkv *kv, struct fkv_op *ops, size_t n)
+{
+	struct fluxonkv_op k[FKV_BATCH_CHUNK];
+	size_t idx[FKV_BATCH_CHUNK];
+	struct fluxonkv_batch b;
+	size_t i = 0, j, m;
+	int err;
+
+	if (!kv || (n && !ops))
+		return -EINVAL;
+	while (i < n) {
+		for (m = 0; i < n && m < FKV_BATCH_CHUNK; i++) {
+			ops[i].result = fkv_op_check(kv, &ops[i]);
+			if (ops[i].result)
+				continue;
+			fkv_op_encode(&k[m], &ops[i], ops[i].key);
+			idx[m++] = i;
+		}
+		if (!m)
+			continue;
+		memset(&b, 0, sizeof(b));
+		b.size = sizeof(b);
+		b.count = m;
+		b.ops_ptr = (uintptr_t)k;
+		b.op_size = sizeof(k[0]);
+		do {
+			/* an interrupted batch resumes at b.done */
+			err = ioctl(kv->fd, FLUXONKV_IOC_BATCH, &b) < 0 ? -errno : 0;
+		} while (err == -EINTR && b.done < m);
+		for (j = 0; j < b.done && j < m; j++)
+			fkv_op_decode(kv, &ops[idx[j]], &k[j]);
+		if (err) {
+			for (; j < m; j++)
+				ops[idx[j]].result = -ECANCELED;
+			for (; i < n; i++)
+				ops[i].result = -ECANCELED;
+			return err;
+		}
+	}
+	return 0;
 }

@@ -48,7 +48,8 @@ def native():
                              include_dirs=[str(header.parent),
                                            str(REPO / "uapi")],
                              extra_objects=[str(archive)],
-                             libraries=["pthread"], extra_compile_args=WARN)
+                             libraries=["uring", "pthread"],
+                             extra_compile_args=WARN)
         if os.environ.get("FLUXONKV_BUILD"):
             sys.exit(f"fluxonkv: FLUXONKV_BUILD={build}: no {archive}")
     cflags, libs = pkg_config("--cflags"), pkg_config("--libs")

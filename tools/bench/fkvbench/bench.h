@@ -129,6 +129,7 @@ int bench_run_trace(const struct bench_opts *o);
 int bench_run_fill(const struct bench_opts *o, const struct bench_backend *be);
 int bench_run_memcpy(const struct bench_opts *o);
 int bench_run_loopback(const struct bench_opts *o);
+int bench_run_floor(const struct bench_opts *o);
 
 /* diskstats.c */
 struct bench_disk {

@@ -8,6 +8,7 @@
  *   fkvbench memcpy [opts]   single-thread memcpy bandwidth of --size
  *   fkvbench loopback [opts] TCP loopback request/response bandwidth of --size
  *   fkvbench fill   [opts]   segment fill factor under a 1..--size MiB put mix
+ *   fkvbench floor  [opts]   per-call costs against the no-op ioctl and memcpy
  *
  * Each prints one JSON line on stdout.  Exit status: 0; 1 on errors
  * (including any get error or content mismatch); 2 on usage errors.
@@ -24,7 +25,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: fkvbench put|get|trace|memcpy|loopback|fill [options]\n"
+"usage: fkvbench put|get|trace|memcpy|loopback|fill|floor [options]\n"
 "  --backend B      fluxonkv (default) | memcached\n"
 "  --server H:P     memcached address (default 127.0.0.1:11211; /path: UNIX)\n"
 "  --keys N         dataset keys (default 320)\n"
@@ -44,8 +45,9 @@ static void usage(FILE *f)
 "  --warmup S       get: uncounted seconds first (default 1)\n"
 "  --window S       get: measured seconds (default 5)\n"
 "  --disk NAME      get: /proc/diskstats device sampled at the window edges\n"
-"  --ranges R       trace: first:count per worker, comma separated\n"
-"  --seconds S      memcpy, loopback, fill: duration (default 2)\n"
+"  --ranges R       trace: first:count per worker, comma separated;\n"
+"                   floor: run only the case named R (for profiling)\n"
+"  --seconds S      memcpy, loopback, fill, floor: duration (default 2)\n"
 "                   (fill: puts of 1 MiB..--size to --keys keys, counted\n"
 "                   once the segment is full; --warmup caps that in minutes)\n"
 "  --label JSON     members added to the output object, e.g. '\"ssd\":\"on\"'\n");
@@ -146,6 +148,8 @@ int main(int argc, char **argv)
 		err = bench_run_loopback(&o);
 	else if (!strcmp(cmd, "fill"))
 		err = bench_run_fill(&o, be);
+	else if (!strcmp(cmd, "floor"))
+		err = bench_run_floor(&o);
 	else
 		goto bad;
 	if (err == -EINVAL)

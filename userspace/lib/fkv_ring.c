@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libfluxonkv rings: fluxonkv operations over io_uring.
+ *
+ * Each operation is a one-entry FLUXONKV_IOC_BATCH sent as an
+ * IORING_OP_URING_CMD (sqe->cmd_op = the ioctl number, the sqe's command
+ * bytes a struct fluxonkv_uring_cmd naming the batch header).  The header,
+ * the entry and a copy of the key live in a slot of the ring until the
+ * completion is reaped: the kernel may read them from an io-wq worker long
+ * after the submit returned.  The module completes DRAM hits inline during
+ * io_uring_submit(); what waits is punted to io_uring's workers.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <liburing.h>
+
+#include "fkv_internal.h"
+
+struct fkv_slot {
+	struct fluxonkv_batch b;
+	struct fluxonkv_op k;
+	struct fkv_op op;		/* the caller's, outputs filled at reap */
+	uint64_t user_data;
+	unsigned char key[FLUXONKV_KEY_MAX];
+	int next_free;			/* -1: end of the free list */
+};
+
+struct fkv_ring {
+	struct fkv *kv;
+	struct io_uring uring;
+	struct fkv_slot *slots;
+	unsigned int depth;
+	unsigned int inflight;		/* prepped and not reaped */
+	unsigned int unsent;		/* prepped and not submitted */
+	int free;			/* head of the free slot list */
+};
+
+int fkv_ring_open(struct fkv *kv, unsigned int depth, struct fkv_ring **out)
+{
+	struct fkv_ring *r;
+	unsigned int i;
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!kv || !depth || depth > 4096)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->slots = calloc(depth, sizeof(*r->slots));
+	if (!r->slots) {
+		err = -ENOMEM;
+		goto err_ring;
+	}
+	err = io_uring_queue_init(depth, &r->uring, 0);
+	if (err)
+		goto err_slots;
+	r->kv = kv;
+	r->depth = depth;
+	for (i = 0; i < depth; i++)
+		r->slots[i].next_free = i + 1 < depth ? (int)i + 1 : -1;
+	r->free = 0;
+	*out = r;
+	return 0;
+
+err_slots:
+	free(r->slots);
+err_ring:
+	free(r);
+	return err;
+}
+
+int fkv_ring_prep(struct fkv_ring *r, const struct fkv_op *op,
+		  uint64_t user_data)
+{
+	struct fluxonkv_uring_cmd cmd = { 0 };
+	struct io_uring_sqe *sqe;
+	struct fkv_slot *sl;
+	int err, i;
+
+	if (!r || !op)
+		return -EINVAL;
+	err = fkv_op_check(r->kv, op);
+	if (err)
+		return err;
+	if (r->free < 0)
+		return -EBUSY;
+	sqe = io_uring_get_sqe(&r->uring);
+	if (!sqe)
+		return -EBUSY;	/* the SQ is full: submit first */
+	i = r->free;
+	sl = &r->slots[i];
+	r->free = sl->next_free;
+
+	sl->op = *op;
+	sl->user_data = user_data;
+	if (op->opcode != FLUXONKV_OP_RELEASE)
+		memcpy(sl->key, op->key, op->key_len);
+	fkv_op_encode(&sl->k, op, sl->key);
+	memset(&sl->b, 0, sizeof(sl->b));
+	sl->b.size = sizeof(sl->b);
+	sl->b.count = 1;
+	sl->b.ops_ptr = (uintptr_t)&sl->k;
+	sl->b.op_size = sizeof(sl->k);
+
+	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fkv_fd(r->kv), NULL, 0, 0);
+	sqe->cmd_op = FLUXONKV_IOC_BATCH;
+	cmd.arg = (uintptr_t)&sl->b;
+	memcpy(sqe->cmd, &cmd, sizeof(cmd));
+	io_uring_sqe_set_data64(sqe, (uint64_t)i);
+	r->inflight++;
+	r->unsent++;
+	return 0;
+}
+
+int fkv_ring_submit(struct fkv_ring *r)
+{
+	int n;
+
+	if (!r)
+		return -EINVAL;
+	do {
+		n = io_uring_submit(&r->uring);
+	} while (n == -EINTR);
+	if (n > 0)
+		r->unsent -= (unsigned int)n < r->unsent ? (unsigned int)n : r->unsent;
+	return n;
+}
+
+/* One completion into @c; the slot goes back to the free list. */
+static void fkv_ring_complete(struct fkv_ring *r, struct io_uring_cqe *cqe,
+			      struct fkv_completion *c)
+{
+	unsigned int i = (unsigned int)io_uring_cqe_get_data64(cqe);
+	struct fkv_slot *sl = &r->slots[i];
+
+	c->user_data = sl->user_data;
+	c->op = sl->op;
+	if (cqe->res < 0) {
+		/* the batch itself failed (EOPNOTSUPP: an old module) */
+		c->op.result = cqe->res;
+	} else {
+		fkv_op_decode(r->kv, &c->op, &sl->k);
+	}
+	sl->next_free = r->free;
+	r->free = (int)i;
+	r->inflight--;
+}
+
+int fkv_ring_reap(struct fkv_ring *r, struct fkv_completion *c,
+		  unsigned int max, unsigned int min)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int n = 0;
+	int err;
+
+	if (!r || (max && !c) || min > max)
+		return -EINVAL;
+	if (r->unsent) {
+		err = fkv_ring_submit(r);
+		if (err < 0)
+			return err;
+	}
+	if (min > r->inflight)
+		min = r->inflight;
+	while (n < max) {
+		if (n < min)
+			err = io_uring_wait_cqe(&r->uring, &cqe);
+		else
+			err = io_uring_peek_cqe(&r->uring, &cqe);
+		if (err == -EINTR)
+			continue;
+		if (err == -EAGAIN)
+			break;		/* nothing more ready */
+		if (err)
+			return n ? (int)n : err;
+		fkv_ring_complete(r, cqe, &c[n++]);
+		io_uring_cqe_seen(&r->uring, cqe);
+	}
+	return (int)n;
+}
+
+unsigned int fkv_ring_inflight(const struct fkv_ring *r)
+{
+	return r ? r->inflight : 0;
+}
+
+void fkv_ring_close(struct fkv_ring *r)
+{
+	struct fkv_completion c;
+
+	if (!r)
+		return;
+	/* What was queued goes out; then every completion is waited for. */
+	if (r->unsent)
+		fkv_ring_submit(r);
+	while (r->inflight && fkv_ring_reap(r, &c, 1, 1) == 1) {
+		/* a GET that nobody will see: give its holder back */
+		if (!c.op.result && c.op.opcode == FLUXONKV_OP_GET)
+			fkv_holder_release(r->kv, &c.op.holder);
+	}
+	io_uring_queue_exit(&r->uring);
+	free(r->slots);
+	free(r);
+}
