@@ -27,6 +27,7 @@
 #include <linux/percpu.h>
 #include <linux/rbtree.h>
 #include <linux/rhashtable-types.h>
+#include <linux/sched/clock.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/wait.h>
@@ -216,6 +217,9 @@ struct fluxonkv_holder {
 	struct fluxonkv_holder *next_spare;	/* on @spare (xarray lock) */
 };
 
+/* Never a holder: a reserved entry that keeps the first xarray node. */
+#define FLUXONKV_HOLDER_KEEP_SLOT	(XA_CHUNK_SIZE - 1)
+
 /* Released holders a session keeps for its next gets. */
 #define FLUXONKV_HOLDER_SPARES	64
 
@@ -256,10 +260,12 @@ int fluxonkv_holders_open(struct inode *inode, struct file *file);
 
 /* ---- kv.c: put / get / delete flows ---- */
 
-/* fluxonkv_get_result.flags (in) */
-#define FLUXONKV_GR_NOWAIT	(1U << 0)	/* -EAGAIN rather than wait on the
-						 * daemon, the SSD or a peer */
-#define FLUXONKV_GR_ALLOC	(1U << 1)	/* hand back @alloc, no holder */
+/*
+ * fluxonkv_get_result.flags (in).  NOWAIT: -EAGAIN rather than wait on the
+ * daemon, the SSD or a peer.  ALLOC: hand back @alloc, no holder.
+ */
+#define FLUXONKV_GR_NOWAIT	(1U << 0)
+#define FLUXONKV_GR_ALLOC	(1U << 1)
 
 struct fluxonkv_get_result {
 	u32 flags;			/* in: FLUXONKV_GR_* */
@@ -543,6 +549,18 @@ struct fluxonkv_lat {
 	u64 count[FLUXONKV_LAT_BUCKETS];
 	u64 sum_ns;
 };
+
+/*
+ * The latency clock: sched_clock() (the TSC where there is one), not
+ * ktime_get(): a clocksource read may be an MMIO access (HPET), which costs
+ * more than the whole DRAM hit it would time, and not local_clock(), whose
+ * per-CPU filtering of an unstable TSC costs a cmpxchg.  An operation that
+ * moved CPUs may read a little off (never negative: main.c clamps it).
+ */
+static inline u64 fluxonkv_clock(void)
+{
+	return sched_clock();
+}
 
 void fluxonkv_lat_record(enum fluxonkv_lat_op op, u64 start_ns);
 int fluxonkv_latency_show(struct seq_file *m, void *unused);

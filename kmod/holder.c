@@ -111,6 +111,15 @@ struct fluxonkv_session *fluxonkv_session_new(bool writable, bool privileged)
 	if (!s)
 		return NULL;
 	xa_init_flags(&s->holders, XA_FLAGS_ALLOC1 | XA_FLAGS_ACCOUNT);
+	/*
+	 * A reserved (zero) entry in the last slot of the first node keeps
+	 * that node alive when the session holds nothing: otherwise every
+	 * get/release pair of a lone holder allocates a node and frees it
+	 * by RCU.  Lookups and iteration do not see reserved entries.
+	 */
+	if (xa_reserve(&s->holders, FLUXONKV_HOLDER_KEEP_SLOT,
+		       GFP_KERNEL_ACCOUNT))
+		goto err_free;
 	s->id_seq = get_random_u64();
 	s->pid = task_tgid_nr(current);
 	s->writable = writable;
@@ -120,14 +129,19 @@ struct fluxonkv_session *fluxonkv_session_new(bool writable, bool privileged)
 		s->user = fluxonkv_user_get();
 		if (!s->user) {
 			mutex_unlock(&fluxonkv_sessions_lock);
-			kfree(s);
-			return NULL;
+			goto err_holders;
 		}
 	}
 	s->serial = ++fluxonkv_session_serial;
 	list_add_tail(&s->node, &fluxonkv_sessions);
 	mutex_unlock(&fluxonkv_sessions_lock);
 	return s;
+
+err_holders:
+	xa_destroy(&s->holders);
+err_free:
+	kfree(s);
+	return NULL;
 }
 
 void fluxonkv_session_free(struct fluxonkv_session *s)

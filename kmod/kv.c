@@ -292,7 +292,7 @@ static int fluxonkv_put_remote(const u8 *key, u32 key_len,
 		.key = key, .key_len = key_len, .len = len, .put_id = put_id,
 	};
 	struct fluxonkv_upcall place = {}, done = {};
-	u64 t0 = ktime_get_ns();
+	u64 t0 = fluxonkv_clock();
 	int ret;
 
 	fluxonkv_stat_inc(puts_placed);
@@ -698,7 +698,7 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 					      fluxonkv_seg.size))
 		return -EPROTO;
 	/* Room first: a pin held across a room wait blocks ring writers. */
-	t0 = ktime_get_ns();
+	t0 = fluxonkv_clock();
 	a = fluxonkv_alloc_room(start->len);
 	fluxonkv_lat_record(FLUXONKV_LAT_REFILL_ALLOC, t0);
 	if (IS_ERR(a))
@@ -713,7 +713,7 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 				    FLUXONKV_SOURCE_SSD, 0, -ENOENT);
 		return -ESTALE;
 	}
-	t0 = ktime_get_ns();
+	t0 = fluxonkv_clock();
 	ret = fluxonkv_ssd_read(e, a);	/* unpins e */
 	fluxonkv_lat_record(FLUXONKV_LAT_REFILL_READ, t0);
 	/* An interrupted read says nothing about the SSD copy: no revoke. */
@@ -729,7 +729,7 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 		return -ESTALE;
 	}
 
-	t0 = ktime_get_ns();
+	t0 = fluxonkv_clock();
 	r = fluxonkv_replica_new(key, key_len, start->put_id, a);
 	if (IS_ERR(r)) {
 		ret = PTR_ERR(r);
@@ -868,7 +868,7 @@ static int fluxonkv_get_remote(struct fluxonkv_session *s, const u8 *key,
 	a = fluxonkv_alloc_room(start->len);
 	if (IS_ERR(a))
 		return PTR_ERR(a);
-	t0 = ktime_get_ns();
+	t0 = fluxonkv_clock();
 	ret = fluxonkv_fetch(key, key_len, start, a, &answered);
 	fluxonkv_lat_record(FLUXONKV_LAT_FETCH, t0);
 	if (ret && !answered)

@@ -254,7 +254,7 @@ static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
 	}
 	/* WRITING: no reader looks at the checksums before COMMITTED. */
 	fluxonkv_entry_csum_fill(e, job->alloc);
-	t0 = ktime_get_ns();
+	t0 = fluxonkv_clock();
 	ret = fluxonkv_ssd_io(w, sh, true, job->alloc, e->alen,
 			      e->start % sh->capacity);
 	fluxonkv_lat_record(FLUXONKV_LAT_SSD_WRITE_IO, t0);
@@ -302,7 +302,7 @@ static void fluxonkv_ssd_do_read(struct fluxonkv_ssd_worker *w,
 {
 	struct fluxonkv_ssd_entry *e = job->entry;
 	struct fluxonkv_shard *sh = e->shard;
-	u64 t0 = ktime_get_ns();
+	u64 t0 = fluxonkv_clock();
 	int ret;
 
 	ret = fluxonkv_ssd_io(w, sh, false, job->alloc, job->io_alen,

@@ -181,6 +181,8 @@ static const struct {
 	{ FLUXONKV_IOC_TARGET, FLUXONKV_TARGET_SIZE_VER0 },
 	{ FLUXONKV_IOC_PUBLISH, FLUXONKV_PUBLISH_SIZE_VER0 },
 	{ FLUXONKV_IOC_LOOKUP, FLUXONKV_LOOKUP_SIZE_VER0 },
+	{ FLUXONKV_IOC_GET_INTO, FLUXONKV_GET_INTO_SIZE_VER0 },
+	{ FLUXONKV_IOC_BATCH, FLUXONKV_BATCH_SIZE_VER0 },
 };
 #define NCMDS	(sizeof(storm_cmds) / sizeof(storm_cmds[0]))
 
@@ -193,6 +195,8 @@ static void storm_one(struct storm *s)
 		struct fluxonkv_release rel;
 		struct fluxonkv_delete del;
 		struct fluxonkv_lookup lk;
+		struct fluxonkv_get_into gi;
+		struct fluxonkv_batch b;
 		uint8_t raw[8192];
 	} u;
 	char key[32];
@@ -249,6 +253,44 @@ static void storm_one(struct storm *s)
 			u.lk.key_ptr = storm_ptr(s, key);
 			u.lk.key_len = storm_key_len(s, key);
 			break;
+		case FLUXONKV_IOC_GET_INTO:
+			u.gi.key_ptr = storm_ptr(s, key);
+			u.gi.key_len = storm_key_len(s, key);
+			u.gi.buf_ptr = storm_ptr(s, s->value);
+			u.gi.buf_len = rnd(s) % 8 ? rnd(s) % sizeof(s->value) :
+				rnd(s);
+			break;
+		case FLUXONKV_IOC_BATCH: {
+			/* up to 8 entries after the header, mostly plausible */
+			struct fluxonkv_op *op = (void *)(u.raw + 1024);
+			unsigned int n = 1 + rnd(s) % 8, j;
+
+			memset(op, 0, 8 * sizeof(*op));
+			for (j = 0; j < n; j++) {
+				op[j].opcode = rnd(s) % 8;
+				op[j].key_ptr = storm_ptr(s, key);
+				op[j].key_len = storm_key_len(s, key);
+				if (op[j].opcode == FLUXONKV_OP_RELEASE) {
+					op[j].key_ptr = op[j].key_len = 0;
+					op[j].holder_id = rnd(s) % 70000;
+				}
+				if (op[j].opcode == FLUXONKV_OP_PUT ||
+				    op[j].opcode == FLUXONKV_OP_GET_INTO) {
+					op[j].buf_ptr = storm_ptr(s, s->value);
+					op[j].buf_len = 1 + rnd(s) %
+						sizeof(s->value);
+				}
+				if (rnd(s) % 16 == 0)	/* a stray field */
+					((uint8_t *)&op[j])[rnd(s) % 80] =
+						(uint8_t)rnd(s);
+			}
+			u.b.count = rnd(s) % 16 ? n : (uint32_t)rnd(s);
+			u.b.ops_ptr = rnd(s) % 16 ? (uintptr_t)op :
+				(uintptr_t)s->unmapped;
+			u.b.op_size = rnd(s) % 16 ? sizeof(*op) :
+				(uint32_t)(rnd(s) % 256);
+			break;
+		}
 		default:
 			break;
 		}
@@ -285,7 +327,7 @@ static void storm_one(struct storm *s)
 			   errno == EBADF || errno == ENOSPC || errno == EMFILE ||
 			   errno == ETIMEDOUT || errno == EBUSY ||
 			   errno == EINTR || errno == ENOTCONN ||
-			   errno == EDQUOT,
+			   errno == EDQUOT || errno == EMSGSIZE,
 			   "ioctl %#lx: unexpected %s", cmd, strerror(errno));
 	}
 }
