@@ -596,8 +596,18 @@ static long fluxonkv_ioc_batch(struct fluxonkv_session *s, void __user *uarg,
 		ret = copy_struct_from_user(&op, sizeof(op), uop, b.op_size);
 		if (ret == -EFAULT)
 			break;
-		if (!ret)
-			ret = fluxonkv_batch_one(s, &op, flags);
+		if (ret) {
+			struct fluxonkv_op __user *u = (void __user *)uop;
+
+			/* Unknown nonzero bytes: only the result is written. */
+			if (put_user(ret, &u->result)) {
+				ret = -EFAULT;
+				break;
+			}
+			ret = 0;
+			continue;
+		}
+		ret = fluxonkv_batch_one(s, &op, flags);
 		if (ret == -EAGAIN && (flags & FLUXONKV_GR_NOWAIT))
 			break;		/* resumed from here, off the submitter */
 		op.result = ret;

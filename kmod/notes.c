@@ -11,6 +11,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/jiffies.h>
+#include <linux/percpu.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 
@@ -18,54 +19,79 @@
 
 /*
  * Replica handles hit on the fast path, sent to the master in batches of
- * FLUXONKV_ACCESS_BATCH or every FLUXONKV_ACCESS_DELAY_MS.  A full batch
- * drops further notes until it is sent: the notes are hints, gets never wait.
+ * FLUXONKV_ACCESS_BATCH or every FLUXONKV_ACCESS_DELAY_MS.  Each CPU keeps
+ * its own batch, so a DRAM hit touches no line another CPU's hits write.
+ * A full batch drops further notes until it is sent: the notes are hints,
+ * gets never wait.
  */
-static struct {
-	spinlock_t lock;		/* protects handles[] and n */
+struct fluxonkv_access_cpu {
+	/*
+	 * Protects handles[] and n: taken by gets on this CPU (preemption
+	 * off) and by the flush; never contended but by the flush.
+	 */
+	spinlock_t lock;
 	unsigned int n;
 	u64 handles[FLUXONKV_ACCESS_BATCH];
-	struct delayed_work work;
-} fluxonkv_access;
+};
+
+static DEFINE_PER_CPU(struct fluxonkv_access_cpu, fluxonkv_access_cpu);
+static struct delayed_work fluxonkv_access_work;
 
 static void fluxonkv_access_flush(struct work_struct *work)
 {
 	static u64 batch[FLUXONKV_ACCESS_BATCH];	/* only this work uses it */
 	struct fluxonkv_upcall_args none = {};
 	unsigned int n;
+	int cpu;
 
-	spin_lock(&fluxonkv_access.lock);
-	n = fluxonkv_access.n;
-	memcpy(batch, fluxonkv_access.handles, n * sizeof(u64));
-	fluxonkv_access.n = 0;
-	spin_unlock(&fluxonkv_access.lock);
-	if (n)
-		fluxonkv_notify(FLUXONKV_CMD_ACCESS, &none, batch, n);
+	for_each_possible_cpu(cpu) {
+		struct fluxonkv_access_cpu *c =
+			per_cpu_ptr(&fluxonkv_access_cpu, cpu);
+
+		spin_lock(&c->lock);
+		n = c->n;
+		memcpy(batch, c->handles, n * sizeof(u64));
+		c->n = 0;
+		spin_unlock(&c->lock);
+		if (n)
+			fluxonkv_notify(FLUXONKV_CMD_ACCESS, &none, batch, n);
+	}
 }
 
 /* Notes taken under the previous daemon's handles are of no use now. */
 void fluxonkv_access_forget(void)
 {
-	spin_lock(&fluxonkv_access.lock);
-	fluxonkv_access.n = 0;
-	spin_unlock(&fluxonkv_access.lock);
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct fluxonkv_access_cpu *c =
+			per_cpu_ptr(&fluxonkv_access_cpu, cpu);
+
+		spin_lock(&c->lock);
+		c->n = 0;
+		spin_unlock(&c->lock);
+	}
 }
 
 void fluxonkv_access_note(u64 handle)
 {
+	struct fluxonkv_access_cpu *c;
 	unsigned int n;
 
-	spin_lock(&fluxonkv_access.lock);
-	n = fluxonkv_access.n;
+	c = get_cpu_ptr(&fluxonkv_access_cpu);
+	spin_lock(&c->lock);
+	n = c->n;
 	if (n < FLUXONKV_ACCESS_BATCH)
-		fluxonkv_access.handles[fluxonkv_access.n++] = handle;
-	spin_unlock(&fluxonkv_access.lock);
+		c->handles[c->n++] = handle;
+	spin_unlock(&c->lock);
+	put_cpu_ptr(&fluxonkv_access_cpu);
 
+	/* The first note of a batch arms the flush, a full one runs it now. */
 	if (n == 0)
-		schedule_delayed_work(&fluxonkv_access.work,
+		schedule_delayed_work(&fluxonkv_access_work,
 				      msecs_to_jiffies(FLUXONKV_ACCESS_DELAY_MS));
 	else if (n + 1 == FLUXONKV_ACCESS_BATCH)
-		mod_delayed_work(system_wq, &fluxonkv_access.work, 0);
+		mod_delayed_work(system_wq, &fluxonkv_access_work, 0);
 }
 
 /*
@@ -171,8 +197,11 @@ void fluxonkv_get_done_offer(struct fluxonkv_replica *r, u32 source)
 
 void fluxonkv_notes_init(void)
 {
-	spin_lock_init(&fluxonkv_access.lock);
-	INIT_DELAYED_WORK(&fluxonkv_access.work, fluxonkv_access_flush);
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		spin_lock_init(&per_cpu_ptr(&fluxonkv_access_cpu, cpu)->lock);
+	INIT_DELAYED_WORK(&fluxonkv_access_work, fluxonkv_access_flush);
 	spin_lock_init(&fluxonkv_get_done.lock);
 	INIT_LIST_HEAD(&fluxonkv_get_done.list);
 	INIT_WORK(&fluxonkv_get_done.work, fluxonkv_get_done_send);
@@ -186,6 +215,6 @@ void fluxonkv_notes_quiesce(void)
 
 void fluxonkv_notes_exit(void)
 {
-	cancel_delayed_work_sync(&fluxonkv_access.work);
+	cancel_delayed_work_sync(&fluxonkv_access_work);
 	fluxonkv_notes_quiesce();
 }

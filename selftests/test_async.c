@@ -312,6 +312,11 @@ FKV_TEST(batch_header_is_validated_and_a_fault_stops_it_without_a_leak)
 		FKV_ASSERT_EQ(ioctl(fd, FLUXONKV_IOC_BATCH, &b), 0);
 		FKV_ASSERT_EQ(((struct fluxonkv_op *)wide[0])->result, 0);
 		FKV_ASSERT_EQ(((struct fluxonkv_op *)wide[1])->result, -E2BIG);
+		/* only its result was written: the rest is the caller's */
+		FKV_ASSERT_EQ(((struct fluxonkv_op *)wide[1])->holder_id, 0);
+		FKV_ASSERT_EQ(((struct fluxonkv_op *)wide[1])->opcode,
+			      FLUXONKV_OP_GET);
+		FKV_ASSERT_EQ(wide[1][FLUXONKV_OP_SIZE_VER0 + 3], 1);
 		FKV_ASSERT_EQ(fkv_sysfs("holders"), 1);
 		{
 			struct fluxonkv_release r = {

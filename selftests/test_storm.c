@@ -220,7 +220,7 @@ static void storm_one(struct storm *s)
 		cmd = (unsigned long)rnd(s);
 		if (rnd(s) % 2)
 			cmd = _IOC(rnd(s) % 4, FLUXONKV_IOC_MAGIC,
-				   0x0b + rnd(s) % 0xf0, rnd(s) % 8192);
+				   0x0d + rnd(s) % 0xf0, rnd(s) % 8192);
 	} else {
 		cmd = storm_cmds[c].cmd;
 		if (rnd(s) % 4) {

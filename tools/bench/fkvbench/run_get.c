@@ -103,9 +103,9 @@ static void worker(struct get_ctx *c)
 				ok = bench_check_ends(ref.data, ref.len, o->size, k);
 			}
 		}
-		t1 = bench_now_ns();
 		if (!err)
 			c->be->release(conn, &ref);
+		t1 = bench_now_ns();	/* an op ends with its release */
 		if (t1 > win_end)
 			break;
 		s->ops = i + 1;

@@ -1468,12 +1468,14 @@ out:
 static PyObject *store_addr_batch(StoreObject *s, PyObject *args, int put)
 {
 	PyObject *keys, *addrs, *sizes, *out = NULL;
+	struct fkv_op *ops;
 	struct fkvpy_dev *dev;
 	struct batch b;
 	long long *res = NULL;
 	void **pa = NULL;
 	size_t *ps = NULL;
 	Py_ssize_t i;
+	int rc;
 
 	if (!PyArg_ParseTuple(args, "OOO", &keys, &addrs, &sizes))
 		return NULL;
@@ -1484,32 +1486,40 @@ static PyObject *store_addr_batch(StoreObject *s, PyObject *args, int put)
 		dev_put(dev);
 		goto out;
 	}
-	Py_BEGIN_ALLOW_THREADS
-	for (i = 0; i < b.n; i++) {
-		struct fkv_holder fh;
-		uint64_t id = 0;
-		int rc;
-
-		if (put) {
-			rc = fkv_put(dev->kv, b.keys[i].p, b.keys[i].n, pa[i],
-				     ps[i], &id);
-			res[i] = rc ? rc : (long long)id;
-			continue;
-		}
-		rc = fkv_get(dev->kv, b.keys[i].p, b.keys[i].n, &fh);
-		if (rc) {
-			res[i] = rc;
-			continue;
-		}
-		if (fh.len <= ps[i]) {
-			memcpy(pa[i], fh.data, fh.len);
-			res[i] = (long long)fh.len;
-		} else {
-			res[i] = -ENOBUFS;
-		}
-		fkv_holder_release(dev->kv, &fh);
+	ops = PyMem_Calloc(b.n ? b.n : 1, sizeof(*ops));
+	if (!ops) {
+		dev_put(dev);
+		PyErr_NoMemory();
+		goto out;
 	}
+	for (i = 0; i < b.n; i++) {
+		ops[i].opcode = put ? FLUXONKV_OP_PUT : FLUXONKV_OP_GET_INTO;
+		ops[i].key = b.keys[i].p;
+		ops[i].key_len = b.keys[i].n;
+		if (put)
+			ops[i].value = pa[i];
+		else
+			ops[i].buf = pa[i];
+		ops[i].buf_len = ps[i];
+	}
+	Py_BEGIN_ALLOW_THREADS
+	/* one FLUXONKV_IOC_BATCH per 64 keys; each op has its own result */
+	rc = fkv_batch(dev->kv, ops, b.n);
 	Py_END_ALLOW_THREADS
+	for (i = 0; i < b.n; i++) {
+		if (ops[i].result)
+			res[i] = ops[i].result == -EMSGSIZE ? -ENOBUFS :
+				 ops[i].result;
+		else
+			res[i] = put ? (long long)ops[i].put_id :
+				       (long long)ops[i].len;
+	}
+	PyMem_Free(ops);
+	if (rc) {
+		dev_put(dev);
+		raise_errno(rc, put ? "put" : "get_into");
+		goto out;
+	}
 	dev_put(dev);
 	out = int_list(res, b.n);
 out:
@@ -1539,28 +1549,40 @@ static PyObject *store_get_many(StoreObject *s, PyObject *keys)
 {
 	struct fkvpy_dev *dev;
 	struct fkv_holder *fh = NULL;
+	struct fkv_op *ops;
 	struct batch b;
 	PyObject *out = NULL;
-	Py_ssize_t i, taken = 0;
+	Py_ssize_t i;
 	int rc = 0;
 
 	dev = batch_begin(s, &b, keys, sizeof(*fh), (void **)&fh);
 	if (!dev)
 		goto err_batch;
-	Py_BEGIN_ALLOW_THREADS
+	ops = PyMem_Calloc(b.n ? b.n : 1, sizeof(*ops));
+	if (!ops) {
+		dev_put(dev);
+		PyErr_NoMemory();
+		goto err_batch;
+	}
 	for (i = 0; i < b.n; i++) {
-		rc = fkv_get(dev->kv, b.keys[i].p, b.keys[i].n, &fh[i]);
-		if (rc == -ENOENT)
-			rc = 0;		/* fh[i] is zeroed: a miss */
-		if (rc)
-			break;
-		taken++;
+		ops[i].opcode = FLUXONKV_OP_GET;
+		ops[i].key = b.keys[i].p;
+		ops[i].key_len = b.keys[i].n;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	/* one FLUXONKV_IOC_BATCH per 64 keys */
+	rc = fkv_batch(dev->kv, ops, b.n);
+	for (i = 0; i < b.n; i++) {
+		fh[i] = ops[i].holder;	/* zeroed for a miss or an error */
+		if (!rc && ops[i].result && ops[i].result != -ENOENT)
+			rc = ops[i].result;
 	}
 	if (rc)
-		for (i = 0; i < taken; i++)
+		for (i = 0; i < b.n; i++)
 			if (fh[i].data)
 				fkv_holder_release(dev->kv, &fh[i]);
 	Py_END_ALLOW_THREADS
+	PyMem_Free(ops);
 	if (rc) {
 		dev_put(dev);
 		raise_errno(rc, "get");
@@ -1608,6 +1630,7 @@ err_batch:
  */
 static PyObject *store_release_many(StoreObject *s, PyObject *holders)
 {
+	struct fkv_op *ops;
 	PyObject *seq;
 	HolderObject **hs = NULL;
 	struct fkvpy_dev *dev;
@@ -1657,14 +1680,33 @@ static PyObject *store_release_many(StoreObject *s, PyObject *holders)
 			hs[m++] = h;
 		}
 	}
-	Py_BEGIN_ALLOW_THREADS
-	for (i = 0; i < m; i++) {
-		int r = fkv_holder_release(dev->kv, &hs[i]->h);
+	ops = PyMem_Calloc(m ? m : 1, sizeof(*ops));
+	if (!ops) {
+		/* no room for a batch: one release at a time */
+		Py_BEGIN_ALLOW_THREADS
+		for (i = 0; i < m; i++) {
+			int r = fkv_holder_release(dev->kv, &hs[i]->h);
 
-		if (r && !rc)
-			rc = r;
+			if (r && !rc)
+				rc = r;
+		}
+		Py_END_ALLOW_THREADS
+	} else {
+		for (i = 0; i < m; i++) {
+			ops[i].opcode = FLUXONKV_OP_RELEASE;
+			ops[i].holder = hs[i]->h;
+		}
+		Py_BEGIN_ALLOW_THREADS
+		/* one FLUXONKV_IOC_BATCH per 64 holders */
+		rc = fkv_batch(dev->kv, ops, m);
+		Py_END_ALLOW_THREADS
+		for (i = 0; i < m; i++) {
+			if (!rc && ops[i].result)
+				rc = ops[i].result;
+			memset(&hs[i]->h, 0, sizeof(hs[i]->h));
+		}
+		PyMem_Free(ops);
 	}
-	Py_END_ALLOW_THREADS
 	for (i = 0; i < m; i++) {
 		hs[i]->state = H_RELEASED;
 		hs[i]->dev = NULL;
