@@ -303,7 +303,7 @@ int fluxonkv_publish(struct fluxonkv_session *s, u64 handle, u64 put_id,
 
 /* ---- notes.c: ACCESS notes and GET_DONE offers, batched ---- */
 
-void fluxonkv_notes_init(void);
+int fluxonkv_notes_init(void);
 void fluxonkv_notes_quiesce(void);
 void fluxonkv_notes_exit(void);
 void fluxonkv_access_note(u64 handle);

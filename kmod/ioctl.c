@@ -213,18 +213,23 @@ static int fluxonkv_do_get_into(struct fluxonkv_session *s, u32 key_len,
 		ret = -EMSGSIZE;
 		goto out;
 	}
+	/* Pinned while copied (a fault may stall the copy): the user's budget. */
+	ret = fluxonkv_user_charge(s->user, res->alloc->span);
+	if (ret)
+		goto out;
 	src = fluxonkv_alloc_vaddr(res->alloc);
 	for (done = 0; done < res->len; done += n) {
 		n = min_t(u64, res->len - done, FLUXONKV_COPY_PIECE);
 		if (copy_to_user(buf + done, src + done, n)) {
 			ret = -EFAULT;
-			goto out;
+			break;
 		}
 		if (done + n < res->len && fatal_signal_pending(current)) {
 			ret = -EINTR;
-			goto out;
+			break;
 		}
 	}
+	fluxonkv_user_uncharge(s->user, res->alloc->span);
 out:
 	fluxonkv_alloc_put(res->alloc);
 	res->alloc = NULL;
@@ -655,7 +660,8 @@ static long fluxonkv_ioc_ssd_attach(void __user *uarg)
 
 /*
  * One command for the ioctl or io_uring (@flags: FLUXONKV_GR_NOWAIT from
- * io_uring's inline issue).  @uring: only the client commands.
+ * io_uring's inline issue).  @uring: the daemon's commands are EOPNOTSUPP
+ * there (unknown numbers ENOTTY, as for the ioctl).
  */
 static long fluxonkv_dispatch(struct fluxonkv_session *s, unsigned int cmd,
 			      void __user *uarg, unsigned int flags,
@@ -679,20 +685,17 @@ static long fluxonkv_dispatch(struct fluxonkv_session *s, unsigned int cmd,
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_BATCH):
 		return fluxonkv_ioc_batch(s, uarg, flags);
 	}
-	if (uring)
-		return -EOPNOTSUPP;	/* the daemon's commands: ioctl only */
-
 	switch (FLUXONKV_IOC_NOSIZE(cmd)) {
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_SSD_ATTACH):
-		return fluxonkv_ioc_ssd_attach(uarg);
+		return uring ? -EOPNOTSUPP : fluxonkv_ioc_ssd_attach(uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_HOLD):
-		return fluxonkv_ioc_hold(s, uarg);
+		return uring ? -EOPNOTSUPP : fluxonkv_ioc_hold(s, uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_SSD_STAGE):
-		return fluxonkv_ioc_ssd_stage(s, uarg);
+		return uring ? -EOPNOTSUPP : fluxonkv_ioc_ssd_stage(s, uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_TARGET):
-		return fluxonkv_ioc_target(s, uarg);
+		return uring ? -EOPNOTSUPP : fluxonkv_ioc_target(s, uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_PUBLISH):
-		return fluxonkv_ioc_publish(s, uarg);
+		return uring ? -EOPNOTSUPP : fluxonkv_ioc_publish(s, uarg);
 	default:
 		return -ENOTTY;
 	}

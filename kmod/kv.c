@@ -84,7 +84,10 @@ static void fluxonkv_put_late_run(struct work_struct *work);
 
 int fluxonkv_kv_init(void)
 {
-	fluxonkv_notes_init();
+	int ret = fluxonkv_notes_init();
+
+	if (ret)
+		return ret;
 	spin_lock_init(&fluxonkv_publish_persists.lock);
 	INIT_LIST_HEAD(&fluxonkv_publish_persists.list);
 	INIT_WORK(&fluxonkv_publish_persists.work, fluxonkv_publish_persist_run);
@@ -956,16 +959,15 @@ static int __fluxonkv_get(struct fluxonkv_session *s, const u8 *key,
 				return ret;
 			continue;
 		}
-		if (local) {
-			if (!unsure && fluxonkv_look_stable(key, key_len, seq)) {
-				fluxonkv_stat_inc(local_misses);
-				break;
-			}
-			/* A put or removal overlapped: the master knows. */
-			fluxonkv_stat_inc(local_unsure);
+		if (local && !unsure &&
+		    fluxonkv_look_stable(key, key_len, seq)) {
+			fluxonkv_stat_inc(local_misses);
+			break;
 		}
 		if (res->flags & FLUXONKV_GR_NOWAIT)
 			return -EAGAIN;		/* the master must answer */
+		if (local)	/* a put or removal overlapped: ask the master */
+			fluxonkv_stat_inc(local_unsure);
 
 		ret = fluxonkv_upcall(FLUXONKV_CMD_GET_START, &args, &up);
 		if (ret == -ENOENT)

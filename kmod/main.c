@@ -22,7 +22,12 @@
 #include "fluxonkv.h"
 
 DEFINE_PER_CPU(struct fluxonkv_stats, fluxonkv_stats);
-static DEFINE_PER_CPU(struct fluxonkv_lat [FLUXONKV_LAT_NR], fluxonkv_lat);
+/* Allocated at load (not static per-CPU data: the modules' reserve is small). */
+struct fluxonkv_lat_cpu {
+	struct fluxonkv_lat op[FLUXONKV_LAT_NR];
+};
+
+static struct fluxonkv_lat_cpu __percpu *fluxonkv_lat;
 
 /* The counter at @offset of struct fluxonkv_stats, summed over CPUs. */
 u64 fluxonkv_stat_sum(size_t offset)
@@ -61,8 +66,8 @@ void fluxonkv_lat_record(enum fluxonkv_lat_op op, u64 start_ns)
 	if (ns >> FLUXONKV_LAT_SHIFT)
 		b = min_t(unsigned int, ilog2(ns) - FLUXONKV_LAT_SHIFT + 1,
 			  FLUXONKV_LAT_BUCKETS - 1);
-	this_cpu_inc(fluxonkv_lat[op].count[b]);
-	this_cpu_add(fluxonkv_lat[op].sum_ns, ns);
+	this_cpu_inc(fluxonkv_lat->op[op].count[b]);
+	this_cpu_add(fluxonkv_lat->op[op].sum_ns, ns);
 }
 
 /*
@@ -83,7 +88,7 @@ int fluxonkv_latency_show(struct seq_file *m, void *unused)
 
 		for_each_possible_cpu(cpu) {
 			const struct fluxonkv_lat *l =
-				&per_cpu_ptr(&fluxonkv_lat, cpu)[0][op];
+				&per_cpu_ptr(fluxonkv_lat, cpu)->op[op];
 
 			for (b = 0; b < FLUXONKV_LAT_BUCKETS; b++)
 				count[b] += READ_ONCE(l->count[b]);
@@ -456,11 +461,14 @@ static int __init fluxonkv_init(void)
 	int ret;
 
 	fluxonkv_incarnation = get_random_u64() | 1;
+	fluxonkv_lat = alloc_percpu(struct fluxonkv_lat_cpu);
+	if (!fluxonkv_lat)
+		return -ENOMEM;
 	ret = fluxonkv_segment_init((size_t)fluxonkv_segment_mb << 20);
 	if (ret) {
 		pr_err("cannot allocate a %u MiB segment: %d\n",
 		       fluxonkv_segment_mb, ret);
-		return ret;
+		goto err_lat;
 	}
 	ret = fluxonkv_replica_init();
 	if (ret)
@@ -498,6 +506,8 @@ err_replica:
 	fluxonkv_replica_exit();
 err_segment:
 	fluxonkv_segment_exit();
+err_lat:
+	free_percpu(fluxonkv_lat);
 	return ret;
 }
 
@@ -518,6 +528,7 @@ static void __exit fluxonkv_exit(void)
 	fluxonkv_kv_exit();
 	fluxonkv_replica_exit();
 	fluxonkv_segment_exit();
+	free_percpu(fluxonkv_lat);
 	pr_info("unloaded\n");
 }
 

@@ -34,7 +34,8 @@ struct fluxonkv_access_cpu {
 	u64 handles[FLUXONKV_ACCESS_BATCH];
 };
 
-static DEFINE_PER_CPU(struct fluxonkv_access_cpu, fluxonkv_access_cpu);
+/* Allocated at load (not static per-CPU data: the modules' reserve is small). */
+static struct fluxonkv_access_cpu __percpu *fluxonkv_access_cpu;
 static struct delayed_work fluxonkv_access_work;
 
 static void fluxonkv_access_flush(struct work_struct *work)
@@ -46,7 +47,7 @@ static void fluxonkv_access_flush(struct work_struct *work)
 
 	for_each_possible_cpu(cpu) {
 		struct fluxonkv_access_cpu *c =
-			per_cpu_ptr(&fluxonkv_access_cpu, cpu);
+			per_cpu_ptr(fluxonkv_access_cpu, cpu);
 
 		spin_lock(&c->lock);
 		n = c->n;
@@ -65,7 +66,7 @@ void fluxonkv_access_forget(void)
 
 	for_each_possible_cpu(cpu) {
 		struct fluxonkv_access_cpu *c =
-			per_cpu_ptr(&fluxonkv_access_cpu, cpu);
+			per_cpu_ptr(fluxonkv_access_cpu, cpu);
 
 		spin_lock(&c->lock);
 		c->n = 0;
@@ -78,13 +79,13 @@ void fluxonkv_access_note(u64 handle)
 	struct fluxonkv_access_cpu *c;
 	unsigned int n;
 
-	c = get_cpu_ptr(&fluxonkv_access_cpu);
+	c = get_cpu_ptr(fluxonkv_access_cpu);
 	spin_lock(&c->lock);
 	n = c->n;
 	if (n < FLUXONKV_ACCESS_BATCH)
 		c->handles[c->n++] = handle;
 	spin_unlock(&c->lock);
-	put_cpu_ptr(&fluxonkv_access_cpu);
+	put_cpu_ptr(fluxonkv_access_cpu);
 
 	/* The first note of a batch arms the flush, a full one runs it now. */
 	if (n == 0)
@@ -195,16 +196,20 @@ void fluxonkv_get_done_offer(struct fluxonkv_replica *r, u32 source)
 	queue_work(system_unbound_wq, &fluxonkv_get_done.work);
 }
 
-void fluxonkv_notes_init(void)
+int fluxonkv_notes_init(void)
 {
 	int cpu;
 
+	fluxonkv_access_cpu = alloc_percpu(struct fluxonkv_access_cpu);
+	if (!fluxonkv_access_cpu)
+		return -ENOMEM;
 	for_each_possible_cpu(cpu)
-		spin_lock_init(&per_cpu_ptr(&fluxonkv_access_cpu, cpu)->lock);
+		spin_lock_init(&per_cpu_ptr(fluxonkv_access_cpu, cpu)->lock);
 	INIT_DELAYED_WORK(&fluxonkv_access_work, fluxonkv_access_flush);
 	spin_lock_init(&fluxonkv_get_done.lock);
 	INIT_LIST_HEAD(&fluxonkv_get_done.list);
 	INIT_WORK(&fluxonkv_get_done.work, fluxonkv_get_done_send);
+	return 0;
 }
 
 /* No more gets (the device is gone): send or end the queued offers. */
@@ -217,4 +222,5 @@ void fluxonkv_notes_exit(void)
 {
 	cancel_delayed_work_sync(&fluxonkv_access_work);
 	fluxonkv_notes_quiesce();
+	free_percpu(fluxonkv_access_cpu);
 }

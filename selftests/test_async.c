@@ -574,7 +574,7 @@ FKV_TEST(uring_commands_are_checked_like_the_ioctls)
 	struct io_uring_cqe *cqe;
 	struct io_uring_sqe *sqe;
 	struct fluxonkv_uring_cmd cmd;
-	static const int want[] = { 0, -EINVAL, -EOPNOTSUPP, -EFAULT };
+	static const int want[] = { 0, -EINVAL, -EOPNOTSUPP, -EFAULT, -ENOTTY };
 	uint64_t base;
 	struct fkv *kv;
 	int fd, i;
@@ -585,7 +585,7 @@ FKV_TEST(uring_commands_are_checked_like_the_ioctls)
 	fd = fkv_dev_open();
 	FKV_ASSERT(fd >= 0);
 	FKV_ASSERT_EQ(io_uring_queue_init(8, &ring, 0), 0);
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 5; i++) {
 		memset(&g, 0, sizeof(g));
 		g.size = sizeof(g);
 		g.key_len = 3;
@@ -602,6 +602,9 @@ FKV_TEST(uring_commands_are_checked_like_the_ioctls)
 		}
 		if (i == 3)
 			cmd.arg = 0xffff888000000000ULL;	/* EFAULT */
+		if (i == 4)		/* a number the module does not know */
+			sqe->cmd_op = _IOWR(FLUXONKV_IOC_MAGIC, 0x7e,
+					    struct fluxonkv_get);
 		memcpy(sqe->cmd, &cmd, sizeof(cmd));
 		FKV_ASSERT_EQ(io_uring_submit(&ring), 1);
 		FKV_ASSERT_EQ(io_uring_wait_cqe(&ring, &cqe), 0);

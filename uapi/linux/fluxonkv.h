@@ -369,8 +369,8 @@ struct fluxonkv_lookup {
  * @reserved: must be zero.
  *
  * A get, a copy into the caller's buffer and the release in one call; no
- * holder is left and none counts against the caller's limits once the call
- * returns.  ENOENT on a miss; EMSGSIZE (nothing copied, @len set) if the
+ * holder is left, and the value counts against the caller's pin budget only
+ * while it is copied (EDQUOT beyond it).  ENOENT on a miss; EMSGSIZE (nothing copied, @len set) if the
  * value is longer than @buf_len; EFAULT for a buffer the caller cannot
  * write (checked before anything is read).
  */

@@ -87,6 +87,8 @@ int fkv_ring_prep(struct fkv_ring *r, const struct fkv_op *op,
 	err = fkv_op_check(r->kv, op);
 	if (err)
 		return err;
+	if (op->opcode != FLUXONKV_OP_RELEASE && op->key_len > sizeof(sl->key))
+		return -E2BIG;	/* a module with a larger key_max than ours */
 	if (r->free < 0)
 		return -EBUSY;
 	sqe = io_uring_get_sqe(&r->uring);
@@ -191,14 +193,33 @@ unsigned int fkv_ring_inflight(const struct fkv_ring *r)
 
 void fkv_ring_close(struct fkv_ring *r)
 {
+	struct io_uring_cqe *cqe;
 	struct fkv_completion c;
+	unsigned int sent;
+	int err;
 
 	if (!r)
 		return;
-	/* What was queued goes out; then every completion is waited for. */
+	/* What was queued goes out if it can; what never went needs no wait. */
 	if (r->unsent)
 		fkv_ring_submit(r);
-	while (r->inflight && fkv_ring_reap(r, &c, 1, 1) == 1) {
+	sent = r->inflight - r->unsent;
+	/*
+	 * Every command the kernel has must complete before the slots go: an
+	 * io-wq worker may still write into them after the ring fd closes.
+	 */
+	while (sent) {
+		err = io_uring_wait_cqe(&r->uring, &cqe);
+		if (err == -EINTR || err == -EAGAIN)
+			continue;
+		if (err) {
+			/* cannot tell when the kernel is done: keep the memory */
+			io_uring_queue_exit(&r->uring);
+			return;
+		}
+		fkv_ring_complete(r, cqe, &c);
+		io_uring_cqe_seen(&r->uring, cqe);
+		sent--;
 		/* a GET that nobody will see: give its holder back */
 		if (!c.op.result && c.op.opcode == FLUXONKV_OP_GET)
 			fkv_holder_release(r->kv, &c.op.holder);
