@@ -46,6 +46,14 @@
 #define FLUXONKV_ROOM_ASK_MS		100
 /* Reference §7.2: a stale SSD route is re-selected at most 3 times. */
 #define FLUXONKV_GET_RETRIES		3
+/*
+ * PUT_LOCAL batches: at most FLUXONKV_PUT_NOTE_BATCH puts per message, sent
+ * FLUXONKV_PUT_NOTE_DELAY_MS after the first one (or before any other
+ * message to the daemon, whichever comes first).
+ */
+#define FLUXONKV_PUT_NOTE_DELAY_MS	2
+#define FLUXONKV_PUT_NOTE_BATCH		64
+
 /* ACCESS batches: at most FLUXONKV_ACCESS_BATCH handles or 10 ms. */
 #define FLUXONKV_ACCESS_DELAY_MS	10
 
@@ -134,6 +142,14 @@ struct fluxonkv_replica {
 	u64 put_id;
 	struct fluxonkv_alloc *alloc;
 	bool indexed;
+	/*
+	 * A local put's PUT_LOCAL note (notes.c): on the note queue, under
+	 * its lock, with a reference; the daemon generation it was taken in
+	 * and its FLUXONKV_PUT_F_* flags.
+	 */
+	struct list_head note;
+	u64 note_gen;
+	u32 note_flags;
 	u32 key_len;
 	u8 key[];
 };
@@ -156,6 +172,7 @@ void fluxonkv_replica_put(struct fluxonkv_replica *r);
 int fluxonkv_replica_drop(u64 handle);
 void fluxonkv_replica_drop_all(void);
 void fluxonkv_replica_publish(struct fluxonkv_replica *r);
+u64 fluxonkv_replica_publish_local(struct fluxonkv_replica *r);
 void fluxonkv_index_forget(const u8 *key, u32 key_len, u64 put_id);
 struct fluxonkv_alloc *fluxonkv_index_lookup(const u8 *key, u32 key_len,
 					     u64 *put_id, u64 *handle);
@@ -209,7 +226,7 @@ struct fluxonkv_user;
 #define FLUXONKV_HOLDER_SLOT_MASK	((1ULL << FLUXONKV_HOLDER_SLOT_BITS) - 1)
 /* Ids stay below 2^53, exact in JSON tools that read numbers as doubles. */
 #define FLUXONKV_HOLDER_SEQ_MASK	((1ULL << (53 - FLUXONKV_HOLDER_SLOT_BITS)) - 1)
-static_assert(FLUXONKV_HOLDERS_MAX < FLUXONKV_HOLDER_SLOT_MASK);
+static_assert(FLUXONKV_HOLDERS_MAX + 1 < FLUXONKV_HOLDER_SLOT_MASK);
 
 struct fluxonkv_holder {
 	struct fluxonkv_alloc *a;	/* the pinned range (one reference) */
@@ -309,6 +326,9 @@ void fluxonkv_notes_exit(void);
 void fluxonkv_access_note(u64 handle);
 void fluxonkv_access_forget(void);
 void fluxonkv_get_done_offer(struct fluxonkv_replica *r, u32 source);
+void fluxonkv_put_note(struct fluxonkv_replica *r, u32 flags);
+int fluxonkv_put_notes_flush(void);
+void fluxonkv_put_notes_forget(void);
 
 /* ---- ioctl.c ---- */
 
@@ -392,6 +412,7 @@ void fluxonkv_genl_exit(void);
 bool fluxonkv_daemon_connected(void);
 bool fluxonkv_daemon_local_routes(void);
 bool fluxonkv_daemon_placement(void);
+bool fluxonkv_daemon_local_puts(void);
 u64 fluxonkv_daemon_generation(void);
 pid_t fluxonkv_daemon_pid(void);
 int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
@@ -411,6 +432,7 @@ struct sk_buff *fluxonkv_genl_new(u8 cmd, size_t size, void **hdr);
 int fluxonkv_genl_send(struct sk_buff *skb, void *hdr);
 void fluxonkv_notify_ssd_state(void);
 int fluxonkv_notify_ssd_evicted(struct list_head *batch);
+int fluxonkv_notify_put_local(struct list_head *batch, u64 gen);
 
 /* ---- ssd_*.c: the SSD tier (internals: ssd.h) ---- */
 
@@ -452,7 +474,8 @@ int fluxonkv_ssd_attach(int fd, u64 offset, u64 capacity, u32 device,
 			u32 *shard);
 struct mem_cgroup;
 int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
-			 struct fluxonkv_alloc *a, struct mem_cgroup *memcg);
+			 struct fluxonkv_alloc *a, struct mem_cgroup *memcg,
+			 bool wait);
 struct fluxonkv_ssd_entry *fluxonkv_ssd_pin(const u8 *key, u32 key_len,
 					    u64 put_id);
 void fluxonkv_ssd_unpin(struct fluxonkv_ssd_entry *e);
@@ -499,6 +522,7 @@ struct fluxonkv_stats {
 	u64 holders;			/* a gauge: per-CPU parts may wrap, the sum does not */
 	u64 upcall_timeouts;
 	u64 puts_abandoned;	/* putters that left before PUT_DONE's answer */
+	u64 puts_local;		/* puts published without a round trip */
 	u64 upcall_errors;
 	u64 room_waits;
 	u64 room_by_address;	/* NEED_ROOMs naming a window's victims */

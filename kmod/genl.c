@@ -154,6 +154,13 @@ bool fluxonkv_daemon_placement(void)
 	       FLUXONKV_REGISTER_F_PLACEMENT;
 }
 
+/* The master delegated puts (uapi FLUXONKV_REGISTER_F_LOCAL_PUTS). */
+bool fluxonkv_daemon_local_puts(void)
+{
+	return READ_ONCE(fluxonkv_daemon.flags) &
+	       FLUXONKV_REGISTER_F_LOCAL_PUTS;
+}
+
 pid_t fluxonkv_daemon_pid(void)
 {
 	return READ_ONCE(fluxonkv_daemon.pid);
@@ -243,6 +250,7 @@ static void fluxonkv_disconnect_work(struct work_struct *work)
 {
 	mutex_lock(&fluxonkv_daemon.lock);
 	fluxonkv_pending_fail_all(-ENOTCONN);
+	fluxonkv_put_notes_forget();
 	if (fluxonkv_daemon.gone_flags & FLUXONKV_REGISTER_F_KEEP) {
 		pr_info("daemon (port %u) gone: its %lu replicas are kept for the next one\n",
 			fluxonkv_daemon.gone_portid, fluxonkv_replica_count());
@@ -334,16 +342,24 @@ static int fluxonkv_fill_args(struct sk_buff *skb,
 	return 0;
 }
 
-/* Build and unicast one message to the daemon; @req_id 0 = notify. */
+/*
+ * Build and unicast one message to the daemon; @req_id 0 = notify.  The
+ * local puts' notes go first (fluxonkv_put_notes_flush): while they cannot,
+ * neither can this message.
+ */
 static int fluxonkv_send_once(u8 cmd, u64 req_id, u64 deadline,
 			      const struct fluxonkv_upcall_args *args,
 			      const u64 *handles, unsigned int nhandles)
 {
 	struct sk_buff *skb;
 	void *hdr;
+	int ret;
 
 	if (!READ_ONCE(fluxonkv_daemon.portid))
 		return -ENOTCONN;
+	ret = fluxonkv_put_notes_flush();
+	if (ret)
+		return ret;
 	skb = genlmsg_new(NLMSG_GOODSIZE + nhandles * sizeof(u64), GFP_KERNEL);
 	if (!skb)
 		return -ENOMEM;
@@ -449,6 +465,53 @@ static int fluxonkv_ssd_put_notice(struct sk_buff *skb,
 	}
 	nla_nest_end(skb, nest);
 	return 0;
+}
+
+static size_t fluxonkv_put_local_size(const struct fluxonkv_replica *r)
+{
+	return nla_total_size(0) + nla_total_size(r->key_len) +
+	       3 * nla_total_size_64bit(sizeof(u64)) + nla_total_size(sizeof(u32));
+}
+
+/*
+ * PUT_LOCAL: one nested ENTRY {KEY, PUT_ID, HANDLE, LEN, FLAGS} per local
+ * put of @batch taken in daemon generation @gen (older ones are skipped:
+ * that daemon is gone).  0 (nothing to send included), or -errno.
+ */
+int fluxonkv_notify_put_local(struct list_head *batch, u64 gen)
+{
+	const struct fluxonkv_replica *r;
+	struct nlattr *nest;
+	struct sk_buff *skb;
+	size_t size = 0;
+	void *hdr;
+
+	list_for_each_entry(r, batch, note)
+		if (r->note_gen == gen)
+			size += fluxonkv_put_local_size(r);
+	if (!size)
+		return 0;
+	skb = fluxonkv_genl_new(FLUXONKV_CMD_PUT_LOCAL, size, &hdr);
+	if (!skb)
+		return -ENOMEM;
+	list_for_each_entry(r, batch, note) {
+		if (r->note_gen != gen)
+			continue;
+		nest = nla_nest_start(skb, FLUXONKV_A_ENTRY);
+		if (!nest ||
+		    nla_put(skb, FLUXONKV_A_KEY, r->key_len, r->key) ||
+		    fluxonkv_put_u64(skb, FLUXONKV_A_PUT_ID, r->put_id) ||
+		    /* renumbered under the handle table's lock */
+		    fluxonkv_put_u64(skb, FLUXONKV_A_HANDLE,
+				     READ_ONCE(r->handle)) ||
+		    fluxonkv_put_u64(skb, FLUXONKV_A_LEN, r->alloc->len) ||
+		    nla_put_u32(skb, FLUXONKV_A_FLAGS, r->note_flags)) {
+			nlmsg_free(skb);
+			return -EMSGSIZE;
+		}
+		nla_nest_end(skb, nest);
+	}
+	return fluxonkv_genl_send(skb, hdr);
 }
 
 /* SSD_EVICTED: one nested ENTRY {KEY, PUT_ID} per overwritten version. */
@@ -737,6 +800,13 @@ static int fluxonkv_nl_register(struct sk_buff *skb, struct genl_info *info)
 			       "registering as the daemon needs CAP_SYS_ADMIN");
 		return -EPERM;
 	}
+	/* A put placed on another node cannot have been published here. */
+	if ((flags & FLUXONKV_REGISTER_F_LOCAL_PUTS) &&
+	    (flags & FLUXONKV_REGISTER_F_PLACEMENT)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[FLUXONKV_A_FLAGS],
+				    "local puts are for a master of this node alone: not with placement");
+		return -EINVAL;
+	}
 	/*
 	 * A previous daemon's teardown must finish before a new one starts;
 	 * it may have been queued after our flush: look under the lock.
@@ -787,6 +857,8 @@ retry:
 			fluxonkv_ssd_unroute_all();
 		}
 	}
+	/* A daemon registering again: its own notes still reach it. */
+	fluxonkv_put_notes_flush();
 	WRITE_ONCE(fluxonkv_daemon.pid, pid);
 	WRITE_ONCE(fluxonkv_daemon.flags, flags);
 	/*
@@ -806,9 +878,10 @@ retry:
 	fluxonkv_daemon_event(pid);
 	mutex_unlock(&fluxonkv_daemon.lock);
 
-	pr_info("daemon registered: pid %d port %u node %u%s%s%s\n", pid,
+	pr_info("daemon registered: pid %d port %u node %u%s%s%s%s\n", pid,
 		info->snd_portid, node_id,
 		flags & FLUXONKV_REGISTER_F_LOCAL_ROUTES ? ", local routes" : "",
+		flags & FLUXONKV_REGISTER_F_LOCAL_PUTS ? ", local puts" : "",
 		flags & FLUXONKV_REGISTER_F_PLACEMENT ? ", placement" : "",
 		flags & FLUXONKV_REGISTER_F_ADOPT ? ", adopting kept replicas" :
 		flags & FLUXONKV_REGISTER_F_KEEP ? ", keep" : "");
@@ -1064,7 +1137,8 @@ static const struct nla_policy fluxonkv_register_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32,
 					     FLUXONKV_REGISTER_F_LOCAL_ROUTES |
 					     FLUXONKV_REGISTER_F_PLACEMENT |
-					     FLUXONKV_REGISTER_F_KEEP),
+					     FLUXONKV_REGISTER_F_KEEP |
+					     FLUXONKV_REGISTER_F_LOCAL_PUTS),
 	[FLUXONKV_A_NODE_ID] = NLA_POLICY_MAX(NLA_U32, FLUXONKV_NODE_MAX),
 };
 

@@ -212,9 +212,12 @@ int fluxonkv_holder_add(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 		xa_lock(&s->holders);
 	}
 	h->a = a;
-	/* May drop the lock to allocate a node; slots below are reused. */
+	/*
+	 * May drop the lock to allocate a node; slots below are reused.  One
+	 * slot more than the cap: FLUXONKV_HOLDER_KEEP_SLOT is never a holder.
+	 */
 	ret = __xa_alloc(&s->holders, &slot, h,
-			 XA_LIMIT(1, FLUXONKV_HOLDERS_MAX), GFP_KERNEL_ACCOUNT);
+			 XA_LIMIT(1, FLUXONKV_HOLDERS_MAX + 1), GFP_KERNEL_ACCOUNT);
 	if (ret) {
 		xa_unlock(&s->holders);
 		kfree(h);

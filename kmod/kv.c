@@ -5,7 +5,11 @@
  *
  * put:    PUT_START (master assigns put_id) -> allocate a range (asking the
  *         master for room, §4.1) -> copy the value in -> PUT_DONE (master
- *         publishes; the answer handler indexes it) -> return.
+ *         publishes; the answer handler indexes it) -> return.  With a
+ *         master that delegates puts (FLUXONKV_REGISTER_F_LOCAL_PUTS):
+ *         allocate -> copy in -> index it under a put_id of our own ->
+ *         start the SSD write -> return; the master learns of it from a
+ *         batched PUT_LOCAL note, sent before anything else we send.
  * get:    local index hit -> holder, no upcall (an ACCESS note is batched
  *         for the master's eviction policy); miss -> GET_START, or with a
  *         local-routes master (uapi FLUXONKV_REGISTER_F_LOCAL_ROUTES) the
@@ -424,7 +428,7 @@ static void fluxonkv_put_done_finish(struct fluxonkv_put_wait *w)
 		 * memory-only, as the reference's persisted=false.
 		 */
 		fluxonkv_ssd_persist(r->key, r->key_len, r->put_id, r->alloc,
-				     w->memcg);
+				     w->memcg, false);
 	}
 	/* The route changed (or did not): local misses may answer again. */
 	fluxonkv_put_inflight_add(r->key, r->key_len, -1);
@@ -543,6 +547,74 @@ static int fluxonkv_copy_value(void *dst, const void __user *src, u64 len)
 	return 0;
 }
 
+/*
+ * A put the module publishes itself (FLUXONKV_REGISTER_F_LOCAL_PUTS): no
+ * round trip unless the segment is full (NEED_ROOM).  The put_id is drawn
+ * as the replica enters the index (fluxonkv_replica_publish_local), so a
+ * put that finishes later is the newer version; the SSD write starts when
+ * the value fits the SSD tier (the rule the master applies at PUT_START);
+ * the PUT_LOCAL note goes first, so the master knows the replica before
+ * the SSD_COMMIT that follows.  The caller charged @span to @user.
+ */
+static int fluxonkv_put_local(struct fluxonkv_user *user, const u8 *key,
+			      u32 key_len, const void __user *value, u64 len,
+			      u64 span, u64 *put_id)
+{
+	struct fluxonkv_replica *r;
+	struct fluxonkv_alloc *a;
+	u64 ssd, id;
+	u32 flags = 0;
+	int ret;
+
+	a = fluxonkv_alloc_room(len);
+	if (IS_ERR(a)) {
+		ret = PTR_ERR(a);
+		goto err_uncharge;
+	}
+	ret = fluxonkv_copy_value(fluxonkv_alloc_vaddr(a), value, len);
+	if (ret)
+		goto err_alloc;
+	fluxonkv_user_uncharge(user, span);	/* the cache's bytes now */
+
+	/* Drawn for the handle only: the put_id is drawn at publication. */
+	r = fluxonkv_replica_new(key, key_len,
+				 atomic64_inc_return(&fluxonkv_put_id_max), a);
+	if (IS_ERR(r)) {
+		fluxonkv_alloc_put(a);
+		return PTR_ERR(r);
+	}
+	id = fluxonkv_replica_publish_local(r);
+	if (!id) {
+		/* The daemon went without keeping its replicas: so did ours. */
+		fluxonkv_replica_put(r);
+		return -ENOTCONN;
+	}
+	/* Older versions' SSD copies are no route any more (as PUT_DONE). */
+	fluxonkv_ssd_unroute(key, key_len, id - 1);
+	ssd = fluxonkv_ssd_capacity();
+	if (ssd && len <= ssd)
+		flags |= FLUXONKV_PUT_F_PERSIST;
+	fluxonkv_put_note(r, flags);
+	/*
+	 * Waits while the device's persist queue is full: local puts go no
+	 * faster than the SSD takes them.  A refusal is reported with
+	 * SSD_COMMIT {ERRNO}; the value stays memory-only.
+	 */
+	if (flags & FLUXONKV_PUT_F_PERSIST)
+		fluxonkv_ssd_persist(key, key_len, id, a, NULL, true);
+	fluxonkv_replica_put(r);
+	*put_id = id;
+	fluxonkv_stat_inc(puts);
+	fluxonkv_stat_inc(puts_local);
+	return 0;
+
+err_alloc:
+	fluxonkv_alloc_put(a);
+err_uncharge:
+	fluxonkv_user_uncharge(user, span);
+	return ret;
+}
+
 /**
  * fluxonkv_put() - store @len bytes from @value under @key.
  * @user: whose budget the bytes count in while they are copied in (NULL:
@@ -579,6 +651,9 @@ int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
 	ret = fluxonkv_user_charge(user, span);
 	if (ret)
 		return ret;
+	if (fluxonkv_daemon_local_puts())
+		return fluxonkv_put_local(user, key, key_len, value, len, span,
+					  put_id);
 	ret = fluxonkv_put_start(key, key_len, &args, &start);
 	if (ret)
 		goto err_uncharge;
@@ -1104,7 +1179,7 @@ static void fluxonkv_publish_persist_run(struct work_struct *work)
 
 		/* -ENODEV (no SSD tier now): memory-only, as for a put. */
 		fluxonkv_ssd_persist(r->key, r->key_len, r->put_id, r->alloc,
-				     NULL);
+				     NULL, false);
 		fluxonkv_replica_put(r);
 		kfree(req);
 	}

@@ -6,7 +6,11 @@
  *             batches of FLUXONKV_ACCESS_BATCH or every
  *             FLUXONKV_ACCESS_DELAY_MS, for the master's eviction policy;
  *   GET_DONE  refilled or fetched replicas offered for promotion, sent from
- *             a worker so that the get returns its holder first.
+ *             a worker so that the get returns its holder first;
+ *   PUT_LOCAL puts the module published itself, sent in batches from a
+ *             worker -- and before any other message to the daemon, so
+ *             the master never reads of a delete, a commit or a room
+ *             request before the put it follows.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -196,6 +200,141 @@ void fluxonkv_get_done_offer(struct fluxonkv_replica *r, u32 source)
 	queue_work(system_unbound_wq, &fluxonkv_get_done.work);
 }
 
+/*
+ * Local puts the master has not been told of yet (PUT_LOCAL), in
+ * publication order.  Unlike ACCESS notes they are never dropped while
+ * the daemon that delegated the puts is registered: a put the master
+ * never hears of is a replica it never evicts.  Their number is bounded
+ * by the segment (each note holds a published replica), and a full daemon
+ * socket holds them back until it drains.
+ */
+static struct {
+	spinlock_t lock;		/* protects list */
+	struct list_head list;		/* replicas, by ->note, one ref each */
+	/*
+	 * Notes queued or being sent, so that a sender sees a flush in
+	 * progress: it must wait for it (send_lock), or its message could
+	 * overtake the notes.
+	 */
+	atomic_t pending;
+	/*
+	 * Held while notes are taken off the list and sent: batches leave in
+	 * order, and a message another sender sends after its flush follows
+	 * every note queued before it.  Never held while taking the daemon
+	 * lock (the teardown takes it under the daemon lock).
+	 */
+	struct mutex send_lock;
+	struct delayed_work work;
+} fluxonkv_put_notes;
+
+static void fluxonkv_put_notes_release(struct list_head *batch)
+{
+	struct fluxonkv_replica *r, *tmp;
+
+	list_for_each_entry_safe(r, tmp, batch, note) {
+		list_del(&r->note);
+		atomic_dec(&fluxonkv_put_notes.pending);
+		fluxonkv_replica_put(r);
+	}
+}
+
+/**
+ * fluxonkv_put_notes_flush() - send every queued PUT_LOCAL note now.
+ *
+ * Called before any other message to the daemon.  Notes of a previous
+ * daemon are dropped (its successor learns of the replicas from DUMP).
+ * May sleep.
+ *
+ * Return: 0 (nothing left queued, or no daemon), or -EAGAIN / -ENOMEM with
+ * the notes still queued (a full daemon socket, no memory): the caller's
+ * own message must not go out before them.
+ */
+int fluxonkv_put_notes_flush(void)
+{
+	u64 gen = fluxonkv_daemon_generation();
+	struct fluxonkv_replica *r, *tmp;
+	LIST_HEAD(batch);
+	unsigned int n;
+	int ret = 0;
+
+	if (!atomic_read(&fluxonkv_put_notes.pending))
+		return 0;
+	mutex_lock(&fluxonkv_put_notes.send_lock);
+	for (;;) {
+		n = 0;
+		spin_lock(&fluxonkv_put_notes.lock);
+		list_for_each_entry_safe(r, tmp, &fluxonkv_put_notes.list,
+					 note) {
+			if (n++ == FLUXONKV_PUT_NOTE_BATCH)
+				break;
+			list_move_tail(&r->note, &batch);
+		}
+		spin_unlock(&fluxonkv_put_notes.lock);
+		if (list_empty(&batch))
+			break;
+		ret = fluxonkv_notify_put_local(&batch, gen);
+		if (ret == -EAGAIN || ret == -ENOMEM) {
+			/* back at the head, in order; the worker tries again */
+			spin_lock(&fluxonkv_put_notes.lock);
+			list_splice(&batch, &fluxonkv_put_notes.list);
+			spin_unlock(&fluxonkv_put_notes.lock);
+			schedule_delayed_work(&fluxonkv_put_notes.work,
+					      msecs_to_jiffies(FLUXONKV_PUT_NOTE_DELAY_MS));
+			break;
+		}
+		/* sent, or no daemon to send them to: either way done */
+		fluxonkv_put_notes_release(&batch);
+		ret = 0;
+	}
+	mutex_unlock(&fluxonkv_put_notes.send_lock);
+	return ret;
+}
+
+static void fluxonkv_put_notes_run(struct work_struct *work)
+{
+	fluxonkv_put_notes_flush();
+}
+
+/**
+ * fluxonkv_put_note() - tell the master of a put published locally.
+ * @r: the published replica (the note takes its own reference).
+ * @flags: FLUXONKV_PUT_F_PERSIST if its SSD write is about to start.
+ *
+ * Queued for the worker; any message to the daemon sent after this
+ * returns follows the note.
+ */
+void fluxonkv_put_note(struct fluxonkv_replica *r, u32 flags)
+{
+	unsigned int n;
+
+	kref_get(&r->ref);
+	r->note_gen = fluxonkv_daemon_generation();
+	r->note_flags = flags;
+	spin_lock(&fluxonkv_put_notes.lock);
+	list_add_tail(&r->note, &fluxonkv_put_notes.list);
+	n = atomic_inc_return(&fluxonkv_put_notes.pending);
+	spin_unlock(&fluxonkv_put_notes.lock);
+	/* The first note arms the flush, a full batch runs it now. */
+	if (n == 1)
+		schedule_delayed_work(&fluxonkv_put_notes.work,
+				      msecs_to_jiffies(FLUXONKV_PUT_NOTE_DELAY_MS));
+	else if (n == FLUXONKV_PUT_NOTE_BATCH)
+		mod_delayed_work(system_wq, &fluxonkv_put_notes.work, 0);
+}
+
+/* The daemon went (daemon lock held): its notes are of no use now. */
+void fluxonkv_put_notes_forget(void)
+{
+	LIST_HEAD(batch);
+
+	mutex_lock(&fluxonkv_put_notes.send_lock);
+	spin_lock(&fluxonkv_put_notes.lock);
+	list_splice_init(&fluxonkv_put_notes.list, &batch);
+	spin_unlock(&fluxonkv_put_notes.lock);
+	fluxonkv_put_notes_release(&batch);
+	mutex_unlock(&fluxonkv_put_notes.send_lock);
+}
+
 int fluxonkv_notes_init(void)
 {
 	int cpu;
@@ -209,6 +348,10 @@ int fluxonkv_notes_init(void)
 	spin_lock_init(&fluxonkv_get_done.lock);
 	INIT_LIST_HEAD(&fluxonkv_get_done.list);
 	INIT_WORK(&fluxonkv_get_done.work, fluxonkv_get_done_send);
+	spin_lock_init(&fluxonkv_put_notes.lock);
+	INIT_LIST_HEAD(&fluxonkv_put_notes.list);
+	mutex_init(&fluxonkv_put_notes.send_lock);
+	INIT_DELAYED_WORK(&fluxonkv_put_notes.work, fluxonkv_put_notes_run);
 	return 0;
 }
 
@@ -220,6 +363,8 @@ void fluxonkv_notes_quiesce(void)
 
 void fluxonkv_notes_exit(void)
 {
+	cancel_delayed_work_sync(&fluxonkv_put_notes.work);
+	fluxonkv_put_notes_forget();
 	cancel_delayed_work_sync(&fluxonkv_access_work);
 	fluxonkv_notes_quiesce();
 	free_percpu(fluxonkv_access_cpu);

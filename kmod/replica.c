@@ -411,6 +411,38 @@ void fluxonkv_replica_drop_all(void)
 }
 
 /*
+ * Index @r in place of @old (the key's indexed replica, or NULL), under
+ * the index lock.  A failed insert (no memory) leaves @r unindexed and
+ * local misses unsure from then on: the master still routes to @r.
+ */
+static void fluxonkv_index_set(struct fluxonkv_replica *r,
+			       struct fluxonkv_replica *old)
+{
+	int ret;
+
+	lockdep_assert_held(&fluxonkv_index_lock);
+	if (old) {
+		/* in one step: a lookup sees the old or the new one */
+		ret = rhashtable_replace_fast(&fluxonkv_index, &old->node,
+					      &r->node, fluxonkv_index_params);
+		if (!WARN_ON_ONCE(ret)) {
+			old->indexed = false;
+			r->indexed = true;
+		}
+		return;
+	}
+	ret = rhashtable_insert_fast(&fluxonkv_index, &r->node,
+				     fluxonkv_index_params);
+	if (ret) {
+		atomic_inc(&fluxonkv_index_failures);
+		pr_warn_ratelimited("index cannot take a replica (%d): local misses are asked of the master from now on\n",
+				    ret);
+		return;
+	}
+	r->indexed = true;
+}
+
+/*
  * Make @r the current replica of its key unless a newer version is already
  * there.  Called from the PUT_DONE answer handler.  A replica that was
  * dropped meanwhile (daemon disconnect) is not resurrected.
@@ -419,7 +451,6 @@ void fluxonkv_replica_publish(struct fluxonkv_replica *r)
 {
 	struct fluxonkv_index_key k = { r->key, r->key_len };
 	struct fluxonkv_replica *old;
-	int ret;
 
 	spin_lock(&fluxonkv_index_lock);
 	/*
@@ -430,29 +461,42 @@ void fluxonkv_replica_publish(struct fluxonkv_replica *r)
 		goto out;
 	old = rhashtable_lookup_fast(&fluxonkv_index, &k,
 				     fluxonkv_index_params);
-	if (old && old->put_id > r->put_id)
-		goto out;
-	if (old) {
-		/* in one step: a lookup sees the old or the new one */
-		ret = rhashtable_replace_fast(&fluxonkv_index, &old->node,
-					      &r->node, fluxonkv_index_params);
-		if (!WARN_ON_ONCE(ret)) {
-			old->indexed = false;
-			r->indexed = true;
-		}
-		goto out;
-	}
-	ret = rhashtable_insert_fast(&fluxonkv_index, &r->node,
-				     fluxonkv_index_params);
-	if (ret) {
-		atomic_inc(&fluxonkv_index_failures);
-		pr_warn_ratelimited("index cannot take a replica (%d): local misses are asked of the master from now on\n",
-				    ret);
-		goto out;
-	}
-	r->indexed = true;
+	if (!old || old->put_id <= r->put_id)
+		fluxonkv_index_set(r, old);
 out:
 	spin_unlock(&fluxonkv_index_lock);
+}
+
+/**
+ * fluxonkv_replica_publish_local() - index a put the module placed itself.
+ * @r: a replica fresh from fluxonkv_replica_new() (FLUXONKV_REGISTER_F_LOCAL_PUTS).
+ *
+ * The put_id is drawn here, under the index lock, so versions of a key
+ * enter the index in put_id order: @r replaces whatever is there, and a
+ * version evicted or persisted meanwhile is always older.  Its SSD routes
+ * are the caller's to retire.
+ *
+ * Return: the put_id, or 0 if @r was dropped meanwhile (the daemon went).
+ */
+u64 fluxonkv_replica_publish_local(struct fluxonkv_replica *r)
+{
+	struct fluxonkv_index_key k = { r->key, r->key_len };
+	struct fluxonkv_replica *old;
+	u64 put_id = 0;
+
+	spin_lock(&fluxonkv_index_lock);
+	/* As in fluxonkv_replica_publish(): a drop unindexes after us. */
+	if (xa_load(&fluxonkv_handles, fluxonkv_handle_slot(r->handle)) != r)
+		goto out;
+	put_id = atomic64_inc_return(&fluxonkv_put_id_max);
+	/* before the index shows @r: lookups read it after finding it */
+	WRITE_ONCE(r->put_id, put_id);
+	old = rhashtable_lookup_fast(&fluxonkv_index, &k,
+				     fluxonkv_index_params);
+	fluxonkv_index_set(r, old);
+out:
+	spin_unlock(&fluxonkv_index_lock);
+	return put_id;
 }
 
 /* A delete of @put_id completed: no get may return that version or older. */

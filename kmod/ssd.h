@@ -199,6 +199,8 @@ struct fluxonkv_ssd_tier {
 	u64 meta_max;			/* ssd_meta_max_kb, in bytes */
 	struct workqueue_struct *wq;
 	struct bio_set bioset;		/* bios for raw block device shards */
+	/* Local puts waiting for a device's persist queue to have room. */
+	wait_queue_head_t write_room;
 
 	/* Protects the key index, every entry's state, pins and indexed. */
 	spinlock_t index_lock;

@@ -360,6 +360,9 @@ static struct fluxonkv_ssd_job *fluxonkv_ssd_pick(struct fluxonkv_ssd_dev *dev)
 		job = list_first_entry(&dev->writes, struct fluxonkv_ssd_job, node);
 		dev->read_streak = 0;
 		dev->nwrites--;
+		/* under dev->lock; the waiters re-check under it */
+		if (wq_has_sleeper(&fluxonkv_ssd.write_room))
+			wake_up(&fluxonkv_ssd.write_room);
 	}
 	list_del(&job->node);
 	return job;
@@ -431,25 +434,43 @@ static void fluxonkv_ssd_slot_done(struct fluxonkv_ssd_dev *dev, int slot)
 		queue_work(fluxonkv_ssd.wq, &dev->workers[slot].work);
 }
 
+/* A persist fits @dev's queue now (a racy look: the queue re-checks). */
+static bool fluxonkv_ssd_write_room(struct fluxonkv_ssd_dev *dev)
+{
+	return READ_ONCE(dev->nwrites) < FLUXONKV_SSD_WRITES_MAX;
+}
+
 /*
  * Queue @job on @dev and wake an idle worker.  Persists beyond
  * FLUXONKV_SSD_WRITES_MAX per device are refused (-EBUSY): each one holds
  * DRAM the master cannot reuse until it is done, so a slow device must not
- * collect them without bound.
+ * collect them without bound.  With @wait (a local put, in its putter's
+ * context) the persist waits up to request_timeout_ms for room instead:
+ * puts then go no faster than the device takes them; -EINTR if the putter
+ * is killed meanwhile.
  */
 static int fluxonkv_ssd_queue(struct fluxonkv_ssd_dev *dev,
-			      struct fluxonkv_ssd_job *job)
+			      struct fluxonkv_ssd_job *job, bool wait)
 {
+	unsigned long until = jiffies +
+			      msecs_to_jiffies(fluxonkv_request_timeout_ms);
 	int slot = -1;
+	long left;
 
 	spin_lock(&dev->lock);
-	if (!job->read) {
-		if (dev->nwrites >= FLUXONKV_SSD_WRITES_MAX) {
-			spin_unlock(&dev->lock);
+	while (!job->read && dev->nwrites >= FLUXONKV_SSD_WRITES_MAX) {
+		spin_unlock(&dev->lock);
+		if (!wait || time_after_eq(jiffies, until))
 			return -EBUSY;
-		}
-		dev->nwrites++;
+		left = wait_event_killable_timeout(fluxonkv_ssd.write_room,
+						   fluxonkv_ssd_write_room(dev),
+						   until - jiffies);
+		if (left < 0)
+			return -EINTR;
+		spin_lock(&dev->lock);
 	}
+	if (!job->read)
+		dev->nwrites++;
 	list_add_tail(&job->node, job->read ? &dev->reads : &dev->writes);
 	if (dev->idle) {
 		slot = __ffs(dev->idle);
@@ -480,14 +501,18 @@ static bool fluxonkv_ssd_dev_online(struct fluxonkv_ssd_dev *dev)
  * @a: the replica's bytes; the job takes its own reference.
  * @memcg: whose memory the entry is (a worker persisting for a putter), or
  *	NULL for the caller's own.
+ * @wait: the caller is the putter: wait for room in the device's queue.
  *
- * Asynchronous: returns at once.  Return: 0, -ENODEV if no online shard is
- * attached (the owner-side check of the reference's persist request),
- * -EBUSY if the device already has FLUXONKV_SSD_WRITES_MAX persists queued,
- * or -ENOMEM; on error the master has been told (SSD_COMMIT with ERRNO).
+ * Asynchronous: returns once queued.  Return: 0, -ENODEV if no online
+ * shard is attached (the owner-side check of the reference's persist
+ * request), -EBUSY if the device has FLUXONKV_SSD_WRITES_MAX persists
+ * queued (with @wait: still, request_timeout_ms later), -EINTR (killed
+ * while waiting) or -ENOMEM; on error the master has been told
+ * (SSD_COMMIT with ERRNO).
  */
 int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
-			 struct fluxonkv_alloc *a, struct mem_cgroup *memcg)
+			 struct fluxonkv_alloc *a, struct mem_cgroup *memcg,
+			 bool wait)
 {
 	struct fluxonkv_ssd_dev *dev, *first;
 	struct fluxonkv_ssd_job *job;
@@ -536,7 +561,7 @@ int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
 	memcpy(job->key, key, key_len);
 	fluxonkv_alloc_get(a);
 	job->alloc = a;
-	ret = fluxonkv_ssd_queue(dev, job);
+	ret = fluxonkv_ssd_queue(dev, job, wait);
 	if (ret) {
 		fluxonkv_ssd_persist_failed(key, key_len, put_id, a->len, ret);
 		fluxonkv_ssd_job_release(&job->ref);
@@ -632,7 +657,7 @@ int fluxonkv_ssd_read_range(struct fluxonkv_ssd_entry *e,
 	init_completion(&job->done);
 	kref_init(&job->ref);
 	kref_get(&job->ref);
-	fluxonkv_ssd_queue(dev, job);	/* reads are never refused */
+	fluxonkv_ssd_queue(dev, job, false);	/* reads are never refused */
 
 	ret = wait_for_completion_killable(&job->done);
 	ret = ret ? -EINTR : job->ret;

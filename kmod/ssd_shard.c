@@ -542,6 +542,7 @@ int fluxonkv_ssd_init(void)
 		((u64)totalram_pages() << PAGE_SHIFT) / 64;
 	atomic64_set(&fluxonkv_ssd.meta_bytes, 0);
 	mutex_init(&fluxonkv_ssd.attach_lock);
+	init_waitqueue_head(&fluxonkv_ssd.write_room);
 	INIT_LIST_HEAD(&fluxonkv_ssd.devs);
 	spin_lock_init(&fluxonkv_ssd.index_lock);
 	spin_lock_init(&fluxonkv_ssd.notice_lock);

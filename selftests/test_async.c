@@ -22,6 +22,21 @@
 /* Long enough that a stopped daemon never times a request out here. */
 #define ASYNC_PARAMS	"segment_mb=64 request_timeout_ms=60000"
 
+/*
+ * The cases where a put has to wait for a stopped daemon run it with
+ * --put-via-master (PUT_START / PUT_DONE); by default the module
+ * publishes a put itself and it needs no daemon unless room is short.
+ */
+static uint64_t setup_puts_via_master(void)
+{
+	uint64_t base;
+
+	fkv_env_daemon_arg = "--put-via-master";
+	base = setup(ASYNC_PARAMS);
+	fkv_env_daemon_arg = NULL;
+	return base;
+}
+
 static void stop_daemon(void)
 {
 	pid_t d = (pid_t)fkv_sysfs("daemon_pid");
@@ -505,7 +520,7 @@ FKV_TEST(ring_submit_does_not_wait_for_a_stopped_daemon)
 	struct fkv *kv;
 	int i;
 
-	base = setup(ASYNC_PARAMS);
+	base = setup_puts_via_master();
 	kv = kv_open();
 	put_pattern(kv, "s-hit", 4096, 1);
 	FKV_ASSERT_EQ(fkv_ring_open(kv, 8, &r), 0);
@@ -540,6 +555,72 @@ FKV_TEST(ring_submit_does_not_wait_for_a_stopped_daemon)
 	release(kv, &h);
 	for (i = 0; i < 2; i++)
 		delete_key(kv, i ? "s-put" : "s-hit");
+	fkv_ring_close(r);
+	free(val);
+	fkv_close(kv);
+	teardown(base);
+}
+
+/*
+ * With local puts (fluxond's default) a put needs no daemon while the
+ * segment has room: submitted with fluxond stopped, it completes (from an
+ * io-wq worker), its value is readable at once, and the master learns of
+ * it from the PUT_LOCAL note once it runs again -- a delete right after
+ * then finds it, as does every delete that follows its put at once.
+ */
+FKV_TEST(ring_put_completes_without_a_running_daemon_with_local_puts)
+{
+	uint8_t *val = pattern("l-put", 70000, 6);
+	uint64_t base, local0, put_id;
+	struct fkv_completion c[4];
+	struct fkv_holder h;
+	struct fkv_ring *r;
+	struct fkv *kv;
+	char key[32];
+	int i;
+
+	base = setup(ASYNC_PARAMS);
+	kv = kv_open();
+	local0 = fkv_sysfs("puts_local");
+	FKV_ASSERT_EQ(fkv_ring_open(kv, 8, &r), 0);
+	stop_daemon();
+	{
+		struct fkv_op put = op_key(FLUXONKV_OP_PUT, "l-put");
+
+		put.value = val;
+		put.buf_len = 70000;
+		FKV_ASSERT_EQ(fkv_ring_prep(r, &put, 1), 0);
+		FKV_ASSERT_EQ(fkv_ring_submit(r), 1);
+	}
+	c[0] = reap_one(r);
+	FKV_ASSERT_EQ(c[0].user_data, 1);
+	FKV_ASSERT(c[0].op.result == 0, "put: %s",
+		   fkv_strerror(c[0].op.result));
+	FKV_ASSERT_EQ(fkv_sysfs("puts_local"), local0 + 1);
+	/* readable while the daemon is still stopped */
+	FKV_ASSERT_EQ(fkv_get(kv, "l-put", 5, &h), 0);
+	FKV_ASSERT_EQ(h.put_id, c[0].op.put_id);
+	FKV_ASSERT_PATTERN(h.data, 70000, "l-put", 5, 6);
+	release(kv, &h);
+	cont_daemon();
+	delete_key(kv, "l-put");
+	FKV_ASSERT_EQ(fkv_get(kv, "l-put", 5, &h), -ENOENT);
+
+	/* put then delete at once: the note always reaches the master first */
+	for (i = 0; i < 200; i++) {
+		snprintf(key, sizeof(key), "l-%d", i % 7);
+		put_id = put_pattern(kv, key, 1 + (size_t)i * 97, i);
+		FKV_ASSERT(put_id > 0);
+		if (i % 3 == 2)
+			delete_key(kv, key);
+	}
+	for (i = 0; i < 7; i++) {
+		snprintf(key, sizeof(key), "l-%d", i);
+		delete_any(kv, key);
+		FKV_ASSERT_EQ(fkv_get(kv, key, strlen(key), &h), -ENOENT);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("puts_local"), local0 + 201);
+	FKV_ASSERT_EQ(fkv_ring_reap(r, c, 4, 0), 0);
 	fkv_ring_close(r);
 	free(val);
 	fkv_close(kv);
@@ -640,7 +721,7 @@ FKV_TEST(ring_closed_or_cancelled_with_commands_outstanding_leaks_nothing)
 	int fd, i, ret, got, seen_put = 0, seen_cancel = 0;
 	char key[4][16];
 
-	base = setup(ASYNC_PARAMS);
+	base = setup_puts_via_master();
 	kv = kv_open();
 	fd = fkv_dev_open();
 	FKV_ASSERT(fd >= 0);
@@ -719,7 +800,7 @@ FKV_TEST(process_killed_with_ring_commands_outstanding_leaks_nothing)
 	pid_t kid;
 	char c;
 
-	base = setup(ASYNC_PARAMS);
+	base = setup_puts_via_master();
 	kv = kv_open();
 	put_pattern(kv, "k-hit", 65536, 2);
 	FKV_ASSERT_EQ(pipe(sync), 0);

@@ -630,6 +630,9 @@ FKV_TEST(put_done_abandoned_then_the_daemon_goes_leaves_nothing)
  * putters are killed while they wait.  When the daemon resumes, it finds
  * those PUT_STARTs past their deadline or cancelled: nothing is reserved
  * for them, nothing evicted, every resident value is still a memory hit.
+ * With local puts (fluxond's default) a put asks the daemon only for room:
+ * the segment holds 60 values then, and the big puts' NEED_ROOMs are what
+ * goes unanswered (ENOSPC after the room wait) or is cancelled.
  */
 /* Wait up to 5 s for N outstanding PUT_STARTs (debugfs `pending`). */
 static void wait_pending_put_starts(int n)
@@ -645,22 +648,26 @@ static void wait_pending_put_starts(int n)
 	}
 }
 
-#define STALL_RESIDENT	40
 #define STALL_BIG	(12 * FKV_MIB)
 
-FKV_TEST_TIMEOUT(a_daemon_stall_with_abandoned_puts_costs_the_cache_nothing, 120)
+static void daemon_stall(bool local)
 {
-	uint64_t base = setup("segment_mb=64 request_timeout_ms=1000");
-	uint64_t ev0, abandoned0;
-	struct fkv *kv = kv_open();
+	const int resident = local ? 60 : 40, nbig = local ? 2 : 4;
+	uint64_t base, ev0, abandoned0;
+	struct fkv *kv;
 	uint8_t *big = calloc(1, STALL_BIG);
-	pid_t daemon = (pid_t)fkv_sysfs("daemon_pid"), kids[2];
+	pid_t daemon, kids[2];
 	struct fkv_holder h;
 	char key[32];
 	int i, ret, status;
 
+	fkv_env_daemon_arg = local ? NULL : "--put-via-master";
+	base = setup("segment_mb=64 request_timeout_ms=1000");
+	fkv_env_daemon_arg = NULL;
+	kv = kv_open();
+	daemon = (pid_t)fkv_sysfs("daemon_pid");
 	FKV_ASSERT(big && daemon > 0);
-	for (i = 0; i < STALL_RESIDENT; i++) {
+	for (i = 0; i < resident; i++) {
 		snprintf(key, sizeof(key), "res-%02d", i);
 		put_pattern(kv, key, FKV_MIB, i);
 	}
@@ -668,13 +675,15 @@ FKV_TEST_TIMEOUT(a_daemon_stall_with_abandoned_puts_costs_the_cache_nothing, 120
 	abandoned0 = fkv_sysfs("puts_abandoned");
 
 	FKV_ASSERT_EQ(kill(daemon, SIGSTOP), 0);
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < nbig; i++) {
 		snprintf(key, sizeof(key), "big-%d", i);
 		ret = fkv_put(kv, key, strlen(key), big, STALL_BIG, NULL);
-		FKV_ASSERT(ret == -ETIMEDOUT, "put %s with the daemon stopped: "
-			   "%s", key, fkv_strerror(ret));
+		FKV_ASSERT(ret == (local ? -ENOSPC : -ETIMEDOUT),
+			   "put %s with the daemon stopped: %s", key,
+			   fkv_strerror(ret));
 	}
-	wait_pending_put_starts(0);	/* the timed out ones are swept */
+	if (!local)
+		wait_pending_put_starts(0);	/* the timed out ones are swept */
 	for (i = 0; i < 2; i++) {
 		fflush(stdout);
 		kids[i] = fork();
@@ -689,21 +698,27 @@ FKV_TEST_TIMEOUT(a_daemon_stall_with_abandoned_puts_costs_the_cache_nothing, 120
 			_exit(3);
 		}
 	}
-	FKV_ASSERT_EQ(fkv_sysfs("puts_abandoned"), abandoned0 + 4);
-	wait_pending_put_starts(2);	/* both wait for PUT_START now */
+	if (local) {
+		fkv_msleep(300);	/* both wait for room now */
+	} else {
+		FKV_ASSERT_EQ(fkv_sysfs("puts_abandoned"), abandoned0 + 4);
+		wait_pending_put_starts(2);	/* both wait for PUT_START */
+	}
 	for (i = 0; i < 2; i++) {
 		kill(kids[i], SIGKILL);
 		FKV_ASSERT_EQ(waitpid(kids[i], &status, 0), kids[i]);
 		FKV_ASSERT(WIFSIGNALED(status), "putter %d: status %#x", i,
 			   status);
 	}
-	FKV_ASSERT_SYSFS_SETTLES("puts_abandoned", abandoned0 + 6);
+	if (!local)
+		FKV_ASSERT_SYSFS_SETTLES("puts_abandoned", abandoned0 + 6);
 	FKV_ASSERT_EQ(kill(daemon, SIGCONT), 0);
 
 	/* a put after the backlog: the daemon has seen everything before */
 	put_pattern(kv, "after-stall", 4096, 99);
+	delete_key(kv, "after-stall");
 	FKV_ASSERT_EQ(fkv_sysfs("evictions"), ev0);
-	for (i = 0; i < STALL_RESIDENT; i++) {
+	for (i = 0; i < resident; i++) {
 		snprintf(key, sizeof(key), "res-%02d", i);
 		ret = fkv_get(kv, key, strlen(key), &h);
 		FKV_ASSERT(ret == 0, "%s after the stall: %s", key,
@@ -712,18 +727,28 @@ FKV_TEST_TIMEOUT(a_daemon_stall_with_abandoned_puts_costs_the_cache_nothing, 120
 		FKV_ASSERT_PATTERN(h.data, FKV_MIB, key, strlen(key), i);
 		release(kv, &h);
 	}
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < nbig; i++) {
 		snprintf(key, sizeof(key), "big-%d", i);
 		FKV_ASSERT_EQ(fkv_get(kv, key, strlen(key), &h), -ENOENT);
 	}
-	for (i = 0; i < STALL_RESIDENT; i++) {
+	for (i = 0; i < resident; i++) {
 		snprintf(key, sizeof(key), "res-%02d", i);
 		delete_key(kv, key);
 	}
-	delete_key(kv, "after-stall");
 	free(big);
 	fkv_close(kv);
 	teardown(base);
+}
+
+FKV_TEST_TIMEOUT(a_daemon_stall_with_abandoned_puts_costs_the_cache_nothing, 120)
+{
+	daemon_stall(false);
+}
+
+FKV_TEST_TIMEOUT(a_daemon_stall_with_local_puts_waiting_for_room_evicts_nothing,
+		 120)
+{
+	daemon_stall(true);
 }
 
 /* ---- SSD: a failing shard goes offline ---- */

@@ -82,7 +82,7 @@ static uint64_t expect_upcall(struct fkv_nl *nl, uint8_t cmd,
 
 /* ---- a client in a child process, blocked in the kernel meanwhile ---- */
 
-enum client_op { CLIENT_PUT, CLIENT_GET };
+enum client_op { CLIENT_PUT, CLIENT_GET, CLIENT_DELETE };
 
 struct client {
 	pid_t pid;
@@ -120,6 +120,8 @@ static struct client client_start(enum client_op op, const char *k,
 			fkv_pattern_fill(buf, vlen, k, strlen(k), 0);
 			r.err = -fkv_dev_put(fd, k, strlen(k), buf, vlen,
 					     &r.put_id);
+		} else if (op == CLIENT_DELETE) {
+			r.err = -fkv_dev_delete(fd, k, strlen(k));
 		} else {
 			r.err = -fkv_dev_get(fd, k, strlen(k), &g);
 			r.put_id = g.put_id;
@@ -1064,6 +1066,101 @@ FKV_TEST(ssd_commit_without_an_answer_is_forgotten_on_both_sides)
 	FKV_ASSERT_EQ(fkv_sysfs("hits_ssd"), 0);
 
 	close(dev);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
+	fkv_nl_close(&nl);
+}
+
+/* The one ENTRY of the PUT_LOCAL message in tb: {KEY @k, PUT_ID, LEN}. */
+static uint64_t expect_put_local_entry(struct nlattr **tb, const char *k,
+				       uint64_t put_id, uint64_t len)
+{
+	struct nlattr *etb[FLUXONKV_A_MAX + 1];
+
+	FKV_ASSERT(tb[FLUXONKV_A_ENTRY], "PUT_LOCAL without ENTRY");
+	FKV_ASSERT_EQ(nla_parse_nested(etb, FLUXONKV_A_MAX,
+				       tb[FLUXONKV_A_ENTRY], NULL), 0);
+	FKV_ASSERT(etb[FLUXONKV_A_KEY] &&
+		   nla_len(etb[FLUXONKV_A_KEY]) == (int)strlen(k) &&
+		   !memcmp(nla_data(etb[FLUXONKV_A_KEY]), k, strlen(k)),
+		   "entry names %s", k);
+	FKV_ASSERT_EQ(fkv_nla_u64(etb[FLUXONKV_A_PUT_ID]), put_id);
+	FKV_ASSERT_EQ(fkv_nla_u64(etb[FLUXONKV_A_LEN]), len);
+	FKV_ASSERT_EQ(fkv_nla_u32(etb[FLUXONKV_A_FLAGS]), 0);	/* no SSD */
+	FKV_ASSERT(etb[FLUXONKV_A_HANDLE] &&
+		   fkv_nla_u64(etb[FLUXONKV_A_HANDLE]) != 0, "entry has a handle");
+	return fkv_nla_u64(etb[FLUXONKV_A_HANDLE]);
+}
+
+/*
+ * A master that delegates puts (REGISTER_F_LOCAL_PUTS): a put is neither
+ * a PUT_START nor a PUT_DONE, it is readable when it returns, and the
+ * master reads of it in a PUT_LOCAL note that reaches it before anything
+ * the module sends afterwards -- here a DELETE started the moment the put
+ * returned.  Placement and local puts exclude each other.
+ */
+FKV_TEST(local_puts_are_published_by_the_module_and_noted_before_what_follows)
+{
+	struct answer a = { .has_req_id = true, .has_status = true };
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	uint64_t h1, h2, put1, put2, local0;
+	struct client put, get, del;
+	struct client_result r;
+	struct fkv_nl nl;
+
+	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
+	nl_open(&nl);
+	FKV_ASSERT_EQ(register_daemon_flags(&nl, FLUXONKV_REGISTER_F_LOCAL_PUTS |
+					    FLUXONKV_REGISTER_F_PLACEMENT, tb),
+		      -EINVAL);
+	FKV_ASSERT_EQ(register_daemon_flags(&nl,
+					    FLUXONKV_REGISTER_F_LOCAL_ROUTES |
+					    FLUXONKV_REGISTER_F_LOCAL_PUTS, tb),
+		      0);
+	FKV_ASSERT(tb[FLUXONKV_A_FLAGS] && fkv_nla_u32(tb[FLUXONKV_A_FLAGS]) ==
+		   (FLUXONKV_REGISTER_F_LOCAL_ROUTES |
+		    FLUXONKV_REGISTER_F_LOCAL_PUTS), "reply echoes the flags");
+	local0 = fkv_sysfs("puts_local");
+
+	/* nobody answers anything, yet the put completes and reads back */
+	put = client_start(CLIENT_PUT, "lp", 5000);
+	r = client_wait(&put);
+	FKV_ASSERT_EQ(r.err, 0);
+	put1 = r.put_id;
+	FKV_ASSERT(put1 > 0, "a put_id");
+	FKV_ASSERT_EQ(fkv_sysfs("puts_local"), local0 + 1);
+	get = client_start(CLIENT_GET, "lp", 0);
+	r = client_wait(&get);
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT_EQ(r.put_id, put1);
+	FKV_ASSERT(r.intact, "the value reads back");
+	FKV_ASSERT_EQ(fkv_nl_next(&nl, FLUXONKV_CMD_PUT_LOCAL, tb, 5000), 0);
+	h1 = expect_put_local_entry(tb, "lp", put1, 5000);
+	FKV_ASSERT(fkv_nl_next(&nl, FLUXONKV_CMD_PUT_START, tb, 0) != 0,
+		   "a local put asked PUT_START");
+
+	/* an overwrite, and a delete the moment it returned */
+	put = client_start(CLIENT_PUT, "lp", 6000);
+	r = client_wait(&put);
+	FKV_ASSERT_EQ(r.err, 0);
+	put2 = r.put_id;
+	FKV_ASSERT_GT(put2, put1);
+	del = client_start(CLIENT_DELETE, "lp", 0);
+	a.cmd = FLUXONKV_CMD_DELETE;
+	a.req_id = expect_upcall(&nl, FLUXONKV_CMD_DELETE, tb);
+	/* received before the DELETE: already in the test's queue */
+	FKV_ASSERT_EQ(fkv_nl_next(&nl, FLUXONKV_CMD_PUT_LOCAL, tb, 0), 0);
+	h2 = expect_put_local_entry(tb, "lp", put2, 6000);
+	FKV_ASSERT(h2 != h1, "a new replica");
+	a.put_id = put2;
+	FKV_ASSERT_EQ(send_answer(&nl, &a), 0);
+	r = client_wait(&del);
+	FKV_ASSERT_EQ(r.err, 0);
+	get = client_start(CLIENT_GET, "lp", 0);
+	r = client_wait(&get);
+	FKV_ASSERT_EQ(r.err, ENOENT);
+	/* the master's references go as a real one would drop them */
+	FKV_ASSERT_EQ(drop_replica(&nl, h1), 0);
+	FKV_ASSERT_EQ(drop_replica(&nl, h2), 0);
 	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
 	fkv_nl_close(&nl);
 }

@@ -606,6 +606,13 @@ enum fluxonkv_cmd {
 	 * no such replica, -ENODEV without an SSD tier.  What a daemon that
 	 * adopted a replica whose persist never committed asks. */
 	FLUXONKV_CMD_PERSIST,
+	/* notify ENTRY...: puts the module published itself (uapi
+	 * FLUXONKV_REGISTER_F_LOCAL_PUTS), one nested ENTRY {KEY, PUT_ID,
+	 * HANDLE, LEN, FLAGS (FLUXONKV_PUT_F_PERSIST: its SSD write started,
+	 * an SSD_COMMIT follows)} each, in publication order, sent in batches
+	 * and always before any later message of the module: a DELETE,
+	 * SSD_COMMIT or NEED_ROOM never overtakes the put it follows. */
+	FLUXONKV_CMD_PUT_LOCAL,
 
 	__FLUXONKV_CMD_MAX,
 	FLUXONKV_CMD_MAX = __FLUXONKV_CMD_MAX - 1
@@ -670,6 +677,17 @@ enum fluxonkv_attr {
 #define FLUXONKV_REGISTER_F_KEEP		(1U << 2)
 /* DAEMON_REGISTER answer only: kept replicas wait to be adopted (DUMP). */
 #define FLUXONKV_REGISTER_F_ADOPT		(1U << 3)
+/*
+ * ... and the module places and publishes puts itself, without PUT_START
+ * or PUT_DONE: it takes the put_id from its own counter (above every
+ * put_id it has seen, the registration's PUT_ID answer included) at the
+ * moment the replica enters its index, starts the SSD write when it has
+ * an SSD tier the value fits in, and tells the master afterwards
+ * (PUT_LOCAL, batched).  A put then needs the daemon only for room
+ * (NEED_ROOM).  For a master that routes to this owner alone; refused
+ * (EINVAL) with FLUXONKV_REGISTER_F_PLACEMENT.
+ */
+#define FLUXONKV_REGISTER_F_LOCAL_PUTS		(1U << 4)
 
 /*
  * GET_START may answer SOURCE=REMOTE or REMOTE_SSD with PUT_ID, LEN and a
@@ -681,7 +699,8 @@ enum fluxonkv_attr {
 /*
  * Replica handles: bits 0..23 a slot, 24..31 the node id the daemon
  * registered with (0 on a single node), 32..63 the low half of the
- * put_id.  Distinct nodes of a cluster therefore never issue the same
+ * put_id (of a local put, FLUXONKV_REGISTER_F_LOCAL_PUTS: of a number the
+ * module drew just before the put_id it publishes it with).  Distinct nodes of a cluster therefore never issue the same
  * handle, and the master reads the owner off a handle.
  */
 #define FLUXONKV_NODE_MAX		255

@@ -69,6 +69,8 @@ const struct ctl_stat_def ctl_stat_defs[] = {
 	  "Upcalls the daemon did not answer in time." },
 	{ "puts_abandoned", CTL_STAT_COUNTER, false, false, NULL,
 	  "Puts whose caller stopped waiting for the daemon (PUT_START given back; PUT_DONE: its answer decides)." },
+	{ "puts_local", CTL_STAT_COUNTER, false, false, NULL,
+	  "Puts the module published itself, without a daemon round trip (the master delegated them)." },
 	{ "upcall_errors", CTL_STAT_COUNTER, false, false, NULL,
 	  "Daemon answers for unknown or expired requests." },
 	{ "room_waits", CTL_STAT_COUNTER, false, false, NULL,

@@ -49,6 +49,7 @@ static const struct {
 	[FLUXONKV_CMD_CANCEL] = { "CANCEL", A(REQ_ID), false },
 	[FLUXONKV_CMD_LOOKUP] = { "LOOKUP", A(REQ_ID) | A(KEY), true },
 	[FLUXONKV_CMD_PERSIST] = { "PERSIST", 0, false },
+	[FLUXONKV_CMD_PUT_LOCAL] = { "PUT_LOCAL", A(ENTRY), false },
 };
 
 #define NCMDS	(sizeof(cmds) / sizeof(cmds[0]))
@@ -84,6 +85,28 @@ static void ssd_evicted(struct fkv_master *m, const struct fkv_upcall *u)
 	}
 	if (bad)
 		fkv_warn("SSD_EVICTED: %u malformed entries skipped", bad);
+}
+
+/*
+ * PUT_LOCAL: every well-formed entry is a published put; a malformed one
+ * (no HANDLE or LEN) is skipped and logged: its replica stays unrouted.
+ */
+static void put_local(struct fkv_master *m, const struct fkv_upcall *u)
+{
+	struct fkv_ssd_entry e;
+	unsigned int bad = 0;
+	size_t pos = 0;
+	int ret;
+
+	while ((ret = fkv_upcall_next_entry(u, &pos, &e))) {
+		if (ret < 0 || !e.handle || !e.len)
+			bad++;
+		else
+			fkv_master_put_local(m, e.key, e.key_len, e.put_id,
+					     e.handle, e.len, e.flags);
+	}
+	if (bad)
+		fkv_warn("PUT_LOCAL: %u malformed entries skipped", bad);
 }
 
 /*
@@ -200,6 +223,9 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 		break;
 	case FLUXONKV_CMD_SSD_EVICTED:
 		ssd_evicted(m, u);
+		break;
+	case FLUXONKV_CMD_PUT_LOCAL:
+		put_local(m, u);
 		break;
 	case FLUXONKV_CMD_SSD_STATE:
 		fkv_master_set_ssd_capacity(m, u->ssd_capacity);

@@ -213,6 +213,7 @@ static int open_and_register(struct fluxond *d)
 {
 	struct fkv_master_config mc = { 0 };
 	struct fkv_nl_version v;
+	uint32_t flags;
 	int err;
 
 	err = fkv_nl_open(&d->nl, on_upcall, d);
@@ -245,14 +246,18 @@ static int open_and_register(struct fluxond *d)
 	 */
 	if (d->cfg.cluster.present)
 		return start_cluster(d);
-	/* KEEP: a crash or upgrade of fluxond loses no cached value. */
-	err = fkv_nl_register(d->nl, FLUXONKV_REGISTER_F_KEEP |
-			      (d->opt.ask_on_miss ? 0 :
-			       FLUXONKV_REGISTER_F_LOCAL_ROUTES), 0, &d->reg);
-	if (err == -EINVAL && !d->opt.ask_on_miss) {
-		/* A module that predates the flag refuses the attribute. */
-		fkv_warn("module refused REGISTER_F_LOCAL_ROUTES: every miss "
-			 "will ask this daemon");
+	/*
+	 * KEEP: a crash or upgrade of fluxond loses no cached value.
+	 * LOCAL_PUTS: the module publishes puts and tells us afterwards.
+	 */
+	flags = FLUXONKV_REGISTER_F_KEEP |
+		(d->opt.ask_on_miss ? 0 : FLUXONKV_REGISTER_F_LOCAL_ROUTES) |
+		(d->opt.put_via_master ? 0 : FLUXONKV_REGISTER_F_LOCAL_PUTS);
+	err = fkv_nl_register(d->nl, flags, 0, &d->reg);
+	if (err == -EINVAL && flags != FLUXONKV_REGISTER_F_KEEP) {
+		/* A module that predates a flag refuses the attribute. */
+		fkv_warn("module refused REGISTER_F_LOCAL_ROUTES / _LOCAL_PUTS: "
+			 "every miss and every put will ask this daemon");
 		err = fkv_nl_register(d->nl, 0, 0, &d->reg);
 	}
 	switch (err) {
@@ -290,7 +295,7 @@ static int open_and_register(struct fluxond *d)
 	}
 	fkv_info("registered: segment %llu bytes (%llu MiB, %llu used), "
 		 "SSD %llu MiB, incarnation %#llx, policy %s, watermarks "
-		 "%u%%/%u%%, %s",
+		 "%u%%/%u%%, %s, %s",
 		 (unsigned long long)d->reg.segment_size,
 		 (unsigned long long)(d->reg.segment_size >> 20),
 		 (unsigned long long)d->reg.segment_used,
@@ -298,7 +303,9 @@ static int open_and_register(struct fluxond *d)
 		 (unsigned long long)d->reg.incarnation, d->opt.policy,
 		 d->opt.high_pct, d->opt.low_pct,
 		 d->reg.flags & FLUXONKV_REGISTER_F_LOCAL_ROUTES ?
-		 "misses answered by the module" : "every miss asks this master");
+		 "misses answered by the module" : "every miss asks this master",
+		 d->reg.flags & FLUXONKV_REGISTER_F_LOCAL_PUTS ?
+		 "puts published by the module" : "every put asks this master");
 	if (d->reg.flags & FLUXONKV_REGISTER_F_ADOPT)
 		fkv_adopt_kept(d->master, "single node");
 	else if (d->reg.segment_used)

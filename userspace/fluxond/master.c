@@ -563,6 +563,33 @@ static int placed_on(const struct fkv_master *m, const void *key,
 	return 0;
 }
 
+/* @node's replica @handle of put @put_id is the route now. */
+static void published(struct fkv_master *m, const struct fkv_route *r,
+		      uint32_t node, uint64_t handle, uint64_t put_id,
+		      uint64_t len)
+{
+	const struct fkv_replica *rep = fkv_routes_replica_of(r, node);
+	int err;
+
+	m->st.published++;
+	/*
+	 * Reference §3: while its SSD write runs the replica must stay; it
+	 * enters the policy at SSD_COMMIT (route_settled).
+	 */
+	if (rep && rep->persisting)
+		return;
+	if (rep && rep->persist)
+		fkv_warn("replica %#llx of put %llu is evictable before its "
+			 "persist: out of memory",
+			 (unsigned long long)handle,
+			 (unsigned long long)put_id);
+	err = fkv_evict_insert(m->nodes[node].policy, handle, fkv_weight(len),
+			       r->hash);
+	if (err)
+		fkv_err("replica %#llx is published but not evictable: %s",
+			(unsigned long long)handle, strerror(-err));
+}
+
 int fkv_master_put_done(struct fkv_master *m, const void *key,
 			size_t key_len, uint64_t put_id, uint64_t handle,
 			uint64_t len, uint32_t *flags)
@@ -572,7 +599,7 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 	char kb[FKV_KEY_FMT_LEN];
 	struct fkv_mnode *n;
 	uint32_t node;
-	int ret, err;
+	int ret;
 
 	*flags = 0;
 	if (placed_on(m, key, key_len, put_id, &node)) {
@@ -604,28 +631,60 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 		m->st.superseded++;
 		return 0;
 	}
-	m->st.published++;
 	*flags = FLUXONKV_PUT_F_PUBLISHED;
 	rep = fkv_routes_replica_of(r, node);
 	if (node != m->caller && m->ops->placed)
 		m->ops->placed(m->arg, handle, put_id,
 			       rep && rep->persist ? FLUXONKV_PUBLISH_F_PERSIST
 						   : 0);
-	/*
-	 * Reference §3: while its SSD write runs the replica must stay; it
-	 * enters the policy at SSD_COMMIT (route_settled).
-	 */
-	if (rep && rep->persisting)
+	published(m, r, node, handle, put_id, len);
+	return 0;
+}
+
+int fkv_master_put_local(struct fkv_master *m, const void *key,
+			 size_t key_len, uint64_t put_id, uint64_t handle,
+			 uint64_t len, uint32_t flags)
+{
+	bool persist = flags & FLUXONKV_PUT_F_PERSIST;
+	const struct fkv_route *r = NULL;
+	char kb[FKV_KEY_FMT_LEN];
+	int ret;
+
+	if (m->self || FLUXONKV_HANDLE_NODE(handle) != m->caller) {
+		fkv_warn("PUT_LOCAL from node %u names handle %#llx: local "
+			 "puts are for a single node",
+			 m->caller, (unsigned long long)handle);
+		return -EINVAL;
+	}
+	ret = fkv_routes_publish_local(m->routes, m->caller, key, key_len,
+				       put_id, handle, len, persist,
+				       caller(m)->incarnation, &r);
+	if (ret == -EALREADY)
 		return 0;
-	if (rep && rep->persist)
-		fkv_warn("replica %#llx of put %llu is evictable before its "
-			 "persist: out of memory",
-			 (unsigned long long)handle,
-			 (unsigned long long)put_id);
-	err = fkv_evict_insert(n->policy, handle, fkv_weight(len), r->hash);
-	if (err)
-		fkv_err("replica %#llx is published but not evictable: %s",
-			(unsigned long long)handle, strerror(-err));
+	if (ret < 0) {
+		fkv_warn("PUT_LOCAL put %llu key '%s' handle %#llx: %s",
+			 (unsigned long long)put_id,
+			 fkv_key_fmt(kb, key, key_len),
+			 (unsigned long long)handle, strerror(-ret));
+		/* Not routed, so never evicted: the module lets it go. */
+		if (handle && ret != -EINVAL)
+			m->ops->send_drop(m->arg, handle, 0);
+		return ret;
+	}
+	m->st.puts++;
+	if (!ret) {
+		m->st.superseded++;
+		m->ops->send_drop(m->arg, handle, 0);
+		return 0;
+	}
+	if (persist)
+		m->st.persist_puts++;
+	/*
+	 * Room for the next puts, as PUT_START makes it; the new replica
+	 * enters the policy only afterwards, so it is not its own victim.
+	 */
+	enforce_watermarks(m, m->caller);
+	published(m, r, m->caller, handle, put_id, len);
 	return 0;
 }
 

@@ -220,6 +220,16 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 			size_t key_len, uint64_t put_id, uint64_t handle,
 			uint64_t len, uint32_t *flags);
 /*
+ * PUT_LOCAL: the caller's module published put @put_id itself (uapi
+ * FLUXONKV_REGISTER_F_LOCAL_PUTS; @flags FLUXONKV_PUT_F_PERSIST if its SSD
+ * write started).  The route takes it unless a newer version won (then
+ * the handle is dropped); a replica already adopted is left as it is.
+ * Single node only (-EINVAL in a cluster).  0 or -errno.
+ */
+int fkv_master_put_local(struct fkv_master *m, const void *key,
+			 size_t key_len, uint64_t put_id, uint64_t handle,
+			 uint64_t len, uint32_t flags);
+/*
  * Warm restart: the caller's module kept a replica from a previous
  * daemon (FLUXONKV_CMD_DUMP record): @handle (0: none) in DRAM, @ssd a
  * routed SSD copy.  Adopted as its route's replica when nothing newer (nor

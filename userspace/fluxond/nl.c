@@ -184,6 +184,9 @@ static const struct nla_policy ssd_evicted_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_ENTRY] = P_NEST,
 };
 
+/* PUT_LOCAL: entries as SSD_EVICTED's, checked one by one. */
+#define put_local_policy	ssd_evicted_policy
+
 static const struct nla_policy ssd_state_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
 	[FLUXONKV_A_DEADLINE] = P_U64,
@@ -230,6 +233,7 @@ static const struct nla_policy *upcall_policy(uint8_t cmd)
 	case FLUXONKV_CMD_FETCH:	return fetch_policy;
 	case FLUXONKV_CMD_PUT_PLACE:	return put_place_policy;
 	case FLUXONKV_CMD_CANCEL:	return cancel_policy;
+	case FLUXONKV_CMD_PUT_LOCAL:	return put_local_policy;
 	default:			return NULL;
 	}
 }

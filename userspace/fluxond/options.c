@@ -25,6 +25,7 @@ enum {
 	OPT_LOW,
 	OPT_LOG_LEVEL,
 	OPT_ASK_ON_MISS,
+	OPT_PUT_VIA_MASTER,
 	OPT_CONTROL,
 };
 
@@ -38,6 +39,7 @@ static const struct option long_opts[] = {
 	{ "low-watermark", required_argument, NULL, OPT_LOW },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "ask-on-miss", no_argument, NULL, OPT_ASK_ON_MISS },
+	{ "put-via-master", no_argument, NULL, OPT_PUT_VIA_MASTER },
 	{ "control", required_argument, NULL, OPT_CONTROL },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -67,6 +69,10 @@ void fkv_options_usage(FILE *f, const char *prog)
 		"      --ask-on-miss        the module asks this daemon (GET_START) on every\n"
 		"                           DRAM miss instead of answering from its own\n"
 		"                           index (SSD routes, misses)\n"
+		"      --put-via-master     every put asks this daemon for its version and\n"
+		"                           publication (PUT_START, PUT_DONE: two round\n"
+		"                           trips) instead of the module publishing it\n"
+		"                           and telling the daemon afterwards\n"
 		"  -h, --help               show this help\n"
 		"  -V, --version            show the version\n"
 		"\n"
@@ -167,6 +173,9 @@ int fkv_options_parse(struct fkv_options *o, int argc, char **argv,
 			break;
 		case OPT_ASK_ON_MISS:
 			o->ask_on_miss = true;
+			break;
+		case OPT_PUT_VIA_MASTER:
+			o->put_via_master = true;
 			break;
 		case OPT_HELP:
 			o->help = true;

@@ -487,42 +487,28 @@ static void drop_all(struct fkv_routes *t, struct fkv_route *r)
 	t->nvisible--;
 }
 
-int fkv_routes_put_done(struct fkv_routes *t, const void *key, size_t key_len,
-			uint64_t put_id, uint64_t handle, uint64_t len,
-			uint64_t tomb_tag, const struct fkv_route **routep)
+/*
+ * Make @r's route {put_id, {@node: tomb_tag, handle, len, persist}} unless
+ * a newer version was published or deleted meanwhile (0).  1: published,
+ * the previous version's replicas dropped; -errno (nothing changed).
+ */
+static int publish(struct fkv_routes *t, struct fkv_route *r, uint32_t node,
+		   uint64_t put_id, uint64_t handle, uint64_t len,
+		   bool persist, uint64_t tomb_tag,
+		   const struct fkv_route **routep)
 {
-	struct fkv_inflight *p;
 	struct fkv_replica *rep;
-	struct fkv_route *r;
-	uint32_t node;
-	bool persist;
 	int err;
 
-	if (!fkv_key_valid(key, key_len) || !put_id || !handle || !len ||
-	    len > FLUXONKV_VALUE_MAX)
-		return -EINVAL;
-	p = find_inflight(t, put_id);
-	if (!p)
-		return put_id > t->last_put_id ? -EINVAL : -ETIMEDOUT;
-	r = p->route;
-	if (!key_eq(r, key, key_len))
-		return -EINVAL;
-
 	if (r->put_id > put_id) {
-		/* A newer version was published or deleted meanwhile. */
-		finish_inflight(t, p);
 		maybe_free_entry(t, r);
 		return 0;
 	}
 	err = fkv_u64map_put(&t->by_handle, handle, r);
 	if (err) {
-		finish_inflight(t, p);
 		maybe_free_entry(t, r);
 		return err;
 	}
-	persist = p->persist;
-	node = p->node;
-	finish_inflight(t, p);
 	drop_all(t, r);
 	r->put_id = put_id;
 	r->nreplicas = 1;
@@ -539,6 +525,57 @@ int fkv_routes_put_done(struct fkv_routes *t, const void *key, size_t key_len,
 	if (routep)
 		*routep = r;
 	return 1;
+}
+
+int fkv_routes_put_done(struct fkv_routes *t, const void *key, size_t key_len,
+			uint64_t put_id, uint64_t handle, uint64_t len,
+			uint64_t tomb_tag, const struct fkv_route **routep)
+{
+	struct fkv_inflight *p;
+	struct fkv_route *r;
+	uint32_t node;
+	bool persist;
+
+	if (!fkv_key_valid(key, key_len) || !put_id || !handle || !len ||
+	    len > FLUXONKV_VALUE_MAX)
+		return -EINVAL;
+	p = find_inflight(t, put_id);
+	if (!p)
+		return put_id > t->last_put_id ? -EINVAL : -ETIMEDOUT;
+	r = p->route;
+	if (!key_eq(r, key, key_len))
+		return -EINVAL;
+
+	persist = p->persist;
+	node = p->node;
+	finish_inflight(t, p);
+	return publish(t, r, node, put_id, handle, len, persist, tomb_tag,
+		       routep);
+}
+
+int fkv_routes_publish_local(struct fkv_routes *t, uint32_t node,
+			     const void *key, size_t key_len, uint64_t put_id,
+			     uint64_t handle, uint64_t len, bool persist,
+			     uint64_t tomb_tag, const struct fkv_route **routep)
+{
+	const struct fkv_replica *rep;
+	struct fkv_route *r;
+
+	if (!fkv_key_valid(key, key_len) || !put_id || !handle || !len ||
+	    len > FLUXONKV_VALUE_MAX || node >= FKV_ROUTE_NODES)
+		return -EINVAL;
+	fkv_routes_note_put_id(t, put_id);
+	r = get_entry(t, key, key_len);
+	if (!r)
+		return -ENOMEM;
+	if (r->put_id == put_id) {
+		/* Adopted from the module's DUMP before its note came. */
+		rep = fkv_routes_replica_of(r, node);
+		if (rep && rep->mem_handle == handle)
+			return -EALREADY;
+	}
+	return publish(t, r, node, put_id, handle, len, persist, tomb_tag,
+		       routep);
 }
 
 const struct fkv_route *fkv_routes_lookup(const struct fkv_routes *t,

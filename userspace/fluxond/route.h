@@ -217,6 +217,19 @@ int fkv_routes_put_done(struct fkv_routes *t, const void *key, size_t key_len,
 			uint64_t put_id, uint64_t handle, uint64_t len,
 			uint64_t tomb_tag, const struct fkv_route **routep);
 
+/*
+ * A put the owner @node published itself (PUT_LOCAL, uapi
+ * FLUXONKV_REGISTER_F_LOCAL_PUTS): as fkv_routes_put_done() without an
+ * in-flight put, the owner having drawn @put_id (the table's last put_id
+ * follows it).  Returns 1 (published), 0 (superseded by a newer version or
+ * delete: the handle is not kept), -EALREADY (that very replica is the
+ * route already: adopted before its note came), -EINVAL, -ENOMEM, -EEXIST.
+ */
+int fkv_routes_publish_local(struct fkv_routes *t, uint32_t node,
+			     const void *key, size_t key_len, uint64_t put_id,
+			     uint64_t handle, uint64_t len, bool persist,
+			     uint64_t tomb_tag, const struct fkv_route **routep);
+
 /* The visible route of a key, or NULL. */
 const struct fkv_route *fkv_routes_lookup(const struct fkv_routes *t,
 					  const void *key, size_t key_len);

@@ -53,6 +53,21 @@ static int parse_entry(const uint8_t *p, size_t len, struct fkv_ssd_entry *e)
 			memcpy(&e->put_id, data, sizeof(e->put_id));
 			have_id = true;
 			break;
+		case FLUXONKV_A_HANDLE:
+			if (plen != sizeof(e->handle))
+				return -EINVAL;
+			memcpy(&e->handle, data, sizeof(e->handle));
+			break;
+		case FLUXONKV_A_LEN:
+			if (plen != sizeof(e->len))
+				return -EINVAL;
+			memcpy(&e->len, data, sizeof(e->len));
+			break;
+		case FLUXONKV_A_FLAGS:
+			if (plen != sizeof(e->flags))
+				return -EINVAL;
+			memcpy(&e->flags, data, sizeof(e->flags));
+			break;
 		default:
 			break;	/* PAD before a u64, or newer attributes */
 		}

@@ -62,11 +62,18 @@ static inline uint64_t fkv_upcall_handle(const struct fkv_upcall *u, size_t i)
 	return h;
 }
 
-/* One FLUXONKV_A_ENTRY of SSD_EVICTED; @key points into the message. */
+/*
+ * One FLUXONKV_A_ENTRY of SSD_EVICTED {KEY, PUT_ID} or PUT_LOCAL {KEY,
+ * PUT_ID, HANDLE, LEN, FLAGS}; @key points into the message, attributes
+ * the entry lacks are 0.
+ */
 struct fkv_ssd_entry {
 	const uint8_t *key;
 	size_t key_len;
 	uint64_t put_id;
+	uint64_t handle;
+	uint64_t len;
+	uint32_t flags;
 };
 
 /*
