@@ -149,6 +149,7 @@ struct fluxonkv_replica {
 	 */
 	struct list_head note;
 	u64 note_gen;
+	u64 note_dropped;	/* the version it replaced, dropped (or 0) */
 	u32 note_flags;
 	u32 key_len;
 	u8 key[];

@@ -470,11 +470,11 @@ static int fluxonkv_ssd_put_notice(struct sk_buff *skb,
 static size_t fluxonkv_put_local_size(const struct fluxonkv_replica *r)
 {
 	return nla_total_size(0) + nla_total_size(r->key_len) +
-	       3 * nla_total_size_64bit(sizeof(u64)) + nla_total_size(sizeof(u32));
+	       4 * nla_total_size_64bit(sizeof(u64)) + nla_total_size(sizeof(u32));
 }
 
 /*
- * PUT_LOCAL: one nested ENTRY {KEY, PUT_ID, HANDLE, LEN, FLAGS} per local
+ * PUT_LOCAL: one nested ENTRY {KEY, PUT_ID, HANDLE, LEN, FLAGS [, DROPPED]} per local
  * put of @batch taken in daemon generation @gen (older ones are skipped:
  * that daemon is gone).  0 (nothing to send included), or -errno.
  */
@@ -505,7 +505,9 @@ int fluxonkv_notify_put_local(struct list_head *batch, u64 gen)
 		    fluxonkv_put_u64(skb, FLUXONKV_A_HANDLE,
 				     READ_ONCE(r->handle)) ||
 		    fluxonkv_put_u64(skb, FLUXONKV_A_LEN, r->alloc->len) ||
-		    nla_put_u32(skb, FLUXONKV_A_FLAGS, r->note_flags)) {
+		    nla_put_u32(skb, FLUXONKV_A_FLAGS, r->note_flags) ||
+		    (r->note_dropped &&
+		     fluxonkv_put_u64(skb, FLUXONKV_A_DROPPED, r->note_dropped))) {
 			nlmsg_free(skb);
 			return -EMSGSIZE;
 		}

@@ -476,13 +476,16 @@ out:
  * version evicted or persisted meanwhile is always older.  Its SSD routes
  * are the caller's to retire.
  *
+ * The replaced version is dropped at once (its handle is left in
+ * @r->note_dropped for the PUT_LOCAL note).
+ *
  * Return: the put_id, or 0 if @r was dropped meanwhile (the daemon went).
  */
 u64 fluxonkv_replica_publish_local(struct fluxonkv_replica *r)
 {
 	struct fluxonkv_index_key k = { r->key, r->key_len };
 	struct fluxonkv_replica *old;
-	u64 put_id = 0;
+	u64 put_id = 0, superseded = 0;
 
 	spin_lock(&fluxonkv_index_lock);
 	/* As in fluxonkv_replica_publish(): a drop unindexes after us. */
@@ -494,8 +497,21 @@ u64 fluxonkv_replica_publish_local(struct fluxonkv_replica *r)
 	old = rhashtable_lookup_fast(&fluxonkv_index, &k,
 				     fluxonkv_index_params);
 	fluxonkv_index_set(r, old);
+	if (old && !old->indexed)
+		superseded = old->handle;
 out:
 	spin_unlock(&fluxonkv_index_lock);
+	/*
+	 * The version @r replaced goes now, not when the master's
+	 * DROP_REPLICA for it comes (that one then finds nothing): a key
+	 * overwritten faster than the master reads its notes would fill the
+	 * segment with old versions, and the master would evict live values
+	 * for the room they hold.
+	 */
+	if (superseded && !fluxonkv_replica_drop(superseded)) {
+		fluxonkv_stat_inc(replica_drops);	/* an overwrite's drop */
+		r->note_dropped = superseded;	/* the note says so */
+	}
 	return put_id;
 }
 

@@ -1070,9 +1070,13 @@ FKV_TEST(ssd_commit_without_an_answer_is_forgotten_on_both_sides)
 	fkv_nl_close(&nl);
 }
 
-/* The one ENTRY of the PUT_LOCAL message in tb: {KEY @k, PUT_ID, LEN}. */
+/*
+ * The one ENTRY of the PUT_LOCAL message in tb: {KEY @k, PUT_ID, LEN, and
+ * DROPPED @dropped if not 0}; its HANDLE.
+ */
 static uint64_t expect_put_local_entry(struct nlattr **tb, const char *k,
-				       uint64_t put_id, uint64_t len)
+				       uint64_t put_id, uint64_t len,
+				       uint64_t dropped)
 {
 	struct nlattr *etb[FLUXONKV_A_MAX + 1];
 
@@ -1086,6 +1090,10 @@ static uint64_t expect_put_local_entry(struct nlattr **tb, const char *k,
 	FKV_ASSERT_EQ(fkv_nla_u64(etb[FLUXONKV_A_PUT_ID]), put_id);
 	FKV_ASSERT_EQ(fkv_nla_u64(etb[FLUXONKV_A_LEN]), len);
 	FKV_ASSERT_EQ(fkv_nla_u32(etb[FLUXONKV_A_FLAGS]), 0);	/* no SSD */
+	if (dropped)
+		FKV_ASSERT_EQ(fkv_nla_u64(etb[FLUXONKV_A_DROPPED]), dropped);
+	else
+		FKV_ASSERT(!etb[FLUXONKV_A_DROPPED], "nothing replaced");
 	FKV_ASSERT(etb[FLUXONKV_A_HANDLE] &&
 		   fkv_nla_u64(etb[FLUXONKV_A_HANDLE]) != 0, "entry has a handle");
 	return fkv_nla_u64(etb[FLUXONKV_A_HANDLE]);
@@ -1134,7 +1142,7 @@ FKV_TEST(local_puts_are_published_by_the_module_and_noted_before_what_follows)
 	FKV_ASSERT_EQ(r.put_id, put1);
 	FKV_ASSERT(r.intact, "the value reads back");
 	FKV_ASSERT_EQ(fkv_nl_next(&nl, FLUXONKV_CMD_PUT_LOCAL, tb, 5000), 0);
-	h1 = expect_put_local_entry(tb, "lp", put1, 5000);
+	h1 = expect_put_local_entry(tb, "lp", put1, 5000, 0);
 	FKV_ASSERT(fkv_nl_next(&nl, FLUXONKV_CMD_PUT_START, tb, 0) != 0,
 		   "a local put asked PUT_START");
 
@@ -1149,7 +1157,8 @@ FKV_TEST(local_puts_are_published_by_the_module_and_noted_before_what_follows)
 	a.req_id = expect_upcall(&nl, FLUXONKV_CMD_DELETE, tb);
 	/* received before the DELETE: already in the test's queue */
 	FKV_ASSERT_EQ(fkv_nl_next(&nl, FLUXONKV_CMD_PUT_LOCAL, tb, 0), 0);
-	h2 = expect_put_local_entry(tb, "lp", put2, 6000);
+	/* it replaced h1 and dropped it: the note says so */
+	h2 = expect_put_local_entry(tb, "lp", put2, 6000, h1);
 	FKV_ASSERT(h2 != h1, "a new replica");
 	a.put_id = put2;
 	FKV_ASSERT_EQ(send_answer(&nl, &a), 0);
@@ -1158,8 +1167,8 @@ FKV_TEST(local_puts_are_published_by_the_module_and_noted_before_what_follows)
 	get = client_start(CLIENT_GET, "lp", 0);
 	r = client_wait(&get);
 	FKV_ASSERT_EQ(r.err, ENOENT);
-	/* the master's references go as a real one would drop them */
-	FKV_ASSERT_EQ(drop_replica(&nl, h1), 0);
+	/* h1 is gone already; h2 goes as a real master would drop it */
+	FKV_ASSERT_EQ(drop_replica(&nl, h1), -ENOENT);
 	FKV_ASSERT_EQ(drop_replica(&nl, h2), 0);
 	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
 	fkv_nl_close(&nl);

@@ -609,7 +609,9 @@ enum fluxonkv_cmd {
 	/* notify ENTRY...: puts the module published itself (uapi
 	 * FLUXONKV_REGISTER_F_LOCAL_PUTS), one nested ENTRY {KEY, PUT_ID,
 	 * HANDLE, LEN, FLAGS (FLUXONKV_PUT_F_PERSIST: its SSD write started,
-	 * an SSD_COMMIT follows)} each, in publication order, sent in batches
+	 * an SSD_COMMIT follows) [, DROPPED: the replica it replaced in the
+	 * index, already dropped: no DROP_REPLICA for it]} each, in
+	 * publication order, sent in batches
 	 * and always before any later message of the module: a DELETE,
 	 * SSD_COMMIT or NEED_ROOM never overtakes the put it follows. */
 	FLUXONKV_CMD_PUT_LOCAL,
@@ -645,6 +647,9 @@ enum fluxonkv_attr {
 	FLUXONKV_A_FD,			/* u32: a file descriptor of the daemon */
 	FLUXONKV_A_DEADLINE,		/* u64: CLOCK_MONOTONIC ns after which the
 					 * module no longer waits for the answer */
+	FLUXONKV_A_DROPPED,		/* u64: PUT_LOCAL: the handle of the
+					 * version this put replaced, which the
+					 * module dropped itself */
 
 	__FLUXONKV_A_MAX,
 	FLUXONKV_A_MAX = __FLUXONKV_A_MAX - 1

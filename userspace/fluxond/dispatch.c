@@ -103,7 +103,8 @@ static void put_local(struct fkv_master *m, const struct fkv_upcall *u)
 			bad++;
 		else
 			fkv_master_put_local(m, e.key, e.key_len, e.put_id,
-					     e.handle, e.len, e.flags);
+					     e.handle, e.len, e.flags,
+					     e.dropped);
 	}
 	if (bad)
 		fkv_warn("PUT_LOCAL: %u malformed entries skipped", bad);

@@ -53,6 +53,8 @@ struct fkv_master {
 	uint32_t self;		/* this daemon's node (0 on a single node) */
 	uint32_t caller;	/* the node whose upcall is being handled */
 	bool evicting;		/* drops now are evictions */
+	/* PUT_LOCAL: the replaced replica the module dropped itself */
+	uint64_t dropped_by_module;
 	struct fkv_routes *routes;
 	struct fkv_mnode nodes[FKV_ROUTE_NODES];
 	/* In-flight pulls (bounded by the nodes' FETCH limits) ... */
@@ -101,6 +103,8 @@ static void route_drop(void *arg, uint64_t handle, uint64_t weight)
 	fkv_dbg("drop replica %#llx (%llu bytes%s)",
 		(unsigned long long)handle, (unsigned long long)weight,
 		m->evicting ? ", evicted" : "");
+	if (handle && handle == m->dropped_by_module)
+		return;		/* gone already: a local put replaced it */
 	m->ops->send_drop(m->arg, handle,
 			  m->evicting ? FLUXONKV_DROP_F_EVICTED : 0);
 }
@@ -643,7 +647,7 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 
 int fkv_master_put_local(struct fkv_master *m, const void *key,
 			 size_t key_len, uint64_t put_id, uint64_t handle,
-			 uint64_t len, uint32_t flags)
+			 uint64_t len, uint32_t flags, uint64_t dropped)
 {
 	bool persist = flags & FLUXONKV_PUT_F_PERSIST;
 	const struct fkv_route *r = NULL;
@@ -656,9 +660,11 @@ int fkv_master_put_local(struct fkv_master *m, const void *key,
 			 m->caller, (unsigned long long)handle);
 		return -EINVAL;
 	}
+	m->dropped_by_module = dropped;
 	ret = fkv_routes_publish_local(m->routes, m->caller, key, key_len,
 				       put_id, handle, len, persist,
 				       caller(m)->incarnation, &r);
+	m->dropped_by_module = 0;
 	if (ret == -EALREADY)
 		return 0;
 	if (ret < 0) {

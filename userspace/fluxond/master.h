@@ -224,11 +224,13 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
  * FLUXONKV_REGISTER_F_LOCAL_PUTS; @flags FLUXONKV_PUT_F_PERSIST if its SSD
  * write started).  The route takes it unless a newer version won (then
  * the handle is dropped); a replica already adopted is left as it is.
+ * @dropped: the replica it replaced, which the module dropped itself: no
+ * DROP_REPLICA is sent for it (0: none).
  * Single node only (-EINVAL in a cluster).  0 or -errno.
  */
 int fkv_master_put_local(struct fkv_master *m, const void *key,
 			 size_t key_len, uint64_t put_id, uint64_t handle,
-			 uint64_t len, uint32_t flags);
+			 uint64_t len, uint32_t flags, uint64_t dropped);
 /*
  * Warm restart: the caller's module kept a replica from a previous
  * daemon (FLUXONKV_CMD_DUMP record): @handle (0: none) in DRAM, @ssd a

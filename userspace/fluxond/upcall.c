@@ -68,6 +68,11 @@ static int parse_entry(const uint8_t *p, size_t len, struct fkv_ssd_entry *e)
 				return -EINVAL;
 			memcpy(&e->flags, data, sizeof(e->flags));
 			break;
+		case FLUXONKV_A_DROPPED:
+			if (plen != sizeof(e->dropped))
+				return -EINVAL;
+			memcpy(&e->dropped, data, sizeof(e->dropped));
+			break;
 		default:
 			break;	/* PAD before a u64, or newer attributes */
 		}

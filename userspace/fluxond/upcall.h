@@ -74,6 +74,7 @@ struct fkv_ssd_entry {
 	uint64_t handle;
 	uint64_t len;
 	uint32_t flags;
+	uint64_t dropped;	/* PUT_LOCAL: the replaced, dropped replica */
 };
 
 /*

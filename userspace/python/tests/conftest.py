@@ -95,9 +95,46 @@ def _pdeathsig():
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def _start_daemon(args):
+    """fluxond --foreground ARGS, registered (its log appended)."""
+    log = open(DAEMON_LOG, "a")
+    daemon = subprocess.Popen([os.environ["FLUXOND"], "--foreground"] + args,
+                              stdin=subprocess.DEVNULL, stdout=log,
+                              stderr=subprocess.STDOUT,
+                              preexec_fn=_pdeathsig)
+    log.close()
+    end = time.monotonic() + 10
+    while sysfs("daemon_pid") != daemon.pid:
+        if daemon.poll() is not None or time.monotonic() > end:
+            daemon.kill()
+            daemon.wait()
+            pytest.fail("fluxond did not register:\n" +
+                        Path(DAEMON_LOG).read_text())
+        time.sleep(0.02)
+    return daemon
+
+
+def _stop_daemon(daemon):
+    daemon.send_signal(signal.SIGTERM)
+    try:
+        daemon.wait(5)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
+    if daemon.returncode != 0:
+        sys.stderr.write(Path(DAEMON_LOG).read_text())
+    wait_sysfs("daemon_pid", 0)
+
+
 class Env:
     def __init__(self, daemon):
         self.daemon = daemon
+
+    def restart_daemon(self, args):
+        """Stop fluxond and start it again with ARGS (a warm restart:
+        the module keeps every value)."""
+        _stop_daemon(self.daemon)
+        self.daemon = _start_daemon(args)
 
     sysfs = staticmethod(sysfs)
     wait_sysfs = staticmethod(wait_sysfs)
@@ -147,33 +184,26 @@ def fluxon_env():
         if time.monotonic() > end:
             pytest.fail("module loaded but /dev/fluxonkv did not appear")
         time.sleep(0.01)
-    log = open(DAEMON_LOG, "w")
-    daemon = subprocess.Popen([os.environ["FLUXOND"], "--foreground"],
-                              stdin=subprocess.DEVNULL, stdout=log,
-                              stderr=subprocess.STDOUT,
-                              preexec_fn=_pdeathsig)
-    end = time.monotonic() + 10
-    while sysfs("daemon_pid") == 0:
-        if daemon.poll() is not None or time.monotonic() > end:
-            daemon.kill()
-            daemon.wait()
-            log.close()
-            pytest.fail("fluxond did not register:\n" +
-                        Path(DAEMON_LOG).read_text())
-        time.sleep(0.02)
+    open(DAEMON_LOG, "w").close()
+    env = Env(_start_daemon([]))
     try:
-        yield Env(daemon)
+        yield env
     finally:
-        daemon.send_signal(signal.SIGTERM)
-        try:
-            daemon.wait(5)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
-        log.close()
-        if daemon.returncode != 0:
-            sys.stderr.write(Path(DAEMON_LOG).read_text())
+        _stop_daemon(env.daemon)
         _unload()
+
+
+@pytest.fixture
+def puts_via_master(fluxon_env):
+    """fluxond with --put-via-master for one test: every put then waits
+    for the daemon (PUT_START / PUT_DONE), which is what a test of a call
+    blocked in the kernel needs; by default a single node's module
+    publishes puts itself and a put needs no daemon."""
+    fluxon_env.restart_daemon(["--put-via-master"])
+    try:
+        yield
+    finally:
+        fluxon_env.restart_daemon([])
 
 
 @pytest.fixture

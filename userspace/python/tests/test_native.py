@@ -4,6 +4,8 @@ nothing, copies without a holder, batches in one call, the buffer
 protocol of a real holder, and the GIL released while the kernel waits."""
 import ctypes
 import errno
+import os
+import signal
 import threading
 
 import pytest
@@ -160,7 +162,8 @@ def test_holder_outlives_a_dropped_store(fluxon_env, key):
 
 @pytest.mark.parametrize("op", ["put", "delete", "put_many", "put_from_many",
                                 "delete_many"])
-def test_blocking_calls_release_the_gil(kv, key, fluxon_env, op):
+def test_blocking_calls_release_the_gil(kv, key, fluxon_env, puts_via_master,
+                                       op):
     """With fluxond stopped each of these waits in the kernel for it (a put
     or delete needs the master; a local get or lookup does not, and a get
     that would block -- an SSD refill -- takes the same code path); other
@@ -175,7 +178,26 @@ def test_blocking_calls_release_the_gil(kv, key, fluxon_env, op):
     fluxon_env.call_with_daemon_stopped(call)
 
 
-def test_close_while_a_call_waits_in_the_kernel(fluxon_env, key):
+def test_a_put_needs_no_running_daemon_by_default(kv, key, fluxon_env):
+    """fluxond's default on one node: the module publishes a put itself,
+    so it completes (and reads back) while the daemon is stopped; the
+    daemon learns of it afterwards and deletes it."""
+    k = key()
+    local = fluxon_env.sysfs("puts_local")
+    os.kill(fluxon_env.daemon.pid, signal.SIGSTOP)
+    try:
+        put_id = kv.put(k, b"no round trip")
+        with kv.get(k) as h:
+            assert bytes(h) == b"no round trip" and h.put_id == put_id
+    finally:
+        os.kill(fluxon_env.daemon.pid, signal.SIGCONT)
+    assert fluxon_env.sysfs("puts_local") == local + 1
+    kv.delete(k)
+    assert not kv.exists(k)
+
+
+def test_close_while_a_call_waits_in_the_kernel(fluxon_env, puts_via_master,
+                                               key):
     """close() from another thread while a put waits for the (stopped)
     daemon: the device stays open under the call, which completes; the
     store is closed for everything after."""

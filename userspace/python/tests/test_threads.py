@@ -66,7 +66,8 @@ def test_threads_share_one_holder(kv, key):
     h.release()
 
 
-def test_calls_release_the_gil_while_in_the_kernel(kv, key, fluxon_env):
+def test_calls_release_the_gil_while_in_the_kernel(kv, key, fluxon_env,
+                                                   puts_via_master):
     """A put waiting on a stopped daemon must not stop other threads."""
     k = key()
     put_ids = fluxon_env.call_with_daemon_stopped(
