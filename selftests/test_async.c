@@ -627,6 +627,55 @@ FKV_TEST(ring_put_completes_without_a_running_daemon_with_local_puts)
 	teardown(base);
 }
 
+/*
+ * A file description holds at most FLUXONKV_HOLDERS_MAX (65536) holders:
+ * all of them are usable (a reserved xarray slot is not one of them), the
+ * next get is EMFILE, and one release makes room for one more.  A root
+ * O_RDWR session has no pin budget, so the holder cap is what stops it.
+ */
+#define HOLDERS_MAX	65536
+
+FKV_TEST_TIMEOUT(a_session_holds_exactly_the_holder_cap, 300)
+{
+	struct fkv_op *ops = calloc(HOLDERS_MAX, sizeof(*ops));
+	struct fkv_holder h;
+	uint64_t base;
+	struct fkv *kv;
+	unsigned int i;
+
+	FKV_ASSERT(ops);
+	base = setup(ASYNC_PARAMS);
+	kv = kv_open();
+	put_pattern(kv, "cap", 4096, 3);
+	for (i = 0; i < HOLDERS_MAX; i++)
+		ops[i] = op_key(FLUXONKV_OP_GET, "cap");
+	FKV_ASSERT_EQ(fkv_batch(kv, ops, HOLDERS_MAX), 0);
+	for (i = 0; i < HOLDERS_MAX; i++)
+		FKV_ASSERT(ops[i].result == 0, "get %u of %u: %s", i,
+			   HOLDERS_MAX, fkv_strerror(ops[i].result));
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), HOLDERS_MAX);
+	FKV_ASSERT_EQ(fkv_get(kv, "cap", 3, &h), -EMFILE);
+	FKV_ASSERT_PATTERN(ops[HOLDERS_MAX - 1].holder.data, 4096, "cap", 3, 3);
+	release(kv, &ops[7].holder);
+	FKV_ASSERT_EQ(fkv_get(kv, "cap", 3, &ops[7].holder), 0);
+	FKV_ASSERT_EQ(fkv_get(kv, "cap", 3, &h), -EMFILE);
+	for (i = 0; i < HOLDERS_MAX; i++) {
+		struct fkv_holder held = ops[i].holder;
+
+		ops[i] = (struct fkv_op){ .opcode = FLUXONKV_OP_RELEASE,
+					  .holder = held };
+	}
+	FKV_ASSERT_EQ(fkv_batch(kv, ops, HOLDERS_MAX), 0);
+	for (i = 0; i < HOLDERS_MAX; i++)
+		FKV_ASSERT(ops[i].result == 0, "release %u: %s", i,
+			   fkv_strerror(ops[i].result));
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	delete_key(kv, "cap");
+	free(ops);
+	fkv_close(kv);
+	teardown(base);
+}
+
 /* Raw liburing: a PUT of @key (@len bytes at @val) as a uring command. */
 static void raw_put(struct io_uring *ring, int fd, struct fluxonkv_put *p,
 		    const char *key, const void *val, size_t len, uint64_t tag)
