@@ -128,6 +128,44 @@ static void fkvb_describe(const struct bench_opts *o, char *buf, size_t cap)
 		 (unsigned long long)sysfs_u64("ssd_revokes"));
 }
 
+static int fkvb_ring_open(void *conn, unsigned int depth, void **ring)
+{
+	return fkv_ring_open(conn, depth, (struct fkv_ring **)ring);
+}
+
+static int fkvb_ring_get(void *ring, const char *key, size_t kl, uint64_t tag)
+{
+	struct fkv_op op = { .opcode = FLUXONKV_OP_GET, .key = key,
+			     .key_len = kl };
+	int err = fkv_ring_prep(ring, &op, tag);
+
+	return err ? err : (fkv_ring_submit(ring) < 0 ? -EIO : 0);
+}
+
+static int fkvb_ring_reap(void *ring, uint64_t *tag, struct bench_ref *ref)
+{
+	struct fkv_holder *h = (struct fkv_holder *)ref->priv;
+	struct fkv_completion c;
+	int n = fkv_ring_reap(ring, &c, 1, 1);
+
+	if (n < 0)
+		return n;
+	*tag = c.user_data;
+	if (c.op.result)
+		return c.op.result;
+	*h = c.op.holder;
+	ref->data = h->data;
+	ref->len = h->len;
+	ref->tier = h->source == FLUXONKV_SOURCE_SSD ? BENCH_TIER_SSD :
+						       BENCH_TIER_DRAM;
+	return 0;
+}
+
+static void fkvb_ring_close(void *ring)
+{
+	fkv_ring_close(ring);
+}
+
 const struct bench_backend bench_backend_fluxonkv = {
 	.name = "fluxonkv",
 	.open = fkvb_open,
@@ -137,4 +175,8 @@ const struct bench_backend bench_backend_fluxonkv = {
 	.release = fkvb_release,
 	.counters = fkvb_counters,
 	.describe = fkvb_describe,
+	.ring_open = fkvb_ring_open,
+	.ring_get = fkvb_ring_get,
+	.ring_reap = fkvb_ring_reap,
+	.ring_close = fkvb_ring_close,
 };

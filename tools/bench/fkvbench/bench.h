@@ -40,6 +40,7 @@ struct bench_opts {
 	/* get */
 	unsigned int workers;
 	bool procs;			/* workers are processes, not threads */
+	unsigned int qd;		/* gets in flight per worker (0: 1, sync) */
 	bool bytes_mode;
 	double warmup_s, window_s;
 	const char *disk;		/* /proc/diskstats name to sample, or NULL */
@@ -79,6 +80,15 @@ struct bench_backend {
 	int (*counters)(const struct bench_opts *o, struct bench_counters *c);
 	/* One JSON member list describing the server, or NULL. */
 	void (*describe)(const struct bench_opts *o, char *buf, size_t cap);
+	/*
+	 * Gets kept in flight from one thread (get --qd), or NULL: a ring of
+	 * @depth on @conn; submit a get tagged @tag; reap one completion
+	 * (waits; its tag, and 0 / -ENOENT / -errno with *ref as get()'s).
+	 */
+	int (*ring_open)(void *conn, unsigned int depth, void **ring);
+	int (*ring_get)(void *ring, const char *key, size_t kl, uint64_t tag);
+	int (*ring_reap)(void *ring, uint64_t *tag, struct bench_ref *ref);
+	void (*ring_close)(void *ring);
 };
 
 extern const struct bench_backend bench_backend_fluxonkv;

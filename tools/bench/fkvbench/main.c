@@ -41,6 +41,8 @@ static void usage(FILE *f)
 "  --put-rate MIB   put: bootstrap rate limit in MiB/s (default 0: none)\n"
 "  --workers N      get: concurrent workers (default 1)\n"
 "  --procs          get: workers are processes (default threads)\n"
+"  --qd N           get: each worker keeps N gets in flight through an\n"
+"                   io_uring ring (fluxonkv; default: one synchronous get)\n"
 "  --mode M         get: holder (default) | bytes\n"
 "  --warmup S       get: uncounted seconds first (default 1)\n"
 "  --window S       get: measured seconds (default 5)\n"
@@ -65,7 +67,7 @@ int main(int argc, char **argv)
 		{ "warmup", 1, NULL, 'W' }, { "window", 1, NULL, 'T' },
 		{ "disk", 1, NULL, 'd' }, { "ranges", 1, NULL, 'g' },
 		{ "seconds", 1, NULL, 'e' }, { "label", 1, NULL, 'l' },
-		{ "pattern", 1, NULL, 'A' },
+		{ "pattern", 1, NULL, 'A' }, { "qd", 1, NULL, 'q' },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	struct bench_opts o = {
@@ -96,6 +98,7 @@ int main(int argc, char **argv)
 		case 'R': o.put_rate_mib = strtod(optarg, NULL); break;
 		case 'w': o.workers = strtoul(optarg, NULL, 0); break;
 		case 'p': o.procs = true; break;
+		case 'q': o.qd = strtoul(optarg, NULL, 0); break;
 		case 'W': o.warmup_s = strtod(optarg, NULL); break;
 		case 'T': o.window_s = strtod(optarg, NULL); break;
 		case 'd': o.disk = optarg; break;

@@ -55,13 +55,160 @@ static void sleep_until(uint64_t t)
 	}
 }
 
+/*
+ * Count get @i of key @k, from @t0 to @t1 (its release included), whose
+ * result was @err (*@ref on a hit); @copy: the bytes-mode buffer.
+ * Returns false once the window is over (nothing counted).
+ */
+static bool account(struct get_ctx *c, uint64_t i, uint64_t k, uint64_t t0,
+		    int err, struct bench_ref *ref, void *copy, void *conn,
+		    unsigned int *reported)
+{
+	const struct bench_opts *o = c->o;
+	struct bench_slot *s = &c->sh->slot[c->id];
+	uint64_t t1, dt;
+	bool ok = false;
+
+	if (!err) {
+		if (o->bytes_mode) {
+			memcpy(copy, ref->data, ref->len <= o->size ?
+			       ref->len : o->size);
+			ok = bench_check_ends(copy, ref->len, o->size, k);
+		} else {
+			ok = bench_check_ends(ref->data, ref->len, o->size, k);
+		}
+		c->be->release(conn, ref);
+	}
+	t1 = bench_now_ns();	/* an op ends with its release */
+	if (t1 > c->sh->win_end)
+		return false;
+	if (i + 1 > s->ops)
+		s->ops = i + 1;
+	if (t1 < c->sh->warm_end)
+		return true;
+	if (!s->counted)
+		s->first = i;
+	s->counted++;
+	dt = t1 - t0;
+	s->lat[bench_lat_bucket(dt)]++;
+	s->lat_sum_ns += dt;
+	if (err == -ENOENT) {
+		s->misses++;
+		s->lat_tier_ns[BENCH_TIERS] += dt;
+	} else if (err) {
+		s->errors++;
+		if ((*reported)++ < 5)
+			fprintf(stderr, "fkvbench: get of key %" PRIu64 ": %s\n",
+				k, strerror(-err));
+	} else {
+		s->hits[ref->tier]++;
+		s->hit_bytes[ref->tier] += ref->len;
+		s->lat_tier_ns[ref->tier] += dt;
+		if (!ok) {
+			s->bad++;
+			if ((*reported)++ < 5)
+				fprintf(stderr, "fkvbench: CONTENT MISMATCH key %" PRIu64
+					" len %zu\n", k, ref->len);
+		}
+	}
+	return true;
+}
+
+/* One get at a time. */
+static void run_sync(struct get_ctx *c, void *conn, void *copy)
+{
+	const struct bench_opts *o = c->o;
+	char key[BENCH_KEY_MAX];
+	unsigned int reported = 0;
+	uint64_t i;
+
+	for (i = 0;; i++) {
+		uint64_t k = bench_key_at(c->keys, c->id, i);
+		size_t kl = bench_key_name(key, sizeof(key), o->prefix, k);
+		struct bench_ref ref = { 0 };
+		uint64_t t0 = bench_now_ns();
+
+		if (t0 >= c->sh->win_end)
+			break;
+		if (!account(c, i, k, t0, c->be->get(conn, key, kl, &ref), &ref,
+			     copy, conn, &reported))
+			break;
+	}
+}
+
+/*
+ * --qd: o->qd gets in flight through the backend's ring, a new one
+ * submitted as each completes; an op's latency runs from its submission
+ * to its release.  Ops are counted in completion order.
+ */
+static int run_ring(struct get_ctx *c, void *conn, void *copy)
+{
+	const struct bench_opts *o = c->o;
+	uint64_t *t0 = calloc(o->qd, sizeof(*t0)), *keyof;
+	unsigned int reported = 0, inflight = 0, slot;
+	char key[BENCH_KEY_MAX];
+	uint64_t next = 0, done = 0, tag;
+	bool over = false;
+	void *ring = NULL;
+	int err;
+
+	keyof = calloc(o->qd, sizeof(*keyof));
+	err = !t0 || !keyof ? -ENOMEM : c->be->ring_open(conn, o->qd, &ring);
+	if (err)
+		goto out;
+	for (;;) {
+		/* every free slot gets the worker's next key */
+		for (slot = 0; !over && inflight < o->qd && slot < o->qd; slot++) {
+			uint64_t now = bench_now_ns();
+			size_t kl;
+
+			if (t0[slot])
+				continue;
+			if (now >= c->sh->win_end) {
+				over = true;
+				break;
+			}
+			keyof[slot] = bench_key_at(c->keys, c->id, next++);
+			kl = bench_key_name(key, sizeof(key), o->prefix,
+					    keyof[slot]);
+			t0[slot] = now;
+			err = c->be->ring_get(ring, key, kl, slot);
+			if (err)
+				goto out;
+			inflight++;
+		}
+		if (!inflight)
+			break;
+		{
+			struct bench_ref ref = { 0 };
+			int res;
+
+			tag = UINT64_MAX;
+			res = c->be->ring_reap(ring, &tag, &ref);
+
+			if (res && (tag >= o->qd || !t0[tag])) {
+				err = res;	/* the ring itself failed */
+				goto out;
+			}
+			if (!account(c, done++, keyof[tag], t0[tag], res, &ref,
+				     copy, conn, &reported))
+				over = true;
+			t0[tag] = 0;
+			inflight--;
+		}
+	}
+out:
+	if (ring)
+		c->be->ring_close(ring);	/* waits for what is in flight */
+	free(t0);
+	free(keyof);
+	return err;
+}
+
 static void worker(struct get_ctx *c)
 {
 	const struct bench_opts *o = c->o;
 	struct bench_slot *s = &c->sh->slot[c->id];
-	uint64_t warm_end, win_end, i;
-	char key[BENCH_KEY_MAX];
-	unsigned int reported = 0;
 	void *conn, *copy = NULL;
 	int err;
 
@@ -81,61 +228,14 @@ static void worker(struct get_ctx *c)
 	__atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&c->sh->go, __ATOMIC_ACQUIRE))
 		usleep(200);
-	warm_end = c->sh->warm_end;
-	win_end = c->sh->win_end;
-
-	for (i = 0;; i++) {
-		uint64_t k = bench_key_at(c->keys, c->id, i);
-		size_t kl = bench_key_name(key, sizeof(key), o->prefix, k);
-		struct bench_ref ref = { 0 };
-		uint64_t t0 = bench_now_ns(), t1, dt;
-		bool ok = false;
-
-		if (t0 >= win_end)
-			break;
-		err = c->be->get(conn, key, kl, &ref);
-		if (!err) {
-			if (o->bytes_mode) {
-				memcpy(copy, ref.data, ref.len <= o->size ?
-				       ref.len : o->size);
-				ok = bench_check_ends(copy, ref.len, o->size, k);
-			} else {
-				ok = bench_check_ends(ref.data, ref.len, o->size, k);
-			}
+	if (o->qd) {
+		err = run_ring(c, conn, copy);
+		if (err) {
+			fprintf(stderr, "fkvbench: ring: %s\n", strerror(-err));
+			__atomic_store_n(&c->sh->failed, 1, __ATOMIC_RELEASE);
 		}
-		if (!err)
-			c->be->release(conn, &ref);
-		t1 = bench_now_ns();	/* an op ends with its release */
-		if (t1 > win_end)
-			break;
-		s->ops = i + 1;
-		if (t1 < warm_end)
-			continue;
-		if (!s->counted)
-			s->first = i;
-		s->counted++;
-		dt = t1 - t0;
-		s->lat[bench_lat_bucket(dt)]++;
-		s->lat_sum_ns += dt;
-		if (err == -ENOENT) {
-			s->misses++;
-			s->lat_tier_ns[BENCH_TIERS] += dt;
-		} else if (err) {
-			s->errors++;
-			if (reported++ < 5)
-				fprintf(stderr, "fkvbench: get %s: %s\n", key,
-					strerror(-err));
-		} else {
-			s->hits[ref.tier]++;
-			s->hit_bytes[ref.tier] += ref.len;
-			s->lat_tier_ns[ref.tier] += dt;
-			if (!ok) {
-				s->bad++;
-				if (reported++ < 5)
-					fprintf(stderr, "fkvbench: CONTENT MISMATCH key %s len %zu\n",
-						key, ref.len);
-			}
-		}
+	} else {
+		run_sync(c, conn, copy);
 	}
 	c->be->close(conn);
 	free(copy);
@@ -189,7 +289,8 @@ int bench_run_get(const struct bench_opts *o, const struct bench_backend *be)
 	unsigned int w, failed = 0;
 	int err, status;
 
-	if (!o->workers || o->workers > BENCH_MAX_WORKERS)
+	if (!o->workers || o->workers > BENCH_MAX_WORKERS ||
+	    o->qd > 256 || (o->qd && !be->ring_open))
 		return -EINVAL;
 	err = bench_keys_init(&keys, o);
 	if (err)
@@ -280,7 +381,7 @@ int bench_run_get(const struct bench_opts *o, const struct bench_backend *be)
 
 	printf("{\"phase\":\"get\",\"backend\":\"%s\",%s%s"
 	       "\"keys\":%lu,\"size\":%zu,\"zipf\":%.3f,\"seed\":%" PRIu64 ","
-	       "\"rank_map\":\"%s\",\"pattern\":\"%s\",\"workers\":%u,\"layout\":\"%s\",\"mode\":\"%s\","
+	       "\"rank_map\":\"%s\",\"pattern\":\"%s\",\"workers\":%u,\"qd\":%u,\"layout\":\"%s\",\"mode\":\"%s\","
 	       "\"warmup_s\":%.3f,\"window_s\":%.3f,"
 	       "\"gets\":%" PRIu64 ",\"hits\":%" PRIu64 ",\"hits_dram\":%" PRIu64 ","
 	       "\"hits_ssd\":%" PRIu64 ",\"hits_unknown\":%" PRIu64 ","
@@ -300,8 +401,8 @@ int bench_run_get(const struct bench_opts *o, const struct bench_backend *be)
 	       be->name, o->label ? o->label : "", o->label ? "," : "",
 	       o->keys, o->size, o->zipf, o->seed,
 	       o->shuffle ? "shuffle" : "identity", o->scan ? "scan" : "zipf",
-	       o->workers,
-	       o->procs ? "procs" : "threads", o->bytes_mode ? "bytes" : "holder",
+	       o->workers, o->qd ? o->qd : 1,
+	       o->procs ? "procs" : o->qd ? "ring" : "threads", o->bytes_mode ? "bytes" : "holder",
 	       o->warmup_s, o->window_s,
 	       t.counted, hits, t.hits[BENCH_TIER_DRAM], t.hits[BENCH_TIER_SSD],
 	       t.hits[BENCH_TIER_UNKNOWN], t.misses, t.errors, t.bad, failed,
