@@ -133,8 +133,12 @@ static int fluxonkv_do_put(struct fluxonkv_session *s, u32 key_len,
 	/* Fail a bad value pointer before asking the master for anything. */
 	if (!access_ok(u64_to_user_ptr(value_ptr), value_len))
 		return -EFAULT;
+	/*
+	 * A put copies the whole value and may wait for room or the master:
+	 * from an io-wq worker, never at submission.
+	 */
 	if (flags & FLUXONKV_GR_NOWAIT)
-		return -EAGAIN;		/* the master assigns the version */
+		return -EAGAIN;
 
 	t0 = fluxonkv_clock();
 	ret = fluxonkv_put(s->user, key, key_len, u64_to_user_ptr(value_ptr),
@@ -179,6 +183,12 @@ static int fluxonkv_do_get(struct fluxonkv_session *s, u32 key_len,
 
 /* Copy a MiB at a time: a kill is noticed between pieces. */
 #define FLUXONKV_COPY_PIECE	(1UL << 20)
+/*
+ * GET_INTO over io_uring copies at submission up to this many bytes; a
+ * larger value is copied from an io-wq worker, so that submitting a big
+ * copy does not stall the submitter's other commands.
+ */
+#define FLUXONKV_INLINE_COPY_MAX	(64UL << 10)
 
 /*
  * The value of the key at @key_ptr copied to @buf_ptr: a get that takes a
@@ -191,8 +201,8 @@ static int fluxonkv_do_get_into(struct fluxonkv_session *s, u32 key_len,
 				struct fluxonkv_get_result *res)
 {
 	void __user *buf = u64_to_user_ptr(buf_ptr);
+	u64 t0, done, n, peek_id, peek_len;
 	u8 key[FLUXONKV_KEY_MAX];
-	u64 t0, done, n;
 	const u8 *src;
 	int ret;
 
@@ -201,6 +211,11 @@ static int fluxonkv_do_get_into(struct fluxonkv_session *s, u32 key_len,
 	ret = fluxonkv_key_in(key, key_len, key_ptr);
 	if (ret)
 		return ret;
+	/* A peek has no effect: no access counted, nothing pinned. */
+	if ((flags & FLUXONKV_GR_NOWAIT) &&
+	    fluxonkv_index_peek(key, key_len, &peek_id, &peek_len) &&
+	    peek_len > FLUXONKV_INLINE_COPY_MAX && peek_len <= buf_len)
+		return -EAGAIN;
 	t0 = fluxonkv_clock();
 	res->flags = (flags & FLUXONKV_GR_NOWAIT) | FLUXONKV_GR_ALLOC;
 	ret = fluxonkv_get(s, key, key_len, res);

@@ -30,8 +30,8 @@
  */
 struct fluxonkv_access_cpu {
 	/*
-	 * Protects handles[] and n: taken by gets on this CPU (preemption
-	 * off) and by the flush; never contended but by the flush.
+	 * Protects handles[] and n: taken by gets on this CPU and by the
+	 * flush; contended only by the flush (or a get that migrated).
 	 */
 	spinlock_t lock;
 	unsigned int n;
@@ -83,13 +83,17 @@ void fluxonkv_access_note(u64 handle)
 	struct fluxonkv_access_cpu *c;
 	unsigned int n;
 
-	c = get_cpu_ptr(fluxonkv_access_cpu);
+	/*
+	 * This CPU's batch, preemption left on (a spinlock sleeps under
+	 * PREEMPT_RT): a get that migrates meanwhile still holds the lock
+	 * of the batch it writes, only the batching is less local.
+	 */
+	c = raw_cpu_ptr(fluxonkv_access_cpu);
 	spin_lock(&c->lock);
 	n = c->n;
 	if (n < FLUXONKV_ACCESS_BATCH)
 		c->handles[c->n++] = handle;
 	spin_unlock(&c->lock);
-	put_cpu_ptr(fluxonkv_access_cpu);
 
 	/* The first note of a batch arms the flush, a full one runs it now. */
 	if (n == 0)

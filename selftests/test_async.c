@@ -498,6 +498,41 @@ FKV_TEST(ring_runs_many_operations_in_flight)
 		free(buf);
 		free(val);
 	}
+	/*
+	 * GET_INTO of a value above the inline copy limit (64 KiB: copied
+	 * from a worker), and into a buffer too small for it (answered at
+	 * submission: EMSGSIZE with the length)
+	 */
+	{
+		uint8_t *buf = malloc(300000);
+		struct fkv_op ops[2] = {
+			op_key(FLUXONKV_OP_GET_INTO, "r-big"),
+			op_key(FLUXONKV_OP_GET_INTO, "r-big"),
+		};
+
+		FKV_ASSERT(buf);
+		put_pattern(kv, "r-big", 200000, 11);
+		ops[0].buf = buf;
+		ops[0].buf_len = 300000;
+		ops[1].buf = buf + 250000;
+		ops[1].buf_len = 1000;
+		for (i = 0; i < 2; i++)
+			FKV_ASSERT_EQ(fkv_ring_prep(r, &ops[i], 10 + i), 0);
+		FKV_ASSERT_EQ(fkv_ring_submit(r), 2);
+		for (i = 0; i < 2; i++) {
+			struct fkv_completion e = reap_one(r);
+
+			FKV_ASSERT_EQ(e.op.len, 200000);
+			if (e.user_data == 10) {
+				FKV_ASSERT_EQ(e.op.result, 0);
+				FKV_ASSERT_PATTERN(buf, 200000, "r-big", 5, 11);
+			} else {
+				FKV_ASSERT_EQ(e.op.result, -EMSGSIZE);
+			}
+		}
+		delete_key(kv, "r-big");
+		free(buf);
+	}
 	fkv_ring_close(r);
 	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
 	for (i = 0; i < 32; i++) {
