@@ -173,11 +173,12 @@ void fluxonkv_replica_put(struct fluxonkv_replica *r);
 int fluxonkv_replica_drop(u64 handle);
 void fluxonkv_replica_drop_all(void);
 void fluxonkv_replica_publish(struct fluxonkv_replica *r);
-u64 fluxonkv_replica_publish_local(struct fluxonkv_replica *r);
+u64 fluxonkv_replica_publish_local(struct fluxonkv_replica *r, u64 gen);
 void fluxonkv_index_forget(const u8 *key, u32 key_len, u64 put_id);
 struct fluxonkv_alloc *fluxonkv_index_lookup(const u8 *key, u32 key_len,
 					     u64 *put_id, u64 *handle);
 bool fluxonkv_index_peek(const u8 *key, u32 key_len, u64 *put_id, u64 *len);
+bool fluxonkv_index_newer(const u8 *key, u32 key_len, u64 put_id);
 struct fluxonkv_alloc *fluxonkv_handle_lookup(u64 handle, const u8 *key,
 					      u32 key_len, u64 put_id);
 struct fluxonkv_replica *fluxonkv_handle_replica(u64 handle, u64 put_id);
@@ -327,7 +328,7 @@ void fluxonkv_notes_exit(void);
 void fluxonkv_access_note(u64 handle);
 void fluxonkv_access_forget(void);
 void fluxonkv_get_done_offer(struct fluxonkv_replica *r, u32 source);
-void fluxonkv_put_note(struct fluxonkv_replica *r, u32 flags);
+void fluxonkv_put_note(struct fluxonkv_replica *r, u32 flags, u64 gen);
 int fluxonkv_put_notes_flush(void);
 void fluxonkv_put_notes_forget(void);
 

@@ -861,6 +861,11 @@ retry:
 	}
 	/* A daemon registering again: its own notes still reach it. */
 	fluxonkv_put_notes_flush();
+	/*
+	 * The generation moves before the flags are published: a local put
+	 * that sees them (fluxonkv_put()) works in this generation.
+	 */
+	atomic64_inc_return(&fluxonkv_daemon_gen);
 	WRITE_ONCE(fluxonkv_daemon.pid, pid);
 	WRITE_ONCE(fluxonkv_daemon.flags, flags);
 	/*
@@ -869,7 +874,6 @@ retry:
 	 * between two sets of handles.
 	 */
 	fluxonkv_replica_set_node(node_id, renumber);
-	atomic64_inc_return(&fluxonkv_daemon_gen);
 	if (fluxonkv_daemon.sk != NETLINK_CB(skb).sk) {
 		sock_hold(NETLINK_CB(skb).sk);
 		fluxonkv_daemon_set_sk(NETLINK_CB(skb).sk);

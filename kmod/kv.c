@@ -558,7 +558,7 @@ static int fluxonkv_copy_value(void *dst, const void __user *src, u64 len)
  */
 static int fluxonkv_put_local(struct fluxonkv_user *user, const u8 *key,
 			      u32 key_len, const void __user *value, u64 len,
-			      u64 span, u64 *put_id)
+			      u64 span, u64 gen, u64 *put_id)
 {
 	struct fluxonkv_replica *r;
 	struct fluxonkv_alloc *a;
@@ -583,9 +583,14 @@ static int fluxonkv_put_local(struct fluxonkv_user *user, const u8 *key,
 		fluxonkv_alloc_put(a);
 		return PTR_ERR(r);
 	}
-	id = fluxonkv_replica_publish_local(r);
+	id = fluxonkv_replica_publish_local(r, gen);
 	if (!id) {
-		/* The daemon went without keeping its replicas: so did ours. */
+		/*
+		 * The daemon that delegated the put went (or came back): the
+		 * old version stays, ours goes; no master will ever hear of
+		 * it otherwise.
+		 */
+		fluxonkv_replica_drop(r->handle);
 		fluxonkv_replica_put(r);
 		return -ENOTCONN;
 	}
@@ -594,7 +599,7 @@ static int fluxonkv_put_local(struct fluxonkv_user *user, const u8 *key,
 	ssd = fluxonkv_ssd_capacity();
 	if (ssd && len <= ssd)
 		flags |= FLUXONKV_PUT_F_PERSIST;
-	fluxonkv_put_note(r, flags);
+	fluxonkv_put_note(r, flags, gen);
 	/*
 	 * Waits while the device's persist queue is full: local puts go no
 	 * faster than the SSD takes them.  A refusal is reported with
@@ -651,9 +656,12 @@ int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
 	ret = fluxonkv_user_charge(user, span);
 	if (ret)
 		return ret;
-	if (fluxonkv_daemon_local_puts())
+	if (fluxonkv_daemon_local_puts()) {
+		/* registration moves the generation before the flags */
+		smp_rmb();
 		return fluxonkv_put_local(user, key, key_len, value, len, span,
-					  put_id);
+					  fluxonkv_daemon_generation(), put_id);
+	}
 	ret = fluxonkv_put_start(key, key_len, &args, &start);
 	if (ret)
 		goto err_uncharge;

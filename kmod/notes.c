@@ -249,29 +249,32 @@ static void fluxonkv_put_notes_release(struct list_head *batch)
  * daemon are dropped (its successor learns of the replicas from DUMP).
  * May sleep.
  *
- * Return: 0 (nothing left queued, or no daemon), or -EAGAIN / -ENOMEM with
- * the notes still queued (a full daemon socket, no memory): the caller's
- * own message must not go out before them.
+ * Return: 0 (nothing left queued, or no daemon), or -EAGAIN with the notes
+ * still queued (a full daemon socket, no memory): the caller's own message
+ * must not go out before them (fluxonkv_send() retries).
  */
 int fluxonkv_put_notes_flush(void)
 {
-	u64 gen = fluxonkv_daemon_generation();
 	struct fluxonkv_replica *r, *tmp;
 	LIST_HEAD(batch);
 	unsigned int n;
 	int ret = 0;
+	u64 gen;
 
 	if (!atomic_read(&fluxonkv_put_notes.pending))
 		return 0;
 	mutex_lock(&fluxonkv_put_notes.send_lock);
+	/* read under the lock: a flush that waited must not use a stale one */
+	gen = fluxonkv_daemon_generation();
 	for (;;) {
 		n = 0;
 		spin_lock(&fluxonkv_put_notes.lock);
 		list_for_each_entry_safe(r, tmp, &fluxonkv_put_notes.list,
 					 note) {
-			if (n++ == FLUXONKV_PUT_NOTE_BATCH)
+			if (n == FLUXONKV_PUT_NOTE_BATCH)
 				break;
 			list_move_tail(&r->note, &batch);
+			n++;
 		}
 		spin_unlock(&fluxonkv_put_notes.lock);
 		if (list_empty(&batch))
@@ -284,9 +287,18 @@ int fluxonkv_put_notes_flush(void)
 			spin_unlock(&fluxonkv_put_notes.lock);
 			schedule_delayed_work(&fluxonkv_put_notes.work,
 					      msecs_to_jiffies(FLUXONKV_PUT_NOTE_DELAY_MS));
+			/* a sender retries a full socket (fluxonkv_send()) */
+			ret = -EAGAIN;
 			break;
 		}
-		/* sent, or no daemon to send them to: either way done */
+		/*
+		 * Sent, or no daemon to send them to: done.  Anything else
+		 * (the message could not be built) loses them: the master
+		 * never evicts those replicas.  Said, never silently.
+		 */
+		if (ret && ret != -ENOTCONN)
+			pr_warn_ratelimited("%u local put notes lost: %d\n",
+					    n, ret);
 		fluxonkv_put_notes_release(&batch);
 		ret = 0;
 	}
@@ -303,16 +315,18 @@ static void fluxonkv_put_notes_run(struct work_struct *work)
  * fluxonkv_put_note() - tell the master of a put published locally.
  * @r: the published replica (the note takes its own reference).
  * @flags: FLUXONKV_PUT_F_PERSIST if its SSD write is about to start.
+ * @gen: the daemon generation that delegated the put (only that daemon
+ *	is told).
  *
  * Queued for the worker; any message to the daemon sent after this
  * returns follows the note.
  */
-void fluxonkv_put_note(struct fluxonkv_replica *r, u32 flags)
+void fluxonkv_put_note(struct fluxonkv_replica *r, u32 flags, u64 gen)
 {
 	unsigned int n;
 
 	kref_get(&r->ref);
-	r->note_gen = fluxonkv_daemon_generation();
+	r->note_gen = gen;
 	r->note_flags = flags;
 	spin_lock(&fluxonkv_put_notes.lock);
 	list_add_tail(&r->note, &fluxonkv_put_notes.list);

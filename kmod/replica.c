@@ -470,6 +470,7 @@ out:
 /**
  * fluxonkv_replica_publish_local() - index a put the module placed itself.
  * @r: a replica fresh from fluxonkv_replica_new() (FLUXONKV_REGISTER_F_LOCAL_PUTS).
+ * @gen: the daemon generation the put started in.
  *
  * The put_id is drawn here, under the index lock, so versions of a key
  * enter the index in put_id order: @r replaces whatever is there, and a
@@ -479,17 +480,23 @@ out:
  * The replaced version is dropped at once (its handle is left in
  * @r->note_dropped for the PUT_LOCAL note).
  *
- * Return: the put_id, or 0 if @r was dropped meanwhile (the daemon went).
+ * Return: the put_id, or 0 if @r was dropped or the daemon changed
+ * meanwhile (nothing indexed).
  */
-u64 fluxonkv_replica_publish_local(struct fluxonkv_replica *r)
+u64 fluxonkv_replica_publish_local(struct fluxonkv_replica *r, u64 gen)
 {
 	struct fluxonkv_index_key k = { r->key, r->key_len };
 	struct fluxonkv_replica *old;
 	u64 put_id = 0, superseded = 0;
 
 	spin_lock(&fluxonkv_index_lock);
-	/* As in fluxonkv_replica_publish(): a drop unindexes after us. */
-	if (xa_load(&fluxonkv_handles, fluxonkv_handle_slot(r->handle)) != r)
+	/*
+	 * As in fluxonkv_replica_publish(): a drop unindexes after us.  And
+	 * still the daemon generation @gen that delegated the put: a daemon
+	 * that went since may already have had its replicas dropped.
+	 */
+	if (xa_load(&fluxonkv_handles, fluxonkv_handle_slot(r->handle)) != r ||
+	    fluxonkv_daemon_generation() != gen)
 		goto out;
 	put_id = atomic64_inc_return(&fluxonkv_put_id_max);
 	/* before the index shows @r: lookups read it after finding it */
@@ -579,6 +586,21 @@ struct fluxonkv_alloc *fluxonkv_index_lookup(const u8 *key, u32 key_len,
 	*handle = cur->handle;
 	fluxonkv_replica_put(cur);
 	return a;
+}
+
+/* The index holds a version of @key newer than @put_id.  Any context. */
+bool fluxonkv_index_newer(const u8 *key, u32 key_len, u64 put_id)
+{
+	struct fluxonkv_index_key k = { key, key_len };
+	struct fluxonkv_replica *cur;
+	bool newer;
+
+	rcu_read_lock();
+	cur = rhashtable_lookup(&fluxonkv_index, &k, fluxonkv_index_params);
+	/* freed by RCU: readable here without a reference */
+	newer = cur && READ_ONCE(cur->put_id) > put_id;
+	rcu_read_unlock();
+	return newer;
 }
 
 /**

@@ -316,8 +316,16 @@ bool fluxonkv_ssd_lookup_routed(const u8 *key, u32 key_len, u64 *put_id,
 void fluxonkv_ssd_route(struct fluxonkv_ssd_entry *e)
 {
 	spin_lock(&fluxonkv_ssd.index_lock);
+	/*
+	 * A local put of a newer version (FLUXONKV_REGISTER_F_LOCAL_PUTS)
+	 * retires older SSD routes when it publishes, not in order with this
+	 * answer: one that published before us unrouted nothing yet, so we
+	 * must not route.  Under the SSD index lock, as its unroute is: if it
+	 * publishes after this look, its unroute comes after us.
+	 */
 	if (e->indexed && e->state == FLUXONKV_SSD_COMMITTED &&
-	    e->route_gen == fluxonkv_ssd.route_gen)
+	    e->route_gen == fluxonkv_ssd.route_gen &&
+	    !fluxonkv_index_newer(e->key, e->key_len, e->put_id))
 		WRITE_ONCE(e->routed, true);
 	spin_unlock(&fluxonkv_ssd.index_lock);
 }

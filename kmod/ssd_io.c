@@ -214,7 +214,7 @@ static void fluxonkv_ssd_park(struct fluxonkv_ssd_dev *dev,
 	}
 	spin_lock(&dev->lock);
 	list_add(&job->node, &dev->writes);
-	dev->nwrites++;
+	WRITE_ONCE(dev->nwrites, dev->nwrites + 1);
 	if (atomic_read(&sh->unpin_seq) == seen)
 		dev->writes_blocked = true;
 	spin_unlock(&dev->lock);
@@ -359,7 +359,7 @@ static struct fluxonkv_ssd_job *fluxonkv_ssd_pick(struct fluxonkv_ssd_dev *dev)
 	} else {
 		job = list_first_entry(&dev->writes, struct fluxonkv_ssd_job, node);
 		dev->read_streak = 0;
-		dev->nwrites--;
+		WRITE_ONCE(dev->nwrites, dev->nwrites - 1);
 		/* under dev->lock; the waiters re-check under it */
 		if (wq_has_sleeper(&fluxonkv_ssd.write_room))
 			wake_up(&fluxonkv_ssd.write_room);
@@ -460,17 +460,18 @@ static int fluxonkv_ssd_queue(struct fluxonkv_ssd_dev *dev,
 	spin_lock(&dev->lock);
 	while (!job->read && dev->nwrites >= FLUXONKV_SSD_WRITES_MAX) {
 		spin_unlock(&dev->lock);
-		if (!wait || time_after_eq(jiffies, until))
+		left = (long)(until - jiffies);
+		if (!wait || left <= 0)
 			return -EBUSY;
 		left = wait_event_killable_timeout(fluxonkv_ssd.write_room,
 						   fluxonkv_ssd_write_room(dev),
-						   until - jiffies);
+						   left);
 		if (left < 0)
 			return -EINTR;
 		spin_lock(&dev->lock);
 	}
 	if (!job->read)
-		dev->nwrites++;
+		WRITE_ONCE(dev->nwrites, dev->nwrites + 1);
 	list_add_tail(&job->node, job->read ? &dev->reads : &dev->writes);
 	if (dev->idle) {
 		slot = __ffs(dev->idle);

@@ -1074,9 +1074,10 @@ FKV_TEST(ssd_commit_without_an_answer_is_forgotten_on_both_sides)
  * The one ENTRY of the PUT_LOCAL message in tb: {KEY @k, PUT_ID, LEN, and
  * DROPPED @dropped if not 0}; its HANDLE.
  */
-static uint64_t expect_put_local_entry(struct nlattr **tb, const char *k,
-				       uint64_t put_id, uint64_t len,
-				       uint64_t dropped)
+static uint64_t expect_put_local_entry_flags(struct nlattr **tb,
+					     const char *k, uint64_t put_id,
+					     uint64_t len, uint64_t dropped,
+					     uint32_t flags)
 {
 	struct nlattr *etb[FLUXONKV_A_MAX + 1];
 
@@ -1089,7 +1090,7 @@ static uint64_t expect_put_local_entry(struct nlattr **tb, const char *k,
 		   "entry names %s", k);
 	FKV_ASSERT_EQ(fkv_nla_u64(etb[FLUXONKV_A_PUT_ID]), put_id);
 	FKV_ASSERT_EQ(fkv_nla_u64(etb[FLUXONKV_A_LEN]), len);
-	FKV_ASSERT_EQ(fkv_nla_u32(etb[FLUXONKV_A_FLAGS]), 0);	/* no SSD */
+	FKV_ASSERT_EQ(fkv_nla_u32(etb[FLUXONKV_A_FLAGS]), flags);
 	if (dropped)
 		FKV_ASSERT_EQ(fkv_nla_u64(etb[FLUXONKV_A_DROPPED]), dropped);
 	else
@@ -1097,6 +1098,14 @@ static uint64_t expect_put_local_entry(struct nlattr **tb, const char *k,
 	FKV_ASSERT(etb[FLUXONKV_A_HANDLE] &&
 		   fkv_nla_u64(etb[FLUXONKV_A_HANDLE]) != 0, "entry has a handle");
 	return fkv_nla_u64(etb[FLUXONKV_A_HANDLE]);
+}
+
+/* ... of a put with no SSD write (FLAGS 0). */
+static uint64_t expect_put_local_entry(struct nlattr **tb, const char *k,
+				       uint64_t put_id, uint64_t len,
+				       uint64_t dropped)
+{
+	return expect_put_local_entry_flags(tb, k, put_id, len, dropped, 0);
 }
 
 /*
@@ -1170,6 +1179,85 @@ FKV_TEST(local_puts_are_published_by_the_module_and_noted_before_what_follows)
 	/* h1 is gone already; h2 goes as a real master would drop it */
 	FKV_ASSERT_EQ(drop_replica(&nl, h1), -ENOENT);
 	FKV_ASSERT_EQ(drop_replica(&nl, h2), 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
+	fkv_nl_close(&nl);
+}
+
+/*
+ * A local put retires its key's older SSD routes when it publishes, not in
+ * order with the master's answers: an SSD_COMMIT of version N answered
+ * PUBLISHED after put N+1 was published must not route N's SSD copy, or
+ * once N+1's DRAM replica is evicted a get would return N (and no delete
+ * could remove it: the master has no route).
+ */
+FKV_TEST(ssd_commit_of_an_older_version_answered_late_routes_nothing)
+{
+	struct answer a = { .has_req_id = true, .has_status = true,
+			    .has_flags = true };
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	uint64_t h1, h2, put1, put2, commit1;
+	struct client put, get;
+	struct client_result r;
+	struct fkv_nl nl;
+	char disk[128];
+	int dev, sfd;
+
+	if (fkv_scratch_disk("ssd2", disk, sizeof(disk)))
+		FKV_SKIP("no scratch disk ssd2: run the guest with "
+			 "tools/vm/run --disk ssd2:256M");
+	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
+	nl_open(&nl);
+	FKV_ASSERT_EQ(register_daemon_flags(&nl,
+					    FLUXONKV_REGISTER_F_LOCAL_ROUTES |
+					    FLUXONKV_REGISTER_F_LOCAL_PUTS, tb),
+		      0);
+	dev = fkv_dev_open();
+	FKV_ASSERT(dev >= 0);
+	sfd = open(disk, O_RDWR | O_DIRECT | O_CLOEXEC);
+	FKV_ASSERT(sfd >= 0, "open %s: %s", disk, strerror(errno));
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, sfd, 0, 16 * FKV_MIB, 0, NULL),
+		      0);
+	close(sfd);
+
+	/* version 1, persisting: its SSD_COMMIT waits for our answer */
+	put = client_start(CLIENT_PUT, "rt", 5000);
+	r = client_wait(&put);
+	FKV_ASSERT_EQ(r.err, 0);
+	put1 = r.put_id;
+	FKV_ASSERT_EQ(fkv_nl_next(&nl, FLUXONKV_CMD_PUT_LOCAL, tb, 5000), 0);
+	h1 = expect_put_local_entry_flags(tb, "rt", put1, 5000, 0,
+					  FLUXONKV_PUT_F_PERSIST);
+	commit1 = expect_upcall(&nl, FLUXONKV_CMD_SSD_COMMIT, tb);
+	FKV_ASSERT_EQ(fkv_nla_u64(tb[FLUXONKV_A_PUT_ID]), put1);
+
+	/*
+	 * Version 2 is published meanwhile (and replaces version 1); too
+	 * big for the 16 MiB shard, it has no SSD copy of its own.
+	 */
+	put = client_start(CLIENT_PUT, "rt", 17 * FKV_MIB);
+	r = client_wait(&put);
+	FKV_ASSERT_EQ(r.err, 0);
+	put2 = r.put_id;
+	FKV_ASSERT_GT(put2, put1);
+	FKV_ASSERT_EQ(fkv_nl_next(&nl, FLUXONKV_CMD_PUT_LOCAL, tb, 5000), 0);
+	h2 = expect_put_local_entry_flags(tb, "rt", put2, 17 * FKV_MIB, h1, 0);
+
+	/* the master answers version 1's commit late, as still current */
+	a.cmd = FLUXONKV_CMD_SSD_COMMIT;
+	a.req_id = commit1;
+	a.flags = FLUXONKV_SSD_F_PUBLISHED;
+	FKV_ASSERT_EQ(send_answer(&nl, &a), 0);
+
+	/* version 2's DRAM copy evicted: nothing of the key is left */
+	FKV_ASSERT_EQ(drop_replica(&nl, h2), 0);
+	get = client_start(CLIENT_GET, "rt", 0);
+	r = client_wait(&get);
+	FKV_ASSERT(r.err == ENOENT, "get after the eviction: %s, put_id %"
+		   PRIu64 " (version 1 is %" PRIu64 ")", strerror(r.err),
+		   r.put_id, put1);
+	FKV_ASSERT_EQ(fkv_sysfs("hits_ssd"), 0);
+
+	close(dev);
 	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
 	fkv_nl_close(&nl);
 }

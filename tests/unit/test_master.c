@@ -757,3 +757,62 @@ FKV_TEST(workload_through_upcalls_keeps_accounting_exact)
 	FKV_ASSERT_GT(lru, 0);
 	FKV_ASSERT_GE(s3, lru);
 }
+
+/*
+ * PUT_LOCAL (uapi FLUXONKV_REGISTER_F_LOCAL_PUTS): the module numbered
+ * and published the put; the master publishes the route as PUT_DONE
+ * would.  The version it replaced, which the module dropped itself
+ * (DROPPED), gets no DROP_REPLICA; an older note than the route is
+ * superseded (its handle dropped); a note for a replica already adopted
+ * changes nothing; watermarks are enforced without the new replica
+ * becoming its own victim.
+ */
+FKV_TEST(put_local_notes_publish_and_drop_only_what_the_module_kept)
+{
+	struct fkv_get_result g;
+
+	mk(10 * U, NULL, 50, 20);
+	FKV_ASSERT_EQ(fkv_master_put_local(F.m, K("k"), 7, 0x71, U, 0, 0), 0);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("k"), &g), 0);
+	FKV_ASSERT_EQ(g.handle, 0x71);
+	FKV_ASSERT_EQ(g.put_id, 7);
+	FKV_ASSERT_EQ(stats().used, U);
+	/* an overwrite the module dropped 0x71 for: nothing sent for it */
+	FKV_ASSERT_EQ(fkv_master_put_local(F.m, K("k"), 9, 0x91, 2 * U, 0,
+					   0x71), 0);
+	FKV_ASSERT_EQ(F.ndrops, 0);
+	FKV_ASSERT_EQ(stats().used, 2 * U);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("k"), &g), 0);
+	FKV_ASSERT_EQ(g.handle, 0x91);
+	/* an older note than the route: superseded, its replica dropped */
+	FKV_ASSERT_EQ(fkv_master_put_local(F.m, K("k"), 8, 0x81, U, 0, 0), 0);
+	FKV_ASSERT_EQ(F.ndrops, 1);
+	FKV_ASSERT_EQ(F.drops[0], 0x81);
+	FKV_ASSERT_EQ(stats().superseded, 1);
+	/* the same replica again (adopted from DUMP first): no change */
+	FKV_ASSERT_EQ(fkv_master_put_local(F.m, K("k"), 9, 0x91, 2 * U, 0, 0),
+		      0);
+	FKV_ASSERT_EQ(F.ndrops, 1);
+	FKV_ASSERT_EQ(stats().used, 2 * U);
+	/* above the high watermark (5 U): the older keys go, not the new one */
+	FKV_ASSERT_EQ(fkv_master_put_local(F.m, K("a"), 10, 0xa1, U, 0, 0), 0);
+	FKV_ASSERT_EQ(fkv_master_put_local(F.m, K("b"), 11, 0xb1, U, 0, 0), 0);
+	FKV_ASSERT_EQ(fkv_master_put_local(F.m, K("c"), 12, 0xc1, 2 * U, 0,
+					   0), 0);
+	FKV_ASSERT_GT(F.ndrops, 1);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("c"), &g), 0);
+	FKV_ASSERT_EQ(g.handle, 0xc1);
+	FKV_ASSERT(stats().used <= 5 * U, "used %llu after the watermark",
+		   (unsigned long long)stats().used);
+	/* a later PUT_START numbers above every local put */
+	{
+		uint64_t id = 0;
+		uint32_t flags;
+
+		FKV_ASSERT_EQ(fkv_master_put_start(F.m, K("d"), U, &id,
+						   &flags), 0);
+		FKV_ASSERT_GT(id, 12);
+	}
+	check_consistent();
+	fkv_master_destroy(F.m);
+}

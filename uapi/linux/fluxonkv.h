@@ -611,9 +611,9 @@ enum fluxonkv_cmd {
 	 * HANDLE, LEN, FLAGS (FLUXONKV_PUT_F_PERSIST: its SSD write started,
 	 * an SSD_COMMIT follows) [, DROPPED: the replica it replaced in the
 	 * index, already dropped: no DROP_REPLICA for it]} each, in
-	 * publication order, sent in batches
-	 * and always before any later message of the module: a DELETE,
-	 * SSD_COMMIT or NEED_ROOM never overtakes the put it follows. */
+	 * publication order, sent in batches and before any later upcall
+	 * or notify of the module: a DELETE, SSD_COMMIT or NEED_ROOM never
+	 * overtakes the put it follows. */
 	FLUXONKV_CMD_PUT_LOCAL,
 
 	__FLUXONKV_CMD_MAX,

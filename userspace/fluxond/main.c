@@ -254,10 +254,17 @@ static int open_and_register(struct fluxond *d)
 		(d->opt.ask_on_miss ? 0 : FLUXONKV_REGISTER_F_LOCAL_ROUTES) |
 		(d->opt.put_via_master ? 0 : FLUXONKV_REGISTER_F_LOCAL_PUTS);
 	err = fkv_nl_register(d->nl, flags, 0, &d->reg);
-	if (err == -EINVAL && flags != FLUXONKV_REGISTER_F_KEEP) {
+	if (err == -EINVAL && (flags & FLUXONKV_REGISTER_F_LOCAL_PUTS)) {
 		/* A module that predates a flag refuses the attribute. */
-		fkv_warn("module refused REGISTER_F_LOCAL_ROUTES / _LOCAL_PUTS: "
-			 "every miss and every put will ask this daemon");
+		fkv_warn("module refused REGISTER_F_LOCAL_PUTS: every put "
+			 "will ask this daemon");
+		flags &= ~FLUXONKV_REGISTER_F_LOCAL_PUTS;
+		err = fkv_nl_register(d->nl, flags, 0, &d->reg);
+	}
+	if (err == -EINVAL && flags != 0) {
+		fkv_warn("module refused REGISTER_F_LOCAL_ROUTES / _KEEP: "
+			 "every miss will ask this daemon, a restart empties "
+			 "the cache");
 		err = fkv_nl_register(d->nl, 0, 0, &d->reg);
 	}
 	switch (err) {

@@ -645,53 +645,69 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 	return 0;
 }
 
+/*
+ * A PUT_LOCAL the route table could not take: the module's replica is
+ * dropped (never routed, it would never be evicted either), and the
+ * version it replaced, which the module dropped already, is forgotten
+ * here too (no DROP_REPLICA: dropped_by_module is set).
+ */
+static void put_local_failed(struct fkv_master *m, const void *key,
+			     size_t key_len, uint64_t put_id, uint64_t handle,
+			     uint64_t dropped, int err)
+{
+	char kb[FKV_KEY_FMT_LEN];
+
+	fkv_warn("PUT_LOCAL put %llu key '%s' handle %#llx: %s",
+		 (unsigned long long)put_id, fkv_key_fmt(kb, key, key_len),
+		 (unsigned long long)handle, strerror(-err));
+	if (handle)
+		m->ops->send_drop(m->arg, handle, 0);
+	if (dropped)
+		fkv_routes_drop_handle(m->routes, dropped);
+}
+
 int fkv_master_put_local(struct fkv_master *m, const void *key,
 			 size_t key_len, uint64_t put_id, uint64_t handle,
 			 uint64_t len, uint32_t flags, uint64_t dropped)
 {
 	bool persist = flags & FLUXONKV_PUT_F_PERSIST;
 	const struct fkv_route *r = NULL;
-	char kb[FKV_KEY_FMT_LEN];
 	int ret;
 
+	/* route_drop sends nothing for it: the module dropped it itself */
+	m->dropped_by_module = dropped;
 	if (m->self || FLUXONKV_HANDLE_NODE(handle) != m->caller) {
 		fkv_warn("PUT_LOCAL from node %u names handle %#llx: local "
 			 "puts are for a single node",
 			 m->caller, (unsigned long long)handle);
-		return -EINVAL;
+		ret = -EINVAL;
+	} else {
+		ret = fkv_routes_publish_local(m->routes, m->caller, key,
+					       key_len, put_id, handle, len,
+					       persist, caller(m)->incarnation,
+					       &r);
 	}
-	m->dropped_by_module = dropped;
-	ret = fkv_routes_publish_local(m->routes, m->caller, key, key_len,
-				       put_id, handle, len, persist,
-				       caller(m)->incarnation, &r);
-	m->dropped_by_module = 0;
-	if (ret == -EALREADY)
-		return 0;
-	if (ret < 0) {
-		fkv_warn("PUT_LOCAL put %llu key '%s' handle %#llx: %s",
-			 (unsigned long long)put_id,
-			 fkv_key_fmt(kb, key, key_len),
-			 (unsigned long long)handle, strerror(-ret));
-		/* Not routed, so never evicted: the module lets it go. */
-		if (handle && ret != -EINVAL)
-			m->ops->send_drop(m->arg, handle, 0);
-		return ret;
-	}
-	m->st.puts++;
-	if (!ret) {
+	if (ret == 0) {
+		/* superseded: nobody references it */
+		m->st.puts++;
 		m->st.superseded++;
 		m->ops->send_drop(m->arg, handle, 0);
-		return 0;
+	} else if (ret == 1) {
+		m->st.puts++;
+		if (persist)
+			m->st.persist_puts++;
+		/*
+		 * Room for the next puts, as PUT_START makes it; the new
+		 * replica enters the policy only afterwards, so it is not its
+		 * own victim.
+		 */
+		enforce_watermarks(m, m->caller);
+		published(m, r, m->caller, handle, put_id, len);
+	} else if (ret != -EALREADY) {
+		put_local_failed(m, key, key_len, put_id, handle, dropped, ret);
 	}
-	if (persist)
-		m->st.persist_puts++;
-	/*
-	 * Room for the next puts, as PUT_START makes it; the new replica
-	 * enters the policy only afterwards, so it is not its own victim.
-	 */
-	enforce_watermarks(m, m->caller);
-	published(m, r, m->caller, handle, put_id, len);
-	return 0;
+	m->dropped_by_module = 0;
+	return ret < 0 && ret != -EALREADY ? ret : 0;
 }
 
 int fkv_master_adopt(struct fkv_master *m, const void *key, size_t key_len,
