@@ -149,11 +149,29 @@ struct fluxonkv_ssd_job {
 	u8 key[];			/* write */
 };
 
+/*
+ * One of a device's FLUXONKV_SSD_DEPTH IO slots.  A slot's work picks a
+ * job, starts its IO and returns; the IO's completion (bio or kiocb, any
+ * context) queues the work again, which finishes the job in process
+ * context and starts the next one.  No thread waits for an IO, but a
+ * caller that runs a read in an idle slot itself (@waiter).  Everything
+ * below @slot belongs to the slot's owner: its work, or that caller.
+ */
 struct fluxonkv_ssd_worker {
 	struct work_struct work;
 	struct fluxonkv_ssd_dev *dev;
 	struct bio_vec *bvec;		/* room for the largest value */
 	unsigned int slot;
+	struct fluxonkv_ssd_job *job;	/* the IO in flight, or NULL */
+	struct fluxonkv_ssd_entry *entry;	/* write: its reserved entry */
+	struct fluxonkv_shard *sh;
+	struct kiocb iocb;		/* a shard file's IO */
+	u64 alen;
+	loff_t pos;
+	u64 t0;
+	int io_ret;
+	bool write;
+	struct completion *waiter;	/* a caller's read: completed instead */
 };
 
 /**
@@ -201,6 +219,8 @@ struct fluxonkv_ssd_tier {
 	struct bio_set bioset;		/* bios for raw block device shards */
 	/* Local puts waiting for a device's persist queue to have room. */
 	wait_queue_head_t write_room;
+	/* Woken when an IO slot goes idle (unload waits for every one). */
+	wait_queue_head_t slots_idle;
 
 	/* Protects the key index, every entry's state, pins and indexed. */
 	spinlock_t index_lock;
@@ -286,5 +306,6 @@ void fluxonkv_ssd_persist_failed(const u8 *key, u32 key_len, u64 put_id,
 				 u64 len, int err);
 void fluxonkv_ssd_job_release(struct kref *ref);
 void fluxonkv_ssd_worker_fn(struct work_struct *work);
+bool fluxonkv_ssd_dev_idle(struct fluxonkv_ssd_dev *dev);
 
 #endif /* _FLUXONKV_SSD_H */

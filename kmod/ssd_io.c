@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * SSD IO: up to FLUXONKV_SSD_DEPTH workers per device, bios built straight
- * from segment pages for a raw block device (nvmet's io-cmd-bdev pattern),
- * direct IO through the file for a shard file (vfs_iter_read/write over
- * the same bvecs: the loop driver's pattern).  Workers pick
- * FLUXONKV_SSD_READ_WEIGHT reads for each write when both are queued:
- * refills are favoured, background writes never starve.  A refill that
- * finds a worker slot idle and no read queued runs its read in that slot
- * from its own context (no hand-off to a worker and back).
+ * SSD IO: up to FLUXONKV_SSD_DEPTH IOs in flight per device (slots), bios
+ * built straight from segment pages for a raw block device (nvmet's
+ * io-cmd-bdev pattern), direct IO through the file for a shard file
+ * (call_read_iter/call_write_iter on a kiocb of our own with ki_complete
+ * over the same bvecs: loop's lo_rw_aio()).  Both complete asynchronously:
+ * a slot's work starts an IO and returns, the completion queues the work
+ * again to finish the job (checksums, indexing, the SSD_COMMIT sent
+ * without waiting for its answer) and start the next.  No thread is
+ * blocked per IO.  Slots pick FLUXONKV_SSD_READ_WEIGHT reads for each
+ * write when both are queued, at submission: refills are favoured,
+ * background writes never starve.  A refill that finds a slot idle and no
+ * read queued submits its read from its own context and finishes it
+ * there (no hand-off to a worker and back).
  *
  * Segment ranges are 4 KiB aligned and rounded up, so a read of the aligned
  * length always lands directly in the final target: no scratch copy is ever
@@ -49,14 +54,76 @@ static int fluxonkv_ssd_commit(const u8 *key, u32 key_len, u64 put_id,
 	return ret;
 }
 
+/* An SSD_COMMIT sent without waiting: its answer ends it. */
+struct fluxonkv_ssd_commit_req {
+	struct fluxonkv_upcall up;	/* up.ssd_entry: commit-pinned, or NULL */
+};
+
+/*
+ * The answer (or the daemon's going, or the timeout): the answer handler
+ * routed the entry if the master published it; count, forget an entry the
+ * master never took, and drop the commit pin.
+ */
+static void fluxonkv_ssd_commit_end(struct fluxonkv_upcall *up)
+{
+	struct fluxonkv_ssd_commit_req *req =
+		container_of(up, struct fluxonkv_ssd_commit_req, up);
+	struct fluxonkv_ssd_entry *e = up->ssd_entry;
+
+	if (e) {
+		if (!up->status)
+			atomic64_inc(up->flags & FLUXONKV_SSD_F_PUBLISHED ?
+				     &fluxonkv_ssd_stats.commits_published :
+				     &fluxonkv_ssd_stats.commits_ignored);
+		else
+			fluxonkv_ssd_forget(e);
+		fluxonkv_ssd_unpin(e);
+	}
+	kfree(req);
+}
+
+/*
+ * SSD_COMMIT of a persist that ended (@err: 0, or its failure), without
+ * waiting for the answer: a stopped daemon holds no IO slot.  @e: the
+ * committed entry, commit-pinned (the pin is the request's now), or NULL.
+ * Without memory for the request it is asked synchronously.
+ */
+static void fluxonkv_ssd_commit_async(const u8 *key, u32 key_len, u64 put_id,
+				      u64 len, int err,
+				      struct fluxonkv_ssd_entry *e)
+{
+	struct fluxonkv_upcall_args args = {
+		.key = key, .key_len = key_len, .put_id = put_id, .len = len,
+		.err = err,
+	};
+	struct fluxonkv_ssd_commit_req *req = kzalloc(sizeof(*req), GFP_NOIO);
+	bool published;
+	int ret;
+
+	if (req) {
+		req->up.ssd_entry = e;
+		req->up.end = fluxonkv_ssd_commit_end;
+		fluxonkv_upcall_async(FLUXONKV_CMD_SSD_COMMIT, &args, &req->up);
+		return;
+	}
+	ret = fluxonkv_ssd_commit(key, key_len, put_id, len, err, e,
+				  &published);
+	if (!e)
+		return;
+	if (!ret)
+		atomic64_inc(published ? &fluxonkv_ssd_stats.commits_published :
+			     &fluxonkv_ssd_stats.commits_ignored);
+	else
+		fluxonkv_ssd_forget(e);
+	fluxonkv_ssd_unpin(e);
+}
+
 /* A persist failed before or while writing: count it, tell the master. */
 void fluxonkv_ssd_persist_failed(const u8 *key, u32 key_len,
-					u64 put_id, u64 len, int err)
+				 u64 put_id, u64 len, int err)
 {
-	bool published;
-
 	atomic64_inc(&fluxonkv_ssd_stats.persist_errors);
-	fluxonkv_ssd_commit(key, key_len, put_id, len, err, NULL, &published);
+	fluxonkv_ssd_commit_async(key, key_len, put_id, len, err, NULL);
 }
 
 /* Build bvecs for the first @alen bytes of @a, merging contiguous pages. */
@@ -87,19 +154,39 @@ static unsigned int fluxonkv_ssd_bvecs(struct bio_vec *bv,
 	return n;
 }
 
+/* The IO of slot @w ended: any context (a bio's or a kiocb's completion). */
+static void fluxonkv_ssd_io_end(struct fluxonkv_ssd_worker *w, int ret)
+{
+	w->io_ret = ret;
+	atomic_dec(&w->sh->inflight);
+	if (w->waiter)
+		complete(w->waiter);	/* a caller finishes its own read */
+	else
+		queue_work(fluxonkv_ssd.wq, &w->work);
+}
+
+static void fluxonkv_ssd_bio_end(struct bio *bio)
+{
+	struct fluxonkv_ssd_worker *w = bio->bi_private;
+	int ret = blk_status_to_errno(bio->bi_status);
+
+	bio_put(bio);
+	fluxonkv_ssd_io_end(w, ret);
+}
+
 /*
  * Raw block device: bios built straight from the segment pages (the
- * nvmet io-cmd-bdev pattern: fill a bio, chain it to the next when full,
- * wait on the last).  Bypasses the block device's page cache entirely.
+ * nvmet io-cmd-bdev pattern: fill a bio, chain it to the next when full;
+ * the last one, which every other completes into, ends the IO).  Bypasses
+ * the block device's page cache entirely.
  */
-static int fluxonkv_ssd_bio(struct fluxonkv_ssd_worker *w,
-			    struct block_device *bdev, bool write,
-			    unsigned int nr, loff_t pos)
+static void fluxonkv_ssd_bio(struct fluxonkv_ssd_worker *w,
+			     struct block_device *bdev, bool write,
+			     unsigned int nr, loff_t pos)
 {
 	blk_opf_t opf = write ? REQ_OP_WRITE : REQ_OP_READ;
 	struct bio *bio;
 	unsigned int i;
-	int ret;
 
 	bio = bio_alloc_bioset(bdev, min_t(unsigned int, nr, BIO_MAX_VECS),
 			       opf, GFP_NOIO, &fluxonkv_ssd.bioset);
@@ -120,54 +207,77 @@ static int fluxonkv_ssd_bio(struct fluxonkv_ssd_worker *w,
 			submit_bio(prev);
 		}
 	}
-	ret = submit_bio_wait(bio);
-	bio_put(bio);
-	return ret;
+	bio->bi_end_io = fluxonkv_ssd_bio_end;
+	bio->bi_private = w;
+	submit_bio(bio);
+}
+
+static void fluxonkv_ssd_kiocb_end(struct kiocb *iocb, long ret)
+{
+	struct fluxonkv_ssd_worker *w =
+		container_of(iocb, struct fluxonkv_ssd_worker, iocb);
+
+	fluxonkv_ssd_io_end(w, ret == (long)w->alen ? 0 : ret < 0 ? ret : -EIO);
 }
 
 /*
- * Shard file: direct IO with our own kiocb (loop's lo_rw_aio()), so the
- * flags of the struct file userspace shares with us (O_APPEND, a cleared
- * O_DIRECT after attach) never steer where the module writes.
+ * Shard file: asynchronous direct IO with our own kiocb (loop's
+ * lo_rw_aio()), so the flags of the struct file userspace shares with us
+ * (O_APPEND, a cleared O_DIRECT after attach) never steer where the
+ * module writes.  The bvecs are the slot's and stay until the end.
  */
-static int fluxonkv_ssd_kiocb(struct fluxonkv_ssd_worker *w, struct file *file,
-			      bool write, unsigned int nr, u64 alen, loff_t pos)
+static void fluxonkv_ssd_kiocb(struct fluxonkv_ssd_worker *w,
+			       struct file *file, bool write, unsigned int nr,
+			       u64 alen, loff_t pos)
 {
 	struct iov_iter iter;
-	struct kiocb kiocb;
 	ssize_t ret;
 
 	iov_iter_bvec(&iter, write ? ITER_SOURCE : ITER_DEST, w->bvec, nr,
 		      alen);
-	init_sync_kiocb(&kiocb, file);
-	kiocb.ki_flags = IOCB_DIRECT;
-	kiocb.ki_pos = pos;
-	if (write) {
-		file_start_write(file);
-		ret = call_write_iter(file, &kiocb, &iter);
-		file_end_write(file);
-	} else {
-		ret = call_read_iter(file, &kiocb, &iter);
-	}
-	if (ret == alen)
-		return 0;
-	return ret < 0 ? ret : -EIO;
+	init_sync_kiocb(&w->iocb, file);
+	w->iocb.ki_flags = IOCB_DIRECT;
+	w->iocb.ki_pos = pos;
+	w->iocb.ki_complete = fluxonkv_ssd_kiocb_end;
+	if (write)
+		ret = call_write_iter(file, &w->iocb, &iter);
+	else
+		ret = call_read_iter(file, &w->iocb, &iter);
+	if (ret != -EIOCBQUEUED)
+		fluxonkv_ssd_kiocb_end(&w->iocb, ret);	/* done already */
 }
 
-static int fluxonkv_ssd_io(struct fluxonkv_ssd_worker *w,
-			   struct fluxonkv_shard *sh, bool write,
-			   struct fluxonkv_alloc *a, u64 alen, loff_t pos)
+/*
+ * Start slot @w's IO: the first @alen bytes of @a to or from @pos of @sh.
+ * It ends in fluxonkv_ssd_io_end(), possibly before this returns: the
+ * caller touches nothing of the slot after it.
+ */
+static void fluxonkv_ssd_submit(struct fluxonkv_ssd_worker *w,
+				struct fluxonkv_shard *sh, bool write,
+				struct fluxonkv_alloc *a, u64 alen, loff_t pos)
 {
 	unsigned int nr = fluxonkv_ssd_bvecs(w->bvec, a, alen);
-	int ret;
 
-	pos += sh->offset;	/* unchanged below: logged on error */
+	w->sh = sh;
+	w->write = write;
+	w->alen = alen;
+	w->pos = pos + sh->offset;
+	w->t0 = fluxonkv_clock();
 	atomic_inc(&sh->inflight);
 	if (sh->bdev)
-		ret = fluxonkv_ssd_bio(w, sh->bdev, write, nr, pos);
+		fluxonkv_ssd_bio(w, sh->bdev, write, nr, w->pos);
 	else
-		ret = fluxonkv_ssd_kiocb(w, sh->file, write, nr, alen, pos);
-	atomic_dec(&sh->inflight);
+		fluxonkv_ssd_kiocb(w, sh->file, write, nr, alen, w->pos);
+}
+
+/* Slot @w's IO ended: its latency, its error (counted, logged); 0 or -errno. */
+static int fluxonkv_ssd_io_result(struct fluxonkv_ssd_worker *w)
+{
+	struct fluxonkv_shard *sh = w->sh;
+	int ret = w->io_ret;
+
+	fluxonkv_lat_record(w->write ? FLUXONKV_LAT_SSD_WRITE_IO :
+			    FLUXONKV_LAT_SSD_READ_IO, w->t0);
 	if (!ret) {
 		if (atomic_read(&sh->err_run))
 			atomic_set(&sh->err_run, 0);
@@ -175,7 +285,8 @@ static int fluxonkv_ssd_io(struct fluxonkv_ssd_worker *w,
 	}
 	atomic64_inc(&fluxonkv_ssd_stats.io_errors);
 	pr_warn_ratelimited("SSD %s of %llu bytes at %lld on shard %u: %d\n",
-			    write ? "write" : "read", alen, pos, sh->index, ret);
+			    w->write ? "write" : "read", w->alen, w->pos,
+			    sh->index, ret);
 	if (atomic_inc_return(&sh->err_run) == FLUXONKV_SSD_OFFLINE_ERRORS)
 		schedule_work(&sh->offline_work);
 	return ret;
@@ -221,43 +332,59 @@ static void fluxonkv_ssd_park(struct fluxonkv_ssd_dev *dev,
 }
 
 /*
- * Persist one value: reserve, write, commit locally, tell the master.
- * Returns true if the job was parked (it stays queued), false when done.
+ * Start persisting one value: reserve its ring entry, fill the checksums,
+ * submit the write.  Returns true once the write is in flight in @w;
+ * false if the job is over without one (failed: released here) or was
+ * parked (it stays queued).
  */
-static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
-				  struct fluxonkv_ssd_job *job)
+static bool fluxonkv_ssd_write_start(struct fluxonkv_ssd_worker *w,
+				     struct fluxonkv_ssd_job *job)
 {
 	unsigned long patience = 2 * msecs_to_jiffies(fluxonkv_request_timeout_ms);
 	struct fluxonkv_shard *sh = fluxonkv_ssd_next_shard(w->dev);
 	struct fluxonkv_ssd_entry *e;
-	bool published;
-	int ret, seen;
-	u64 t0;
+	int seen;
 
 	if (!sh) {
 		/* every shard of this device is offline */
 		fluxonkv_ssd_persist_failed(job->key, job->key_len, job->put_id,
 					    job->alloc->len, -ENODEV);
-		return false;
+		goto release;
 	}
 	e = fluxonkv_ring_reserve(sh, job->key, job->key_len, job->put_id,
 				  job->alloc->len, job->memcg, &seen);
 	if (PTR_ERR_OR_ZERO(e) == -EAGAIN &&
 	    (!job->parked_at || time_before(jiffies, job->parked_at + patience))) {
 		fluxonkv_ssd_park(w->dev, job, sh, seen);
-		return true;
+		return false;
 	}
 	if (IS_ERR(e)) {
 		fluxonkv_ssd_persist_failed(job->key, job->key_len, job->put_id,
 					    job->alloc->len, PTR_ERR(e));
-		return false;
+		goto release;
 	}
 	/* WRITING: no reader looks at the checksums before COMMITTED. */
 	fluxonkv_entry_csum_fill(e, job->alloc);
-	t0 = fluxonkv_clock();
-	ret = fluxonkv_ssd_io(w, sh, true, job->alloc, e->alen,
-			      e->start % sh->capacity);
-	fluxonkv_lat_record(FLUXONKV_LAT_SSD_WRITE_IO, t0);
+	w->job = job;
+	w->entry = e;
+	fluxonkv_ssd_submit(w, sh, true, job->alloc, e->alen,
+			    e->start % sh->capacity);
+	return true;
+
+release:
+	fluxonkv_ssd_job_release(&job->ref);
+	return false;
+}
+
+/*
+ * The write of @job into entry @e ended with @ret: commit it locally, tell
+ * the master (SSD_COMMIT, not waited for: the commit pin is the request's
+ * until the answer).  Releases @job.
+ */
+static void fluxonkv_ssd_write_done(struct fluxonkv_ssd_job *job,
+				    struct fluxonkv_ssd_entry *e, int ret)
+{
+	struct fluxonkv_shard *sh = e->shard;
 
 	/* Indexing may replace (and so unroute) an older entry of the key. */
 	fluxonkv_removal_begin(e->key, e->key_len);
@@ -281,33 +408,37 @@ static bool fluxonkv_ssd_do_write(struct fluxonkv_ssd_worker *w,
 		fluxonkv_shard_kick(sh);
 		fluxonkv_ssd_persist_failed(job->key, job->key_len, job->put_id,
 					    job->alloc->len, ret);
-		return false;
+	} else {
+		atomic64_inc(&fluxonkv_ssd_stats.writes);
+		atomic64_add(e->alen, &fluxonkv_ssd_stats.write_bytes);
+		fluxonkv_ssd_commit_async(job->key, job->key_len, job->put_id,
+					  e->len, 0, e);
 	}
-	atomic64_inc(&fluxonkv_ssd_stats.writes);
-	atomic64_add(e->alen, &fluxonkv_ssd_stats.write_bytes);
-
-	ret = fluxonkv_ssd_commit(job->key, job->key_len, job->put_id,
-				  e->len, 0, e, &published);
-	if (!ret)
-		atomic64_inc(published ? &fluxonkv_ssd_stats.commits_published :
-			     &fluxonkv_ssd_stats.commits_ignored);
-	else
-		fluxonkv_ssd_forget(e);
-	fluxonkv_ssd_unpin(e);
-	return false;
+	fluxonkv_ssd_job_release(&job->ref);
 }
 
-static void fluxonkv_ssd_do_read(struct fluxonkv_ssd_worker *w,
-				 struct fluxonkv_ssd_job *job)
+/* Start @job's read (its entry read-pinned by the job's caller) in @w. */
+static void fluxonkv_ssd_read_start(struct fluxonkv_ssd_worker *w,
+				    struct fluxonkv_ssd_job *job)
 {
 	struct fluxonkv_ssd_entry *e = job->entry;
 	struct fluxonkv_shard *sh = e->shard;
-	u64 t0 = fluxonkv_clock();
-	int ret;
 
-	ret = fluxonkv_ssd_io(w, sh, false, job->alloc, job->io_alen,
-			      e->start % sh->capacity + job->io_off);
-	fluxonkv_lat_record(FLUXONKV_LAT_SSD_READ_IO, t0);
+	w->job = job;
+	fluxonkv_ssd_submit(w, sh, false, job->alloc, job->io_alen,
+			    e->start % sh->capacity + job->io_off);
+}
+
+/*
+ * @job's read ended with @ret: the range must still be ahead of the ring
+ * tail and match its checksums.  Sets job->ret; drops the entry's pin
+ * (the slot owns it from the submission on, even if the waiter left).
+ */
+static void fluxonkv_ssd_read_done(struct fluxonkv_ssd_job *job, int ret)
+{
+	struct fluxonkv_ssd_entry *e = job->entry;
+	struct fluxonkv_shard *sh = e->shard;
+
 	if (!ret) {
 		/* The captured range must still be ahead of the tail. */
 		mutex_lock(&sh->lock);
@@ -326,8 +457,24 @@ static void fluxonkv_ssd_do_read(struct fluxonkv_ssd_worker *w,
 		atomic64_add(job->io_alen, &fluxonkv_ssd_stats.read_bytes);
 	}
 	job->ret = ret;
-	/* The worker owns the pin from here on, even if the waiter left. */
 	fluxonkv_ssd_unpin(e);
+}
+
+/* Slot @w's IO ended: finish its job (process context). */
+static void fluxonkv_ssd_finish(struct fluxonkv_ssd_worker *w)
+{
+	struct fluxonkv_ssd_job *job = w->job;
+	int ret = fluxonkv_ssd_io_result(w);
+
+	w->job = NULL;
+	if (job->read) {
+		fluxonkv_ssd_read_done(job, ret);
+		complete(&job->done);
+		kref_put(&job->ref, fluxonkv_ssd_job_release);
+	} else {
+		fluxonkv_ssd_write_done(job, w->entry, ret);
+		w->entry = NULL;
+	}
 }
 
 void fluxonkv_ssd_job_release(struct kref *ref)
@@ -368,6 +515,11 @@ static struct fluxonkv_ssd_job *fluxonkv_ssd_pick(struct fluxonkv_ssd_dev *dev)
 	return job;
 }
 
+/*
+ * A slot's work: finish the IO that ended (if it was started from here),
+ * then start the next job and return -- its completion brings us back.
+ * Idle when nothing is queued.
+ */
 void fluxonkv_ssd_worker_fn(struct work_struct *work)
 {
 	struct fluxonkv_ssd_worker *w =
@@ -376,25 +528,38 @@ void fluxonkv_ssd_worker_fn(struct work_struct *work)
 	struct fluxonkv_ssd_job *job;
 	unsigned int noio = memalloc_noio_save();
 
+	if (w->job)
+		fluxonkv_ssd_finish(w);
 	for (;;) {
 		spin_lock(&dev->lock);
 		job = fluxonkv_ssd_pick(dev);
 		if (!job) {
 			__set_bit(w->slot, &dev->idle);
 			spin_unlock(&dev->lock);
+			wake_up(&fluxonkv_ssd.slots_idle);
 			break;
 		}
 		spin_unlock(&dev->lock);
 
 		if (job->read) {
-			fluxonkv_ssd_do_read(w, job);
-			complete(&job->done);
-			kref_put(&job->ref, fluxonkv_ssd_job_release);
-		} else if (!fluxonkv_ssd_do_write(w, job)) {
-			fluxonkv_ssd_job_release(&job->ref);
+			fluxonkv_ssd_read_start(w, job);
+			break;		/* the slot is the IO's until it ends */
 		}
+		if (fluxonkv_ssd_write_start(w, job))
+			break;
 	}
 	memalloc_noio_restore(noio);
+}
+
+/* Every IO slot of @dev is idle: nothing in flight, nothing to finish. */
+bool fluxonkv_ssd_dev_idle(struct fluxonkv_ssd_dev *dev)
+{
+	bool idle;
+
+	spin_lock(&dev->lock);
+	idle = hweight_long(dev->idle) == FLUXONKV_SSD_DEPTH;
+	spin_unlock(&dev->lock);
+	return idle;
 }
 
 /* Clear the parked state and start an idle worker if work is queued. */
@@ -432,6 +597,8 @@ static void fluxonkv_ssd_slot_done(struct fluxonkv_ssd_dev *dev, int slot)
 	spin_unlock(&dev->lock);
 	if (more)
 		queue_work(fluxonkv_ssd.wq, &dev->workers[slot].work);
+	else
+		wake_up(&fluxonkv_ssd.slots_idle);
 }
 
 /* A persist fits @dev's queue now (a racy look: the queue re-checks). */
@@ -636,9 +803,18 @@ int fluxonkv_ssd_read_range(struct fluxonkv_ssd_entry *e,
 			.read = true, .entry = e, .alloc = a,
 			.io_off = off, .io_alen = alen,
 		};
+		struct fluxonkv_ssd_worker *w = &dev->workers[slot];
+		DECLARE_COMPLETION_ONSTACK(io_done);
 		unsigned int noio = memalloc_noio_save();
 
-		fluxonkv_ssd_do_read(&dev->workers[slot], &inline_job);
+		/* The slot is ours: nobody queues its work while not idle. */
+		w->waiter = &io_done;
+		fluxonkv_ssd_read_start(w, &inline_job);
+		/* uninterruptible: the IO lands in @a */
+		wait_for_completion(&io_done);
+		w->waiter = NULL;
+		w->job = NULL;
+		fluxonkv_ssd_read_done(&inline_job, fluxonkv_ssd_io_result(w));
 		memalloc_noio_restore(noio);
 		fluxonkv_ssd_slot_done(dev, slot);
 		return inline_job.ret;

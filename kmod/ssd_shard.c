@@ -543,6 +543,7 @@ int fluxonkv_ssd_init(void)
 	atomic64_set(&fluxonkv_ssd.meta_bytes, 0);
 	mutex_init(&fluxonkv_ssd.attach_lock);
 	init_waitqueue_head(&fluxonkv_ssd.write_room);
+	init_waitqueue_head(&fluxonkv_ssd.slots_idle);
 	INIT_LIST_HEAD(&fluxonkv_ssd.devs);
 	spin_lock_init(&fluxonkv_ssd.index_lock);
 	spin_lock_init(&fluxonkv_ssd.notice_lock);
@@ -577,7 +578,13 @@ void fluxonkv_ssd_exit(void)
 	struct fluxonkv_ssd_entry *e, *etmp;
 	struct fluxonkv_shard *sh, *stmp;
 
-	/* Workers finish queued IO (commits fail fast without a daemon). */
+	/*
+	 * Slots finish queued IO (commits fail fast without a daemon); an IO
+	 * in flight queues its slot's work when it ends: every slot idle
+	 * first, then the workqueue may go.
+	 */
+	list_for_each_entry(dev, &fluxonkv_ssd.devs, node)
+		wait_event(fluxonkv_ssd.slots_idle, fluxonkv_ssd_dev_idle(dev));
 	destroy_workqueue(fluxonkv_ssd.wq);
 	/* their IO errors may have scheduled a shard's offline pass */
 	list_for_each_entry(dev, &fluxonkv_ssd.devs, node)

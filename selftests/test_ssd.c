@@ -1498,6 +1498,91 @@ FKV_TEST(slow_persist_put_returns_early_and_late_commits_never_win)
 }
 
 /*
+ * Tasks blocked (state D) while running the module's SSD workqueue: a
+ * kworker's comm carries "+fluxonkv_ssd" while it runs one of its works.
+ */
+static int blocked_ssd_workers(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+
+	FKV_ASSERT(d);
+	while ((de = readdir(d))) {
+		char path[300], buf[512], *open, *close;
+		FILE *f;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+		open = strchr(buf, '(');
+		close = strrchr(buf, ')');
+		if (!open || !close || close[1] != ' ')
+			continue;
+		*close = 0;
+		if (strstr(open, "+fluxonkv_ssd") && close[2] == 'D')
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * SSD IO is asynchronous: four persists writing to a device that takes
+ * SP_DELAY_MS per write are in flight at once, and not one thread of the
+ * module's SSD workqueue waits for them (each used to block a worker in
+ * submit_bio_wait() for the whole write).  They commit afterwards.
+ */
+FKV_TEST(slow_persists_in_flight_block_no_worker)
+{
+	uint64_t base, ids[4];
+	struct fkv_holder h;
+	struct fkv *kv;
+	char key[16];
+	int i, blocked = 0, looks = 0;
+	int64_t end;
+
+	base = setup("segment_mb=8");
+	dm_delay_create(0, SP_DELAY_MS);
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, DLY_PATH, 0, SP_CAP), 0);
+	for (i = 0; i < 4; i++) {
+		snprintf(key, sizeof(key), "aw-%d", i);
+		ids[i] = put_pattern(kv, key, SP_LEN, 40 + i);
+	}
+	/* while they write: look a few times, none may be blocked */
+	end = fkv_now_ms() + SP_DELAY_MS / 2;
+	while (fkv_now_ms() < end && persists_done() == 0) {
+		blocked += blocked_ssd_workers();
+		looks++;
+		fkv_msleep(50);
+	}
+	FKV_ASSERT_GT(looks, 0);
+	FKV_ASSERT_EQ(persists_done(), 0);	/* still writing, all four */
+	FKV_ASSERT(blocked == 0, "%d looks found %d SSD workers blocked in "
+		   "IO", looks, blocked);
+	wait_persists(4);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), 4);
+	for (i = 0; i < 4; i++) {
+		snprintf(key, sizeof(key), "aw-%d", i);
+		FKV_ASSERT_EQ(get_check(kv, key, SP_LEN, 40 + i, ids[i], &h),
+			      FLUXONKV_SOURCE_MEMORY);
+		release(kv, &h);
+		delete_key(kv, key);
+	}
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+	fkv_close(kv);
+	teardown(base);
+	dm_remove(DLY_NAME);
+}
+
+/*
  * fluxond killed while a put's persist is still writing: its SSD_COMMIT
  * finds no master and the entry is forgotten; the restarted fluxond adopts
  * the DRAM replica, sees no SSD copy and has it persisted again -- so the
