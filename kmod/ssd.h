@@ -181,13 +181,13 @@ struct fluxonkv_ssd_worker {
  * @reads: queued refill reads.
  * @writes: queued persist writes.
  * @read_streak: reads picked since the last write.
- * @idle: bitmap of idle workers.
+ * @idle: bitmap of idle IO slots (nothing in flight, nothing to finish).
  * @nwrites: jobs on @writes.
  * @writes_blocked: the first queued write waits for a busy ring entry; no
  *	worker takes writes until an unpin kicks the device.
  * @shards: its shards (attach mutex).
  * @next_shard: round-robin cursor (attach mutex).
- * @workers: up to FLUXONKV_SSD_DEPTH jobs in flight.
+ * @workers: its IO slots: up to FLUXONKV_SSD_DEPTH IOs in flight.
  * @node: on fluxonkv_ssd.devs.
  */
 struct fluxonkv_ssd_dev {
