@@ -987,6 +987,33 @@ FKV_TEST(local_routes_answer_misses_alone_but_ask_during_an_overwrite)
 }
 
 /*
+ * The test as a master of a module (loaded with @params) whose SSD tier
+ * is 16 MiB of the scratch disk ssd2 (a raw block device shard); skips
+ * without it.  Registered with @flags; returns the device fd to close.
+ */
+static int ssd_master_setup(struct fkv_nl *nl, const char *params,
+			    uint32_t flags, struct nlattr **tb)
+{
+	char disk[128];
+	int dev, sfd;
+
+	if (fkv_scratch_disk("ssd2", disk, sizeof(disk)))
+		FKV_SKIP("no scratch disk ssd2: run the guest with "
+			 "tools/vm/run --disk ssd2:256M");
+	FKV_LOAD(params);
+	nl_open(nl);
+	FKV_ASSERT_EQ(register_daemon_flags(nl, flags, tb), 0);
+	dev = fkv_dev_open();
+	FKV_ASSERT(dev >= 0);
+	sfd = open(disk, O_RDWR | O_DIRECT | O_CLOEXEC);
+	FKV_ASSERT(sfd >= 0, "open %s: %s", disk, strerror(errno));
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, sfd, 0, 16 * FKV_MIB, 0, NULL),
+		      0);
+	close(sfd);
+	return dev;
+}
+
+/*
  * A persist whose SSD_COMMIT the master never answers: the module cannot
  * know whether the master took the SSD route, so it forgets the entry
  * (space only) and reports it in SSD_EVICTED, which clears a route the
@@ -1003,24 +1030,10 @@ FKV_TEST(ssd_commit_without_an_answer_is_forgotten_on_both_sides)
 	struct client put, get;
 	struct client_result r;
 	struct fkv_nl nl;
-	char disk[128];
-	int dev, sfd;
+	int dev;
 
-	if (fkv_scratch_disk("ssd2", disk, sizeof(disk)))
-		FKV_SKIP("no scratch disk ssd2: run the guest with "
-			 "tools/vm/run --disk ssd2:256M");
-	FKV_LOAD("segment_mb=32 request_timeout_ms=1000");
-	nl_open(&nl);
-	FKV_ASSERT_EQ(register_daemon_flags(&nl,
-					    FLUXONKV_REGISTER_F_LOCAL_ROUTES,
-					    tb), 0);
-	dev = fkv_dev_open();
-	FKV_ASSERT(dev >= 0);
-	sfd = open(disk, O_RDWR | O_DIRECT | O_CLOEXEC);
-	FKV_ASSERT(sfd >= 0, "open %s: %s", disk, strerror(errno));
-	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, sfd, 0, 16 * FKV_MIB, 0, NULL),
-		      0);
-	close(sfd);
+	dev = ssd_master_setup(&nl, "segment_mb=32 request_timeout_ms=1000",
+			       FLUXONKV_REGISTER_F_LOCAL_ROUTES, tb);
 
 	put = client_start(CLIENT_PUT, "nc", 5000);
 	a.cmd = FLUXONKV_CMD_PUT_START;
@@ -1199,25 +1212,11 @@ FKV_TEST(ssd_commit_of_an_older_version_answered_late_routes_nothing)
 	struct client put, get;
 	struct client_result r;
 	struct fkv_nl nl;
-	char disk[128];
-	int dev, sfd;
+	int dev;
 
-	if (fkv_scratch_disk("ssd2", disk, sizeof(disk)))
-		FKV_SKIP("no scratch disk ssd2: run the guest with "
-			 "tools/vm/run --disk ssd2:256M");
-	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
-	nl_open(&nl);
-	FKV_ASSERT_EQ(register_daemon_flags(&nl,
-					    FLUXONKV_REGISTER_F_LOCAL_ROUTES |
-					    FLUXONKV_REGISTER_F_LOCAL_PUTS, tb),
-		      0);
-	dev = fkv_dev_open();
-	FKV_ASSERT(dev >= 0);
-	sfd = open(disk, O_RDWR | O_DIRECT | O_CLOEXEC);
-	FKV_ASSERT(sfd >= 0, "open %s: %s", disk, strerror(errno));
-	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, sfd, 0, 16 * FKV_MIB, 0, NULL),
-		      0);
-	close(sfd);
+	dev = ssd_master_setup(&nl, "segment_mb=32 request_timeout_ms=8000",
+			       FLUXONKV_REGISTER_F_LOCAL_ROUTES |
+			       FLUXONKV_REGISTER_F_LOCAL_PUTS, tb);
 
 	/* version 1, persisting: its SSD_COMMIT waits for our answer */
 	put = client_start(CLIENT_PUT, "rt", 5000);

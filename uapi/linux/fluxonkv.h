@@ -705,8 +705,9 @@ enum fluxonkv_attr {
  * Replica handles: bits 0..23 a slot, 24..31 the node id the daemon
  * registered with (0 on a single node), 32..63 the low half of the
  * put_id (of a local put, FLUXONKV_REGISTER_F_LOCAL_PUTS: of a number the
- * module drew just before the put_id it publishes it with).  Distinct nodes of a cluster therefore never issue the same
- * handle, and the master reads the owner off a handle.
+ * module drew just before the put_id it publishes it with).  Distinct
+ * nodes of a cluster therefore never issue the same handle, and the
+ * master reads the owner off a handle.
  */
 #define FLUXONKV_NODE_MAX		255
 #define FLUXONKV_HANDLE_SLOT_MASK	0xffffffULL

@@ -69,8 +69,14 @@ uint32_t fkv_upcall_required(uint8_t cmd)
 	return cmd < NCMDS ? cmds[cmd].required : 0;
 }
 
-/* SSD_EVICTED: apply every well-formed entry, skip (and log) the others. */
-static void ssd_evicted(struct fkv_master *m, const struct fkv_upcall *u)
+/*
+ * Apply @apply to every well-formed ENTRY of @u that @ok accepts; skip
+ * (and log) the others.
+ */
+static void each_entry(struct fkv_master *m, const struct fkv_upcall *u,
+		       bool (*ok)(const struct fkv_ssd_entry *e),
+		       void (*apply)(struct fkv_master *m,
+				     const struct fkv_ssd_entry *e))
 {
 	struct fkv_ssd_entry e;
 	unsigned int bad = 0;
@@ -78,36 +84,39 @@ static void ssd_evicted(struct fkv_master *m, const struct fkv_upcall *u)
 	int ret;
 
 	while ((ret = fkv_upcall_next_entry(u, &pos, &e))) {
-		if (ret < 0)
+		if (ret < 0 || !ok(&e))
 			bad++;
 		else
-			fkv_master_ssd_evicted(m, e.key, e.key_len, e.put_id);
+			apply(m, &e);
 	}
 	if (bad)
-		fkv_warn("SSD_EVICTED: %u malformed entries skipped", bad);
+		fkv_warn("%s: %u malformed entries skipped",
+			 fkv_cmd_name(u->cmd), bad);
 }
 
-/*
- * PUT_LOCAL: every well-formed entry is a published put; a malformed one
- * (no HANDLE or LEN) is skipped and logged: its replica stays unrouted.
- */
-static void put_local(struct fkv_master *m, const struct fkv_upcall *u)
+static bool any_entry(const struct fkv_ssd_entry *e)
 {
-	struct fkv_ssd_entry e;
-	unsigned int bad = 0;
-	size_t pos = 0;
-	int ret;
+	(void)e;
+	return true;
+}
 
-	while ((ret = fkv_upcall_next_entry(u, &pos, &e))) {
-		if (ret < 0 || !e.handle || !e.len)
-			bad++;
-		else
-			fkv_master_put_local(m, e.key, e.key_len, e.put_id,
-					     e.handle, e.len, e.flags,
-					     e.dropped);
-	}
-	if (bad)
-		fkv_warn("PUT_LOCAL: %u malformed entries skipped", bad);
+/* SSD_EVICTED: committed entries overwritten at a ring tail. */
+static void ssd_evicted(struct fkv_master *m, const struct fkv_ssd_entry *e)
+{
+	fkv_master_ssd_evicted(m, e->key, e->key_len, e->put_id);
+}
+
+/* PUT_LOCAL needs HANDLE and LEN: without them the replica stays unrouted. */
+static bool put_local_entry(const struct fkv_ssd_entry *e)
+{
+	return e->handle && e->len;
+}
+
+/* PUT_LOCAL: a put the module published itself. */
+static void put_local(struct fkv_master *m, const struct fkv_ssd_entry *e)
+{
+	fkv_master_put_local(m, e->key, e->key_len, e->put_id, e->handle,
+			     e->len, e->flags, e->dropped);
 }
 
 /*
@@ -223,10 +232,10 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 		r->present = A(FLAGS);
 		break;
 	case FLUXONKV_CMD_SSD_EVICTED:
-		ssd_evicted(m, u);
+		each_entry(m, u, any_entry, ssd_evicted);
 		break;
 	case FLUXONKV_CMD_PUT_LOCAL:
-		put_local(m, u);
+		each_entry(m, u, put_local_entry, put_local);
 		break;
 	case FLUXONKV_CMD_SSD_STATE:
 		fkv_master_set_ssd_capacity(m, u->ssd_capacity);
