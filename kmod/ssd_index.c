@@ -335,6 +335,15 @@ void fluxonkv_ssd_unroute(const u8 *key, u32 key_len, u64 max_put_id)
 {
 	struct fluxonkv_ssd_entry *e;
 
+	/*
+	 * No entry at all (no SSD tier, or nothing on it): nothing is routed,
+	 * and the removal bracket below would make other keys' local misses
+	 * unsure for nothing -- every put passes here.  An entry being
+	 * written now is not routed yet, and fluxonkv_ssd_route() refuses an
+	 * older version than the index holds.
+	 */
+	if (!atomic64_read(&fluxonkv_ssd.meta_bytes))
+		return;
 	fluxonkv_removal_begin(key, key_len);
 	spin_lock(&fluxonkv_ssd.index_lock);
 	e = fluxonkv_ssd_find(key, key_len);

@@ -536,7 +536,8 @@ void fluxonkv_ssd_worker_fn(struct work_struct *work)
 		if (!job) {
 			__set_bit(w->slot, &dev->idle);
 			spin_unlock(&dev->lock);
-			wake_up(&fluxonkv_ssd.slots_idle);
+			if (wq_has_sleeper(&fluxonkv_ssd.slots_idle))
+				wake_up(&fluxonkv_ssd.slots_idle);
 			break;
 		}
 		spin_unlock(&dev->lock);
@@ -597,7 +598,7 @@ static void fluxonkv_ssd_slot_done(struct fluxonkv_ssd_dev *dev, int slot)
 	spin_unlock(&dev->lock);
 	if (more)
 		queue_work(fluxonkv_ssd.wq, &dev->workers[slot].work);
-	else
+	else if (wq_has_sleeper(&fluxonkv_ssd.slots_idle))
 		wake_up(&fluxonkv_ssd.slots_idle);
 }
 
