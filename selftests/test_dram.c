@@ -670,6 +670,13 @@ FKV_TEST_TIMEOUT(eviction_keeps_every_get_correct_under_twice_the_segment, 300)
 		}
 	}
 	FKV_ASSERT_GT(fkv_sysfs("evictions"), 0);
+	/*
+	 * With local puts the master evicts for a put when its PUT_LOCAL
+	 * note arrives, after the put returned.  A delete goes after every
+	 * note and is answered after the DROP_REPLICAs of what came before
+	 * it: once it returns, no eviction of these puts is still to come.
+	 */
+	FKV_ASSERT_EQ(fkv_delete(kv, "ev-none", 7), -ENOENT);
 
 	for (i = 0; i < EV_KEYS; i++) {
 		snprintf(key, sizeof(key), "ev-%d", i);
