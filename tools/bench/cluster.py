@@ -118,8 +118,42 @@ def read_latency():
     return out
 
 
+# The link's losses: what eth0's qdisc dropped and what Soft-RoCE counted
+# (a dropped READ response shows as the requester's completer_retry_err and
+# the responder's duplicate_request when the READ is sent again).
+LINK_LOSS = ("qdisc_drops", "tx_dropped", "duplicate_request", "completer_retry_err",
+             "retry_exceeded_err", "rcvd_seq_err", "out_of_seq_request", "send_err",
+             "send_rnr_err")
+
+
+def link_counters(dev="eth0", rxe="rxe0/1"):
+    out = {}
+    for cmd, pick in ((["tc", "-s", "-j", "qdisc", "show", "dev", dev],
+                       lambda x: {"qdisc_drops": sum(q.get("drops", 0) for q in x)}),
+                      (["ip", "-s", "-j", "link", "show", dev],
+                       lambda x: {"tx_dropped": x[0]["stats64"]["tx"]["dropped"]}),
+                      (["rdma", "-j", "statistic", "show", "link", rxe],
+                       lambda x: {k: v for k, v in x[0].items() if isinstance(v, int)})):
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+            if r.returncode == 0:
+                out.update(pick(json.loads(r.stdout)))
+        except (OSError, ValueError, LookupError, subprocess.TimeoutExpired):
+            pass
+    return out
+
+
+def link_loss(before, after):
+    """The loss counters that grew between two link_counters()."""
+    if not before or not after:
+        return None
+    return {k: after[k] - before.get(k, 0) for k in LINK_LOSS
+            if k in after and after[k] - before.get(k, 0)}
+
+
 def snapshot(ctl=None):
-    snap = {"t": time.time(), "sysfs": {}, "latency": read_latency()}
+    snap = {"t": time.time(), "sysfs": {}, "latency": read_latency(),
+            "link": link_counters()}
     try:
         for name in sorted(os.listdir(SYSFS)):
             try:
@@ -634,6 +668,10 @@ def cmd_tcpget(a):
 
 def cmd_snap(a):
     write_json(a.out, snapshot(a.ctl))
+
+
+def cmd_linkstat(a):
+    write_json(a.out, link_counters())
 
 
 # ---- the RDMA link: perftest ----
@@ -1268,6 +1306,24 @@ def cmd_summary(a):
                 f"; node2 rdma_served +{d2.get('rdma_served', '?')}")
         res["all_by_rdma"] = bool(checks) and all(c["all_by_rdma"] for c in checks.values())
         lines.append("")
+        # Losses on the sender of the data (node2's snapshots around each
+        # phase, each perftest server's around its case): every one costs an
+        # RC retransmission timeout, so a figure with losses is the link's.
+        losses = {}
+        for phase in checks:
+            b = j(f"snap-node2-{phase}-before.json")
+            a = j(f"snap-node2-{phase}-after.json")
+            losses[phase] = link_loss((b or {}).get("link"), (a or {}).get("link"))
+        for name in sorted(perf):
+            losses[f"perftest {name}"] = link_loss(j(f"perf-{name}-server-link-before.json"),
+                                                   j(f"perf-{name}-server-link-after.json"))
+        res["link_losses"] = losses
+        lines.append("link losses on the data's sender (eth0 qdisc drops, Soft-RoCE "
+                     "retry counters; none = no packet lost):")
+        for name, x in losses.items():
+            lines.append(f"  {name}: " + ("?" if x is None else ", ".join(
+                f"{k} +{v}" for k, v in x.items()) or "none"))
+        lines.append("")
 
     if cpus:
         lines.append("CPU per GiB moved (each guest's non-idle CPU from /proc/stat, user + "
@@ -1374,6 +1430,8 @@ def main():
     s.add_argument("argv", nargs=argparse.REMAINDER, help="-- the perftest client")
     s = sub.add_parser("snap")
     s.add_argument("--ctl")
+    s.add_argument("--out", required=True)
+    s = sub.add_parser("linkstat")
     s.add_argument("--out", required=True)
     s = sub.add_parser("hostmon")
     s.add_argument("--root", type=int, required=True)

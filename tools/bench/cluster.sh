@@ -9,7 +9,7 @@
 #   tools/bench/cluster.sh [--build DIR] [--out DIR] [--mem SIZE] [--cpus N]
 #                          [--timeout S] [--slub-debug] [--n4 N] [--n1 N]
 #                          [--n16 N] [--n4s N] [--transport tcp|rdma]
-#                          [--link stream|dgram] (tools/vm/cluster --link)
+#                          [--link stream|dgram|unix] (tools/vm/cluster --link)
 # boots two guests with tools/vm/cluster (--nodes 2 --disk ssd0:1G, kernel
 # command line "slub_debug=-" unless --slub-debug), runs this script in both,
 # then writes DIR/summary.txt and DIR/results.json (tools/bench/cluster.py
@@ -322,6 +322,7 @@ perf_one() {
 	shift 5
 	local cmd=("ib_${verb}_bw" -d rxe0 -s "$size" -n "$iters" -F "$@")
 	if [ "$I" -eq "$srv" ]; then
+		"${PY[@]}" linkstat --out "$R/perf-$name-server-link-before.json"
 		timeout 150 "${cmd[@]}" >"$R/perf-$name-server.txt" 2>&1 &
 		p=$!
 		for ((t = 0; t < 300; t++)); do
@@ -337,6 +338,7 @@ perf_one() {
 		done
 		kill "$p" 2>/dev/null && say "perftest server $name: still running, killed"
 		wait "$p" 2>/dev/null || true
+		"${PY[@]}" linkstat --out "$R/perf-$name-server-link-after.json"
 	else
 		wait_on "perf-$name.srv"
 		"${PY[@]}" perf --name "$name" --size "$size" --timeout 120 \
