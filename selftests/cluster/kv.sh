@@ -111,6 +111,7 @@ if [ "$I" -eq 1 ]; then
 	}
 	check "the failed push counted, the master dropped the SSD source" ssd_revoked
 	check "Prometheus series by node" sh -c "'$CTL' cluster --prometheus | grep -q '^fluxonkv_cluster_node_up{node=\"node2\",id=\"2\"} 1\$'"
+	mark serrdone.1
 	diag "hits_remote $(stat_of hits_remote), fetch_errors $(stat_of fetch_errors)"
 	# The master restarts: the nodes lose their routes, rejoin, serve.
 	wait_for ssdpushed.2 || true
@@ -124,6 +125,9 @@ if [ "$I" -eq 1 ]; then
 	check "the restarted master adopted its own module's replicas" logged "warm restart (master node): adopted [1-9]"
 	check "node1's copy from before the restart is a local hit again" get_same s16 memory
 	check "node2's value from before the restart, reported and adopted, is pulled" get_same keep2 remote
+	check "the master had node2's DRAM-only keep2 persisted again" logged \
+		"replicas node 2 kept had no SSD copy: persisted again"
+	check "... and counted it" cluster_json "c['stats']['kept_replicas_repersisted'] >= 1"
 	mark master.back
 	wait_for after2.2 || true
 	check "after the master's restart node2's put is read on node1" get_same after2 remote
@@ -206,7 +210,25 @@ else
 		dmsetup --noudevsync reload fkvssd --table "0 $SSD_SECTORS error" &&
 		dmsetup --noudevsync resume fkvssd
 	mark ssderr.2
+	perr0=$(stat_of ssd_persist_errors)
 	put_new keep2 3000	# only here: survives the master's restart
+	persist_failed() {
+		local t
+		for ((t = 0; t < 100; t++)); do
+			[ "$(stat_of ssd_persist_errors)" -gt "$perr0" ] && return 0
+			sleep 0.1
+		done
+		diag "ssd_persist_errors stayed $perr0"
+		return 1
+	}
+	check "keep2's persist fails on the failing SSD: it is in DRAM only" persist_failed
+	# The device heals once node1 is done with serr; keep2 stays DRAM-only
+	# until the restarted master finds it so and has it persisted again.
+	wait_for serrdone.1 || true
+	dmsetup --noudevsync suspend fkvssd &&
+		dmsetup --noudevsync reload fkvssd --table "0 $SSD_SECTORS linear $SSD_RAW 0" &&
+		dmsetup --noudevsync resume fkvssd
+	commits1=$(stat_of ssd_commits_published)
 	mark ssdpushed.2
 	wait_for master.killed || true
 	fails_fast() {	# gets fail with "no daemon" (exit 4) within 10 s, each promptly
@@ -233,6 +255,16 @@ else
 	}
 	check "node2 registers again once it rejoined" reregistered
 	check "node2 reported the replicas its module kept" logged "reported [1-9][0-9]* replicas our module kept"
+	repersisted() {	# the restarted master had keep2 written to our SSD
+		local t
+		for ((t = 0; t < 300; t++)); do
+			[ "$(stat_of ssd_commits_published)" -gt "$commits1" ] && return 0
+			sleep 0.1
+		done
+		diag "ssd_commits_published stayed $commits1"
+		return 1
+	}
+	check "the DRAM-only keep2 is persisted again after the master's restart" repersisted
 
 	put_new after2 777
 	mark after2.2

@@ -552,3 +552,54 @@ FKV_TEST(a_placed_put_that_fails_drops_the_target_replica)
 	(void)x;
 	fkv_master_destroy(F.m);
 }
+
+/*
+ * A restarted master adopts what node B REPORTs; at B's REPORT_DONE the
+ * DRAM replicas without an SSD copy on B (their persist never committed)
+ * are persisted again on B -- not one whose SSD copy was reported after
+ * it, one too big for B's tier, or one overwritten meanwhile.
+ */
+FKV_TEST(a_nodes_reported_replicas_without_an_ssd_copy_are_persisted_again)
+{
+	uint64_t hx = H(B, 3, 21), hy = H(B, 4, 22), hz = H(B, 5, 23);
+	uint64_t hw = H(B, 6, 24), pid;
+	struct fkv_adopted *list = NULL;
+
+	memset(&F, 0, sizeof(F));
+	{
+		struct fkv_master_config c = {
+			.node = A, .capacity = SEG, .incarnation = INC_A,
+			.now_ms = fx_clock, .clock_arg = &F,
+		};
+
+		F.m = fkv_master_create(&c, &rec_ops, &F);
+		FKV_ASSERT(F.m != NULL);
+	}
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, B, INC_B, SEG, 16 * U,
+					 "10.77.0.2:7471"), 0);
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "x", 1, 21, hx, 2 * U, false), 1);
+	FKV_ASSERT_EQ(fkv_adopted_add(&list, "x", 1, 21, hx), 0);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "y", 1, 22, hy, 2 * U, false), 1);
+	FKV_ASSERT_EQ(fkv_adopted_add(&list, "y", 1, 22, hy), 0);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "y", 1, 22, 0, 2 * U, true), 1);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "z", 1, 23, hz, 20 * U, false), 1);
+	FKV_ASSERT_EQ(fkv_adopted_add(&list, "z", 1, 23, hz), 0);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "w", 1, 24, hw, U, false), 1);
+	FKV_ASSERT_EQ(fkv_adopted_add(&list, "w", 1, 24, hw), 0);
+	/* w is overwritten (from A) before B's reports end */
+	put_on(A, "w", U, 9, &pid);
+	FKV_ASSERT(pid > 24);
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_repersist_adopted(F.m, &list), 1);
+	FKV_ASSERT(list == NULL);
+	FKV_ASSERT_EQ(F.npersist, 1);
+	FKV_ASSERT_EQ(F.persist_handle, hx);
+	FKV_ASSERT_EQ(F.persist_put_id, 21);
+	/* a node that leaves before its REPORT_DONE: the list is just freed */
+	FKV_ASSERT_EQ(fkv_adopted_add(&list, "x", 1, 21, hx), 0);
+	fkv_adopted_free(&list);
+	FKV_ASSERT(list == NULL);
+	FKV_ASSERT_EQ(F.npersist, 1);
+	fkv_master_destroy(F.m);
+}

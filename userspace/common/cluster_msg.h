@@ -103,6 +103,13 @@ enum fkv_cluster_cmd {
 	 * master adopts it or answers DROP_REPLICA for the handle.
 	 */
 	FKV_CCMD_REPORT,
+	/*
+	 * node -> master, after its last REPORT (also when it had none): the
+	 * master persists again the DRAM replicas it adopted from that node
+	 * without an SSD copy (their persist never committed), as it does for
+	 * its own module's after a warm restart.  No attributes, no answer.
+	 */
+	FKV_CCMD_REPORT_DONE,
 	__FKV_CCMD_MAX,
 };
 

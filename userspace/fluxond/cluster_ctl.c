@@ -270,10 +270,11 @@ static void master_msg(struct fkv_cctl *t, struct cconn *c,
 	uint64_t inc;
 	int err;
 
-	if ((cmd < FKV_CCMD_HELLO || cmd == FKV_CCMD_REPORT) &&
+	if ((cmd < FKV_CCMD_HELLO || cmd == FKV_CCMD_REPORT ||
+	     cmd == FKV_CCMD_REPORT_DONE) &&
 	    c->state == C_JOINED) {
 		/* A forwarded upcall (decoded with the kernel's policies)
-		 * or a kept replica's report. */
+		 * or a kept replica's report (or their end). */
 		if (t->cfg.ops && t->cfg.ops->member_msg)
 			t->cfg.ops->member_msg(t->cfg.arg, c->id, nlh);
 		return;

@@ -126,6 +126,8 @@ struct fkv_clusterd {
 	struct fkv_cctl *cctl;
 	struct fkv_xport *xport;
 	struct fkv_master *master;	/* master role */
+	/* master role: each node's REPORTed DRAM replicas until its REPORT_DONE */
+	struct fkv_adopted *reported[FKV_ROUTE_NODES];
 	uint32_t self;			/* our node id once known */
 	bool registered;
 	uint64_t epoch;			/* bumps at every (un)registration */
@@ -147,7 +149,7 @@ struct fkv_clusterd {
 		uint64_t sync_timeouts, syncs_held;
 		uint64_t places, place_errors, targets_published;
 		uint64_t targets_dropped;
-		uint64_t reports_sent, reports_adopted;
+		uint64_t reports_sent, reports_adopted, reports_repersisted;
 	} st;
 };
 
@@ -677,6 +679,7 @@ static void member_down(void *arg, const struct fkv_member *m)
 	struct sync_wait *sw, *next;
 
 	fkv_master_node_down(cd->master, m->id);
+	fkv_adopted_free(&cd->reported[m->id]);
 	/* Its copies are forgotten with it: nothing to wait for. */
 	for (sw = cd->syncs; sw; sw = next) {
 		next = sw->next;
@@ -716,9 +719,37 @@ static void member_report(struct fkv_clusterd *cd, uint32_t id,
 	if (fkv_master_adopt(cd->master, nla_data(tb[FLUXONKV_A_KEY]),
 			     (size_t)nla_len(tb[FLUXONKV_A_KEY]),
 			     nla_get_u64(tb[FLUXONKV_A_PUT_ID]), handle,
-			     nla_get_u64(tb[FLUXONKV_A_LEN]), !mem) > 0)
+			     nla_get_u64(tb[FLUXONKV_A_LEN]), !mem) > 0) {
 		cd->st.reports_adopted++;
+		if (mem)
+			fkv_adopted_add(&cd->reported[id],
+					nla_data(tb[FLUXONKV_A_KEY]),
+					(size_t)nla_len(tb[FLUXONKV_A_KEY]),
+					nla_get_u64(tb[FLUXONKV_A_PUT_ID]),
+					handle);
+	}
 	fkv_master_set_caller(cd->master, cd->self);
+}
+
+/*
+ * REPORT_DONE from member @id: its DRAM replicas adopted without an SSD
+ * copy are persisted again on it (PERSIST, relayed by send_persist).
+ */
+static void member_report_done(struct fkv_clusterd *cd, uint32_t id)
+{
+	unsigned long n;
+
+	if (!fkv_master_node_known(cd->master, id)) {
+		fkv_adopted_free(&cd->reported[id]);
+		return;
+	}
+	fkv_master_set_caller(cd->master, id);
+	n = fkv_master_repersist_adopted(cd->master, &cd->reported[id]);
+	fkv_master_set_caller(cd->master, cd->self);
+	cd->st.reports_repersisted += n;
+	if (n)
+		fkv_info("cluster: %lu replicas node %u kept had no SSD copy: "
+			 "persisted again", n, id);
 }
 
 /* A forwarded upcall from member @id. */
@@ -735,6 +766,10 @@ static void member_msg(void *arg, uint32_t id, struct nlmsghdr *nlh)
 
 	if (fkv_wire_cmd(nlh) == FKV_CCMD_REPORT) {
 		member_report(cd, id, nlh);
+		return;
+	}
+	if (fkv_wire_cmd(nlh) == FKV_CCMD_REPORT_DONE) {
+		member_report_done(cd, id);
 		return;
 	}
 	err = fkv_nl_decode(nlh, &u);
@@ -791,6 +826,8 @@ static void report_kept(struct fkv_clusterd *cd)
 	unsigned int bad = 0;
 	int err;
 
+	struct nl_msg *msg;
+
 	err = fkv_nl_dump_module(report_one, cd, &bad);
 	if (err)
 		fkv_err("cluster: cannot list the module's kept replicas: %s",
@@ -799,6 +836,11 @@ static void report_kept(struct fkv_clusterd *cd)
 		fkv_info("cluster: reported %llu replicas our module kept to "
 			 "the master (%u malformed)",
 			 (unsigned long long)(cd->st.reports_sent - sent), bad);
+	/* The end of them: the master checks their SSD copies now. */
+	msg = fkv_wire_msg(FKV_CCMD_REPORT_DONE);
+	if (!msg || fkv_cctl_send(cd->cctl, 0, msg))
+		fkv_warn("cluster: cannot tell the master our reports ended");
+	nlmsg_free(msg);
 }
 
 static void node_register(struct fkv_clusterd *cd, uint32_t id)
@@ -1522,6 +1564,7 @@ void fkv_clusterd_stop(struct fkv_clusterd *cd)
 	size_t pos = 0;
 	uint64_t key;
 	void *val;
+	int i;
 
 	if (!cd)
 		return;
@@ -1543,6 +1586,8 @@ void fkv_clusterd_stop(struct fkv_clusterd *cd)
 	targets_clear(cd);
 	fkv_u64map_fini(&cd->targets);
 	pthread_mutex_destroy(&cd->tgt_lock);
+	for (i = 0; i < FKV_ROUTE_NODES; i++)
+		fkv_adopted_free(&cd->reported[i]);
 	fkv_master_destroy(cd->master);
 	if (cd->seg)
 		munmap(cd->seg, cd->seg_size);
@@ -1717,6 +1762,7 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 		{ "targets_dropped", cd->st.targets_dropped },
 		{ "kept_replicas_reported", cd->st.reports_sent },
 		{ "kept_replicas_adopted", cd->st.reports_adopted },
+		{ "kept_replicas_repersisted", cd->st.reports_repersisted },
 		{ "data_auth_refused", xs.auth_refused },
 		{ "rdma_conns", xs.rdma_conns },
 		{ "rdma_pulls", xs.rdma_pulls },

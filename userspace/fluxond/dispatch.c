@@ -253,19 +253,11 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 	return fkv_upcall_wants_reply(u->cmd);
 }
 
-/* An adopted DRAM replica, to check for an SSD copy once all are in. */
-struct adopted_mem {
-	struct adopted_mem *next;
-	uint64_t handle, put_id;
-	size_t key_len;
-	uint8_t key[];
-};
-
 struct adopt_ctx {
 	struct fkv_master *m;
 	unsigned long mem, ssd, refused;
 	uint64_t bytes;
-	struct adopted_mem *mems;
+	struct fkv_adopted *mems;	/* to persist again if no SSD copy */
 };
 
 static void adopt_one(void *arg, const struct fkv_dump_rec *r)
@@ -274,56 +266,33 @@ static void adopt_one(void *arg, const struct fkv_dump_rec *r)
 	bool mem = r->source == FLUXONKV_SOURCE_MEMORY;
 	int ret = fkv_master_adopt(x->m, r->key, r->key_len, r->put_id,
 				   mem ? r->handle : 0, r->len, !mem);
-	struct adopted_mem *a;
 
 	if (ret <= 0) {
 		x->refused++;
 	} else if (mem) {
 		x->mem++;
 		x->bytes += r->len;
-		a = malloc(sizeof(*a) + r->key_len);
-		if (!a)
-			return;		/* it only misses a second persist */
-		a->handle = r->handle;
-		a->put_id = r->put_id;
-		a->key_len = r->key_len;
-		memcpy(a->key, r->key, r->key_len);
-		a->next = x->mems;
-		x->mems = a;
+		fkv_adopted_add(&x->mems, r->key, r->key_len, r->put_id,
+				r->handle);
 	} else {
 		x->ssd++;
 	}
 }
 
-/*
- * The DRAM replicas adopted without an SSD copy (their persist had not
- * committed when the previous master died) are persisted again, so a
- * restart does not leave them to be evicted for good.
- */
-static unsigned long repersist_adopted(struct adopt_ctx *x)
-{
-	struct adopted_mem *a;
-	unsigned long n = 0;
-
-	while ((a = x->mems)) {
-		x->mems = a->next;
-		n += fkv_master_repersist(x->m, a->key, a->key_len, a->put_id,
-					  a->handle) > 0;
-		free(a);
-	}
-	return n;
-}
-
 int fkv_adopt_kept(struct fkv_master *m, const char *what)
 {
 	struct adopt_ctx x = { .m = m };
+	unsigned long again;
 	unsigned int bad = 0;
 	int err;
 
-	unsigned long again;
-
 	err = fkv_nl_dump_module(adopt_one, &x, &bad);
-	again = repersist_adopted(&x);
+	/*
+	 * The DRAM replicas adopted without an SSD copy (their persist had
+	 * not committed when the previous master died) are persisted again,
+	 * so a restart does not leave them to be evicted for good.
+	 */
+	again = fkv_master_repersist_adopted(m, &x.mems);
 	if (err) {
 		fkv_err("warm restart: cannot list the module's kept replicas: "
 			"%s", strerror(-err));

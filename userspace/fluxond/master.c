@@ -760,6 +760,54 @@ int fkv_master_repersist(struct fkv_master *m, const void *key,
 	return 1;
 }
 
+struct fkv_adopted {
+	struct fkv_adopted *next;
+	uint64_t handle, put_id;
+	size_t key_len;
+	uint8_t key[];
+};
+
+int fkv_adopted_add(struct fkv_adopted **list, const void *key,
+		    size_t key_len, uint64_t put_id, uint64_t handle)
+{
+	struct fkv_adopted *a = malloc(sizeof(*a) + key_len);
+
+	if (!a)
+		return -ENOMEM;
+	a->handle = handle;
+	a->put_id = put_id;
+	a->key_len = key_len;
+	memcpy(a->key, key, key_len);
+	a->next = *list;
+	*list = a;
+	return 0;
+}
+
+unsigned long fkv_master_repersist_adopted(struct fkv_master *m,
+					   struct fkv_adopted **list)
+{
+	struct fkv_adopted *a;
+	unsigned long n = 0;
+
+	while ((a = *list)) {
+		*list = a->next;
+		n += fkv_master_repersist(m, a->key, a->key_len, a->put_id,
+					  a->handle) > 0;
+		free(a);
+	}
+	return n;
+}
+
+void fkv_adopted_free(struct fkv_adopted **list)
+{
+	struct fkv_adopted *a;
+
+	while ((a = *list)) {
+		*list = a->next;
+		free(a);
+	}
+}
+
 /* Room @n offers a new value: what is left below its high watermark. */
 static uint64_t room_of(const struct fkv_master *m, uint32_t node)
 {

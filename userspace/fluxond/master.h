@@ -250,6 +250,22 @@ int fkv_master_repersist(struct fkv_master *m, const void *key,
 			 size_t key_len, uint64_t put_id, uint64_t handle);
 
 /*
+ * The DRAM replicas of one node adopted so far, to check once every
+ * record of that node is in (its SSD copy may come after its DRAM record):
+ * fkv_adopted_add() after fkv_master_adopt() took one (-ENOMEM: it only
+ * misses a second persist), fkv_master_repersist_adopted() at the end
+ * (fkv_master_repersist() for each, for the caller's node; returns how
+ * many were asked; empties the list), fkv_adopted_free() when the node
+ * leaves first.
+ */
+struct fkv_adopted;
+int fkv_adopted_add(struct fkv_adopted **list, const void *key,
+		    size_t key_len, uint64_t put_id, uint64_t handle);
+unsigned long fkv_master_repersist_adopted(struct fkv_master *m,
+					   struct fkv_adopted **list);
+void fkv_adopted_free(struct fkv_adopted **list);
+
+/*
  * PUT_PLACE {KEY, PUT_ID, LEN}: the caller has no room for its in-flight
  * put (NEED_ROOM found nothing to evict there).  Move it to another live
  * node (SSD-capable first when any node has an SSD, then the most room):
