@@ -114,6 +114,7 @@ static void fkvb_describe(const struct bench_opts *o, char *buf, size_t cap)
 		 "\"segment_capacity_bytes\":%llu,\"segment_used_bytes\":%llu,"
 		 "\"kv_ssd_capacity_bytes\":%llu,\"kv_ssd_used_bytes\":%llu,"
 		 "\"replicas\":%llu,\"evictions\":%llu,\"room_waits\":%llu,"
+		 "\"room_by_address\":%llu,\"room_pinned\":%llu,"
 		 "\"upcall_timeouts\":%llu,\"ssd_busy_waits\":%llu,"
 		 "\"ssd_revokes\":%llu",
 		 (unsigned long long)sysfs_u64("segment_capacity_bytes"),
@@ -123,6 +124,8 @@ static void fkvb_describe(const struct bench_opts *o, char *buf, size_t cap)
 		 (unsigned long long)sysfs_u64("replicas"),
 		 (unsigned long long)sysfs_u64("evictions"),
 		 (unsigned long long)sysfs_u64("room_waits"),
+		 (unsigned long long)sysfs_u64("room_by_address"),
+		 (unsigned long long)sysfs_u64("room_pinned"),
 		 (unsigned long long)sysfs_u64("upcall_timeouts"),
 		 (unsigned long long)sysfs_u64("ssd_busy_waits"),
 		 (unsigned long long)sysfs_u64("ssd_revokes"));
