@@ -212,16 +212,8 @@ else
 	mark ssderr.2
 	perr0=$(stat_of ssd_persist_errors)
 	put_new keep2 3000	# only here: survives the master's restart
-	persist_failed() {
-		local t
-		for ((t = 0; t < 100; t++)); do
-			[ "$(stat_of ssd_persist_errors)" -gt "$perr0" ] && return 0
-			sleep 0.1
-		done
-		diag "ssd_persist_errors stayed $perr0"
-		return 1
-	}
-	check "keep2's persist fails on the failing SSD: it is in DRAM only" persist_failed
+	check "keep2's persist fails on the failing SSD: it is in DRAM only" \
+		stat_above ssd_persist_errors "$perr0" 10
 	# The device heals once node1 is done with serr; keep2 stays DRAM-only
 	# until the restarted master finds it so and has it persisted again.
 	wait_for serrdone.1 || true
@@ -255,16 +247,9 @@ else
 	}
 	check "node2 registers again once it rejoined" reregistered
 	check "node2 reported the replicas its module kept" logged "reported [1-9][0-9]* replicas our module kept"
-	repersisted() {	# the restarted master had keep2 written to our SSD
-		local t
-		for ((t = 0; t < 300; t++)); do
-			[ "$(stat_of ssd_commits_published)" -gt "$commits1" ] && return 0
-			sleep 0.1
-		done
-		diag "ssd_commits_published stayed $commits1"
-		return 1
-	}
-	check "the DRAM-only keep2 is persisted again after the master's restart" repersisted
+	# the restarted master has keep2 written to our SSD
+	check "the DRAM-only keep2 is persisted again after the master's restart" \
+		stat_above ssd_commits_published "$commits1" 30
 
 	put_new after2 777
 	mark after2.2

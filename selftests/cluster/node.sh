@@ -72,6 +72,15 @@ logged() {	# logged PATTERN [COUNT]: the daemon log has it (COUNT times) within 
 	return 1
 }
 stat_of() { cat "$SYSFS/$1"; }
+stat_above() {	# stat_above NAME BASE SECONDS: the module's NAME exceeds BASE in time
+	local t
+	for ((t = 0; t < $3 * 10; t++)); do
+		[ "$(stat_of "$1")" -gt "$2" ] && return 0
+		sleep 0.1
+	done
+	diag "$1 stayed $(stat_of "$1") (wanted more than $2)"
+	return 1
+}
 # cluster_json PYTHON-EXPR: fluxonctl cluster --json, the expression on it
 cluster_json() {
 	"$CTL" cluster --json >/tmp/cluster.json &&
