@@ -34,7 +34,7 @@ if [ "$N" -ne 2 ]; then
 fi
 extra=0
 [ "${TRANSPORT:-tcp}" != rdma ] || extra=1
-if [ "$I" -eq 1 ]; then out "1..$((35 + extra))"; else out "1..20"; fi
+if [ "$I" -eq 1 ]; then out "1..$((37 + extra))"; else out "1..23"; fi
 
 # node2's small segment makes its DRAM copies go to its SSD tier.
 SEG_MB=96
@@ -212,15 +212,24 @@ else
 	mark ssderr.2
 	perr0=$(stat_of ssd_persist_errors)
 	put_new keep2 3000	# only here: survives the master's restart
-	check "keep2's persist fails on the failing SSD: it is in DRAM only" \
-		stat_above ssd_persist_errors "$perr0" 10
+	# ssd_committed KEY [SECONDS]: our SSD rings hold a committed entry of KEY
+	ssd_committed() {
+		local t
+		for ((t = 0; t <= ${2:-0} * 10; t++)); do
+			awk -F'\t' -v k="$1" '$5 == "committed" && $9 == k { f = 1 } END { exit !f }' \
+				/sys/kernel/debug/fluxonkv/rings && return 0
+			[ "${2:-0}" -eq 0 ] || sleep 0.1
+		done
+		return 1
+	}
+	check "keep2's persist fails on the failing SSD" stat_above ssd_persist_errors "$perr0" 10
+	check "... so keep2 is in DRAM only" eval '! ssd_committed keep2'
 	# The device heals once node1 is done with serr; keep2 stays DRAM-only
 	# until the restarted master finds it so and has it persisted again.
 	wait_for serrdone.1 || true
 	dmsetup --noudevsync suspend fkvssd &&
 		dmsetup --noudevsync reload fkvssd --table "0 $SSD_SECTORS linear $SSD_RAW 0" &&
 		dmsetup --noudevsync resume fkvssd
-	commits1=$(stat_of ssd_commits_published)
 	mark ssdpushed.2
 	wait_for master.killed || true
 	fails_fast() {	# gets fail with "no daemon" (exit 4) within 10 s, each promptly
@@ -247,9 +256,8 @@ else
 	}
 	check "node2 registers again once it rejoined" reregistered
 	check "node2 reported the replicas its module kept" logged "reported [1-9][0-9]* replicas our module kept"
-	# the restarted master has keep2 written to our SSD
 	check "the DRAM-only keep2 is persisted again after the master's restart" \
-		stat_above ssd_commits_published "$commits1" 30
+		ssd_committed keep2 30
 
 	put_new after2 777
 	mark after2.2

@@ -555,9 +555,10 @@ FKV_TEST(a_placed_put_that_fails_drops_the_target_replica)
 
 /*
  * A restarted master adopts what node B REPORTs; at B's REPORT_DONE the
- * DRAM replicas without an SSD copy on B (their persist never committed)
- * are persisted again on B -- not one whose SSD copy was reported after
- * it, one too big for B's tier, or one overwritten meanwhile.
+ * DRAM replicas without an SSD copy (their persist never committed) are
+ * persisted again on B -- not one whose SSD copy was reported after it,
+ * one with an SSD copy on another node (a pulled copy), one too big for
+ * B's tier, or one overwritten meanwhile.
  */
 FKV_TEST(a_nodes_reported_replicas_without_an_ssd_copy_are_persisted_again)
 {
@@ -575,9 +576,16 @@ FKV_TEST(a_nodes_reported_replicas_without_an_ssd_copy_are_persisted_again)
 		F.m = fkv_master_create(&c, &rec_ops, &F);
 		FKV_ASSERT(F.m != NULL);
 	}
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, A, INC_A, SEG, 16 * U, NULL), 0);
 	FKV_ASSERT_EQ(fkv_master_node_up(F.m, B, INC_B, SEG, 16 * U,
 					 "10.77.0.2:7471"), 0);
+	/* v: A's SSD copy, B's DRAM copy (pulled before the restart) */
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "v", 1, 20, 0, U, true), 1);
 	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "v", 1, 20, H(B, 2, 20), U,
+				       false), 1);
+	FKV_ASSERT_EQ(fkv_adopted_add(&list, "v", 1, 20, H(B, 2, 20)), 0);
 	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "x", 1, 21, hx, 2 * U, false), 1);
 	FKV_ASSERT_EQ(fkv_adopted_add(&list, "x", 1, 21, hx), 0);
 	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "y", 1, 22, hy, 2 * U, false), 1);

@@ -824,9 +824,8 @@ static void report_kept(struct fkv_clusterd *cd)
 {
 	uint64_t sent = cd->st.reports_sent;
 	unsigned int bad = 0;
-	int err;
-
 	struct nl_msg *msg;
+	int err;
 
 	err = fkv_nl_dump_module(report_one, cd, &bad);
 	if (err)

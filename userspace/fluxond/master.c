@@ -745,6 +745,7 @@ int fkv_master_repersist(struct fkv_master *m, const void *key,
 {
 	const struct fkv_replica *rep;
 	const struct fkv_route *r;
+	uint32_t i;
 
 	if (!m->ops->persist)
 		return 0;
@@ -755,6 +756,10 @@ int fkv_master_repersist(struct fkv_master *m, const void *key,
 	if (!rep || rep->mem_handle != handle || rep->ssd ||
 	    rep->mem_len > caller(m)->ssd_capacity)
 		return 0;
+	/* Another node's SSD copy is this version's: no second one. */
+	for (i = 0; i < r->nreplicas; i++)
+		if (r->replicas[i].ssd)
+			return 0;
 	m->ops->persist(m->arg, handle, put_id);
 	m->st.repersisted++;
 	return 1;

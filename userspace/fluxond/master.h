@@ -242,9 +242,10 @@ int fkv_master_adopt(struct fkv_master *m, const void *key, size_t key_len,
 		     uint64_t put_id, uint64_t handle, uint64_t len, bool ssd);
 /*
  * After a warm restart's adoption: the caller's adopted DRAM replica
- * @handle of @key at @put_id has no SSD copy although the caller's tier
- * could take it (its persist never committed): ask for it again
- * (ops->persist).  Returns 1 if asked, 0 if not needed.
+ * @handle of @key at @put_id has no SSD copy on any node although the
+ * caller's tier could take it (its persist never committed, or it is a
+ * pulled copy of a value that never had one): ask for it (ops->persist).
+ * Returns 1 if asked, 0 if not needed.
  */
 int fkv_master_repersist(struct fkv_master *m, const void *key,
 			 size_t key_len, uint64_t put_id, uint64_t handle);
