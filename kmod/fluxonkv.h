@@ -53,6 +53,9 @@
  */
 #define FLUXONKV_PUT_NOTE_DELAY_MS	2
 #define FLUXONKV_PUT_NOTE_BATCH		64
+/* Who numbers puts: fixed for as long as a daemon stays registered. */
+#define FLUXONKV_REGISTER_F_PUTS	(FLUXONKV_REGISTER_F_LOCAL_PUTS | \
+					 FLUXONKV_REGISTER_F_ONE_TRIP)
 
 /* ACCESS batches: at most FLUXONKV_ACCESS_BATCH handles or 10 ms. */
 #define FLUXONKV_ACCESS_DELAY_MS	10
@@ -173,6 +176,8 @@ void fluxonkv_replica_put(struct fluxonkv_replica *r);
 int fluxonkv_replica_drop(u64 handle);
 void fluxonkv_replica_drop_all(void);
 void fluxonkv_replica_publish(struct fluxonkv_replica *r);
+void fluxonkv_put_id_note(u64 put_id);
+void fluxonkv_replica_number(struct fluxonkv_replica *r, u64 put_id);
 u64 fluxonkv_replica_publish_local(struct fluxonkv_replica *r, u64 gen);
 void fluxonkv_index_forget(const u8 *key, u32 key_len, u64 put_id);
 struct fluxonkv_alloc *fluxonkv_index_lookup(const u8 *key, u32 key_len,
@@ -415,6 +420,7 @@ bool fluxonkv_daemon_connected(void);
 bool fluxonkv_daemon_local_routes(void);
 bool fluxonkv_daemon_placement(void);
 bool fluxonkv_daemon_local_puts(void);
+bool fluxonkv_daemon_one_trip(void);
 u64 fluxonkv_daemon_generation(void);
 pid_t fluxonkv_daemon_pid(void);
 int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
@@ -525,6 +531,7 @@ struct fluxonkv_stats {
 	u64 upcall_timeouts;
 	u64 puts_abandoned;	/* putters that left before PUT_DONE's answer */
 	u64 puts_local;		/* puts published without a round trip */
+	u64 puts_one_trip;	/* puts the master published in one PUT */
 	u64 upcall_errors;
 	u64 room_waits;
 	u64 room_by_address;	/* NEED_ROOMs naming a window's victims */

@@ -161,6 +161,12 @@ bool fluxonkv_daemon_local_puts(void)
 	       FLUXONKV_REGISTER_F_LOCAL_PUTS;
 }
 
+/* A put asks once, after the copy (uapi FLUXONKV_REGISTER_F_ONE_TRIP). */
+bool fluxonkv_daemon_one_trip(void)
+{
+	return READ_ONCE(fluxonkv_daemon.flags) & FLUXONKV_REGISTER_F_ONE_TRIP;
+}
+
 pid_t fluxonkv_daemon_pid(void)
 {
 	return READ_ONCE(fluxonkv_daemon.pid);
@@ -809,6 +815,12 @@ static int fluxonkv_nl_register(struct sk_buff *skb, struct genl_info *info)
 				    "local puts are for a master of this node alone: not with placement");
 		return -EINVAL;
 	}
+	if ((flags & FLUXONKV_REGISTER_F_LOCAL_PUTS) &&
+	    (flags & FLUXONKV_REGISTER_F_ONE_TRIP)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[FLUXONKV_A_FLAGS],
+				    "local puts ask nothing: not with one-trip puts");
+		return -EINVAL;
+	}
 	/*
 	 * A previous daemon's teardown must finish before a new one starts;
 	 * it may have been queued after our flush: look under the lock.
@@ -837,6 +849,17 @@ retry:
 		mutex_unlock(&fluxonkv_daemon.lock);
 		NL_SET_ERR_MSG(info->extack,
 			       "registered under another node id: unregister first");
+		return -EBUSY;
+	}
+	/*
+	 * Who numbers puts changes only across a detach too: local puts in
+	 * flight draw put_ids the master would hand out again.
+	 */
+	if (fluxonkv_daemon.portid &&
+	    ((flags ^ fluxonkv_daemon.flags) & FLUXONKV_REGISTER_F_PUTS)) {
+		mutex_unlock(&fluxonkv_daemon.lock);
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[FLUXONKV_A_FLAGS],
+				    "registered with other put flags: unregister first");
 		return -EBUSY;
 	}
 	/*
@@ -887,7 +910,8 @@ retry:
 	pr_info("daemon registered: pid %d port %u node %u%s%s%s%s\n", pid,
 		info->snd_portid, node_id,
 		flags & FLUXONKV_REGISTER_F_LOCAL_ROUTES ? ", local routes" : "",
-		flags & FLUXONKV_REGISTER_F_LOCAL_PUTS ? ", local puts" : "",
+		flags & FLUXONKV_REGISTER_F_LOCAL_PUTS ? ", local puts" :
+		flags & FLUXONKV_REGISTER_F_ONE_TRIP ? ", one-trip puts" : "",
 		flags & FLUXONKV_REGISTER_F_PLACEMENT ? ", placement" : "",
 		flags & FLUXONKV_REGISTER_F_ADOPT ? ", adopting kept replicas" :
 		flags & FLUXONKV_REGISTER_F_KEEP ? ", keep" : "");
@@ -1003,8 +1027,19 @@ static int fluxonkv_nl_answer(struct sk_buff *skb, struct genl_info *info)
 	up->handle = fluxonkv_attr_u64(info, FLUXONKV_A_HANDLE);
 	up->len = fluxonkv_attr_u64(info, FLUXONKV_A_LEN);
 	up->source = fluxonkv_attr_u32(info, FLUXONKV_A_SOURCE);
-	if (!status && cmd == FLUXONKV_CMD_PUT_DONE && up->replica &&
-	    (up->flags & FLUXONKV_PUT_F_PUBLISHED)) {
+	/* A published one-trip put is numbered by its answer. */
+	if (!status && cmd == FLUXONKV_CMD_PUT &&
+	    (up->flags & FLUXONKV_PUT_F_PUBLISHED) && !up->put_id) {
+		NL_SET_ERR_MSG(info->extack, "a published PUT needs PUT_ID");
+		status = -EPROTO;
+		ret = status;	/* told to the daemon too */
+	}
+	if (!status && cmd == FLUXONKV_CMD_PUT && up->replica &&
+	    (up->flags & FLUXONKV_PUT_F_PUBLISHED))
+		fluxonkv_replica_number(up->replica, up->put_id);
+	if (!status &&
+	    (cmd == FLUXONKV_CMD_PUT_DONE || cmd == FLUXONKV_CMD_PUT) &&
+	    up->replica && (up->flags & FLUXONKV_PUT_F_PUBLISHED)) {
 		fluxonkv_replica_publish(up->replica);
 		/* The master dropped the older versions' SSD copies. */
 		fluxonkv_ssd_unroute(up->replica->key, up->replica->key_len,
@@ -1033,7 +1068,7 @@ static int fluxonkv_nl_answer(struct sk_buff *skb, struct genl_info *info)
 		}
 	}
 	fluxonkv_upcall_finish(up, status);
-	return 0;
+	return ret;
 
 unknown:
 	fluxonkv_stat_inc(upcall_errors);
@@ -1144,7 +1179,7 @@ static const struct nla_policy fluxonkv_register_policy[FLUXONKV_A_MAX + 1] = {
 					     FLUXONKV_REGISTER_F_LOCAL_ROUTES |
 					     FLUXONKV_REGISTER_F_PLACEMENT |
 					     FLUXONKV_REGISTER_F_KEEP |
-					     FLUXONKV_REGISTER_F_LOCAL_PUTS),
+					     FLUXONKV_REGISTER_F_PUTS),
 	[FLUXONKV_A_NODE_ID] = NLA_POLICY_MAX(NLA_U32, FLUXONKV_NODE_MAX),
 };
 
@@ -1162,6 +1197,13 @@ static const struct nla_policy fluxonkv_put_start_policy[FLUXONKV_A_MAX + 1] = {
 static const struct nla_policy fluxonkv_put_done_policy[FLUXONKV_A_MAX + 1] = {
 	FLUXONKV_ANSWER_POLICY,
 	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32, FLUXONKV_PUT_F_PUBLISHED),
+};
+
+static const struct nla_policy fluxonkv_put_policy[FLUXONKV_A_MAX + 1] = {
+	FLUXONKV_ANSWER_POLICY,
+	[FLUXONKV_A_PUT_ID] = NLA_POLICY_MIN(NLA_U64, 1),
+	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32, FLUXONKV_PUT_F_PUBLISHED |
+					     FLUXONKV_PUT_F_PERSIST),
 };
 
 /* Not const: 6.1's NLA_POLICY_FULL_RANGE takes a plain pointer. */
@@ -1234,6 +1276,8 @@ static const struct genl_ops fluxonkv_genl_ops[] = {
 		    fluxonkv_put_start_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_PUT_DONE, fluxonkv_nl_answer,
 		    fluxonkv_put_done_policy, GENL_ADMIN_PERM),
+	FLUXONKV_OP(FLUXONKV_CMD_PUT, fluxonkv_nl_answer,
+		    fluxonkv_put_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_GET_START, fluxonkv_nl_answer,
 		    fluxonkv_get_start_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_GET_DONE, fluxonkv_nl_answer,

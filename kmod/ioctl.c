@@ -609,6 +609,13 @@ static long fluxonkv_ioc_batch(struct fluxonkv_session *s, void __user *uarg,
 	ops = u64_to_user_ptr(b.ops_ptr);
 	if (!access_ok(ops, (size_t)b.count * b.op_size))
 		return -EFAULT;
+	/*
+	 * @done goes back at the end: a header it cannot be written to fails
+	 * here, before any entry ran (one unmapped meanwhile by another
+	 * thread still leaves each entry's result to say what ran).
+	 */
+	if (put_user(b.done, &((struct fluxonkv_batch __user *)uarg)->done))
+		return -EFAULT;
 
 	for (; b.done < b.count; b.done++) {
 		u8 __user *uop = ops + b.done * b.op_size;

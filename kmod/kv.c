@@ -6,6 +6,10 @@
  * put:    PUT_START (master assigns put_id) -> allocate a range (asking the
  *         master for room, §4.1) -> copy the value in -> PUT_DONE (master
  *         publishes; the answer handler indexes it) -> return.  With a
+ *         master of several nodes that takes puts in one message
+ *         (FLUXONKV_REGISTER_F_ONE_TRIP): allocate -> copy in -> PUT (the
+ *         master numbers and publishes it) -> return; PUT_START only when
+ *         this node has no room.  With a
  *         master that delegates puts (FLUXONKV_REGISTER_F_LOCAL_PUTS):
  *         allocate -> copy in -> index it under a put_id of our own ->
  *         start the SSD write -> return; the master learns of it from a
@@ -53,13 +57,14 @@ static struct {
 static void fluxonkv_publish_persist_run(struct work_struct *work);
 
 /*
- * A put's PUT_START and PUT_DONE are asked asynchronously: the putter
+ * A put's PUT_START and PUT_DONE (or its one PUT) are asked asynchronously:
+ * the putter
  * waits for the answer, but one who stops waiting (its request timeout, a
  * fatal signal) does not end the request -- the daemon's answer (or its
  * going, or for PUT_START the sweep) still does, and finishes for it from
  * fluxonkv_put_late's worker.  A PUT_START answered late gives its
  * reservation back (PUT_ABORT), so a failed or abandoned put costs the
- * master nothing; a PUT_DONE is never expired (no_expire): its answer
+ * master nothing; a PUT_DONE or PUT is never expired (no_expire): its answer
  * decides whether the version is published, so a put either publishes it
  * or leaves the previous one readable, whatever became of its caller.
  * @state says who finishes: the putter, or the late worker.
@@ -67,11 +72,12 @@ static void fluxonkv_publish_persist_run(struct work_struct *work);
 enum { FLUXONKV_PW_WAITING, FLUXONKV_PW_ANSWERED, FLUXONKV_PW_ABANDONED };
 
 struct fluxonkv_put_wait {
-	struct fluxonkv_upcall up;	/* PUT_DONE: up.replica, a reference */
+	/* PUT_DONE, PUT: up.replica, a reference */
+	struct fluxonkv_upcall up;
 	struct completion answered;	/* the waiting putter's */
 	atomic_t state;			/* FLUXONKV_PW_* */
 	bool persist;			/* PUT_DONE: PUT_START said so */
-	/* PUT_DONE: the putter's memcg, for a persist the worker does */
+	/* PUT_DONE, PUT: the putter's memcg, for a persist the worker does */
 	struct mem_cgroup *memcg;
 	struct list_head node;		/* on fluxonkv_put_late.list */
 	u32 key_len;			/* PUT_START: its key, for PUT_ABORT */
@@ -228,15 +234,6 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room(u64 len)
 	return fluxonkv_alloc_room_for(len, false);
 }
 
-static void fluxonkv_note_put_id(u64 put_id)
-{
-	s64 cur = atomic64_read(&fluxonkv_put_id_max);
-
-	while ((u64)cur < put_id &&
-	       !atomic64_try_cmpxchg(&fluxonkv_put_id_max, &cur, put_id))
-		;
-}
-
 /* @handle: a replica the master may have published but we dropped, or 0. */
 static void fluxonkv_put_abort(const u8 *key, u32 key_len, u64 put_id,
 			       u64 handle, int err)
@@ -387,11 +384,11 @@ static int fluxonkv_put_wait(u8 cmd, const struct fluxonkv_upcall_args *args,
 	if (atomic_xchg(&w->state, FLUXONKV_PW_ABANDONED) ==
 	    FLUXONKV_PW_WAITING) {
 		fluxonkv_stat_inc(puts_abandoned);
-		/* Not a PUT_DONE: the master should rather not act on it. */
-		if (cmd != FLUXONKV_CMD_PUT_DONE)
+		/* A PUT_START: the master should rather not act on it. */
+		if (cmd == FLUXONKV_CMD_PUT_START)
 			fluxonkv_upcall_cancel(id);
 		/* (an expiring request's timeout the sweep counts) */
-		if (!left && cmd == FLUXONKV_CMD_PUT_DONE) {
+		if (!left && cmd != FLUXONKV_CMD_PUT_START) {
 			fluxonkv_stat_inc(upcall_timeouts);
 			pr_warn_ratelimited("daemon did not answer cmd %u in %u ms: its late answer will be honoured\n",
 					    cmd, fluxonkv_request_timeout_ms);
@@ -404,8 +401,8 @@ static int fluxonkv_put_wait(u8 cmd, const struct fluxonkv_upcall_args *args,
 }
 
 /*
- * The put's end once PUT_DONE is answered (or failed): published -> the
- * answer handler indexed it, persist it if asked; not -> the handle
+ * The put's end once PUT_DONE or PUT is answered (or failed): published ->
+ * the answer handler indexed it, persist it if asked; not -> the handle
  * table's reference goes (-ENOENT: the master dropped it already).  Frees
  * @w.  Process context, never the daemon's own (a refused persist asks
  * the daemon synchronously).
@@ -415,10 +412,16 @@ static void fluxonkv_put_done_finish(struct fluxonkv_put_wait *w)
 	struct fluxonkv_replica *r = w->up.replica;
 	int status = w->up.status;
 
+	/* A one-trip put's answer decides its SSD copy (PUT_START's did). */
+	if (w->up.cmd == FLUXONKV_CMD_PUT)
+		w->persist = w->up.flags & FLUXONKV_PUT_F_PERSIST;
 	if (status || !(w->up.flags & FLUXONKV_PUT_F_PUBLISHED)) {
 		fluxonkv_replica_drop(r->handle);
-		/* Never seen by the master: its PUT_START reservation goes. */
-		if (w->up.send_failed)
+		/*
+		 * Never seen by the master: its PUT_START reservation goes
+		 * (a one-trip put reserved nothing).
+		 */
+		if (w->up.send_failed && w->up.cmd == FLUXONKV_CMD_PUT_DONE)
 			fluxonkv_put_abort(r->key, r->key_len, r->put_id,
 					   r->handle, status);
 	} else if (w->persist) {
@@ -456,10 +459,10 @@ static void fluxonkv_put_late_run(struct work_struct *work)
 	list_splice_init(&fluxonkv_put_late.list, &batch);
 	spin_unlock(&fluxonkv_put_late.lock);
 	list_for_each_entry_safe(w, tmp, &batch, node) {
-		if (w->up.cmd == FLUXONKV_CMD_PUT_DONE)
-			fluxonkv_put_done_finish(w);
-		else
+		if (w->up.cmd == FLUXONKV_CMD_PUT_START)
 			fluxonkv_put_start_finish(w);
+		else
+			fluxonkv_put_done_finish(w);
 	}
 }
 
@@ -545,6 +548,73 @@ static int fluxonkv_copy_value(void *dst, const void __user *src, u64 len)
 		cond_resched();
 	}
 	return 0;
+}
+
+/*
+ * A put in one round trip (FLUXONKV_REGISTER_F_ONE_TRIP) into @a, the range
+ * allocated for it (taken over): copy the value in, then PUT {KEY, HANDLE,
+ * LEN} asks the master to number and publish it; the answer handler
+ * indexes it under that put_id, and fluxonkv_put_done_finish() does what
+ * the answer decided (the SSD copy, or dropping it), for a putter that
+ * stopped waiting too.  The caller charged @span to @user.
+ */
+static int fluxonkv_put_one_trip(struct fluxonkv_user *user, const u8 *key,
+				 u32 key_len, const void __user *value,
+				 u64 len, u64 span, struct fluxonkv_alloc *a,
+				 u64 *put_id)
+{
+	struct fluxonkv_upcall_args args = {
+		.key = key, .key_len = key_len, .len = len,
+	};
+	struct fluxonkv_put_wait *w;
+	struct fluxonkv_replica *r;
+	u64 ssd;
+	int ret;
+
+	ret = fluxonkv_copy_value(fluxonkv_alloc_vaddr(a), value, len);
+	fluxonkv_user_uncharge(user, span);	/* the cache's bytes now */
+	if (ret)
+		goto err_alloc;
+	w = kzalloc(sizeof(*w), GFP_KERNEL);
+	if (!w) {
+		ret = -ENOMEM;
+		goto err_alloc;
+	}
+	/* Drawn for the handle only: the master numbers the put. */
+	r = fluxonkv_replica_new(key, key_len,
+				 atomic64_inc_return(&fluxonkv_put_id_max), a);
+	if (IS_ERR(r)) {
+		ret = PTR_ERR(r);
+		goto err_free;
+	}
+	w->up.replica = r;
+	w->up.no_expire = true;
+	ssd = fluxonkv_ssd_capacity();
+	if (ssd && len <= ssd)
+		w->memcg = get_mem_cgroup_from_mm(current->mm);
+	args.handle = r->handle;
+	/* Local misses of this key ask the master meanwhile (replica.c). */
+	fluxonkv_put_inflight_add(key, key_len, 1);
+	ret = fluxonkv_put_wait(FLUXONKV_CMD_PUT, &args, w);
+	if (ret)
+		return ret;	/* the answer finishes it */
+	ret = w->up.status;
+	/* published or superseded, the answer names the version */
+	if (!ret && !w->up.put_id)
+		ret = -EPROTO;
+	*put_id = w->up.put_id;
+	fluxonkv_put_done_finish(w);
+	if (ret)
+		return ret;
+	fluxonkv_stat_inc(puts);
+	fluxonkv_stat_inc(puts_one_trip);
+	return 0;
+
+err_free:
+	kfree(w);
+err_alloc:
+	fluxonkv_alloc_put(a);
+	return ret;
 }
 
 /*
@@ -643,9 +713,10 @@ int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
 		.key = key, .key_len = key_len, .len = len,
 	};
 	u64 span = round_up(len, FLUXONKV_SEGMENT_ALIGN);
+	struct fluxonkv_alloc *a = ERR_PTR(-ENOSPC);
 	struct fluxonkv_upcall start = {};
 	struct fluxonkv_replica *r;
-	struct fluxonkv_alloc *a;
+	bool full = false;
 	int ret;
 
 	/*
@@ -662,6 +733,17 @@ int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
 		return fluxonkv_put_local(user, key, key_len, value, len, span,
 					  fluxonkv_daemon_generation(), put_id);
 	}
+	if (fluxonkv_daemon_one_trip()) {
+		a = fluxonkv_alloc_room_for(len, fluxonkv_daemon_placement());
+		if (!IS_ERR(a))
+			return fluxonkv_put_one_trip(user, key, key_len, value,
+						     len, span, a, put_id);
+		ret = PTR_ERR(a);
+		if (ret != -ENOSPC || !fluxonkv_daemon_placement())
+			goto err_uncharge;
+		/* No room here: PUT_START, and the master places it. */
+		full = true;
+	}
 	ret = fluxonkv_put_start(key, key_len, &args, &start);
 	if (ret)
 		goto err_uncharge;
@@ -669,9 +751,10 @@ int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
 		ret = -EPROTO;
 		goto err_abort;
 	}
-	fluxonkv_note_put_id(start.put_id);
+	fluxonkv_put_id_note(start.put_id);
 
-	a = fluxonkv_alloc_room_for(len, fluxonkv_daemon_placement());
+	if (!full)
+		a = fluxonkv_alloc_room_for(len, fluxonkv_daemon_placement());
 	if (IS_ERR(a) && PTR_ERR(a) == -ENOSPC &&
 	    fluxonkv_daemon_placement()) {
 		ret = fluxonkv_put_remote(key, key_len, value, len,
@@ -1246,7 +1329,7 @@ int fluxonkv_target(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 	if (!fluxonkv_daemon_connected())
 		return -ENOTCONN;
 	/* Versions held here count for a master seeded from this node. */
-	fluxonkv_note_put_id(put_id);
+	fluxonkv_put_id_note(put_id);
 	a = fluxonkv_alloc_room(len);
 	if (IS_ERR(a))
 		return PTR_ERR(a);

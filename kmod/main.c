@@ -267,6 +267,7 @@ FLUXONKV_ATTR_STAT(replica_drops);
 FLUXONKV_ATTR_STAT(upcall_timeouts);
 FLUXONKV_ATTR_STAT(puts_abandoned);
 FLUXONKV_ATTR_STAT(puts_local);
+FLUXONKV_ATTR_STAT(puts_one_trip);
 FLUXONKV_ATTR_STAT(upcall_errors);
 FLUXONKV_ATTR_STAT(room_waits);
 FLUXONKV_ATTR_STAT(room_by_address);
@@ -326,6 +327,7 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_upcall_timeouts.attr,
 	&fluxonkv_attr_puts_abandoned.attr,
 	&fluxonkv_attr_puts_local.attr,
+	&fluxonkv_attr_puts_one_trip.attr,
 	&fluxonkv_attr_upcall_errors.attr,
 	&fluxonkv_attr_room_waits.attr,
 	&fluxonkv_attr_room_by_address.attr,

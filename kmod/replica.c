@@ -467,6 +467,28 @@ out:
 	spin_unlock(&fluxonkv_index_lock);
 }
 
+/* The master assigned @put_id: later local numbers are drawn above it. */
+void fluxonkv_put_id_note(u64 put_id)
+{
+	s64 cur = atomic64_read(&fluxonkv_put_id_max);
+
+	while ((u64)cur < put_id &&
+	       !atomic64_try_cmpxchg(&fluxonkv_put_id_max, &cur, put_id))
+		;
+}
+
+/*
+ * A one-trip put's replica (FLUXONKV_CMD_PUT) takes the put_id its answer
+ * assigned, just before fluxonkv_replica_publish() indexes it; until then
+ * it carried the number its handle was drawn with.  Walkers of the handle
+ * table read it without a lock.
+ */
+void fluxonkv_replica_number(struct fluxonkv_replica *r, u64 put_id)
+{
+	fluxonkv_put_id_note(put_id);
+	WRITE_ONCE(r->put_id, put_id);
+}
+
 /**
  * fluxonkv_replica_publish_local() - index a put the module placed itself.
  * @r: a replica fresh from fluxonkv_replica_new() (FLUXONKV_REGISTER_F_LOCAL_PUTS).

@@ -389,6 +389,25 @@ FKV_TEST(batch_header_is_validated_and_a_fault_stops_it_without_a_leak)
 			FKV_ASSERT_EQ(ioctl(fd, FLUXONKV_IOC_RELEASE, &r), 0);
 		}
 	}
+	/*
+	 * A header that cannot be written back (read-only): EFAULT before
+	 * any entry ran, so no holder and no result to lose.
+	 */
+	{
+		struct fluxonkv_batch *ro = (struct fluxonkv_batch *)(map + page);
+
+		FKV_ASSERT_EQ(mprotect(map + page, page, PROT_READ | PROT_WRITE),
+			      0);
+		raw_get_op(&ops[0]);
+		ops[0].result = 12345;
+		BATCH_INIT(1);
+		memcpy(ro, &b, sizeof(b));
+		FKV_ASSERT_EQ(mprotect(map + page, page, PROT_READ), 0);
+		FKV_ASSERT_ERRNO(ioctl(fd, FLUXONKV_IOC_BATCH, ro), EFAULT);
+		FKV_ASSERT_EQ(ops[0].result, 12345);
+		FKV_ASSERT_EQ(ops[0].holder_id, 0);
+		FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	}
 #undef BATCH_INIT
 	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
 	munmap(map, 2 * page);

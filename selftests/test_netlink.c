@@ -1196,6 +1196,125 @@ FKV_TEST(local_puts_are_published_by_the_module_and_noted_before_what_follows)
 	fkv_nl_close(&nl);
 }
 
+/* Answer the PUT of K (VLEN bytes) with STATUS, PUT_ID and FLAGS. */
+static uint64_t answer_put(struct fkv_nl *nl, const char *k, size_t vlen,
+			   int32_t status, uint64_t put_id, uint32_t flags,
+			   int want)
+{
+	struct answer a = { .cmd = FLUXONKV_CMD_PUT, .has_req_id = true,
+			    .has_status = true, .status = status,
+			    .put_id = put_id, .has_flags = true,
+			    .flags = flags };
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	uint64_t handle;
+
+	a.req_id = expect_upcall(nl, FLUXONKV_CMD_PUT, tb);
+	FKV_ASSERT(tb[FLUXONKV_A_KEY] &&
+		   nla_len(tb[FLUXONKV_A_KEY]) == (int)strlen(k) &&
+		   !memcmp(nla_data(tb[FLUXONKV_A_KEY]), k, strlen(k)),
+		   "PUT names its key");
+	FKV_ASSERT(tb[FLUXONKV_A_LEN] &&
+		   fkv_nla_u64(tb[FLUXONKV_A_LEN]) == vlen, "PUT LEN");
+	FKV_ASSERT(!tb[FLUXONKV_A_PUT_ID], "the master numbers a PUT");
+	FKV_ASSERT(tb[FLUXONKV_A_HANDLE], "PUT names its replica");
+	handle = fkv_nla_u64(tb[FLUXONKV_A_HANDLE]);
+	FKV_ASSERT(handle, "a handle");
+	FKV_ASSERT_EQ(send_answer(nl, &a), want);
+	return handle;
+}
+
+/*
+ * A cluster's master takes a put in one message (REGISTER_F_ONE_TRIP): no
+ * PUT_START, no PUT_DONE; one PUT after the value is in, and the answer's
+ * PUT_ID is the version the put returns and a get reads.  A failed,
+ * superseded or malformed answer leaves the previous version readable;
+ * one that comes after the putter gave up still decides.  The put flags
+ * stay as registered while the daemon is.
+ */
+FKV_TEST(one_trip_puts_ask_once_and_take_the_masters_put_id)
+{
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct client put, get;
+	struct client_result r;
+	uint64_t h1, h, one0, used;
+	struct fkv_nl nl;
+
+	FKV_LOAD("segment_mb=32 request_timeout_ms=1500");
+	nl_open(&nl);
+	FKV_ASSERT_EQ(register_daemon_flags(&nl, FLUXONKV_REGISTER_F_LOCAL_PUTS |
+					    FLUXONKV_REGISTER_F_ONE_TRIP, tb),
+		      -EINVAL);
+	FKV_ASSERT_EQ(register_daemon_flags(&nl, FLUXONKV_REGISTER_F_PLACEMENT |
+					    FLUXONKV_REGISTER_F_ONE_TRIP, tb),
+		      0);
+	FKV_ASSERT(tb[FLUXONKV_A_FLAGS] && fkv_nla_u32(tb[FLUXONKV_A_FLAGS]) ==
+		   (FLUXONKV_REGISTER_F_PLACEMENT |
+		    FLUXONKV_REGISTER_F_ONE_TRIP), "reply echoes the flags");
+	/* who numbers puts does not change under a registered daemon */
+	FKV_ASSERT_EQ(register_daemon_flags(&nl, FLUXONKV_REGISTER_F_PLACEMENT,
+					    tb), -EBUSY);
+	FKV_ASSERT_EQ(register_daemon_flags(&nl, FLUXONKV_REGISTER_F_PLACEMENT |
+					    FLUXONKV_REGISTER_F_ONE_TRIP, tb),
+		      0);
+	one0 = fkv_sysfs("puts_one_trip");
+
+	put = client_start(CLIENT_PUT, "ot", 5000);
+	h1 = answer_put(&nl, "ot", 5000, 0, 77, FLUXONKV_PUT_F_PUBLISHED, 0);
+	r = client_wait(&put);
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT_EQ(r.put_id, 77);
+	FKV_ASSERT(fkv_nl_next(&nl, FLUXONKV_CMD_PUT_START, tb, 0) != 0,
+		   "a one-trip put asked PUT_START");
+	FKV_ASSERT(fkv_nl_next(&nl, FLUXONKV_CMD_PUT_DONE, tb, 0) != 0,
+		   "a one-trip put asked PUT_DONE");
+	FKV_ASSERT_EQ(fkv_sysfs("puts_one_trip"), one0 + 1);
+	get = client_start(CLIENT_GET, "ot", 0);
+	r = client_wait(&get);
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT_EQ(r.put_id, 77);
+	FKV_ASSERT(r.intact, "the value reads back");
+	used = fkv_sysfs("segment_used_bytes");
+
+	/* refused, superseded, published without a number: 77 stays */
+	put = client_start(CLIENT_PUT, "ot", 6000);
+	answer_put(&nl, "ot", 6000, -ENOSPC, 0, 0, 0);
+	FKV_ASSERT_EQ(client_wait(&put).err, ENOSPC);
+	put = client_start(CLIENT_PUT, "ot", 6000);
+	answer_put(&nl, "ot", 6000, 0, 70, 0, 0);
+	r = client_wait(&put);
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT_EQ(r.put_id, 70);
+	put = client_start(CLIENT_PUT, "ot", 6000);
+	answer_put(&nl, "ot", 6000, 0, 0, FLUXONKV_PUT_F_PUBLISHED, -EPROTO);
+	FKV_ASSERT_EQ(client_wait(&put).err, EPROTO);
+	/* the superseded one succeeded: an older version, never readable */
+	FKV_ASSERT_EQ(fkv_sysfs("puts_one_trip"), one0 + 2);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", used);
+	get = client_start(CLIENT_GET, "ot", 0);
+	r = client_wait(&get);
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT_EQ(r.put_id, 77);
+
+	/* answered after the putter timed out: published all the same */
+	put = client_start(CLIENT_PUT, "ot", 7000);
+	r = client_wait(&put);
+	FKV_ASSERT_EQ(r.err, ETIMEDOUT);
+	FKV_ASSERT(fkv_nl_next(&nl, FLUXONKV_CMD_CANCEL, tb, 0) != 0,
+		   "a PUT was cancelled: its answer decides");
+	h = answer_put(&nl, "ot", 7000, 0, 90, FLUXONKV_PUT_F_PUBLISHED, 0);
+	FKV_ASSERT(h != h1, "a new replica");
+	get = client_start(CLIENT_GET, "ot", 0);
+	r = client_wait(&get);
+	FKV_ASSERT_EQ(r.err, 0);
+	FKV_ASSERT_EQ(r.put_id, 90);
+	FKV_ASSERT_EQ(r.len, 7000);
+	/* the master drops the replaced version itself */
+	FKV_ASSERT_EQ(drop_replica(&nl, h1), 0);
+	FKV_ASSERT_EQ(drop_replica(&nl, h), 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
+	fkv_nl_close(&nl);
+}
+
 /*
  * A local put retires its key's older SSD routes when it publishes, not in
  * order with the master's answers: an SSD_COMMIT of version N answered

@@ -34,7 +34,7 @@ if [ "$N" -ne 2 ]; then
 fi
 extra=0
 [ "${TRANSPORT:-tcp}" != rdma ] || extra=1
-if [ "$I" -eq 1 ]; then out "1..$((37 + extra))"; else out "1..23"; fi
+if [ "$I" -eq 1 ]; then out "1..$((38 + extra))"; else out "1..24"; fi
 
 # node2's small segment makes its DRAM copies go to its SSD tier.
 SEG_MB=96
@@ -70,8 +70,11 @@ if [ "$I" -eq 1 ]; then
 	check "16 MiB value pulled from node2" get_same k16 remote
 	check "the pulled copy became node1's own replica" get_same k16 memory
 	diag "hits_remote $(stat_of hits_remote), fetches $(stat_of fetches), fetch_errors $(stat_of fetch_errors)"
+	ot0=$(stat_of puts_one_trip)
 	put_new m2 $((2 << 20))
 	mark put.1
+	check "the master node's put is one PUT to its own master" \
+		test "$(stat_of puts_one_trip)" -eq $((ot0 + 1))
 	wait_for deleted.2 || true
 	check "a delete on node2 is a miss on node1" misses k1
 	# Readers run while node2 dies: right bytes or a clean miss, no hang.
@@ -154,12 +157,15 @@ else
 	check "fluxond with a wrong secret exits with a clear error" refused
 	start_daemon /tmp/fkv.yaml
 	check "fluxond joins and registers in node role" daemon_up
+	ot0=$(stat_of puts_one_trip)
 	put_new k1 1
 	put_new k4 $(((4 << 20) - 128))
 	put_new k16 $((16 << 20))
 	put_new only2 4096
 	put_new only2b 4096
 	mark puts.2
+	check "each put asked the master once (PUT, no PUT_START / PUT_DONE)" \
+		test "$(stat_of puts_one_trip)" -eq $((ot0 + 5))
 	wait_for put.1 || true
 	check "node1's value pulled from the master node" get_same m2 remote
 	check "delete on node2" "$CTL" delete k1

@@ -80,6 +80,7 @@ static void fake_module(void)
 	put_file("upcall_timeouts", "7\n");
 	put_file("puts_abandoned", "1\n");
 	put_file("puts_local", "12\n");
+	put_file("puts_one_trip", "13\n");
 	put_file("upcall_errors", "8\n");
 	put_file("room_waits", "9\n");
 	put_file("room_by_address", "2\n");
@@ -291,7 +292,8 @@ FKV_TEST(the_snapshot_covers_every_attribute_the_module_documents)
 		"local_misses", "local_refills", "local_unsure", "promotions",
 		"promotions_refused", "deletes",
 		"evictions", "replica_drops", "upcall_timeouts",
-		"puts_abandoned", "puts_local", "upcall_errors", "room_waits",
+		"puts_abandoned", "puts_local", "puts_one_trip", "upcall_errors",
+		"room_waits",
 		"room_by_address", "room_pinned",
 		"kv_ssd_capacity_bytes", "kv_ssd_used_bytes", "ssd_writes",
 		"ssd_write_bytes", "ssd_reads", "ssd_read_bytes",
@@ -344,6 +346,7 @@ FKV_TEST(stats_as_json_are_one_flat_object_with_null_for_unreadable_files)
 		"\"promotions_refused\":0,"
 		"\"deletes\":5,\"evictions\":6,\"replica_drops\":11,"
 		"\"upcall_timeouts\":7,\"puts_abandoned\":1,\"puts_local\":12,"
+		"\"puts_one_trip\":13,"
 		"\"upcall_errors\":8,\"room_waits\":9,"
 		"\"room_by_address\":2,\"room_pinned\":1,"
 		"\"kv_ssd_capacity_bytes\":4294967296,"

@@ -611,3 +611,64 @@ FKV_TEST(a_nodes_reported_replicas_without_an_ssd_copy_are_persisted_again)
 	FKV_ASSERT_EQ(F.npersist, 1);
 	fkv_master_destroy(F.m);
 }
+
+/*
+ * PUT (uapi FLUXONKV_REGISTER_F_ONE_TRIP): one message numbers, publishes
+ * and decides the SSD copy of a value the caller's module holds already;
+ * the older version on another node is dropped, nothing stays in flight,
+ * and a handle that is not the caller's is refused before anything is
+ * reserved or evicted.
+ */
+FKV_TEST(a_put_in_one_message_is_numbered_and_published_at_once)
+{
+	struct fkv_master_node_info ni;
+	struct fkv_master_stats st;
+	struct fkv_get_result g;
+	uint64_t p1, p2, p3, hb, ha;
+	uint32_t flags;
+
+	setup();
+	hb = put_on(B, "k", U, 7, &p1);
+	F.ndrops = 0;
+	fkv_master_set_caller(F.m, A);
+	ha = H(A, 3, 99);
+	FKV_ASSERT_EQ(fkv_master_put(F.m, "k", 1, ha, 2 * U, &p2, &flags), 0);
+	FKV_ASSERT(p2 > p1);
+	FKV_ASSERT_EQ(flags, FLUXONKV_PUT_F_PUBLISHED);
+	FKV_ASSERT_EQ(F.ndrops, 1);
+	FKV_ASSERT_EQ(F.drops[0], hb);
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "k", 1, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE);
+	FKV_ASSERT_EQ(g.handle, ha);
+	FKV_ASSERT_EQ(g.put_id, p2);
+	FKV_ASSERT_EQ(g.len, 2 * U);
+	FKV_ASSERT_EQ(fkv_master_node_info(F.m, A, &ni), 0);
+	FKV_ASSERT_EQ(ni.used, 2 * U);
+	FKV_ASSERT_EQ(fkv_master_node_info(F.m, B, &ni), 0);
+	FKV_ASSERT_EQ(ni.used, 0);
+
+	/* another node's handle, or none: refused, nothing reserved */
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_put(F.m, "x", 1, H(B, 4, 5), U, &p3, &flags),
+		      -EINVAL);
+	FKV_ASSERT_EQ(fkv_master_put(F.m, "x", 1, 0, U, &p3, &flags), -EINVAL);
+	FKV_ASSERT_EQ(p3, 0);
+	FKV_ASSERT_EQ(fkv_master_put(F.m, "x", 1, H(A, 4, 5), 0, &p3, &flags),
+		      -EINVAL);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "x", 1, &g), -ENOENT);
+
+	/* with an SSD tier the value fits in, the answer says persist */
+	fkv_master_set_ssd_capacity(F.m, 4 * U);
+	FKV_ASSERT_EQ(fkv_master_put(F.m, "s", 1, H(A, 5, 100), U, &p3,
+				     &flags), 0);
+	FKV_ASSERT_EQ(flags, FLUXONKV_PUT_F_PUBLISHED | FLUXONKV_PUT_F_PERSIST);
+	FKV_ASSERT_EQ(fkv_master_put(F.m, "t", 1, H(A, 6, 101), 5 * U, &p3,
+				     &flags), 0);
+	FKV_ASSERT_EQ(flags, FLUXONKV_PUT_F_PUBLISHED);
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT_EQ(st.inflight, 0);
+	FKV_ASSERT_EQ(st.puts_one_trip, 3);
+	FKV_ASSERT_EQ(st.puts, 4);
+	fkv_master_destroy(F.m);
+}

@@ -1131,6 +1131,31 @@ def cmd_summary(a):
                    None, detail)
     lines.append("")
 
+    pm, pt = j("put-node2.json"), j("put-node2-trips.json") or {}
+    rr = tcpc.get(4096)
+    if pm and pm.get("put_s"):
+        med = pm["put_s"]["median"]
+        rrm = rr["s"]["median"] if rr else None
+        ratio = med / rrm if rrm else None
+        trips = pt.get("puts_one_trip")
+        res["put4k"] = {"count": pm["count"], "put_s": pm["put_s"],
+                        "tcp_rr_4k_s": rrm, "ratio_to_tcp_rr": ratio,
+                        "puts_one_trip": trips}
+        detail = (f"node2 put 4 KiB median {med * 1e3:.2f} ms (p95 "
+                  f"{pm['put_s']['p95'] * 1e3:.2f} ms, {pm['count']} puts, Python), "
+                  f"{fmt(ratio, '{:.2f}')}x a bare TCP 4 KiB request/response "
+                  f"({fmt(rrm * 1e3 if rrm else None, '{:.2f}')} ms); "
+                  f"{fmt(trips, '{}')} of them one PUT each (module puts_one_trip)")
+        target("cluster put: at most one round trip to the master, the route "
+               "published before it returns (module puts_one_trip = puts)",
+               None if trips is None else trips == pm["count"], detail)
+        target("cluster put 4 KiB latency vs one request/response on the link "
+               "(no target: the link's round trip plus node2's netlink hop to "
+               "fluxond and the master's work, each a process wake-up on a "
+               "1-vCPU guest)", None,
+               f"{fmt(ratio, '{:.2f}')}x")
+        lines.append("")
+
     g, disk = j("get-ssd16.json"), j("disk-node2.json")
     if g and disk:
         errors += g["wrong_source"] + g["content_errors"] + g["full_check_errors"]

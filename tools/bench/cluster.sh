@@ -465,6 +465,14 @@ else
 		committed $((c0 + $3))
 		settle
 	}
+	# A cluster put's latency: one round trip to the master (PUT), timed
+	# while node1 waits for the first phase (nothing else on the link).
+	ot0=$(stat_of puts_one_trip)
+	say "put4k: 64 timed 4 KiB puts"
+	"${PY[@]}" put --prefix p --count 64 --size 4K --manifest "$R/put-node2.json" ||
+		die "put4k: puts"
+	echo "{\"puts_one_trip\": $(($(stat_of puts_one_trip) - ot0))}" >"$R/put-node2-trips.json"
+	"${PY[@]}" delete "$R/put-node2.json" || die "put4k: delete"
 	for spec in mem4:a:$N4:4M mem4c4:c:$N4:4M mem1:b:$N1:1M; do
 		IFS=: read -r ph pre cnt sz <<<"$spec"
 		phase_put "$ph" "$pre" "$cnt" "$sz"

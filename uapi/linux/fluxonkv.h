@@ -452,7 +452,8 @@ struct fluxonkv_op {
  *
  * The operations run in order and each reports its own @result: a miss or
  * a failed put does not stop the batch.  The call fails only for a bad
- * header (EINVAL), a bad @ops_ptr or an operation whose result cannot be
+ * header (EINVAL), a header that cannot be written (EFAULT before any
+ * operation ran), a bad @ops_ptr or an operation whose result cannot be
  * written (EFAULT: @done says how far it got; a holder a GET took for an
  * entry that could not be written is released again).
  */
@@ -615,6 +616,14 @@ enum fluxonkv_cmd {
 	 * or notify of the module: a DELETE, SSD_COMMIT or NEED_ROOM never
 	 * overtakes the put it follows. */
 	FLUXONKV_CMD_PUT_LOCAL,
+	/* upcall KEY, HANDLE, LEN: a put in one message (uapi
+	 * FLUXONKV_REGISTER_F_ONE_TRIP): the module allocated the replica
+	 * and copied the value in; the master numbers it, decides its SSD
+	 * copy, publishes it and drops the older versions (other nodes'
+	 * included) before it answers -> PUT_ID (the version assigned),
+	 * FLAGS (FLUXONKV_PUT_F_PUBLISHED, FLUXONKV_PUT_F_PERSIST).  Like
+	 * PUT_DONE it is never cancelled: its answer decides. */
+	FLUXONKV_CMD_PUT,
 
 	__FLUXONKV_CMD_MAX,
 	FLUXONKV_CMD_MAX = __FLUXONKV_CMD_MAX - 1
@@ -693,6 +702,16 @@ enum fluxonkv_attr {
  * (EINVAL) with FLUXONKV_REGISTER_F_PLACEMENT.
  */
 #define FLUXONKV_REGISTER_F_LOCAL_PUTS		(1U << 4)
+/*
+ * ... and a put asks the master once, after its value is in: FLUXONKV_CMD_PUT
+ * instead of PUT_START before the allocation and PUT_DONE after the copy.
+ * For a master of several nodes, which must number and publish every put
+ * itself; a put this node has no room for still asks PUT_START (and
+ * PUT_PLACE, with FLUXONKV_REGISTER_F_PLACEMENT).  Refused (EINVAL) with
+ * FLUXONKV_REGISTER_F_LOCAL_PUTS.  A registered daemon registering again
+ * keeps its LOCAL_PUTS and ONE_TRIP choice (EBUSY otherwise).
+ */
+#define FLUXONKV_REGISTER_F_ONE_TRIP		(1U << 5)
 
 /*
  * GET_START may answer SOURCE=REMOTE or REMOTE_SSD with PUT_ID, LEN and a
@@ -713,9 +732,9 @@ enum fluxonkv_attr {
 #define FLUXONKV_HANDLE_SLOT_MASK	0xffffffULL
 #define FLUXONKV_HANDLE_NODE(h)		((__u32)(((h) >> 24) & 0xff))
 
-/* FLUXONKV_A_FLAGS of PUT_START replies */
+/* FLUXONKV_A_FLAGS of PUT_START (and PUT) replies */
 #define FLUXONKV_PUT_F_PERSIST		(1U << 0)	/* also write to SSD */
-/* FLUXONKV_A_FLAGS of PUT_DONE replies */
+/* FLUXONKV_A_FLAGS of PUT_DONE (and PUT) replies */
 #define FLUXONKV_PUT_F_PUBLISHED	(1U << 1)	/* route now names it */
 /* FLUXONKV_A_FLAGS of SSD_COMMIT replies */
 #define FLUXONKV_SSD_F_PUBLISHED	(1U << 0)	/* route now has the SSD replica */

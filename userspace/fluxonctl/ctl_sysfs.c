@@ -71,6 +71,8 @@ const struct ctl_stat_def ctl_stat_defs[] = {
 	  "Puts whose caller stopped waiting for the daemon (PUT_START given back; PUT_DONE: its answer decides)." },
 	{ "puts_local", CTL_STAT_COUNTER, false, false, NULL,
 	  "Puts the module published itself, without a daemon round trip (the master delegated them)." },
+	{ "puts_one_trip", CTL_STAT_COUNTER, false, false, NULL,
+	  "Puts the master numbered and published in one round trip (PUT, a cluster's master)." },
 	{ "upcall_errors", CTL_STAT_COUNTER, false, false, NULL,
 	  "Daemon answers for unknown or expired requests." },
 	{ "room_waits", CTL_STAT_COUNTER, false, false, NULL,

@@ -94,11 +94,17 @@ static uint64_t now_ms(void)
 /*
  * Unacknowledged data older than @ms fails the connection: a peer that
  * vanished (power off, partition) is noticed in that time, not after TCP's
- * retransmissions give up minutes later.
+ * retransmissions give up minutes later.  And every message goes out at
+ * once (TCP_NODELAY): the connection carries requests and their answers
+ * (a put's PUT, a get's GET_START), and Nagle would hold one back behind
+ * an earlier message whose ACK the peer delays.
  */
-static void set_user_timeout(int fd, unsigned int ms)
+static void tune_socket(int fd, unsigned int ms)
 {
+	int one = 1;
+
 	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 static void conn_close(struct cconn *c)
@@ -348,7 +354,7 @@ static void master_accept(struct fkv_cctl *t)
 	fd = accept4(t->lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
-	set_user_timeout(fd, t->cc->dead_after_ms);
+	tune_socket(fd, t->cc->dead_after_ms);
 	for (i = 0; i < FKV_CCTL_CONNS && !c; i++)
 		if (t->conns[i].state == C_FREE)
 			c = &t->conns[i];
@@ -460,7 +466,7 @@ static void node_connect(struct fkv_cctl *t)
 	freeaddrinfo(res);
 	if (fd < 0)
 		goto fail;
-	set_user_timeout(fd, t->cc->dead_after_ms);
+	tune_socket(fd, t->cc->dead_after_ms);
 	fkv_wire_init(&c->w, fd);
 	c->state = done ? C_HELLO : C_CONNECTING;
 	c->since_ms = now_ms();

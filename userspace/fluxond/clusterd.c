@@ -602,7 +602,8 @@ static bool master_answer(struct fkv_clusterd *cd, uint32_t node,
 	*addr = NULL;
 	*src_node = 0;
 	/* Overwrites and deletes drop other nodes' copies: wait for them. */
-	if ((u->cmd == FLUXONKV_CMD_PUT_DONE || u->cmd == FLUXONKV_CMD_DELETE) &&
+	if ((u->cmd == FLUXONKV_CMD_PUT_DONE || u->cmd == FLUXONKV_CMD_PUT ||
+	     u->cmd == FLUXONKV_CMD_DELETE) &&
 	    (u->present & A(REQ_ID))) {
 		sw = calloc(1, sizeof(*sw));
 		if (sw) {
@@ -842,13 +843,35 @@ static void report_kept(struct fkv_clusterd *cd)
 	nlmsg_free(msg);
 }
 
+/*
+ * DAEMON_REGISTER as node @id: a put asks the master once (ONE_TRIP)
+ * unless --put-via-master; a module that refuses it (EINVAL: an older
+ * one) gets the two round trips.
+ */
+static int cluster_register(struct fkv_clusterd *cd, uint32_t id)
+{
+	uint32_t flags = FLUXONKV_REGISTER_F_PLACEMENT |
+			 FLUXONKV_REGISTER_F_KEEP;
+	int err;
+
+	if (!cd->cfg.put_via_master) {
+		err = fkv_nl_register(cd->nl,
+				      flags | FLUXONKV_REGISTER_F_ONE_TRIP, id,
+				      &cd->reg);
+		if (err != -EINVAL)
+			return err;
+		fkv_warn("module refused REGISTER_F_ONE_TRIP: every put asks "
+			 "the master twice");
+	}
+	return fkv_nl_register(cd->nl, flags, id, &cd->reg);
+}
+
 static void node_register(struct fkv_clusterd *cd, uint32_t id)
 {
 	struct nl_msg *msg;
 	int err;
 
-	err = fkv_nl_register(cd->nl, FLUXONKV_REGISTER_F_PLACEMENT |
-			      FLUXONKV_REGISTER_F_KEEP, id, &cd->reg);
+	err = cluster_register(cd, id);
 	if (err) {
 		fkv_err("cluster: DAEMON_REGISTER as node %u failed: %s", id,
 			strerror(-err));
@@ -1445,8 +1468,7 @@ static int start_master(struct fkv_clusterd *cd)
 	int err;
 
 	cd->self = fkv_cctl_self_id(cd->cctl);
-	err = fkv_nl_register(cd->nl, FLUXONKV_REGISTER_F_PLACEMENT |
-			      FLUXONKV_REGISTER_F_KEEP, cd->self, &cd->reg);
+	err = cluster_register(cd, cd->self);
 	if (err) {
 		fkv_err("DAEMON_REGISTER failed: %s", strerror(-err));
 		return err;

@@ -27,6 +27,7 @@ struct fkv_clusterd_config {
 	const char *device;			/* NULL: /dev/fluxonkv */
 	const char *policy;
 	unsigned int high_pct, low_pct;
+	bool put_via_master;			/* PUT_START + PUT_DONE */
 };
 
 struct fkv_clusterd;

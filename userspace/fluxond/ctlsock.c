@@ -74,6 +74,7 @@ int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m)
 		{ "master_low_bytes", st.low_bytes },
 		{ "master_inflight", st.inflight },
 		{ "master_puts", st.puts },
+		{ "master_puts_one_trip", st.puts_one_trip },
 		{ "master_published", st.published },
 		{ "master_gets", st.gets },
 		{ "master_get_misses", st.get_misses },

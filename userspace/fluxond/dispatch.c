@@ -50,6 +50,8 @@ static const struct {
 	[FLUXONKV_CMD_LOOKUP] = { "LOOKUP", A(REQ_ID) | A(KEY), true },
 	[FLUXONKV_CMD_PERSIST] = { "PERSIST", 0, false },
 	[FLUXONKV_CMD_PUT_LOCAL] = { "PUT_LOCAL", A(ENTRY), false },
+	[FLUXONKV_CMD_PUT] = { "PUT",
+		A(REQ_ID) | A(KEY) | A(HANDLE) | A(LEN), true },
 };
 
 #define NCMDS	(sizeof(cmds) / sizeof(cmds[0]))
@@ -165,6 +167,11 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 						u->put_id, u->handle, u->len,
 						&r->flags);
 		r->present = A(FLAGS);
+		break;
+	case FLUXONKV_CMD_PUT:
+		r->status = fkv_master_put(m, u->key, u->key_len, u->handle,
+					   u->len, &r->put_id, &r->flags);
+		r->present = A(PUT_ID) | A(FLAGS);
 		break;
 	case FLUXONKV_CMD_PUT_ABORT:
 		fkv_master_put_abort(m, u->key, u->key_len, u->put_id,

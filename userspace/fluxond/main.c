@@ -144,6 +144,7 @@ static int start_cluster(struct fluxond *d)
 		.nl = d->nl,
 		.policy = d->opt.policy,
 		.high_pct = d->opt.high_pct,
+		.put_via_master = d->opt.put_via_master,
 		.low_pct = d->opt.low_pct,
 	};
 

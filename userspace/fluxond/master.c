@@ -645,6 +645,37 @@ int fkv_master_put_done(struct fkv_master *m, const void *key,
 	return 0;
 }
 
+int fkv_master_put(struct fkv_master *m, const void *key, size_t key_len,
+		   uint64_t handle, uint64_t len, uint64_t *put_id,
+		   uint32_t *flags)
+{
+	uint32_t start_flags;
+	int ret;
+
+	*put_id = 0;
+	*flags = 0;
+	/* Only the caller's own replica: a put placed elsewhere has two. */
+	if (!handle || (m->self && FLUXONKV_HANDLE_NODE(handle) != m->caller)) {
+		fkv_warn("PUT from node %u names handle %#llx",
+			 m->caller, (unsigned long long)handle);
+		return -EINVAL;
+	}
+	ret = fkv_master_put_start(m, key, key_len, len, put_id,
+				   &start_flags);
+	if (ret)
+		return ret;
+	ret = fkv_master_put_done(m, key, key_len, *put_id, handle, len,
+				  flags);
+	if (ret) {
+		fkv_routes_put_abort(m->routes, key, key_len, *put_id);
+		*put_id = 0;
+		return ret;
+	}
+	*flags |= start_flags & FLUXONKV_PUT_F_PERSIST;
+	m->st.puts_one_trip++;
+	return 0;
+}
+
 /*
  * A PUT_LOCAL the route table could not take: the module's replica is
  * dropped (never routed, it would never be evicted either), and the

@@ -94,6 +94,7 @@ struct fkv_master_stats {
 	size_t routes, inflight, policy_objects, mem_replicas;
 	uint64_t policy_bytes;
 	uint64_t puts, published, superseded, aborted, expired;
+	uint64_t puts_one_trip;		/* PUTs (in puts too) */
 	uint64_t gets, get_misses, lookups, deletes, accesses;
 	uint64_t evictions, evicted_bytes, drops;
 	uint64_t need_room, need_room_enospc, need_room_by_address;
@@ -219,6 +220,16 @@ int fkv_master_put_start(struct fkv_master *m, const void *key,
 int fkv_master_put_done(struct fkv_master *m, const void *key,
 			size_t key_len, uint64_t put_id, uint64_t handle,
 			uint64_t len, uint32_t *flags);
+/*
+ * PUT: the caller's module has the value in its replica @handle already
+ * (uapi FLUXONKV_REGISTER_F_ONE_TRIP): number the put (*@put_id), decide
+ * its SSD copy and publish it, as PUT_START and PUT_DONE would in one go.
+ * *@flags: FLUXONKV_PUT_F_PUBLISHED | FLUXONKV_PUT_F_PERSIST.  0 or -errno
+ * (nothing is reserved or routed then).
+ */
+int fkv_master_put(struct fkv_master *m, const void *key, size_t key_len,
+		   uint64_t handle, uint64_t len, uint64_t *put_id,
+		   uint32_t *flags);
 /*
  * PUT_LOCAL: the caller's module published put @put_id itself (uapi
  * FLUXONKV_REGISTER_F_LOCAL_PUTS; @flags FLUXONKV_PUT_F_PERSIST if its SSD

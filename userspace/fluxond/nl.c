@@ -95,6 +95,14 @@ static const struct nla_policy put_done_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_LEN] = P_U64,
 };
 
+static const struct nla_policy put_policy[FLUXONKV_A_MAX + 1] = {
+	[FLUXONKV_A_REQ_ID] = P_U64,
+	[FLUXONKV_A_DEADLINE] = P_U64,
+	[FLUXONKV_A_KEY] = P_KEY,
+	[FLUXONKV_A_HANDLE] = P_U64,
+	[FLUXONKV_A_LEN] = P_U64,
+};
+
 static const struct nla_policy put_abort_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_REQ_ID] = P_U64,
 	[FLUXONKV_A_DEADLINE] = P_U64,
@@ -219,6 +227,7 @@ static const struct nla_policy *upcall_policy(uint8_t cmd)
 	switch (cmd) {
 	case FLUXONKV_CMD_PUT_START:	return put_start_policy;
 	case FLUXONKV_CMD_PUT_DONE:	return put_done_policy;
+	case FLUXONKV_CMD_PUT:		return put_policy;
 	case FLUXONKV_CMD_PUT_ABORT:	return put_abort_policy;
 	case FLUXONKV_CMD_GET_START:	return get_start_policy;
 	case FLUXONKV_CMD_LOOKUP:	return get_start_policy;
