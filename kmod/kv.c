@@ -587,6 +587,13 @@ static int fluxonkv_put_one_trip(struct fluxonkv_user *user, const u8 *key,
 		ret = PTR_ERR(r);
 		goto err_free;
 	}
+	/*
+	 * Unnumbered until the answer (fluxonkv_replica_number): the master
+	 * routes gets to it from the moment it publishes, and a GET_START or
+	 * HOLD naming it meanwhile finds it by handle and key.  Nobody knows
+	 * the handle before PUT is sent.
+	 */
+	WRITE_ONCE(r->put_id, 0);
 	w->up.replica = r;
 	w->up.no_expire = true;
 	ssd = fluxonkv_ssd_capacity();

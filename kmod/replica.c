@@ -480,8 +480,8 @@ void fluxonkv_put_id_note(u64 put_id)
 /*
  * A one-trip put's replica (FLUXONKV_CMD_PUT) takes the put_id its answer
  * assigned, just before fluxonkv_replica_publish() indexes it; until then
- * it carried the number its handle was drawn with.  Walkers of the handle
- * table read it without a lock.
+ * it is unnumbered (0).  Walkers of the handle table read it without a
+ * lock.
  */
 void fluxonkv_replica_number(struct fluxonkv_replica *r, u64 put_id)
 {
@@ -660,9 +660,16 @@ struct fluxonkv_alloc *fluxonkv_handle_lookup(u64 handle, const u8 *key,
 	struct fluxonkv_alloc *a = NULL;
 	struct fluxonkv_replica *r;
 
+	u64 id;
+
 	xa_lock(&fluxonkv_handles);
 	r = xa_load(&fluxonkv_handles, fluxonkv_handle_slot(handle));
-	if (r && r->handle == handle && r->put_id == put_id &&
+	/*
+	 * put_id 0: a one-trip put's replica the master published but whose
+	 * answer has not numbered it yet; the handle alone names it then.
+	 */
+	id = r ? READ_ONCE(r->put_id) : 0;
+	if (r && r->handle == handle && (id == put_id || !id) &&
 	    fluxonkv_key_eq(r, key, key_len)) {
 		a = r->alloc;
 		fluxonkv_alloc_get(a);
@@ -727,7 +734,12 @@ int fluxonkv_replica_dump(struct sk_buff *skb, struct netlink_callback *cb,
 	/* Held while reading: no replica leaves the table under us. */
 	xa_lock(&fluxonkv_handles);
 	xa_for_each_start(&fluxonkv_handles, slot, r, (unsigned long)*cursor) {
-		struct fluxonkv_dump_rec rec = {
+		struct fluxonkv_dump_rec rec;
+
+		/* a one-trip put not answered yet: not a version to adopt */
+		if (!READ_ONCE(r->put_id))
+			continue;
+		rec = (struct fluxonkv_dump_rec){
 			.key = r->key, .key_len = r->key_len,
 			.put_id = r->put_id, .len = r->alloc->len,
 			.handle = r->handle, .source = FLUXONKV_SOURCE_MEMORY,

@@ -1275,6 +1275,46 @@ FKV_TEST(one_trip_puts_ask_once_and_take_the_masters_put_id)
 	FKV_ASSERT(r.intact, "the value reads back");
 	used = fkv_sysfs("segment_used_bytes");
 
+	/*
+	 * The master publishes before it answers: a get routed to the new
+	 * replica meanwhile (GET_START naming its handle and the put_id the
+	 * answer will carry) reads it.
+	 */
+	{
+		struct answer a = { .has_req_id = true, .has_status = true };
+
+		put = client_start(CLIENT_PUT, "ot2", 3000);
+		a.req_id = expect_upcall(&nl, FLUXONKV_CMD_PUT, tb);
+		h = fkv_nla_u64(tb[FLUXONKV_A_HANDLE]);
+		get = client_start(CLIENT_GET, "ot2", 0);
+		{
+			struct answer g = { .cmd = FLUXONKV_CMD_GET_START,
+					    .has_req_id = true,
+					    .has_status = true, .put_id = 80,
+					    .handle = h, .len = 3000,
+					    .source = FLUXONKV_SOURCE_MEMORY };
+
+			g.req_id = expect_upcall(&nl, FLUXONKV_CMD_GET_START,
+						 tb);
+			FKV_ASSERT_EQ(send_answer(&nl, &g), 0);
+		}
+		r = client_wait(&get);
+		FKV_ASSERT_EQ(r.err, 0);
+		FKV_ASSERT_EQ(r.put_id, 80);
+		FKV_ASSERT(r.intact, "the unanswered put's value reads back");
+		a.cmd = FLUXONKV_CMD_PUT;
+		a.put_id = 80;
+		a.has_flags = true;
+		a.flags = FLUXONKV_PUT_F_PUBLISHED;
+		FKV_ASSERT_EQ(send_answer(&nl, &a), 0);
+		r = client_wait(&put);
+		FKV_ASSERT_EQ(r.err, 0);
+		FKV_ASSERT_EQ(r.put_id, 80);
+		FKV_ASSERT_EQ(drop_replica(&nl, h), 0);
+		one0++;		/* counted below with the others */
+	}
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", used);
+
 	/* refused, superseded, published without a number: 77 stays */
 	put = client_start(CLIENT_PUT, "ot", 6000);
 	answer_put(&nl, "ot", 6000, -ENOSPC, 0, 0, 0);

@@ -668,6 +668,7 @@ int fkv_master_put(struct fkv_master *m, const void *key, size_t key_len,
 				  flags);
 	if (ret) {
 		fkv_routes_put_abort(m->routes, key, key_len, *put_id);
+		m->st.aborted++;
 		*put_id = 0;
 		return ret;
 	}
