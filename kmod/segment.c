@@ -376,6 +376,66 @@ static u64 fluxonkv_alloc_cost(struct fluxonkv_alloc *a)
 					a->span;
 }
 
+/*
+ * The first alloc whose range ends after @off (the one holding @off, or
+ * the next one), or NULL.  Segment lock held.
+ */
+static struct rb_node *fluxonkv_alloc_from(u64 off)
+{
+	struct rb_node *n = fluxonkv_seg.allocs.rb_node, *found = NULL;
+
+	while (n) {
+		struct fluxonkv_alloc *a = rb_entry(n, struct fluxonkv_alloc,
+						    node);
+
+		if (a->offset + a->span > off) {
+			found = n;
+			n = n->rb_left;
+		} else {
+			n = n->rb_right;
+		}
+	}
+	return found;
+}
+
+/*
+ * Allocs the victim search steps over per hold of the segment lock: then
+ * it lets go (puts and frees go on), reschedules, and goes on from the
+ * offset it reached.  Bounds the lock's hold time, not the search.
+ */
+#define FLUXONKV_VICTIM_WALK	4096
+
+/* The allocs a window of the victim search holds (struct fluxonkv_win). */
+struct fluxonkv_win {
+	u64 cost;		/* of the evictable ones */
+	unsigned int n;		/* all of them */
+	unsigned int bad;	/* not evictable: the window is no use */
+};
+
+static void fluxonkv_win_add(struct fluxonkv_win *w, struct fluxonkv_alloc *a)
+{
+	w->n++;
+	if (fluxonkv_alloc_evictable(a))
+		w->cost += fluxonkv_alloc_cost(a);
+	else
+		w->bad++;
+}
+
+/*
+ * The reverse; a pin or an owner that changed since the add (read under
+ * another lock) can only skew a window's cost, never wrap it.
+ */
+static void fluxonkv_win_del(struct fluxonkv_win *w, struct fluxonkv_alloc *a)
+{
+	u64 c = fluxonkv_alloc_cost(a);
+
+	w->n -= !!w->n;
+	if (fluxonkv_alloc_evictable(a))
+		w->cost -= min(w->cost, c);
+	else
+		w->bad -= !!w->bad;
+}
+
 /**
  * fluxonkv_segment_victims() - what to give up for @len contiguous bytes.
  * @len: the allocation that failed.
@@ -385,8 +445,14 @@ static u64 fluxonkv_alloc_cost(struct fluxonkv_alloc *a)
  * to addresses, so a segment with pinned values spread over it can be
  * emptied without ever making a run long enough.  This looks at the
  * segment itself: of the windows of @len bytes made only of free granules
- * and replicas, the one that gives up the fewest bytes (pinned ones count
- * FLUXONKV_PINNED_COST times: they come back only when unpinned).
+ * and at most FLUXONKV_VICTIMS_MAX replicas, the one that gives up the
+ * fewest bytes (pinned ones count FLUXONKV_PINNED_COST times: they come
+ * back only when unpinned).  A cheapest window starts at 0 or where an
+ * alloc ends (moving it left to there only drops allocs), so the search
+ * slides one over the allocs in address order, adding what enters at its
+ * end and taking out what it leaves: O(allocs).  It lets go of the
+ * segment lock every FLUXONKV_VICTIM_WALK allocs; a window's cost is what
+ * it was when the search passed it.  May sleep.
  *
  * @pinned: out: the window holds pinned values (their bytes come back only
  *	when unpinned).
@@ -400,56 +466,51 @@ int fluxonkv_segment_victims(u64 len, u64 *handles, bool *pinned)
 	struct fluxonkv_segment *seg = &fluxonkv_seg;
 	u64 need = round_up(len, FLUXONKV_SEGMENT_ALIGN);
 	u64 best_cost = U64_MAX, best = 0, start = 0;
-	struct rb_node *first, *m;
+	struct fluxonkv_win w = {};
+	unsigned int walked = 0;
+	struct rb_node *lo, *hi, *m;
 	struct fluxonkv_alloc *b;
 	int count = 0;
 
+	might_sleep();
 	spin_lock(&seg->lock);
-	/*
-	 * A window worth trying starts at 0 or where a pinned alloc ends
-	 * (any other start slides left for free); allocs never overlap, so
-	 * the ones inside it are those from @first on that start before its
-	 * end.
-	 */
-	first = rb_first(&seg->allocs);
+	/* @lo: the first alloc ending after @start; @hi: the first past it */
+	lo = hi = fluxonkv_alloc_from(start);
 	while (start + need <= seg->size) {
-		u64 cost = 0;
-		int victims = 0;
-		bool ok = true;
-
-		for (m = first; m; m = rb_next(m)) {
-			b = rb_entry(m, struct fluxonkv_alloc, node);
+		for (; hi; hi = rb_next(hi), walked++) {
+			b = rb_entry(hi, struct fluxonkv_alloc, node);
 			if (b->offset >= start + need)
 				break;
-			if (!fluxonkv_alloc_evictable(b) ||
-			    ++victims > FLUXONKV_VICTIMS_MAX) {
-				ok = false;
-				break;
-			}
-			cost += fluxonkv_alloc_cost(b);
+			fluxonkv_win_add(&w, b);
 		}
-		if (ok && cost < best_cost) {
-			best_cost = cost;
+		if (!w.bad && w.n <= FLUXONKV_VICTIMS_MAX && w.cost < best_cost) {
+			best_cost = w.cost;
 			best = start;
-			if (!cost)
+			if (!w.cost)
 				break;
 		}
-		/* the next pinned alloc ends where the next window starts */
-		for (m = first; m; m = rb_next(m))
-			if (!fluxonkv_alloc_evictable(rb_entry(m,
-					struct fluxonkv_alloc, node)))
-				break;
-		if (!m)
-			break;
-		b = rb_entry(m, struct fluxonkv_alloc, node);
+		if (!lo || lo == hi)
+			break;	/* nothing after @start: the window was free */
+		/* the next window starts where the first alloc in this ends */
+		b = rb_entry(lo, struct fluxonkv_alloc, node);
 		start = b->offset + b->span;
-		first = rb_next(m);
+		fluxonkv_win_del(&w, b);
+		lo = rb_next(lo);
+		if (++walked < FLUXONKV_VICTIM_WALK)
+			continue;
+		/* let go for a moment; the window is rebuilt from @start */
+		spin_unlock(&seg->lock);
+		cond_resched();
+		spin_lock(&seg->lock);
+		walked = 0;
+		memset(&w, 0, sizeof(w));
+		lo = hi = fluxonkv_alloc_from(start);
 	}
 	*pinned = false;
 	if (best_cost == U64_MAX) {
 		count = -ENOSPC;
 	} else {
-		for (m = rb_first(&seg->allocs); m; m = rb_next(m)) {
+		for (m = fluxonkv_alloc_from(best); m; m = rb_next(m)) {
 			b = rb_entry(m, struct fluxonkv_alloc, node);
 			if (b->offset < best)
 				continue;
@@ -460,6 +521,9 @@ int fluxonkv_segment_victims(u64 len, u64 *handles, bool *pinned)
 			if (kref_read(&b->ref) > 1)
 				*pinned = true;
 			handles[count++] = READ_ONCE(b->owner);
+			/* (more than the search saw: the tree moved) */
+			if (count == FLUXONKV_VICTIMS_MAX)
+				break;
 		}
 	}
 	spin_unlock(&seg->lock);

@@ -564,6 +564,91 @@ FKV_TEST(ring_runs_many_operations_in_flight)
 	teardown(base);
 }
 
+/*
+ * fkv_ring_prep_batch(): many operations as one ring command, one
+ * completion; each operation's outputs and result land in the caller's
+ * array.  A bad operation queues nothing; a ring closed with a batch of
+ * GETs unreaped gives their holders back.
+ */
+FKV_TEST(ring_batch_is_one_command_with_a_result_per_operation)
+{
+	struct fkv_op ops[18], bad[2];
+	struct fkv_completion e;
+	struct fkv_ring *r;
+	uint64_t base;
+	struct fkv *kv;
+	char keys[16][16];
+	unsigned int i;
+
+	base = setup(ASYNC_PARAMS);
+	kv = kv_open();
+	for (i = 0; i < 16; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "rb-%02u", i);
+		put_pattern(kv, keys[i], 4096 + i, i);
+	}
+	FKV_ASSERT_EQ(fkv_ring_open(kv, 4, &r), 0);
+	for (i = 0; i < 16; i++)
+		ops[i] = op_key(FLUXONKV_OP_GET, keys[i]);
+	ops[16] = op_key(FLUXONKV_OP_GET, "rb-none");
+	ops[17] = op_key(FLUXONKV_OP_LOOKUP, "rb-03");
+
+	FKV_ASSERT_EQ(fkv_ring_prep_batch(r, ops, 0, 1), -EINVAL);
+	FKV_ASSERT_EQ(fkv_ring_prep_batch(r, ops, FLUXONKV_BATCH_MAX + 1, 1),
+		      -EINVAL);
+	bad[0] = op_key(FLUXONKV_OP_GET, "rb-00");
+	bad[1] = op_key(FLUXONKV_OP_GET, "rb-01");
+	bad[1].key_len = 0;
+	FKV_ASSERT(fkv_ring_prep_batch(r, bad, 2, 1) < 0,
+		   "a batch with an empty key was queued");
+	FKV_ASSERT_EQ(fkv_ring_inflight(r), 0);
+
+	FKV_ASSERT_EQ(fkv_ring_prep_batch(r, ops, 18, 77), 0);
+	FKV_ASSERT_EQ(fkv_ring_inflight(r), 1);
+	FKV_ASSERT_EQ(fkv_ring_submit(r), 1);
+	e = reap_one(r);
+	FKV_ASSERT_EQ(e.user_data, 77);
+	FKV_ASSERT(e.ops == ops && e.nops == 18, "the caller's ops come back");
+	FKV_ASSERT_EQ(e.op.result, 0);
+	for (i = 0; i < 16; i++) {
+		FKV_ASSERT_EQ(ops[i].result, 0);
+		FKV_ASSERT_EQ(ops[i].holder.len, 4096 + i);
+		FKV_ASSERT_PATTERN(ops[i].holder.data, 4096 + i, keys[i],
+				   strlen(keys[i]), i);
+	}
+	FKV_ASSERT_EQ(ops[16].result, -ENOENT);
+	FKV_ASSERT_EQ(ops[17].result, 0);
+	FKV_ASSERT_EQ(ops[17].len, 4096 + 3);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 16);
+
+	/* their releases: one more command */
+	for (i = 0; i < 16; i++) {
+		struct fkv_holder h = ops[i].holder;
+
+		memset(&ops[i], 0, sizeof(ops[i]));
+		ops[i].opcode = FLUXONKV_OP_RELEASE;
+		ops[i].holder = h;
+	}
+	FKV_ASSERT_EQ(fkv_ring_prep_batch(r, ops, 16, 78), 0);
+	e = reap_one(r);	/* submits what is queued */
+	FKV_ASSERT_EQ(e.user_data, 78);
+	FKV_ASSERT_EQ(e.nops, 16);
+	for (i = 0; i < 16; i++)
+		FKV_ASSERT_EQ(ops[i].result, 0);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+
+	/* closed with a batch of GETs nobody reaped: no holder stays */
+	for (i = 0; i < 16; i++)
+		ops[i] = op_key(FLUXONKV_OP_GET, keys[i]);
+	FKV_ASSERT_EQ(fkv_ring_prep_batch(r, ops, 16, 79), 0);
+	FKV_ASSERT_EQ(fkv_ring_submit(r), 1);
+	fkv_ring_close(r);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	for (i = 0; i < 16; i++)
+		delete_key(kv, keys[i]);
+	fkv_close(kv);
+	teardown(base);
+}
+
 FKV_TEST(ring_submit_does_not_wait_for_a_stopped_daemon)
 {
 	uint8_t *val = pattern("s-put", 70000, 5);

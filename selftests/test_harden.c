@@ -1251,6 +1251,110 @@ FKV_TEST_TIMEOUT(a_fragmented_segment_does_not_empty_the_cache, 120)
 	teardown(base);
 }
 
+/*
+ * The victim search lets go of the segment lock every 4096 allocs it
+ * looks at (segment.c) and goes on from the offset it reached: with a
+ * segment of 8192 one-granule values, all pinned but a run of 64 at 28
+ * MiB (past the 7000th alloc), a 256 KiB put still finds that run -- the
+ * only window with nothing pinned -- and takes exactly its place.
+ */
+#define WALK_RUN_OFF	(28 * FKV_MIB)
+#define WALK_BIG	(256 * 1024)
+
+FKV_TEST_TIMEOUT(a_window_past_thousands_of_pinned_values_is_found, 240)
+{
+	size_t nvals, i, pinned = 0;
+	uint64_t base, *holders, *offs, by_addr0, off;
+	struct fluxonkv_get g;
+	struct fkv_holder h;
+	struct fkv *kv;
+	uint8_t small[100], *big;
+	char key[32];
+	int pin, ret;
+
+	fkv_env_daemon_arg = "--high-watermark=100";
+	base = setup("segment_mb=32");
+	fkv_env_daemon_arg = NULL;
+	nvals = (32 * FKV_MIB - base) / FLUXONKV_SEGMENT_ALIGN;
+	kv = kv_open();
+	/* privileged (root, O_RDWR): no pin budget */
+	pin = fkv_dev_open();
+	FKV_ASSERT(pin >= 0);
+	holders = calloc(nvals, sizeof(*holders));
+	offs = calloc(nvals, sizeof(*offs));
+	FKV_ASSERT(holders && offs);
+	memset(small, 0x5a, sizeof(small));
+	for (i = 0; i < nvals; i++) {
+		snprintf(key, sizeof(key), "w-%05zu", i);
+		FKV_ASSERT_EQ(fkv_put(kv, key, strlen(key), small,
+				      sizeof(small), NULL), 0);
+		FKV_ASSERT_EQ(fkv_dev_get(pin, key, strlen(key), &g), 0);
+		offs[i] = g.offset;
+		if (g.offset >= WALK_RUN_OFF &&
+		    g.offset < WALK_RUN_OFF + WALK_BIG) {
+			FKV_ASSERT_EQ(fkv_dev_release(pin, g.holder_id), 0);
+			continue;
+		}
+		holders[i] = g.holder_id;
+		pinned++;
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + 32 * FKV_MIB);
+	FKV_ASSERT_EQ(pinned, nvals - WALK_BIG / FLUXONKV_SEGMENT_ALIGN);
+	/*
+	 * 64 one-granule holes between pinned values: the free bytes are
+	 * there, only no run of them, so the second ask names a window.
+	 */
+	for (i = 0; i < nvals; i++) {
+		if (!offs[i] || offs[i] % WALK_BIG || offs[i] > 64 * WALK_BIG)
+			continue;
+		FKV_ASSERT_EQ(fkv_dev_release(pin, holders[i]), 0);
+		holders[i] = 0;
+		snprintf(key, sizeof(key), "w-%05zu", i);
+		delete_key(kv, key);
+	}
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes",
+				 base + 32 * FKV_MIB - 64 * FLUXONKV_SEGMENT_ALIGN);
+
+	by_addr0 = fkv_sysfs("room_by_address");
+	big = pattern("w-big", WALK_BIG, 1);
+	ret = fkv_put(kv, "w-big", 5, big, WALK_BIG, NULL);
+	fkv_diag("put: %d; room_by_address +%" PRIu64 ", room_pinned %" PRIu64
+		 ", evictions %" PRIu64 ", replicas %" PRIu64 ", used %" PRIu64
+		 ", free extents %lld, largest %lld", ret,
+		 fkv_sysfs("room_by_address") - by_addr0,
+		 fkv_sysfs("room_pinned"), fkv_sysfs("evictions"),
+		 fkv_sysfs("replicas"), fkv_sysfs("segment_used_bytes"),
+		 fkv_debugfs_segment("free_extents"),
+		 fkv_debugfs_segment("free_largest"));
+	FKV_ASSERT(ret == 0, "256 KiB put into a segment pinned but one run: %s",
+		   fkv_strerror(ret));
+	FKV_ASSERT_GT(fkv_sysfs("room_by_address"), by_addr0);
+	FKV_ASSERT_EQ(fkv_dev_get(pin, "w-big", 5, &g), 0);
+	off = g.offset;
+	FKV_ASSERT_EQ(fkv_dev_release(pin, g.holder_id), 0);
+	fkv_diag("the put landed at %" PRIu64 " MiB after %" PRIu64
+		 " evictions", (uint64_t)(off / FKV_MIB), fkv_sysfs("evictions"));
+	FKV_ASSERT_EQ(off, WALK_RUN_OFF);
+	FKV_ASSERT_EQ(fkv_get(kv, "w-big", 5, &h), 0);
+	FKV_ASSERT_PATTERN(h.data, WALK_BIG, "w-big", 5, 1);
+	release(kv, &h);
+
+	for (i = 0; i < nvals; i++)
+		if (holders[i])
+			FKV_ASSERT_EQ(fkv_dev_release(pin, holders[i]), 0);
+	free(holders);
+	free(offs);
+	free(big);
+	close(pin);
+	for (i = 0; i < nvals; i++) {
+		snprintf(key, sizeof(key), "w-%05zu", i);
+		delete_any(kv, key);
+	}
+	delete_key(kv, "w-big");
+	fkv_close(kv);
+	teardown(base);
+}
+
 /* ---- SSD entries are the putter's memory ---- */
 
 #define CG_ROOT		"/tmp/fkv-cgroup2"

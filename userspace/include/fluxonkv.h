@@ -171,10 +171,17 @@ int fkv_batch(struct fkv *kv, struct fkv_op *ops, size_t n);
  */
 struct fkv_ring;
 
-/* A completed operation: @op with its outputs, and the caller's tag. */
+/*
+ * A completed operation: @op with its outputs, and the caller's tag.  For
+ * a batch (fkv_ring_prep_batch) @ops and @nops are the caller's ops, their
+ * outputs written, and @op carries only the batch's own @result; for a
+ * single operation @ops is NULL and @nops 0.
+ */
 struct fkv_completion {
 	uint64_t user_data;
 	struct fkv_op op;
+	struct fkv_op *ops;
+	size_t nops;
 };
 
 /*
@@ -187,6 +194,20 @@ int fkv_ring_open(struct fkv *kv, unsigned int depth, struct fkv_ring **out);
 /* Queue @op (nothing is sent yet).  -EBUSY: @depth operations in flight. */
 int fkv_ring_prep(struct fkv_ring *r, const struct fkv_op *op,
 		  uint64_t user_data);
+
+/*
+ * Queue @n operations (1..FLUXONKV_BATCH_MAX) as one command: one SQE, one
+ * FLUXONKV_IOC_BATCH and one completion for them all, the cheapest way
+ * through a ring for many DRAM hits.  Nothing is copied: @ops (their keys,
+ * values and buffers too) must stay valid until the completion is reaped
+ * (or the ring closed); the outputs, each operation's @result included,
+ * are written into @ops then (-ECANCELED: it did not run).  The batch
+ * completes when its last operation does: a refill among hits holds their
+ * completion back.  -EINVAL, a check's error (nothing queued), -EBUSY,
+ * -ENOMEM.
+ */
+int fkv_ring_prep_batch(struct fkv_ring *r, struct fkv_op *ops, size_t n,
+			uint64_t user_data);
 
 /* Send what was queued; returns how many, or -errno. */
 int fkv_ring_submit(struct fkv_ring *r);

@@ -4,10 +4,11 @@
  *
  * Each operation is a one-entry FLUXONKV_IOC_BATCH sent as an
  * IORING_OP_URING_CMD (sqe->cmd_op = the ioctl number, the sqe's command
- * bytes a struct fluxonkv_uring_cmd naming the batch header).  The header,
- * the entry and a copy of the key live in a slot of the ring until the
- * completion is reaped: the kernel may read them from an io-wq worker long
- * after the submit returned.  The module completes DRAM hits inline during
+ * bytes a struct fluxonkv_uring_cmd naming the batch header); a batch
+ * (fkv_ring_prep_batch) is one FLUXONKV_IOC_BATCH of all its entries.  The
+ * header, the entries and a copy of the key live in a slot of the ring
+ * until the completion is reaped: the kernel may read them from an io-wq
+ * worker long after the submit returned.  The module completes DRAM hits inline during
  * io_uring_submit(); what waits is punted to io_uring's workers.
  */
 #include <errno.h>
@@ -22,6 +23,11 @@ struct fkv_slot {
 	struct fluxonkv_batch b;
 	struct fluxonkv_op k;
 	struct fkv_op op;		/* the caller's, outputs filled at reap */
+	/* a batch: the caller's ops, their kernel entries (kept for reuse) */
+	struct fkv_op *ops;
+	size_t nops;
+	struct fluxonkv_op *kops;
+	size_t kcap;			/* entries @kops has room for */
 	uint64_t user_data;
 	unsigned char key[FLUXONKV_KEY_MAX];
 	int next_free;			/* -1: end of the free list */
@@ -74,48 +80,113 @@ err_ring:
 	return err;
 }
 
+/*
+ * A free slot and an SQE for one command: the slot (its batch header to
+ * be filled by the caller), or NULL with *@err = -EBUSY.
+ */
+static struct fkv_slot *slot_get(struct fkv_ring *r, struct io_uring_sqe **sqe,
+				 int *err)
+{
+	struct fkv_slot *sl;
+
+	*err = -EBUSY;
+	if (r->free < 0)
+		return NULL;
+	*sqe = io_uring_get_sqe(&r->uring);
+	if (!*sqe)
+		return NULL;	/* the SQ is full: submit first */
+	sl = &r->slots[r->free];
+	r->free = sl->next_free;
+	sl->ops = NULL;
+	sl->nops = 0;
+	return sl;
+}
+
+/* Send @sl's batch of @count entries at @k with @sqe. */
+static void slot_send(struct fkv_ring *r, struct fkv_slot *sl,
+		      struct io_uring_sqe *sqe, struct fluxonkv_op *k,
+		      unsigned int count, uint64_t user_data)
+{
+	struct fluxonkv_uring_cmd cmd = { 0 };
+
+	sl->user_data = user_data;
+	memset(&sl->b, 0, sizeof(sl->b));
+	sl->b.size = sizeof(sl->b);
+	sl->b.count = count;
+	sl->b.ops_ptr = (uintptr_t)k;
+	sl->b.op_size = sizeof(*k);
+
+	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fkv_fd(r->kv), NULL, 0, 0);
+	sqe->cmd_op = FLUXONKV_IOC_BATCH;
+	cmd.arg = (uintptr_t)&sl->b;
+	memcpy(sqe->cmd, &cmd, sizeof(cmd));
+	io_uring_sqe_set_data64(sqe, (uint64_t)(sl - r->slots));
+	r->inflight++;
+	r->unsent++;
+}
+
 int fkv_ring_prep(struct fkv_ring *r, const struct fkv_op *op,
 		  uint64_t user_data)
 {
-	struct fluxonkv_uring_cmd cmd = { 0 };
 	struct io_uring_sqe *sqe;
 	struct fkv_slot *sl;
-	int err, i;
+	int err;
 
 	if (!r || !op)
 		return -EINVAL;
 	err = fkv_op_check(r->kv, op);
 	if (err)
 		return err;
-	if (op->opcode != FLUXONKV_OP_RELEASE && op->key_len > sizeof(sl->key))
+	if (op->opcode != FLUXONKV_OP_RELEASE &&
+	    op->key_len > sizeof(r->slots[0].key))
 		return -E2BIG;	/* a module with a larger key_max than ours */
-	if (r->free < 0)
-		return -EBUSY;
-	sqe = io_uring_get_sqe(&r->uring);
-	if (!sqe)
-		return -EBUSY;	/* the SQ is full: submit first */
-	i = r->free;
-	sl = &r->slots[i];
-	r->free = sl->next_free;
-
+	sl = slot_get(r, &sqe, &err);
+	if (!sl)
+		return err;
 	sl->op = *op;
-	sl->user_data = user_data;
 	if (op->opcode != FLUXONKV_OP_RELEASE)
 		memcpy(sl->key, op->key, op->key_len);
 	fkv_op_encode(&sl->k, op, sl->key);
-	memset(&sl->b, 0, sizeof(sl->b));
-	sl->b.size = sizeof(sl->b);
-	sl->b.count = 1;
-	sl->b.ops_ptr = (uintptr_t)&sl->k;
-	sl->b.op_size = sizeof(sl->k);
+	slot_send(r, sl, sqe, &sl->k, 1, user_data);
+	return 0;
+}
 
-	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fkv_fd(r->kv), NULL, 0, 0);
-	sqe->cmd_op = FLUXONKV_IOC_BATCH;
-	cmd.arg = (uintptr_t)&sl->b;
-	memcpy(sqe->cmd, &cmd, sizeof(cmd));
-	io_uring_sqe_set_data64(sqe, (uint64_t)i);
-	r->inflight++;
-	r->unsent++;
+int fkv_ring_prep_batch(struct fkv_ring *r, struct fkv_op *ops, size_t n,
+			uint64_t user_data)
+{
+	struct io_uring_sqe *sqe;
+	struct fluxonkv_op *k;
+	struct fkv_slot *sl;
+	size_t i;
+	int err;
+
+	if (!r || !ops || !n || n > FLUXONKV_BATCH_MAX)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		err = fkv_op_check(r->kv, &ops[i]);
+		if (err)
+			return err;
+	}
+	if (r->free < 0)
+		return -EBUSY;
+	sl = &r->slots[r->free];
+	if (sl->kcap < n) {
+		k = realloc(sl->kops, n * sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		sl->kops = k;
+		sl->kcap = n;
+	}
+	sl = slot_get(r, &sqe, &err);
+	if (!sl)
+		return err;
+	k = sl->kops;
+	for (i = 0; i < n; i++)
+		fkv_op_encode(&k[i], &ops[i], ops[i].key);
+	memset(&sl->op, 0, sizeof(sl->op));
+	sl->ops = ops;
+	sl->nops = n;
+	slot_send(r, sl, sqe, k, (unsigned int)n, user_data);
 	return 0;
 }
 
@@ -140,9 +211,21 @@ static void fkv_ring_complete(struct fkv_ring *r, struct io_uring_cqe *cqe,
 	unsigned int i = (unsigned int)io_uring_cqe_get_data64(cqe);
 	struct fkv_slot *sl = &r->slots[i];
 
+	size_t j;
+
 	c->user_data = sl->user_data;
 	c->op = sl->op;
-	if (cqe->res < 0) {
+	c->ops = sl->ops;
+	c->nops = sl->nops;
+	if (sl->nops) {
+		/* the batch's own result; each entry's in the caller's ops */
+		c->op.result = cqe->res < 0 ? cqe->res : 0;
+		for (j = 0; j < sl->nops; j++)
+			if (j < sl->b.done)
+				fkv_op_decode(r->kv, &sl->ops[j], &sl->kops[j]);
+			else
+				sl->ops[j].result = -ECANCELED;
+	} else if (cqe->res < 0) {
 		/* the batch itself failed (EOPNOTSUPP: an old module) */
 		c->op.result = cqe->res;
 	} else {
@@ -223,8 +306,14 @@ void fkv_ring_close(struct fkv_ring *r)
 		/* a GET that nobody will see: give its holder back */
 		if (!c.op.result && c.op.opcode == FLUXONKV_OP_GET)
 			fkv_holder_release(r->kv, &c.op.holder);
+		for (size_t j = 0; j < c.nops; j++)
+			if (!c.ops[j].result &&
+			    c.ops[j].opcode == FLUXONKV_OP_GET)
+				fkv_holder_release(r->kv, &c.ops[j].holder);
 	}
 	io_uring_queue_exit(&r->uring);
+	for (sent = 0; sent < r->depth; sent++)
+		free(r->slots[sent].kops);
 	free(r->slots);
 	free(r);
 }

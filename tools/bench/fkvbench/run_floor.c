@@ -32,7 +32,7 @@ enum floor_case {
 	F_NOOP, F_GET_RELEASE, F_GET, F_RELEASE, F_LOOKUP,
 	F_MEMCPY_SMALL, F_GET_INTO_SMALL, F_MEMCPY_BIG, F_GET_INTO_BIG,
 	F_HOLDER_COPY_BIG, F_BATCH_GET, F_BATCH_GET_RELEASE, F_RING_GET,
-	F_PUT_SMALL, F_PUT_BIG, F_NR
+	F_RING_BATCH, F_PUT_SMALL, F_PUT_BIG, F_NR
 };
 
 static const char *const floor_names[F_NR] = {
@@ -49,6 +49,7 @@ static const char *const floor_names[F_NR] = {
 	[F_BATCH_GET] = "batch16_get_per_key",
 	[F_BATCH_GET_RELEASE] = "batch16_get_release_per_key",
 	[F_RING_GET] = "ring16_get_release_per_key",
+	[F_RING_BATCH] = "ringbatch16_get_release_per_key",
 	[F_PUT_SMALL] = "put_4k",
 	[F_PUT_BIG] = "put_big",
 };
@@ -201,6 +202,38 @@ static uint64_t floor_run(struct floor_ctx *c, enum floor_case fc, uint64_t n)
 			for (j = 0; j < FLOOR_BATCH && !err; j++)
 				err = comp[j].op.result;
 			break;
+		case F_RING_BATCH:
+			/* 16 gets as one ring command, then 16 releases */
+			for (j = 0; j < FLOOR_BATCH; j++) {
+				memset(&c->ops[j], 0, sizeof(c->ops[j]));
+				c->ops[j].opcode = FLUXONKV_OP_GET;
+				c->ops[j].key = c->keys[j];
+				c->ops[j].key_len = strlen(c->keys[j]);
+			}
+			err = fkv_ring_prep_batch(c->ring, c->ops, FLOOR_BATCH, 0);
+			if (!err && fkv_ring_reap(c->ring, comp, 1, 1) != 1)
+				err = -EIO;
+			if (!err)
+				err = comp[0].op.result;
+			for (j = 0; j < FLOOR_BATCH && !err; j++) {
+				err = c->ops[j].result;
+				c->held[j] = c->ops[j].holder;
+			}
+			for (j = 0; j < FLOOR_BATCH && !err; j++) {
+				memset(&c->ops[j], 0, sizeof(c->ops[j]));
+				c->ops[j].opcode = FLUXONKV_OP_RELEASE;
+				c->ops[j].holder = c->held[j];
+			}
+			if (!err)
+				err = fkv_ring_prep_batch(c->ring, c->ops,
+							  FLOOR_BATCH, 1);
+			if (!err && fkv_ring_reap(c->ring, comp, 1, 1) != 1)
+				err = -EIO;
+			if (!err)
+				err = comp[0].op.result;
+			for (j = 0; j < FLOOR_BATCH && !err; j++)
+				err = c->ops[j].result;
+			break;
 		case F_PUT_SMALL:
 			err = fkv_put(c->kv, "floor-put-small", 15, c->src,
 				      FLOOR_SMALL, NULL);
@@ -236,6 +269,7 @@ static unsigned int floor_per_iter(enum floor_case fc)
 	case F_BATCH_GET:
 	case F_BATCH_GET_RELEASE:
 	case F_RING_GET:
+	case F_RING_BATCH:
 		return FLOOR_BATCH;
 	default:
 		return 1;
