@@ -816,3 +816,40 @@ FKV_TEST(put_local_notes_publish_and_drop_only_what_the_module_kept)
 	check_consistent();
 	fkv_master_destroy(F.m);
 }
+
+/*
+ * A master whose module numbers puts (local_puts) refuses a PUT -- one
+ * that started under a daemon taking one-trip puts and reached this one
+ * -- and routes nothing for it; a master without it takes the PUT.
+ */
+FKV_TEST(a_put_reaching_a_local_puts_master_is_refused)
+{
+	struct fkv_master_config cfg = {
+		.capacity = 10 * U, .incarnation = INC, .now_ms = fx_clock,
+		.clock_arg = &F, .hash_secret = secret, .local_puts = true,
+	};
+	struct fkv_get_result g;
+	uint64_t pid = 1;
+	uint32_t flags = 1;
+
+	fkv_log_setup(FKV_LOG_ERR, false);
+	memset(&F, 0, sizeof(F));
+	F.m = fkv_master_create(&cfg, &rec_ops, &F);
+	FKV_ASSERT(F.m != NULL);
+	FKV_ASSERT_EQ(fkv_master_put(F.m, K("k"), 0x71, U, &pid, &flags),
+		      -EPROTO);
+	FKV_ASSERT_EQ(pid, 0);
+	FKV_ASSERT_EQ(flags, 0);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("k"), &g), -ENOENT);
+	FKV_ASSERT_EQ(stats().inflight, 0);
+	FKV_ASSERT_EQ(stats().puts, 0);
+	fkv_master_destroy(F.m);
+
+	mk(10 * U, NULL, 0, 0);
+	FKV_ASSERT_EQ(fkv_master_put(F.m, K("k"), 0x71, U, &pid, &flags), 0);
+	FKV_ASSERT(pid > 0);
+	FKV_ASSERT_EQ(flags, FLUXONKV_PUT_F_PUBLISHED);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("k"), &g), 0);
+	FKV_ASSERT_EQ(g.handle, 0x71);
+	fkv_master_destroy(F.m);
+}

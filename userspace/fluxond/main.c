@@ -291,6 +291,7 @@ static int open_and_register(struct fluxond *d)
 	mc.incarnation = d->reg.incarnation;
 	mc.ssd_capacity = d->reg.ssd_capacity;
 	mc.first_put_id = d->reg.put_id_max;
+	mc.local_puts = d->reg.flags & FLUXONKV_REGISTER_F_LOCAL_PUTS;
 	mc.policy = d->opt.policy;
 	mc.high_pct = d->opt.high_pct;
 	mc.low_pct = d->opt.low_pct;

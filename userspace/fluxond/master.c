@@ -53,6 +53,7 @@ struct fkv_master {
 	uint32_t self;		/* this daemon's node (0 on a single node) */
 	uint32_t caller;	/* the node whose upcall is being handled */
 	bool evicting;		/* drops now are evictions */
+	bool local_puts;	/* the module numbers puts: no PUT */
 	/* PUT_LOCAL: the replaced replica the module dropped itself */
 	uint64_t dropped_by_module;
 	struct fkv_routes *routes;
@@ -233,6 +234,7 @@ struct fkv_master *fkv_master_create(const struct fkv_master_config *cfg,
 	m->high_pct = high;
 	m->low_pct = low;
 	m->self = m->caller = cfg->node;
+	m->local_puts = cfg->local_puts;
 	err = fkv_master_node_up(m, cfg->node, cfg->incarnation, cfg->capacity,
 				 cfg->ssd_capacity, NULL);
 	if (err) {
@@ -654,6 +656,11 @@ int fkv_master_put(struct fkv_master *m, const void *key, size_t key_len,
 
 	*put_id = 0;
 	*flags = 0;
+	if (m->local_puts) {
+		fkv_warn("PUT from a put that started under another daemon: "
+			 "refused (the module numbers puts)");
+		return -EPROTO;
+	}
 	/* Only the caller's own replica: a put placed elsewhere has two. */
 	if (!handle || (m->self && FLUXONKV_HANDLE_NODE(handle) != m->caller)) {
 		fkv_warn("PUT from node %u names handle %#llx",

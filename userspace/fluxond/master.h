@@ -75,6 +75,13 @@ struct fkv_master_config {
 	void *clock_arg;
 	const uint8_t *hash_secret;
 	uint64_t first_put_id;
+	/*
+	 * The module numbers puts itself (REGISTER_F_LOCAL_PUTS): a PUT, from
+	 * a put that raced the registration of this daemon after one that
+	 * took one-trip puts, is refused (-EPROTO): the module and this
+	 * master would draw put_ids from two counters.
+	 */
+	bool local_puts;
 };
 
 /*
