@@ -464,6 +464,7 @@ struct fluxonkv_ssd_stats {
 	atomic64_t persist_errors;
 	atomic64_t evictions;
 	atomic64_t busy_waits;
+	atomic64_t queue_waits;		/* local puts that waited for a persist queue */
 	atomic64_t commits_published;
 	atomic64_t commits_ignored;
 	atomic64_t notices_dropped;

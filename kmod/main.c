@@ -287,6 +287,7 @@ FLUXONKV_ATTR_SSD(io_errors);
 FLUXONKV_ATTR_SSD(persist_errors);
 FLUXONKV_ATTR_SSD(evictions);
 FLUXONKV_ATTR_SSD(busy_waits);
+FLUXONKV_ATTR_SSD(queue_waits);
 FLUXONKV_ATTR_SSD(commits_published);
 FLUXONKV_ATTR_SSD(commits_ignored);
 FLUXONKV_ATTR_SSD(notices_dropped);
@@ -343,6 +344,7 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_ssd_persist_errors.attr,
 	&fluxonkv_attr_ssd_evictions.attr,
 	&fluxonkv_attr_ssd_busy_waits.attr,
+	&fluxonkv_attr_ssd_queue_waits.attr,
 	&fluxonkv_attr_ssd_commits_published.attr,
 	&fluxonkv_attr_ssd_commits_ignored.attr,
 	&fluxonkv_attr_ssd_notices_dropped.attr,

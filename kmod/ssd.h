@@ -188,6 +188,8 @@ struct fluxonkv_ssd_worker {
  * @shards: its shards (attach mutex).
  * @next_shard: round-robin cursor (attach mutex).
  * @workers: its IO slots: up to FLUXONKV_SSD_DEPTH IOs in flight.
+ * @write_room: local puts waiting for room in its persist queue, each
+ *	exclusively: a write leaving the queue wakes one of them.
  * @node: on fluxonkv_ssd.devs.
  */
 struct fluxonkv_ssd_dev {
@@ -202,6 +204,7 @@ struct fluxonkv_ssd_dev {
 	struct list_head shards;
 	struct fluxonkv_shard *next_shard;
 	struct fluxonkv_ssd_worker workers[FLUXONKV_SSD_DEPTH];
+	wait_queue_head_t write_room;
 	struct list_head node;
 };
 
@@ -217,8 +220,6 @@ struct fluxonkv_ssd_tier {
 	u64 meta_max;			/* ssd_meta_max_kb, in bytes */
 	struct workqueue_struct *wq;
 	struct bio_set bioset;		/* bios for raw block device shards */
-	/* Local puts waiting for a device's persist queue to have room. */
-	wait_queue_head_t write_room;
 	/* Woken when an IO slot goes idle (unload waits for every one). */
 	wait_queue_head_t slots_idle;
 

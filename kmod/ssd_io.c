@@ -507,9 +507,9 @@ static struct fluxonkv_ssd_job *fluxonkv_ssd_pick(struct fluxonkv_ssd_dev *dev)
 		job = list_first_entry(&dev->writes, struct fluxonkv_ssd_job, node);
 		dev->read_streak = 0;
 		WRITE_ONCE(dev->nwrites, dev->nwrites - 1);
-		/* under dev->lock; the waiters re-check under it */
-		if (wq_has_sleeper(&fluxonkv_ssd.write_room))
-			wake_up(&fluxonkv_ssd.write_room);
+		/* one slot freed: one waiter (they re-check under the lock) */
+		if (wq_has_sleeper(&dev->write_room))
+			wake_up(&dev->write_room);
 	}
 	list_del(&job->node);
 	return job;
@@ -609,6 +609,36 @@ static bool fluxonkv_ssd_write_room(struct fluxonkv_ssd_dev *dev)
 }
 
 /*
+ * Sleep (killable) until @dev's persist queue looks like it has room, or
+ * @timeout jiffies pass: the time left, 0, or -EINTR.  Exclusive: a write
+ * leaving the queue wakes one waiter, so one that leaves without taking
+ * the room (killed, timed out) passes the wake-up on.
+ */
+static long fluxonkv_ssd_wait_write_room(struct fluxonkv_ssd_dev *dev,
+					 long timeout)
+{
+	DEFINE_WAIT(wait);
+
+	for (;;) {
+		prepare_to_wait_exclusive(&dev->write_room, &wait,
+					  TASK_KILLABLE);
+		if (fluxonkv_ssd_write_room(dev))
+			break;
+		if (fatal_signal_pending(current)) {
+			timeout = -EINTR;
+			break;
+		}
+		if (!timeout)
+			break;
+		timeout = schedule_timeout(timeout);
+	}
+	finish_wait(&dev->write_room, &wait);
+	if (timeout <= 0 && fluxonkv_ssd_write_room(dev))
+		wake_up(&dev->write_room);
+	return timeout;
+}
+
+/*
  * Queue @job on @dev and wake an idle worker.  Persists beyond
  * FLUXONKV_SSD_WRITES_MAX per device are refused (-EBUSY): each one holds
  * DRAM the master cannot reuse until it is done, so a slow device must not
@@ -631,9 +661,8 @@ static int fluxonkv_ssd_queue(struct fluxonkv_ssd_dev *dev,
 		left = (long)(until - jiffies);
 		if (!wait || left <= 0)
 			return -EBUSY;
-		left = wait_event_killable_timeout(fluxonkv_ssd.write_room,
-						   fluxonkv_ssd_write_room(dev),
-						   left);
+		atomic64_inc(&fluxonkv_ssd_stats.queue_waits);
+		left = fluxonkv_ssd_wait_write_room(dev, left);
 		if (left < 0)
 			return -EINTR;
 		spin_lock(&dev->lock);

@@ -93,6 +93,7 @@ static struct fluxonkv_ssd_dev *fluxonkv_ssd_dev_get(u32 id)
 		return ERR_PTR(-ENOMEM);
 	dev->id = id;
 	spin_lock_init(&dev->lock);
+	init_waitqueue_head(&dev->write_room);
 	INIT_LIST_HEAD(&dev->reads);
 	INIT_LIST_HEAD(&dev->writes);
 	INIT_LIST_HEAD(&dev->shards);
@@ -542,7 +543,6 @@ int fluxonkv_ssd_init(void)
 		((u64)totalram_pages() << PAGE_SHIFT) / 64;
 	atomic64_set(&fluxonkv_ssd.meta_bytes, 0);
 	mutex_init(&fluxonkv_ssd.attach_lock);
-	init_waitqueue_head(&fluxonkv_ssd.write_room);
 	init_waitqueue_head(&fluxonkv_ssd.slots_idle);
 	INIT_LIST_HEAD(&fluxonkv_ssd.devs);
 	spin_lock_init(&fluxonkv_ssd.index_lock);

@@ -1498,6 +1498,87 @@ FKV_TEST(slow_persist_put_returns_early_and_late_commits_never_win)
 }
 
 /*
+ * Local puts outrunning a slow device wait for room in its persist queue
+ * (64 queued), each woken alone as a write leaves it; a waiter killed
+ * meanwhile passes its turn on: the other putter's values are all
+ * persisted, none refused (only the killed putter's persist may be).
+ */
+#define WQ_DELAY_MS	100
+#define WQ_PUTS		120
+
+static void wq_putter(const char *prefix, int n)
+{
+	struct fkv *kv = kv_open();
+	uint8_t buf[4096];
+	char key[32];
+	int i;
+
+	memset(buf, 0x77, sizeof(buf));
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "%s-%03d", prefix, i);
+		if (fkv_put(kv, key, strlen(key), buf, sizeof(buf), NULL))
+			_exit(1);
+	}
+	fkv_close(kv);
+	_exit(0);
+}
+
+FKV_TEST(puts_wait_for_the_persist_queue_and_a_killed_waiter_passes_on)
+{
+	uint64_t base, p0, errs0, qw0;
+	char key[32];
+	pid_t a, b;
+	int status, i;
+	struct fkv *kv;
+
+	base = setup("segment_mb=8 request_timeout_ms=60000");
+	dm_delay_create(0, WQ_DELAY_MS);
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, DLY_PATH, 0, SP_CAP), 0);
+	p0 = persists_done();
+	errs0 = fkv_sysfs("ssd_persist_errors");
+	qw0 = fkv_sysfs("ssd_queue_waits");
+	fflush(stdout);
+	a = fork();
+	FKV_ASSERT(a >= 0);
+	if (!a)
+		wq_putter("wq-a", 1000);
+	b = fork();
+	FKV_ASSERT(b >= 0);
+	if (!b)
+		wq_putter("wq-b", WQ_PUTS);
+	/* both are waiting for the queue by now: 64 + 4 in 100 ms writes */
+	usleep(1500 * 1000);
+	FKV_ASSERT_EQ(kill(a, SIGKILL), 0);
+	FKV_ASSERT_EQ(waitpid(a, &status, 0), a);
+	FKV_ASSERT(WIFSIGNALED(status), "putter A was not killed");
+	FKV_ASSERT_EQ(waitpid(b, &status, 0), b);
+	FKV_ASSERT(WIFEXITED(status) && !WEXITSTATUS(status),
+		   "putter B failed a put");
+	/* every persist B started ends, none of them refused */
+	wait_persists(p0 + WQ_PUTS);
+	fkv_diag("%" PRIu64 " persists ended, %" PRIu64 " refused, %" PRIu64
+		 " puts waited for the queue", persists_done() - p0,
+		 fkv_sysfs("ssd_persist_errors") - errs0,
+		 fkv_sysfs("ssd_queue_waits") - qw0);
+	/* the queue was full: B's last puts waited for it */
+	FKV_ASSERT_GT(fkv_sysfs("ssd_queue_waits"), qw0);
+	FKV_ASSERT_LE(fkv_sysfs("ssd_persist_errors"), errs0 + 1);
+	for (i = 0; i < 1000; i++) {
+		snprintf(key, sizeof(key), "wq-a-%03d", i);
+		delete_any(kv, key);
+		if (i >= WQ_PUTS)
+			continue;
+		snprintf(key, sizeof(key), "wq-b-%03d", i);
+		delete_key(kv, key);
+	}
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+	fkv_close(kv);
+	teardown(base);
+	dm_remove(DLY_NAME);
+}
+
+/*
  * Tasks blocked (state D) while running the module's SSD workqueue: a
  * kworker's comm carries "+fluxonkv_ssd" while it runs one of its works.
  */

@@ -96,6 +96,7 @@ static void fake_module(void)
 	put_file("ssd_persist_errors", "26\n");
 	put_file("ssd_evictions", "27\n");
 	put_file("ssd_busy_waits", "28\n");
+	put_file("ssd_queue_waits", "5\n");
 	put_file("ssd_commits_published", "29\n");
 	put_file("ssd_commits_ignored", "30\n");
 	put_file("ssd_notices_dropped", "31\n");
@@ -114,7 +115,7 @@ static void fake_module_without_ssd(void)
 		"kv_ssd_capacity_bytes", "kv_ssd_used_bytes", "ssd_writes",
 		"ssd_write_bytes", "ssd_reads", "ssd_read_bytes",
 		"ssd_io_errors", "ssd_persist_errors", "ssd_evictions",
-		"ssd_busy_waits", "ssd_commits_published",
+		"ssd_busy_waits", "ssd_queue_waits", "ssd_commits_published",
 		"ssd_commits_ignored", "ssd_notices_dropped", "ssd_revokes",
 		"ssd_csum_errors", "kv_ssd_meta_bytes", "ssd_meta_evictions",
 		"ssd_meta_refused", "ssd_shards_offline",
@@ -298,7 +299,7 @@ FKV_TEST(the_snapshot_covers_every_attribute_the_module_documents)
 		"kv_ssd_capacity_bytes", "kv_ssd_used_bytes", "ssd_writes",
 		"ssd_write_bytes", "ssd_reads", "ssd_read_bytes",
 		"ssd_io_errors", "ssd_persist_errors", "ssd_evictions",
-		"ssd_busy_waits", "ssd_commits_published",
+		"ssd_busy_waits", "ssd_queue_waits", "ssd_commits_published",
 		"ssd_commits_ignored", "ssd_notices_dropped", "ssd_revokes",
 		"ssd_csum_errors", "kv_ssd_meta_bytes", "ssd_meta_evictions",
 		"ssd_meta_refused", "ssd_shards_offline",
@@ -354,7 +355,8 @@ FKV_TEST(stats_as_json_are_one_flat_object_with_null_for_unreadable_files)
 		"\"ssd_write_bytes\":22020096,\"ssd_reads\":23,"
 		"\"ssd_read_bytes\":24117248,\"ssd_io_errors\":25,"
 		"\"ssd_persist_errors\":26,\"ssd_evictions\":27,"
-		"\"ssd_busy_waits\":28,\"ssd_commits_published\":29,"
+		"\"ssd_busy_waits\":28,\"ssd_queue_waits\":5,"
+		"\"ssd_commits_published\":29,"
 		"\"ssd_commits_ignored\":30,\"ssd_notices_dropped\":31,"
 		"\"ssd_revokes\":32,\"ssd_csum_errors\":33,"
 		"\"kv_ssd_meta_bytes\":34816,\"ssd_meta_evictions\":35,"

@@ -104,6 +104,8 @@ const struct ctl_stat_def ctl_stat_defs[] = {
 	  "Committed SSD entries overwritten at a ring tail." },
 	{ "ssd_busy_waits", CTL_STAT_COUNTER, false, false, NULL,
 	  "SSD writes that waited for a pinned entry at a ring tail." },
+	{ "ssd_queue_waits", CTL_STAT_COUNTER, false, false, NULL,
+	  "Local puts that waited for room in a device's persist queue (64 queued)." },
 	{ "ssd_commits_published", CTL_STAT_COUNTER, false, false, NULL,
 	  "SSD replicas the daemon published in the route." },
 	{ "ssd_commits_ignored", CTL_STAT_COUNTER, false, false, NULL,
