@@ -312,8 +312,8 @@ void fkv_ring_close(struct fkv_ring *r)
 				fkv_holder_release(r->kv, &c.ops[j].holder);
 	}
 	io_uring_queue_exit(&r->uring);
-	for (sent = 0; sent < r->depth; sent++)
-		free(r->slots[sent].kops);
+	for (unsigned int i = 0; i < r->depth; i++)
+		free(r->slots[i].kops);	/* batches' entries, kept for reuse */
 	free(r->slots);
 	free(r);
 }
