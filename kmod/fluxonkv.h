@@ -300,6 +300,35 @@ struct fluxonkv_get_result {
 	u32 source;
 	/* out with FLUXONKV_GR_ALLOC: a reference the caller puts */
 	struct fluxonkv_alloc *alloc;
+	/*
+	 * in, with FLUXONKV_GR_NOWAIT: a local SSD refill may run
+	 * asynchronously (-EIOCBQUEUED) in this context
+	 */
+	struct fluxonkv_refill *refill;
+};
+
+/**
+ * struct fluxonkv_refill - an SSD refill running without its getter.
+ * @done: set by the caller; called once the read is over, from a worker
+ *	(process context): the caller then finishes the get in its task
+ *	with fluxonkv_get_refill_finish().
+ * @t_get: set by the caller: when the get began (its latency).
+ * @ret: the read's result (0 or -errno), for fluxonkv_get_refill_finish().
+ * @alloc: the target (one reference) from the start to the finish.
+ * @t_read: when the read was submitted.
+ * @put_id: the version read.
+ * @key_len: the key.
+ * @key: the key.
+ */
+struct fluxonkv_refill {
+	void (*done)(struct fluxonkv_refill *rf);
+	u64 t_get;
+	int ret;
+	struct fluxonkv_alloc *alloc;
+	u64 t_read;
+	u64 put_id;
+	u32 key_len;
+	u8 key[FLUXONKV_KEY_MAX];
 };
 
 int fluxonkv_kv_init(void);
@@ -310,6 +339,9 @@ int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
 		 const void __user *value, u64 len, u64 *put_id);
 int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 		 struct fluxonkv_get_result *res);
+int fluxonkv_get_refill_finish(struct fluxonkv_session *s,
+			       struct fluxonkv_refill *rf,
+			       struct fluxonkv_get_result *res, bool gone);
 int fluxonkv_delete(const u8 *key, u32 key_len);
 int fluxonkv_replica_persist(u64 handle, u64 put_id);
 int fluxonkv_lookup(const u8 *key, u32 key_len,
@@ -497,6 +529,9 @@ u64 fluxonkv_ssd_entry_len(const struct fluxonkv_ssd_entry *e);
 int fluxonkv_ssd_read(struct fluxonkv_ssd_entry *e, struct fluxonkv_alloc *a);
 int fluxonkv_ssd_read_range(struct fluxonkv_ssd_entry *e,
 			    struct fluxonkv_alloc *a, u64 off, u64 len);
+int fluxonkv_ssd_read_async(struct fluxonkv_ssd_entry *e,
+			    struct fluxonkv_alloc *a,
+			    void (*end)(void *priv, int ret), void *priv);
 u64 fluxonkv_ssd_capacity(void);
 u64 fluxonkv_ssd_used(void);
 u64 fluxonkv_ssd_meta_bytes(void);
@@ -522,6 +557,7 @@ struct fluxonkv_stats {
 	u64 misses;
 	u64 local_misses;	/* answered from the index, no upcall */
 	u64 local_refills;	/* SSD refills without GET_START */
+	u64 refills_async;	/* ... completed from the read's end */
 	u64 local_unsure;	/* local misses asked of the master */
 	u64 promotions;		/* refills the master promoted */
 	u64 promotions_refused;	/* refills left temporary */

@@ -541,11 +541,27 @@ static long fluxonkv_ioc_delete(struct fluxonkv_session *s, void __user *uarg,
 	return fluxonkv_do_delete(s, del.key_len, del.key_ptr, flags);
 }
 
-/* One entry of a batch; its result (0 or -errno).  @op's outputs filled. */
-static int fluxonkv_batch_one(struct fluxonkv_session *s,
-			      struct fluxonkv_op *op, unsigned int flags)
+/* A get's outputs into its batch entry. */
+static void fluxonkv_op_fill(struct fluxonkv_op *op,
+			     const struct fluxonkv_get_result *res)
 {
-	struct fluxonkv_get_result res = {};
+	op->holder_id = res->holder_id;
+	op->offset = res->offset;
+	op->len = res->len;
+	op->put_id = res->put_id;
+	op->source = res->source;
+}
+
+/*
+ * One entry of a batch; its result (0 or -errno).  @op's outputs filled.
+ * @rf: with FLUXONKV_GR_NOWAIT, a GET's SSD refill may go on without us
+ * there (-EIOCBQUEUED), or NULL.
+ */
+static int fluxonkv_batch_one(struct fluxonkv_session *s,
+			      struct fluxonkv_op *op, unsigned int flags,
+			      struct fluxonkv_refill *rf)
+{
+	struct fluxonkv_get_result res = { .refill = rf };
 	bool keyed = op->opcode != FLUXONKV_OP_RELEASE;
 	bool buf = op->opcode == FLUXONKV_OP_PUT ||
 		   op->opcode == FLUXONKV_OP_GET_INTO;
@@ -581,16 +597,128 @@ static int fluxonkv_batch_one(struct fluxonkv_session *s,
 	}
 	if (ret && ret != -EMSGSIZE)
 		return ret;
-	op->holder_id = res.holder_id;
-	op->offset = res.offset;
-	op->len = res.len;
-	op->put_id = res.put_id;
-	op->source = res.source;
+	fluxonkv_op_fill(op, &res);
 	return ret;
 }
 
+/*
+ * Entry @op ran with @ret: write it back to @uop.  A get's holder is
+ * released if the entry cannot be written (nobody would learn its id).
+ * Return: 0 or -EFAULT.
+ */
+static int fluxonkv_batch_result(struct fluxonkv_session *s, u8 __user *uop,
+				 struct fluxonkv_op *op, int ret)
+{
+	op->result = ret;
+	if (!copy_to_user(uop, op, sizeof(*op)))
+		return 0;
+	if (!ret && op->opcode == FLUXONKV_OP_GET)
+		fluxonkv_holder_release(s, op->holder_id);
+	return -EFAULT;
+}
+
+/*
+ * A batch over io_uring whose last entry, a GET, refills from the SSD
+ * without the submitter (fluxonkv_uring_cmd): what its completion needs.
+ */
+struct fluxonkv_uring_get {
+	struct fluxonkv_refill rf;	/* rf.done: fluxonkv_uring_get_read_end */
+	struct io_uring_cmd *ioucmd;
+	struct fluxonkv_session *s;
+	struct fluxonkv_batch b;	/* the header; b.done: that entry */
+	struct fluxonkv_op op;		/* the entry as read */
+	void __user *uarg;		/* the header */
+	long usize;			/* its size */
+};
+
+static struct fluxonkv_uring_get *fluxonkv_uring_get_of(struct io_uring_cmd *c)
+{
+	return *(struct fluxonkv_uring_get **)c->pdu;
+}
+
+/*
+ * In the submitter's task (io_uring's task work), or in io_uring's
+ * fallback worker when the task is exiting: finish the get, write its
+ * entry and the header's done, complete the command.
+ */
+static void fluxonkv_uring_get_finish(struct io_uring_cmd *ioucmd,
+				      unsigned int issue_flags)
+{
+	struct fluxonkv_uring_get *g = fluxonkv_uring_get_of(ioucmd);
+	/*
+	 * Nothing is given to a submitter being killed (io_uring runs this
+	 * from its exit before PF_EXITING), to an exiting one, or from a
+	 * kthread (io_uring's fallback when the task cannot take task work).
+	 */
+	bool gone = fatal_signal_pending(current) ||
+		    (current->flags & (PF_EXITING | PF_KTHREAD));
+	struct fluxonkv_get_result res = {};
+	u8 __user *uop;
+	long ret;
+
+	ret = fluxonkv_get_refill_finish(g->s, &g->rf, &res, gone);
+	if (gone)
+		goto out;
+	if (!ret)
+		fluxonkv_op_fill(&g->op, &res);
+	uop = u64_to_user_ptr(g->b.ops_ptr) + g->b.done * g->b.op_size;
+	ret = fluxonkv_batch_result(g->s, uop, &g->op, ret);
+	if (!ret)
+		g->b.done++;
+	ret = fluxonkv_copy_out(g->uarg, &g->b, sizeof(g->b), g->usize) ?: ret;
+out:
+	io_uring_cmd_done(ioucmd, ret, 0, issue_flags);
+	kfree(g);
+}
+
+/* The refill's read ended (a worker): finish in the submitter's task. */
+static void fluxonkv_uring_get_read_end(struct fluxonkv_refill *rf)
+{
+	struct fluxonkv_uring_get *g =
+		container_of(rf, struct fluxonkv_uring_get, rf);
+
+	io_uring_cmd_complete_in_task(g->ioucmd, fluxonkv_uring_get_finish);
+}
+
+/*
+ * The last entry of batch @b, the GET @op, returned -EAGAIN at io_uring's
+ * non-blocking issue: run it again letting a local SSD refill go on
+ * asynchronously.  Everything its completion needs is saved first (the
+ * read may end before this returns).  -EIOCBQUEUED: the command is the
+ * refill's now; otherwise (-EAGAIN, or the entry's own result) as before.
+ */
+static int fluxonkv_batch_refill(struct fluxonkv_session *s,
+				 const struct fluxonkv_batch *b,
+				 struct fluxonkv_op *op, void __user *uarg,
+				 long usize, struct io_uring_cmd *ioucmd)
+{
+	struct fluxonkv_uring_get *g;
+	int ret;
+
+	g = kmalloc(sizeof(*g), GFP_KERNEL);
+	if (!g)
+		return -EAGAIN;
+	g->rf.done = fluxonkv_uring_get_read_end;
+	g->rf.t_get = fluxonkv_clock();
+	g->ioucmd = ioucmd;
+	g->s = s;
+	g->b = *b;
+	g->op = *op;
+	g->uarg = uarg;
+	g->usize = usize;
+	*(struct fluxonkv_uring_get **)ioucmd->pdu = g;
+	ret = fluxonkv_batch_one(s, op, FLUXONKV_GR_NOWAIT, &g->rf);
+	if (ret != -EIOCBQUEUED)
+		kfree(g);
+	return ret;
+}
+
+/*
+ * @ioucmd: io_uring's non-blocking issue, where a last GET entry may refill
+ * from the SSD asynchronously (-EIOCBQUEUED), or NULL.
+ */
 static long fluxonkv_ioc_batch(struct fluxonkv_session *s, void __user *uarg,
-			       unsigned int flags)
+			       unsigned int flags, struct io_uring_cmd *ioucmd)
 {
 	struct fluxonkv_batch b;
 	struct fluxonkv_op op;
@@ -634,17 +762,18 @@ static long fluxonkv_ioc_batch(struct fluxonkv_session *s, void __user *uarg,
 			ret = 0;
 			continue;
 		}
-		ret = fluxonkv_batch_one(s, &op, flags);
+		ret = fluxonkv_batch_one(s, &op, flags, NULL);
+		if (ret == -EAGAIN && ioucmd && b.done + 1 == b.count &&
+		    op.opcode == FLUXONKV_OP_GET)
+			ret = fluxonkv_batch_refill(s, &b, &op, uarg, usize,
+						    ioucmd);
+		if (ret == -EIOCBQUEUED)
+			return ret;	/* fluxonkv_uring_get_finish() ends it */
 		if (ret == -EAGAIN && (flags & FLUXONKV_GR_NOWAIT))
 			break;		/* resumed from here, off the submitter */
-		op.result = ret;
-		ret = 0;
-		if (copy_to_user(uop, &op, sizeof(op))) {
-			if (!op.result && op.opcode == FLUXONKV_OP_GET)
-				fluxonkv_holder_release(s, op.holder_id);
-			ret = -EFAULT;
+		ret = fluxonkv_batch_result(s, uop, &op, ret);
+		if (ret)
 			break;
-		}
 		if (fatal_signal_pending(current)) {
 			b.done++;
 			ret = -EINTR;
@@ -682,12 +811,12 @@ static long fluxonkv_ioc_ssd_attach(void __user *uarg)
 
 /*
  * One command for the ioctl or io_uring (@flags: FLUXONKV_GR_NOWAIT from
- * io_uring's inline issue).  @uring: the daemon's commands are EOPNOTSUPP
- * there (unknown numbers ENOTTY, as for the ioctl).
+ * io_uring's inline issue, @ioucmd then its command).  @uring: the daemon's
+ * commands are EOPNOTSUPP there (unknown numbers ENOTTY, as for the ioctl).
  */
 static long fluxonkv_dispatch(struct fluxonkv_session *s, unsigned int cmd,
 			      void __user *uarg, unsigned int flags,
-			      bool uring)
+			      bool uring, struct io_uring_cmd *ioucmd)
 {
 	switch (FLUXONKV_IOC_NOSIZE(cmd)) {
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_INFO):
@@ -705,7 +834,7 @@ static long fluxonkv_dispatch(struct fluxonkv_session *s, unsigned int cmd,
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_LOOKUP):
 		return fluxonkv_ioc_lookup(uarg, flags);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_BATCH):
-		return fluxonkv_ioc_batch(s, uarg, flags);
+		return fluxonkv_ioc_batch(s, uarg, flags, ioucmd);
 	}
 	switch (FLUXONKV_IOC_NOSIZE(cmd)) {
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_SSD_ATTACH):
@@ -726,7 +855,7 @@ static long fluxonkv_dispatch(struct fluxonkv_session *s, unsigned int cmd,
 long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	return fluxonkv_dispatch(file->private_data, cmd, (void __user *)arg, 0,
-				 false);
+				 false, NULL);
 }
 
 /*
@@ -735,7 +864,13 @@ long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
  * FLUXONKV_GR_NOWAIT: a DRAM hit completes at submission; a command that
  * would wait returns -EAGAIN untouched, and io_uring issues it again from
  * an io-wq worker (the submitter's mm and credentials), where it may block.
- * Completion is the return value: nothing outlives this call.
+ * Completion is the return value, but for a batch whose last entry is a
+ * GET served by a local SSD refill: its read is submitted at the inline
+ * issue, and the read's end completes the command from the submitter's
+ * task (-EIOCBQUEUED here; fluxonkv_uring_get_finish()), no io-wq worker
+ * waiting for it.  (6.1 has no cancellation for uring commands: the read
+ * ends on its own, and a ring closed or a process killed meanwhile waits
+ * for it.)
  */
 int fluxonkv_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
@@ -744,8 +879,10 @@ int fluxonkv_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 
 	if (READ_ONCE(c->reserved))
 		return -EINVAL;
+	if (issue_flags & IO_URING_F_NONBLOCK)
+		return fluxonkv_dispatch(ioucmd->file->private_data,
+					 ioucmd->cmd_op, u64_to_user_ptr(arg),
+					 FLUXONKV_GR_NOWAIT, true, ioucmd);
 	return fluxonkv_dispatch(ioucmd->file->private_data, ioucmd->cmd_op,
-				 u64_to_user_ptr(arg),
-				 (issue_flags & IO_URING_F_NONBLOCK) ?
-				 FLUXONKV_GR_NOWAIT : 0, true);
+				 u64_to_user_ptr(arg), 0, true, NULL);
 }

@@ -853,6 +853,44 @@ static void fluxonkv_get_revoke(const u8 *key, u32 key_len, u64 put_id,
 
 
 /*
+ * A refill's bytes are in @a (one reference, the caller's): publish the
+ * replica, offer it to the master (GET_DONE: promoted when the version is
+ * still current and has no DRAM replica, else temporary) and give it out.
+ */
+static int fluxonkv_refill_publish(struct fluxonkv_session *s, const u8 *key,
+				   u32 key_len, u64 put_id,
+				   struct fluxonkv_alloc *a,
+				   struct fluxonkv_get_result *res)
+{
+	struct fluxonkv_replica *r;
+	u64 t0 = fluxonkv_clock();
+	int ret;
+
+	r = fluxonkv_replica_new(key, key_len, put_id, a);
+	if (IS_ERR(r)) {
+		fluxonkv_alloc_put(a);
+		return PTR_ERR(r);
+	}
+	fluxonkv_alloc_get(a);		/* the holder's reference */
+	fluxonkv_get_done_offer(r, FLUXONKV_SOURCE_SSD);
+	fluxonkv_lat_record(FLUXONKV_LAT_REFILL_DONE, t0);
+	/* The bytes are complete whatever the master will answer. */
+	ret = fluxonkv_grant(s, a, put_id, FLUXONKV_SOURCE_SSD, res);
+	if (!ret)
+		fluxonkv_stat_inc(hits_ssd);
+	return ret;
+}
+
+/* The asynchronous refill's read ended (a worker's process context). */
+static void fluxonkv_refill_read_end(void *priv, int ret)
+{
+	struct fluxonkv_refill *rf = priv;
+
+	rf->ret = ret;
+	rf->done(rf);
+}
+
+/*
  * Refill from this owner's SSD into a new target (reference §5.1), then
  * GET_DONE: the master promotes it to the DRAM replica when the version is
  * still current and has none, otherwise the holder is temporary.
@@ -865,7 +903,6 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 				 struct fluxonkv_get_result *res)
 {
 	struct fluxonkv_ssd_entry *e;
-	struct fluxonkv_replica *r;
 	struct fluxonkv_alloc *a;
 	u64 t0;
 	int ret;
@@ -905,23 +942,104 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 		return -ESTALE;
 	}
 
-	t0 = fluxonkv_clock();
-	r = fluxonkv_replica_new(key, key_len, start->put_id, a);
-	if (IS_ERR(r)) {
-		ret = PTR_ERR(r);
-		goto err_alloc;
-	}
-	fluxonkv_alloc_get(a);		/* the holder's reference */
-	fluxonkv_get_done_offer(r, FLUXONKV_SOURCE_SSD);
-	fluxonkv_lat_record(FLUXONKV_LAT_REFILL_DONE, t0);
-	/* The bytes are complete whatever the master will answer. */
-	ret = fluxonkv_grant(s, a, start->put_id, FLUXONKV_SOURCE_SSD, res);
-	if (!ret)
-		fluxonkv_stat_inc(hits_ssd);
-	return ret;
+	return fluxonkv_refill_publish(s, key, key_len, start->put_id, a, res);
 
 err_alloc:
 	fluxonkv_alloc_put(a);
+	return ret;
+}
+
+/*
+ * The asynchronous refill of io_uring's non-blocking issue: room without
+ * waiting, the entry pinned, the read submitted (fluxonkv_ssd_read_async);
+ * the read's end calls @rf->done from a worker, and the submitter's task
+ * then finishes the get with fluxonkv_get_refill_finish().  Wherever
+ * fluxonkv_get_from_ssd() would wait or ask the master (no room, a stale
+ * route to revoke, no memory) it returns -EAGAIN before any effect.
+ * Return: -EIOCBQUEUED once the read is on its way, or -EAGAIN.
+ */
+static int fluxonkv_get_from_ssd_start(const u8 *key, u32 key_len,
+				       const struct fluxonkv_upcall *start,
+				       struct fluxonkv_refill *rf)
+{
+	struct fluxonkv_ssd_entry *e;
+	struct fluxonkv_alloc *a;
+
+	if (!start->len || start->len > min_t(u64, FLUXONKV_VALUE_MAX,
+					      fluxonkv_seg.size))
+		return -EAGAIN;		/* the synchronous path says -EPROTO */
+	a = fluxonkv_alloc_new(start->len);
+	if (!a)
+		return -EAGAIN;		/* a room wait: not at submission */
+	e = fluxonkv_ssd_pin(key, key_len, start->put_id);
+	if (!e || fluxonkv_ssd_entry_len(e) != start->len) {
+		if (e)
+			fluxonkv_ssd_unpin(e);
+		fluxonkv_alloc_put(a);
+		return -EAGAIN;		/* stale: revoked by the retry */
+	}
+	memcpy(rf->key, key, key_len);
+	rf->key_len = key_len;
+	rf->put_id = start->put_id;
+	rf->alloc = a;
+	rf->t_read = fluxonkv_clock();
+	if (fluxonkv_ssd_read_async(e, a, fluxonkv_refill_read_end, rf)) {
+		rf->alloc = NULL;
+		fluxonkv_alloc_put(a);
+		return -EAGAIN;
+	}
+	fluxonkv_stat_inc(local_refills);
+	fluxonkv_stat_inc(refills_async);
+	return -EIOCBQUEUED;
+}
+
+static int __fluxonkv_get(struct fluxonkv_session *s, const u8 *key,
+			  u32 key_len, struct fluxonkv_get_result *res);
+
+/**
+ * fluxonkv_get_refill_finish() - end a get whose refill ran asynchronously.
+ * @s: the getter's session.
+ * @rf: the refill, after its @done was called.
+ * @res: out, as fluxonkv_get()'s (a holder: FLUXONKV_GR_ALLOC is not
+ *	taken here).
+ * @gone: the submitter is exiting (or this is io_uring's fallback worker):
+ *	drop the refill, give nothing out.
+ *
+ * In the submitter's task.  A failed read is revoked and the source
+ * re-selected synchronously, as fluxonkv_get() would (a rare path that
+ * may wait for the daemon in the task).
+ * Return: as fluxonkv_get()'s; -ECANCELED with @gone.
+ */
+int fluxonkv_get_refill_finish(struct fluxonkv_session *s,
+			       struct fluxonkv_refill *rf,
+			       struct fluxonkv_get_result *res, bool gone)
+{
+	struct fluxonkv_alloc *a = rf->alloc;
+	int ret;
+
+	rf->alloc = NULL;
+	fluxonkv_lat_record(FLUXONKV_LAT_REFILL_READ, rf->t_read);
+	if (gone) {
+		fluxonkv_alloc_put(a);
+		return -ECANCELED;
+	}
+	res->flags = 0;
+	if (rf->ret) {
+		/* Never a half-filled holder: revoke and re-select. */
+		fluxonkv_get_revoke(rf->key, rf->key_len, rf->put_id,
+				    FLUXONKV_SOURCE_SSD, 0, rf->ret);
+		fluxonkv_alloc_put(a);
+		ret = __fluxonkv_get(s, rf->key, rf->key_len, res);
+	} else {
+		ret = fluxonkv_refill_publish(s, rf->key, rf->key_len,
+					      rf->put_id, a, res);
+	}
+	if (!ret)
+		fluxonkv_lat_record(res->source == FLUXONKV_SOURCE_SSD ?
+				    FLUXONKV_LAT_GET_SSD :
+				    res->source == FLUXONKV_SOURCE_MEMORY ?
+				    FLUXONKV_LAT_GET_MEMORY :
+				    FLUXONKV_LAT_GET_REMOTE, rf->t_get);
 	return ret;
 }
 
@@ -1124,6 +1242,10 @@ static int __fluxonkv_get(struct fluxonkv_session *s, const u8 *key,
 		}
 		if (local && fluxonkv_ssd_lookup_routed(key, key_len, &up.put_id,
 							&up.len)) {
+			if ((res->flags & FLUXONKV_GR_NOWAIT) && res->refill)
+				return fluxonkv_get_from_ssd_start(key, key_len,
+								   &up,
+								   res->refill);
 			if (res->flags & FLUXONKV_GR_NOWAIT)
 				return -EAGAIN;	/* a disk read: not inline */
 			fluxonkv_stat_inc(local_refills);

@@ -258,6 +258,7 @@ FLUXONKV_ATTR_STAT(puts_targeted);
 FLUXONKV_ATTR_STAT(misses);
 FLUXONKV_ATTR_STAT(local_misses);
 FLUXONKV_ATTR_STAT(local_refills);
+FLUXONKV_ATTR_STAT(refills_async);
 FLUXONKV_ATTR_STAT(local_unsure);
 FLUXONKV_ATTR_STAT(promotions);
 FLUXONKV_ATTR_STAT(promotions_refused);
@@ -319,6 +320,7 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_misses.attr,
 	&fluxonkv_attr_local_misses.attr,
 	&fluxonkv_attr_local_refills.attr,
+	&fluxonkv_attr_refills_async.attr,
 	&fluxonkv_attr_local_unsure.attr,
 	&fluxonkv_attr_promotions.attr,
 	&fluxonkv_attr_promotions_refused.attr,

@@ -140,6 +140,9 @@ struct fluxonkv_ssd_job {
 	u64 io_off;			/* read: from this byte of the entry */
 	u64 io_alen;			/* read: this many (aligned) bytes */
 	struct completion done;		/* read: the waiter */
+	/* read without a waiter: called at its end instead (process context) */
+	void (*end)(void *priv, int ret);
+	void *priv;			/* read: @end's */
 	unsigned long parked_at;	/* write: first found the ring busy */
 	int ret;
 	struct kref ref;		/* read: waiter + worker */

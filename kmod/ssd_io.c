@@ -469,7 +469,10 @@ static void fluxonkv_ssd_finish(struct fluxonkv_ssd_worker *w)
 	w->job = NULL;
 	if (job->read) {
 		fluxonkv_ssd_read_done(job, ret);
-		complete(&job->done);
+		if (job->end)
+			job->end(job->priv, job->ret);
+		else
+			complete(&job->done);
 		kref_put(&job->ref, fluxonkv_ssd_job_release);
 	} else {
 		fluxonkv_ssd_write_done(job, w->entry, ret);
@@ -767,6 +770,68 @@ int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
 	return ret;
 }
 
+/*
+ * The IO length of a read of @len bytes from @off of @e into @a: in the
+ * shard's alignment (@off is 4 KiB aligned, so at least the device's),
+ * bounded by the entry's aligned length.  -EINVAL (and @e unpinned) for a
+ * range outside the entry or a target too short.
+ */
+static int fluxonkv_ssd_read_len(struct fluxonkv_ssd_entry *e,
+				 struct fluxonkv_alloc *a, u64 off, u64 len,
+				 u64 *alen)
+{
+	if (off % FLUXONKV_SEGMENT_ALIGN || off >= e->len || !len ||
+	    len > e->len - off)
+		goto inval;
+	*alen = min_t(u64, e->alen - off, fluxonkv_ssd_alen(e->shard, len));
+	if (a->span < *alen)
+		goto inval;
+	return 0;
+
+inval:
+	fluxonkv_ssd_unpin(e);
+	return -EINVAL;
+}
+
+/*
+ * A queued read of @alen bytes from @off of the pinned @e into @a, holding
+ * one reference (the slot's) and one on @a; NULL (and @e unpinned)
+ * without memory.
+ */
+static struct fluxonkv_ssd_job *fluxonkv_ssd_read_job(struct fluxonkv_ssd_entry *e,
+						      struct fluxonkv_alloc *a,
+						      u64 off, u64 alen)
+{
+	struct fluxonkv_ssd_job *job = kzalloc(sizeof(*job), GFP_KERNEL);
+
+	if (!job) {
+		fluxonkv_ssd_unpin(e);
+		return NULL;
+	}
+	job->read = true;
+	job->entry = e;
+	job->io_off = off;
+	job->io_alen = alen;
+	fluxonkv_alloc_get(a);
+	job->alloc = a;
+	kref_init(&job->ref);
+	return job;
+}
+
+/* An idle slot of @dev with no read queued ahead, taken; or -1. */
+static int fluxonkv_ssd_take_slot(struct fluxonkv_ssd_dev *dev)
+{
+	int slot = -1;
+
+	spin_lock(&dev->lock);
+	if (dev->idle && list_empty(&dev->reads)) {
+		slot = __ffs(dev->idle);
+		__clear_bit(slot, &dev->idle);
+	}
+	spin_unlock(&dev->lock);
+	return slot;
+}
+
 /**
  * fluxonkv_ssd_read() - refill @a from the pinned entry @e.
  * @e: pinned by fluxonkv_ssd_pin(); unpinned in every case (by the IO
@@ -800,34 +865,18 @@ int fluxonkv_ssd_read_range(struct fluxonkv_ssd_entry *e,
 {
 	struct fluxonkv_ssd_dev *dev = e->shard->dev;
 	struct fluxonkv_ssd_job *job;
-	int ret, slot = -1;
+	int ret, slot;
 	u64 alen;
 
-	if (off % FLUXONKV_SEGMENT_ALIGN || off >= e->len || !len ||
-	    len > e->len - off) {
-		fluxonkv_ssd_unpin(e);
-		return -EINVAL;
-	}
-	/*
-	 * IO in the shard's alignment; @off is 4 KiB aligned, so at least
-	 * the device's.  The entry's aligned length bounds the last chunk.
-	 */
-	alen = min_t(u64, e->alen - off, fluxonkv_ssd_alen(e->shard, len));
-	if (a->span < alen) {
-		fluxonkv_ssd_unpin(e);
-		return -EINVAL;
-	}
+	ret = fluxonkv_ssd_read_len(e, a, off, len, &alen);
+	if (ret)
+		return ret;
 	/*
 	 * An idle worker slot and no read queued ahead: the caller does the
 	 * IO itself in that slot, saving two context switches; the depth and
 	 * the read/write weighting stay those of the queue.
 	 */
-	spin_lock(&dev->lock);
-	if (dev->idle && list_empty(&dev->reads)) {
-		slot = __ffs(dev->idle);
-		__clear_bit(slot, &dev->idle);
-	}
-	spin_unlock(&dev->lock);
+	slot = fluxonkv_ssd_take_slot(dev);
 	if (slot >= 0) {
 		struct fluxonkv_ssd_job inline_job = {
 			.read = true, .entry = e, .alloc = a,
@@ -850,24 +899,66 @@ int fluxonkv_ssd_read_range(struct fluxonkv_ssd_entry *e,
 		return inline_job.ret;
 	}
 
-	job = kzalloc(sizeof(*job), GFP_KERNEL);
-	if (!job) {
-		fluxonkv_ssd_unpin(e);
+	job = fluxonkv_ssd_read_job(e, a, off, alen);
+	if (!job)
 		return -ENOMEM;
-	}
-	job->read = true;
-	job->entry = e;
-	job->io_off = off;
-	job->io_alen = alen;
-	fluxonkv_alloc_get(a);
-	job->alloc = a;
 	init_completion(&job->done);
-	kref_init(&job->ref);
-	kref_get(&job->ref);
+	kref_get(&job->ref);		/* the waiter's */
 	fluxonkv_ssd_queue(dev, job, false);	/* reads are never refused */
 
 	ret = wait_for_completion_killable(&job->done);
 	ret = ret ? -EINTR : job->ret;
 	kref_put(&job->ref, fluxonkv_ssd_job_release);
 	return ret;
+}
+
+/**
+ * fluxonkv_ssd_read_async() - refill @a from the pinned entry @e, not waiting.
+ * @e: read-pinned by the caller; unpinned in every case (at the read's end).
+ * @a: the target, at least the entry's aligned length long; the job takes
+ *	its own reference.
+ * @end: called once the read is over, in a worker's process context, with
+ *	@priv and the read's result (0 or -errno, as fluxonkv_ssd_read()'s).
+ * @priv: for @end.
+ *
+ * The read is submitted from the caller's context when a slot is idle and
+ * no read is queued ahead (its completion hands the slot back to the
+ * slot's worker), else queued for the next free slot.  The caller must not
+ * sleep for long: it may be io_uring's non-blocking issue.
+ * Return: 0 once the read is on its way; -EINVAL or -ENOMEM, @end never
+ * called.
+ */
+int fluxonkv_ssd_read_async(struct fluxonkv_ssd_entry *e,
+			    struct fluxonkv_alloc *a,
+			    void (*end)(void *priv, int ret), void *priv)
+{
+	struct fluxonkv_ssd_dev *dev = e->shard->dev;
+	struct fluxonkv_ssd_job *job;
+	unsigned int noio;
+	int ret, slot;
+	u64 alen;
+
+	ret = fluxonkv_ssd_read_len(e, a, 0, e->len, &alen);
+	if (ret)
+		return ret;
+	job = fluxonkv_ssd_read_job(e, a, 0, alen);
+	if (!job)
+		return -ENOMEM;
+	job->end = end;
+	job->priv = priv;
+
+	slot = fluxonkv_ssd_take_slot(dev);
+	if (slot < 0) {
+		fluxonkv_ssd_queue(dev, job, false);	/* never refused */
+		return 0;
+	}
+	/*
+	 * The slot is ours: start the IO in it as its worker would; the
+	 * completion queues the worker, which finishes the job (and calls
+	 * @end) and goes on with the queue.
+	 */
+	noio = memalloc_noio_save();
+	fluxonkv_ssd_read_start(&dev->workers[slot], job);
+	memalloc_noio_restore(noio);
+	return 0;
 }

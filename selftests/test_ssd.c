@@ -1579,12 +1579,12 @@ FKV_TEST(puts_wait_for_the_persist_queue_and_a_killed_waiter_passes_on)
 }
 
 /*
- * Tasks blocked (state D) while running the module's SSD workqueue: a
- * kworker's comm carries "+fluxonkv_ssd" while it runs one of its works.
+ * Threads under DIR (/proc or a task dir) whose "(comm" holds NAME, in
+ * state D (blocked).
  */
-static int blocked_ssd_workers(void)
+static int blocked_threads(const char *dir, const char *name)
 {
-	DIR *d = opendir("/proc");
+	DIR *d = opendir(dir);
 	struct dirent *de;
 	int n = 0;
 
@@ -1595,7 +1595,7 @@ static int blocked_ssd_workers(void)
 
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		snprintf(path, sizeof(path), "%s/%s/stat", dir, de->d_name);
 		f = fopen(path, "r");
 		if (!f)
 			continue;
@@ -1607,11 +1607,20 @@ static int blocked_ssd_workers(void)
 		if (!open || !close || close[1] != ' ')
 			continue;
 		*close = 0;
-		if (strstr(open, "+fluxonkv_ssd") && close[2] == 'D')
+		if (strstr(open, name) && close[2] == 'D')
 			n++;
 	}
 	closedir(d);
 	return n;
+}
+
+/*
+ * Tasks blocked (state D) while running the module's SSD workqueue: a
+ * kworker's comm carries "+fluxonkv_ssd" while it runs one of its works.
+ */
+static int blocked_ssd_workers(void)
+{
+	return blocked_threads("/proc", "+fluxonkv_ssd");
 }
 
 /*
@@ -1658,6 +1667,181 @@ FKV_TEST(slow_persists_in_flight_block_no_worker)
 		delete_key(kv, key);
 	}
 	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+	fkv_close(kv);
+	teardown(base);
+	dm_remove(DLY_NAME);
+}
+
+/* ---- 13. SSD refills through io_uring, completed from the read ---- */
+
+#define RR_DELAY_MS	800	/* each read of the dm-delay device */
+#define RR_CAP		(64 * FKV_MIB)
+#define RR_KEYS		4
+#define RR_LEN		(FKV_MIB - 96)
+
+/* io-wq workers of this process in uninterruptible sleep ("D"). */
+static int blocked_io_wq_workers(void)
+{
+	return blocked_threads("/proc/self/task", "(iou-wrk-");
+}
+
+/*
+ * The RR_KEYS values only on the SSD: a value as large as the segment
+ * evicts them from DRAM, then goes.
+ */
+static void rr_ssd_only(struct fkv *kv, uint64_t base, uint64_t *persists)
+{
+	fill_segment(kv, base, "rr-fill", *persists, persists);
+	delete_key(kv, "rr-fill");
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+}
+
+/* Submit a GET of each rr-<i> through R. */
+static void rr_submit(struct fkv_ring *r)
+{
+	static char keys[RR_KEYS][16];
+	struct fkv_op op = { .opcode = FLUXONKV_OP_GET };
+	int i;
+
+	for (i = 0; i < RR_KEYS; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "rr-%d", i);
+		op.key = keys[i];
+		op.key_len = strlen(keys[i]);
+		FKV_ASSERT_EQ(fkv_ring_prep(r, &op, i), 0);
+	}
+	FKV_ASSERT_EQ(fkv_ring_submit(r), RR_KEYS);
+}
+
+/*
+ * A GET through the ring that refills from the local SSD submits its read
+ * at the ring's inline issue and completes from the read's end in the
+ * submitter's task: with RR_KEYS refills in flight on a slow device, no
+ * io-wq worker of the process waits for them (each used to block one),
+ * and the completions carry the right bytes.  A submitter killed with its
+ * refills out leaks nothing (no holder, no replica, the segment's bytes
+ * back); a read that fails is revoked and the get re-selected: a clean
+ * miss, never bytes.
+ */
+FKV_TEST_TIMEOUT(ring_ssd_refills_complete_from_the_read_and_block_no_worker,
+		 180)
+{
+	uint64_t base, ids[RR_KEYS], persists = 0, async0, revokes;
+	struct fkv_completion c[RR_KEYS];
+	char key[16], error[128], devno[32];
+	int i, n, got = 0, blocked = 0, looks = 0, sync_pipe[2];
+	struct fkv_ring *r;
+	struct fkv *kv;
+	int64_t end;
+	pid_t pid;
+
+	base = setup("segment_mb=8");
+	dm_delay_create(RR_DELAY_MS, 0);
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, DLY_PATH, 0, RR_CAP), 0);
+	for (i = 0; i < RR_KEYS; i++) {
+		snprintf(key, sizeof(key), "rr-%d", i);
+		ids[i] = put_pattern(kv, key, RR_LEN, 70 + i);
+		wait_persists(++persists);
+	}
+
+	/* 1. four refills in flight, no io-wq worker waiting for them */
+	rr_ssd_only(kv, base, &persists);
+	async0 = fkv_sysfs("refills_async");
+	FKV_ASSERT_EQ(fkv_ring_open(kv, 8, &r), 0);
+	rr_submit(r);
+	end = fkv_now_ms() + RR_DELAY_MS / 2;
+	while (fkv_now_ms() < end && fkv_sysfs("ssd_reads") == 0) {
+		blocked += blocked_io_wq_workers();
+		looks++;
+		fkv_msleep(40);
+	}
+	FKV_ASSERT_GT(looks, 0);
+	FKV_ASSERT(blocked == 0, "%d looks found %d io-wq workers blocked "
+		   "on refills", looks, blocked);
+	FKV_ASSERT_EQ(fkv_sysfs("refills_async") - async0, RR_KEYS);
+	while (got < RR_KEYS) {
+		n = fkv_ring_reap(r, c, RR_KEYS, 1);
+		FKV_ASSERT_GT(n, 0);
+		for (int j = 0; j < n; j++) {
+			i = (int)c[j].user_data;
+			snprintf(key, sizeof(key), "rr-%d", i);
+			FKV_ASSERT(c[j].op.result == 0, "ring get '%s': %s",
+				   key, fkv_strerror(c[j].op.result));
+			FKV_ASSERT_EQ(c[j].op.source, FLUXONKV_SOURCE_SSD);
+			FKV_ASSERT_EQ(c[j].op.holder.source,
+				      FLUXONKV_SOURCE_SSD);
+			check_holder(kv, &c[j].op.holder, key, RR_LEN, 70 + i,
+				     ids[i]);
+			check_padding(&c[j].op.holder, key);
+			release(kv, &c[j].op.holder);
+		}
+		got += n;
+	}
+	fkv_ring_close(r);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+
+	/* 2. the submitter killed with its refills out */
+	rr_ssd_only(kv, base, &persists);
+	async0 = fkv_sysfs("refills_async");
+	FKV_ASSERT_EQ(pipe(sync_pipe), 0);
+	pid = fork();
+	FKV_ASSERT(pid >= 0);
+	if (!pid) {
+		struct fkv *ckv = NULL;
+		struct fkv_ring *cring = NULL;
+		char one = 1;
+
+		if (fkv_open(FKV_DEV_PATH, &ckv) ||
+		    fkv_ring_open(ckv, 8, &cring))
+			_exit(2);
+		rr_submit(cring);
+		if (write(sync_pipe[1], &one, 1) != 1)
+			_exit(3);
+		pause();
+		_exit(0);
+	}
+	close(sync_pipe[1]);
+	{
+		char one = 0;
+
+		FKV_ASSERT_EQ(read(sync_pipe[0], &one, 1), 1);
+	}
+	close(sync_pipe[0]);
+	FKV_ASSERT_EQ(fkv_sysfs("refills_async") - async0, RR_KEYS);
+	kill(pid, SIGKILL);
+	FKV_ASSERT_EQ(waitpid(pid, NULL, 0), pid);
+	FKV_ASSERT_SYSFS_SETTLES("ssd_reads", 2 * RR_KEYS);
+	FKV_ASSERT_SYSFS_SETTLES("holders", 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 0);
+
+	/* 3. the device fails: revoked, re-selected, a clean miss */
+	snprintf(error, sizeof(error), "0 %" PRIu64 " error\n",
+		 dm_disk("dm-delay", devno, sizeof(devno)));
+	dm_swap(DLY_NAME, error);
+	revokes = fkv_sysfs("ssd_revokes");
+	FKV_ASSERT_EQ(fkv_ring_open(kv, 8, &r), 0);
+	rr_submit(r);
+	for (got = 0; got < RR_KEYS; got += n) {
+		n = fkv_ring_reap(r, c, RR_KEYS, 1);
+		FKV_ASSERT_GT(n, 0);
+		for (int j = 0; j < n; j++)
+			FKV_ASSERT(c[j].op.result == -ENOENT ||
+				   c[j].op.result == -EIO, "ring get rr-%d "
+				   "from a failing SSD: %s",
+				   (int)c[j].user_data,
+				   c[j].op.result ? fkv_strerror(c[j].op.result) :
+				   "a hit");
+	}
+	fkv_ring_close(r);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_revokes") - revokes, RR_KEYS);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 0);
+
+	for (i = 0; i < RR_KEYS; i++) {
+		snprintf(key, sizeof(key), "rr-%d", i);
+		delete_any(kv, key);
+	}
 	fkv_close(kv);
 	teardown(base);
 	dm_remove(DLY_NAME);

@@ -53,6 +53,8 @@ const struct ctl_stat_def ctl_stat_defs[] = {
 	  "Misses the module answered from its own index (no upcall)." },
 	{ "local_refills", CTL_STAT_COUNTER, false, false, NULL,
 	  "SSD refills the module started from its own index (no GET_START)." },
+	{ "refills_async", CTL_STAT_COUNTER, false, false, NULL,
+	  "Of those, io_uring gets completed from the read's end (no io-wq worker waiting)." },
 	{ "local_unsure", CTL_STAT_COUNTER, false, false, NULL,
 	  "Local misses the module asked the daemon about (a put or removal overlapped)." },
 	{ "promotions", CTL_STAT_COUNTER, false, false, NULL,
