@@ -312,7 +312,7 @@ struct fluxonkv_get_result {
  * @done: set by the caller; called once the read is over, from a worker
  *	(process context): the caller then finishes the get in its task
  *	with fluxonkv_get_refill_finish().
- * @t_get: set by the caller: when the get began (its latency).
+ * @t_get: for the caller: when the get began (its latency).
  * @ret: the read's result (0 or -errno), for fluxonkv_get_refill_finish().
  * @alloc: the target (one reference) from the start to the finish.
  * @t_read: when the read was submitted.

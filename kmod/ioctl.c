@@ -659,6 +659,7 @@ static void fluxonkv_uring_get_finish(struct io_uring_cmd *ioucmd,
 	ret = fluxonkv_get_refill_finish(g->s, &g->rf, &res, gone);
 	if (gone)
 		goto out;
+	fluxonkv_get_lat(ret, &res, g->rf.t_get);
 	if (!ret)
 		fluxonkv_op_fill(&g->op, &res);
 	uop = u64_to_user_ptr(g->b.ops_ptr) + g->b.done * g->b.op_size;
@@ -683,7 +684,8 @@ static void fluxonkv_uring_get_read_end(struct fluxonkv_refill *rf)
 /*
  * The last entry of batch @b, the GET @op, returned -EAGAIN at io_uring's
  * non-blocking issue: run it again letting a local SSD refill go on
- * asynchronously.  Everything its completion needs is saved first (the
+ * asynchronously (a second look, paid only by gets that would wait, so
+ * that a DRAM hit allocates nothing for this).  Everything its completion needs is saved first (the
  * read may end before this returns).  -EIOCBQUEUED: the command is the
  * refill's now; otherwise (-EAGAIN, or the entry's own result) as before.
  */
@@ -699,7 +701,7 @@ static int fluxonkv_batch_refill(struct fluxonkv_session *s,
 	if (!g)
 		return -EAGAIN;
 	g->rf.done = fluxonkv_uring_get_read_end;
-	g->rf.t_get = fluxonkv_clock();
+	g->rf.t_get = fluxonkv_clock();	/* from the second look */
 	g->ioucmd = ioucmd;
 	g->s = s;
 	g->b = *b;
@@ -876,13 +878,12 @@ int fluxonkv_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	const struct fluxonkv_uring_cmd *c = ioucmd->cmd;
 	u64 arg = READ_ONCE(c->arg);	/* shared with userspace: read once */
+	bool nowait = issue_flags & IO_URING_F_NONBLOCK;
 
 	if (READ_ONCE(c->reserved))
 		return -EINVAL;
-	if (issue_flags & IO_URING_F_NONBLOCK)
-		return fluxonkv_dispatch(ioucmd->file->private_data,
-					 ioucmd->cmd_op, u64_to_user_ptr(arg),
-					 FLUXONKV_GR_NOWAIT, true, ioucmd);
 	return fluxonkv_dispatch(ioucmd->file->private_data, ioucmd->cmd_op,
-				 u64_to_user_ptr(arg), 0, true, NULL);
+				 u64_to_user_ptr(arg),
+				 nowait ? FLUXONKV_GR_NOWAIT : 0, true,
+				 nowait ? ioucmd : NULL);
 }

@@ -1034,12 +1034,6 @@ int fluxonkv_get_refill_finish(struct fluxonkv_session *s,
 		ret = fluxonkv_refill_publish(s, rf->key, rf->key_len,
 					      rf->put_id, a, res);
 	}
-	if (!ret)
-		fluxonkv_lat_record(res->source == FLUXONKV_SOURCE_SSD ?
-				    FLUXONKV_LAT_GET_SSD :
-				    res->source == FLUXONKV_SOURCE_MEMORY ?
-				    FLUXONKV_LAT_GET_MEMORY :
-				    FLUXONKV_LAT_GET_REMOTE, rf->t_get);
 	return ret;
 }
 

@@ -145,7 +145,7 @@ struct fluxonkv_ssd_job {
 	void *priv;			/* read: @end's */
 	unsigned long parked_at;	/* write: first found the ring busy */
 	int ret;
-	struct kref ref;		/* read: waiter + worker */
+	struct kref ref;		/* read: the slot's (+ a waiter's) */
 	u64 put_id;			/* write */
 	struct mem_cgroup *memcg;	/* write: the putter's, charged */
 	u32 key_len;			/* write */
