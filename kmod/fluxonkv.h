@@ -69,11 +69,12 @@ struct fluxonkv_segment {
 	void *vaddr;			/* kernel mapping of all pages */
 	unsigned int chunks;		/* high-order chunks it was built from */
 
-	spinlock_t lock;		/* protects free, nfree, used, allocs */
+	spinlock_t lock;		/* protects free, nfree, used, allocs, moving */
 	struct rb_root free;		/* free extents, by offset (segment.c) */
 	unsigned long nfree;		/* how many */
 	u64 used;			/* bytes allocated */
 	struct rb_root allocs;		/* every live alloc, by offset */
+	unsigned int moving;		/* allocs a slide is moving (0 or 1) */
 	/* Room waiters sleep here until an alloc is freed (@frees moves). */
 	wait_queue_head_t room_wq;
 	atomic_t frees;
@@ -92,6 +93,10 @@ struct fluxonkv_segment {
  * @spare: the free extent its range becomes if it merges with neither
  *	neighbour when freed: allocated with the range, so freeing never
  *	allocates.
+ * @moving: compaction is sliding the bytes to a lower @offset (segment.c);
+ *	set only while the owner's is the one reference; whoever pins the
+ *	range then reads @offset or the bytes only after
+ *	fluxonkv_alloc_settle().  Written under the segment lock.
  */
 struct fluxonkv_alloc {
 	struct kref ref;
@@ -101,17 +106,30 @@ struct fluxonkv_alloc {
 	struct rb_node node;
 	u64 owner;
 	struct fluxonkv_extent *spare;
+	bool moving;
 };
 
 int fluxonkv_segment_init(size_t size);
 void fluxonkv_segment_free_stats(unsigned long *extents, u64 *largest);
 void fluxonkv_segment_exit(void);
 struct fluxonkv_alloc *fluxonkv_alloc_new(u64 len);
+/*
+ * Pin @a (any context).  The barrier orders the new reference before any
+ * look at @moving: compaction sets @moving, then checks that no pin
+ * exists (fluxonkv_compact_freeze()), so either it sees this reference
+ * and leaves the range alone, or this pinner sees @moving and settles.
+ */
 static inline void fluxonkv_alloc_get(struct fluxonkv_alloc *a)
 {
 	kref_get(&a->ref);
+	/* the pin before any look at @moving (see above) */
+	smp_mb__after_atomic();
 }
+void fluxonkv_alloc_settle(struct fluxonkv_alloc *a);
 void fluxonkv_alloc_put(struct fluxonkv_alloc *a);
+int fluxonkv_segment_compact(u64 len);
+/* debugfs compact_stall_ms: a slide holds each moved value this long. */
+extern u32 fluxonkv_compact_stall_ms;
 u64 fluxonkv_segment_used(void);
 /* Handles a fragmented segment should give up for @len bytes (segment.c). */
 #define FLUXONKV_VICTIMS_MAX	64
@@ -573,6 +591,9 @@ struct fluxonkv_stats {
 	u64 room_waits;
 	u64 room_by_address;	/* NEED_ROOMs naming a window's victims */
 	u64 room_pinned;		/* room asks no eviction could help */
+	u64 compactions;	/* slides that made a run (segment.c) */
+	u64 compacted_bytes;	/* bytes they moved */
+	u64 compact_waits;	/* pins that waited for a slide to end */
 };
 
 DECLARE_PER_CPU(struct fluxonkv_stats, fluxonkv_stats);
@@ -583,6 +604,7 @@ DECLARE_PER_CPU(struct fluxonkv_stats, fluxonkv_stats);
  */
 #define fluxonkv_stat_inc(f)	this_cpu_inc(fluxonkv_stats.f)
 #define fluxonkv_stat_dec(f)	this_cpu_dec(fluxonkv_stats.f)
+#define fluxonkv_stat_add(f, n)	this_cpu_add(fluxonkv_stats.f, n)
 u64 fluxonkv_stat_sum(size_t offset);
 #define fluxonkv_stat_read(f)	\
 	fluxonkv_stat_sum(offsetof(struct fluxonkv_stats, f))

@@ -140,9 +140,9 @@ struct fluxonkv_room_wait {
 };
 
 /*
- * NEED_ROOM for @len bytes that did not fit.  If every window of @len
- * bytes holds bytes no eviction frees, nothing is asked: evicting would
- * not help.  Short of free bytes, and the first time anyway: the master
+ * NEED_ROOM for @len bytes that did not fit (and that no compaction could
+ * make a run for).  If every window of @len bytes holds bytes no eviction
+ * frees, nothing is asked: evicting would not help.  Short of free bytes, and the first time anyway: the master
  * evicts by its policy (BYTES), coldest first.  Enough free bytes but no
  * run of @len (the segment is fragmented): the cheapest window's replicas
  * are named (HANDLES) -- one with pinned values only once per wait, since
@@ -179,9 +179,11 @@ static int fluxonkv_ask_room(u64 len, struct fluxonkv_room_wait *w)
 }
 
 /*
- * Allocate room for @len bytes (reference §4.1): try, ask the master to
- * evict (NEED_ROOM), retry every 2 ms; every FLUXONKV_ROOM_ASK_MS ask
- * again; give up after 5 s with -ENOSPC.  Bytes pinned by holders come back
+ * Allocate room for @len bytes (reference §4.1): try; when the free bytes
+ * are enough but not in one run, move values to make one (compaction,
+ * tried again only once something was freed since it last failed); else
+ * ask the master to evict (NEED_ROOM) and wait for a free; every
+ * FLUXONKV_ROOM_ASK_MS ask again; give up after 5 s with -ENOSPC.  Bytes pinned by holders come back
  * only when their holders go, which is why waiting can succeed.
  * @placeable: a put whose daemon can place it on another node: -ENOSPC as
  * soon as the master has nothing left to evict here.
@@ -191,6 +193,8 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable)
 	unsigned long deadline = jiffies + msecs_to_jiffies(FLUXONKV_ROOM_WAIT_MS);
 	unsigned long next_ask = jiffies;
 	struct fluxonkv_room_wait w = {};
+	unsigned int compact_failed = 0;
+	bool compacted = false;
 	struct fluxonkv_alloc *a;
 	bool waited = false;
 	int ret;
@@ -205,6 +209,16 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable)
 			break;
 		if (fatal_signal_pending(current))
 			return ERR_PTR(-EINTR);
+		if (fluxonkv_seg.size - fluxonkv_segment_used() >= len &&
+		    (!compacted || frees != compact_failed)) {
+			compacted = true;
+			ret = fluxonkv_segment_compact(len);
+			if (!ret)
+				continue;
+			if (ret == -EINTR)
+				return ERR_PTR(ret);
+			compact_failed = frees;
+		}
 		if (!waited) {
 			fluxonkv_stat_inc(room_waits);
 			waited = true;
@@ -823,6 +837,8 @@ static int fluxonkv_grant(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 			return ret;
 		}
 	}
+	/* pinned (a compaction may have been moving it until now) */
+	fluxonkv_alloc_settle(a);
 	res->offset = a->offset;
 	res->len = a->len;
 	res->put_id = put_id;

@@ -273,6 +273,9 @@ FLUXONKV_ATTR_STAT(upcall_errors);
 FLUXONKV_ATTR_STAT(room_waits);
 FLUXONKV_ATTR_STAT(room_by_address);
 FLUXONKV_ATTR_STAT(room_pinned);
+FLUXONKV_ATTR_STAT(compactions);
+FLUXONKV_ATTR_STAT(compacted_bytes);
+FLUXONKV_ATTR_STAT(compact_waits);
 FLUXONKV_ATTR_U64(kv_ssd_capacity_bytes, fluxonkv_ssd_capacity());
 FLUXONKV_ATTR_U64(kv_ssd_used_bytes, fluxonkv_ssd_used());
 FLUXONKV_ATTR_U64(kv_ssd_meta_bytes, fluxonkv_ssd_meta_bytes());
@@ -335,6 +338,9 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_room_waits.attr,
 	&fluxonkv_attr_room_by_address.attr,
 	&fluxonkv_attr_room_pinned.attr,
+	&fluxonkv_attr_compactions.attr,
+	&fluxonkv_attr_compacted_bytes.attr,
+	&fluxonkv_attr_compact_waits.attr,
 	&fluxonkv_attr_kv_ssd_capacity_bytes.attr,
 	&fluxonkv_attr_kv_ssd_used_bytes.attr,
 	&fluxonkv_attr_kv_ssd_meta_bytes.attr,
@@ -392,9 +398,10 @@ static int fluxonkv_segment_show(struct seq_file *m, void *unused)
 
 	fluxonkv_segment_free_stats(&extents, &largest);
 	seq_printf(m, "size\t%zu\nused\t%llu\npages\t%lu\nchunks\t%u\n"
-		   "free_extents\t%lu\nfree_largest\t%llu\n",
+		   "free_extents\t%lu\nfree_largest\t%llu\nmoving\t%u\n",
 		   fluxonkv_seg.size, fluxonkv_segment_used(),
-		   fluxonkv_seg.npages, fluxonkv_seg.chunks, extents, largest);
+		   fluxonkv_seg.npages, fluxonkv_seg.chunks, extents, largest,
+		   READ_ONCE(fluxonkv_seg.moving));
 	return 0;
 }
 
@@ -460,6 +467,8 @@ static void fluxonkv_debugfs_init(void)
 			    &fluxonkv_dbg_latency_fops);
 	debugfs_create_file("users", 0400, fluxonkv_debugfs, NULL,
 			    &fluxonkv_dbg_users_fops);
+	debugfs_create_u32("compact_stall_ms", 0600, fluxonkv_debugfs,
+			   &fluxonkv_compact_stall_ms);
 }
 
 /* ---- init / exit ---- */

@@ -15,6 +15,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/fs.h>
 #include <linux/gfp.h>
 #include <linux/mm.h>
@@ -22,6 +23,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
+#include <linux/wait_bit.h>
 
 #include "compat.h"
 #include "fluxonkv.h"
@@ -530,6 +532,276 @@ int fluxonkv_segment_victims(u64 len, u64 *handles, bool *pinned)
 	return count;
 }
 
+/*
+ * Compaction.  Eviction frees whole values, and a free run needs values
+ * next to each other gone; a segment can have the bytes free, in holes
+ * between values, and still fail a large put.  Before anything is
+ * evicted for a put that fits in the free bytes, a slide moves a run of
+ * values down into the holes between them, so that the holes gather into
+ * one free run above the last -- the run of values chosen to move the
+ * fewest bytes (compaction in mm/compaction.c moves pages for the same
+ * reason: free memory that is not contiguous).
+ *
+ * Only a replica's bytes that nothing but the replica references can
+ * move (fluxonkv_compact_freeze()): a holder, a get or a persist in
+ * flight pins them in place, and bytes without an owner (a put copying
+ * in, a refill, a target the daemon writes) never move.  Readers find the
+ * bytes through @offset, which only pinners read; a pinner that comes
+ * while the bytes move waits in fluxonkv_alloc_settle() for the new
+ * @offset.  The bytes move with the segment lock dropped: the hole below
+ * is taken out of the free tree first, so nothing is allocated into what
+ * the move writes.
+ */
+
+/* One slide at a time: two would pick the same holes and values. */
+static DEFINE_MUTEX(fluxonkv_compact_mutex);
+
+/*
+ * Fault injection for the tests (debugfs, root only): after copying a
+ * value, a slide waits this long before the value may be read again, so
+ * that a get is sure to find it moving.  At most 10 s.
+ */
+u32 fluxonkv_compact_stall_ms;
+
+/* A slide moves at most this many times the bytes it makes room for. */
+#define FLUXONKV_COMPACT_RATIO	8
+/* Bytes moved between reschedules. */
+#define FLUXONKV_COMPACT_CHUNK	(1UL << 20)
+
+/* No reference but the owner's, and not moving.  Segment lock held. */
+static bool fluxonkv_alloc_movable(struct fluxonkv_alloc *a)
+{
+	return READ_ONCE(a->owner) && kref_read(&a->ref) == 1 && !a->moving;
+}
+
+/*
+ * Wait until @a's bytes stay where they are (the caller pinned @a), so
+ * that @offset and the bytes can be read.  May sleep.
+ */
+void fluxonkv_alloc_settle(struct fluxonkv_alloc *a)
+{
+	might_sleep();
+	/* acquire: pairs with the thaw's release, so @offset is the new one */
+	if (likely(!smp_load_acquire(&a->moving)))
+		return;
+	fluxonkv_stat_inc(compact_waits);
+	/* acquire, as above */
+	wait_var_event(&a->moving, !smp_load_acquire(&a->moving));
+}
+
+/* Segment lock held. */
+static void fluxonkv_compact_thaw(struct fluxonkv_alloc *a)
+{
+	/* release: the new @offset and bytes before the flag clears */
+	smp_store_release(&a->moving, false);
+	fluxonkv_seg.moving--;
+}
+
+/*
+ * Mark @a moving if nothing but its owner references it.  The barrier
+ * pairs with fluxonkv_alloc_get()'s: a pin made before the mark is seen
+ * here (and @a stays), one made after sees the mark (and settles).
+ * Takes the slide's own reference, so an eviction meanwhile frees the
+ * range only when the move is over.  Segment lock held.
+ */
+static bool fluxonkv_compact_freeze(struct fluxonkv_alloc *a)
+{
+	if (!fluxonkv_alloc_movable(a))
+		return false;
+	WRITE_ONCE(a->moving, true);
+	fluxonkv_seg.moving++;
+	/* the mark before the look at pins: fluxonkv_alloc_get() pairs */
+	smp_mb();
+	if (kref_read(&a->ref) != 1) {
+		fluxonkv_compact_thaw(a);
+		return false;	/* a pinner waits: the caller wakes it */
+	}
+	kref_get(&a->ref);
+	return true;
+}
+
+/*
+ * The cheapest slide for @need bytes: consecutive movable allocs, from
+ * the end of the alloc before them (@from) to the start of the one after
+ * (@to), whose holes add up to @need; the fewest bytes moved, at most
+ * FLUXONKV_COMPACT_RATIO * @need.  A window over the allocs in address
+ * order that gives up its first alloc while the rest still frees enough:
+ * O(allocs), the segment lock let go every FLUXONKV_VICTIM_WALK allocs (a
+ * run then starts again there).  Returns whether one was found.
+ */
+static bool fluxonkv_compact_pick(u64 need, u64 *from, u64 *to)
+{
+	struct fluxonkv_segment *seg = &fluxonkv_seg;
+	u64 best = U64_MAX, limit = need * FLUXONKV_COMPACT_RATIO;
+	u64 start = 0, moved = 0, end, last;
+	struct rb_node *first = NULL, *n, *next;
+	struct fluxonkv_alloc *a, *f;
+	unsigned int walked = 0;
+
+	spin_lock(&seg->lock);
+	for (n = rb_first(&seg->allocs); n; n = next) {
+		a = rb_entry(n, struct fluxonkv_alloc, node);
+		next = rb_next(n);
+		last = a->offset + a->span;
+		if (!fluxonkv_alloc_movable(a)) {
+			first = NULL;	/* a run cannot cross it */
+			moved = 0;
+			start = last;
+			goto step;
+		}
+		if (!first)
+			first = n;
+		moved += a->span;
+		end = next ? rb_entry(next, struct fluxonkv_alloc,
+				      node)->offset : seg->size;
+		/* give up the first alloc while the rest frees enough */
+		while (first != n) {
+			f = rb_entry(first, struct fluxonkv_alloc, node);
+			if (end - (f->offset + f->span) - (moved - f->span) < need)
+				break;
+			start = f->offset + f->span;
+			moved -= f->span;
+			first = rb_next(first);
+		}
+		if (end - start - moved >= need && moved <= limit &&
+		    moved < best) {
+			best = moved;
+			*from = start;
+			*to = end;
+		}
+step:
+		if (++walked < FLUXONKV_VICTIM_WALK)
+			continue;
+		spin_unlock(&seg->lock);
+		cond_resched();
+		spin_lock(&seg->lock);
+		walked = 0;
+		first = NULL;
+		moved = 0;
+		start = last;
+		next = fluxonkv_alloc_from(last);
+	}
+	spin_unlock(&seg->lock);
+	return best != U64_MAX;
+}
+
+/* memmove() of @len bytes from @src down to @dst, rescheduling. */
+static void fluxonkv_compact_copy(u64 dst, u64 src, u64 len)
+{
+	u8 *base = fluxonkv_seg.vaddr;
+	u64 done, n;
+
+	/* front to back: a chunk's source lies above what was written */
+	for (done = 0; done < len; done += n) {
+		n = min_t(u64, len - done, FLUXONKV_COMPACT_CHUNK);
+		memmove(base + dst + done, base + src + done, n);
+		cond_resched();
+	}
+}
+
+/*
+ * Slide every alloc in [@from, @to) down onto the free extent just below
+ * it, lowest first; what cannot move (pinned since the pick, or new)
+ * stays and the slide goes on above it.  Returns the bytes moved.
+ */
+static u64 fluxonkv_compact_slide(u64 from, u64 to)
+{
+	struct fluxonkv_segment *seg = &fluxonkv_seg;
+	struct fluxonkv_extent *hole, *above, *unused[2];
+	struct fluxonkv_alloc *a;
+	u64 cursor = from, moved = 0, old, dst;
+	struct rb_node *n;
+	bool frozen;
+
+	for (;;) {
+		spin_lock(&seg->lock);
+		n = fluxonkv_alloc_from(cursor);
+		a = n ? rb_entry(n, struct fluxonkv_alloc, node) : NULL;
+		if (!a || a->offset >= to) {
+			spin_unlock(&seg->lock);
+			break;
+		}
+		cursor = a->offset + a->span;
+		fluxonkv_extent_around(a->offset, &hole, &above);
+		if (!hole || hole->start + hole->size != a->offset) {
+			spin_unlock(&seg->lock);
+			continue;	/* nothing free just below it */
+		}
+		frozen = fluxonkv_compact_freeze(a);
+		if (!frozen) {
+			spin_unlock(&seg->lock);
+			/* the thaw before wake_up_var()'s waiter check */
+			smp_mb();
+			wake_up_var(&a->moving);
+			continue;
+		}
+		/* what the move writes is no longer free to allocate */
+		fluxonkv_extent_erase(hole);
+		old = a->offset;
+		dst = hole->start;
+		spin_unlock(&seg->lock);
+
+		fluxonkv_compact_copy(dst, old, a->span);
+		if (READ_ONCE(fluxonkv_compact_stall_ms))
+			msleep(min(READ_ONCE(fluxonkv_compact_stall_ms), 10000U));
+
+		spin_lock(&seg->lock);
+		/* no alloc lies between @dst and @old: the order holds */
+		WRITE_ONCE(a->offset, dst);
+		fluxonkv_extent_free(dst + a->span, old - dst, hole, unused);
+		fluxonkv_compact_thaw(a);
+		spin_unlock(&seg->lock);
+		smp_mb();	/* the thaw before the waiters check */
+		wake_up_var(&a->moving);
+		if (unused[0])
+			kmem_cache_free(fluxonkv_extent_cache, unused[0]);
+		if (unused[1])
+			kmem_cache_free(fluxonkv_extent_cache, unused[1]);
+		moved += a->span;
+		cursor = dst + a->span;
+		fluxonkv_alloc_put(a);	/* the slide's reference */
+	}
+	return moved;
+}
+
+/**
+ * fluxonkv_segment_compact() - make a free run of @len bytes by moving
+ *	values instead of evicting them.
+ * @len: the allocation that failed.
+ *
+ * Return: 0 when a run of @len is free now (retry the allocation),
+ * -ENOSPC when no slide could make one (pinned values in the way, or
+ * one would move too much), -EINTR on a fatal signal.  May sleep.
+ */
+int fluxonkv_segment_compact(u64 len)
+{
+	struct fluxonkv_segment *seg = &fluxonkv_seg;
+	u64 need = round_up(len, FLUXONKV_SEGMENT_ALIGN), from, to, moved;
+	int ret = -ENOSPC;
+
+	might_sleep();
+	if (mutex_lock_killable(&fluxonkv_compact_mutex))
+		return -EINTR;
+	if (fluxonkv_compact_pick(need, &from, &to)) {
+		moved = fluxonkv_compact_slide(from, to);
+		spin_lock(&seg->lock);
+		if (fluxonkv_subtree_max(seg->free.rb_node) >= need)
+			ret = 0;
+		spin_unlock(&seg->lock);
+		if (!ret)
+			fluxonkv_stat_inc(compactions);
+		fluxonkv_stat_add(compacted_bytes, moved);
+	}
+	mutex_unlock(&fluxonkv_compact_mutex);
+	if (!ret) {
+		/* a larger run: waiters for room may fit now too */
+		atomic_inc(&seg->frees);
+		if (wq_has_sleeper(&seg->room_wq))
+			wake_up_all(&seg->room_wq);
+	}
+	return ret;
+}
+
 /**
  * fluxonkv_alloc_new() - allocate a range for a value of @len bytes.
  * @len: value length, 1..segment size.
@@ -578,6 +850,7 @@ struct fluxonkv_alloc *fluxonkv_alloc_new(u64 len)
 	a->span = span;
 	a->len = len;
 	a->owner = 0;
+	a->moving = false;
 	fluxonkv_alloc_link(a);
 	spin_unlock(&seg->lock);
 	if (used_up)

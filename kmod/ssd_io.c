@@ -761,6 +761,7 @@ int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
 	job->key_len = key_len;
 	memcpy(job->key, key, key_len);
 	fluxonkv_alloc_get(a);
+	fluxonkv_alloc_settle(a);	/* the write reads the bytes */
 	job->alloc = a;
 	ret = fluxonkv_ssd_queue(dev, job, wait);
 	if (ret) {

@@ -11,8 +11,10 @@
  *   pins      one user's holders and puts in flight pin at most
  *             pin_max_pct of the segment (EDQUOT), a put stalled on a
  *             userfaultfd page included; killing it frees everything
- *   room      a fragmented segment gives up a window's values, chosen by
- *             address, not the whole cache
+ *   room      a fragmented segment moves values down into its holes
+ *             (compaction, gets racing it read whole values) and, when
+ *             pinned values are in the way, gives up a window's values,
+ *             chosen by address, not the whole cache
  *   puts      a putter that stops waiting for PUT_DONE's answer (timeout,
  *             kill) leaves the put's fate to that answer: the new version
  *             is published, or the old one stays readable, never neither
@@ -1351,6 +1353,340 @@ FKV_TEST_TIMEOUT(a_window_past_thousands_of_pinned_values_is_found, 240)
 		delete_any(kv, key);
 	}
 	delete_key(kv, "w-big");
+	fkv_close(kv);
+	teardown(base);
+}
+
+/*
+ * Compaction: 24 values of 1 MiB at the bottom of a 32 MiB segment, those
+ * at odd MiB offsets deleted (12 holes of 1 MiB below an 8 MiB free
+ * tail), the one at 10 MiB held.  A 12 MiB put fits in the free bytes but
+ * in no hole: values above the held one slide down into the holes, and
+ * nothing is evicted (before: the master evicted values by popularity,
+ * then by address, until a run was free).  The held value has not moved,
+ * every value reads back whole, some from a new offset.
+ */
+#define CMP_VALUES	24
+#define CMP_BIG		(12 * FKV_MIB)
+
+static void cmp_key(char *buf, size_t n, int i)
+{
+	snprintf(buf, n, "cmp-%02d", i);
+}
+
+/*
+ * The layout of the compaction tests: CMP_VALUES values in address order,
+ * those at odd MiB offsets deleted (off[i] = UINT64_MAX), the one at 10
+ * MiB held through @ro; returns its index.
+ */
+static int cmp_fragment(struct fkv *kv, int ro, uint64_t *off,
+			uint64_t *pin_holder, uint64_t base)
+{
+	struct fluxonkv_get g;
+	char key[32];
+	int i, pin = -1;
+
+	for (i = 0; i < CMP_VALUES; i++) {
+		cmp_key(key, sizeof(key), i);
+		put_pattern(kv, key, FRAG_LEN, i);
+		off[i] = value_offset(ro, key);
+	}
+	for (i = 0; i < CMP_VALUES; i++) {
+		cmp_key(key, sizeof(key), i);
+		if (off[i] / FKV_MIB % 2) {
+			delete_key(kv, key);
+			off[i] = UINT64_MAX;
+		} else if (off[i] == 10 * FKV_MIB) {
+			pin = i;
+		}
+	}
+	FKV_ASSERT(pin >= 0, "no value at 10 MiB (base %" PRIu64 ")", base);
+	cmp_key(key, sizeof(key), pin);
+	FKV_ASSERT_EQ(fkv_dev_get(ro, key, strlen(key), &g), 0);
+	*pin_holder = g.holder_id;
+	FKV_ASSERT_EQ(g.offset, 10 * FKV_MIB);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base + 12 * FKV_MIB);
+	return pin;
+}
+
+/* Every value left whole; then all deleted, the pin released. */
+static int cmp_check_and_clean(struct fkv *kv, int ro, const uint64_t *off,
+			       uint64_t pin_holder)
+{
+	struct fkv_holder h;
+	int i, relocated = 0;
+	char key[32];
+
+	for (i = 0; i < CMP_VALUES; i++) {
+		if (off[i] == UINT64_MAX)
+			continue;
+		cmp_key(key, sizeof(key), i);
+		FKV_ASSERT_EQ(fkv_get(kv, key, strlen(key), &h), 0);
+		FKV_ASSERT_PATTERN(h.data, FRAG_LEN, key, strlen(key), i);
+		release(kv, &h);
+		if (value_offset(ro, key) != off[i])
+			relocated++;
+	}
+	FKV_ASSERT_EQ(fkv_get(kv, "cmp-big", 7, &h), 0);
+	FKV_ASSERT_PATTERN(h.data, CMP_BIG, "cmp-big", 7, 7);
+	release(kv, &h);
+	FKV_ASSERT_EQ(fkv_dev_release(ro, pin_holder), 0);
+	for (i = 0; i < CMP_VALUES; i++) {
+		if (off[i] == UINT64_MAX)
+			continue;
+		cmp_key(key, sizeof(key), i);
+		delete_key(kv, key);
+	}
+	delete_key(kv, "cmp-big");
+	return relocated;
+}
+
+FKV_TEST_TIMEOUT(a_fragmented_segment_moves_values_instead_of_evicting, 120)
+{
+	uint64_t base, off[CMP_VALUES], ev, comp, moved, pin_holder;
+	int ro, ret, pin, relocated;
+	struct fkv *kv;
+	char key[32];
+	uint8_t *big;
+
+	fkv_env_daemon_arg = "--high-watermark=100";
+	base = setup("segment_mb=32");
+	fkv_env_daemon_arg = NULL;
+	kv = kv_open();
+	ro = fkv_dev_open_ro();
+	FKV_ASSERT(ro >= 0);
+	pin = cmp_fragment(kv, ro, off, &pin_holder, base);
+
+	ev = fkv_sysfs("evictions");
+	comp = fkv_sysfs("compactions");
+	moved = fkv_sysfs("compacted_bytes");
+	big = pattern("cmp-big", CMP_BIG, 7);
+	ret = fkv_put(kv, "cmp-big", 7, big, CMP_BIG, NULL);
+	fkv_diag("put: %d; compactions +%" PRIu64 ", %" PRIu64 " KiB moved, "
+		 "evictions +%" PRIu64 ", room_by_address %" PRIu64, ret,
+		 fkv_sysfs("compactions") - comp,
+		 (fkv_sysfs("compacted_bytes") - moved) >> 10,
+		 fkv_sysfs("evictions") - ev, fkv_sysfs("room_by_address"));
+	FKV_ASSERT(ret == 0, "12 MiB put with 20 MiB free in holes: %s",
+		   fkv_strerror(ret));
+	FKV_ASSERT_EQ(fkv_sysfs("evictions"), ev);
+	FKV_ASSERT_EQ(fkv_sysfs("compactions"), comp + 1);
+	FKV_ASSERT_GT(fkv_sysfs("compacted_bytes"), moved);
+	FKV_ASSERT_LE(fkv_sysfs("compacted_bytes") - moved, 8 * CMP_BIG);
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), CMP_VALUES / 2 + 1);
+
+	cmp_key(key, sizeof(key), pin);
+	FKV_ASSERT_EQ(value_offset(ro, key), 10 * FKV_MIB);
+	relocated = cmp_check_and_clean(kv, ro, off, pin_holder);
+	fkv_diag("%d of %d values moved", relocated, CMP_VALUES / 2);
+	FKV_ASSERT_GT(relocated, 0);
+	free(big);
+	close(ro);
+	fkv_close(kv);
+	teardown(base);
+}
+
+/*
+ * A get that comes while its value moves waits for the new offset.  With
+ * debugfs compact_stall_ms at 300, the 12 MiB put of the test above holds
+ * each value it moves for 300 ms before it may be read again; once the
+ * segment says a value is moving, a get of the first to move (the one at
+ * 18 MiB: the cheapest slide is of the three values above 17 MiB) waits
+ * for it (compact_waits), reads it whole at its new offset, and the put
+ * completes without an eviction.
+ */
+#define CMP_STALL	FKV_DEBUGFS_DIR "/compact_stall_ms"
+
+struct cmp_put {
+	struct fkv *kv;
+	const uint8_t *big;
+	int ret;
+};
+
+static void *cmp_put_big(void *arg)
+{
+	struct cmp_put *p = arg;
+
+	p->ret = fkv_put(p->kv, "cmp-big", 7, p->big, CMP_BIG, NULL);
+	return NULL;
+}
+
+static void cmp_stall(const char *ms)
+{
+	int fd = open(CMP_STALL, O_WRONLY);
+
+	FKV_ASSERT(fd >= 0, "%s: %s", CMP_STALL, strerror(errno));
+	FKV_ASSERT_EQ(write(fd, ms, strlen(ms)), (ssize_t)strlen(ms));
+	close(fd);
+}
+
+FKV_TEST_TIMEOUT(a_get_of_a_moving_value_waits_for_its_new_offset, 120)
+{
+	uint64_t base, off[CMP_VALUES], ev, waits, pin_holder, t0;
+	struct cmp_put p = { 0 };
+	int ro, i, first = -1;
+	struct fluxonkv_get g;
+	struct fkv_holder h;
+	struct fkv *kv;
+	pthread_t th;
+	char key[32];
+
+	fkv_env_daemon_arg = "--high-watermark=100";
+	base = setup("segment_mb=32");
+	fkv_env_daemon_arg = NULL;
+	if (access(CMP_STALL, W_OK))
+		FKV_SKIP("no debugfs");
+	kv = kv_open();
+	ro = fkv_dev_open_ro();
+	FKV_ASSERT(ro >= 0);
+	cmp_fragment(kv, ro, off, &pin_holder, base);
+	for (i = 0; i < CMP_VALUES; i++)
+		if (off[i] == 18 * FKV_MIB)
+			first = i;
+	FKV_ASSERT(first >= 0);
+	cmp_key(key, sizeof(key), first);
+
+	ev = fkv_sysfs("evictions");
+	waits = fkv_sysfs("compact_waits");
+	cmp_stall("300");
+	p.kv = kv_open();
+	p.big = pattern("cmp-big", CMP_BIG, 7);
+	FKV_ASSERT_EQ(pthread_create(&th, NULL, cmp_put_big, &p), 0);
+	t0 = fkv_now_ms();
+	while (fkv_debugfs_segment("moving") != 1) {
+		FKV_ASSERT(fkv_now_ms() - t0 < 30000, "no value moving after 30 s");
+		usleep(2000);
+	}
+	/* pins it during the stall: waits until it may be read again */
+	FKV_ASSERT_EQ(fkv_dev_get(ro, key, strlen(key), &g), 0);
+	FKV_ASSERT_EQ(g.offset, 17 * FKV_MIB);
+	FKV_ASSERT_EQ(fkv_dev_release(ro, g.holder_id), 0);
+	FKV_ASSERT_EQ(fkv_get(kv, key, strlen(key), &h), 0);
+	FKV_ASSERT_PATTERN(h.data, FRAG_LEN, key, strlen(key), first);
+	release(kv, &h);
+	FKV_ASSERT_EQ(pthread_join(th, NULL), 0);
+	cmp_stall("0");
+	fkv_diag("put: %d; compact_waits +%" PRIu64 ", evictions +%" PRIu64,
+		 p.ret, fkv_sysfs("compact_waits") - waits,
+		 fkv_sysfs("evictions") - ev);
+	FKV_ASSERT(p.ret == 0, "12 MiB put: %s", fkv_strerror(p.ret));
+	FKV_ASSERT_GT(fkv_sysfs("compact_waits"), waits);
+	FKV_ASSERT_EQ(fkv_sysfs("evictions"), ev);
+	FKV_ASSERT_EQ(fkv_debugfs_segment("moving"), 0);
+	cmp_check_and_clean(kv, ro, off, pin_holder);
+	free((void *)p.big);
+	fkv_close(p.kv);
+	close(ro);
+	fkv_close(kv);
+	teardown(base);
+}
+
+/*
+ * Gets race the moves: two threads get values (a holder: the bytes read
+ * through the mapping) and copy them (GET_INTO), while the test makes the
+ * segment fragmented and puts a 12 MiB value into it, round after round;
+ * a slide skips a value a reader holds, and a reader that comes while its
+ * value moves waits for it.  Every read is whole.
+ */
+#define RACE_ROUNDS	12
+
+struct cmp_reader {
+	volatile bool stop;
+	unsigned int seed;
+	uint64_t reads, misses, bad;
+};
+
+static void *cmp_read(void *arg)
+{
+	struct cmp_reader *r = arg;
+	struct fkv *kv = kv_open();
+	uint8_t *buf = malloc(FRAG_LEN);
+	struct fkv_holder h;
+	char key[32];
+	int i, ret;
+
+	while (buf && !r->stop) {
+		i = 2 * (rand_r(&r->seed) % (CMP_VALUES / 2));
+		cmp_key(key, sizeof(key), i);
+		if (r->reads % 2) {
+			ret = fkv_get(kv, key, strlen(key), &h);
+			if (!ret) {
+				if (fkv_pattern_check(h.data, FRAG_LEN, key,
+						      strlen(key), i) >= 0)
+					r->bad++;
+				fkv_holder_release(kv, &h);
+			}
+		} else {
+			ret = fkv_get_into(kv, key, strlen(key), buf,
+					   FRAG_LEN, NULL);
+			if (!ret && fkv_pattern_check(buf, FRAG_LEN, key,
+						      strlen(key), i) >= 0)
+				r->bad++;
+		}
+		if (ret == -ENOENT)
+			r->misses++;
+		else if (ret)
+			r->bad++;
+		r->reads++;
+	}
+	free(buf);
+	fkv_close(kv);
+	return NULL;
+}
+
+FKV_TEST_TIMEOUT(gets_racing_compaction_read_whole_values, 240)
+{
+	struct cmp_reader rd[2] = { { .seed = 1 }, { .seed = 2 } };
+	uint64_t base, comp, waits;
+	unsigned int round, t;
+	pthread_t th[2];
+	struct fkv *kv;
+	char key[32];
+	uint8_t *big;
+	int i, ret;
+
+	fkv_env_daemon_arg = "--high-watermark=100";
+	base = setup("segment_mb=32");
+	fkv_env_daemon_arg = NULL;
+	kv = kv_open();
+	big = pattern("cmp-big", CMP_BIG, 7);
+	comp = fkv_sysfs("compactions");
+	waits = fkv_sysfs("compact_waits");
+	for (t = 0; t < 2; t++)
+		FKV_ASSERT_EQ(pthread_create(&th[t], NULL, cmp_read, &rd[t]), 0);
+	for (round = 0; round < RACE_ROUNDS; round++) {
+		for (i = 0; i < CMP_VALUES; i++) {
+			cmp_key(key, sizeof(key), i);
+			put_pattern(kv, key, FRAG_LEN, i);
+		}
+		for (i = 1; i < CMP_VALUES; i += 2) {
+			cmp_key(key, sizeof(key), i);
+			delete_key(kv, key);
+		}
+		ret = fkv_put(kv, "cmp-big", 7, big, CMP_BIG, NULL);
+		FKV_ASSERT(ret == 0, "round %u: 12 MiB put: %s", round,
+			   fkv_strerror(ret));
+		delete_key(kv, "cmp-big");
+		for (i = 0; i < CMP_VALUES; i += 2) {
+			cmp_key(key, sizeof(key), i);
+			delete_any(kv, key);
+		}
+	}
+	for (t = 0; t < 2; t++) {
+		rd[t].stop = true;
+		FKV_ASSERT_EQ(pthread_join(th[t], NULL), 0);
+	}
+	fkv_diag("%u rounds: compactions +%" PRIu64 ", compact_waits +%" PRIu64
+		 ", reads %" PRIu64 " + %" PRIu64 " (misses %" PRIu64 " + %"
+		 PRIu64 "), bad %" PRIu64 " + %" PRIu64, RACE_ROUNDS,
+		 fkv_sysfs("compactions") - comp,
+		 fkv_sysfs("compact_waits") - waits, rd[0].reads, rd[1].reads,
+		 rd[0].misses, rd[1].misses, rd[0].bad, rd[1].bad);
+	FKV_ASSERT_EQ(rd[0].bad + rd[1].bad, 0);
+	FKV_ASSERT_GT(rd[0].reads - rd[0].misses, 0);
+	FKV_ASSERT_GT(rd[1].reads - rd[1].misses, 0);
+	FKV_ASSERT_GT(fkv_sysfs("compactions") - comp, 0);
+	free(big);
 	fkv_close(kv);
 	teardown(base);
 }

@@ -291,7 +291,13 @@ FKV_TEST(inflight_put_past_its_ttl_is_swept_and_releases_its_reservation)
 	fkv_master_destroy(F.m);
 }
 
-FKV_TEST(need_room_evicts_at_least_the_bytes_asked_for)
+/*
+ * NEED_ROOM without the segment's usage: at least the bytes asked for.
+ * With it: what the allocation takes past the low watermark -- the module
+ * moves values to make its free bytes one run, so free bytes need no
+ * eviction.
+ */
+FKV_TEST(need_room_evicts_what_the_allocation_lacks)
 {
 	uint64_t h[10];
 	int i;
@@ -305,7 +311,7 @@ FKV_TEST(need_room_evicts_at_least_the_bytes_asked_for)
 		h[i] = put(key, 4 * U);
 	}
 	FKV_ASSERT_EQ(F.ndrops, 0);
-	FKV_ASSERT_EQ(fkv_master_need_room(F.m, 10 * U, 40 * U), 0);
+	FKV_ASSERT_EQ(fkv_master_need_room(F.m, 10 * U, 0), 0);
 	/* Three 4-unit replicas (12 >= 10), the least recently used. */
 	FKV_ASSERT_EQ(F.ndrops, 3);
 	FKV_ASSERT_EQ(F.drops[0], h[0]);
@@ -318,6 +324,15 @@ FKV_TEST(need_room_evicts_at_least_the_bytes_asked_for)
 	FKV_ASSERT_EQ(stats().used, 28 * U);
 	FKV_ASSERT_EQ(stats().evictions, 3);
 	FKV_ASSERT_EQ(stats().evicted_bytes, 12 * U);
+	/* the segment at 96 (68 the master does not know of): 96 + 10 - 100 */
+	FKV_ASSERT_EQ(fkv_master_need_room(F.m, 10 * U, 96 * U), 0);
+	FKV_ASSERT_EQ(F.ndrops, 5);	/* two replicas: 8 >= 6 */
+	FKV_ASSERT_EQ(F.drops[3], h[4]);	/* present() used k3 */
+	FKV_ASSERT_EQ(F.drops[4], h[5]);
+	FKV_ASSERT_EQ(stats().evicted_bytes, 20 * U);
+	/* 10 free of a 40-unit segment: one replica only */
+	FKV_ASSERT_EQ(fkv_master_need_room(F.m, 10 * U, 40 * U), 0);
+	FKV_ASSERT_EQ(F.ndrops, 6);
 	check_consistent();
 	fkv_master_destroy(F.m);
 }
@@ -344,7 +359,8 @@ FKV_TEST(need_room_evicts_down_to_the_low_watermark_of_the_real_usage)
 	/* 99 + 1 - 95 = 5 units: three 2-unit replicas */
 	FKV_ASSERT_EQ(F.ndrops, 3);
 	FKV_ASSERT_EQ(stats().used, 84 * U);
-	/* a segment with room to spare still gets what was asked for */
+	/* a segment with room to spare: one replica (the module asks
+	 * only when its free bytes cannot be made one run) */
 	FKV_ASSERT_EQ(fkv_master_need_room(F.m, U, 10 * U), 0);
 	FKV_ASSERT_EQ(F.ndrops, 4);
 	check_consistent();

@@ -83,6 +83,12 @@ const struct ctl_stat_def ctl_stat_defs[] = {
 	  "Room asked for by naming the replicas filling a window (fragmented segment)." },
 	{ "room_pinned", CTL_STAT_COUNTER, false, false, NULL,
 	  "Room asks no eviction could answer (every window holds bytes no eviction frees)." },
+	{ "compactions", CTL_STAT_COUNTER, false, false, NULL,
+	  "Room made by moving values down into the holes between them instead of evicting." },
+	{ "compacted_bytes", CTL_STAT_COUNTER, false, true, NULL,
+	  "Bytes those compactions moved." },
+	{ "compact_waits", CTL_STAT_COUNTER, false, false, NULL,
+	  "Gets and persists that waited for a value being moved." },
 	/* the SSD tier (reference section 2.4 names the two gauges) */
 	{ "kv_ssd_capacity_bytes", CTL_STAT_GAUGE, false, true,
 	  "kv_ssd_capacity_bytes",

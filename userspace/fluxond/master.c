@@ -1257,18 +1257,21 @@ int fkv_master_delete(struct fkv_master *m, const void *key, size_t key_len,
 int fkv_master_need_room(struct fkv_master *m, uint64_t bytes,
 			 uint64_t segment_used)
 {
-	uint64_t want = bytes ? bytes : 1, got;
+	uint64_t want = bytes ? bytes : 1, low = caller(m)->low_bytes, got;
 
 	m->st.need_room++;
 	/*
-	 * The segment holds more than this master accounts for (refills it
-	 * has not been offered yet, temporary holders, puts in flight): make
-	 * room so that its real usage lands at the low watermark, or the next
-	 * allocation asks again at once.
+	 * With the segment's usage (the module always sends it), what the
+	 * allocation takes past the low watermark: the module makes free
+	 * bytes contiguous itself (it moves values, segment.c), so free
+	 * bytes need no eviction, and the segment holds more than this
+	 * master accounts for (refills it has not been offered yet, temporary
+	 * holders, puts in flight), so its real usage lands at the low
+	 * watermark and the next allocation does not ask again at once.
+	 * Without it, @bytes.  At least one replica either way.
 	 */
-	if (segment_used + bytes > caller(m)->low_bytes &&
-	    segment_used + bytes - caller(m)->low_bytes > want)
-		want = segment_used + bytes - caller(m)->low_bytes;
+	if (segment_used)
+		want = segment_used + bytes > low ? segment_used + bytes - low : 1;
 	got = evict(m, m->caller, want);
 	fkv_dbg("NEED_ROOM %llu bytes (segment used %llu): evicted %llu",
 		(unsigned long long)bytes, (unsigned long long)segment_used,

@@ -365,7 +365,11 @@ int fkv_master_get_revoke(struct fkv_master *m, const void *key,
 /* DELETE {KEY} -> PUT_ID (the version deleted) or -ENOENT. */
 int fkv_master_delete(struct fkv_master *m, const void *key, size_t key_len,
 		      uint64_t *put_id);
-/* NEED_ROOM {BYTES, SEGMENT_USED}: 0 if anything was evicted, -ENOSPC. */
+/*
+ * NEED_ROOM {BYTES, SEGMENT_USED}: evict what BYTES more would take the
+ * segment past the low watermark (BYTES when SEGMENT_USED is 0; one
+ * replica at least).  0 if anything was evicted, -ENOSPC.
+ */
 int fkv_master_need_room(struct fkv_master *m, uint64_t bytes,
 			 uint64_t segment_used);
 /*
