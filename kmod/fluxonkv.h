@@ -592,7 +592,7 @@ struct fluxonkv_stats {
 	u64 room_by_address;	/* NEED_ROOMs naming a window's victims */
 	u64 room_pinned;		/* room asks no eviction could help */
 	u64 compactions;	/* slides that made a run (segment.c) */
-	u64 compacted_bytes;	/* bytes they moved */
+	u64 compacted_bytes;	/* bytes slides moved, made a run or not */
 	u64 compact_waits;	/* pins that waited for a slide to end */
 };
 

@@ -181,7 +181,8 @@ static int fluxonkv_ask_room(u64 len, struct fluxonkv_room_wait *w)
 /*
  * Allocate room for @len bytes (reference §4.1): try; when the free bytes
  * are enough but not in one run, move values to make one (compaction,
- * tried again only once something was freed since it last failed); else
+ * tried again once more bytes are free than when it failed, or at the
+ * next ask); else
  * ask the master to evict (NEED_ROOM) and wait for a free; every
  * FLUXONKV_ROOM_ASK_MS ask again; give up after 5 s with -ENOSPC.  Bytes pinned by holders come back
  * only when their holders go, which is why waiting can succeed.
@@ -193,8 +194,8 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable)
 	unsigned long deadline = jiffies + msecs_to_jiffies(FLUXONKV_ROOM_WAIT_MS);
 	unsigned long next_ask = jiffies;
 	struct fluxonkv_room_wait w = {};
-	unsigned int compact_failed = 0;
-	bool compacted = false;
+	u64 need = round_up(len, FLUXONKV_SEGMENT_ALIGN), free;
+	u64 compact_failed = 0;	/* free bytes when compaction last failed */
 	struct fluxonkv_alloc *a;
 	bool waited = false;
 	int ret;
@@ -209,15 +210,15 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable)
 			break;
 		if (fatal_signal_pending(current))
 			return ERR_PTR(-EINTR);
-		if (fluxonkv_seg.size - fluxonkv_segment_used() >= len &&
-		    (!compacted || frees != compact_failed)) {
-			compacted = true;
+		/* again only once more bytes are free than when it failed */
+		free = fluxonkv_seg.size - fluxonkv_segment_used();
+		if (free >= need && free > compact_failed) {
 			ret = fluxonkv_segment_compact(len);
 			if (!ret)
 				continue;
 			if (ret == -EINTR)
 				return ERR_PTR(ret);
-			compact_failed = frees;
+			compact_failed = free;
 		}
 		if (!waited) {
 			fluxonkv_stat_inc(room_waits);
@@ -225,6 +226,7 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable)
 		}
 		if (time_after_eq(jiffies, next_ask)) {
 			next_ask = jiffies + msecs_to_jiffies(FLUXONKV_ROOM_ASK_MS);
+			compact_failed = 0;	/* pins may have gone: try again */
 			ret = fluxonkv_ask_room(len, &w);
 			if (ret == -ENOTCONN || ret == -EINTR)
 				return ERR_PTR(ret);
@@ -828,6 +830,17 @@ static int fluxonkv_grant(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 {
 	int ret;
 
+	/*
+	 * Pinned: a compaction that was moving it finishes first.  Inline
+	 * (io_uring's issue) that wait is a memmove: leave it to io-wq.
+	 */
+	/* acquire: as fluxonkv_alloc_settle()'s look at the mark */
+	if ((res->flags & FLUXONKV_GR_NOWAIT) &&
+	    unlikely(smp_load_acquire(&a->moving))) {
+		fluxonkv_alloc_put(a);
+		return -EAGAIN;
+	}
+	fluxonkv_alloc_settle(a);
 	if (res->flags & FLUXONKV_GR_ALLOC) {
 		res->alloc = a;		/* the caller's reference now */
 	} else {
@@ -837,8 +850,6 @@ static int fluxonkv_grant(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 			return ret;
 		}
 	}
-	/* pinned (a compaction may have been moving it until now) */
-	fluxonkv_alloc_settle(a);
 	res->offset = a->offset;
 	res->len = a->len;
 	res->put_id = put_id;

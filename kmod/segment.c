@@ -372,10 +372,20 @@ static bool fluxonkv_alloc_evictable(struct fluxonkv_alloc *a)
  */
 #define FLUXONKV_PINNED_COST	16
 
+/*
+ * Referenced by more than its owner: a holder, a get in flight (a
+ * compaction's own reference while it moves the bytes does not count).
+ * Segment lock held.
+ */
+static bool fluxonkv_alloc_pinned(struct fluxonkv_alloc *a)
+{
+	return kref_read(&a->ref) > 1U + a->moving;
+}
+
 static u64 fluxonkv_alloc_cost(struct fluxonkv_alloc *a)
 {
-	return kref_read(&a->ref) > 1 ? a->span * FLUXONKV_PINNED_COST :
-					a->span;
+	return fluxonkv_alloc_pinned(a) ? a->span * FLUXONKV_PINNED_COST :
+					  a->span;
 }
 
 /*
@@ -520,7 +530,7 @@ int fluxonkv_segment_victims(u64 len, u64 *handles, bool *pinned)
 				break;
 			if (!READ_ONCE(b->owner))
 				continue;	/* its replica just went */
-			if (kref_read(&b->ref) > 1)
+			if (fluxonkv_alloc_pinned(b))
 				*pinned = true;
 			handles[count++] = READ_ONCE(b->owner);
 			/* (more than the search saw: the tree moved) */
@@ -680,6 +690,13 @@ step:
 		moved = 0;
 		start = last;
 		next = fluxonkv_alloc_from(last);
+		/* one allocated meanwhile across @last: a run starts after it */
+		if (next && rb_entry(next, struct fluxonkv_alloc,
+				     node)->offset < last) {
+			a = rb_entry(next, struct fluxonkv_alloc, node);
+			start = a->offset + a->span;
+			next = rb_next(next);
+		}
 	}
 	spin_unlock(&seg->lock);
 	return best != U64_MAX;
@@ -777,23 +794,30 @@ int fluxonkv_segment_compact(u64 len)
 {
 	struct fluxonkv_segment *seg = &fluxonkv_seg;
 	u64 need = round_up(len, FLUXONKV_SEGMENT_ALIGN), from, to, moved;
+	bool made = false;
 	int ret = -ENOSPC;
 
 	might_sleep();
 	if (mutex_lock_killable(&fluxonkv_compact_mutex))
 		return -EINTR;
-	if (fluxonkv_compact_pick(need, &from, &to)) {
+	/* the slide before ours may have made the run */
+	spin_lock(&seg->lock);
+	if (fluxonkv_subtree_max(seg->free.rb_node) >= need)
+		ret = 0;
+	spin_unlock(&seg->lock);
+	if (ret && fluxonkv_compact_pick(need, &from, &to)) {
 		moved = fluxonkv_compact_slide(from, to);
 		spin_lock(&seg->lock);
-		if (fluxonkv_subtree_max(seg->free.rb_node) >= need)
-			ret = 0;
+		made = fluxonkv_subtree_max(seg->free.rb_node) >= need;
 		spin_unlock(&seg->lock);
-		if (!ret)
+		if (made) {
 			fluxonkv_stat_inc(compactions);
+			ret = 0;
+		}
 		fluxonkv_stat_add(compacted_bytes, moved);
 	}
 	mutex_unlock(&fluxonkv_compact_mutex);
-	if (!ret) {
+	if (made) {
 		/* a larger run: waiters for room may fit now too */
 		atomic_inc(&seg->frees);
 		if (wq_has_sleeper(&seg->room_wq))

@@ -1492,8 +1492,9 @@ FKV_TEST_TIMEOUT(a_fragmented_segment_moves_values_instead_of_evicting, 120)
  * each value it moves for 300 ms before it may be read again; once the
  * segment says a value is moving, a get of the first to move (the one at
  * 18 MiB: the cheapest slide is of the three values above 17 MiB) waits
- * for it (compact_waits), reads it whole at its new offset, and the put
- * completes without an eviction.
+ * for it (compact_waits), reads it whole at its new offset; so does a
+ * get of the next through io_uring (its inline issue leaves the wait to
+ * io-wq), and the put completes without an eviction.
  */
 #define CMP_STALL	FKV_DEBUGFS_DIR "/compact_stall_ms"
 
@@ -1523,8 +1524,11 @@ static void cmp_stall(const char *ms)
 FKV_TEST_TIMEOUT(a_get_of_a_moving_value_waits_for_its_new_offset, 120)
 {
 	uint64_t base, off[CMP_VALUES], ev, waits, pin_holder, t0;
+	int ro, i, first = -1, second = -1, at_submit;
 	struct cmp_put p = { 0 };
-	int ro, i, first = -1;
+	struct fkv_completion c;
+	struct fkv_op op = { 0 };
+	struct fkv_ring *ring;
 	struct fluxonkv_get g;
 	struct fkv_holder h;
 	struct fkv *kv;
@@ -1564,6 +1568,36 @@ FKV_TEST_TIMEOUT(a_get_of_a_moving_value_waits_for_its_new_offset, 120)
 	FKV_ASSERT_EQ(fkv_get(kv, key, strlen(key), &h), 0);
 	FKV_ASSERT_PATTERN(h.data, FRAG_LEN, key, strlen(key), first);
 	release(kv, &h);
+
+	/*
+	 * The next one moving (20 -> 18 MiB): a get through io_uring leaves
+	 * the inline issue (-EAGAIN) and waits in io-wq, whole bytes again.
+	 */
+	for (i = 0; i < CMP_VALUES; i++)
+		if (off[i] == 20 * FKV_MIB)
+			second = i;
+	FKV_ASSERT(second >= 0);
+	cmp_key(key, sizeof(key), second);
+	while (fkv_debugfs_segment("moving") != 1) {
+		FKV_ASSERT(fkv_now_ms() - t0 < 30000, "no value moving after 30 s");
+		usleep(2000);
+	}
+	FKV_ASSERT_EQ(fkv_ring_open(kv, 4, &ring), 0);
+	op.opcode = FLUXONKV_OP_GET;
+	op.key = key;
+	op.key_len = strlen(key);
+	FKV_ASSERT_EQ(fkv_ring_prep(ring, &op, 1), 0);
+	FKV_ASSERT_EQ(fkv_ring_submit(ring), 1);
+	at_submit = fkv_ring_reap(ring, &c, 1, 0);
+	if (!at_submit)
+		FKV_ASSERT_EQ(fkv_ring_reap(ring, &c, 1, 1), 1);
+	FKV_ASSERT_EQ(c.op.result, 0);
+	FKV_ASSERT_PATTERN(c.op.holder.data, FRAG_LEN, key, strlen(key), second);
+	release(kv, &c.op.holder);
+	fkv_ring_close(ring);
+	FKV_ASSERT_EQ(value_offset(ro, key), 18 * FKV_MIB);
+	fkv_diag("the ring's get completed %s", at_submit ? "at the submit" :
+		 "after the submit");
 	FKV_ASSERT_EQ(pthread_join(th, NULL), 0);
 	cmp_stall("0");
 	fkv_diag("put: %d; compact_waits +%" PRIu64 ", evictions +%" PRIu64,

@@ -86,7 +86,7 @@ const struct ctl_stat_def ctl_stat_defs[] = {
 	{ "compactions", CTL_STAT_COUNTER, false, false, NULL,
 	  "Room made by moving values down into the holes between them instead of evicting." },
 	{ "compacted_bytes", CTL_STAT_COUNTER, false, true, NULL,
-	  "Bytes those compactions moved." },
+	  "Bytes compaction moved (slides that made no run included)." },
 	{ "compact_waits", CTL_STAT_COUNTER, false, false, NULL,
 	  "Gets and persists that waited for a value being moved." },
 	/* the SSD tier (reference section 2.4 names the two gauges) */
