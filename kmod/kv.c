@@ -828,6 +828,7 @@ err_uncharge:
 static int fluxonkv_grant(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 			  u64 put_id, u32 source, struct fluxonkv_get_result *res)
 {
+	bool moving;
 	int ret;
 
 	/*
@@ -835,8 +836,8 @@ static int fluxonkv_grant(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 	 * (io_uring's issue) that wait is a memmove: leave it to io-wq.
 	 */
 	/* acquire: as fluxonkv_alloc_settle()'s look at the mark */
-	if ((res->flags & FLUXONKV_GR_NOWAIT) &&
-	    unlikely(smp_load_acquire(&a->moving))) {
+	moving = smp_load_acquire(&a->moving);
+	if ((res->flags & FLUXONKV_GR_NOWAIT) && unlikely(moving)) {
 		fluxonkv_alloc_put(a);
 		return -EAGAIN;
 	}

@@ -417,6 +417,23 @@ static struct rb_node *fluxonkv_alloc_from(u64 off)
  */
 #define FLUXONKV_VICTIM_WALK	4096
 
+/*
+ * Count one more alloc walked; every FLUXONKV_VICTIM_WALK, let go of the
+ * segment lock for a moment (returns true: the caller's tree positions
+ * are stale).
+ */
+static bool fluxonkv_walk_yield(unsigned int *walked)
+	__must_hold(&fluxonkv_seg.lock)
+{
+	if (++*walked < FLUXONKV_VICTIM_WALK)
+		return false;
+	spin_unlock(&fluxonkv_seg.lock);
+	cond_resched();
+	spin_lock(&fluxonkv_seg.lock);
+	*walked = 0;
+	return true;
+}
+
 /* The allocs a window of the victim search holds (struct fluxonkv_win). */
 struct fluxonkv_win {
 	u64 cost;		/* of the evictable ones */
@@ -508,13 +525,9 @@ int fluxonkv_segment_victims(u64 len, u64 *handles, bool *pinned)
 		start = b->offset + b->span;
 		fluxonkv_win_del(&w, b);
 		lo = rb_next(lo);
-		if (++walked < FLUXONKV_VICTIM_WALK)
+		if (!fluxonkv_walk_yield(&walked))
 			continue;
-		/* let go for a moment; the window is rebuilt from @start */
-		spin_unlock(&seg->lock);
-		cond_resched();
-		spin_lock(&seg->lock);
-		walked = 0;
+		/* the window is rebuilt from @start */
 		memset(&w, 0, sizeof(w));
 		lo = hi = fluxonkv_alloc_from(start);
 	}
@@ -680,12 +693,8 @@ static bool fluxonkv_compact_pick(u64 need, u64 *from, u64 *to)
 			*to = end;
 		}
 step:
-		if (++walked < FLUXONKV_VICTIM_WALK)
+		if (!fluxonkv_walk_yield(&walked))
 			continue;
-		spin_unlock(&seg->lock);
-		cond_resched();
-		spin_lock(&seg->lock);
-		walked = 0;
 		first = NULL;
 		moved = 0;
 		start = last;

@@ -1089,6 +1089,17 @@ FKV_TEST(a_put_stalled_in_copy_from_user_pins_only_its_users_budget)
 
 /* ---- fragmentation: room by address ---- */
 
+/* setup() with fluxond evicting only for room, never ahead of need. */
+static uint64_t setup_no_watermark(const char *params)
+{
+	uint64_t base;
+
+	fkv_env_daemon_arg = "--high-watermark=100";
+	base = setup(params);
+	fkv_env_daemon_arg = NULL;
+	return base;
+}
+
 #define FRAG_VALUES	64	/* 1 MiB spans: the whole 64 MiB segment */
 #define FRAG_LEN	(FKV_MIB - 100)
 
@@ -1188,9 +1199,7 @@ FKV_TEST_TIMEOUT(a_fragmented_segment_does_not_empty_the_cache, 120)
 	uint8_t *big;
 	int i, ro, ret;
 
-	fkv_env_daemon_arg = "--high-watermark=100";
-	base = setup("segment_mb=64");
-	fkv_env_daemon_arg = NULL;
+	base = setup_no_watermark("segment_mb=64");
 	kv = kv_open();
 	ro = fkv_dev_open_ro();
 	FKV_ASSERT(ro >= 0);
@@ -1274,9 +1283,7 @@ FKV_TEST_TIMEOUT(a_window_past_thousands_of_pinned_values_is_found, 240)
 	char key[32];
 	int pin, ret;
 
-	fkv_env_daemon_arg = "--high-watermark=100";
-	base = setup("segment_mb=32");
-	fkv_env_daemon_arg = NULL;
+	base = setup_no_watermark("segment_mb=32");
 	nvals = (32 * FKV_MIB - base) / FLUXONKV_SEGMENT_ALIGN;
 	kv = kv_open();
 	/* privileged (root, O_RDWR): no pin budget */
@@ -1449,9 +1456,7 @@ FKV_TEST_TIMEOUT(a_fragmented_segment_moves_values_instead_of_evicting, 120)
 	char key[32];
 	uint8_t *big;
 
-	fkv_env_daemon_arg = "--high-watermark=100";
-	base = setup("segment_mb=32");
-	fkv_env_daemon_arg = NULL;
+	base = setup_no_watermark("segment_mb=32");
 	kv = kv_open();
 	ro = fkv_dev_open_ro();
 	FKV_ASSERT(ro >= 0);
@@ -1535,9 +1540,7 @@ FKV_TEST_TIMEOUT(a_get_of_a_moving_value_waits_for_its_new_offset, 120)
 	pthread_t th;
 	char key[32];
 
-	fkv_env_daemon_arg = "--high-watermark=100";
-	base = setup("segment_mb=32");
-	fkv_env_daemon_arg = NULL;
+	base = setup_no_watermark("segment_mb=32");
 	if (access(CMP_STALL, W_OK))
 		FKV_SKIP("no debugfs");
 	kv = kv_open();
@@ -1679,9 +1682,7 @@ FKV_TEST_TIMEOUT(gets_racing_compaction_read_whole_values, 240)
 	uint8_t *big;
 	int i, ret;
 
-	fkv_env_daemon_arg = "--high-watermark=100";
-	base = setup("segment_mb=32");
-	fkv_env_daemon_arg = NULL;
+	base = setup_no_watermark("segment_mb=32");
 	kv = kv_open();
 	big = pattern("cmp-big", CMP_BIG, 7);
 	comp = fkv_sysfs("compactions");
