@@ -138,6 +138,7 @@ stress: all
 	tools/vm/run --mem 2G --cpus 2 --timeout 3600 --results $(O)/results/stress \
 		--disk ssd0:1G --disk ssd1:512M --disk ssd2:256M \
 		-- env FKV_STORM_OPS=1000000 FKV_FAULT_ROUNDS=20 FKV_HISTORY_OPS=4000 \
+		FKV_COMPACT_ROUNDS=200 \
 		selftests/run_tests $(O) test_storm test_harden test_faults test_history
 
 # Several guests on one virtual network (tools/vm/cluster): the 2- and 3-node

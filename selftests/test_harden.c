@@ -1625,7 +1625,15 @@ FKV_TEST_TIMEOUT(a_get_of_a_moving_value_waits_for_its_new_offset, 120)
  * a slide skips a value a reader holds, and a reader that comes while its
  * value moves waits for it.  Every read is whole.
  */
-#define RACE_ROUNDS	12
+#define RACE_ROUNDS	12	/* FKV_COMPACT_ROUNDS: make stress runs 200 */
+
+static unsigned int race_rounds(void)
+{
+	const char *e = getenv("FKV_COMPACT_ROUNDS");
+	unsigned long n = e ? strtoul(e, NULL, 10) : 0;
+
+	return n && n <= 10000 ? (unsigned int)n : RACE_ROUNDS;
+}
 
 struct cmp_reader {
 	volatile bool stop;
@@ -1671,11 +1679,11 @@ static void *cmp_read(void *arg)
 	return NULL;
 }
 
-FKV_TEST_TIMEOUT(gets_racing_compaction_read_whole_values, 240)
+FKV_TEST_TIMEOUT(gets_racing_compaction_read_whole_values, 600)
 {
 	struct cmp_reader rd[2] = { { .seed = 1 }, { .seed = 2 } };
 	uint64_t base, comp, waits;
-	unsigned int round, t;
+	unsigned int round, rounds = race_rounds(), t;
 	pthread_t th[2];
 	struct fkv *kv;
 	char key[32];
@@ -1689,7 +1697,7 @@ FKV_TEST_TIMEOUT(gets_racing_compaction_read_whole_values, 240)
 	waits = fkv_sysfs("compact_waits");
 	for (t = 0; t < 2; t++)
 		FKV_ASSERT_EQ(pthread_create(&th[t], NULL, cmp_read, &rd[t]), 0);
-	for (round = 0; round < RACE_ROUNDS; round++) {
+	for (round = 0; round < rounds; round++) {
 		for (i = 0; i < CMP_VALUES; i++) {
 			cmp_key(key, sizeof(key), i);
 			put_pattern(kv, key, FRAG_LEN, i);
@@ -1713,7 +1721,7 @@ FKV_TEST_TIMEOUT(gets_racing_compaction_read_whole_values, 240)
 	}
 	fkv_diag("%u rounds: compactions +%" PRIu64 ", compact_waits +%" PRIu64
 		 ", reads %" PRIu64 " + %" PRIu64 " (misses %" PRIu64 " + %"
-		 PRIu64 "), bad %" PRIu64 " + %" PRIu64, RACE_ROUNDS,
+		 PRIu64 "), bad %" PRIu64 " + %" PRIu64, rounds,
 		 fkv_sysfs("compactions") - comp,
 		 fkv_sysfs("compact_waits") - waits, rd[0].reads, rd[1].reads,
 		 rd[0].misses, rd[1].misses, rd[0].bad, rd[1].bad);
