@@ -142,8 +142,9 @@ struct fluxonkv_room_wait {
 /*
  * NEED_ROOM for @len bytes that did not fit (and that no compaction could
  * make a run for).  If every window of @len bytes holds bytes no eviction
- * frees, nothing is asked: evicting would not help.  Short of free bytes, and the first time anyway: the master
- * evicts by its policy (BYTES), coldest first.  Enough free bytes but no
+ * frees, nothing is asked: evicting would not help.  Short of free bytes,
+ * and the first time anyway: the master evicts by its policy (BYTES),
+ * coldest first.  Enough free bytes but no
  * run of @len (the segment is fragmented): the cheapest window's replicas
  * are named (HANDLES) -- one with pinned values only once per wait, since
  * their bytes come back only when they are unpinned, and naming another
@@ -182,10 +183,10 @@ static int fluxonkv_ask_room(u64 len, struct fluxonkv_room_wait *w)
  * Allocate room for @len bytes (reference §4.1): try; when the free bytes
  * are enough but not in one run, move values to make one (compaction,
  * tried again once more bytes are free than when it failed, or at the
- * next ask); else
- * ask the master to evict (NEED_ROOM) and wait for a free; every
- * FLUXONKV_ROOM_ASK_MS ask again; give up after 5 s with -ENOSPC.  Bytes pinned by holders come back
- * only when their holders go, which is why waiting can succeed.
+ * next ask); else ask the master to evict (NEED_ROOM) and wait for a
+ * free; every FLUXONKV_ROOM_ASK_MS ask again; give up after 5 s with
+ * -ENOSPC.  Bytes pinned by holders come back only when their holders
+ * go, which is why waiting can succeed.
  * @placeable: a put whose daemon can place it on another node: -ENOSPC as
  * soon as the master has nothing left to evict here.
  */
@@ -194,7 +195,7 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable)
 	unsigned long deadline = jiffies + msecs_to_jiffies(FLUXONKV_ROOM_WAIT_MS);
 	unsigned long next_ask = jiffies;
 	struct fluxonkv_room_wait w = {};
-	u64 need = round_up(len, FLUXONKV_SEGMENT_ALIGN), free;
+	u64 need = round_up(len, FLUXONKV_SEGMENT_ALIGN), free_bytes;
 	u64 compact_failed = 0;	/* free bytes when compaction last failed */
 	struct fluxonkv_alloc *a;
 	bool waited = false;
@@ -211,14 +212,14 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable)
 		if (fatal_signal_pending(current))
 			return ERR_PTR(-EINTR);
 		/* again only once more bytes are free than when it failed */
-		free = fluxonkv_seg.size - fluxonkv_segment_used();
-		if (free >= need && free > compact_failed) {
+		free_bytes = fluxonkv_seg.size - fluxonkv_segment_used();
+		if (free_bytes >= need && free_bytes > compact_failed) {
 			ret = fluxonkv_segment_compact(len);
 			if (!ret)
 				continue;
 			if (ret == -EINTR)
 				return ERR_PTR(ret);
-			compact_failed = free;
+			compact_failed = free_bytes;
 		}
 		if (!waited) {
 			fluxonkv_stat_inc(room_waits);
@@ -834,8 +835,8 @@ static int fluxonkv_grant(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 	/*
 	 * Pinned: a compaction that was moving it finishes first.  Inline
 	 * (io_uring's issue) that wait is a memmove: leave it to io-wq.
+	 * Acquire, as fluxonkv_alloc_settle()'s look at the mark:
 	 */
-	/* acquire: as fluxonkv_alloc_settle()'s look at the mark */
 	moving = smp_load_acquire(&a->moving);
 	if ((res->flags & FLUXONKV_GR_NOWAIT) && unlikely(moving)) {
 		fluxonkv_alloc_put(a);

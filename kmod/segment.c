@@ -612,12 +612,15 @@ void fluxonkv_alloc_settle(struct fluxonkv_alloc *a)
 	wait_var_event(&a->moving, !smp_load_acquire(&a->moving));
 }
 
-/* Segment lock held. */
+/* Clear the mark and wake who settles on it.  Segment lock held. */
 static void fluxonkv_compact_thaw(struct fluxonkv_alloc *a)
 {
 	/* release: the new @offset and bytes before the flag clears */
 	smp_store_release(&a->moving, false);
 	fluxonkv_seg.moving--;
+	/* the clear before wake_up_var()'s look for waiters */
+	smp_mb();
+	wake_up_var(&a->moving);
 }
 
 /*
@@ -636,8 +639,8 @@ static bool fluxonkv_compact_freeze(struct fluxonkv_alloc *a)
 	/* the mark before the look at pins: fluxonkv_alloc_get() pairs */
 	smp_mb();
 	if (kref_read(&a->ref) != 1) {
-		fluxonkv_compact_thaw(a);
-		return false;	/* a pinner waits: the caller wakes it */
+		fluxonkv_compact_thaw(a);	/* a pinner may wait already */
+		return false;
 	}
 	kref_get(&a->ref);
 	return true;
@@ -737,7 +740,6 @@ static u64 fluxonkv_compact_slide(u64 from, u64 to)
 	struct fluxonkv_alloc *a;
 	u64 cursor = from, moved = 0, old, dst;
 	struct rb_node *n;
-	bool frozen;
 
 	for (;;) {
 		spin_lock(&seg->lock);
@@ -749,16 +751,10 @@ static u64 fluxonkv_compact_slide(u64 from, u64 to)
 		}
 		cursor = a->offset + a->span;
 		fluxonkv_extent_around(a->offset, &hole, &above);
-		if (!hole || hole->start + hole->size != a->offset) {
+		/* nothing free just below it, or pinned since the pick */
+		if (!hole || hole->start + hole->size != a->offset ||
+		    !fluxonkv_compact_freeze(a)) {
 			spin_unlock(&seg->lock);
-			continue;	/* nothing free just below it */
-		}
-		frozen = fluxonkv_compact_freeze(a);
-		if (!frozen) {
-			spin_unlock(&seg->lock);
-			/* the thaw before wake_up_var()'s waiter check */
-			smp_mb();
-			wake_up_var(&a->moving);
 			continue;
 		}
 		/* what the move writes is no longer free to allocate */
@@ -777,8 +773,6 @@ static u64 fluxonkv_compact_slide(u64 from, u64 to)
 		fluxonkv_extent_free(dst + a->span, old - dst, hole, unused);
 		fluxonkv_compact_thaw(a);
 		spin_unlock(&seg->lock);
-		smp_mb();	/* the thaw before the waiters check */
-		wake_up_var(&a->moving);
 		if (unused[0])
 			kmem_cache_free(fluxonkv_extent_cache, unused[0]);
 		if (unused[1])
