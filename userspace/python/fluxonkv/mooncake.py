@@ -26,17 +26,37 @@ they are Store.lookup() (FLUXONKV_IOC_LOOKUP: no holder, no SSD refill,
 no access counted).  ``get_into`` / ``batch_get_into`` and
 ``batch_put_from`` are one call each into the extension (the GIL released
 across the batch).
+
+``batch_put_from_multi_buffers`` / ``batch_get_into_multi_buffers`` (vLLM's
+Mooncake store connector, SGLang's MLA ``layer_first`` and hybrid pools)
+take a list of (address, size) buffers per key: the value is their
+concatenation.  The module takes one contiguous value per put and copies a
+get into one contiguous destination, so a get scatters from a holder on
+the segment (one copy, straight into each buffer) and a put gathers into
+one staging buffer (one copy) unless the buffers are one single range.
+
+The adapter keeps no per-key state: fluxonkv cannot list keys yet, so
+``remove_by_regex`` and ``remove_all`` return UNAVAILABLE_IN_CURRENT_MODE
+(-1011) rather than clear only part of the store (that needs a key listing
+in the master, not built yet).
 """
+import ctypes
 import errno
+import logging
+import operator
+import os
 import re
 import socket
-from typing import Any, List, Optional, Sequence, Union
+import threading
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from .errors import FluxonKVError
 from ._native import MemHolder
 from .store import Store
 
 Key = Union[str, bytes]
+
+log = logging.getLogger(__name__)
 
 # Mooncake ErrorCode values (mooncake-store/include/types.h)
 OK = 0
@@ -45,6 +65,7 @@ NO_AVAILABLE_HANDLE = -200
 INVALID_PARAMS = -600
 OBJECT_NOT_FOUND = -704
 RPC_FAIL = -900
+UNAVAILABLE_IN_CURRENT_MODE = -1011
 
 # What a fluxonkv errno becomes in a Mooncake status code.
 ERRNO_TO_MOONCAKE = {
@@ -55,6 +76,7 @@ ERRNO_TO_MOONCAKE = {
     errno.ENOSPC: NO_AVAILABLE_HANDLE,
     errno.ENOTCONN: RPC_FAIL,       # no fluxond: the "master" is unreachable
     errno.ETIMEDOUT: RPC_FAIL,
+    errno.EOPNOTSUPP: UNAVAILABLE_IN_CURRENT_MODE,
 }
 
 
@@ -96,19 +118,129 @@ class ReplicateConfig:
 BufferHandle = MemHolder
 
 
+# ---- copies between one contiguous range and a list of buffers -------------
+#
+# The multi-buffer calls copy between the caller's buffers and one range
+# (a holder's bytes on the segment, or a staging buffer) with
+# process_vm_readv / process_vm_writev on this very process: the kernel
+# does the copy, so an address that is not mapped here (a GPU device
+# pointer, a freed buffer) gives EFAULT and a negative code, as
+# batch_get_into does, where a memmove would kill the process with SIGSEGV.
+# Where a seccomp filter refuses those calls (ENOSYS / EPERM) the copies
+# fall back to ctypes.memmove, which trusts every address.
+
+class _IOVec(ctypes.Structure):
+    _fields_ = [("iov_base", ctypes.c_void_p), ("iov_len", ctypes.c_size_t)]
+
+
+_IOV_MAX = 1024     # iovecs per process_vm_* call (UIO_MAXIOV)
+
+
+def _vm_functions():
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fns = (libc.process_vm_readv, libc.process_vm_writev)
+    except (OSError, AttributeError):
+        return None
+    for f in fns:
+        f.argtypes = [ctypes.c_int, ctypes.POINTER(_IOVec), ctypes.c_ulong,
+                      ctypes.POINTER(_IOVec), ctypes.c_ulong, ctypes.c_ulong]
+        f.restype = ctypes.c_ssize_t
+    return fns
+
+
+_vm_rw = _vm_functions()
+
+
+def _vm_copy(local, pieces, write):
+    """process_vm_* between @local and @pieces: 0, an errno, or None when
+    the calls are refused in this process (nothing was copied)."""
+    global _vm_rw
+    fn = _vm_rw[1] if write else _vm_rw[0]
+    pid = os.getpid()
+    off = 0
+    for s in range(0, len(pieces), _IOV_MAX):
+        part = pieces[s:s + _IOV_MAX]
+        n = sum(length for _, length in part)
+        liov = _IOVec(local + off, n)
+        riov = (_IOVec * len(part))(*part)
+        r = fn(pid, ctypes.byref(liov), 1, riov, len(part), 0)
+        if r < 0:
+            err = ctypes.get_errno()
+            if s == 0 and err in (errno.ENOSYS, errno.EPERM):
+                _vm_rw = None
+                log.warning("process_vm_readv/writev refused (%s): the "
+                            "multi-buffer calls copy with memmove, which does "
+                            "not check addresses", errno.errorcode.get(err, err))
+                return None
+            return err or errno.EFAULT
+        if r != n:          # stopped at an address that is not mapped
+            return errno.EFAULT
+        off += n
+    return 0
+
+
+def _copy_pieces(local: int, pieces: List[Tuple[int, int]], write: bool) -> int:
+    """Copy between the contiguous bytes at address @local and @pieces,
+    (address, length) pairs in order: @write scatters @local into the
+    pieces, otherwise the pieces are gathered into @local.  Returns 0 or a
+    positive errno (EFAULT: an address not mapped in this process)."""
+    if _vm_rw is not None:
+        r = _vm_copy(local, pieces, write)
+        if r is not None:
+            return r
+    off = 0
+    for addr, length in pieces:
+        if write:
+            ctypes.memmove(addr, local + off, length)
+        else:
+            ctypes.memmove(local + off, addr, length)
+        off += length
+    return 0
+
+
+def _pieces(ptrs, sizes):
+    """The (address, length) pairs of one key's buffers, adjacent ones
+    merged and empty ones dropped; ValueError / TypeError if malformed."""
+    ptrs = list(ptrs)
+    sizes = list(sizes)
+    if len(ptrs) != len(sizes):
+        raise ValueError("a key's buffer addresses and sizes differ in length")
+    out = []
+    for p, n in zip(ptrs, sizes):
+        p = operator.index(p)   # ints (numpy's too), never floats or str
+        n = operator.index(n)
+        if p < 0 or n < 0:
+            raise ValueError("negative buffer address or size")
+        if n == 0:
+            continue
+        if out and out[-1][0] + out[-1][1] == p:
+            out[-1] = (out[-1][0], out[-1][1] + n)
+        else:
+            out.append((p, n))
+    return out
+
+
+# Keys per get_many / staging round of the multi-buffer calls (one
+# FLUXONKV_IOC_BATCH), and the staging bytes one put round may gather.
+_MULTI_KEYS = 64
+_STAGING_MAX = 64 << 20
+
+
 class MooncakeDistributedStore:
     """Mooncake's ``MooncakeDistributedStore`` on the local fluxonkv cache.
 
-    ``remove_by_regex`` and ``remove_all`` act on the keys put through this
-    object (fluxonkv has no key listing): the keys it stored and has not
-    removed are remembered for them.
+    It keeps no state per key (nothing grows with the keys put), so
+    ``remove_by_regex`` and ``remove_all``, which need a listing of the
+    store's keys that fluxonkv does not offer yet, return
+    UNAVAILABLE_IN_CURRENT_MODE.
     """
 
     def __init__(self, device: Optional[str] = None) -> None:
         self._device = device
         self._store = None
         self._hostname = ""
-        self._keys = set()      # put through us, not removed: remove_by_regex
+        self._tls = threading.local()   # per thread: the gather staging buffer
         self.last_error = None
 
     # ---- setup / teardown ----------------------------------------------
@@ -148,6 +280,7 @@ class MooncakeDistributedStore:
         if self._store is not None:
             self._store.close()
             self._store = None
+        self._tls = threading.local()   # drops the staging buffers
         return OK
 
     def get_hostname(self) -> str:
@@ -195,8 +328,6 @@ class MooncakeDistributedStore:
                                                 op="put" if put else "get")
                 out.append(_code(r))
             else:
-                if put:
-                    self._keys.add(k)
                 out.append(OK if put else r)
         return out
 
@@ -205,8 +336,6 @@ class MooncakeDistributedStore:
     def put(self, key: Key, value: Any,
             config: Optional[ReplicateConfig] = None) -> int:
         ok, r = self._call(Store.put, key, value)
-        if ok:
-            self._keys.add(key)
         return OK if ok else r
 
     def put_parts(self, key: Key, *parts: Any,
@@ -224,16 +353,12 @@ class MooncakeDistributedStore:
         if len(keys) != len(values):
             return INVALID_PARAMS
         ok, r = self._call(Store.put_many, list(zip(keys, values)))
-        if ok:
-            self._keys.update(keys)
         return OK if ok else r
 
     def put_from(self, key: Key, buffer_ptr: int, size: int,
                  config: Optional[ReplicateConfig] = None) -> int:
         """Store @size bytes at address @buffer_ptr (no copy in Python)."""
         ok, r = self._call(Store.put_from, key, buffer_ptr, size)
-        if ok:
-            self._keys.add(key)
         return OK if ok else r
 
     def batch_put_from(self, keys: Sequence[Key], buffer_ptrs: Sequence[int],
@@ -252,36 +377,229 @@ class MooncakeDistributedStore:
         ok, r = self._call(Store.delete, key)
         if not ok:
             return r
-        self._keys.discard(key)
         return OK if r else OBJECT_NOT_FOUND
 
     def batch_remove(self, keys: Sequence[Key], force: bool = False) -> List[int]:
         ok, r = self._call(Store.delete_many, keys)
         if not ok:
             return [r] * len(keys)
-        self._keys.difference_update(keys)
         return [OK if x else OBJECT_NOT_FOUND for x in r]
 
     def remove_by_regex(self, regex_pattern: str, force: bool = False) -> int:
-        """Remove the keys put through this store that match
-        @regex_pattern (re.search, as Mooncake's std::regex_search);
-        returns how many were removed, or a negative code."""
+        """Mooncake removes every key of the store matching @regex_pattern
+        and returns the count.  fluxonkv cannot list its keys yet (that
+        needs support in the master, not built), so this removes nothing
+        and returns UNAVAILABLE_IN_CURRENT_MODE (-1011; INVALID_PARAMS for
+        a malformed pattern); ``last_error`` says why.  Remove known keys
+        with remove() / batch_remove()."""
         try:
-            rx = re.compile(regex_pattern)
+            re.compile(regex_pattern)
         except (re.error, TypeError) as e:
             return self._fail(ValueError(str(e)))
-        keys = [k for k in self._keys
-                if rx.search(k if isinstance(k, str) else
-                             k.decode("utf-8", "replace"))]
-        ok, r = self._call(Store.delete_many, keys)
-        if not ok:
-            return r
-        self._keys.difference_update(keys)
-        return sum(1 for x in r if x)
+        return self._no_listing("remove_by_regex")
 
     def remove_all(self, force: bool = False) -> int:
-        """Remove every key put through this store; returns the count."""
-        return self.remove_by_regex("")
+        """Mooncake clears the whole store.  fluxonkv cannot list its keys
+        yet (that needs support in the master, not built), so this removes
+        nothing and returns UNAVAILABLE_IN_CURRENT_MODE (-1011) rather
+        than clear only part of the store; ``last_error`` says why."""
+        return self._no_listing("remove_all")
+
+    def _no_listing(self, op):
+        e = FluxonKVError(errno.EOPNOTSUPP,
+                          "fluxonkv cannot list the store's keys yet (needs "
+                          "master support, not built); nothing removed",
+                          op=op)
+        log.warning("%s", e)
+        return self._fail(e)
+
+    # ---- multi-buffer batches (vLLM store connector, SGLang MLA pools) ----
+
+    def batch_put_from_multi_buffers(self, keys: Sequence[Key],
+                                     all_buffer_ptrs: Sequence[Sequence[int]],
+                                     all_sizes: Sequence[Sequence[int]],
+                                     config: Optional[ReplicateConfig] = None
+                                     ) -> List[int]:
+        """Store for each key the concatenation of its buffers
+        (all_buffer_ptrs[i][j], all_sizes[i][j] bytes).  One code per key:
+        0 or negative (INVALID_PARAMS for that key's malformed buffers or
+        a total of 0 bytes, -1 for an address not mapped here).
+
+        The module stores one contiguous range per put: a key whose
+        buffers are one range (a single buffer, or adjacent ones) is put
+        from it directly, the others are gathered into a staging buffer
+        first (one copy; at most _STAGING_MAX bytes staged at a time).
+        """
+        n = len(keys)
+        if not n == len(all_buffer_ptrs) == len(all_sizes):
+            return [INVALID_PARAMS] * n
+        if self._kv() is None:
+            return [INTERNAL_ERROR] * n
+        out = [INVALID_PARAMS] * n
+        plan = []       # (index, pieces) of the keys with valid buffers
+        for i in range(n):
+            try:
+                plan.append((i, _pieces(all_buffer_ptrs[i], all_sizes[i])))
+            except (TypeError, ValueError, OverflowError) as e:
+                self._fail(e)
+        start = 0
+        while start < len(plan):
+            # a round: up to _MULTI_KEYS keys and _STAGING_MAX staged bytes
+            end, staged = start, 0
+            while end < len(plan) and end - start < _MULTI_KEYS:
+                pieces = plan[end][1]
+                need = sum(length for _, length in pieces) if len(pieces) > 1 else 0
+                if end > start and staged + need > _STAGING_MAX:
+                    break
+                staged += need
+                end += 1
+            self._put_round(plan[start:end], keys, out)
+            start = end
+        return out
+
+    def _staging(self, size):
+        """Address of @size writable bytes for this thread's gathers: a
+        buffer kept per thread and reused (no allocation or zeroing per
+        call), up to _STAGING_MAX bytes; beyond, a one-off buffer.
+        Returns (address, the object that owns the bytes)."""
+        buf = getattr(self._tls, "staging", None)
+        if buf is None or len(buf) < size:
+            buf = (ctypes.c_char * size)()
+            if size <= _STAGING_MAX:
+                self._tls.staging = buf
+        return ctypes.addressof(buf), buf
+
+    def _put_round(self, plan, keys, out):
+        """Put one round of batch_put_from_multi_buffers: one
+        put_from_many for its keys, those with several ranges gathered
+        one after the other into this thread's staging buffer."""
+        need = sum(sum(length for _, length in pieces)
+                   for _, pieces in plan if len(pieces) > 1)
+        base, owner = self._staging(need) if need else (0, None)
+        off = 0
+        idx, rkeys, addrs, sizes = [], [], [], []
+        for i, pieces in plan:
+            if not pieces:
+                out[i] = self._fail(FluxonKVError(
+                    errno.EINVAL, f"{keys[i]!r}: a value of 0 bytes", op="put"))
+                continue
+            if len(pieces) == 1:
+                addr, size = pieces[0]      # one range: put from it directly
+            else:
+                addr = base + off
+                size = sum(length for _, length in pieces)
+                err = _copy_pieces(addr, pieces, write=False)
+                if err:
+                    out[i] = self._fail(FluxonKVError(
+                        err, f"{keys[i]!r}: reading its buffers: errno {err}",
+                        op="put"))
+                    continue
+                off += size
+            idx.append(i)
+            rkeys.append(keys[i])
+            addrs.append(addr)
+            sizes.append(size)
+        if idx:
+            ok, r = self._call(Store.put_from_many, rkeys, addrs, sizes)
+            codes = self._codes(r, rkeys, True) if ok else [r] * len(idx)
+            for i, c in zip(idx, codes):
+                out[i] = c
+        del owner   # the puts copied the values out of the staging buffer
+
+    def batch_get_into_multi_buffers(self, keys: Sequence[Key],
+                                     all_buffer_ptrs: Sequence[Sequence[int]],
+                                     all_sizes: Sequence[Sequence[int]],
+                                     prefer_alloc_in_same_node: bool = False
+                                     ) -> List[int]:
+        """Scatter each key's value over its buffers in order.  Per key:
+        the bytes read (a value shorter than the buffers fills a prefix of
+        them, the rest is untouched), or a negative code: OBJECT_NOT_FOUND
+        on a miss, INVALID_PARAMS when the value is longer than its
+        buffers together (nothing copied) or the buffers are malformed, -1
+        for an address not mapped here.
+
+        A key with one buffer is a GET_INTO (the module copies into it, as
+        batch_get_into); the others take a holder on the segment and copy
+        from it straight into each buffer (one copy, no intermediate).
+        """
+        n = len(keys)
+        if not n == len(all_buffer_ptrs) == len(all_sizes):
+            return [INVALID_PARAMS] * n
+        if self._kv() is None:
+            return [INTERNAL_ERROR] * n
+        out = [INVALID_PARAMS] * n
+        single, multi = [], []
+        for i in range(n):
+            try:
+                pieces = _pieces(all_buffer_ptrs[i], all_sizes[i])
+            except (TypeError, ValueError, OverflowError) as e:
+                self._fail(e)
+                continue
+            if len(pieces) == 1:
+                single.append((i, pieces[0]))
+            elif pieces:
+                multi.append((i, pieces))
+            else:
+                out[i] = self._fail(FluxonKVError(
+                    errno.ENOBUFS, f"{keys[i]!r}: no buffer room", op="get"))
+        if single:
+            rkeys = [keys[i] for i, _ in single]
+            ok, r = self._call(Store.get_into_many, rkeys,
+                               [p for _, (p, _) in single],
+                               [s for _, (_, s) in single])
+            codes = self._codes(r, rkeys, False) if ok else [r] * len(single)
+            for (i, _), c in zip(single, codes):
+                out[i] = c
+        for s in range(0, len(multi), _MULTI_KEYS):
+            self._get_round(multi[s:s + _MULTI_KEYS], keys, out)
+        return out
+
+    def _get_round(self, plan, keys, out):
+        rkeys = [keys[i] for i, _ in plan]
+        ok, hs = self._call(Store.get_many, rkeys)
+        if not ok:
+            for i, _ in plan:
+                out[i] = hs
+            return
+        try:
+            for (i, pieces), h in zip(plan, hs):
+                out[i] = self._scatter(keys[i], h, pieces)
+        finally:
+            try:
+                self._store.release_many([h for h in hs if h is not None])
+            except (FluxonKVError, ValueError, AttributeError):
+                pass    # closed meanwhile: close() released them
+
+    def _scatter(self, key, h, pieces):
+        """Copy holder @h (None: a miss) over @pieces in order: the bytes
+        copied, or a Mooncake code."""
+        if h is None:
+            self.last_error = FluxonKVError(errno.ENOENT, f"{key!r}: no value",
+                                            op="get")
+            return OBJECT_NOT_FOUND
+        try:
+            vlen = h.size()
+            src = h.ptr()
+        except ValueError as e:     # released: the store was closed meanwhile
+            return self._fail(e)
+        room = sum(length for _, length in pieces)
+        if vlen > room:
+            return self._fail(FluxonKVError(
+                errno.ENOBUFS, f"{key!r}: value of {vlen} bytes does not fit "
+                f"in {room}", op="get"))
+        if vlen < room:     # a prefix of the buffers
+            left, fill = vlen, []
+            for addr, length in pieces:
+                if left == 0:
+                    break
+                fill.append((addr, min(length, left)))
+                left -= fill[-1][1]
+            pieces = fill
+        err = _copy_pieces(src, pieces, write=True)
+        if err:
+            return self._fail(FluxonKVError(
+                err, f"{key!r}: writing its buffers: errno {err}", op="get"))
+        return vlen
 
     # ---- reads -----------------------------------------------------------
 
