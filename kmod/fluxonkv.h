@@ -164,6 +164,16 @@ struct fluxonkv_replica {
 	struct fluxonkv_alloc *alloc;
 	bool indexed;
 	/*
+	 * Kept from a previous daemon and not adopted yet (the new one's
+	 * master may refuse it: a newer version came while it was away).
+	 * Set when the kept replicas are renumbered for the new daemon,
+	 * cleared by its ADOPT_DONE; written under the handle table's lock,
+	 * read locklessly: an adopting replica is no local hit (the index
+	 * lookup skips it, the get asks the master, which routes to it by
+	 * handle once it has adopted it).
+	 */
+	bool adopting;
+	/*
 	 * A local put's PUT_LOCAL note (notes.c): on the note queue, under
 	 * its lock, with a reference; the daemon generation it was taken in
 	 * and its FLUXONKV_PUT_F_* flags.
@@ -185,6 +195,8 @@ unsigned int fluxonkv_look_begin(const u8 *key, u32 key_len, bool *unsure);
 bool fluxonkv_look_stable(const u8 *key, u32 key_len, unsigned int seq);
 int fluxonkv_replica_init(void);
 void fluxonkv_replica_set_node(u32 node_id, bool renumber);
+unsigned long fluxonkv_replica_adopt_done(void);
+bool fluxonkv_adoption_pending(void);
 u32 fluxonkv_replica_node(void);
 void fluxonkv_replica_exit(void);
 struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,

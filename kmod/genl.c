@@ -1118,6 +1118,20 @@ static int fluxonkv_nl_persist(struct sk_buff *skb, struct genl_info *info)
 	return ret;
 }
 
+static int fluxonkv_nl_adopt_done(struct sk_buff *skb, struct genl_info *info)
+{
+	unsigned long n;
+	int ret;
+
+	ret = fluxonkv_from_daemon(skb, info);
+	if (ret)
+		return ret;
+	n = fluxonkv_replica_adopt_done();
+	if (n)
+		pr_info("%lu kept replicas adopted: local hits again\n", n);
+	return 0;
+}
+
 /*
  * DUMP: every replica of the handle table, then every routed SSD entry;
  * cb->args[0] the phase, [1] the next handle slot, [2]/[3] the next SSD
@@ -1301,6 +1315,8 @@ static const struct genl_ops fluxonkv_genl_ops[] = {
 		    fluxonkv_get_start_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_PERSIST, fluxonkv_nl_persist,
 		    fluxonkv_persist_policy, GENL_ADMIN_PERM),
+	FLUXONKV_OP(FLUXONKV_CMD_ADOPT_DONE, fluxonkv_nl_adopt_done,
+		    fluxonkv_empty_policy, GENL_ADMIN_PERM),
 	{
 		.cmd = FLUXONKV_CMD_DUMP,
 		.dumpit = fluxonkv_nl_dump,

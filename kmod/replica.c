@@ -48,6 +48,15 @@ static const struct xa_limit fluxonkv_slot_limit =
 static u32 fluxonkv_node_id;
 
 /*
+ * Kept replicas wait for their adoption (->adopting): while any does, no
+ * local miss is trusted either (fluxonkv_look_begin() says unsure), so a
+ * single node's module asks its master rather than answering a miss for a
+ * key whose kept replica is being adopted.  Written under the handle
+ * table's lock.
+ */
+static bool fluxonkv_adopting;
+
+/*
  * The node id stamped into new handles.  With @renumber, the replicas a
  * previous daemon kept (FLUXONKV_REGISTER_F_KEEP) take it too.  Under the
  * handle table's lock, as replica_new() stamps and stores a handle: a
@@ -67,10 +76,42 @@ void fluxonkv_replica_set_node(u32 node_id, bool renumber)
 				     ~((u64)FLUXONKV_NODE_MAX << 24)) |
 				    (u64)node_id << 24;
 			WRITE_ONCE(r->alloc->owner, r->handle);
+			WRITE_ONCE(r->adopting, true);
+			WRITE_ONCE(fluxonkv_adopting, true);
 		}
+	} else {
+		/* nothing kept is adopted: no replica of a daemon before */
+		WRITE_ONCE(fluxonkv_adopting, false);
 	}
 	WRITE_ONCE(fluxonkv_node_id, node_id);
 	xa_unlock(&fluxonkv_handles);
+}
+
+/*
+ * ADOPT_DONE: the daemon's master has adopted every kept replica it did
+ * not drop (its DROP_REPLICAs came first): the rest are local hits again.
+ * Returns how many were waiting.
+ */
+unsigned long fluxonkv_replica_adopt_done(void)
+{
+	struct fluxonkv_replica *r;
+	unsigned long slot, n = 0;
+
+	xa_lock(&fluxonkv_handles);
+	xa_for_each(&fluxonkv_handles, slot, r) {
+		if (r->adopting) {
+			WRITE_ONCE(r->adopting, false);
+			n++;
+		}
+	}
+	WRITE_ONCE(fluxonkv_adopting, false);
+	xa_unlock(&fluxonkv_handles);
+	return n;
+}
+
+bool fluxonkv_adoption_pending(void)
+{
+	return READ_ONCE(fluxonkv_adopting);
 }
 
 u32 fluxonkv_replica_node(void)
@@ -241,7 +282,8 @@ void fluxonkv_put_inflight_add(const u8 *key, u32 key_len, int delta)
  * @key: key bytes.
  * @key_len: key length.
  * @unsure: out: true if a removal or a put of a key in the same bucket is
- *	in flight (then only the master can tell a miss).
+ *	in flight, or kept replicas wait for adoption (then only the master
+ *	can tell a miss).
  *
  * Return: a cookie for fluxonkv_look_stable() on the same key.
  */
@@ -253,7 +295,8 @@ unsigned int fluxonkv_look_begin(const u8 *key, u32 key_len, bool *unsure)
 	smp_mb();
 	*unsure = atomic_read(&fluxonkv_removing[b]) ||
 		  atomic_read(&fluxonkv_index_failures) ||
-		  atomic_read(&fluxonkv_put_inflight[b]);
+		  atomic_read(&fluxonkv_put_inflight[b]) ||
+		  READ_ONCE(fluxonkv_adopting);
 	smp_mb();
 	return seq;
 }
@@ -571,8 +614,12 @@ static struct fluxonkv_replica *fluxonkv_index_get(const u8 *key, u32 key_len)
 
 	rcu_read_lock();
 	cur = rhashtable_lookup(&fluxonkv_index, &k, fluxonkv_index_params);
-	/* one being freed fails to pin and counts as not found */
-	if (cur && !kref_get_unless_zero(&cur->ref))
+	/*
+	 * One being freed fails to pin and counts as not found; so does a
+	 * kept one not adopted yet (its version may be stale).
+	 */
+	if (cur && (READ_ONCE(cur->adopting) ||
+		    !kref_get_unless_zero(&cur->ref)))
 		cur = NULL;
 	rcu_read_unlock();
 	return cur;

@@ -33,6 +33,7 @@ config() {	# config FILE SECRET
 	    secret: "$2"
 	    heartbeat_ms: 200
 	    dead_after_ms: 2000
+	    state_dir: /var/tmp/fluxonkv
 	EOC
 	if [ -n "${SSD_DEV:-}" ]; then
 		cat >>"$1" <<-EOC

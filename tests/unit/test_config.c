@@ -1056,7 +1056,8 @@ FKV_TEST(cluster_full_section_is_parsed)
 		 "    transport: rdma\n"
 		 "    secret: \"at-least-16-bytes\"\n"
 		 "    heartbeat_ms: 250\n"
-		 "    dead_after_ms: 501\n", &c);
+		 "    dead_after_ms: 501\n"
+		 "    state_dir: /srv/fluxonkv\n", &c);
 	FKV_ASSERT(c.cluster.present);
 	ASSERT_STREQ(c.cluster.node_name, "a");
 	FKV_ASSERT(!c.cluster.node_name_default);
@@ -1075,6 +1076,7 @@ FKV_TEST(cluster_full_section_is_parsed)
 	FKV_ASSERT(c.cluster.secret_file == NULL);
 	FKV_ASSERT_EQ(c.cluster.heartbeat_ms, 250);
 	FKV_ASSERT_EQ(c.cluster.dead_after_ms, 501);
+	ASSERT_STREQ(c.cluster.state_dir, "/srv/fluxonkv");
 	FKV_ASSERT_EQ(c.warnings.n, 0);
 	ASSERT_STREQ(fkv_cluster_role_name(c.cluster.role), "master");
 	ASSERT_STREQ(fkv_transport_name(c.cluster.transport), "rdma");
@@ -1106,6 +1108,7 @@ FKV_TEST(cluster_defaults_node_name_advertise_transport_and_timing)
 	FKV_ASSERT_EQ(c.cluster.transport, FKV_TRANSPORT_TCP);
 	FKV_ASSERT_EQ(c.cluster.heartbeat_ms, 1000);
 	FKV_ASSERT_EQ(c.cluster.dead_after_ms, 5000);
+	ASSERT_STREQ(c.cluster.state_dir, FKV_STATE_DIR_DEFAULT);
 	FKV_ASSERT_EQ(c.cluster.secret_len, 16);
 	FKV_ASSERT_EQ(c.cluster.secret[16], '\0');
 	fkv_config_free(&c);
@@ -1169,7 +1172,7 @@ FKV_TEST(cluster_unknown_and_duplicate_keys_are_refused)
 	parse_bad(SPEC CL_MIN "    heartbeat: 1000\n", &c, err, sizeof(err));
 	FKV_ASSERT_EQ(c.errors.n, 1);
 	ASSERT_STREQ(c.errors.v[0],
-		     "t.yaml:8:5: cluster: unknown key \"heartbeat\" (known: node_name, role, master, listen, advertise, transport, secret, secret_file, heartbeat_ms, dead_after_ms)");
+		     "t.yaml:8:5: cluster: unknown key \"heartbeat\" (known: node_name, role, master, listen, advertise, transport, secret, secret_file, heartbeat_ms, dead_after_ms, state_dir)");
 	fkv_config_free(&c);
 
 	parse_bad(SPEC CL_MIN "    role: master\n", &c, err, sizeof(err));
@@ -1437,6 +1440,13 @@ FKV_TEST(cluster_secret_file_open_to_group_or_others_is_refused)
 	secret_file("leaky.secret", "leaky-secret-0123456\n", 21, 0700);
 	FKV_ASSERT_EQ(parse_secret_file(path, &c, err, sizeof(err)), 0);
 	fkv_config_free(&c);
+}
+
+FKV_TEST(cluster_state_dir_must_be_absolute)
+{
+	cl_bad(SPEC CL_MIN "    state_dir: var/lib/fluxonkv\n",
+	       "cluster.state_dir: \"var/lib/fluxonkv\": must be an absolute path");
+	cl_bad(SPEC CL_MIN "    state_dir: [a]\n", "cluster.state_dir");
 }
 
 FKV_TEST(cluster_secret_file_errors_name_the_path)
@@ -2261,11 +2271,12 @@ FKV_TEST(ctl_config_check_shows_the_cluster_but_never_the_secret)
 		   "      advertise 10.77.0.1:7471\n"
 		   "      transport tcp\n"
 		   "      heartbeat 1000 ms, dead after 5000 ms\n"
+		   "      state     /var/lib/fluxonkv\n"
 		   "      secret    25 bytes from inline\n");
 	FKV_ASSERT(!strstr(r.out, "never-shown") && !strstr(r.err, "never-shown"));
 	ctl(&r, "check", "--json", yaml);
 	FKV_ASSERT(r.status == 0, "status %d, stderr: %s", r.status, r.err);
-	ASSERT_HAS(r.out, "\"roots\":[],\"cluster\":{\"node_name\":\"a\",\"node_name_default\":true,\"role\":\"master\",\"master\":\"10.77.0.1:7470\",\"listen\":\"0.0.0.0:7471\",\"advertise\":\"10.77.0.1:7471\",\"advertise_default\":false,\"transport\":\"tcp\",\"heartbeat_ms\":1000,\"dead_after_ms\":5000,\"secret_bytes\":25,\"secret_source\":\"inline\",\"secret_file\":null},\"warnings\":[],\"errors\":[]}\n");
+	ASSERT_HAS(r.out, "\"roots\":[],\"cluster\":{\"node_name\":\"a\",\"node_name_default\":true,\"role\":\"master\",\"master\":\"10.77.0.1:7470\",\"listen\":\"0.0.0.0:7471\",\"advertise\":\"10.77.0.1:7471\",\"advertise_default\":false,\"transport\":\"tcp\",\"heartbeat_ms\":1000,\"dead_after_ms\":5000,\"secret_bytes\":25,\"secret_source\":\"inline\",\"secret_file\":null,\"state_dir\":\"/var/lib/fluxonkv\"},\"warnings\":[],\"errors\":[]}\n");
 	FKV_ASSERT(!strstr(r.out, "never-shown"));
 
 	/* node b: secret from a file, IPv6, defaults */
@@ -2287,12 +2298,13 @@ FKV_TEST(ctl_config_check_shows_the_cluster_but_never_the_secret)
 	    "      advertise [fd00::2]:7471 (listen)\n"
 	    "      transport auto\n"
 	    "      heartbeat 200 ms, dead after 1000 ms\n"
+	    "      state     /var/lib/fluxonkv\n"
 	    "      secret    23 bytes from file %s\n", sec);
 	ASSERT_HAS(r.out, want);
 	FKV_ASSERT(!strstr(r.out, "never-shown"));
 	ctl(&r, "check", "--json", yaml);
 	FKV_ASSERT(r.status == 0, "status %d, stderr: %s", r.status, r.err);
-	FMT(want, "\"cluster\":{\"node_name\":\"nb\",\"node_name_default\":false,\"role\":\"node\",\"master\":\"[fd00::1]:7470\",\"listen\":\"[fd00::2]:7471\",\"advertise\":\"[fd00::2]:7471\",\"advertise_default\":true,\"transport\":\"auto\",\"heartbeat_ms\":200,\"dead_after_ms\":1000,\"secret_bytes\":23,\"secret_source\":\"file\",\"secret_file\":\"%s\"}", sec);
+	FMT(want, "\"cluster\":{\"node_name\":\"nb\",\"node_name_default\":false,\"role\":\"node\",\"master\":\"[fd00::1]:7470\",\"listen\":\"[fd00::2]:7471\",\"advertise\":\"[fd00::2]:7471\",\"advertise_default\":true,\"transport\":\"auto\",\"heartbeat_ms\":200,\"dead_after_ms\":1000,\"secret_bytes\":23,\"secret_source\":\"file\",\"secret_file\":\"%s\",\"state_dir\":\"/var/lib/fluxonkv\"}", sec);
 	ASSERT_HAS(r.out, want);
 	FKV_ASSERT(!strstr(r.out, "never-shown"));
 

@@ -5,11 +5,18 @@
  * node eviction, revokes of a failed pull, and member-left / restart.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../../selftests/fkv_test.h"
 #include "../../userspace/fluxond/master.h"
+#include "../../userspace/fluxond/term.h"
 #include "master_fx.h"
 
 #define A	1u	/* the master's own node */
@@ -24,13 +31,14 @@ static uint64_t H(uint32_t node, uint32_t slot, uint64_t put_id)
 	return (put_id << 32) | ((uint64_t)node << 24) | slot;
 }
 
-static void setup_policy(const char *policy)
+/* A master of config C (its clock the fixture's) with nodes A and B up. */
+static void setup_with(struct fkv_master_config c)
 {
-	struct fkv_master_config c = {
-		.node = A, .capacity = SEG, .incarnation = INC_A,
-		.now_ms = fx_clock, .clock_arg = &F, .policy = policy,
-	};
-
+	c.node = A;
+	c.capacity = SEG;
+	c.incarnation = INC_A;
+	c.now_ms = fx_clock;
+	c.clock_arg = &F;
 	memset(&F, 0, sizeof(F));
 	F.m = fkv_master_create(&c, &rec_ops, &F);
 	FKV_ASSERT(F.m != NULL);
@@ -39,6 +47,11 @@ static void setup_policy(const char *policy)
 					 "10.77.0.1:7471"), 0);
 	FKV_ASSERT_EQ(fkv_master_node_up(F.m, B, INC_B, SEG, 0,
 					 "10.77.0.2:7471"), 0);
+}
+
+static void setup_policy(const char *policy)
+{
+	setup_with((struct fkv_master_config){ .policy = policy });
 }
 
 static void setup(void)
@@ -396,6 +409,225 @@ FKV_TEST(a_node_that_saw_higher_put_ids_moves_the_master_above_them)
 	fkv_master_note_put_id(F.m, 10);	/* lower: changes nothing */
 	FKV_ASSERT_EQ(fkv_master_put_start(F.m, "k", 1, U, &pid, &flags), 0);
 	FKV_ASSERT_EQ(pid, 1002);
+	fkv_master_destroy(F.m);
+}
+
+/*
+ * The master's term file: every start takes a term above the stored one
+ * and above the term of any put_id its module saw, and writes it before
+ * the master numbers anything; a malformed file stops it.
+ */
+FKV_TEST(each_master_start_takes_a_new_term_and_writes_it_down)
+{
+	char dir[] = "/tmp/fkv-term-XXXXXX", path[PATH_MAX], why[512];
+	char buf[64] = "";
+	uint64_t term = 0;
+	int fd;
+
+	FKV_ASSERT(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/state", dir);
+	/* no directory yet: created, term 1 */
+	FKV_ASSERT_EQ(fkv_term_next(path, 0, &term, why, sizeof(why)), 0);
+	FKV_ASSERT_EQ(term, 1);
+	FKV_ASSERT_EQ(fkv_term_next(path, FKV_PUT_ID(1, 77), &term, why,
+				    sizeof(why)), 0);
+	FKV_ASSERT_EQ(term, 2);
+	/* the module saw a later term (the file was restored from a backup) */
+	FKV_ASSERT_EQ(fkv_term_next(path, FKV_PUT_ID(9, 3), &term, why,
+				    sizeof(why)), 0);
+	FKV_ASSERT_EQ(term, 10);
+	snprintf(path, sizeof(path), "%s/state/" FKV_TERM_FILE, dir);
+	fd = open(path, O_RDONLY);
+	FKV_ASSERT(fd >= 0);
+	FKV_ASSERT(read(fd, buf, sizeof(buf) - 1) > 0);
+	close(fd);
+	FKV_ASSERT(!strcmp(buf, "10\n"), "file says '%s'", buf);
+	/* a damaged file: refused, named, left as it is */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	FKV_ASSERT(fd >= 0);
+	FKV_ASSERT_EQ(write(fd, "1x\n", 3), 3);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/state", dir);
+	FKV_ASSERT_EQ(fkv_term_next(path, 0, &term, why, sizeof(why)), -EINVAL);
+	FKV_ASSERT(strstr(why, FKV_TERM_FILE ": not a term") != NULL, "%s", why);
+	FKV_ASSERT_EQ(term, 10);
+	/* the last term: nothing above it */
+	snprintf(path, sizeof(path), "%s/state/" FKV_TERM_FILE, dir);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	FKV_ASSERT(fd >= 0);
+	snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)FKV_TERM_MAX);
+	FKV_ASSERT_EQ(write(fd, buf, strlen(buf)), (ssize_t)strlen(buf));
+	close(fd);
+	snprintf(path, sizeof(path), "%s/state", dir);
+	FKV_ASSERT_EQ(fkv_term_next(path, 0, &term, why, sizeof(why)),
+		      -EOVERFLOW);
+	/* a relative directory, or one under a file */
+	FKV_ASSERT_EQ(fkv_term_next("state", 0, &term, why, sizeof(why)),
+		      -EINVAL);
+	snprintf(path, sizeof(path), "%s/state/" FKV_TERM_FILE "/x", dir);
+	FKV_ASSERT(fkv_term_next(path, 0, &term, why, sizeof(why)) < 0);
+	snprintf(path, sizeof(path), "%s/state/" FKV_TERM_FILE, dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/state", dir);
+	rmdir(path);
+	rmdir(dir);
+}
+
+static void setup_term(uint64_t term)
+{
+	/* first_put_id is the module's: ignored under a term */
+	setup_with((struct fkv_master_config){ .term = term,
+					       .first_put_id = 5000 });
+}
+
+/*
+ * Issue 28's first scenario: K@1000 lives on B; the master restarts with
+ * only its own module's lower numbers; a put of K on A is acknowledged
+ * before B rejoins; B's report of K@1000 must lose to it.  Without terms
+ * the restarted master numbered from 500 and adopted B's older value over
+ * the acknowledged one.
+ */
+FKV_TEST(a_put_after_a_master_restart_wins_over_a_late_report_of_an_older_term)
+{
+	struct fkv_master_stats st;
+	struct fkv_get_result g;
+	uint64_t pid, ha, hb = H(B, 3, 1000);
+	uint32_t flags;
+
+	setup_term(2);
+	fkv_master_set_caller(F.m, A);
+	ha = H(A, 1, 1);
+	FKV_ASSERT_EQ(fkv_master_put(F.m, "K", 1, ha, U, &pid, &flags), 0);
+	FKV_ASSERT_EQ(pid, FKV_PUT_ID(2, 1));
+	/* B rejoins: its module saw term 1's numbers only */
+	fkv_master_set_caller(F.m, B);
+	fkv_master_note_put_id(F.m, FKV_PUT_ID(1, 1000));
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "K", 1, FKV_PUT_ID(1, 1000), hb, U,
+				       false), 0);
+	FKV_ASSERT_EQ(F.ndrops, 1);
+	FKV_ASSERT_EQ(F.drops[0], hb);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "K", 1, &g), 0);
+	FKV_ASSERT_EQ(g.handle, ha);
+	FKV_ASSERT_EQ(g.put_id, FKV_PUT_ID(2, 1));
+	/* an older-term version of a key nobody put since is adopted */
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "L", 1, FKV_PUT_ID(1, 999),
+				       H(B, 4, 999), U, false), 1);
+
+	/*
+	 * A put_id above this master's numbering was never issued: a REPORT
+	 * of one is refused and dropped, SSD_STATE's moves nothing (it used
+	 * to wrap the numbering: every put then failed EINVAL).
+	 */
+	F.ndrops = 0;
+	fkv_master_note_put_id(F.m, UINT64_MAX);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "M", 1, UINT64_MAX, H(B, 5, 1), U,
+				       false), -EINVAL);
+	FKV_ASSERT_EQ(F.ndrops, 1);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "M", 1, FKV_PUT_ID(3, 1),
+				       H(B, 6, 1), U, false), -EINVAL);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_put(F.m, "N", 1, H(A, 2, 2), U, &pid, &flags),
+		      0);
+	FKV_ASSERT_EQ(pid, FKV_PUT_ID(2, 2));
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT_EQ(st.put_ids_refused, 3);
+	FKV_ASSERT_EQ(fkv_master_term(F.m), 2);
+	fkv_master_destroy(F.m);
+}
+
+/*
+ * Versions the master forgot (issue 28): a key entry dies with its last
+ * replica, and with it what the master knew of the key.  B keeps K@p1
+ * through a partition (member-left: the master forgets B's replicas); K
+ * is put again on A and that replica goes too (evicted, revoked).  When B
+ * rejoins and reports K@p1, the tombstone of K's freed entry refuses it.
+ * A key nothing touched meanwhile is adopted, and a delete of another key
+ * no longer refuses every older version of every key.
+ */
+FKV_TEST(a_rejoining_node_never_brings_back_a_version_the_master_forgot)
+{
+	uint64_t p1, p2, p3, pd, hk, ho, ha;
+	struct fkv_master_stats st;
+	struct fkv_get_result g;
+
+	setup();
+	hk = put_on(B, "K", U, 1, &p1);
+	ho = put_on(B, "other", U, 2, &p3);
+	/* B is cut off; the master forgets its replicas (no tombstones) */
+	fkv_master_node_down(F.m, B);
+	/* K put again on A, then that replica goes as well */
+	ha = put_on(A, "K", U, 3, &p2);
+	FKV_ASSERT(p2 > p1);
+	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, "K", 1, p2,
+					    FLUXONKV_SOURCE_MEMORY, ha,
+					    -ENOENT), 0);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "K", 1, &g), -ENOENT);
+	/* an unrelated delete, at a put_id above everything B holds */
+	put_on(A, "gone", U, 4, &pd);
+	FKV_ASSERT_EQ(fkv_master_delete(F.m, "gone", 4, &pd), 0);
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT(st.tombs >= 2, "tombstones: %llu",
+		   (unsigned long long)st.tombs);
+
+	/* B rejoins and reports */
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, B, INC_B + 1, SEG, 0,
+					 "10.77.0.2:7471"), 0);
+	fkv_master_set_caller(F.m, B);
+	F.ndrops = 0;
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "K", 1, p1, hk, U, false), 0);
+	FKV_ASSERT_EQ(F.ndrops, 1);
+	FKV_ASSERT_EQ(F.drops[0], hk);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "other", 5, p3, ho, U, false), 1);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "gone", 4, pd, H(B, 6, pd), U,
+				       false), 0);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "K", 1, &g), -ENOENT);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "other", 5, &g), 0);
+	FKV_ASSERT_EQ(g.handle, ho);
+	fkv_master_destroy(F.m);
+}
+
+/*
+ * Tombstones are bounded: the oldest aged out leaves its put_id as the
+ * floor every key without a tombstone is held to (a version at or below
+ * it is refused: the master cannot tell it was not overwritten).
+ */
+FKV_TEST(tombstones_age_out_into_a_floor)
+{
+	struct fkv_master_config c = {
+		.node = A, .capacity = SEG, .incarnation = INC_A,
+		.now_ms = fx_clock, .clock_arg = &F, .tombs = 2,
+	};
+	uint64_t pk, p[3], hk;
+	struct fkv_master_stats st;
+	char key[8];
+	int i;
+
+	memset(&F, 0, sizeof(F));
+	F.m = fkv_master_create(&c, &rec_ops, &F);
+	FKV_ASSERT(F.m != NULL);
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, B, INC_B, SEG, 0,
+					 "10.77.0.2:7471"), 0);
+	hk = put_on(B, "keep", U, 1, &pk);
+	fkv_master_node_down(F.m, B);
+	for (i = 0; i < 3; i++) {	/* three deletes: one tombstone ages out */
+		snprintf(key, sizeof(key), "d%d", i);
+		put_on(A, key, U, 2 + i, &p[i]);
+		FKV_ASSERT_EQ(fkv_master_delete(F.m, key, 2, &p[i]), 0);
+	}
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT_EQ(st.tombs, 2);
+	FKV_ASSERT_EQ(st.tomb_floor, p[0]);
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, B, INC_B + 1, SEG, 0,
+					 "10.77.0.2:7471"), 0);
+	fkv_master_set_caller(F.m, B);
+	/* "keep" was never touched, but it is older than the floor */
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "keep", 4, pk, hk, U, false), 0);
+	/* d0 aged out (the floor), d1 and d2 have their own */
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "d0", 2, p[0], H(B, 7, p[0]), U,
+				       false), 0);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "d2", 2, p[2], H(B, 8, p[2]), U,
+				       false), 0);
 	fkv_master_destroy(F.m);
 }
 

@@ -624,6 +624,14 @@ enum fluxonkv_cmd {
 	 * FLAGS (FLUXONKV_PUT_F_PUBLISHED, FLUXONKV_PUT_F_PERSIST).  Like
 	 * PUT_DONE it is never cancelled: its answer decides. */
 	FLUXONKV_CMD_PUT,
+	/* cmd, no attributes: the daemon that registered with ADOPT has
+	 * had its master adopt every kept replica it did not drop (its
+	 * DROP_REPLICAs came first).  Until then a kept replica is no local
+	 * hit and no local miss is trusted: gets ask the master, which
+	 * routes to a kept replica by handle once it adopted it, so a node
+	 * back from a partition never serves a version overwritten while
+	 * it was away. */
+	FLUXONKV_CMD_ADOPT_DONE,
 
 	__FLUXONKV_CMD_MAX,
 	FLUXONKV_CMD_MAX = __FLUXONKV_CMD_MAX - 1

@@ -107,7 +107,11 @@ enum fkv_cluster_cmd {
 	 * node -> master, after its last REPORT (also when it had none): the
 	 * master persists again the DRAM replicas it adopted from that node
 	 * without an SSD copy (their persist never committed), as it does for
-	 * its own module's after a warm restart.  No attributes, no answer.
+	 * its own module's after a warm restart.  No attributes.  The
+	 * master answers with the same command, after the DROP_REPLICAs of
+	 * every report it refused: the node's module may then serve the
+	 * kept replicas left (FLUXONKV_CMD_ADOPT_DONE); until then they are
+	 * no local hits.
 	 */
 	FKV_CCMD_REPORT_DONE,
 	__FKV_CCMD_MAX,

@@ -779,6 +779,7 @@ enum fkv_cluster_key {
 	FKV_CL_SECRET_FILE,
 	FKV_CL_HEARTBEAT,
 	FKV_CL_DEAD_AFTER,
+	FKV_CL_STATE_DIR,
 	FKV_CL_NR
 };
 
@@ -793,6 +794,7 @@ static const char *const fkv_cluster_keys[FKV_CL_NR] = {
 	[FKV_CL_SECRET_FILE] = "secret_file",
 	[FKV_CL_HEARTBEAT] = "heartbeat_ms",
 	[FKV_CL_DEAD_AFTER] = "dead_after_ms",
+	[FKV_CL_STATE_DIR] = "state_dir",
 };
 
 /*
@@ -901,6 +903,38 @@ static bool fkv_cfg_secret(struct fkv_cfg_ctx *x, yaml_node_t *n)
 					FKV_SECRET_INLINE);
 	explicit_bzero(n->data.scalar.value, len);
 	return ok;
+}
+
+/*
+ * cluster.state_dir: an absolute path, not checked for existence here (the
+ * master creates it when it first writes its term; fluxonctl config check
+ * may run where it does not exist yet).
+ */
+static bool fkv_cfg_state_dir(struct fkv_cfg_ctx *x, yaml_node_t *n)
+{
+	static const char *const key = "cluster.state_dir";
+	struct fkv_cluster_config *cl = &x->c->cluster;
+	char q[FKV_QUOTE_BUF];
+	const char *path;
+
+	path = fkv_cfg_string(x, n, key);
+	if (!path)
+		return false;
+	if (path[0] != '/') {
+		fkv_cfg_err(x, n, "%s: %s: must be an absolute path", key,
+			    fkv_quote(q, path));
+		return false;
+	}
+	if (strlen(path) >= PATH_MAX - 64) {
+		fkv_cfg_err(x, n, "%s: longer than %d bytes", key,
+			    PATH_MAX - 65);
+		return false;
+	}
+	free(cl->state_dir);
+	cl->state_dir = strdup(path);
+	if (!cl->state_dir)
+		x->oom = 1;
+	return cl->state_dir;
 }
 
 /*
@@ -1046,6 +1080,11 @@ static void fkv_cfg_cluster_check(struct fkv_cfg_ctx *x, yaml_node_t *map,
 	if (!vals[FKV_CL_TRANSPORT])
 		cl->transport = FKV_TRANSPORT_TCP;
 
+	if (!vals[FKV_CL_STATE_DIR]) {
+		cl->state_dir = strdup(FKV_STATE_DIR_DEFAULT);
+		if (!cl->state_dir)
+			x->oom = 1;
+	}
 	if (!vals[FKV_CL_HEARTBEAT])
 		cl->heartbeat_ms = FKV_HEARTBEAT_MS_DEFAULT;
 	if (!vals[FKV_CL_DEAD_AFTER])
@@ -1133,6 +1172,9 @@ static void fkv_cfg_cluster(struct fkv_cfg_ctx *x, yaml_node_t *map)
 			break;
 		case FKV_CL_SECRET_FILE:
 			ok[k] = fkv_cfg_secret_file(x, val);
+			break;
+		case FKV_CL_STATE_DIR:
+			ok[k] = fkv_cfg_state_dir(x, val);
 			break;
 		case FKV_CL_HEARTBEAT:
 			ok[k] = fkv_cfg_uint(x, val, "cluster.heartbeat_ms",
@@ -1502,6 +1544,7 @@ void fkv_config_free(struct fkv_config *c)
 	fkv_secret_wipe(&c->cluster);
 	free(c->cluster.node_name);
 	free(c->cluster.secret_file);
+	free(c->cluster.state_dir);
 	fkv_msgs_free(&c->warnings);
 	fkv_msgs_free(&c->errors);
 	memset(c, 0, sizeof(*c));

@@ -154,6 +154,7 @@ static void ctl_cluster_human(FILE *f, const struct fkv_cluster_config *cl)
 	fprintf(f, "      transport %s\n", fkv_transport_name(cl->transport));
 	fprintf(f, "      heartbeat %u ms, dead after %u ms\n",
 		cl->heartbeat_ms, cl->dead_after_ms);
+	fprintf(f, "      state     %s\n", cl->state_dir);
 	fprintf(f, "      secret    %zu bytes from %s%s%s\n", cl->secret_len,
 		ctl_secret_source(cl), cl->secret_file ? " " : "",
 		cl->secret_file ? cl->secret_file : "");
@@ -274,6 +275,8 @@ static void ctl_cluster_json(FILE *f, const struct fkv_cluster_config *cl)
 		ctl_json_quote(f, cl->secret_file);
 	else
 		fputs("null", f);
+	fputs(",\"state_dir\":", f);
+	ctl_json_quote(f, cl->state_dir);
 	fputc('}', f);
 }
 

@@ -409,6 +409,9 @@ const char *ctl_upcall_name(const char *cmd)
 		[FLUXONKV_CMD_CANCEL] = "CANCEL",
 		[FLUXONKV_CMD_LOOKUP] = "LOOKUP",
 		[FLUXONKV_CMD_PERSIST] = "PERSIST",
+		[FLUXONKV_CMD_PUT_LOCAL] = "PUT_LOCAL",
+		[FLUXONKV_CMD_PUT] = "PUT",
+		[FLUXONKV_CMD_ADOPT_DONE] = "ADOPT_DONE",
 	};
 	unsigned long v;
 	char *end;

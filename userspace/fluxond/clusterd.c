@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@
 #include "dispatch.h"
 #include "log.h"
 #include "nl.h"
+#include "term.h"
 #include "u64map.h"
 #include "../common/wire.h"
 #include "xport.h"
@@ -128,6 +130,9 @@ struct fkv_clusterd {
 	struct fkv_master *master;	/* master role */
 	/* master role: each node's REPORTed DRAM replicas until its REPORT_DONE */
 	struct fkv_adopted *reported[FKV_ROUTE_NODES];
+	uint64_t report_at_ms;	/* reports held back until (test hook) */
+	/* this rejoin's reports of each member: adopted, refused */
+	uint64_t report_counts[FKV_ROUTE_NODES][2];
 	uint32_t self;			/* our node id once known */
 	bool registered;
 	uint64_t epoch;			/* bumps at every (un)registration */
@@ -150,6 +155,8 @@ struct fkv_clusterd {
 		uint64_t places, place_errors, targets_published;
 		uint64_t targets_dropped;
 		uint64_t reports_sent, reports_adopted, reports_repersisted;
+		uint64_t reports_failed;	/* not sent: dropped */
+		uint64_t reports_refused;	/* master: dropped */
 	} st;
 };
 
@@ -720,8 +727,12 @@ static void member_report(struct fkv_clusterd *cd, uint32_t id,
 	if (fkv_master_adopt(cd->master, nla_data(tb[FLUXONKV_A_KEY]),
 			     (size_t)nla_len(tb[FLUXONKV_A_KEY]),
 			     nla_get_u64(tb[FLUXONKV_A_PUT_ID]), handle,
-			     nla_get_u64(tb[FLUXONKV_A_LEN]), !mem) > 0) {
+			     nla_get_u64(tb[FLUXONKV_A_LEN]), !mem) <= 0) {
+		cd->st.reports_refused++;
+		cd->report_counts[id][1]++;
+	} else {
 		cd->st.reports_adopted++;
+		cd->report_counts[id][0]++;
 		if (mem)
 			fkv_adopted_add(&cd->reported[id],
 					nla_data(tb[FLUXONKV_A_KEY]),
@@ -738,6 +749,7 @@ static void member_report(struct fkv_clusterd *cd, uint32_t id,
  */
 static void member_report_done(struct fkv_clusterd *cd, uint32_t id)
 {
+	struct nl_msg *msg;
 	unsigned long n;
 
 	if (!fkv_master_node_known(cd->master, id)) {
@@ -748,9 +760,23 @@ static void member_report_done(struct fkv_clusterd *cd, uint32_t id)
 	n = fkv_master_repersist_adopted(cd->master, &cd->reported[id]);
 	fkv_master_set_caller(cd->master, cd->self);
 	cd->st.reports_repersisted += n;
+	fkv_info("cluster: node %u's reports: %llu adopted, %llu refused "
+		 "(newer, deleted or never issued versions: dropped)", id,
+		 (unsigned long long)cd->report_counts[id][0],
+		 (unsigned long long)cd->report_counts[id][1]);
+	cd->report_counts[id][0] = cd->report_counts[id][1] = 0;
 	if (n)
 		fkv_info("cluster: %lu replicas node %u kept had no SSD copy: "
 			 "persisted again", n, id);
+	/*
+	 * After the DROP_REPLICAs of every refused report, on the same
+	 * connection: the node's module may serve what is left.
+	 */
+	msg = fkv_wire_msg(FKV_CCMD_REPORT_DONE);
+	if (!msg || fkv_cctl_send(cd->cctl, id, msg))
+		fkv_warn("cluster: cannot tell node %u its reports are adopted",
+			 id);
+	nlmsg_free(msg);
 }
 
 /* A forwarded upcall from member @id. */
@@ -813,17 +839,41 @@ static void report_one(void *arg, const struct fkv_dump_rec *r)
 	    nla_put_u64(msg, FLUXONKV_A_PUT_ID, r->put_id) ||
 	    nla_put_u64(msg, FLUXONKV_A_LEN, r->len) ||
 	    nla_put_u32(msg, FLUXONKV_A_SOURCE, r->source) ||
-	    fkv_cctl_send(cd->cctl, 0, msg))
-		fkv_dbg("cluster: a kept replica not reported");
-	else
+	    fkv_cctl_send(cd->cctl, 0, msg)) {
+		/*
+		 * Not reported (the control connection's queue is full, or it
+		 * closed): the master will never adopt, evict or drop this
+		 * replica, and ADOPT_DONE would make it a local hit of a
+		 * version nobody checked.  Drop it now: a cache may lose a
+		 * value, never serve a stale one or leak its bytes.
+		 */
+		cd->st.reports_failed++;
+		if (r->handle)
+			fkv_nl_send_drop(cd->nl, r->handle, 0);
+	} else {
 		cd->st.reports_sent++;
+	}
 	nlmsg_free(msg);
+}
+
+/*
+ * Fault injection for selftests/cluster/fence.sh: FLUXOND_TEST_REPORT_DELAY_MS
+ * holds the reports back this long after registering (as a slow control
+ * connection would), the daemon serving meanwhile, so that gets arrive
+ * while the kept replicas are not adopted yet.  0: report at once.
+ */
+static uint64_t report_delay_ms(void)
+{
+	const char *s = getenv("FLUXOND_TEST_REPORT_DELAY_MS");
+	unsigned long ms = s ? strtoul(s, NULL, 10) : 0;
+
+	return ms <= 60000 ? ms : 0;
 }
 
 /* Report every replica our module kept to the master, which adopts them. */
 static void report_kept(struct fkv_clusterd *cd)
 {
-	uint64_t sent = cd->st.reports_sent;
+	uint64_t sent = cd->st.reports_sent, failed = cd->st.reports_failed;
 	unsigned int bad = 0;
 	struct nl_msg *msg;
 	int err;
@@ -836,7 +886,15 @@ static void report_kept(struct fkv_clusterd *cd)
 		fkv_info("cluster: reported %llu replicas our module kept to "
 			 "the master (%u malformed)",
 			 (unsigned long long)(cd->st.reports_sent - sent), bad);
-	/* The end of them: the master checks their SSD copies now. */
+	if (cd->st.reports_failed != failed)
+		fkv_warn("cluster: %llu kept replicas could not be reported "
+			 "(control connection full or closed): dropped",
+			 (unsigned long long)(cd->st.reports_failed - failed));
+	/*
+	 * The end of them: the master checks their SSD copies now and
+	 * answers REPORT_DONE after the DROP_REPLICAs of those it refused;
+	 * then our module may serve the rest (ADOPT_DONE).
+	 */
 	msg = fkv_wire_msg(FKV_CCMD_REPORT_DONE);
 	if (!msg || fkv_cctl_send(cd->cctl, 0, msg))
 		fkv_warn("cluster: cannot tell the master our reports ended");
@@ -895,8 +953,16 @@ static void node_register(struct fkv_clusterd *cd, uint32_t id)
 		fkv_warn("cluster: cannot tell the master our SSD capacity");
 	nlmsg_free(msg);
 	/* What our module kept (the master restarted, or we rejoined). */
-	if (cd->reg.flags & FLUXONKV_REGISTER_F_ADOPT)
+	if (!(cd->reg.flags & FLUXONKV_REGISTER_F_ADOPT))
+		return;
+	cd->report_at_ms = report_delay_ms();
+	if (!cd->report_at_ms) {
 		report_kept(cd);
+		return;
+	}
+	fkv_warn("cluster: test hook: reports held back %llu ms",
+		 (unsigned long long)cd->report_at_ms);
+	cd->report_at_ms += now_ms();
 }
 
 /*
@@ -945,6 +1011,7 @@ static void lost(void *arg)
 	 */
 	fkv_nl_unregister(cd->nl);
 	cd->registered = false;
+	cd->report_at_ms = 0;
 	cd->epoch++;
 	fkv_warn("cluster: unregistered from the module until the master is back");
 }
@@ -981,6 +1048,12 @@ static void master_msg(void *arg, struct nlmsghdr *nlh)
 				       nla_get_u64(tb[FLUXONKV_A_PUT_ID]),
 				       tb[FLUXONKV_A_FLAGS] ?
 				       nla_get_u32(tb[FLUXONKV_A_FLAGS]) : 0);
+		return;
+	}
+	if (cmd == FKV_CCMD_REPORT_DONE) {
+		/* every DROP_REPLICA of a refused report came before */
+		if (cd->registered)
+			fkv_nl_send_adopt_done(cd->nl);
 		return;
 	}
 	if (cmd == FLUXONKV_CMD_PERSIST) {
@@ -1464,7 +1537,7 @@ static uint64_t segment_used(void *arg)
 static int start_master(struct fkv_clusterd *cd)
 {
 	struct fkv_master_config mc = { 0 };
-	char addr[FKV_ADDR_MAX];
+	char addr[FKV_ADDR_MAX], why[PATH_MAX + 128];
 	int err;
 
 	cd->self = fkv_cctl_self_id(cd->cctl);
@@ -1473,6 +1546,21 @@ static int start_master(struct fkv_clusterd *cd)
 		fkv_err("DAEMON_REGISTER failed: %s", strerror(-err));
 		return err;
 	}
+	/*
+	 * A new term before numbering anything: every put of ours is then
+	 * newer than any version a node kept from an earlier master,
+	 * whenever that node rejoins (term.h).
+	 */
+	err = fkv_term_next(cd->cc->state_dir, cd->reg.put_id_max, &mc.term,
+			    why, sizeof(why));
+	if (err) {
+		fkv_err("cannot start a master term: %s", why);
+		fkv_nl_unregister(cd->nl);
+		return err;
+	}
+	fkv_info("master term %llu (put_ids from %#llx)",
+		 (unsigned long long)mc.term,
+		 (unsigned long long)FKV_PUT_ID(mc.term, 1));
 	mc.node = cd->self;
 	mc.capacity = cd->reg.segment_size;
 	mc.incarnation = fkv_cctl_incarnation(cd->cctl);
@@ -1496,7 +1584,7 @@ static int start_master(struct fkv_clusterd *cd)
 	cd->epoch++;
 	/* A restarted master: its own module's kept replicas first. */
 	if (cd->reg.flags & FLUXONKV_REGISTER_F_ADOPT)
-		fkv_adopt_kept(cd->master, "master node");
+		fkv_adopt_kept(cd->master, cd->nl, "master node");
 	return 0;
 }
 
@@ -1644,6 +1732,11 @@ void fkv_clusterd_tick(struct fkv_clusterd *cd)
 	void *val;
 
 	fkv_cctl_tick(cd->cctl);
+	if (cd->report_at_ms && now >= cd->report_at_ms) {
+		cd->report_at_ms = 0;
+		if (cd->registered)
+			report_kept(cd);
+	}
 	for (struct sync_wait *sw = cd->syncs, *next; sw; sw = next) {
 		next = sw->next;
 		if (now < sw->deadline_ms)
@@ -1783,6 +1876,8 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 		{ "targets_dropped", cd->st.targets_dropped },
 		{ "kept_replicas_reported", cd->st.reports_sent },
 		{ "kept_replicas_adopted", cd->st.reports_adopted },
+		{ "kept_replicas_unreported", cd->st.reports_failed },
+		{ "kept_replicas_refused", cd->st.reports_refused },
 		{ "kept_replicas_repersisted", cd->st.reports_repersisted },
 		{ "data_auth_refused", xs.auth_refused },
 		{ "rdma_conns", xs.rdma_conns },

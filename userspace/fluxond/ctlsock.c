@@ -69,6 +69,7 @@ int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m)
 		const char *name;
 		uint64_t v;
 	} v[] = {
+		{ "master_term", fkv_master_term(m) },
 		{ "master_routes", st.routes },
 		{ "master_high_bytes", st.high_bytes },
 		{ "master_low_bytes", st.low_bytes },
@@ -95,6 +96,9 @@ int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m)
 		{ "master_placed", st.placed },
 		{ "master_adopted", st.adopted },
 		{ "master_adopt_refused", st.adopt_refused },
+		{ "master_put_ids_refused", st.put_ids_refused },
+		{ "master_tombs", st.tombs },
+		{ "master_tomb_floor", st.tomb_floor },
 		{ "master_repersisted", st.repersisted },
 		{ "master_place_refused", st.place_refused },
 		{ "master_ssd_replicas", st.ssd_replicas },

@@ -52,6 +52,7 @@ static const struct {
 	[FLUXONKV_CMD_PUT_LOCAL] = { "PUT_LOCAL", A(ENTRY), false },
 	[FLUXONKV_CMD_PUT] = { "PUT",
 		A(REQ_ID) | A(KEY) | A(HANDLE) | A(LEN), true },
+	[FLUXONKV_CMD_ADOPT_DONE] = { "ADOPT_DONE", 0, false },
 };
 
 #define NCMDS	(sizeof(cmds) / sizeof(cmds[0]))
@@ -286,7 +287,7 @@ static void adopt_one(void *arg, const struct fkv_dump_rec *r)
 	}
 }
 
-int fkv_adopt_kept(struct fkv_master *m, const char *what)
+int fkv_adopt_kept(struct fkv_master *m, struct fkv_nl *nl, const char *what)
 {
 	struct adopt_ctx x = { .m = m };
 	unsigned long again;
@@ -300,6 +301,8 @@ int fkv_adopt_kept(struct fkv_master *m, const char *what)
 	 * so a restart does not leave them to be evicted for good.
 	 */
 	again = fkv_master_repersist_adopted(m, &x.mems);
+	/* The refused ones are dropped (in the module already): serve the rest. */
+	fkv_nl_send_adopt_done(nl);
 	if (err) {
 		fkv_err("warm restart: cannot list the module's kept replicas: "
 			"%s", strerror(-err));

@@ -33,9 +33,12 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 /*
  * Warm restart: adopt into @m, for its current caller node, what the
  * local module kept from a previous daemon (FLUXONKV_CMD_DUMP), and log a
- * summary.  0 or -errno (the dump failed: the kept replicas stay unknown,
- * and are evicted by nobody until the module drops them).
+ * summary; then ADOPT_DONE on @nl, the registered daemon's socket: the
+ * refused ones are dropped by then, the rest are local hits again.  0 or
+ * -errno (the dump failed: the kept replicas stay unknown, and are evicted
+ * by nobody until the module drops them).
  */
-int fkv_adopt_kept(struct fkv_master *m, const char *what);
+struct fkv_nl;
+int fkv_adopt_kept(struct fkv_master *m, struct fkv_nl *nl, const char *what);
 
 #endif /* FLUXOND_DISPATCH_H */

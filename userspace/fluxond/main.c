@@ -316,7 +316,7 @@ static int open_and_register(struct fluxond *d)
 		 d->reg.flags & FLUXONKV_REGISTER_F_LOCAL_PUTS ?
 		 "puts published by the module" : "every put asks this master");
 	if (d->reg.flags & FLUXONKV_REGISTER_F_ADOPT)
-		fkv_adopt_kept(d->master, "single node");
+		fkv_adopt_kept(d->master, d->nl, "single node");
 	else if (d->reg.segment_used)
 		fkv_warn("the segment already holds %llu bytes this master "
 			 "does not know about",

@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "master.h"
+#include "term.h"
 #include "u64map.h"
 
 /*
@@ -64,8 +65,7 @@ struct fkv_master {
 	/* ... and how many of them each held handle has, for eviction. */
 	struct fkv_u64map held_count;
 	struct fkv_master_stats st;	/* counters only; see get_stats */
-	/* The newest put_id a delete removed: adoption's floor. */
-	uint64_t deleted_max;
+	uint64_t term;		/* a cluster master's term; 0 on a single node */
 };
 
 /*
@@ -214,13 +214,15 @@ struct fkv_master *fkv_master_create(const struct fkv_master_config *cfg,
 		.now_ms = cfg->now_ms,
 		.clock_arg = cfg->clock_arg,
 		.hash_secret = cfg->hash_secret,
-		.first_put_id = cfg->first_put_id,
+		.first_put_id = cfg->term ? FKV_PUT_ID(cfg->term, 0)
+					  : cfg->first_put_id,
+		.tombs = cfg->tombs,
 	};
 	struct fkv_master *m;
 	int err;
 
 	if (!cfg->capacity || !ops || !ops->send_drop ||
-	    cfg->node >= FKV_ROUTE_NODES ||
+	    cfg->node >= FKV_ROUTE_NODES || cfg->term > FKV_TERM_MAX ||
 	    fkv_master_check_watermarks(high, low)) {
 		errno = EINVAL;
 		return NULL;
@@ -235,6 +237,7 @@ struct fkv_master *fkv_master_create(const struct fkv_master_config *cfg,
 	m->low_pct = low;
 	m->self = m->caller = cfg->node;
 	m->local_puts = cfg->local_puts;
+	m->term = cfg->term;
 	err = fkv_master_node_up(m, cfg->node, cfg->incarnation, cfg->capacity,
 				 cfg->ssd_capacity, NULL);
 	if (err) {
@@ -499,9 +502,32 @@ void fkv_master_set_ssd_capacity(struct fkv_master *m, uint64_t bytes)
 	n->ssd_capacity = bytes;
 }
 
+/*
+ * A put_id the caller's module saw.  A single-node master numbers above it
+ * (the module may have numbered puts itself); a cluster master's numbering
+ * is its term's, above every earlier term, so a put_id above it was never
+ * issued by this master or one before it (a forged or corrupt one: it
+ * would wrap the numbering) and moves nothing.
+ */
 void fkv_master_note_put_id(struct fkv_master *m, uint64_t put_id)
 {
-	fkv_routes_note_put_id(m->routes, put_id);
+	if (!m->term) {
+		fkv_routes_note_put_id(m->routes, put_id);
+		return;
+	}
+	if (put_id > fkv_routes_last_put_id(m->routes)) {
+		m->st.put_ids_refused++;
+		fkv_warn("node %u reports put_id %#llx (term %llu) above this "
+			 "master's numbering (term %llu): ignored",
+			 m->caller, (unsigned long long)put_id,
+			 (unsigned long long)FKV_PUT_ID_TERM(put_id),
+			 (unsigned long long)m->term);
+	}
+}
+
+uint64_t fkv_master_term(const struct fkv_master *m)
+{
+	return m->term;
 }
 
 void fkv_master_owner_restart(struct fkv_master *m, uint64_t incarnation,
@@ -758,10 +784,10 @@ int fkv_master_adopt(struct fkv_master *m, const void *key, size_t key_len,
 
 	if (handle && m->self && FLUXONKV_HANDLE_NODE(handle) != m->caller)
 		return -EINVAL;
-	fkv_routes_note_put_id(m->routes, put_id);
+	fkv_master_note_put_id(m, put_id);
 	ret = fkv_routes_adopt_on(m->routes, m->caller, key, key_len, put_id,
 				  handle, len, ssd, n->incarnation,
-				  m->deleted_max, &r);
+				  0, &r);
 	if (ret <= 0) {
 		m->st.adopt_refused++;
 		if (handle)
@@ -1245,12 +1271,9 @@ int fkv_master_delete(struct fkv_master *m, const void *key, size_t key_len,
 
 	*put_id = 0;
 	err = fkv_routes_delete(m->routes, key, key_len, put_id);
-	if (!err) {
+	/* A kept copy of this version never comes back: the route's tombstone. */
+	if (!err)
 		m->st.deletes++;
-		/* A kept copy of this version must not come back (adopt). */
-		if (*put_id > m->deleted_max)
-			m->deleted_max = *put_id;
-	}
 	return err;
 }
 
@@ -1348,6 +1371,7 @@ void fkv_master_get_stats(const struct fkv_master *m,
 	st->high_bytes = n->high_bytes;
 	st->low_bytes = n->low_bytes;
 	st->routes = fkv_routes_count(m->routes);
+	st->tombs = fkv_routes_tombs(m->routes, &st->tomb_floor);
 	st->mem_replicas = fkv_routes_mem_count(m->routes);
 	st->inflight = fkv_routes_inflight(m->routes);
 	st->persisting = fkv_routes_persisting_count(m->routes);

@@ -76,6 +76,15 @@ struct fkv_master_config {
 	const uint8_t *hash_secret;
 	uint64_t first_put_id;
 	/*
+	 * A cluster master's term (term.h), 0 on a single node: put_ids are
+	 * FKV_PUT_ID(term, 1..), above every put_id of an earlier term
+	 * (@first_put_id is then ignored), and a put_id a node reports above
+	 * this numbering was never issued by this master or one before it:
+	 * it moves nothing (REPORT refused and dropped, SSD_STATE ignored).
+	 */
+	uint64_t term;
+	size_t tombs;		/* route tombstones kept; 0 = FKV_ROUTE_TOMBS */
+	/*
 	 * The module numbers puts itself (REGISTER_F_LOCAL_PUTS): a PUT, from
 	 * a put that raced the registration of this daemon after one that
 	 * took one-trip puts, is refused (-EPROTO): the module and this
@@ -124,6 +133,10 @@ struct fkv_master_stats {
 	uint64_t placed, place_refused;
 	/* warm restart: kept replicas adopted / refused (dropped) */
 	uint64_t adopted, adopt_refused, repersisted;
+	/* put_ids nodes reported above a cluster master's numbering */
+	uint64_t put_ids_refused;
+	/* route tombstones kept, and the floor aged-out ones left */
+	uint64_t tombs, tomb_floor;
 	size_t holds;
 };
 
@@ -200,6 +213,8 @@ void fkv_master_set_ssd_capacity(struct fkv_master *m, uint64_t bytes);
  * master restart): new put_ids continue above it.
  */
 void fkv_master_note_put_id(struct fkv_master *m, uint64_t put_id);
+/* The cluster master's term (term.h); 0 on a single node. */
+uint64_t fkv_master_term(const struct fkv_master *m);
 
 /*
  * The owner registered with a new INCARNATION (it restarted): every replica

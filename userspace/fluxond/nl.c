@@ -384,6 +384,21 @@ int fkv_nl_send_persist(struct fkv_nl *nl, uint64_t handle, uint64_t put_id)
 	return err;
 }
 
+int fkv_nl_send_adopt_done(struct fkv_nl *nl)
+{
+	struct nl_msg *msg = new_msg(nl->family, FLUXONKV_CMD_ADOPT_DONE, 0);
+	int err = -ENOMEM;
+
+	if (msg) {
+		err = send_msg(nl, msg);
+		nlmsg_free(msg);
+	}
+	if (err)
+		fkv_warn("cannot send ADOPT_DONE (kept replicas stay no local "
+			 "hits): %s", strerror(-err));
+	return err;
+}
+
 void fkv_nl_send_reply(struct fkv_nl *nl, uint8_t cmd, uint64_t req_id,
 		       const struct fkv_reply *r)
 {

@@ -89,6 +89,11 @@ void fkv_nl_send_reply(struct fkv_nl *nl, uint8_t cmd, uint64_t req_id,
 int fkv_nl_send_drop(struct fkv_nl *nl, uint64_t handle, uint32_t flags);
 /* PERSIST {HANDLE, PUT_ID}: write that replica to the SSD tier. */
 int fkv_nl_send_persist(struct fkv_nl *nl, uint64_t handle, uint64_t put_id);
+/*
+ * ADOPT_DONE: every kept replica the master did not drop is adopted (their
+ * DROP_REPLICAs were sent before): they are local hits again.
+ */
+int fkv_nl_send_adopt_done(struct fkv_nl *nl);
 
 void fkv_nl_get_stats(const struct fkv_nl *nl, struct fkv_nl_stats *st);
 

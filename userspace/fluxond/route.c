@@ -74,11 +74,82 @@ struct fkv_routes {
 	uint64_t persisting_bytes;
 
 	uint64_t last_put_id;
+	/*
+	 * Tombstones: what a key entry knew when it was freed.  A freed entry
+	 * leaves its newest put_id (published or deleted) under its key hash
+	 * in @tombs, so that a replica a node kept through a partition or its
+	 * own restart, reported later, is adopted only if no newer version
+	 * (or delete) of its key came meanwhile -- even after every newer
+	 * replica went.  Bounded: @tomb_ring holds the last @tomb_max
+	 * (hash, put_id) in the order they were laid; the oldest aged out
+	 * raises @tomb_floor, which keys without a tombstone are held to
+	 * (exact, conservative: an old version of an untouched key may be
+	 * refused, no overwritten or deleted one adopted).  Entries freed
+	 * because their only holder left (fkv_routes_forget_node: no
+	 * version changed) lay none.  Hash collisions only refuse more.
+	 */
+	struct fkv_u64map tombs;	/* key hash -> put_id */
+	struct fkv_tomb *tomb_ring;
+	size_t tomb_max, tomb_head, tomb_count;
+	uint64_t tomb_floor;
+	bool forgetting;		/* in fkv_routes_forget_node() */
 	uint64_t used_by[FKV_ROUTE_NODES];	/* per owner node */
 	uint64_t reserved_by[FKV_ROUTE_NODES];
 	size_t nssd;			/* committed SSD replicas */
 	uint64_t ssd_bytes;		/* sum of their lengths */
 };
+
+struct fkv_tomb {
+	uint64_t hash;
+	uint64_t put_id;
+};
+
+/* Lay (or raise) the tombstone of a freed entry of @hash at @put_id. */
+static void tomb_lay(struct fkv_routes *t, uint64_t hash, uint64_t put_id)
+{
+	uint64_t cur = (uintptr_t)fkv_u64map_get(&t->tombs, hash);
+	struct fkv_tomb *slot;
+
+	if (!put_id || put_id <= cur || put_id <= t->tomb_floor)
+		return;
+	if (t->tomb_count == t->tomb_max) {
+		/* the oldest goes; the floor keeps what it said */
+		struct fkv_tomb *old = &t->tomb_ring[t->tomb_head];
+
+		if ((uintptr_t)fkv_u64map_get(&t->tombs, old->hash) ==
+		    old->put_id)
+			fkv_u64map_del(&t->tombs, old->hash);
+		if (old->put_id > t->tomb_floor)
+			t->tomb_floor = old->put_id;
+		t->tomb_head = (t->tomb_head + 1) % t->tomb_max;
+		t->tomb_count--;
+	}
+	/* on ENOMEM the floor stands in for it: still exact */
+	if (fkv_u64map_put(&t->tombs, hash, (void *)(uintptr_t)put_id)) {
+		if (put_id > t->tomb_floor)
+			t->tomb_floor = put_id;
+		return;
+	}
+	slot = &t->tomb_ring[(t->tomb_head + t->tomb_count) % t->tomb_max];
+	slot->hash = hash;
+	slot->put_id = put_id;
+	t->tomb_count++;
+}
+
+/* The newest version of @hash's key that was removed (or may have been). */
+static uint64_t tomb_of(const struct fkv_routes *t, uint64_t hash)
+{
+	uint64_t v = (uintptr_t)fkv_u64map_get(&t->tombs, hash);
+
+	return v ? v : t->tomb_floor;
+}
+
+size_t fkv_routes_tombs(const struct fkv_routes *t, uint64_t *floor)
+{
+	if (floor)
+		*floor = t->tomb_floor;
+	return t->tomb_count;
+}
 
 static uint64_t clock_monotonic_ms(void *arg)
 {
@@ -139,8 +210,20 @@ struct fkv_routes *fkv_routes_create(const struct fkv_route_config *cfg,
 	err = fkv_u64map_init(&t->persisting, 0);
 	if (err)
 		goto err_inflight;
+	t->tomb_max = cfg->tombs ? cfg->tombs : FKV_ROUTE_TOMBS;
+	err = fkv_u64map_init(&t->tombs, 0);
+	if (err)
+		goto err_persisting;
+	err = -ENOMEM;
+	t->tomb_ring = calloc(t->tomb_max, sizeof(*t->tomb_ring));
+	if (!t->tomb_ring)
+		goto err_tombs;
 	return t;
 
+err_tombs:
+	fkv_u64map_fini(&t->tombs);
+err_persisting:
+	fkv_u64map_fini(&t->persisting);
 err_inflight:
 	fkv_u64map_fini(&t->inflight);
 err_by_handle:
@@ -177,6 +260,8 @@ void fkv_routes_destroy(struct fkv_routes *t)
 		}
 	}
 	free(t->buckets);
+	free(t->tomb_ring);
+	fkv_u64map_fini(&t->tombs);
 	fkv_u64map_fini(&t->persisting);
 	fkv_u64map_fini(&t->inflight);
 	fkv_u64map_fini(&t->by_handle);
@@ -266,6 +351,8 @@ static void maybe_free_entry(struct fkv_routes *t, struct fkv_route *r)
 		return;
 	for (pp = bucket_of(t, r->hash); *pp; pp = &(*pp)->next) {
 		if (*pp == r) {
+			if (!t->forgetting)
+				tomb_lay(t, r->hash, r->put_id);
 			*pp = r->next;
 			t->nentries--;
 			free(r);
@@ -836,6 +923,9 @@ int fkv_routes_adopt_on(struct fkv_routes *t, uint32_t node, const void *key,
 	r = get_entry(t, key, key_len);
 	if (!r)
 		return -ENOMEM;
+	/* ... or one the route forgot with its entry (tombstones) */
+	if (tomb_of(t, r->hash) > floor)
+		floor = tomb_of(t, r->hash);
 	/* A newer version (or a delete) won; or one that might have. */
 	if (r->put_id > put_id ||
 	    (put_id <= floor && !(r->nreplicas && r->put_id == put_id))) {
@@ -942,6 +1032,7 @@ size_t fkv_routes_forget_node(struct fkv_routes *t, uint32_t node,
 	struct fkv_list *l, *next;
 	size_t i, n = 0;
 
+	t->forgetting = true;	/* no version changes: no tombstones */
 	for (l = fkv_list_first(&t->inflight_list); l; l = next) {
 		struct fkv_inflight *p =
 			fkv_container_of(l, struct fkv_inflight, link);
@@ -970,6 +1061,7 @@ size_t fkv_routes_forget_node(struct fkv_routes *t, uint32_t node,
 			compact(t, r);
 		}
 	}
+	t->forgetting = false;
 	return n;
 }
 

@@ -130,7 +130,15 @@ struct fkv_route_config {
 	void *clock_arg;
 	const uint8_t *hash_secret;	/* 16 bytes; NULL = random */
 	uint64_t first_put_id;		/* put_ids start above this */
+	size_t tombs;			/* tombstones kept; 0 = FKV_ROUTE_TOMBS */
 };
+
+/* Tombstones of freed key entries kept by default (route.c). */
+#define FKV_ROUTE_TOMBS		(1u << 18)
+
+struct fkv_routes;
+/* How many tombstones are kept; *@floor: the one aged-out ones left. */
+size_t fkv_routes_tombs(const struct fkv_routes *t, uint64_t *floor);
 
 struct fkv_routes;
 
@@ -189,8 +197,10 @@ int fkv_routes_put_move(struct fkv_routes *t, const void *key, size_t key_len,
  * replica of the route under @tomb_tag when it is the newest version the
  * table knows (older copies are dropped), or another copy of the current
  * one; refused (0) when a newer version or a delete won, or, for a
- * version <= @floor (the newest put_id this table deleted), unless the
- * route holds exactly that version (it may have been deleted).  Returns 1
+ * version <= @floor or <= the tombstone of its key (the newest put_id
+ * its freed entry knew, or the floor aged-out tombstones left), unless
+ * the route holds exactly that version (it may have been deleted or
+ * overwritten since, and every newer replica gone).  Returns 1
  * (*@routep set), 0 (refused: drop the handle), -EINVAL, -ENOMEM.
  */
 int fkv_routes_adopt_on(struct fkv_routes *t, uint32_t node, const void *key,

@@ -88,6 +88,10 @@
  *	  heartbeat_ms: 1000           # 50..60000, default 1000
  *	  dead_after_ms: 5000          # > 2 * heartbeat_ms, <= 600000;
  *	                               # default 5000
+ *	  state_dir: /var/lib/fluxonkv # absolute; default /var/lib/fluxonkv.
+ *	                               # The master keeps its term there
+ *	                               # (master.term): put_ids of a later
+ *	                               # master term are above every earlier
  *
  * master and advertise are dialed by peers, so neither may be a wildcard
  * address.  All three addresses follow the host:port grammar below; they
@@ -147,6 +151,7 @@
 #define FKV_HEARTBEAT_MS_DEFAULT	1000
 #define FKV_DEAD_AFTER_MS_MAX	600000
 #define FKV_DEAD_AFTER_MS_DEFAULT	5000
+#define FKV_STATE_DIR_DEFAULT	"/var/lib/fluxonkv"
 
 /* The SSD plan's defaults (struct fkv_ssd_plan_opts). */
 #define FKV_SSD_SHARD_MAX	(1ULL << 30)	/* split capacity into <= 1 GiB */
@@ -211,6 +216,7 @@ struct fkv_cluster_config {
 				 * NULL for an inline secret */
 	unsigned int heartbeat_ms;
 	unsigned int dead_after_ms;
+	char *state_dir;	/* owned; FKV_STATE_DIR_DEFAULT if unset */
 };
 
 /* Watermarks fluxond uses when neither the file nor its flags set them. */

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Versions never go backwards across a master restart and a node's rejoin
+# (issue 28): run in both guests by tools/vm/cluster:
+#   tools/vm/cluster --nodes 2 --results DIR -- selftests/cluster/fence.sh
+# node1 runs the master, node2 a node.
+#  1. node2 puts K and 20 more values (its put_ids climb above anything
+#     node1's module saw), then its fluxond is killed: its module keeps K.
+#  2. The master is killed and restarted; before node2 is back, node1 puts
+#     a new K and the put returns.  The restarted master numbers it in a
+#     new term (cluster.state_dir/master.term), above every put_id of the
+#     previous master -- before terms it numbered from node1's module's
+#     highest put_id, below node2's K, and adopted node2's older K over
+#     the acknowledged one when node2 reported it.
+#  3. node2's fluxond comes back with its reports held back 5 s (fault
+#     injection: FLUXOND_TEST_REPORT_DELAY_MS): a get of K on node2 in that
+#     window must not be its module's kept, overwritten K (kept replicas
+#     are no local hits until the master has adopted them: ADOPT_DONE);
+#     it must be node1's new K.  Afterwards both nodes read node1's K.
+# TAP in $FLUXON_RESULTS/fence-node<I>.tap.
+set -euo pipefail
+
+TAP_NAME=fence
+# shellcheck source=selftests/cluster/lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=selftests/cluster/node.sh
+. "$(dirname "$0")/node.sh"
+
+out "TAP version 13"
+if [ "$N" -ne 2 ]; then
+	out "1..0 # SKIP fence.sh runs on exactly 2 nodes"
+	exit 0
+fi
+if [ "$I" -eq 1 ]; then out "1..11"; else out "1..8"; fi
+
+rmmod fluxonkv 2>/dev/null || true
+check "module loads" insmod "$KO" segment_mb=64 request_timeout_ms=8000
+config /tmp/fkv.yaml "$SECRET"
+[ -z "${FLUXON_RESULTS:-}" ] || LOG=$FLUXON_RESULTS/fluxond-node$I.log
+: >"$LOG"
+TERM_FILE=/var/tmp/fluxonkv/master.term
+
+term_is() {	# term_is N: the master's term file says N
+	[ "$(cat "$TERM_FILE" 2>/dev/null)" = "$1" ] ||
+		{ diag "$TERM_FILE: '$(cat "$TERM_FILE" 2>&1)', wanted $1"; return 1; }
+}
+
+if [ "$I" -eq 1 ]; then
+	rm -rf /var/tmp/fluxonkv
+	start_daemon /tmp/fkv.yaml
+	check "the master starts" daemon_up
+	check "the master's first term is written down" term_is 1
+	put_new low 1000
+	mark master-up
+	wait_for down.2 || true
+	check "node2 left the master" logged "member-left: node 'node2'"
+
+	# The master restarts while node2 is away; a put of K returns.
+	kill -9 "$DPID"
+	wait "$DPID" 2>/dev/null || true
+	start_daemon /tmp/fkv.yaml
+	check "the master restarts" daemon_up
+	check "the restarted master is in term 2" term_is 2
+	check "the restarted master logs its term" logged "master term 2 "
+	check "node1 puts a new K before node2 is back" put_new K 2000
+	check "node1 reads its new K" get_same K memory
+	mark kput.1
+
+	wait_for read.2 || true
+	check "node1's K is still the acknowledged one after node2's reports" get_same K memory
+	check "node2's report of its older K was refused" logged "node 2's reports: [0-9]* adopted, [1-9][0-9]* refused"
+	finish
+fi
+
+wait_for master-up || true
+start_daemon /tmp/fkv.yaml
+check "node2 joins" daemon_up
+for i in $(seq 1 20); do put_new "f$i" 500; done
+check "node2 puts K after 20 other values" put_new K 3000
+check "node2 reads its K" get_same K memory
+kill -9 "$DPID"
+wait "$DPID" 2>/dev/null || true
+mark down.2
+
+wait_for kput.1 || true
+FLUXOND_TEST_REPORT_DELAY_MS=5000 start_daemon /tmp/fkv.yaml
+check "node2 rejoins the restarted master" daemon_up
+# In the 5 s before node2 reports: its module still holds its old K.
+check "a get on node2 before its reports is node1's new K, not the kept one" get_same K remote
+check "node2 reported what its module kept" logged "reported [0-9]* replicas our module kept"
+check "node2 reads node1's new K after the reports" get_same K remote
+check "node2's own older values were adopted: local hits" get_same f7 memory
+mark read.2
+finish
