@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/genetlink.h>
@@ -463,6 +464,122 @@ FKV_TEST_TIMEOUT(tcp_pull_lands_bytes_in_the_target, 60)
 	free(dst.mem);
 }
 
+/* A TCP connection from @src_ip to the source's data port. */
+static int dial_from(const char *src_ip, uint16_t port)
+{
+	struct sockaddr_in me = { .sin_family = AF_INET }, to = me;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	FKV_ASSERT(fd >= 0);
+	inet_pton(AF_INET, src_ip, &me.sin_addr);
+	inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+	to.sin_port = htons(port);
+	FKV_ASSERT_EQ(bind(fd, (struct sockaddr *)&me, sizeof(me)), 0);
+	FKV_ASSERT_EQ(connect(fd, (struct sockaddr *)&to, sizeof(to)), 0);
+	return fd;
+}
+
+/* Read what the source sends until it closes (or 10 s): bytes read, or -1. */
+static long read_to_close(int fd)
+{
+	char buf[256];
+	long total = 0;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	for (;;) {
+		ssize_t n;
+
+		if (poll(&pfd, 1, 10000) != 1)
+			return -1;
+		n = recv(fd, buf, sizeof(buf), 0);
+		if (n <= 0)
+			return total;
+		total += n;
+	}
+}
+
+/*
+ * Nothing before authentication can hurt a node (issue 28): peers without
+ * the secret opening data connections and never finishing the join (or
+ * trickling it a byte at a time) hold at most 16 handshakes per address
+ * (one more is closed before anything is sent), each until the handshake
+ * deadline (the socket timeout from accept), while a member's pull goes
+ * through.  Before the limits every such connection held a served thread
+ * for as long as it trickled.
+ */
+#define PER_ADDR	16	/* xport_tcp.c FKV_TCP_PREAUTH_PER_ADDR */
+
+FKV_TEST_TIMEOUT(tcp_handshakes_are_bounded_per_address_and_in_time, 60)
+{
+	static struct fake_seg src, dst;
+	struct fkv_pull p = { .key = "key", .key_len = 3, .done = pull_done };
+	struct fkv_xport *xs, *xd;
+	struct fkv_xport_stats st;
+	int fds[PER_ADDR + 1], done = 0, i;
+	uint16_t port;
+	char c = 0;
+
+	src.mem = calloc(1, SEG);
+	dst.mem = calloc(1, SEG);
+	src.handle = 0x500000001ULL;
+	src.put_id = 5;
+	src.off = 4096;
+	src.len = 4096;
+	xs = make_xport(&src, "127.0.0.1", "src", secret);	/* 2 s timeout */
+	xd = make_xport(&dst, NULL, "dst", secret);
+	port = fkv_xport_port(xs);
+	for (i = 0; i <= PER_ADDR; i++)
+		fds[i] = dial_from("127.0.0.2", port);
+	/* one more from that address: closed without a HELLO */
+	FKV_ASSERT_EQ(read_to_close(fds[PER_ADDR]), 0);
+	/* one of them trickles a byte every 300 ms */
+	for (i = 0; i < 4; i++)
+		FKV_ASSERT_EQ(send(fds[0], &c, 1, MSG_NOSIGNAL), 1);
+
+	/* a member's pull from another address goes through meanwhile */
+	p.handle = src.handle;
+	p.put_id = 5;
+	p.len = src.len;
+	p.arg = &done;
+	snprintf(p.peer, sizeof(p.peer), "127.0.0.1:%u", port);
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p), 0);
+	wait_done(xd, &done, 1);
+	FKV_ASSERT_EQ(p.status, 0);
+
+	/* all are cut at the deadline, the trickler too */
+	for (i = 0; i < PER_ADDR; i++) {
+		long got;
+
+		if (i == 0) {
+			int k;
+
+			for (k = 0; k < 20; k++) {
+				if (send(fds[0], &c, 1, MSG_NOSIGNAL) != 1)
+					break;
+				usleep(300000);
+			}
+			FKV_ASSERT(k < 20, "a trickling peer kept its handshake for 6 s");
+		}
+		got = read_to_close(fds[i]);
+		FKV_ASSERT(got > 0, "connection %d: the HELLO, then closed (%ld)",
+			   i, got);
+		close(fds[i]);
+	}
+	close(fds[PER_ADDR]);
+	fkv_xport_get_stats(xs, &st);
+	FKV_ASSERT_EQ(st.preauth_refused, 1);
+	FKV_ASSERT_EQ(st.handshake_timeouts, PER_ADDR);
+	FKV_ASSERT_EQ(st.served, 1);
+	/* the address may try again now */
+	fds[0] = dial_from("127.0.0.2", port);
+	FKV_ASSERT(read_to_close(fds[0]) > 0);
+	close(fds[0]);
+	fkv_xport_destroy(xd);
+	fkv_xport_destroy(xs);
+	free(src.mem);
+	free(dst.mem);
+}
+
 FKV_TEST_TIMEOUT(tcp_wrong_secret_and_dead_peer_fail_the_pull, 60)
 {
 	static struct fake_seg src, dst;
@@ -643,6 +760,102 @@ FKV_TEST_TIMEOUT(cctl_join_heartbeat_leave_and_timeout, 60)
 		fkv_cctl_get_stats(n, &ns1);
 		FKV_ASSERT(ns1.connects > ns0.connects);
 	}
+	fkv_cctl_stop(n);
+	fkv_cctl_stop(m);
+}
+
+/* Whether @fd has bytes (or an end) to read within @ms. */
+static bool readable_within(int fd, int ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, ms) == 1;
+}
+
+/*
+ * The master's port before authentication (issue 28): at most 4 joins in
+ * progress per address (a 5th connection is closed at accept, nothing
+ * sent), a member joins meanwhile, a refused connection's later messages
+ * are not parsed (one refusal for two bad JOINs), and joins that never
+ * come are cut at the join timeout.
+ */
+FKV_TEST_TIMEOUT(cctl_strangers_hold_few_join_slots_and_nothing_after_refusal, 60)
+{
+	struct fkv_cluster_config mc, nc;
+	struct fkv_cctl_config c = { .segment_size = 64 << 20,
+				     .segment_used = used_zero };
+	struct fkv_cctl *m, *n;
+	struct fkv_cctl_stats st;
+	uint16_t port = free_port();
+	struct nl_msg *join;
+	char buf[4096];
+	int fds[5], bad, i;
+
+	cluster_cfg(&mc, FKV_ROLE_MASTER, "a", port, secret);
+	cluster_cfg(&nc, FKV_ROLE_NODE, "b", port, secret);
+	c.cc = &mc;
+	c.incarnation = 1;
+	FKV_ASSERT_EQ(fkv_cctl_start(&m, &c), 0);
+	for (i = 0; i < 5; i++) {
+		fds[i] = dial_from("127.0.0.2", port);
+		spin(m, NULL, 50);
+	}
+	for (i = 0; i < 4; i++)
+		FKV_ASSERT(readable_within(fds[i], 1000) &&
+			   recv(fds[i], buf, sizeof(buf), MSG_DONTWAIT) > 0,
+			   "connection %d: no HELLO", i);
+	FKV_ASSERT(readable_within(fds[4], 1000));
+	FKV_ASSERT_EQ(recv(fds[4], buf, sizeof(buf), MSG_DONTWAIT), 0);
+
+	/* a member from another address joins meanwhile */
+	c.cc = &nc;
+	c.incarnation = 2;
+	FKV_ASSERT_EQ(fkv_cctl_start(&n, &c), 0);
+	FKV_ASSERT_EQ(spin(m, n, 400), 0);
+	FKV_ASSERT_EQ(fkv_cctl_node_id(n), 2);
+
+	/* two malformed JOINs at once: refused once, the second not read */
+	bad = dial_from("127.0.0.3", port);
+	spin(m, n, 50);
+	FKV_ASSERT(readable_within(bad, 1000));
+	FKV_ASSERT(recv(bad, buf, sizeof(buf), MSG_DONTWAIT) > 0);
+	join = fkv_wire_msg(FKV_CCMD_JOIN);
+	FKV_ASSERT(join != NULL);
+	memcpy(buf, nlmsg_hdr(join), nlmsg_hdr(join)->nlmsg_len);
+	memcpy(buf + nlmsg_hdr(join)->nlmsg_len, nlmsg_hdr(join),
+	       nlmsg_hdr(join)->nlmsg_len);
+	FKV_ASSERT_EQ(send(bad, buf, 2 * nlmsg_hdr(join)->nlmsg_len, 0),
+		      (ssize_t)(2 * nlmsg_hdr(join)->nlmsg_len));
+	nlmsg_free(join);
+	spin(m, n, 200);
+	fkv_cctl_get_stats(m, &st);
+	FKV_ASSERT_EQ(st.refused, 1);
+	FKV_ASSERT_EQ(st.preauth_refused, 1);
+	close(bad);
+
+	/* the four never join: cut at the join timeout (5 s), the member stays */
+	for (i = 0; i < 200; i++) {	/* up to 10 s by the clock */
+		struct timespec t0, t1;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			FKV_ASSERT_EQ(spin(m, n, 50), 0);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+		} while ((t1.tv_sec - t0.tv_sec) * 1000 +
+			 (t1.tv_nsec - t0.tv_nsec) / 1000000 < 50);
+		fkv_cctl_get_stats(m, &st);
+		if (st.join_timeouts == 4)
+			break;
+	}
+	FKV_ASSERT_EQ(st.join_timeouts, 4);
+	for (i = 0; i < 4; i++) {
+		FKV_ASSERT(readable_within(fds[i], 1000));
+		FKV_ASSERT(recv(fds[i], buf, sizeof(buf), MSG_DONTWAIT) <= 0);
+		close(fds[i]);
+	}
+	close(fds[4]);
+	FKV_ASSERT_EQ(fkv_cctl_node_id(n), 2);
+	FKV_ASSERT(fkv_members_is_live(fkv_cctl_members(m), 2, 2));
 	fkv_cctl_stop(n);
 	fkv_cctl_stop(m);
 }

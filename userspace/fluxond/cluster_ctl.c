@@ -23,12 +23,21 @@
 #include "auth.h"
 #include "cluster_ctl.h"
 #include "log.h"
+#include "netaddr.h"
 #include "../common/wire.h"
 
 /* Connections a master serves at once (members + joins in progress). */
 #define FKV_CCTL_CONNS		(FKV_MEMBERS_MAX + 16)
 /* A connection that has not joined by then is closed. */
 #define FKV_JOIN_TIMEOUT_MS	5000
+/*
+ * Connections in the join (HELLO sent, no member yet) at once, and from one
+ * address: whoever lacks the secret holds at most these of the master's
+ * slots, each for FKV_JOIN_TIMEOUT_MS, and the rest (FKV_MEMBERS_MAX) stay
+ * free for members.
+ */
+#define FKV_CCTL_PREAUTH_MAX	16
+#define FKV_CCTL_PREAUTH_PER_ADDR	4
 /* A node retries the master this often while it cannot reach it. */
 #define FKV_RECONNECT_MS	1000
 
@@ -43,6 +52,7 @@ struct cconn {
 	uint32_t id;			/* joined: member id */
 	uint64_t incarnation;		/* joined: its incarnation */
 	uint64_t since_ms;
+	struct sockaddr_storage addr;	/* master: the peer's address */
 	char peer[64];			/* address, for logs */
 };
 
@@ -60,6 +70,7 @@ struct fkv_cctl {
 	uint32_t node_id;
 	uint64_t next_beat_ms, next_connect_ms;
 	int fatal;
+	struct fkv_ratelimit preauth_log;	/* what strangers provoke */
 };
 
 static const struct nla_policy cctl_policy[FKV_CA_MAX + 1] = {
@@ -194,7 +205,8 @@ static void master_join(struct fkv_cctl *t, struct cconn *c,
 
 	if (c->state != C_HELLO || !tb[FKV_CA_NODE_NAME] || !tb[FKV_CA_MAC] ||
 	    !tb[FLUXONKV_A_INCARNATION] || !tb[FKV_CA_DATA_ADDR]) {
-		fkv_warn("cluster: malformed JOIN from %s", c->peer);
+		fkv_ratelimited_warn(&t->preauth_log,
+				     "cluster: malformed JOIN from %s", c->peer);
 		master_refuse(t, c, -EINVAL, "malformed JOIN");
 		return;
 	}
@@ -212,8 +224,9 @@ static void master_join(struct fkv_cctl *t, struct cconn *c,
 	if (!fkv_auth_check(t->cc->secret, t->cc->secret_len, c->nonce,
 			    j.name, j.incarnation, nla_data(tb[FKV_CA_MAC]),
 			    (size_t)nla_len(tb[FKV_CA_MAC]))) {
-		fkv_err("cluster: refused node '%.64s' from %s: wrong cluster secret",
-			j.name, c->peer);
+		fkv_ratelimited_warn(&t->preauth_log,
+				     "cluster: refused node '%.64s' from %s: wrong cluster secret",
+				     j.name, c->peer);
 		master_refuse(t, c, -EACCES, "wrong cluster secret");
 		return;
 	}
@@ -344,26 +357,43 @@ static void master_msg(struct fkv_cctl *t, struct cconn *c,
 
 static void master_accept(struct fkv_cctl *t)
 {
+	unsigned int i, pending = 0, same = 0;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	struct nl_msg *msg;
 	struct cconn *c = NULL;
-	unsigned int i;
 	int fd;
 
+	memset(&ss, 0, sizeof(ss));
 	fd = accept4(t->lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
-	tune_socket(fd, t->cc->dead_after_ms);
-	for (i = 0; i < FKV_CCTL_CONNS && !c; i++)
-		if (t->conns[i].state == C_FREE)
-			c = &t->conns[i];
-	if (!c) {
-		fkv_warn("cluster: too many connections: refusing one");
+	for (i = 0; i < FKV_CCTL_CONNS; i++) {
+		struct cconn *o = &t->conns[i];
+
+		if (o->state == C_FREE) {
+			if (!c)
+				c = o;
+		} else if (o->state == C_HELLO || o->state == C_JOINING) {
+			pending++;
+			same += fkv_same_host(&o->addr, &ss);
+		}
+	}
+	if (!c || pending >= FKV_CCTL_PREAUTH_MAX ||
+	    same >= FKV_CCTL_PREAUTH_PER_ADDR) {
+		/* nothing sent, nothing read */
+		t->st.preauth_refused++;
+		fkv_ratelimited_warn(&t->preauth_log,
+				     "cluster: %s: refusing a connection (%u joins in progress, %u from that address; at most %u and %u)",
+				     c ? "too many joins" : "no free slot",
+				     pending, same, FKV_CCTL_PREAUTH_MAX,
+				     FKV_CCTL_PREAUTH_PER_ADDR);
 		close(fd);
 		return;
 	}
+	tune_socket(fd, t->cc->dead_after_ms);
 	fkv_wire_init(&c->w, fd);
+	c->addr = ss;
 	c->state = C_HELLO;
 	c->since_ms = now_ms();
 	if (ss.ss_family == AF_INET) {
@@ -696,11 +726,14 @@ static void conn_io(struct fkv_cctl *t, struct cconn *c, short revents)
 
 		err = fkv_wire_read(&c->w);
 		/* Whatever arrived before an end of stream is handled first. */
-		while (c->state != C_FREE && (nlh = fkv_wire_next(&c->w, &ferr)))
+		/* Whatever comes after a refusal (C_CLOSING) is not parsed. */
+		while (c->state != C_FREE && c->state != C_CLOSING &&
+		       (nlh = fkv_wire_next(&c->w, &ferr)))
 			(t->master ? master_msg : node_msg)(t, c, nlh);
 		if (ferr == -EPROTO) {
-			fkv_warn("cluster: %s speaks no fluxond protocol: closing",
-				 c->peer);
+			fkv_ratelimited_warn(&t->preauth_log,
+					     "cluster: %s speaks no fluxond protocol: closing",
+					     c->peer);
 			err = ferr;
 		}
 		if (err && err != -EAGAIN) {
@@ -751,8 +784,10 @@ void fkv_cctl_tick(struct fkv_cctl *t)
 
 			if ((c->state == C_HELLO || c->state == C_JOINING) &&
 			    now - c->since_ms > FKV_JOIN_TIMEOUT_MS) {
-				fkv_warn("cluster: %s did not join in time: closing",
-					 c->peer);
+				t->st.join_timeouts++;
+				fkv_ratelimited_warn(&t->preauth_log,
+						     "cluster: %s did not join in time: closing",
+						     c->peer);
 				conn_close(c);
 			}
 			/* A member the table let go (timeout): its connection too. */

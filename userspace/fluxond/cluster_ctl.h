@@ -54,6 +54,8 @@ struct fkv_cctl_config {
 struct fkv_cctl_stats {
 	uint64_t joins, refused, member_left, heartbeats, stale;
 	uint64_t connects, connect_failures;
+	/* master: connections refused before the join (limits), joins cut */
+	uint64_t preauth_refused, join_timeouts;
 };
 
 struct fkv_cctl;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <stdlib.h>
 #include <syslog.h>
+#include <time.h>
 
 #include "log.h"
 
@@ -108,4 +109,29 @@ const char *fkv_key_fmt(char buf[FKV_KEY_FMT_LEN], const void *key,
 	}
 	buf[o] = '\0';
 	return buf;
+}
+
+void fkv_ratelimited_warn(struct fkv_ratelimit *rl, const char *fmt, ...)
+{
+	struct timespec ts;
+	long long now;
+	char msg[512];
+	va_list ap;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (now < rl->next_ms) {
+		rl->suppressed++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (rl->suppressed)
+		fkv_warn("%s (and %lu more like it in the last second)", msg,
+			 rl->suppressed);
+	else
+		fkv_warn("%s", msg);
+	rl->suppressed = 0;
+	rl->next_ms = now + 1000;
 }

@@ -34,6 +34,18 @@ const char *fkv_key_fmt(char buf[FKV_KEY_FMT_LEN], const void *key,
 void fkv_log(enum fkv_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * A warning that a peer can provoke at will (refused connections): at most
+ * one a second per @rl, the next one saying how many were left out.  The
+ * caller serialises uses of one @rl.
+ */
+struct fkv_ratelimit {
+	long long next_ms;
+	unsigned long suppressed;
+};
+void fkv_ratelimited_warn(struct fkv_ratelimit *rl, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 #define fkv_err(...)	fkv_log(FKV_LOG_ERR, __VA_ARGS__)
 #define fkv_warn(...)	fkv_log(FKV_LOG_WARN, __VA_ARGS__)
 #define fkv_info(...)	fkv_log(FKV_LOG_INFO, __VA_ARGS__)

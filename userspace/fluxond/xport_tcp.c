@@ -43,6 +43,7 @@
 #include "auth.h"
 #include "fluxonkv_config.h"
 #include "log.h"
+#include "netaddr.h"
 #include "../common/wire.h"
 #include "xport_int.h"
 #include "xport_rdma.h"
@@ -72,6 +73,8 @@ struct tcp_conn {			/* a served connection */
 	struct fkv_xport *x;
 	int fd;
 	pthread_t thread;
+	uint64_t joined_by_ms;		/* the handshake's deadline */
+	int preauth;			/* its pre-auth slot until joined, or -1 */
 	bool done;			/* the thread finished (priv lock) */
 	bool rdma;			/* the requester may READ: a ticket out */
 	uint8_t ticket[FKV_TICKET_LEN];
@@ -79,6 +82,17 @@ struct tcp_conn {			/* a served connection */
 
 /* Served connections at once; more are refused until some end. */
 #define FKV_TCP_CONNS_MAX	256
+/*
+ * Before a peer proved the secret: at most this many connections in the
+ * handshake at once, this many from one address, each given the socket
+ * timeout from accept to a whole JOIN (not per read: a peer trickling a
+ * byte at a time is cut at the deadline).  Whoever lacks the secret
+ * therefore holds at most FKV_TCP_PREAUTH_MAX of the served connections,
+ * each for one timeout, and one address at most FKV_TCP_PREAUTH_PER_ADDR.
+ */
+#define FKV_TCP_PREAUTH_MAX	64
+/* (a member opens up to 4 pull and 64 placement connections in a burst) */
+#define FKV_TCP_PREAUTH_PER_ADDR	16
 /*
  * SSD pushes served at once: each stages up to FKV_PUSH_QUEUE chunks in
  * this node's segment, and making room for staging evicts its DRAM.
@@ -101,6 +115,10 @@ struct tcp_priv {
 	bool stopping;
 	bool want_rdma;			/* fkv_xport_rdma */
 	struct fkv_rdma *rdma;		/* NULL: TCP only */
+	/* connections in the handshake, by peer address (lock) */
+	struct sockaddr_storage preauth[FKV_TCP_PREAUTH_MAX];
+	bool preauth_used[FKV_TCP_PREAUTH_MAX];
+	struct fkv_ratelimit preauth_log;	/* lock */
 };
 
 /* Placements of ours in flight at once (each a thread and a connection). */
@@ -183,11 +201,6 @@ static int read_until(int fd, void *buf, size_t n, uint64_t deadline_ms)
 	return 0;
 }
 
-static int read_full(int fd, void *buf, size_t n)
-{
-	return read_until(fd, buf, n, 0);
-}
-
 /* Until @fd has something to read, or -ETIMEDOUT at @deadline_ms. */
 static int wait_readable(int fd, uint64_t deadline_ms)
 {
@@ -263,14 +276,14 @@ static int send_free(int fd, struct nl_msg *msg, bool built)
 /* Bit of cluster command @c in a recv_any() mask. */
 #define CMD_BIT(c)	(1U << ((c) - FKV_CCMD_HELLO))
 
-static int recv_any(int fd, uint8_t *buf, uint32_t cmds,
-		    const struct nla_policy *policy, struct nlattr **tb,
-		    uint8_t *got);
+static int recv_until(int fd, uint8_t *buf, uint32_t cmds,
+		      const struct nla_policy *policy, struct nlattr **tb,
+		      uint8_t *got, uint64_t deadline_ms);
 
 static int recv_msg(int fd, uint8_t *buf, uint8_t cmd,
 		    const struct nla_policy *policy, struct nlattr **tb)
 {
-	return recv_any(fd, buf, CMD_BIT(cmd), policy, tb, NULL);
+	return recv_until(fd, buf, CMD_BIT(cmd), policy, tb, NULL, 0);
 }
 
 /* The same, for a message of any command in @cmds (in *@got). */
@@ -278,17 +291,26 @@ static int recv_any(int fd, uint8_t *buf, uint32_t cmds,
 		    const struct nla_policy *policy, struct nlattr **tb,
 		    uint8_t *got)
 {
+	return recv_until(fd, buf, cmds, policy, tb, got, 0);
+}
+
+/* ... whole by @deadline_ms (CLOCK_MONOTONIC; 0: each read's timeout only). */
+static int recv_until(int fd, uint8_t *buf, uint32_t cmds,
+		      const struct nla_policy *policy, struct nlattr **tb,
+		      uint8_t *got, uint64_t deadline_ms)
+{
 	struct nlmsghdr *nlh = (struct nlmsghdr *)buf;
 	size_t len;
 	int err;
 
-	err = read_full(fd, buf, sizeof(*nlh));
+	err = read_until(fd, buf, sizeof(*nlh), deadline_ms);
 	if (err)
 		return err;
 	if (fkv_wire_frame(buf, sizeof(*nlh), &len) == -EPROTO ||
 	    nlh->nlmsg_len < NLMSG_HDRLEN + GENL_HDRLEN)
 		return -EPROTO;
-	err = read_full(fd, buf + sizeof(*nlh), nlh->nlmsg_len - sizeof(*nlh));
+	err = read_until(fd, buf + sizeof(*nlh), nlh->nlmsg_len - sizeof(*nlh),
+			 deadline_ms);
 	if (err)
 		return err;
 	if (fkv_wire_cmd(nlh) < FKV_CCMD_HELLO ||
@@ -1078,7 +1100,8 @@ static int tcp_place_step(struct fkv_xport *x, struct fkv_pull *p)
 
 /* ---- source side ---- */
 
-static int serve_join(struct fkv_xport *x, int fd, uint8_t *buf)
+static int serve_join(struct fkv_xport *x, int fd, uint8_t *buf,
+		      uint64_t deadline_ms)
 {
 	struct nlattr *tb[FKV_CA_MAX + 1];
 	uint8_t nonce[FKV_NONCE_LEN];
@@ -1094,9 +1117,15 @@ static int serve_join(struct fkv_xport *x, int fd, uint8_t *buf)
 						  sizeof(nonce), nonce));
 	if (err)
 		return err;
-	err = recv_msg(fd, buf, FKV_CCMD_JOIN, join_policy, tb);
-	if (err)
+	err = recv_until(fd, buf, CMD_BIT(FKV_CCMD_JOIN), join_policy, tb,
+			 NULL, deadline_ms);
+	if (err) {
+		if (err == -ETIMEDOUT || err == -EAGAIN) {
+			FKV_XCOUNT(x, handshake_timeouts, 1);
+			fkv_dbg("data plane: a peer did not join in time: closed");
+		}
 		return err;
+	}
 	ok = tb[FKV_CA_NODE_NAME] && tb[FKV_CA_MAC] &&
 	     fkv_auth_check(x->cfg.secret, x->cfg.secret_len, nonce,
 			    nla_get_string(tb[FKV_CA_NODE_NAME]), 0,
@@ -1582,14 +1611,50 @@ static int serve_place(struct fkv_xport *x, int fd, struct nlattr **tb)
 	return 1;
 }
 
+/* The connection's pre-auth slot goes back (it joined, or it is done). */
+static void preauth_end(struct tcp_priv *t, struct tcp_conn *c)
+{
+	pthread_mutex_lock(&t->lock);
+	if (c->preauth >= 0)
+		t->preauth_used[c->preauth] = false;
+	c->preauth = -1;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/*
+ * A pre-auth slot for a connection from @peer (lock held): its index, or
+ * -1 when FKV_TCP_PREAUTH_MAX are in the handshake or
+ * FKV_TCP_PREAUTH_PER_ADDR from that address.
+ */
+static int preauth_take(struct tcp_priv *t, const struct sockaddr_storage *peer)
+{
+	int i, free_slot = -1, same = 0;
+
+	for (i = 0; i < FKV_TCP_PREAUTH_MAX; i++) {
+		if (!t->preauth_used[i]) {
+			if (free_slot < 0)
+				free_slot = i;
+		} else if (fkv_same_host(&t->preauth[i], peer)) {
+			same++;
+		}
+	}
+	if (free_slot < 0 || same >= FKV_TCP_PREAUTH_PER_ADDR)
+		return -1;
+	t->preauth[free_slot] = *peer;
+	t->preauth_used[free_slot] = true;
+	return free_slot;
+}
+
 static void *conn_thread(void *arg)
 {
 	struct tcp_conn *c = arg;
 	struct fkv_xport *x = c->x;
 	struct nlattr *tb[FKV_CA_MAX + 1];
 	uint8_t *buf = malloc(FKV_WIRE_MAX);
+	int err = buf ? serve_join(x, c->fd, buf, c->joined_by_ms) : -ENOMEM;
 
-	if (buf && !serve_join(x, c->fd, buf)) {
+	preauth_end(x->priv, c);
+	if (!err) {
 		for (;;) {
 			/*
 			 * An idle requester keeps its connection (no timeout
@@ -1653,8 +1718,12 @@ static void *accept_thread(void *arg)
 	struct tcp_priv *t = x->priv;
 
 	for (;;) {
-		int fd = accept4(t->lfd, NULL, NULL, SOCK_CLOEXEC);
+		struct sockaddr_storage peer = { 0 };
+		socklen_t plen = sizeof(peer);
+		int fd = accept4(t->lfd, (struct sockaddr *)&peer, &plen,
+				 SOCK_CLOEXEC);
 		struct tcp_conn *c;
+		int slot;
 
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
@@ -1674,10 +1743,25 @@ static void *accept_thread(void *arg)
 		if (c) {
 			c->x = x;
 			c->fd = fd;
+			c->joined_by_ms = mono_ms() + x->cfg.io_timeout_ms;
 		}
 		pthread_mutex_lock(&t->lock);
-		if (!c || t->stopping || t->nconns >= FKV_TCP_CONNS_MAX ||
+		slot = c && !t->stopping ? preauth_take(t, &peer) : -1;
+		if (c && slot < 0 && !t->stopping) {
+			/* nothing read, nothing parsed: closed at once */
+			FKV_XCOUNT(x, preauth_refused, 1);
+			fkv_ratelimited_warn(&t->preauth_log,
+					     "data plane: too many connections in the handshake (%u at most, %u per address): refused",
+					     FKV_TCP_PREAUTH_MAX,
+					     FKV_TCP_PREAUTH_PER_ADDR);
+		}
+		if (c)
+			c->preauth = slot;
+		if (!c || slot < 0 || t->stopping ||
+		    t->nconns >= FKV_TCP_CONNS_MAX ||
 		    pthread_create(&c->thread, NULL, conn_thread, c)) {
+			if (slot >= 0)
+				t->preauth_used[slot] = false;
 			pthread_mutex_unlock(&t->lock);
 			close(fd);
 			free(c);
