@@ -171,6 +171,7 @@ FKV_TEST(a_failed_pull_forgets_the_source_only_when_it_said_so)
 	setup();
 	hb = put_on(B, "k", U, 1, &pid);
 	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "k", 1, &g), 0);
 	/* A network failure says nothing about B's replica. */
 	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, "k", 1, pid,
 					    FLUXONKV_SOURCE_REMOTE, hb,
@@ -180,6 +181,42 @@ FKV_TEST(a_failed_pull_forgets_the_source_only_when_it_said_so)
 	/* B said it has no such replica: forgotten, the key is gone. */
 	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, "k", 1, pid,
 					    FLUXONKV_SOURCE_REMOTE, hb,
+					    -ENOENT), 0);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "k", 1, &g), -ENOENT);
+	fkv_master_destroy(F.m);
+}
+
+/*
+ * What a member can revoke (issue 28): its own replicas, and the source a
+ * GET_START of its own routed it to -- not another node's replica it
+ * merely names (that dropped the route of any key for everyone before).
+ */
+FKV_TEST(a_member_cannot_revoke_a_replica_it_neither_has_nor_pulled)
+{
+	struct fkv_master_stats st;
+	struct fkv_get_result g;
+	uint64_t pid, hb;
+
+	setup();
+	hb = put_on(B, "k", U, 1, &pid);
+	fkv_master_set_caller(F.m, A);
+	/* "my memory route is stale": but the handle is B's */
+	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, "k", 1, pid,
+					    FLUXONKV_SOURCE_MEMORY, hb,
+					    -ENOENT), 0);
+	/* "the pull failed": but no get of A's was routed there */
+	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, "k", 1, pid,
+					    FLUXONKV_SOURCE_REMOTE, hb,
+					    -ENOENT), 0);
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT_EQ(st.revokes_refused, 2);
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "k", 1, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_MEMORY);
+	FKV_ASSERT_EQ(g.handle, hb);
+	/* B's own stale route: honoured */
+	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, "k", 1, pid,
+					    FLUXONKV_SOURCE_MEMORY, hb,
 					    -ENOENT), 0);
 	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "k", 1, &g), -ENOENT);
 	fkv_master_destroy(F.m);

@@ -84,6 +84,7 @@ int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m)
 		{ "master_evictions", st.evictions },
 		{ "master_evicted_bytes", st.evicted_bytes },
 		{ "master_revokes", st.revokes },
+		{ "master_revokes_refused", st.revokes_refused },
 		{ "master_remote_gets", st.remote_gets },
 		{ "master_remote_ssd_gets", st.remote_ssd_gets },
 		{ "master_remote_revoked", st.remote_revoked },

@@ -323,6 +323,19 @@ static unsigned int holds_release(struct fkv_master *m, uint32_t puller,
 	return n;
 }
 
+/* @puller holds @handle for its get of @put_id (GET_START chose it). */
+static bool hold_of(const struct fkv_master *m, uint32_t puller,
+		    uint64_t put_id, uint64_t handle)
+{
+	const struct fkv_hold *h;
+
+	for (h = m->holds; h; h = h->next)
+		if (h->puller == puller && h->put_id == put_id &&
+		    h->handle == handle)
+			return true;
+	return false;
+}
+
 static bool held(const struct fkv_master *m, uint64_t handle)
 {
 	return fkv_u64map_get(&m->held_count, handle) != NULL;
@@ -1219,11 +1232,27 @@ int fkv_master_get_revoke(struct fkv_master *m, const void *key,
 			  uint64_t handle, int error)
 {
 	char kb[FKV_KEY_FMT_LEN];
-	bool cleared = false;
+	bool cleared = false, pulled = false;
 
 	m->st.revokes++;
-	if (source == FLUXONKV_SOURCE_REMOTE)
+	/*
+	 * What a member may revoke: its own replicas, and a source this
+	 * master routed its get to (the hold GET_START took) -- never
+	 * another node's replica it merely names.
+	 */
+	if (source == FLUXONKV_SOURCE_REMOTE) {
+		pulled = hold_of(m, m->caller, put_id, handle);
 		holds_release(m, m->caller, put_id, 0);
+	}
+	if ((source == FLUXONKV_SOURCE_MEMORY && !handle_is_callers(m, handle)) ||
+	    (source == FLUXONKV_SOURCE_REMOTE && !pulled &&
+	     (error == -ENOENT || error == -ESTALE))) {
+		m->st.revokes_refused++;
+		fkv_dbg("GET_REVOKE of %#llx from node %u: not its replica nor "
+			"a source routed to it: ignored",
+			(unsigned long long)handle, m->caller);
+		return 0;
+	}
 	/* A memory route to a replica the module no longer has. */
 	if (source == FLUXONKV_SOURCE_MEMORY && master_lost_handle(m, handle))
 		cleared = true;

@@ -135,6 +135,8 @@ struct fkv_master_stats {
 	uint64_t adopted, adopt_refused, repersisted;
 	/* put_ids nodes reported above a cluster master's numbering */
 	uint64_t put_ids_refused;
+	/* GET_REVOKEs naming a replica the caller neither has nor pulled */
+	uint64_t revokes_refused;
 	/* route tombstones kept, and the floor aged-out ones left */
 	uint64_t tombs, tomb_floor;
 	size_t holds;
