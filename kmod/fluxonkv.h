@@ -197,6 +197,7 @@ int fluxonkv_replica_init(void);
 void fluxonkv_replica_set_node(u32 node_id, bool renumber);
 unsigned long fluxonkv_replica_adopt_done(void);
 bool fluxonkv_adoption_pending(void);
+void fluxonkv_lease_set(u64 until_ns);
 u32 fluxonkv_replica_node(void);
 void fluxonkv_replica_exit(void);
 struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,
@@ -589,6 +590,7 @@ struct fluxonkv_stats {
 	u64 local_refills;	/* SSD refills without GET_START */
 	u64 refills_async;	/* ... completed from the read's end */
 	u64 local_unsure;	/* local misses asked of the master */
+	u64 lease_refused;	/* local hits refused: the lease ran out */
 	u64 promotions;		/* refills the master promoted */
 	u64 promotions_refused;	/* refills left temporary */
 	u64 deletes;

@@ -897,6 +897,8 @@ retry:
 	 * between two sets of handles.
 	 */
 	fluxonkv_replica_set_node(node_id, renumber);
+	/* With a lease: no local hit until the daemon's first LEASE. */
+	fluxonkv_lease_set(flags & FLUXONKV_REGISTER_F_LEASE ? 0 : U64_MAX);
 	if (fluxonkv_daemon.sk != NETLINK_CB(skb).sk) {
 		sock_hold(NETLINK_CB(skb).sk);
 		fluxonkv_daemon_set_sk(NETLINK_CB(skb).sk);
@@ -1132,6 +1134,41 @@ static int fluxonkv_nl_adopt_done(struct sk_buff *skb, struct genl_info *info)
 	return 0;
 }
 
+/* The longest lease a LEASE may grant. */
+#define FLUXONKV_LEASE_MAX_NS	(3600ULL * NSEC_PER_SEC)
+
+static int fluxonkv_nl_lease(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr *attr = info->attrs[FLUXONKV_A_DEADLINE];
+	u64 until;
+	int ret;
+
+	ret = fluxonkv_from_daemon(skb, info);
+	if (ret)
+		return ret;
+	if (!(READ_ONCE(fluxonkv_daemon.flags) & FLUXONKV_REGISTER_F_LEASE)) {
+		NL_SET_ERR_MSG(info->extack,
+			       "registered without FLUXONKV_REGISTER_F_LEASE");
+		return -EINVAL;
+	}
+	if (!attr) {
+		NL_SET_ERR_MSG(info->extack, "LEASE needs DEADLINE");
+		return -EINVAL;
+	}
+	until = nla_get_u64(attr);
+	if (until > ktime_get_ns() + FLUXONKV_LEASE_MAX_NS) {
+		NL_SET_ERR_MSG_ATTR(info->extack, attr,
+				    "a lease ends at most an hour ahead");
+		return -ERANGE;
+	}
+	/* Under the daemon lock: not across a re-registration's reset. */
+	mutex_lock(&fluxonkv_daemon.lock);
+	if (READ_ONCE(fluxonkv_daemon.portid) == info->snd_portid)
+		fluxonkv_lease_set(until);
+	mutex_unlock(&fluxonkv_daemon.lock);
+	return 0;
+}
+
 /*
  * DUMP: every replica of the handle table, then every routed SSD entry;
  * cb->args[0] the phase, [1] the next handle slot, [2]/[3] the next SSD
@@ -1188,12 +1225,17 @@ int fluxonkv_dump_record(struct sk_buff *skb, struct netlink_callback *cb,
 static const struct nla_policy fluxonkv_empty_policy[FLUXONKV_A_MAX + 1] = {
 };
 
+static const struct nla_policy fluxonkv_lease_policy[FLUXONKV_A_MAX + 1] = {
+	[FLUXONKV_A_DEADLINE] = { .type = NLA_U64 },
+};
+
 static const struct nla_policy fluxonkv_register_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32,
 					     FLUXONKV_REGISTER_F_LOCAL_ROUTES |
 					     FLUXONKV_REGISTER_F_PLACEMENT |
 					     FLUXONKV_REGISTER_F_KEEP |
-					     FLUXONKV_REGISTER_F_PUTS),
+					     FLUXONKV_REGISTER_F_PUTS |
+					     FLUXONKV_REGISTER_F_LEASE),
 	[FLUXONKV_A_NODE_ID] = NLA_POLICY_MAX(NLA_U32, FLUXONKV_NODE_MAX),
 };
 
@@ -1317,6 +1359,8 @@ static const struct genl_ops fluxonkv_genl_ops[] = {
 		    fluxonkv_persist_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_ADOPT_DONE, fluxonkv_nl_adopt_done,
 		    fluxonkv_empty_policy, GENL_ADMIN_PERM),
+	FLUXONKV_OP(FLUXONKV_CMD_LEASE, fluxonkv_nl_lease,
+		    fluxonkv_lease_policy, GENL_ADMIN_PERM),
 	{
 		.cmd = FLUXONKV_CMD_DUMP,
 		.dumpit = fluxonkv_nl_dump,

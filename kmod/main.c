@@ -260,6 +260,7 @@ FLUXONKV_ATTR_STAT(local_misses);
 FLUXONKV_ATTR_STAT(local_refills);
 FLUXONKV_ATTR_STAT(refills_async);
 FLUXONKV_ATTR_STAT(local_unsure);
+FLUXONKV_ATTR_STAT(lease_refused);
 FLUXONKV_ATTR_STAT(promotions);
 FLUXONKV_ATTR_STAT(promotions_refused);
 FLUXONKV_ATTR_STAT(deletes);
@@ -325,6 +326,7 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_local_refills.attr,
 	&fluxonkv_attr_refills_async.attr,
 	&fluxonkv_attr_local_unsure.attr,
+	&fluxonkv_attr_lease_refused.attr,
 	&fluxonkv_attr_promotions.attr,
 	&fluxonkv_attr_promotions_refused.attr,
 	&fluxonkv_attr_deletes.attr,

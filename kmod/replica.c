@@ -57,6 +57,31 @@ static u32 fluxonkv_node_id;
 static bool fluxonkv_adopting;
 
 /*
+ * The master's lease (FLUXONKV_REGISTER_F_LEASE): local hits only before
+ * this CLOCK_MONOTONIC ns; U64_MAX without a lease.  Written by
+ * DAEMON_REGISTER and LEASE (the daemon lock serialises them), read
+ * locklessly by every lookup: a get that reads the old value raced the
+ * LEASE and may go either way, as if it had run just before or after.
+ */
+static u64 fluxonkv_lease_until = U64_MAX;
+
+void fluxonkv_lease_set(u64 until_ns)
+{
+	WRITE_ONCE(fluxonkv_lease_until, until_ns);
+}
+
+/* Local hits allowed: no lease, or the lease still holds. */
+static bool fluxonkv_lease_holds(void)
+{
+	u64 until = READ_ONCE(fluxonkv_lease_until);
+
+	if (likely(until == U64_MAX) || ktime_get_ns() < until)
+		return true;
+	fluxonkv_stat_inc(lease_refused);
+	return false;
+}
+
+/*
  * The node id stamped into new handles.  With @renumber, the replicas a
  * previous daemon kept (FLUXONKV_REGISTER_F_KEEP) take it too.  Under the
  * handle table's lock, as replica_new() stamps and stores a handle: a
@@ -616,9 +641,10 @@ static struct fluxonkv_replica *fluxonkv_index_get(const u8 *key, u32 key_len)
 	cur = rhashtable_lookup(&fluxonkv_index, &k, fluxonkv_index_params);
 	/*
 	 * One being freed fails to pin and counts as not found; so does a
-	 * kept one not adopted yet (its version may be stale).
+	 * kept one not adopted yet (its version may be stale), and any once
+	 * the master's lease ran out (the master may have replaced it).
 	 */
-	if (cur && (READ_ONCE(cur->adopting) ||
+	if (cur && (READ_ONCE(cur->adopting) || !fluxonkv_lease_holds() ||
 		    !kref_get_unless_zero(&cur->ref)))
 		cur = NULL;
 	rcu_read_unlock();

@@ -538,6 +538,74 @@ static uint64_t keep_len(int i)
  * in DRAM without asking and their ACCESS notes name the new handles,
  * HOLD and DROP_REPLICA take the new handles and refuse A's.
  */
+/* LEASE {DEADLINE = now + AHEAD_MS} (no DEADLINE: @with false) from NL. */
+static int send_lease(struct fkv_nl *nl, int64_t ahead_ms, bool with)
+{
+	struct nl_msg *msg = fkv_nl_msg(nl, FLUXONKV_CMD_LEASE);
+	struct timespec ts;
+	uint64_t now;
+
+	FKV_ASSERT(msg);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	if (with)
+		FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_DEADLINE,
+					  now + ahead_ms * 1000000), 0);
+	return fkv_nl_transact(nl, msg);
+}
+
+/*
+ * A cluster node's local hits live on its master's lease (issue 28): with
+ * FLUXONKV_REGISTER_F_LEASE, none before the first LEASE and none past
+ * its deadline (the get asks the master, lease_refused counts it); only
+ * the registered daemon may grant one, with a DEADLINE, at most an hour
+ * ahead; a daemon registered without the flag has no lease to keep.
+ */
+FKV_TEST(a_leased_node_serves_local_hits_only_within_the_lease)
+{
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	const char *k = "lease-0";
+	uint64_t h, refused;
+	struct fkv_nl other;
+	struct master a;
+
+	FKV_LOAD(PARAMS);
+	FKV_ASSERT_EQ(daemon_up(&a, FLUXONKV_REGISTER_F_LEASE, NODE_A),
+		      FLUXONKV_REGISTER_F_LEASE);
+	h = put_published(&a, k, 5000, 40, 0, NODE_A);
+	/* no LEASE yet: the master is asked, and routes to the replica */
+	refused = fkv_sysfs("lease_refused");
+	get_asks_until_adopted(&a, k, h, 40, 5000);
+	FKV_ASSERT(fkv_sysfs("lease_refused") > refused);
+
+	FKV_ASSERT_EQ(fkv_nl_open(&other), 0);
+	FKV_ASSERT_EQ(send_lease(&other, 10000, true), -EPERM);
+	fkv_nl_close(&other);
+	FKV_ASSERT_EQ(send_lease(&a.nl, 0, false), -EINVAL);
+	FKV_ASSERT_EQ(send_lease(&a.nl, 2 * 3600 * 1000, true), -ERANGE);
+	get_asks_until_adopted(&a, k, h, 40, 5000);	/* none took */
+
+	FKV_ASSERT_EQ(send_lease(&a.nl, 10000, true), 0);
+	get_hits_dram(&a, k, 40, 5000);
+	get_hits_dram(&a, k, 40, 5000);
+	/* the lease ran out (a LEASE in the past is one that did) */
+	FKV_ASSERT_EQ(send_lease(&a.nl, -1, true), 0);
+	refused = fkv_sysfs("lease_refused");
+	get_asks_until_adopted(&a, k, h, 40, 5000);
+	FKV_ASSERT(fkv_sysfs("lease_refused") > refused);
+	/* a short one lapses by itself */
+	FKV_ASSERT_EQ(send_lease(&a.nl, 300, true), 0);
+	get_hits_dram(&a, k, 40, 5000);
+	usleep(400 * 1000);
+	get_asks_until_adopted(&a, k, h, 40, 5000);
+
+	/* registered again without F_LEASE: no lease, local hits */
+	FKV_ASSERT_EQ(master_register_as(&a, 0, NODE_A, tb), 0);
+	get_hits_dram(&a, k, 40, 5000);
+	FKV_ASSERT_EQ(send_lease(&a.nl, 10000, true), -EINVAL);
+	master_stop(&a);
+}
+
 FKV_TEST(keep_then_keep_adopts_the_replicas_under_the_new_node_id)
 {
 	uint64_t h[3], used = 0, hits;

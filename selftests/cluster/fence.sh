@@ -18,6 +18,15 @@
 #     window must not be its module's kept, overwritten K (kept replicas
 #     are no local hits until the master has adopted them: ADOPT_DONE);
 #     it must be node1's new K.  Afterwards both nodes read node1's K.
+#  4. node2 puts L and its fluxond is stopped (SIGSTOP: a daemon that
+#     hangs, or a node cut off, keeps its module and its replicas); node1
+#     overwrites L, which returns once node2's lease ran out
+#     (cluster.lease_ms, 3200 ms here, while node2 stays a member for
+#     dead_after_ms, 6 s).  A get of L on node2 must not be
+#     its old bytes: its module serves local hits only within the lease
+#     (FLUXONKV_REGISTER_F_LEASE); before the lease it served them as long
+#     as the daemon stayed registered.  node2's fluxond resumed rejoins
+#     and reads node1's L.
 # TAP in $FLUXON_RESULTS/fence-node<I>.tap.
 set -euo pipefail
 
@@ -32,11 +41,13 @@ if [ "$N" -ne 2 ]; then
 	out "1..0 # SKIP fence.sh runs on exactly 2 nodes"
 	exit 0
 fi
-if [ "$I" -eq 1 ]; then out "1..11"; else out "1..8"; fi
+if [ "$I" -eq 1 ]; then out "1..15"; else out "1..16"; fi
 
 rmmod fluxonkv 2>/dev/null || true
 check "module loads" insmod "$KO" segment_mb=64 request_timeout_ms=8000
-config /tmp/fkv.yaml "$SECRET"
+# A member that stops answering stays one for 6 s: an overwrite in that
+# time can only return through the lease (200 + 6000 / 2 = 3200 ms).
+DEAD_AFTER_MS=6000 config /tmp/fkv.yaml "$SECRET"
 [ -z "${FLUXON_RESULTS:-}" ] || LOG=$FLUXON_RESULTS/fluxond-node$I.log
 : >"$LOG"
 TERM_FILE=/var/tmp/fluxonkv/master.term
@@ -70,6 +81,13 @@ if [ "$I" -eq 1 ]; then
 	wait_for read.2 || true
 	check "node1's K is still the acknowledged one after node2's reports" get_same K memory
 	check "node2's report of its older K was refused" logged "node 2's reports: [0-9]* adopted, [1-9][0-9]* refused"
+
+	# node2's daemon hangs: the overwrite waits for its lease, not more.
+	wait_for stopped.2 || true
+	check "node1 overwrites L while node2's daemon is stopped" put_new L 3000
+	check "the overwrite waited for node2's lease" \
+		logged "did not acknowledge a drop in 3200 ms"
+	mark lput.1
 	finish
 fi
 
@@ -92,4 +110,36 @@ check "node2 reported what its module kept" logged "reported [0-9]* replicas our
 check "node2 reads node1's new K after the reports" get_same K remote
 check "node2's own older values were adopted: local hits" get_same f7 memory
 mark read.2
+
+not_stale() {	# not_stale KEY OLD: a get of KEY does not return OLD's bytes
+	local rc=0
+	"$CTL" get "$1" -o "/tmp/got.$1" 2>/tmp/get.err || rc=$?
+	if [ "$rc" -eq 0 ] && cmp -s "/tmp/got.$1" "$2"; then
+		diag "get $1 returned the overwritten bytes"
+		return 1
+	fi
+	diag "get $1: exit $rc, $(head -c 200 /tmp/get.err)"
+}
+reads_again() {	# reads_again KEY: node2 back, KEY is node1's bytes (20 s)
+	local t
+	for ((t = 0; t < 40; t++)); do
+		"$CTL" get "$1" -o "/tmp/got.$1" 2>/dev/null &&
+			cmp -s "/tmp/got.$1" "$SH/val.$1" && return 0
+		sleep 0.5
+	done
+	diag "get $1 after node2 resumed: not node1's bytes"
+	return 1
+}
+check "node2 puts L" put_new L 4000
+check "node2 reads L from its own DRAM" get_same L memory
+cp "$SH/val.L" /tmp/old.L
+refused0=$(stat_of lease_refused 2>/dev/null || echo 0)
+kill -STOP "$DPID"
+mark stopped.2
+wait_for lput.1 || true
+check "a get on node2 while its daemon is stopped is not its old L" not_stale L /tmp/old.L
+check "node2's module refused the local hit: the lease ran out" \
+	stat_above lease_refused "$refused0" 1
+kill -CONT "$DPID"
+check "node2 resumed reads node1's L" reads_again L
 finish

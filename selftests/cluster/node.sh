@@ -19,7 +19,7 @@ if [ "${TRANSPORT:-tcp}" = rdma ] && ! rdma link show rxe0/1 >/dev/null 2>&1; th
 		echo "# node$I: no Soft-RoCE: fluxond will refuse transport rdma" >&2
 fi
 
-config() {	# config FILE SECRET
+config() {	# config FILE SECRET (DEAD_AFTER_MS: cluster.dead_after_ms, default 2000)
 	cat >"$1" <<-EOC
 	fluxonkv_spec:
 	  instance: node$I
@@ -32,7 +32,7 @@ config() {	# config FILE SECRET
 	    transport: ${TRANSPORT:-tcp}
 	    secret: "$2"
 	    heartbeat_ms: 200
-	    dead_after_ms: 2000
+	    dead_after_ms: ${DEAD_AFTER_MS:-2000}
 	    state_dir: /var/tmp/fluxonkv
 	EOC
 	if [ -n "${SSD_DEV:-}" ]; then

@@ -764,6 +764,89 @@ FKV_TEST_TIMEOUT(cctl_join_heartbeat_leave_and_timeout, 60)
 	fkv_cctl_stop(m);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+struct lease_rec {
+	unsigned int n;
+	uint64_t until;
+};
+
+static void record_lease(void *arg, uint64_t until_ns)
+{
+	struct lease_rec *l = arg;
+
+	l->n++;
+	l->until = until_ns;
+}
+
+/*
+ * The lease on a node's local hits (issue 28): the JOIN's answer and each
+ * heartbeat's grant it from the node's own send time, less the guard, so
+ * it never runs past lease_ms after the master answered; a master gone
+ * silent grants nothing more and the lease lapses before the node gives
+ * the master up (dead_after_ms).
+ */
+FKV_TEST_TIMEOUT(cctl_a_node_holds_the_lease_only_while_the_master_answers, 60)
+{
+	static const struct fkv_cctl_ops ops = { .lease = record_lease };
+	struct fkv_cluster_config mc, nc;
+	struct fkv_cctl_config c = { .segment_size = 64 << 20,
+				     .segment_used = used_zero };
+	struct lease_rec l = { 0 };
+	struct fkv_cctl *m, *n;
+	uint16_t port = free_port();
+	unsigned int k, seen;
+	uint64_t t0;
+
+	cluster_cfg(&mc, FKV_ROLE_MASTER, "a", port, secret);
+	cluster_cfg(&nc, FKV_ROLE_NODE, "b", port, secret);
+	mc.lease_ms = 200;
+	nc.lease_ms = 5000;	/* the master's lease counts, not the node's */
+	c.cc = &mc;
+	c.incarnation = 1;
+	FKV_ASSERT_EQ(fkv_cctl_start(&m, &c), 0);
+	c.cc = &nc;
+	c.incarnation = 2;
+	c.ops = &ops;
+	c.arg = &l;
+	FKV_ASSERT_EQ(fkv_cctl_start(&n, &c), 0);
+	t0 = mono_ns();
+	FKV_ASSERT_EQ(spin(m, n, 500), 0);
+	FKV_ASSERT_EQ(fkv_cctl_node_id(n), 2);
+	/* the JOIN's answer and about one per heartbeat (50 ms) */
+	FKV_ASSERT(l.n >= 5, "%u leases", l.n);
+	FKV_ASSERT(l.until > mono_ns(), "the lease lapsed while answered");
+	FKV_ASSERT(l.until <= mono_ns() + (200 - FKV_LEASE_GUARD_MS) * 1000000ULL,
+		   "lease %lld ns ahead", (long long)(l.until - mono_ns()));
+	FKV_ASSERT(l.until > t0);
+
+	/* The master goes silent: no grant, and the lease runs out. */
+	seen = l.n;
+	for (k = 0; k < 25; k++) {	/* the node alone for 250 ms */
+		struct pollfd pfd[8];
+		int b = fkv_cctl_pollfds(n, pfd, 8);
+
+		poll(pfd, (nfds_t)b, 10);
+		fkv_cctl_handle(n, pfd, b);
+		fkv_cctl_tick(n);
+	}
+	FKV_ASSERT_EQ(l.n, seen);
+	FKV_ASSERT(l.until < mono_ns(), "lease still %lld ns ahead",
+		   (long long)(l.until - mono_ns()));
+	/* The master answers again: the lease is back. */
+	FKV_ASSERT_EQ(spin(m, n, 200), 0);
+	FKV_ASSERT(l.n > seen);
+	FKV_ASSERT(l.until > mono_ns());
+	fkv_cctl_stop(n);
+	fkv_cctl_stop(m);
+}
+
 /* Whether @fd has bytes (or an end) to read within @ms. */
 static bool readable_within(int fd, int ms)
 {

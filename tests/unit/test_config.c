@@ -1172,7 +1172,7 @@ FKV_TEST(cluster_unknown_and_duplicate_keys_are_refused)
 	parse_bad(SPEC CL_MIN "    heartbeat: 1000\n", &c, err, sizeof(err));
 	FKV_ASSERT_EQ(c.errors.n, 1);
 	ASSERT_STREQ(c.errors.v[0],
-		     "t.yaml:8:5: cluster: unknown key \"heartbeat\" (known: node_name, role, master, listen, advertise, transport, secret, secret_file, heartbeat_ms, dead_after_ms, state_dir)");
+		     "t.yaml:8:5: cluster: unknown key \"heartbeat\" (known: node_name, role, master, listen, advertise, transport, secret, secret_file, heartbeat_ms, dead_after_ms, state_dir, lease_ms)");
 	fkv_config_free(&c);
 
 	parse_bad(SPEC CL_MIN "    role: master\n", &c, err, sizeof(err));
@@ -1546,6 +1546,40 @@ FKV_TEST(cluster_heartbeat_and_dead_after_ranges)
 	cl_bad(SPEC CL_MIN "    dead_after_ms: 600001\n",
 	       "t.yaml:8:20: cluster.dead_after_ms: \"600001\": must be an integer from 1 to 600000 (ms, and more than 2 * heartbeat_ms)");
 	cl_bad(SPEC CL_MIN "    dead_after_ms: 0\n", "cluster.dead_after_ms: \"0\"");
+}
+
+FKV_TEST(cluster_lease_lies_between_a_heartbeat_and_dead_after)
+{
+	struct fkv_config c;
+
+	/* default: heartbeat_ms + dead_after_ms / 2, always in range */
+	parse_ok(SPEC CL_MIN, &c);
+	FKV_ASSERT_EQ(c.cluster.lease_ms, 3500);
+	fkv_config_free(&c);
+	parse_ok(SPEC CL_MIN "    heartbeat_ms: 50\n    dead_after_ms: 101\n",
+		 &c);
+	FKV_ASSERT_EQ(c.cluster.lease_ms, 100);
+	fkv_config_free(&c);
+	parse_ok(SPEC CL_MIN "    heartbeat_ms: 200\n    dead_after_ms: 2000\n",
+		 &c);
+	FKV_ASSERT_EQ(c.cluster.lease_ms, 1200);
+	fkv_config_free(&c);
+	parse_ok(SPEC CL_MIN "    lease_ms: 1001\n", &c);
+	FKV_ASSERT_EQ(c.cluster.lease_ms, 1001);
+	fkv_config_free(&c);
+	parse_ok(SPEC CL_MIN "    lease_ms: 4999\n", &c);
+	FKV_ASSERT_EQ(c.cluster.lease_ms, 4999);
+	fkv_config_free(&c);
+
+	cl_bad(SPEC CL_MIN "    lease_ms: 5000\n",
+	       "t.yaml:8:15: cluster.lease_ms: 5000 must be greater than heartbeat_ms (1000) and less than dead_after_ms (5000)");
+	cl_bad(SPEC CL_MIN "    lease_ms: 1000\n",
+	       "cluster.lease_ms: 1000 must be greater than heartbeat_ms (1000) and less than dead_after_ms (5000)");
+	cl_bad(SPEC CL_MIN "    heartbeat_ms: 200\n    dead_after_ms: 2000\n"
+	       "    lease_ms: 3000\n",
+	       "cluster.lease_ms: 3000 must be greater than heartbeat_ms (200) and less than dead_after_ms (2000)");
+	cl_bad(SPEC CL_MIN "    lease_ms: 0\n", "cluster.lease_ms: \"0\"");
+	cl_bad(SPEC CL_MIN "    lease_ms: soon\n", "cluster.lease_ms: \"soon\"");
 }
 
 FKV_TEST(cluster_dead_after_must_exceed_two_heartbeats)
@@ -2270,13 +2304,13 @@ FKV_TEST(ctl_config_check_shows_the_cluster_but_never_the_secret)
 		   "      listen    0.0.0.0:7471\n"
 		   "      advertise 10.77.0.1:7471\n"
 		   "      transport tcp\n"
-		   "      heartbeat 1000 ms, dead after 5000 ms\n"
+		   "      heartbeat 1000 ms, lease 3500 ms, dead after 5000 ms\n"
 		   "      state     /var/lib/fluxonkv\n"
 		   "      secret    25 bytes from inline\n");
 	FKV_ASSERT(!strstr(r.out, "never-shown") && !strstr(r.err, "never-shown"));
 	ctl(&r, "check", "--json", yaml);
 	FKV_ASSERT(r.status == 0, "status %d, stderr: %s", r.status, r.err);
-	ASSERT_HAS(r.out, "\"roots\":[],\"cluster\":{\"node_name\":\"a\",\"node_name_default\":true,\"role\":\"master\",\"master\":\"10.77.0.1:7470\",\"listen\":\"0.0.0.0:7471\",\"advertise\":\"10.77.0.1:7471\",\"advertise_default\":false,\"transport\":\"tcp\",\"heartbeat_ms\":1000,\"dead_after_ms\":5000,\"secret_bytes\":25,\"secret_source\":\"inline\",\"secret_file\":null,\"state_dir\":\"/var/lib/fluxonkv\"},\"warnings\":[],\"errors\":[]}\n");
+	ASSERT_HAS(r.out, "\"roots\":[],\"cluster\":{\"node_name\":\"a\",\"node_name_default\":true,\"role\":\"master\",\"master\":\"10.77.0.1:7470\",\"listen\":\"0.0.0.0:7471\",\"advertise\":\"10.77.0.1:7471\",\"advertise_default\":false,\"transport\":\"tcp\",\"heartbeat_ms\":1000,\"lease_ms\":3500,\"dead_after_ms\":5000,\"secret_bytes\":25,\"secret_source\":\"inline\",\"secret_file\":null,\"state_dir\":\"/var/lib/fluxonkv\"},\"warnings\":[],\"errors\":[]}\n");
 	FKV_ASSERT(!strstr(r.out, "never-shown"));
 
 	/* node b: secret from a file, IPv6, defaults */
@@ -2297,14 +2331,14 @@ FKV_TEST(ctl_config_check_shows_the_cluster_but_never_the_secret)
 	    "      listen    [fd00::2]:7471\n"
 	    "      advertise [fd00::2]:7471 (listen)\n"
 	    "      transport auto\n"
-	    "      heartbeat 200 ms, dead after 1000 ms\n"
+	    "      heartbeat 200 ms, lease 700 ms, dead after 1000 ms\n"
 	    "      state     /var/lib/fluxonkv\n"
 	    "      secret    23 bytes from file %s\n", sec);
 	ASSERT_HAS(r.out, want);
 	FKV_ASSERT(!strstr(r.out, "never-shown"));
 	ctl(&r, "check", "--json", yaml);
 	FKV_ASSERT(r.status == 0, "status %d, stderr: %s", r.status, r.err);
-	FMT(want, "\"cluster\":{\"node_name\":\"nb\",\"node_name_default\":false,\"role\":\"node\",\"master\":\"[fd00::1]:7470\",\"listen\":\"[fd00::2]:7471\",\"advertise\":\"[fd00::2]:7471\",\"advertise_default\":true,\"transport\":\"auto\",\"heartbeat_ms\":200,\"dead_after_ms\":1000,\"secret_bytes\":23,\"secret_source\":\"file\",\"secret_file\":\"%s\",\"state_dir\":\"/var/lib/fluxonkv\"}", sec);
+	FMT(want, "\"cluster\":{\"node_name\":\"nb\",\"node_name_default\":false,\"role\":\"node\",\"master\":\"[fd00::1]:7470\",\"listen\":\"[fd00::2]:7471\",\"advertise\":\"[fd00::2]:7471\",\"advertise_default\":true,\"transport\":\"auto\",\"heartbeat_ms\":200,\"lease_ms\":700,\"dead_after_ms\":1000,\"secret_bytes\":23,\"secret_source\":\"file\",\"secret_file\":\"%s\",\"state_dir\":\"/var/lib/fluxonkv\"}", sec);
 	ASSERT_HAS(r.out, want);
 	FKV_ASSERT(!strstr(r.out, "never-shown"));
 

@@ -632,6 +632,16 @@ enum fluxonkv_cmd {
 	 * back from a partition never serves a version overwritten while
 	 * it was away. */
 	FLUXONKV_CMD_ADOPT_DONE,
+	/* cmd DEADLINE (u64, CLOCK_MONOTONIC ns, at most an hour ahead):
+	 * a daemon registered with FLUXONKV_REGISTER_F_LEASE holds its
+	 * master's lease until then.  Past it the module serves no local
+	 * hit (every get asks the master), so a node cut off from its
+	 * master, or whose daemon stopped, never serves a version the
+	 * master has replaced once the lease ran out.  A later LEASE
+	 * replaces the deadline (an earlier one shortens it).  EPERM from
+	 * anyone but the registered daemon, EINVAL without F_LEASE or
+	 * DEADLINE, ERANGE further than an hour. */
+	FLUXONKV_CMD_LEASE,
 
 	__FLUXONKV_CMD_MAX,
 	FLUXONKV_CMD_MAX = __FLUXONKV_CMD_MAX - 1
@@ -663,7 +673,8 @@ enum fluxonkv_attr {
 	FLUXONKV_A_NODE_ID,		/* u32: 0..FLUXONKV_NODE_MAX */
 	FLUXONKV_A_FD,			/* u32: a file descriptor of the daemon */
 	FLUXONKV_A_DEADLINE,		/* u64: CLOCK_MONOTONIC ns after which the
-					 * module no longer waits for the answer */
+					 * module no longer waits for the answer
+					 * (LEASE: the lease ends) */
 	FLUXONKV_A_DROPPED,		/* u64: PUT_LOCAL: the handle of the
 					 * version this put replaced, which the
 					 * module dropped itself */
@@ -720,6 +731,15 @@ enum fluxonkv_attr {
  * keeps its LOCAL_PUTS and ONE_TRIP choice (EBUSY otherwise).
  */
 #define FLUXONKV_REGISTER_F_ONE_TRIP		(1U << 5)
+/*
+ * ... and local hits need the master's lease (FLUXONKV_CMD_LEASE): none
+ * until the first LEASE, none past its DEADLINE.  For a node of a
+ * cluster whose master is elsewhere: the master answers an overwrite
+ * without this node's DROP_REPLICA acknowledgement only after the lease
+ * it granted ran out.  Gets that the lease turned away are counted in
+ * lease_refused.
+ */
+#define FLUXONKV_REGISTER_F_LEASE		(1U << 6)
 
 /*
  * GET_START may answer SOURCE=REMOTE or REMOTE_SSD with PUT_ID, LEN and a

@@ -30,12 +30,20 @@ enum fkv_cluster_cmd {
 	 * node -> master: NODE_NAME, INCARNATION (the module's), MAC =
 	 * HMAC-SHA256(secret, NONCE | NODE_NAME | INCARNATION), DATA_ADDR
 	 * (host:port peers dial), TRANSPORT, SEGMENT_SIZE, SEGMENT_USED,
-	 * SSD_CAPACITY.  Answer JOIN with STATUS (0, -EACCES bad secret,
-	 * -ESTALE older incarnation than the one known, -EINVAL malformed),
-	 * NODE_ID, MESSAGE (why, on failure), HEARTBEAT_MS, DEAD_AFTER_MS.
+	 * SSD_CAPACITY, LEASE_T.  Answer JOIN with STATUS (0, -EACCES bad
+	 * secret, -ESTALE older incarnation than the one known, -EINVAL
+	 * malformed), NODE_ID, MESSAGE (why, on failure), HEARTBEAT_MS,
+	 * DEAD_AFTER_MS and, on 0, the lease: LEASE_T echoed, LEASE_MS.
 	 */
 	FKV_CCMD_JOIN,
-	/* node -> master: NODE_ID, INCARNATION, SEGMENT_USED; no answer. */
+	/*
+	 * node -> master: NODE_ID, INCARNATION, SEGMENT_USED, LEASE_T (the
+	 * node's CLOCK_MONOTONIC ns as it sends).  The master answers a live
+	 * member's heartbeat with HEARTBEAT {LEASE_T echoed, LEASE_MS}: the
+	 * node may serve local hits until LEASE_T + LEASE_MS (less a guard).
+	 * Everything the master sent before that answer (DROP_REPLICAs) was
+	 * applied by then: the connection and the node's loop keep order.
+	 */
 	FKV_CCMD_HEARTBEAT,
 	/* node -> master: NODE_ID, INCARNATION: leaving cleanly; no answer. */
 	FKV_CCMD_LEAVE,
@@ -140,6 +148,8 @@ enum fkv_cluster_attr {
 	FKV_CA_TICKET,		/* binary, FKV_TICKET_LEN bytes */
 	FKV_CA_ADDR,		/* u64: a memory window's address */
 	FKV_CA_RKEY,		/* u32: its remote key */
+	FKV_CA_LEASE_T,		/* u64: a node's CLOCK_MONOTONIC ns, echoed */
+	FKV_CA_LEASE_MS,	/* u32: the lease the master grants from it */
 	__FKV_CA_MAX,
 	FKV_CA_MAX = __FKV_CA_MAX - 1
 };

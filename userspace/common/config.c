@@ -780,6 +780,7 @@ enum fkv_cluster_key {
 	FKV_CL_HEARTBEAT,
 	FKV_CL_DEAD_AFTER,
 	FKV_CL_STATE_DIR,
+	FKV_CL_LEASE,
 	FKV_CL_NR
 };
 
@@ -795,6 +796,7 @@ static const char *const fkv_cluster_keys[FKV_CL_NR] = {
 	[FKV_CL_HEARTBEAT] = "heartbeat_ms",
 	[FKV_CL_DEAD_AFTER] = "dead_after_ms",
 	[FKV_CL_STATE_DIR] = "state_dir",
+	[FKV_CL_LEASE] = "lease_ms",
 };
 
 /*
@@ -1035,6 +1037,32 @@ out:
 }
 
 /*
+ * The master's lease on local hits: a node serves none past lease_ms after
+ * it sent the heartbeat the master last answered, and the master declares
+ * it left only dead_after_ms after that heartbeat came, so the lease must
+ * end first; a lease not longer than a heartbeat would lapse between two.
+ * Default: halfway between 2 * heartbeat_ms and dead_after_ms.
+ */
+static void fkv_cfg_lease_check(struct fkv_cfg_ctx *x, yaml_node_t **vals,
+				const bool *ok)
+{
+	struct fkv_cluster_config *cl = &x->c->cluster;
+	unsigned int hb = cl->heartbeat_ms, dead = cl->dead_after_ms;
+
+	if (!vals[FKV_CL_LEASE]) {
+		cl->lease_ms = hb + dead / 2;
+		return;
+	}
+	if (!ok[FKV_CL_LEASE])
+		return;		/* already reported */
+	if (cl->lease_ms > hb && cl->lease_ms < dead)
+		return;
+	fkv_cfg_err(x, vals[FKV_CL_LEASE],
+		    "cluster.lease_ms: %u must be greater than heartbeat_ms (%u) and less than dead_after_ms (%u)",
+		    cl->lease_ms, hb, dead);
+}
+
+/*
  * The cross-checks and defaults once every key of @map has been seen:
  * @vals[k] is the value of key k when set (not null), @ok[k] whether it
  * was valid.
@@ -1094,8 +1122,10 @@ static void fkv_cfg_cluster_check(struct fkv_cfg_ctx *x, yaml_node_t *map,
 		return;		/* already reported */
 	hb = cl->heartbeat_ms;
 	dead = cl->dead_after_ms;
-	if (dead > 2 * hb)
+	if (dead > 2 * hb) {
+		fkv_cfg_lease_check(x, vals, ok);
 		return;
+	}
 	if (vals[FKV_CL_DEAD_AFTER])
 		fkv_cfg_err(x, vals[FKV_CL_DEAD_AFTER],
 			    "cluster.dead_after_ms: %u must be greater than 2 * heartbeat_ms (2 * %u = %u)",
@@ -1187,6 +1217,12 @@ static void fkv_cfg_cluster(struct fkv_cfg_ctx *x, yaml_node_t *map)
 					     FKV_DEAD_AFTER_MS_MAX,
 					     "ms, and more than 2 * heartbeat_ms",
 					     &cl->dead_after_ms);
+			break;
+		case FKV_CL_LEASE:
+			ok[k] = fkv_cfg_uint(x, val, "cluster.lease_ms", 1,
+					     FKV_DEAD_AFTER_MS_MAX,
+					     "ms, between heartbeat_ms and dead_after_ms",
+					     &cl->lease_ms);
 			break;
 		}
 	}

@@ -152,8 +152,8 @@ static void ctl_cluster_human(FILE *f, const struct fkv_cluster_config *cl)
 		fkv_hostport_str(hp, sizeof(hp), &cl->advertise),
 		cl->advertise_default ? " (listen)" : "");
 	fprintf(f, "      transport %s\n", fkv_transport_name(cl->transport));
-	fprintf(f, "      heartbeat %u ms, dead after %u ms\n",
-		cl->heartbeat_ms, cl->dead_after_ms);
+	fprintf(f, "      heartbeat %u ms, lease %u ms, dead after %u ms\n",
+		cl->heartbeat_ms, cl->lease_ms, cl->dead_after_ms);
 	fprintf(f, "      state     %s\n", cl->state_dir);
 	fprintf(f, "      secret    %zu bytes from %s%s%s\n", cl->secret_len,
 		ctl_secret_source(cl), cl->secret_file ? " " : "",
@@ -265,12 +265,13 @@ static void ctl_cluster_json(FILE *f, const struct fkv_cluster_config *cl)
 	fputs(",\"advertise\":", f);
 	ctl_json_quote(f, fkv_hostport_str(hp, sizeof(hp), &cl->advertise));
 	fprintf(f, ",\"advertise_default\":%s,\"transport\":\"%s\","
-		"\"heartbeat_ms\":%u,\"dead_after_ms\":%u,"
+		"\"heartbeat_ms\":%u,\"lease_ms\":%u,\"dead_after_ms\":%u,"
 		"\"secret_bytes\":%zu,\"secret_source\":\"%s\","
 		"\"secret_file\":",
 		cl->advertise_default ? "true" : "false",
 		fkv_transport_name(cl->transport), cl->heartbeat_ms,
-		cl->dead_after_ms, cl->secret_len, ctl_secret_source(cl));
+		cl->lease_ms, cl->dead_after_ms, cl->secret_len,
+		ctl_secret_source(cl));
 	if (cl->secret_file)
 		ctl_json_quote(f, cl->secret_file);
 	else

@@ -57,6 +57,8 @@ const struct ctl_stat_def ctl_stat_defs[] = {
 	  "Of those, io_uring gets completed from the read's end (no io-wq worker waiting)." },
 	{ "local_unsure", CTL_STAT_COUNTER, false, false, NULL,
 	  "Local misses the module asked the daemon about (a put or removal overlapped)." },
+	{ "lease_refused", CTL_STAT_COUNTER, false, false, NULL,
+	  "Local hits refused because the master's lease had run out (the master was asked)." },
 	{ "promotions", CTL_STAT_COUNTER, false, false, NULL,
 	  "SSD refills the daemon made the DRAM replica." },
 	{ "promotions_refused", CTL_STAT_COUNTER, false, false, NULL,

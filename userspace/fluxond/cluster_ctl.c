@@ -69,6 +69,7 @@ struct fkv_cctl {
 	/* node: conns[0] is the master connection */
 	uint32_t node_id;
 	uint64_t next_beat_ms, next_connect_ms;
+	uint64_t lease_until;	/* CLOCK_MONOTONIC ns: the master's lease */
 	int fatal;
 	struct fkv_ratelimit preauth_log;	/* what strangers provoke */
 };
@@ -92,14 +93,61 @@ static const struct nla_policy cctl_policy[FKV_CA_MAX + 1] = {
 	[FKV_CA_HEARTBEAT_MS] = { .type = NLA_U32 },
 	[FKV_CA_DEAD_AFTER_MS] = { .type = NLA_U32 },
 	[FKV_CA_SYNC_ID] = { .type = NLA_U64 },
+	[FKV_CA_LEASE_T] = { .type = NLA_U64 },
+	[FKV_CA_LEASE_MS] = { .type = NLA_U32 },
 };
 
-static uint64_t now_ms(void)
+static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ms(void)
+{
+	return now_ns() / 1000000;
+}
+
+/*
+ * Master: the lease an answer grants, from the node's own send time
+ * (LEASE_T, echoed).  0 or -EMSGSIZE.
+ */
+static int put_lease(struct fkv_cctl *t, struct nl_msg *msg,
+		     struct nlattr **tb)
+{
+	if (!tb[FKV_CA_LEASE_T])
+		return 0;	/* a node that asks for no lease */
+	return nla_put_u64(msg, FKV_CA_LEASE_T,
+			   nla_get_u64(tb[FKV_CA_LEASE_T])) ||
+	       nla_put_u32(msg, FKV_CA_LEASE_MS, t->cc->lease_ms) ?
+	       -EMSGSIZE : 0;
+}
+
+/*
+ * Node: the master granted a lease from our LEASE_T (the time we sent
+ * what it answers).  Less a guard against clock rates and the time the
+ * module takes to apply it: we must stop serving before the master,
+ * counting from when it answered (later than LEASE_T), stops waiting.
+ */
+static void take_lease(struct fkv_cctl *t, struct nlattr **tb)
+{
+	uint64_t sent, ms, until, guard;
+
+	if (!tb[FKV_CA_LEASE_T] || !tb[FKV_CA_LEASE_MS])
+		return;
+	sent = nla_get_u64(tb[FKV_CA_LEASE_T]);
+	ms = nla_get_u32(tb[FKV_CA_LEASE_MS]);
+	if (sent > now_ns() || ms > FKV_DEAD_AFTER_MS_MAX)
+		return;		/* not a time we sent */
+	guard = FKV_LEASE_GUARD_MS + ms / 100;
+	until = ms > guard ? sent + (ms - guard) * 1000000 : sent;
+	if (until <= t->lease_until)
+		return;		/* an older answer */
+	t->lease_until = until;
+	if (t->cfg.ops && t->cfg.ops->lease)
+		t->cfg.ops->lease(t->cfg.arg, until);
 }
 
 /*
@@ -278,6 +326,10 @@ static void master_join(struct fkv_cctl *t, struct cconn *c,
 		nlmsg_free(msg);
 		msg = NULL;
 	}
+	if (msg && put_lease(t, msg, tb)) {
+		nlmsg_free(msg);
+		msg = NULL;
+	}
 	conn_send(c, msg);
 }
 
@@ -322,9 +374,20 @@ static void master_msg(struct fkv_cctl *t, struct cconn *c,
 			tb[FLUXONKV_A_SEGMENT_USED] ?
 			nla_get_u64(tb[FLUXONKV_A_SEGMENT_USED]) : 0, now_ms());
 		t->st.heartbeats++;
-		/* Answered, so that a node notices a master gone silent. */
-		if (!err)
-			conn_send(c, fkv_wire_msg(FKV_CCMD_HEARTBEAT));
+		/*
+		 * Answered, so that a node notices a master gone silent, with
+		 * the lease on its local hits: after every DROP_REPLICA sent
+		 * to it so far, in the connection's order.
+		 */
+		if (!err) {
+			struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_HEARTBEAT);
+
+			if (msg && put_lease(t, msg, tb)) {
+				nlmsg_free(msg);
+				msg = NULL;
+			}
+			conn_send(c, msg);
+		}
 		break;
 	case FKV_CCMD_DROP_ACK:
 		if (tb[FKV_CA_SYNC_ID] && t->cfg.ops && t->cfg.ops->drop_ack)
@@ -531,8 +594,10 @@ static void node_msg(struct fkv_cctl *t, struct cconn *c, struct nlmsghdr *nlh)
 		return;
 	}
 	c->since_ms = now_ms();		/* the master is alive */
-	if (cmd == FKV_CCMD_HEARTBEAT && c->state == C_JOINED)
+	if (cmd == FKV_CCMD_HEARTBEAT && c->state == C_JOINED) {
+		take_lease(t, tb);
 		return;
+	}
 	if (cmd == FKV_CCMD_HELLO && c->state == C_HELLO && tb[FKV_CA_NONCE]) {
 		data_addr(t->cc, addr, sizeof(addr));
 		msg = fkv_wire_msg(FKV_CCMD_JOIN);
@@ -548,7 +613,8 @@ static void node_msg(struct fkv_cctl *t, struct cconn *c, struct nlmsghdr *nlh)
 		    nla_put_u64(msg, FLUXONKV_A_SEGMENT_SIZE, t->cfg.segment_size) ||
 		    nla_put_u64(msg, FLUXONKV_A_SEGMENT_USED,
 				t->cfg.segment_used(t->cfg.arg)) ||
-		    nla_put_u64(msg, FLUXONKV_A_SSD_CAPACITY, t->cfg.ssd_capacity)) {
+		    nla_put_u64(msg, FLUXONKV_A_SSD_CAPACITY, t->cfg.ssd_capacity) ||
+		    nla_put_u64(msg, FKV_CA_LEASE_T, now_ns())) {
 			nlmsg_free(msg);
 			c->state = C_CLOSING;
 			return;
@@ -581,6 +647,8 @@ static void node_msg(struct fkv_cctl *t, struct cconn *c, struct nlmsghdr *nlh)
 	c->state = C_JOINED;
 	t->node_id = tb[FKV_CA_NODE_ID] ? nla_get_u32(tb[FKV_CA_NODE_ID]) : 0;
 	t->next_beat_ms = now_ms();
+	t->lease_until = 0;	/* a new incarnation: the old lease is over */
+	take_lease(t, tb);
 	fkv_info("cluster: joined the master at %s:%u as node '%s' (id %u, "
 		 "incarnation %#llx)", t->cc->master.host, t->cc->master.port,
 		 t->cc->node_name, t->node_id,
@@ -597,7 +665,8 @@ static void node_send_simple(struct fkv_cctl *t, uint8_t cmd)
 	if (msg && (nla_put_u32(msg, FKV_CA_NODE_ID, t->node_id) ||
 		    nla_put_u64(msg, FLUXONKV_A_INCARNATION, t->cfg.incarnation) ||
 		    nla_put_u64(msg, FLUXONKV_A_SEGMENT_USED,
-				t->cfg.segment_used(t->cfg.arg)))) {
+				t->cfg.segment_used(t->cfg.arg)) ||
+		    nla_put_u64(msg, FKV_CA_LEASE_T, now_ns()))) {
 		nlmsg_free(msg);
 		msg = NULL;
 	}

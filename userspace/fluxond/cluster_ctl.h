@@ -10,7 +10,7 @@
  * The master's own node is a member too, joined in process.
  *
  * Node role: connect, answer the challenge, heartbeat every heartbeat_ms,
- * reconnect after a loss.  A refusal of the secret is fatal
+ * take the lease each answer grants (ops->lease), reconnect after a loss.  A refusal of the secret is fatal
  * (fkv_cctl_handle() returns -EACCES): the operator must fix the config.
  */
 #ifndef FLUXOND_CLUSTER_CTL_H
@@ -39,7 +39,19 @@ struct fkv_cctl_ops {
 	void (*lost)(void *arg);
 	/* node: an answer or a command (DROP_REPLICA) from the master */
 	void (*master_msg)(void *arg, struct nlmsghdr *nlh);
+	/*
+	 * node: the master's lease now runs until CLOCK_MONOTONIC
+	 * @until_ns (a JOIN or HEARTBEAT answer); local hits only before.
+	 */
+	void (*lease)(void *arg, uint64_t until_ns);
 };
+
+/*
+ * What a node takes off the master's lease (plus 1 %): the module applies
+ * it a moment after the answer came, and the master counts from when it
+ * answered, on a clock that may run a little faster.
+ */
+#define FKV_LEASE_GUARD_MS	20
 
 struct fkv_cctl_config {
 	const struct fkv_cluster_config *cc;	/* from the YAML; must outlive */

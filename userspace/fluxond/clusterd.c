@@ -53,10 +53,13 @@
 /*
  * An overwrite or delete answer held back until the other nodes that had
  * a copy of the old version applied their DROP_REPLICA (they acknowledge
- * it): once the put or delete returns, no node serves the old version.
+ * it), or until the lease we granted each of them before the drop ran out
+ * (cluster.lease_ms from now: a node serves no local hit past the lease
+ * of a heartbeat we answered, and we answer none of its heartbeats before
+ * its drop): once the put or delete returns, no node serves the old
+ * version.
  */
 #define FKV_SYNC_NODES		8
-#define FKV_SYNC_MS		2000
 
 struct sync_wait {
 	struct sync_wait *next;
@@ -148,6 +151,8 @@ struct fkv_clusterd {
 	struct sync_wait *syncs;	/* answers waiting for drop acks */
 	struct sync_wait *cur_sync;	/* the one being built, in dispatch */
 	uint64_t next_sync;
+	uint64_t lease_until;	/* node: the master's lease (CLOCK_MONOTONIC ns) */
+	bool lease_void;	/* node: a drop failed: no lease until we rejoin */
 	struct {
 		uint64_t forwarded, answered, fetches, fetch_errors;
 		uint64_t drops_relayed, tokens_expired, refused_unjoined;
@@ -658,7 +663,7 @@ static bool master_answer(struct fkv_clusterd *cd, uint32_t node,
 	if (sw && sw->nnodes && reply) {
 		sw->r = *r;
 		sw->epoch = cd->epoch;
-		sw->deadline_ms = now_ms() + FKV_SYNC_MS;
+		sw->deadline_ms = now_ms() + cd->cc->lease_ms;
 		sw->next = cd->syncs;
 		cd->syncs = sw;
 		cd->st.syncs_held++;
@@ -912,6 +917,9 @@ static int cluster_register(struct fkv_clusterd *cd, uint32_t id)
 			 FLUXONKV_REGISTER_F_KEEP;
 	int err;
 
+	/* A node's local hits live on the master's lease (not the master's). */
+	if (!cd->master_role)
+		flags |= FLUXONKV_REGISTER_F_LEASE;
 	if (!cd->cfg.put_via_master) {
 		err = fkv_nl_register(cd->nl,
 				      flags | FLUXONKV_REGISTER_F_ONE_TRIP, id,
@@ -938,6 +946,8 @@ static void node_register(struct fkv_clusterd *cd, uint32_t id)
 	cd->self = id;
 	cd->registered = true;
 	cd->epoch++;
+	/* The JOIN's answer granted the first lease: no local hit before. */
+	fkv_nl_send_lease(cd->nl, cd->lease_until);
 	fkv_info("cluster: registered with the module as node %u (segment "
 		 "%llu MiB, SSD %llu MiB)", id,
 		 (unsigned long long)(cd->reg.segment_size >> 20),
@@ -992,6 +1002,17 @@ void fkv_clusterd_quiesce(struct fkv_clusterd *cd)
 		tok_free(cd, dead[i]);
 }
 
+static void lease(void *arg, uint64_t until_ns)
+{
+	struct fkv_clusterd *cd = arg;
+
+	if (cd->lease_void)
+		return;
+	cd->lease_until = until_ns;
+	if (cd->registered)
+		fkv_nl_send_lease(cd->nl, until_ns);
+}
+
 static void joined(void *arg, uint32_t id)
 {
 	node_register(arg, id);
@@ -1011,6 +1032,7 @@ static void lost(void *arg)
 	 */
 	fkv_nl_unregister(cd->nl);
 	cd->registered = false;
+	cd->lease_void = false;		/* the next join grants afresh */
 	cd->report_at_ms = 0;
 	cd->epoch++;
 	fkv_warn("cluster: unregistered from the module until the master is back");
@@ -1067,12 +1089,29 @@ static void master_msg(void *arg, struct nlmsghdr *nlh)
 	if (cmd == FLUXONKV_CMD_DROP_REPLICA) {
 		struct nl_msg *ack;
 
+		int err = 0;
+
 		if (tb[FLUXONKV_A_HANDLE])
 			target_forget(cd, nla_get_u64(tb[FLUXONKV_A_HANDLE]));
 		if (tb[FLUXONKV_A_HANDLE] && cd->registered)
-			fkv_nl_send_drop(cd->nl, nla_get_u64(tb[FLUXONKV_A_HANDLE]),
-					 tb[FLUXONKV_A_FLAGS] ?
-					 nla_get_u32(tb[FLUXONKV_A_FLAGS]) : 0);
+			err = fkv_nl_send_drop(cd->nl,
+					       nla_get_u64(tb[FLUXONKV_A_HANDLE]),
+					       tb[FLUXONKV_A_FLAGS] ?
+					       nla_get_u32(tb[FLUXONKV_A_FLAGS]) : 0);
+		/*
+		 * Not applied (and not already gone): our module may still
+		 * serve that version.  Give up the lease until we rejoin and
+		 * do not acknowledge: the master answers once the lease it
+		 * granted before this drop is over.
+		 */
+		if (err && err != -ENOENT) {
+			fkv_err("cluster: DROP_REPLICA not applied: no local hits "
+				"until we rejoin the master");
+			cd->lease_void = true;
+			cd->lease_until = 0;
+			fkv_nl_send_lease(cd->nl, 0);
+			return;
+		}
 		/*
 		 * The module applied it when the send returned (genetlink
 		 * runs the handler in our sendmsg): acknowledge.  Unregistered,
@@ -1523,6 +1562,7 @@ static const struct fkv_cctl_ops cctl_ops = {
 	.joined = joined,
 	.lost = lost,
 	.master_msg = master_msg,
+	.lease = lease,
 };
 
 static uint64_t segment_used(void *arg)
@@ -1600,6 +1640,21 @@ int fkv_clusterd_start(struct fkv_clusterd **out,
 
 	if (!cd)
 		return -ENOMEM;
+	/*
+	 * The timing budget: an overwrite's answer may wait lease_ms for a
+	 * node that does not acknowledge its drop, and the module gives up
+	 * on an answer after request_timeout_ms: the put would fail while
+	 * the master publishes it.
+	 */
+	if (fkv_module_request_timeout_ms() &&
+	    fkv_module_request_timeout_ms() <= cc->lease_ms + 500) {
+		fkv_err("cluster: the module's request_timeout_ms (%u) must exceed "
+			"cluster.lease_ms (%u) by more than 500 ms: an overwrite "
+			"waits up to the lease for a node that does not answer",
+			fkv_module_request_timeout_ms(), cc->lease_ms);
+		free(cd);
+		return -EINVAL;
+	}
 	cd->cfg = *c;
 	cd->cc = cc;
 	cd->nl = c->nl;
@@ -1742,7 +1797,8 @@ void fkv_clusterd_tick(struct fkv_clusterd *cd)
 		if (now < sw->deadline_ms)
 			continue;
 		fkv_warn("cluster: %u node(s) did not acknowledge a drop in %u ms: "
-			 "answering anyway", sw->nnodes, FKV_SYNC_MS);
+			 "their lease is over, answering", sw->nnodes,
+			 cd->cc->lease_ms);
 		cd->st.sync_timeouts++;
 		sync_complete(cd, sw);
 	}

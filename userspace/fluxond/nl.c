@@ -399,6 +399,22 @@ int fkv_nl_send_adopt_done(struct fkv_nl *nl)
 	return err;
 }
 
+int fkv_nl_send_lease(struct fkv_nl *nl, uint64_t until_ns)
+{
+	struct nl_msg *msg = new_msg(nl->family, FLUXONKV_CMD_LEASE, 0);
+	int err = -ENOMEM;
+
+	if (msg) {
+		err = nla_put_u64(msg, FLUXONKV_A_DEADLINE, until_ns) ?
+		      -EMSGSIZE : send_msg(nl, msg);
+		nlmsg_free(msg);
+	}
+	if (err)
+		fkv_warn("cannot send LEASE (no local hits until the next): %s",
+			 strerror(-err));
+	return err;
+}
+
 void fkv_nl_send_reply(struct fkv_nl *nl, uint8_t cmd, uint64_t req_id,
 		       const struct fkv_reply *r)
 {
@@ -1033,6 +1049,20 @@ uint64_t fkv_module_ssd_capacity(void)
 
 	if (f) {
 		if (fscanf(f, "%llu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+unsigned int fkv_module_request_timeout_ms(void)
+{
+	unsigned int v = 0;
+	FILE *f = fopen("/sys/module/fluxonkv/parameters/request_timeout_ms",
+			"r");
+
+	if (f) {
+		if (fscanf(f, "%u", &v) != 1)
 			v = 0;
 		fclose(f);
 	}

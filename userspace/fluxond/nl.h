@@ -94,11 +94,15 @@ int fkv_nl_send_persist(struct fkv_nl *nl, uint64_t handle, uint64_t put_id);
  * DROP_REPLICAs were sent before): they are local hits again.
  */
 int fkv_nl_send_adopt_done(struct fkv_nl *nl);
+/* LEASE: local hits until CLOCK_MONOTONIC @until_ns (REGISTER_F_LEASE). */
+int fkv_nl_send_lease(struct fkv_nl *nl, uint64_t until_ns);
 
 void fkv_nl_get_stats(const struct fkv_nl *nl, struct fkv_nl_stats *st);
 
 /* The module's SSD ring bytes (its sysfs gauge), 0 if none or unreadable. */
 uint64_t fkv_module_ssd_capacity(void);
+/* The module's request_timeout_ms parameter; 0 if unreadable. */
+unsigned int fkv_module_request_timeout_ms(void);
 
 /* One FLUXONKV_CMD_DUMP record; @key points into the message. */
 struct fkv_dump_rec {

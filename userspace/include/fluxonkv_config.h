@@ -88,6 +88,14 @@
  *	  heartbeat_ms: 1000           # 50..60000, default 1000
  *	  dead_after_ms: 5000          # > 2 * heartbeat_ms, <= 600000;
  *	                               # default 5000
+ *	  lease_ms: 3500               # > heartbeat_ms, < dead_after_ms;
+ *	                               # default heartbeat_ms +
+ *	                               # dead_after_ms / 2.  The master's:
+ *	                               # a node serves local hits only within
+ *	                               # lease_ms of the last heartbeat its
+ *	                               # master answered, and the master
+ *	                               # waits that long for the drop of a
+ *	                               # node that does not acknowledge it
  *	  state_dir: /var/lib/fluxonkv # absolute; default /var/lib/fluxonkv.
  *	                               # The master keeps its term there
  *	                               # (master.term): put_ids of a later
@@ -216,6 +224,7 @@ struct fkv_cluster_config {
 				 * NULL for an inline secret */
 	unsigned int heartbeat_ms;
 	unsigned int dead_after_ms;
+	unsigned int lease_ms;	/* heartbeat_ms < lease_ms < dead_after_ms */
 	char *state_dir;	/* owned; FKV_STATE_DIR_DEFAULT if unset */
 };
 
