@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -460,6 +461,139 @@ FKV_TEST_TIMEOUT(tcp_pull_lands_bytes_in_the_target, 60)
 	/* 32 served and the wrong-length one, each pinned and unpinned. */
 	FKV_ASSERT_EQ(src.holds, 33);
 	wait_released(&src);
+	free(src.mem);
+	free(dst.mem);
+}
+
+/*
+ * A proxy in front of a data port that lets its one client's connection
+ * in at once (the listen backlog) but reaches the port only @delay_ms
+ * later, then relays both ways until either side closes: a dial that
+ * takes its time (a slow network, a loaded peer).
+ */
+struct slow_proxy {
+	int lfd;
+	uint16_t port, to_port;
+	int delay_ms;
+	pthread_t th;
+};
+
+static void *slow_proxy_main(void *arg)
+{
+	struct slow_proxy *sp = arg;
+	struct sockaddr_in to = { .sin_family = AF_INET };
+	int a = accept(sp->lfd, NULL, NULL), b, i;
+	char buf[65536];
+
+	if (a < 0)
+		return NULL;
+	poll(NULL, 0, sp->delay_ms);
+	b = socket(AF_INET, SOCK_STREAM, 0);
+	inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+	to.sin_port = htons(sp->to_port);
+	if (b >= 0 && !connect(b, (struct sockaddr *)&to, sizeof(to))) {
+		for (;;) {
+			struct pollfd pfd[2] = { { .fd = a, .events = POLLIN },
+						 { .fd = b, .events = POLLIN } };
+
+			if (poll(pfd, 2, 10000) <= 0)
+				break;
+			for (i = 0; i < 2; i++) {
+				ssize_t n;
+
+				if (!pfd[i].revents)
+					continue;
+				n = recv(pfd[i].fd, buf, sizeof(buf), 0);
+				if (n <= 0 ||
+				    send(pfd[!i].fd, buf, (size_t)n,
+					 MSG_NOSIGNAL) != n)
+					goto out;
+			}
+		}
+	}
+out:
+	if (b >= 0)
+		close(b);
+	close(a);
+	return NULL;
+}
+
+static void slow_proxy_start(struct slow_proxy *sp, uint16_t to_port,
+			     int delay_ms)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sin);
+
+	sp->to_port = to_port;
+	sp->delay_ms = delay_ms;
+	sp->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	FKV_ASSERT(sp->lfd >= 0);
+	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+	FKV_ASSERT_EQ(bind(sp->lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	FKV_ASSERT_EQ(listen(sp->lfd, 4), 0);
+	FKV_ASSERT_EQ(getsockname(sp->lfd, (struct sockaddr *)&sin, &sl), 0);
+	sp->port = ntohs(sin.sin_port);
+	FKV_ASSERT_EQ(pthread_create(&sp->th, NULL, slow_proxy_main, sp), 0);
+}
+
+/*
+ * A cancel that comes while a pull is still dialling (issue 28): the
+ * daemon cancels every pull before it unregisters from its module, which
+ * then frees the targets.  The dial was not published yet, so the cancel
+ * could not shut it down; once it finished, the pull wrote its target
+ * and completed with 0 after the cancel had returned.  Now the
+ * connection is published only if no cancel came meanwhile: the pull
+ * ends -ECANCELED and the target is untouched.
+ */
+FKV_TEST_TIMEOUT(tcp_a_cancel_during_the_dial_stops_the_pull, 60)
+{
+	static struct fake_seg src, dst;
+	struct slow_proxy sp;
+	struct fkv_xport *xs, *xd;
+	struct fkv_pull p = { 0 };
+	unsigned int left;
+	uint64_t k;
+	int done = 0;
+
+	src.mem = malloc(SEG);
+	dst.mem = malloc(SEG);
+	FKV_ASSERT(src.mem && dst.mem);
+	memset(src.mem, 0x5a, SEG);
+	memset(dst.mem, 0xa5, SEG);
+	src.handle = 0x500000001ULL;
+	src.put_id = 5;
+	src.off = 0;
+	src.len = 1u << 20;
+	xs = make_xport(&src, "127.0.0.1", "src", secret);
+	xd = make_xport(&dst, NULL, "dst", secret);
+	slow_proxy_start(&sp, fkv_xport_port(xs), 600);
+
+	snprintf(p.peer, sizeof(p.peer), "127.0.0.1:%u", sp.port);
+	memcpy(p.key, "key", 3);
+	p.key_len = 3;
+	p.handle = src.handle;
+	p.put_id = 5;
+	p.len = src.len;
+	p.dst_off = 1u << 20;
+	p.done = pull_done;
+	p.arg = &done;
+	p.status = 1;
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p), 0);
+	poll(NULL, 0, 200);		/* its thread is in the dial */
+	left = fkv_xport_cancel(xd, 5000);
+	FKV_ASSERT_EQ(left, 0);
+	FKV_ASSERT_EQ(done, 1);
+	FKV_ASSERT_EQ(p.status, -ECANCELED);
+	/* and nothing lands later either */
+	poll(NULL, 0, 600);
+	for (k = 0; k < src.len; k++)
+		if (dst.mem[p.dst_off + k] != 0xa5)
+			break;
+	FKV_ASSERT_EQ(k, src.len);
+	fkv_xport_destroy(xd);
+	fkv_xport_destroy(xs);
+	pthread_join(sp.th, NULL);
+	close(sp.lfd);
 	free(src.mem);
 	free(dst.mem);
 }

@@ -990,8 +990,17 @@ void fkv_clusterd_quiesce(struct fkv_clusterd *cd)
 	uint64_t key;
 	void *val;
 
-	if (left)
-		fkv_err("cluster: %u pulls did not stop in 10 s", left);
+	/*
+	 * Every pull in flight had its connection shut down (a dial still
+	 * going publishes nothing after the cancel): they end at once.  One
+	 * that did not would write into a target the module frees when we
+	 * unregister; the process going takes its threads with it first.
+	 */
+	if (left) {
+		fkv_err("cluster: %u pulls did not stop in 10 s: exiting rather "
+			"than unregistering under them", left);
+		_exit(EXIT_FAILURE);
+	}
 	cd->epoch++;	/* late completions answer nobody */
 	places_sweep(cd, now_ms(), true);
 	targets_clear(cd);	/* the module drops them as it unregisters */

@@ -799,6 +799,37 @@ static void peer_drop_rc(struct tcp_peer *peer, unsigned int slot,
 	*rc = NULL;
 }
 
+/*
+ * Dial @peer for thread @slot (an RDMA path too with @rc) and publish the
+ * connection, unless a cancel came since the thread took its pull under
+ * generation @gen: a dial takes a while (connect, the join, the RDMA
+ * handshake) and a cancel in that time finds nothing to shut down, so
+ * the check and the publication are one step under the peer's lock.
+ * fd, -ECANCELED (closed) or the dial's -errno.
+ */
+static int dial_published(struct fkv_xport *x, struct tcp_peer *peer,
+			  unsigned int slot, uint8_t *buf,
+			  struct fkv_rdma_conn **rc, unsigned int gen)
+{
+	int fd = tcp_dial(x, peer, buf, rc);
+	bool cancelled;
+
+	pthread_mutex_lock(&peer->lock);
+	cancelled = gen != peer->cancel_gen;
+	peer->fds[slot] = cancelled ? -1 : fd;
+	if (rc && !cancelled)
+		peer->rcs[slot] = *rc;
+	pthread_mutex_unlock(&peer->lock);
+	if (!cancelled || fd < 0)
+		return fd;
+	if (rc && *rc) {
+		fkv_rdma_disconnect(*rc);
+		*rc = NULL;
+	}
+	close(fd);
+	return -ECANCELED;
+}
+
 static void *peer_thread(void *arg)
 {
 	struct tcp_peer *peer = arg;
@@ -840,14 +871,12 @@ static void *peer_thread(void *arg)
 		}
 		fresh = fd < 0;
 		if (fresh) {
-			fd = tcp_dial(x, peer, buf, &rc);
-			peer_set_fd(peer, slot, fd);
+			fd = dial_published(x, peer, slot, buf, &rc, gen);
 		} else if (!rc && rdma_attach(x, peer, fd, buf, &rc)) {
 			/* A kept connection back on RDMA, or broken. */
 			peer_set_fd(peer, slot, -1);
 			close(fd);
-			fd = tcp_dial(x, peer, buf, &rc);
-			peer_set_fd(peer, slot, fd);
+			fd = dial_published(x, peer, slot, buf, &rc, gen);
 			fresh = true;
 		}
 		peer_set_rc(peer, slot, rc);
@@ -869,11 +898,16 @@ static void *peer_thread(void *arg)
 			if (broken) {
 				peer_set_fd(peer, slot, -1);
 				close(fd);
-				fd = tcp_dial(x, peer, buf, NULL);
-				peer_set_fd(peer, slot, fd);
+				fd = dial_published(x, peer, slot, buf, NULL,
+						    gen);
 			}
-			err = fd < 0 ? fd : tcp_pull_one(x, fd, NULL, p, buf,
-							 &broken);
+			/* A cancel's READ abort looks like a failure too. */
+			if (fd >= 0 && gen != __atomic_load_n(&peer->cancel_gen,
+							      __ATOMIC_ACQUIRE))
+				err = -ECANCELED;
+			else
+				err = fd < 0 ? fd : tcp_pull_one(x, fd, NULL, p,
+								 buf, &broken);
 			fresh = true;	/* no second retry below */
 		}
 		/*
@@ -886,9 +920,7 @@ static void *peer_thread(void *arg)
 			peer_set_fd(peer, slot, -1);
 			close(fd);
 			peer_drop_rc(peer, slot, &rc);
-			fd = tcp_dial(x, peer, buf, &rc);
-			peer_set_fd(peer, slot, fd);
-			peer_set_rc(peer, slot, rc);
+			fd = dial_published(x, peer, slot, buf, &rc, gen);
 			if (fd < 0) {
 				fkv_xport_complete(x, p, fd);
 				continue;
