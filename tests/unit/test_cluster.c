@@ -981,6 +981,81 @@ FKV_TEST_TIMEOUT(cctl_a_node_holds_the_lease_only_while_the_master_answers, 60)
 	fkv_cctl_stop(m);
 }
 
+struct ack_rec {
+	struct fkv_cctl *m;
+	unsigned int at_master, at_node;
+	uint64_t last;
+};
+
+static void ack_member_msg(void *arg, uint32_t id, struct nlmsghdr *nlh)
+{
+	struct ack_rec *a = arg;
+	struct nl_msg *msg;
+
+	if (fkv_wire_cmd(nlh) != FKV_CCMD_REPORT_ACK)
+		return;
+	a->at_master++;
+	msg = fkv_wire_msg(FKV_CCMD_REPORT_ACK);
+	FKV_ASSERT(msg);
+	FKV_ASSERT_EQ(nla_put_u64(msg, FKV_CA_SYNC_ID, 7), 0);
+	FKV_ASSERT_EQ(fkv_cctl_send(a->m, id, msg), 0);
+	nlmsg_free(msg);
+}
+
+static void ack_master_msg(void *arg, struct nlmsghdr *nlh)
+{
+	struct ack_rec *a = arg;
+
+	if (fkv_wire_cmd(nlh) == FKV_CCMD_REPORT_ACK)
+		a->at_node++;
+}
+
+/*
+ * The report commands reach the daemon on both sides (issue 28): a
+ * node's REPORT_ACK the master's member_msg, the master's answer the
+ * node's master_msg, and so does REPORT_DONE (a node used to drop the
+ * master's REPORT_DONE as an unexpected command, and never sent its
+ * module ADOPT_DONE).
+ */
+FKV_TEST_TIMEOUT(cctl_report_acks_and_done_reach_both_daemons, 30)
+{
+	static const struct fkv_cctl_ops mops = { .member_msg = ack_member_msg };
+	static const struct fkv_cctl_ops nops = { .master_msg = ack_master_msg };
+	struct fkv_cluster_config mc, nc;
+	struct fkv_cctl_config c = { .segment_size = 64 << 20,
+				     .segment_used = used_zero };
+	struct ack_rec a = { 0 };
+	struct fkv_cctl *m, *n;
+	struct nl_msg *msg;
+	uint16_t port = free_port();
+
+	cluster_cfg(&mc, FKV_ROLE_MASTER, "a", port, secret);
+	cluster_cfg(&nc, FKV_ROLE_NODE, "b", port, secret);
+	mc.lease_ms = nc.lease_ms = 200;
+	c.cc = &mc;
+	c.incarnation = 1;
+	c.ops = &mops;
+	c.arg = &a;
+	FKV_ASSERT_EQ(fkv_cctl_start(&m, &c), 0);
+	a.m = m;
+	c.cc = &nc;
+	c.incarnation = 2;
+	c.ops = &nops;
+	FKV_ASSERT_EQ(fkv_cctl_start(&n, &c), 0);
+	FKV_ASSERT_EQ(spin(m, n, 300), 0);
+	FKV_ASSERT_EQ(fkv_cctl_node_id(n), 2);
+	msg = fkv_wire_msg(FKV_CCMD_REPORT_ACK);
+	FKV_ASSERT(msg);
+	FKV_ASSERT_EQ(nla_put_u64(msg, FKV_CA_SYNC_ID, 7), 0);
+	FKV_ASSERT_EQ(fkv_cctl_send(n, 0, msg), 0);
+	nlmsg_free(msg);
+	FKV_ASSERT_EQ(spin(m, n, 200), 0);
+	FKV_ASSERT_EQ(a.at_master, 1);
+	FKV_ASSERT_EQ(a.at_node, 1);
+	fkv_cctl_stop(n);
+	fkv_cctl_stop(m);
+}
+
 /* Whether @fd has bytes (or an end) to read within @ms. */
 static bool readable_within(int fd, int ms)
 {

@@ -122,6 +122,15 @@ enum fkv_cluster_cmd {
 	 * no local hits.
 	 */
 	FKV_CCMD_REPORT_DONE,
+	/*
+	 * node -> master, after each batch of REPORTs: SYNC_ID (the batch's
+	 * number, from 1).  The master answers with the same command and
+	 * SYNC_ID once it handled every REPORT before it (and queued the
+	 * DROP_REPLICAs of those it refused).  The node keeps a few batches
+	 * unacknowledged at most: a large kept set never overflows either
+	 * side's queue, and nothing kept is dropped for want of room.
+	 */
+	FKV_CCMD_REPORT_ACK,
 	__FKV_CCMD_MAX,
 };
 

@@ -342,7 +342,7 @@ static void master_msg(struct fkv_cctl *t, struct cconn *c,
 	int err;
 
 	if ((cmd < FKV_CCMD_HELLO || cmd == FKV_CCMD_REPORT ||
-	     cmd == FKV_CCMD_REPORT_DONE) &&
+	     cmd == FKV_CCMD_REPORT_DONE || cmd == FKV_CCMD_REPORT_ACK) &&
 	    c->state == C_JOINED) {
 		/* A forwarded upcall (decoded with the kernel's policies)
 		 * or a kept replica's report (or their end). */
@@ -529,6 +529,25 @@ static int master_start(struct fkv_cctl *t)
 
 /* ---- node role ---- */
 
+/*
+ * Fault injection for selftests/cluster/fence.sh: FLUXOND_TEST_CTL_TX_MAX
+ * bytes (4096..4 MiB) bound the queue of our connection to the master and
+ * its socket's send buffer, as a slow link or a master that reads slowly
+ * would, so that a large kept set's REPORTs meet a full queue.
+ */
+static void test_squeeze(struct cconn *c)
+{
+	const char *s = getenv("FLUXOND_TEST_CTL_TX_MAX");
+	unsigned long v = s ? strtoul(s, NULL, 10) : 0;
+	int buf;
+
+	if (v < 4096 || v > (4 << 20))
+		return;
+	c->w.tx_max = v;
+	buf = (int)v;
+	setsockopt(c->w.fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+}
+
 static void node_connect(struct fkv_cctl *t)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
@@ -561,6 +580,7 @@ static void node_connect(struct fkv_cctl *t)
 		goto fail;
 	tune_socket(fd, t->cc->dead_after_ms);
 	fkv_wire_init(&c->w, fd);
+	test_squeeze(c);
 	c->state = done ? C_HELLO : C_CONNECTING;
 	c->since_ms = now_ms();
 	snprintf(c->peer, sizeof(c->peer), "the master");
@@ -583,8 +603,12 @@ static void node_msg(struct fkv_cctl *t, struct cconn *c, struct nlmsghdr *nlh)
 	struct nl_msg *msg;
 	int32_t status;
 
-	if (cmd < FKV_CCMD_HELLO || cmd == FKV_CCMD_PLACED) {
-		/* An answer to a forwarded upcall, DROP_REPLICA, PLACED. */
+	if (cmd < FKV_CCMD_HELLO || cmd == FKV_CCMD_PLACED ||
+	    cmd == FKV_CCMD_REPORT_DONE || cmd == FKV_CCMD_REPORT_ACK) {
+		/*
+		 * An answer to a forwarded upcall, DROP_REPLICA, PLACED, or
+		 * the master's word on our reports.
+		 */
 		if (c->state == C_JOINED && t->cfg.ops && t->cfg.ops->master_msg)
 			t->cfg.ops->master_msg(t->cfg.arg, nlh);
 		return;
@@ -886,6 +910,21 @@ void fkv_cctl_tick(struct fkv_cctl *t)
 		t->st.heartbeats++;
 		t->next_beat_ms = now + t->cc->heartbeat_ms;
 	}
+}
+
+bool fkv_cctl_roomy(const struct fkv_cctl *t)
+{
+	const struct fkv_wire *w = &t->conns[0].w;
+
+	if (t->master || t->conns[0].state != C_JOINED)
+		return false;
+	return w->tx_len - w->tx_off < w->tx_max / 2;
+}
+
+void fkv_cctl_reset(struct fkv_cctl *t)
+{
+	if (!t->master && t->conns[0].state == C_JOINED)
+		conn_lost(t, &t->conns[0]);
 }
 
 int fkv_cctl_send(struct fkv_cctl *t, uint32_t id, struct nl_msg *msg)

@@ -87,6 +87,17 @@ void fkv_cctl_tick(struct fkv_cctl *t);
  * live member) or -ENOBUFS.
  */
 int fkv_cctl_send(struct fkv_cctl *t, uint32_t id, struct nl_msg *msg);
+/*
+ * Node role: give up the connection to the master (it stopped answering
+ * what we wait for); ops->lost runs, and we rejoin as a new incarnation.
+ */
+void fkv_cctl_reset(struct fkv_cctl *t);
+/*
+ * Node role: less than half of the queue to the master is taken, so bulk
+ * traffic (reports) may add to it without crowding out heartbeats and
+ * upcalls, whose refusal would cost the connection.
+ */
+bool fkv_cctl_roomy(const struct fkv_cctl *t);
 /* The master's own member id (master role). */
 uint32_t fkv_cctl_self_id(const struct fkv_cctl *t);
 /* This daemon's current incarnation (a node picks a new one per join). */

@@ -134,6 +134,17 @@ struct fkv_clusterd {
 	/* master role: each node's REPORTed DRAM replicas until its REPORT_DONE */
 	struct fkv_adopted *reported[FKV_ROUTE_NODES];
 	uint64_t report_at_ms;	/* reports held back until (test hook) */
+	/*
+	 * node: what our module kept, listed at registration and reported
+	 * in acknowledged batches (report_pump): kept[kept_next..nkept)
+	 * still to send; batches sent / acknowledged; the next batch's
+	 * REPORT_ACK owed; when the master last acknowledged one.
+	 */
+	struct kept_rec **kept;
+	size_t nkept, kept_cap, kept_next;
+	uint64_t report_batches, report_acked, report_sent0;
+	uint64_t report_ack_ms;
+	bool reporting, report_marker_due;
 	/* this rejoin's reports of each member: adopted, refused */
 	uint64_t report_counts[FKV_ROUTE_NODES][2];
 	uint32_t self;			/* our node id once known */
@@ -784,6 +795,33 @@ static void member_report_done(struct fkv_clusterd *cd, uint32_t id)
 	nlmsg_free(msg);
 }
 
+static const struct nla_policy ack_policy[FKV_CA_MAX + 1] = {
+	[FKV_CA_SYNC_ID] = { .type = NLA_U64 },
+};
+
+/*
+ * REPORT_ACK from member @id: every REPORT before it is handled (and the
+ * DROP_REPLICAs of the refused ones queued): say so, with its SYNC_ID.
+ */
+static void member_report_ack(struct fkv_clusterd *cd, uint32_t id,
+			      struct nlmsghdr *nlh)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	struct nl_msg *msg;
+
+	if (fkv_wire_parse(nlh, tb, ack_policy) || !tb[FKV_CA_SYNC_ID]) {
+		fkv_warn("cluster: malformed REPORT_ACK from node %u: ignored",
+			 id);
+		return;
+	}
+	msg = fkv_wire_msg(FKV_CCMD_REPORT_ACK);
+	if (!msg || nla_put_u64(msg, FKV_CA_SYNC_ID,
+				nla_get_u64(tb[FKV_CA_SYNC_ID])) ||
+	    fkv_cctl_send(cd->cctl, id, msg))
+		fkv_warn("cluster: cannot acknowledge node %u's reports", id);
+	nlmsg_free(msg);
+}
+
 /* A forwarded upcall from member @id. */
 static void member_msg(void *arg, uint32_t id, struct nlmsghdr *nlh)
 {
@@ -802,6 +840,10 @@ static void member_msg(void *arg, uint32_t id, struct nlmsghdr *nlh)
 	}
 	if (fkv_wire_cmd(nlh) == FKV_CCMD_REPORT_DONE) {
 		member_report_done(cd, id);
+		return;
+	}
+	if (fkv_wire_cmd(nlh) == FKV_CCMD_REPORT_ACK) {
+		member_report_ack(cd, id, nlh);
 		return;
 	}
 	err = fkv_nl_decode(nlh, &u);
@@ -833,32 +875,163 @@ static void member_msg(void *arg, uint32_t id, struct nlmsghdr *nlh)
 
 /* ---- a node's side ---- */
 
-static void report_one(void *arg, const struct fkv_dump_rec *r)
+/* A replica our module kept, until it is reported. */
+struct kept_rec {
+	uint64_t handle, put_id, len;
+	uint32_t source;
+	uint32_t key_len;
+	uint8_t key[];
+};
+
+/*
+ * REPORTs go in batches of FKV_REPORT_BATCH, each closed by a REPORT_ACK
+ * the master answers; at most FKV_REPORT_WINDOW batches are unanswered
+ * (a few hundred KiB at most in either direction, DROP_REPLICAs of the
+ * refused ones included).  A master that answers no batch for
+ * FKV_REPORT_ACK_MS costs us the connection: we rejoin and report anew.
+ */
+#define FKV_REPORT_BATCH	256
+#define FKV_REPORT_WINDOW	4
+#define FKV_REPORT_ACK_MS	30000
+
+/* DUMP callback: keep the record for report_pump(). */
+static void report_collect(void *arg, const struct fkv_dump_rec *r)
 {
 	struct fkv_clusterd *cd = arg;
-	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_REPORT);
+	struct kept_rec *k = malloc(sizeof(*k) + r->key_len), **grown;
 
-	if (!msg || (r->handle &&
-		     nla_put_u64(msg, FLUXONKV_A_HANDLE, r->handle)) ||
-	    nla_put(msg, FLUXONKV_A_KEY, (int)r->key_len, r->key) ||
-	    nla_put_u64(msg, FLUXONKV_A_PUT_ID, r->put_id) ||
-	    nla_put_u64(msg, FLUXONKV_A_LEN, r->len) ||
-	    nla_put_u32(msg, FLUXONKV_A_SOURCE, r->source) ||
-	    fkv_cctl_send(cd->cctl, 0, msg)) {
+	if (k && cd->nkept == cd->kept_cap) {
+		size_t cap = cd->kept_cap ? 2 * cd->kept_cap : 1024;
+
+		grown = realloc(cd->kept, cap * sizeof(*grown));
+		if (grown) {
+			cd->kept = grown;
+			cd->kept_cap = cap;
+		} else {
+			free(k);
+			k = NULL;
+		}
+	}
+	if (!k) {
 		/*
-		 * Not reported (the control connection's queue is full, or it
-		 * closed): the master will never adopt, evict or drop this
-		 * replica, and ADOPT_DONE would make it a local hit of a
-		 * version nobody checked.  Drop it now: a cache may lose a
-		 * value, never serve a stale one or leak its bytes.
+		 * No memory to hold the report: the master would never
+		 * adopt, evict or drop this replica, and ADOPT_DONE would
+		 * make it a local hit of a version nobody checked.  Drop it:
+		 * a cache may lose a value, never serve a stale one.
 		 */
 		cd->st.reports_failed++;
 		if (r->handle)
 			fkv_nl_send_drop(cd->nl, r->handle, 0);
-	} else {
-		cd->st.reports_sent++;
+		return;
 	}
+	k->handle = r->handle;
+	k->put_id = r->put_id;
+	k->len = r->len;
+	k->source = r->source;
+	k->key_len = (uint32_t)r->key_len;
+	memcpy(k->key, r->key, r->key_len);
+	cd->kept[cd->nkept++] = k;
+}
+
+/* Forget what is left to report (the connection to the master is gone). */
+static void report_clear(struct fkv_clusterd *cd)
+{
+	size_t i;
+
+	for (i = cd->kept_next; i < cd->nkept; i++)
+		free(cd->kept[i]);
+	free(cd->kept);
+	cd->kept = NULL;
+	cd->nkept = cd->kept_cap = cd->kept_next = 0;
+	cd->reporting = cd->report_marker_due = false;
+}
+
+/* Queue one REPORT: 0, or -ENOBUFS / -ENOTCONN (try again later). */
+static int report_send(struct fkv_clusterd *cd, const struct kept_rec *k)
+{
+	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_REPORT);
+	int err = -ENOMEM;
+
+	if (msg && !(k->handle &&
+		     nla_put_u64(msg, FLUXONKV_A_HANDLE, k->handle)) &&
+	    !nla_put(msg, FLUXONKV_A_KEY, (int)k->key_len, k->key) &&
+	    !nla_put_u64(msg, FLUXONKV_A_PUT_ID, k->put_id) &&
+	    !nla_put_u64(msg, FLUXONKV_A_LEN, k->len) &&
+	    !nla_put_u32(msg, FLUXONKV_A_SOURCE, k->source))
+		err = fkv_cctl_send(cd->cctl, 0, msg);
 	nlmsg_free(msg);
+	return err;
+}
+
+/* Every batch sent and acknowledged: the end of our reports. */
+static void report_finish(struct fkv_clusterd *cd)
+{
+	struct nl_msg *msg;
+
+	fkv_info("cluster: reported %llu replicas our module kept to the "
+		 "master in %llu batches",
+		 (unsigned long long)(cd->st.reports_sent - cd->report_sent0),
+		 (unsigned long long)cd->report_batches);
+	report_clear(cd);
+	/*
+	 * The master checks their SSD copies now and answers REPORT_DONE
+	 * after the DROP_REPLICAs of those it refused; then our module may
+	 * serve the rest (ADOPT_DONE).
+	 */
+	msg = fkv_wire_msg(FKV_CCMD_REPORT_DONE);
+	if (!msg || fkv_cctl_send(cd->cctl, 0, msg))
+		fkv_warn("cluster: cannot tell the master our reports ended "
+			 "(kept replicas stay no local hits)");
+	nlmsg_free(msg);
+}
+
+/*
+ * Send what the window allows: from the daemon's loop after the listing,
+ * at each acknowledgement and each tick (a full queue is waited out,
+ * never dropped from).
+ */
+static void report_pump(struct fkv_clusterd *cd)
+{
+	struct nl_msg *msg;
+	size_t end;
+	int err;
+
+	while (cd->reporting) {
+		if (!fkv_cctl_roomy(cd->cctl))
+			return;		/* the rest when the queue drained */
+		if (cd->report_marker_due) {
+			msg = fkv_wire_msg(FKV_CCMD_REPORT_ACK);
+			err = !msg || nla_put_u64(msg, FKV_CA_SYNC_ID,
+						  cd->report_batches + 1) ?
+			      -ENOMEM : fkv_cctl_send(cd->cctl, 0, msg);
+			nlmsg_free(msg);
+			if (err)
+				return;
+			if (cd->report_batches++ == cd->report_acked)
+				cd->report_ack_ms = now_ms();
+			cd->report_marker_due = false;
+			continue;
+		}
+		if (cd->kept_next == cd->nkept) {
+			if (cd->report_acked == cd->report_batches)
+				report_finish(cd);
+			return;
+		}
+		if (cd->report_batches - cd->report_acked >= FKV_REPORT_WINDOW)
+			return;
+		end = cd->kept_next + FKV_REPORT_BATCH;
+		if (end > cd->nkept)
+			end = cd->nkept;
+		while (cd->kept_next < end) {
+			if (!fkv_cctl_roomy(cd->cctl) ||
+			    report_send(cd, cd->kept[cd->kept_next]))
+				return;
+			cd->st.reports_sent++;
+			free(cd->kept[cd->kept_next]);
+			cd->kept[cd->kept_next++] = NULL;
+		}
+		cd->report_marker_due = true;
+	}
 }
 
 /*
@@ -878,32 +1051,26 @@ static uint64_t report_delay_ms(void)
 /* Report every replica our module kept to the master, which adopts them. */
 static void report_kept(struct fkv_clusterd *cd)
 {
-	uint64_t sent = cd->st.reports_sent, failed = cd->st.reports_failed;
+	uint64_t failed = cd->st.reports_failed;
 	unsigned int bad = 0;
-	struct nl_msg *msg;
 	int err;
 
-	err = fkv_nl_dump_module(report_one, cd, &bad);
+	report_clear(cd);
+	err = fkv_nl_dump_module(report_collect, cd, &bad);
 	if (err)
 		fkv_err("cluster: cannot list the module's kept replicas: %s",
 			strerror(-err));
 	else
-		fkv_info("cluster: reported %llu replicas our module kept to "
-			 "the master (%u malformed)",
-			 (unsigned long long)(cd->st.reports_sent - sent), bad);
+		fkv_info("cluster: our module kept %zu replicas (%u malformed): "
+			 "reporting them to the master", cd->nkept, bad);
 	if (cd->st.reports_failed != failed)
-		fkv_warn("cluster: %llu kept replicas could not be reported "
-			 "(control connection full or closed): dropped",
+		fkv_warn("cluster: %llu kept replicas could not be held for "
+			 "reporting (no memory): dropped",
 			 (unsigned long long)(cd->st.reports_failed - failed));
-	/*
-	 * The end of them: the master checks their SSD copies now and
-	 * answers REPORT_DONE after the DROP_REPLICAs of those it refused;
-	 * then our module may serve the rest (ADOPT_DONE).
-	 */
-	msg = fkv_wire_msg(FKV_CCMD_REPORT_DONE);
-	if (!msg || fkv_cctl_send(cd->cctl, 0, msg))
-		fkv_warn("cluster: cannot tell the master our reports ended");
-	nlmsg_free(msg);
+	cd->reporting = true;
+	cd->report_batches = cd->report_acked = 0;
+	cd->report_sent0 = cd->st.reports_sent;
+	report_pump(cd);
 }
 
 /*
@@ -1043,6 +1210,7 @@ static void lost(void *arg)
 	cd->registered = false;
 	cd->lease_void = false;		/* the next join grants afresh */
 	cd->report_at_ms = 0;
+	report_clear(cd);		/* reported anew after the rejoin */
 	cd->epoch++;
 	fkv_warn("cluster: unregistered from the module until the master is back");
 }
@@ -1085,6 +1253,18 @@ static void master_msg(void *arg, struct nlmsghdr *nlh)
 		/* every DROP_REPLICA of a refused report came before */
 		if (cd->registered)
 			fkv_nl_send_adopt_done(cd->nl);
+		return;
+	}
+	if (cmd == FKV_CCMD_REPORT_ACK) {
+		uint64_t n = tb[FKV_CA_SYNC_ID] ?
+			     nla_get_u64(tb[FKV_CA_SYNC_ID]) : 0;
+
+		if (cd->reporting && n > cd->report_acked &&
+		    n <= cd->report_batches) {
+			cd->report_acked = n;
+			cd->report_ack_ms = now_ms();
+			report_pump(cd);
+		}
 		return;
 	}
 	if (cmd == FLUXONKV_CMD_PERSIST) {
@@ -1761,6 +1941,7 @@ void fkv_clusterd_stop(struct fkv_clusterd *cd)
 	pthread_mutex_destroy(&cd->tgt_lock);
 	for (i = 0; i < FKV_ROUTE_NODES; i++)
 		fkv_adopted_free(&cd->reported[i]);
+	report_clear(cd);
 	fkv_master_destroy(cd->master);
 	if (cd->seg)
 		munmap(cd->seg, cd->seg_size);
@@ -1801,6 +1982,14 @@ void fkv_clusterd_tick(struct fkv_clusterd *cd)
 		if (cd->registered)
 			report_kept(cd);
 	}
+	/* A fresh clock: the reports above may have started after @now. */
+	if (cd->reporting && cd->report_acked < cd->report_batches &&
+	    now_ms() > cd->report_ack_ms + FKV_REPORT_ACK_MS) {
+		fkv_err("cluster: the master acknowledged none of our reports "
+			"in %u ms: reconnecting", FKV_REPORT_ACK_MS);
+		fkv_cctl_reset(cd->cctl);	/* lost() clears the reports */
+	}
+	report_pump(cd);
 	for (struct sync_wait *sw = cd->syncs, *next; sw; sw = next) {
 		next = sw->next;
 		if (now < sw->deadline_ms)
