@@ -33,8 +33,19 @@
  *                                           one for whatever it names
  *     3 CONNECT slot                        a new connection (pre-auth)
  *     4 CLOSE  slot                         the member's end closes
- *     5 TICK                                fkv_clusterd_tick()
- *   slots are 0..FUZZ_SLOTS-1 (taken modulo).
+ *     5 TICK   slot(unused), secs/2        the master's clock (virtual)
+ *                                           forward, fkv_master_tick(),
+ *                                           fkv_clusterd_tick()
+ *     6 UPCALL slot, cmd, key, put_id, handle, len(u16), source, misc,
+ *              len(u16), extra attrs       a forwarded upcall built from
+ *              selectors: keys from a small set (or empty, or one byte
+ *              too long), put_ids and handles the master answered
+ *              lately or the slot's own node's handles (whose node id
+ *              the JOIN answer gave), so that a put's PUT_DONE names the
+ *              put_id its PUT_START got; misc adds BYTES (= LEN), ERRNO,
+ *              HANDLES, one or two ENTRY nests (SSD_EVICTED, PUT_LOCAL)
+ *              and FLAGS
+ *   slots are 0..FUZZ_SLOTS-1 (taken modulo); ops modulo 7.
  *
  * Promises checked besides the sanitizers (abort() when one breaks):
  *   - whatever the master sends is one well framed message after another
@@ -162,6 +173,7 @@ struct slot {
 	bool hello;			/* its HELLO arrived: nonce valid */
 	uint8_t nonce[FKV_NONCE_LEN];
 	bool authed;			/* sent a JOIN with a valid MAC */
+	uint32_t node;			/* the id its JOIN answer gave */
 	uint8_t rx[2 * FKV_WIRE_MAX] __attribute__((aligned(8)));
 	size_t rx_len;
 };
@@ -174,7 +186,16 @@ static struct {
 	struct slot s[FUZZ_SLOTS];
 	uint64_t bad_req[FUZZ_BAD_REQS];	/* req_ids that must fail */
 	unsigned int nbad;
+	uint64_t now;				/* the master's clock (ms) */
+	uint64_t req_id;
+	uint64_t put_ids[8], handles[8];	/* answered lately */
+	unsigned int nput_ids, nhandles;
 } F;
+
+static uint64_t fuzz_clock(void *arg)
+{
+	return F.now;
+}
 
 static void bad_req_add(uint64_t id)
 {
@@ -224,6 +245,13 @@ static void check_sent(struct slot *s, const struct nlmsghdr *nlh)
 			status = nla_get_u32(a);
 			has_status = true;
 		}
+		if (nla_type(a) == FLUXONKV_A_PUT_ID && nla_len(a) == 8)
+			F.put_ids[F.nput_ids++ % 8] = nla_get_u64(a);
+		if (nla_type(a) == FLUXONKV_A_HANDLE && nla_len(a) == 8)
+			F.handles[F.nhandles++ % 8] = nla_get_u64(a);
+		if (nla_type(a) == FKV_CA_NODE_ID && nla_len(a) == 4 &&
+		    gh->cmd == FKV_CCMD_JOIN)
+			s->node = nla_get_u32(a);
 	}
 	if (gh->cmd == FKV_CCMD_HELLO) {
 		CHECK(!s->authed);
@@ -317,6 +345,7 @@ static void slot_close(struct slot *s)
 	s->fd = -1;
 	s->hello = s->authed = false;
 	s->rx_len = 0;
+	s->node = 0;
 }
 
 static void slot_connect(struct slot *s)
@@ -479,6 +508,11 @@ static void fuzz_start(void)
 	CHECK(cd);
 	memset(&mod, 0, sizeof(mod));
 	F.nbad = 0;
+	F.now = 1000000;
+	F.req_id = 0;
+	F.nput_ids = F.nhandles = 0;
+	memset(F.put_ids, 0, sizeof(F.put_ids));
+	memset(F.handles, 0, sizeof(F.handles));
 	cd->cfg.cc = &fuzz_cc;
 	cd->cc = &fuzz_cc;
 	cd->devfd = -1;
@@ -506,6 +540,7 @@ static void fuzz_start(void)
 	mc.term = 1;
 	mc.hash_secret = (const uint8_t *)"fuzz-hash-secret";
 	mc.tombs = 64;		/* small: the floor moves too */
+	mc.now_ms = fuzz_clock;
 	cd->master = fkv_master_create(&mc, &master_ops, cd);
 	CHECK(cd->master);
 	fkv_hostport_str(addr, sizeof(addr), &fuzz_cc.advertise);
@@ -604,6 +639,119 @@ static void take_str(struct in *in, char *buf, size_t size)
 	buf[n] = 0;
 }
 
+/* Handle of node @node as its module stamps it (uapi). */
+static uint64_t H(uint32_t node, uint32_t slot, uint64_t put_id)
+{
+	return (put_id << 32) | ((uint64_t)node << 24) | slot;
+}
+
+/* Record UPCALL: a forwarded upcall built from selectors. */
+static void slot_upcall(struct slot *s, struct in *in)
+{
+	static char key[FLUXONKV_KEY_MAX + 2];
+	uint8_t cmd = take8(in) % 32, ks = take8(in), ps = take8(in);
+	uint8_t hs = take8(in), src, misc;
+	uint64_t len = (uint64_t)take16(in) * 512, put_id = 0, handle = 0;
+	size_t klen = 0, xlen;
+	const uint8_t *extra;
+	struct nl_msg *msg;
+	struct nlmsghdr *nlh;
+	bool put_ok;
+
+	src = take8(in);
+	misc = take8(in);
+	xlen = take16(in);
+	extra = take_n(in, &xlen);
+	switch (ks & 15) {
+	case 0:
+		break;
+	case 13:
+		klen = FLUXONKV_KEY_MAX;
+		memset(key, 'm', klen);
+		break;
+	case 14:
+		klen = FLUXONKV_KEY_MAX + 1;	/* must fail */
+		memset(key, 'o', klen);
+		break;
+	case 15:
+		klen = 0;			/* an empty KEY: must fail */
+		break;
+	default:
+		key[0] = 'k';
+		key[1] = (char)('a' + (ks & 15));
+		klen = 2;
+	}
+	if (!ps)
+		put_id = 0;
+	else if (ps <= 8)
+		put_id = F.put_ids[(ps - 1) % 8];
+	else if (ps <= 16)
+		put_id = FKV_PUT_ID(1, ps - 8);
+	else
+		put_id = (uint64_t)ps << (ps & 7) * 8;
+	if (!hs)
+		handle = 0;
+	else if (hs < 64)
+		handle = H(s->node, hs, put_id);
+	else if (hs < 128)
+		handle = F.handles[hs % 8];
+	else
+		handle = H(hs & 7, hs >> 3 & 15, put_id);
+
+	msg = fkv_wire_msg(cmd);
+	CHECK(msg);
+	put_ok = !nla_put_u64(msg, FLUXONKV_A_REQ_ID, ++F.req_id) &&
+		 (!(ks & 15) || !nla_put(msg, FLUXONKV_A_KEY, (int)klen, key)) &&
+		 (!ps || !nla_put_u64(msg, FLUXONKV_A_PUT_ID, put_id)) &&
+		 (!hs || !nla_put_u64(msg, FLUXONKV_A_HANDLE, handle)) &&
+		 (!len || !nla_put_u64(msg, FLUXONKV_A_LEN, len)) &&
+		 (!src || !nla_put_u32(msg, FLUXONKV_A_SOURCE, src - 1u)) &&
+		 (!(misc & 1) || !nla_put_u64(msg, FLUXONKV_A_BYTES, len)) &&
+		 (!(misc & 2) || !nla_put_u32(msg, FLUXONKV_A_ERRNO,
+					      (uint32_t)-EIO)) &&
+		 (!(misc & 32) || !nla_put_u32(msg, FLUXONKV_A_FLAGS,
+					       misc >> 6));
+	if (put_ok && (misc & 4)) {
+		uint64_t hv[4] = { handle, F.handles[0], F.handles[1],
+				   F.handles[2] };
+
+		put_ok = !nla_put(msg, FLUXONKV_A_HANDLES, sizeof(hv), hv);
+	}
+	for (unsigned int e = 0; put_ok && e < 2; e++) {
+		struct nlattr *nest;
+
+		if (!(misc & (8 << e)))
+			continue;
+		nest = nla_nest_start(msg, FLUXONKV_A_ENTRY);
+		put_ok = nest &&
+			 !nla_put(msg, FLUXONKV_A_KEY, e ? 2 : (int)klen,
+				  e ? "kz" : key) &&
+			 !nla_put_u64(msg, FLUXONKV_A_PUT_ID,
+				      e ? F.put_ids[1] : put_id) &&
+			 !nla_put_u64(msg, FLUXONKV_A_HANDLE, handle + e) &&
+			 !nla_put_u64(msg, FLUXONKV_A_LEN, len ? len : 1) &&
+			 !nla_put_u32(msg, FLUXONKV_A_FLAGS, misc >> 6);
+		if (put_ok)
+			nla_nest_end(msg, nest);
+	}
+	nlh = nlmsg_hdr(msg);
+	if (put_ok && xlen &&
+	    nlh->nlmsg_len + NLA_ALIGN(xlen) < FKV_WIRE_MAX) {
+		void *p = nlmsg_reserve(msg, xlen, NLMSG_ALIGNTO);
+
+		if (p)
+			memcpy(p, extra, xlen);
+		nlh = nlmsg_hdr(msg);
+	}
+	if (put_ok) {
+		if (s->authed && cmd < FKV_CCMD_HELLO)
+			note_upcall((uint8_t *)nlh + NLMSG_HDRLEN + GENL_HDRLEN,
+				    nlh->nlmsg_len - NLMSG_HDRLEN - GENL_HDRLEN);
+		slot_write(s, nlh, nlh->nlmsg_len);
+	}
+	nlmsg_free(msg);
+}
+
 static void member_hello(struct slot *s, unsigned int i, bool beat)
 {
 	char name[8], addr[32];
@@ -640,7 +788,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		member_hello(&F.s[i], i, flags & 4);
 	check_master();
 	while (in.left && steps++ < 4096) {
-		uint8_t op = take8(&in) % 6;
+		uint8_t op = take8(&in) % 7;
 		struct slot *s = &F.s[take8(&in) % FUZZ_SLOTS];
 		size_t len;
 		const uint8_t *p;
@@ -683,7 +831,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			slot_close(s);
 			break;
 		case 5:
+			F.now += (uint64_t)take8(&in) * 500;
+			fkv_master_tick(F.cd->master);
 			fkv_clusterd_tick(F.cd);
+			break;
+		case 6:
+			slot_upcall(s, &in);
 			break;
 		}
 		pump();
@@ -724,6 +877,38 @@ static void put_connect(struct seed *sd, uint8_t slot)
 {
 	put8(sd, 3);
 	put8(sd, slot);
+}
+
+/* Record UPCALL for @slot (selectors as the harness reads them). */
+static void put_upcall_misc(struct seed *sd, uint8_t slot, uint8_t cmd,
+			    uint8_t ks, uint8_t ps, uint8_t hs, uint16_t len,
+			    uint8_t misc)
+{
+	put8(sd, 6);
+	put8(sd, slot);
+	put8(sd, cmd);
+	put8(sd, ks);
+	put8(sd, ps);
+	put8(sd, hs);
+	put16(sd, len);
+	put8(sd, 0);
+	put8(sd, misc);
+	put16(sd, 0);
+}
+
+static void put_upcall(struct seed *sd, uint8_t slot, uint8_t cmd, uint8_t ks,
+		       uint8_t ps, uint8_t hs, uint16_t len, uint8_t src)
+{
+	put8(sd, 6);
+	put8(sd, slot);
+	put8(sd, cmd);
+	put8(sd, ks);
+	put8(sd, ps);
+	put8(sd, hs);
+	put16(sd, len);
+	put8(sd, src);
+	put8(sd, 0);
+	put16(sd, 0);
 }
 
 /* Record JOIN (with a valid MAC) for @slot. */
@@ -789,12 +974,6 @@ static struct nl_msg *with_u32(struct nl_msg *msg, int attr, uint32_t v)
 {
 	CHECK(!nla_put_u32(msg, attr, v));
 	return msg;
-}
-
-/* Handle of node @node as its module stamps it. */
-static uint64_t H(uint32_t node, uint32_t slot, uint64_t put_id)
-{
-	return (put_id << 32) | ((uint64_t)node << 24) | slot;
 }
 
 static void seed_write(const char *dir, const char *name, struct seed *sd)
@@ -934,6 +1113,44 @@ static int make_seeds(const char *dir)
 		put_frame(&sd, 0, upcall(FLUXONKV_CMD_GET_START, 9, big));
 	}
 	seed_write(dir, "key-too-long", &sd);
+
+	/* selectors: a put, a remote get and its promotion, time passes */
+	put8(&sd, 2);
+	put_upcall(&sd, 0, FLUXONKV_CMD_PUT_START, 1, 0, 0, 8, 0);
+	put_upcall(&sd, 0, FLUXONKV_CMD_PUT_DONE, 1, 1, 1, 8, 0);
+	put_upcall(&sd, 1, FLUXONKV_CMD_GET_START, 1, 0, 0, 0, 0);
+	put_upcall(&sd, 1, FLUXONKV_CMD_GET_DONE, 1, 1, 2, 8,
+		   FLUXONKV_SOURCE_REMOTE + 1);
+	put_upcall(&sd, 0, FLUXONKV_CMD_PUT_START, 2, 0, 0, 8, 0);
+	put8(&sd, 5);
+	put8(&sd, 0);
+	put8(&sd, 200);
+	put_upcall(&sd, 0, FLUXONKV_CMD_PUT_DONE, 2, 2, 1, 8, 0);
+	put_upcall(&sd, 1, FLUXONKV_CMD_GET_REVOKE, 1, 1, 64,
+		   0, FLUXONKV_SOURCE_REMOTE + 1);
+	seed_write(dir, "upcalls-put-get-expire", &sd);
+
+	/* selectors: one-trip puts filling node 2, a placement, a delete */
+	put8(&sd, 3);
+	for (uint8_t i = 1; i < 12; i++)
+		put_upcall(&sd, 0, FLUXONKV_CMD_PUT, i, 0, i, 0xffff, 0);
+	put_upcall(&sd, 2, FLUXONKV_CMD_PUT_START, 3, 0, 0, 100, 0);
+	put_upcall(&sd, 2, FLUXONKV_CMD_PUT_PLACE, 3, 1, 0, 100, 0);
+	put_upcall(&sd, 1, FLUXONKV_CMD_DELETE, 1, 0, 0, 0, 0);
+	put_upcall(&sd, 1, FLUXONKV_CMD_NEED_ROOM, 0, 0, 0, 0xffff, 0);
+	seed_write(dir, "upcalls-fill-place-delete", &sd);
+
+	/* misc: NEED_ROOM (BYTES, HANDLES), ACCESS, SSD_COMMIT ERRNO,
+	 * SSD_EVICTED and PUT_LOCAL entries */
+	put8(&sd, 2);
+	put_upcall(&sd, 0, FLUXONKV_CMD_PUT_START, 4, 0, 0, 8, 0);
+	put_upcall(&sd, 0, FLUXONKV_CMD_PUT_DONE, 4, 1, 1, 8, 0);
+	put_upcall_misc(&sd, 0, FLUXONKV_CMD_ACCESS, 0, 0, 64, 0, 4);
+	put_upcall_misc(&sd, 0, FLUXONKV_CMD_NEED_ROOM, 0, 0, 64, 100, 1 | 4);
+	put_upcall_misc(&sd, 0, FLUXONKV_CMD_SSD_COMMIT, 4, 1, 0, 8, 2);
+	put_upcall_misc(&sd, 0, FLUXONKV_CMD_SSD_EVICTED, 4, 1, 0, 8, 8 | 16);
+	put_upcall_misc(&sd, 1, FLUXONKV_CMD_PUT_LOCAL, 5, 12, 3, 8, 8);
+	seed_write(dir, "upcalls-misc", &sd);
 	return 0;
 }
 
