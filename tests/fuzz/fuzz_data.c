@@ -20,6 +20,11 @@
  * Input: byte 0, bit 0: the harness answers the HELLO with a valid JOIN
  * (the fuzzer cannot forge the MAC over a random nonce), so what follows
  * reaches the request handlers; clear, the fuzzer's bytes are the JOIN.
+ * Bit 1: the other way round, the requesting side: the transport pulls
+ * (a DRAM replica, or with bit 2 an SSD push; bits 3-4 pick its length:
+ * 1, 1000, 4096 bytes or a chunk and 10) from this harness, whose answers
+ * to its JOIN and PULL are the records; promises: the pull completes, and
+ * not a byte around its target in the segment is written.
  * Then records: op byte, then
  *   0 RAW    len(u16), bytes       sent as they are (payload of a PLACE,
  *                                  broken frames, ...)
@@ -70,7 +75,7 @@
 #define FUZZ_WRAP_LOG
 #include "fuzz_common.h"
 
-#define FUZZ_SEG	(1u << 20)
+#define FUZZ_SEG	(8u << 20)
 #define FUZZ_H		0x0000000502000001ULL
 #define FUZZ_H_BAD	0x0000000502000002ULL
 #define FUZZ_P		5ULL
@@ -347,50 +352,21 @@ static void fuzz_init_once(void)
 	memset(seg.mem, 0x5a, FUZZ_SEG);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/*
+ * Send the records of @data from @off on @p; @preauth: nothing was joined,
+ * check that the source says nothing but its refusal meanwhile.
+ */
+static void send_records(struct peer *p, const uint8_t *data, size_t size,
+			 size_t off, bool preauth)
 {
-	struct fkv_xport_config c = {
-		.listen_host = "127.0.0.1", .node_name = "source",
-		.secret = fuzz_secret, .secret_len = sizeof(fuzz_secret) - 1,
-		.io_timeout_ms = 2000,
-	};
-	struct fkv_seg_view v = {
-		.size = FUZZ_SEG, .hold = fake_hold, .release = fake_release,
-		.stage = fake_stage, .target = fake_target,
-		.placed = fake_placed,
-	};
-	static struct peer p;
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-	uint8_t nonce[FKV_NONCE_LEN];
-	struct fkv_xport *x = NULL;
-	size_t off = 1;
 	unsigned int steps = 0;
-	bool authed;
 
-	if (size < 1 || size > (1 << 18))
-		return 0;
-	fuzz_init_once();
-	memset(&seg.holds, 0, sizeof(seg) - offsetof(typeof(seg), holds));
-	v.base = seg.mem;
-	CHECK(!fkv_xport_create(&x, &fkv_xport_tcp, &c, &v));
-	memset(&p, 0, sizeof(p));
-	p.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	CHECK(p.fd >= 0);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sin.sin_port = htons(fkv_xport_port(x));
-	CHECK(!connect(p.fd, (struct sockaddr *)&sin, sizeof(sin)));
-
-	peer_hello(&p, nonce);
-	authed = data[0] & 1;
-	if (authed)
-		peer_join(&p, nonce);
 	while (off < size && steps++ < 4096) {
 		uint8_t op = data[off++] % 3;
 		size_t len;
 
 		if (op == 2) {
-			peer_read(&p, 0, false);
+			peer_read(p, 0, false);
 			continue;
 		}
 		if (op == 1) {
@@ -404,7 +380,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				break;
 			if (len > size - off)
 				len = size - off;
-			peer_frame(&p, cmd, data + off, len);
+			peer_frame(p, cmd, data + off, len);
 		} else {
 			len = off + 2 <= size ? (size_t)(data[off] |
 							 data[off + 1] << 8) : 0;
@@ -413,24 +389,89 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				break;
 			if (len > size - off)
 				len = size - off;
-			peer_send(&p, data + off, len);
+			peer_send(p, data + off, len);
 		}
 		off += len;
-		if (!authed) {
+		if (preauth) {
 			/*
 			 * Before the join the source says nothing but, once a
 			 * whole JOIN came, its refusal; then it closes.
 			 */
 			int32_t status;
 
-			peer_read(&p, 0, true);
-			if (p.rx_len >= NLMSG_HDRLEN &&
-			    peer_join_answer(&p, &status)) {
+			peer_read(p, 0, true);
+			if (p->rx_len >= NLMSG_HDRLEN &&
+			    peer_join_answer(p, &status)) {
 				CHECK(status != 0);
-				CHECK(p.rx_len == 0);
+				CHECK(p->rx_len == 0);
 			}
 		}
 	}
+}
+
+/* Read until the end (the source closes), 10 s at most. */
+static void peer_read_to_end(struct peer *p)
+{
+	uint64_t until = mono_ms() + 10000;
+
+	while (!p->eof) {
+		CHECK(mono_ms() < until);	/* no hang */
+		peer_read(p, 100, false);
+	}
+}
+
+static void peer_close(struct peer *p)
+{
+	/* no TIME_WAIT: one connection per input adds up */
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	setsockopt(p->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(p->fd);
+	p->fd = -1;
+}
+
+static struct fkv_xport_config xport_cfg(bool listen)
+{
+	return (struct fkv_xport_config){
+		.listen_host = listen ? "127.0.0.1" : NULL,
+		.node_name = "source",
+		.secret = fuzz_secret, .secret_len = sizeof(fuzz_secret) - 1,
+		.io_timeout_ms = 2000, .conns_per_peer = 1,
+	};
+}
+
+static struct fkv_seg_view seg_view(void)
+{
+	return (struct fkv_seg_view){
+		.base = seg.mem, .size = FUZZ_SEG, .hold = fake_hold,
+		.release = fake_release, .stage = fake_stage,
+		.target = fake_target, .placed = fake_placed,
+	};
+}
+
+/* Serving side: we are a requester on one connection. */
+static void serve_one(const uint8_t *data, size_t size)
+{
+	struct fkv_xport_config c = xport_cfg(true);
+	struct fkv_seg_view v = seg_view();
+	static struct peer p;
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	uint8_t nonce[FKV_NONCE_LEN];
+	struct fkv_xport *x = NULL;
+	bool authed = data[0] & 1;
+
+	CHECK(!fkv_xport_create(&x, &fkv_xport_tcp, &c, &v));
+	memset(&p, 0, sizeof(p));
+	p.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(p.fd >= 0);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons(fkv_xport_port(x));
+	CHECK(!connect(p.fd, (struct sockaddr *)&sin, sizeof(sin)));
+
+	peer_hello(&p, nonce);
+	if (authed)
+		peer_join(&p, nonce);
+	send_records(&p, data, size, 1, !authed);
 	shutdown(p.fd, SHUT_WR);
 	if (!authed) {
 		int32_t status;
@@ -441,20 +482,123 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(p.eof && p.rx_len == 0);
 		CHECK(__atomic_load_n(&seg.calls, __ATOMIC_SEQ_CST) == 0);
 	}
-	{
-		uint64_t until = mono_ms() + 10000;
-
-		while (!p.eof) {
-			CHECK(mono_ms() < until);	/* no hang */
-			peer_read(&p, 100, false);
-		}
-	}
-	/* no TIME_WAIT: one connection per input adds up */
-	setsockopt(p.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	close(p.fd);
+	peer_read_to_end(&p);
+	peer_close(&p);
 	fkv_xport_destroy(x);
 	CHECK(seg.holds + seg.stages == seg.releases);
 	CHECK(seg.targets == seg.placed);
+}
+
+/* ---- requesting side: we are the source a pull reads from ---- */
+
+#define FUZZ_DST	(256u << 10)	/* the pull's target in the segment */
+#define FUZZ_GUARD	4096		/* bytes checked on each side of it */
+
+static void pull_done(struct fkv_pull *pl)
+{
+	*(int *)pl->arg = 1;
+}
+
+/*
+ * A pull (DRAM, or an SSD push with bit 2) of one of four lengths (bits
+ * 3-4) from a source that is this harness: HELLO, then whatever the
+ * records say in answer to the requester's JOIN and PULL.  Promises: the
+ * pull completes (no hang); not a byte outside its target is written.
+ */
+static void request_one(const uint8_t *data, size_t size)
+{
+	static const uint64_t lens[4] = { 1, 1000, 4096, FKV_PUSH_CHUNK + 10 };
+	struct fkv_xport_config c = xport_cfg(false);
+	struct fkv_seg_view v = seg_view();
+	static struct fkv_pull pl;
+	static struct peer p;
+	static int lfd = -1;
+	static uint16_t port;
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sin);
+	uint8_t nonce[FKV_NONCE_LEN] = { 1, 2, 3 };
+	struct fkv_xport *x = NULL;
+	struct nl_msg *msg;
+	uint64_t until;
+	size_t len, i;
+	int done = 0;
+
+	if (lfd < 0) {
+		lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		CHECK(lfd >= 0);
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		CHECK(!bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) &&
+		      !listen(lfd, 8) &&
+		      !getsockname(lfd, (struct sockaddr *)&sin, &sl));
+		port = ntohs(sin.sin_port);
+	}
+	CHECK(!fkv_xport_create(&x, &fkv_xport_tcp, &c, &v));
+	memset(&pl, 0, sizeof(pl));
+	pl.kind = FKV_XFER_PULL;
+	pl.fd = -1;
+	snprintf(pl.peer, sizeof(pl.peer), "127.0.0.1:%u", port);
+	memcpy(pl.key, "key", 3);
+	pl.key_len = 3;
+	pl.source = data[0] & 4 ? FLUXONKV_SOURCE_REMOTE_SSD :
+		    FLUXONKV_SOURCE_REMOTE;
+	pl.handle = FUZZ_H;
+	pl.put_id = FUZZ_P;
+	pl.len = lens[data[0] >> 3 & 3];
+	pl.dst_off = FUZZ_DST;
+	pl.done = pull_done;
+	pl.arg = &done;
+	CHECK(!fkv_xport_pull(x, &pl));
+
+	memset(&p, 0, sizeof(p));
+	{
+		struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+
+		CHECK(poll(&pfd, 1, 10000) == 1);	/* it dials */
+	}
+	p.fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	CHECK(p.fd >= 0);
+	msg = fkv_wire_msg(FKV_CCMD_HELLO);
+	CHECK(msg && !nla_put(msg, FKV_CA_NONCE, FKV_NONCE_LEN, nonce));
+	peer_send(&p, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len);
+	nlmsg_free(msg);
+	/* its JOIN (the MAC is not ours to check here) */
+	if (peer_msg(&p, &len)) {
+		CHECK(fkv_wire_cmd((struct nlmsghdr *)p.rx) == FKV_CCMD_JOIN);
+		peer_consume(&p, len);
+	}
+	send_records(&p, data, size, 1, false);
+	shutdown(p.fd, SHUT_WR);
+	until = mono_ms() + 10000;
+	while (!done) {
+		struct pollfd pfd = { .fd = fkv_xport_fd(x), .events = POLLIN };
+
+		CHECK(mono_ms() < until);	/* the pull ends */
+		peer_read(&p, 0, false);
+		poll(&pfd, 1, 10);
+		fkv_xport_reap(x);
+	}
+	peer_close(&p);
+	fkv_xport_destroy(x);
+	CHECK(pl.status <= 0);
+	if (fuzz_log_on)
+		fprintf(stderr, "fuzz_data: the pull ended: %d\n", pl.status);
+	for (i = 0; i < FUZZ_GUARD; i++) {
+		CHECK(seg.mem[FUZZ_DST - 1 - i] == 0x5a);
+		CHECK(seg.mem[FUZZ_DST + pl.len + i] == 0x5a);
+	}
+	memset(seg.mem + FUZZ_DST, 0x5a, pl.len);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1 || size > (1 << 18))
+		return 0;
+	fuzz_init_once();
+	memset(&seg.holds, 0, sizeof(seg) - offsetof(typeof(seg), holds));
+	if (data[0] & 2)
+		request_one(data, size);
+	else
+		serve_one(data, size);
 	return 0;
 }
 
@@ -523,6 +667,20 @@ static struct nl_msg *place(const char *key, uint64_t put_id, uint64_t len)
 	CHECK(msg && !nla_put(msg, FLUXONKV_A_KEY, (int)strlen(key), key) &&
 	      !nla_put_u64(msg, FLUXONKV_A_PUT_ID, put_id) &&
 	      !nla_put_u64(msg, FLUXONKV_A_LEN, len));
+	return msg;
+}
+
+/* An answer: STATUS, OFFSET (unless < 0), LEN (unless 0). */
+static struct nl_msg *answer(uint8_t cmd, uint32_t status, int64_t off,
+			     uint64_t len)
+{
+	struct nl_msg *msg = fkv_wire_msg(cmd);
+
+	CHECK(msg && !nla_put_u32(msg, FLUXONKV_A_STATUS, status));
+	if (off >= 0)
+		CHECK(!nla_put_u64(msg, FLUXONKV_A_OFFSET, (uint64_t)off));
+	if (len)
+		CHECK(!nla_put_u64(msg, FLUXONKV_A_LEN, len));
 	return msg;
 }
 
@@ -608,6 +766,51 @@ static int make_seeds(const char *dir)
 	CHECK(msg && !nla_put_u64(msg, FLUXONKV_A_OFFSET, 0));
 	put_frame(&sd, msg);
 	seed_write(dir, "rdma-refused-release", &sd);
+
+	/* requesting side: a DRAM pull of 1000 bytes, answered in full */
+	put8(&sd, 2 | 1 << 3);
+	put_frame(&sd, answer(FKV_CCMD_JOIN, 0, -1, 0));
+	put_frame(&sd, answer(FKV_CCMD_PULL, 0, -1, 1000));
+	put_bytes(&sd, payload, 1000 > sizeof(payload) ? sizeof(payload) : 1000);
+	put_bytes(&sd, payload, 1000 - sizeof(payload));
+	seed_write(dir, "req-pull", &sd);
+	put8(&sd, 2 | 1 << 3);
+	put_frame(&sd, answer(FKV_CCMD_JOIN, (uint32_t)-EACCES, -1, 0));
+	seed_write(dir, "req-refused", &sd);
+	put8(&sd, 2 | 1 << 3);
+	put_frame(&sd, answer(FKV_CCMD_JOIN, 0, -1, 0));
+	put_frame(&sd, answer(FKV_CCMD_PULL, (uint32_t)-ENOENT, -1, 0));
+	seed_write(dir, "req-pull-enoent", &sd);
+	put8(&sd, 2 | 1 << 3);
+	put_frame(&sd, answer(FKV_CCMD_JOIN, 0, -1, 0));
+	put_frame(&sd, answer(FKV_CCMD_PULL, 0, -1, 1000));
+	put_bytes(&sd, payload, 100);
+	seed_write(dir, "req-pull-short", &sd);
+	put8(&sd, 2 | 1 << 3);
+	put_frame(&sd, answer(FKV_CCMD_JOIN, 0, -1, 0));
+	put_frame(&sd, answer(FKV_CCMD_PULL, 0, -1, 4000));
+	put_bytes(&sd, payload, sizeof(payload));
+	seed_write(dir, "req-pull-wrong-len", &sd);
+
+	/* requesting side: an SSD push of 1000 bytes in two chunks */
+	put8(&sd, 2 | 4 | 1 << 3);
+	put_frame(&sd, answer(FKV_CCMD_JOIN, 0, -1, 0));
+	put_frame(&sd, answer(FKV_CCMD_PULL, 0, 0, 600));
+	put_bytes(&sd, payload, 600);
+	put_frame(&sd, answer(FKV_CCMD_PULL, 0, 600, 400));
+	put_bytes(&sd, payload, 400);
+	seed_write(dir, "req-push", &sd);
+	put8(&sd, 2 | 4 | 1 << 3);
+	put_frame(&sd, answer(FKV_CCMD_JOIN, 0, -1, 0));
+	put_frame(&sd, answer(FKV_CCMD_PULL, 0, 0, 600));
+	put_bytes(&sd, payload, 600);
+	put_frame(&sd, answer(FKV_CCMD_PULL, (uint32_t)-EIO, -1, 0));
+	seed_write(dir, "req-push-fails-mid", &sd);
+	put8(&sd, 2 | 4 | 1 << 3);
+	put_frame(&sd, answer(FKV_CCMD_JOIN, 0, -1, 0));
+	put_frame(&sd, answer(FKV_CCMD_PULL, 0, 600, 400));
+	put_bytes(&sd, payload, 400);
+	seed_write(dir, "req-push-out-of-order", &sd);
 	return 0;
 }
 
