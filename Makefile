@@ -119,8 +119,47 @@ $(O)/selftests/%: $(O)/selftests/%.o $(O)/libfluxonkv.a $(COMMON_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(URING_LIBS) -lpthread
 
-unit: $(UNIT_BINS)
-	@tests/unit/run $(UNIT_BINS)
+# The fuzz targets (tests/fuzz), built with gcc as replay drivers: each
+# replays its corpus, tests/fuzz/corpus/<name>/, as a unit test (TAP).
+# fuzz_ctl includes clusterd.c (the router's statics): it links the
+# daemon without clusterd.o; the daemon's log goes through the harness
+# (--wrap=fkv_log, tests/fuzz/fuzz_common.h).
+FUZZ_NAMES := wire config ctl data
+FUZZ_REPLAY_BINS := $(patsubst %,$(O)/unit/fuzz_%,$(FUZZ_NAMES))
+FUZZ_LIBS := $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(RDMA_LIBS) $(URING_LIBS) -lpthread
+$(O)/tests/fuzz/%.o: CFLAGS += -DFKV_FUZZ_STANDALONE
+$(O)/unit/fuzz_wire: $(O)/tests/fuzz/fuzz_wire.o $(CTL_OBJS) $(COMMON_OBJS) $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(FUZZ_LIBS)
+$(O)/unit/fuzz_config: $(O)/tests/fuzz/fuzz_config.o $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(FUZZ_LIBS)
+$(O)/unit/fuzz_ctl: $(O)/tests/fuzz/fuzz_ctl.o \
+		    $(filter-out $(O)/userspace/fluxond/clusterd.o,$(FLUXOND_LIBOBJS)) \
+		    $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -Wl,--wrap=fkv_log -o $@ $^ $(FUZZ_LIBS)
+$(O)/unit/fuzz_data: $(O)/tests/fuzz/fuzz_data.o $(FLUXOND_LIBOBJS) $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -Wl,--wrap=fkv_log -o $@ $^ $(FUZZ_LIBS)
+
+unit: $(UNIT_BINS) $(FUZZ_REPLAY_BINS)
+	@tests/unit/run $(UNIT_BINS) $(FUZZ_REPLAY_BINS)
+
+# Only the corpus replays (a subset of make unit).
+.PHONY: fuzz-replay fuzz
+fuzz-replay: $(FUZZ_REPLAY_BINS)
+	@tests/unit/run $(FUZZ_REPLAY_BINS)
+
+# The libFuzzer targets, built with clang (not a dependency of the
+# project: tests/fuzz/run says so when it is missing) under ASan + UBSan
+# into $(O)/fuzz/, each run FUZZ_SECONDS (default 60) over a copy of its
+# corpus in $(O)/fuzz/corpus-<name>/; a finding stops it with the input
+# in $(O)/fuzz/.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= $(FUZZ_NAMES)
+fuzz:
+	tests/fuzz/run --build $(O)/fuzz --seconds $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 vm-test: all
 	@rm -rf $(O)/results/vm && mkdir -p $(O)/results/vm

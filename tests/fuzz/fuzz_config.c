@@ -19,7 +19,7 @@
  * a read of at most 1026 bytes (fkv_ssd_plan() stat()s paths: not fuzzed
  * here).
  *
- * Build and run (no Makefile target: clang only):
+ * Build and run: make fuzz FUZZ_TARGETS=config (tests/fuzz/run), or by hand:
  *
  *   mkdir -p build-fuzz/corpus
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined \
@@ -32,7 +32,8 @@
  *         -max_total_time=60 build-fuzz/corpus tests/fuzz/corpus/config
  *
  * (New inputs go to the first directory, build-fuzz/corpus, not the tree.)
- * Replay the corpus without clang:
+ * make unit replays the corpus without clang (build/unit/fuzz_config, as
+ * TAP; with no argument it takes tests/fuzz/corpus/config), or by hand:
  *
  *   cc -g -fsanitize=address -DFKV_FUZZ_STANDALONE -D_GNU_SOURCE \
  *      -Iuapi -Iuserspace/include tests/fuzz/fuzz_config.c \
@@ -307,25 +308,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef FKV_FUZZ_STANDALONE
-/* Replay files given on the command line (AFL-style or corpus replay). */
+#include "fuzz_common.h"
+
+/*
+ * Replay the files named on the command line, or every file of
+ * tests/fuzz/corpus/config (make unit): one TAP line each.
+ */
 int main(int argc, char **argv)
 {
-	static uint8_t buf[1 << 20];
-	int i;
-
-	for (i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rb");
-		size_t n;
-
-		if (!f) {
-			perror(argv[i]);
-			return 1;
-		}
-		n = fread(buf, 1, sizeof(buf), f);
-		fclose(f);
-		LLVMFuzzerTestOneInput(buf, n);
-		printf("ok %s\n", argv[i]);
-	}
-	return 0;
+	return fuzz_replay_main(argc, argv, "tests/fuzz/corpus/config",
+				LLVMFuzzerTestOneInput);
 }
 #endif

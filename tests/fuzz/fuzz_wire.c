@@ -26,7 +26,9 @@
  *   build-fuzz/fuzz_wire -max_total_time=60 build-fuzz/corpus-wire \
  *         tests/fuzz/corpus/wire
  *
- * Replay without clang: cc ... -DFKV_FUZZ_STANDALONE (as fuzz_config.c).
+ * or simply make fuzz FUZZ_TARGETS=wire (tests/fuzz/run).  Replay without
+ * clang: make unit builds build/unit/fuzz_wire (gcc, -DFKV_FUZZ_STANDALONE),
+ * which replays tests/fuzz/corpus/wire (or the files it is given) as TAP.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -126,21 +128,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef FKV_FUZZ_STANDALONE
+#include "fuzz_common.h"
+
+/*
+ * Replay the files named on the command line, or every file of
+ * tests/fuzz/corpus/wire (make unit): one TAP line each.
+ */
 int main(int argc, char **argv)
 {
-	static uint8_t buf[1 << 20];
-	int i;
-
-	for (i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rb");
-		size_t n;
-
-		if (!f)
-			continue;
-		n = fread(buf, 1, sizeof(buf), f);
-		fclose(f);
-		LLVMFuzzerTestOneInput(buf, n);
-	}
-	return 0;
+	return fuzz_replay_main(argc, argv, "tests/fuzz/corpus/wire",
+				LLVMFuzzerTestOneInput);
 }
 #endif

@@ -221,6 +221,45 @@ FKV_TEST(put_done_publishes_a_local_memory_replica)
 	fkv_routes_destroy(t);
 }
 
+/*
+ * fkv_routes_check() (the protocol fuzzer's invariant) holds through
+ * puts in flight, published, persisted, overwritten, aborted, expired
+ * and deleted: it recounts what the table keeps incrementally.
+ */
+FKV_TEST(the_consistency_check_holds_through_every_kind_of_change)
+{
+	struct fkv_routes *t = mk();
+	uint64_t id, id2, gone;
+	char key[8];
+	int i;
+
+	FKV_ASSERT_EQ(fkv_routes_check(t), 0);
+	for (i = 0; i < 40; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(t, key, 1000 + (uint64_t)i * 100, 0x1000 + (uint64_t)i);
+		FKV_ASSERT_EQ(fkv_routes_check(t), 0);
+	}
+	/* in flight: reserved, then aborted */
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k1"), 4096, false, &id), 0);
+	FKV_ASSERT_EQ(fkv_routes_check(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_put_abort(t, K("k1"), id), 0);
+	FKV_ASSERT_EQ(fkv_routes_check(t), 0);
+	/* an overwrite, an SSD copy, a delete */
+	id2 = put(t, "k2", 3000, 0x2002);
+	FKV_ASSERT_EQ(fkv_routes_check(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_ssd_commit(t, K("k2"), id2, 3000, INC), 1);
+	FKV_ASSERT_EQ(fkv_routes_check(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_delete(t, K("k2"), &gone), 0);
+	FKV_ASSERT_EQ(fkv_routes_check(t), 0);
+	/* a put left in flight past its TTL */
+	FKV_ASSERT_EQ(fkv_routes_put_start(t, K("k3"), 4096, false, &id), 0);
+	R.now += 10 * 60 * 1000;
+	fkv_routes_sweep(t);
+	FKV_ASSERT_EQ(fkv_routes_inflight(t), 0);
+	FKV_ASSERT_EQ(fkv_routes_check(t), 0);
+	fkv_routes_destroy(t);
+}
+
 FKV_TEST(newer_put_id_wins_and_late_older_put_done_is_not_published)
 {
 	struct fkv_routes *t = mk();

@@ -1210,3 +1210,99 @@ uint64_t fkv_routes_last_put_id(const struct fkv_routes *t)
 {
 	return t->last_put_id;
 }
+
+/*
+ * Debug consistency check (the protocol fuzzer runs it after every
+ * message): walks every key entry and recounts what the table keeps
+ * incrementally.  0, or a negative code naming the first broken rule.
+ * O(entries + in-flight puts): for tests, not the daemon's hot path.
+ */
+int fkv_routes_check(const struct fkv_routes *t)
+{
+	uint64_t used[FKV_ROUTE_NODES] = { 0 }, reserved[FKV_ROUTE_NODES] = { 0 };
+	size_t entries = 0, visible = 0, mem = 0, nssd = 0, npersisting = 0;
+	size_t ninflight = 0;
+	uint64_t ssd_bytes = 0, persisting_bytes = 0;
+	const struct fkv_list *l;
+	size_t b, pos = 0;
+	uint32_t i, n;
+	uint64_t key;
+	void *val;
+
+	for (b = 0; b < t->nbuckets; b++) {
+		const struct fkv_route *r;
+
+		for (r = t->buckets[b]; r; r = r->next) {
+			entries++;
+			if ((r->hash & (t->nbuckets - 1)) != b)
+				return -1;	/* chained in the wrong bucket */
+			if (!r->key_len || r->key_len > FLUXONKV_KEY_MAX)
+				return -2;
+			if (r->nreplicas > FKV_ROUTE_MAX_REPLICAS)
+				return -3;
+			if (r->nreplicas)
+				visible++;
+			for (i = 0; i < r->nreplicas; i++) {
+				const struct fkv_replica *rep = &r->replicas[i];
+
+				if (rep->node >= FKV_ROUTE_NODES)
+					return -4;
+				/* one replica per node and key */
+				for (n = 0; n < i; n++)
+					if (r->replicas[n].node == rep->node)
+						return -5;
+				if (rep->ssd) {
+					nssd++;
+					ssd_bytes += rep->ssd_len;
+				}
+				if (rep->persisting) {
+					if (!rep->mem_handle ||
+					    !fkv_u64map_get(&t->persisting,
+							    rep->mem_handle))
+						return -6;
+					npersisting++;
+				}
+				if (!rep->mem_handle)
+					continue;
+				mem++;
+				used[rep->node] += fkv_weight(rep->mem_len);
+				if (fkv_u64map_get(&t->by_handle,
+						   rep->mem_handle) != r)
+					return -7;	/* handle index stale */
+			}
+		}
+	}
+	if (entries != t->nentries)
+		return -8;
+	if (visible != t->nvisible)
+		return -9;
+	if (mem != fkv_u64map_count(&t->by_handle))
+		return -10;
+	if (nssd != t->nssd || ssd_bytes != t->ssd_bytes)
+		return -11;
+	for (n = 0; n < FKV_ROUTE_NODES; n++)
+		if (used[n] != t->used_by[n])
+			return -12;
+	for (l = t->inflight_list.next; l != &t->inflight_list; l = l->next) {
+		const struct fkv_inflight *p =
+			fkv_container_of(l, struct fkv_inflight, link);
+
+		if (p->node >= FKV_ROUTE_NODES ||
+		    fkv_u64map_get(&t->inflight, p->put_id) != p)
+			return -13;
+		reserved[p->node] += p->reserved;
+		ninflight++;
+	}
+	if (ninflight != fkv_u64map_count(&t->inflight))
+		return -17;
+	for (n = 0; n < FKV_ROUTE_NODES; n++)
+		if (reserved[n] != t->reserved_by[n])
+			return -14;
+	if (npersisting != fkv_u64map_count(&t->persisting))
+		return -15;
+	while (!fkv_u64map_next(&t->persisting, &pos, &key, &val))
+		persisting_bytes += ((const struct fkv_persisting *)val)->weight;
+	if (persisting_bytes != t->persisting_bytes)
+		return -16;
+	return 0;
+}

@@ -139,6 +139,8 @@ struct fkv_route_config {
 struct fkv_routes;
 /* How many tombstones are kept; *@floor: the one aged-out ones left. */
 size_t fkv_routes_tombs(const struct fkv_routes *t, uint64_t *floor);
+/* Debug: recount the table against its counters; 0 or -rule (route.c). */
+int fkv_routes_check(const struct fkv_routes *t);
 
 struct fkv_routes;
 
