@@ -1059,6 +1059,86 @@ FKV_TEST_TIMEOUT(cctl_report_acks_and_done_reach_both_daemons, 30)
 	fkv_cctl_stop(m);
 }
 
+/* Run the master and nodes @n[0..nn) (NULL: silent) for @ms. */
+static void spin_n(struct fkv_cctl *m, struct fkv_cctl **n, int nn, int ms)
+{
+	int t, k;
+
+	for (t = 0; t < ms / 10; t++) {
+		struct pollfd pfd[64];
+		int cnt[8], at = fkv_cctl_pollfds(m, pfd, 32), a = at;
+
+		for (k = 0; k < nn; k++) {
+			cnt[k] = n[k] ? fkv_cctl_pollfds(n[k], pfd + at, 8) : 0;
+			at += cnt[k];
+		}
+		poll(pfd, (nfds_t)at, 10);
+		fkv_cctl_handle(m, pfd, a);
+		for (k = 0, at = a; k < nn; at += cnt[k], k++)
+			if (n[k])
+				fkv_cctl_handle(n[k], pfd + at, cnt[k]);
+		fkv_cctl_tick(m);
+		for (k = 0; k < nn; k++)
+			if (n[k])
+				fkv_cctl_tick(n[k]);
+	}
+}
+
+/*
+ * Joining under a live member's name does not evict it (issue 28): the
+ * cluster secret is shared, so any member could otherwise throw any other
+ * out.  The impostor is refused (EBUSY) while the member heartbeats within
+ * its lease; once the member has gone silent past the lease, the same
+ * name joins (a node that really restarted).
+ */
+FKV_TEST_TIMEOUT(cctl_a_live_members_name_is_not_taken_over, 60)
+{
+	struct fkv_cluster_config mc, nc;
+	struct fkv_cctl_config c = { .segment_size = 64 << 20,
+				     .segment_used = used_zero };
+	struct fkv_cctl *m, *n[2];
+	const struct fkv_members *t;
+	struct fkv_cctl_stats st;
+	uint16_t port = free_port();
+
+	cluster_cfg(&mc, FKV_ROLE_MASTER, "a", port, secret);
+	cluster_cfg(&nc, FKV_ROLE_NODE, "b", port, secret);
+	mc.lease_ms = nc.lease_ms = 400;
+	mc.dead_after_ms = nc.dead_after_ms = 5000;
+	c.cc = &mc;
+	c.incarnation = 1;
+	FKV_ASSERT_EQ(fkv_cctl_start(&m, &c), 0);
+	t = fkv_cctl_members(m);
+	c.cc = &nc;
+	c.incarnation = 2;
+	FKV_ASSERT_EQ(fkv_cctl_start(&n[0], &c), 0);
+	n[1] = NULL;
+	spin_n(m, n, 2, 300);
+	FKV_ASSERT(fkv_members_is_live(t, 2, 2));
+
+	/* another "b" while the first heartbeats: refused, the first stays */
+	c.incarnation = 9;
+	FKV_ASSERT_EQ(fkv_cctl_start(&n[1], &c), 0);
+	spin_n(m, n, 2, 1500);
+	FKV_ASSERT(fkv_members_is_live(t, 2, 2), "the live member was evicted");
+	FKV_ASSERT(!fkv_members_is_live(t, 2, 9));
+	FKV_ASSERT_EQ(fkv_cctl_node_id(n[1]), 0);
+	fkv_cctl_get_stats(m, &st);
+	FKV_ASSERT(st.refused >= 1);
+
+	/* the first goes silent past its lease: the name is free again */
+	{
+		struct fkv_cctl *only[2] = { NULL, n[1] };
+
+		spin_n(m, only, 2, 2000);
+	}
+	FKV_ASSERT(!fkv_members_is_live(t, 2, 2));
+	FKV_ASSERT_EQ(fkv_cctl_node_id(n[1]), 2);
+	fkv_cctl_stop(n[1]);
+	fkv_cctl_stop(n[0]);
+	fkv_cctl_stop(m);
+}
+
 /* Whether @fd has bytes (or an end) to read within @ms. */
 static bool readable_within(int fd, int ms)
 {

@@ -227,6 +227,36 @@ static void master_refuse(struct fkv_cctl *t, struct cconn *c, int err,
 	c->state = C_CLOSING;
 }
 
+/*
+ * Another incarnation of @name is a live member that still holds a lease
+ * (a heartbeat within lease_ms) on a connection of its own: a JOIN under
+ * its name is refused (EBUSY) rather than evicting it.  Anyone with the
+ * cluster secret could otherwise throw any member out by joining as it;
+ * a node that really restarted gets in once its old connection closed
+ * or its lease ran out (it retries every second).
+ */
+static bool name_held(struct fkv_cctl *t, const char *name,
+		      uint64_t incarnation)
+{
+	uint64_t now = now_ms();
+	unsigned int i, k;
+
+	for (i = 0; i < FKV_MEMBERS_MAX; i++) {
+		const struct fkv_member *m = &t->members.m[i];
+
+		if (!m->id || !m->live || m->incarnation == incarnation ||
+		    strcmp(m->name, name) ||
+		    now - m->last_seen_ms >= t->cc->lease_ms)
+			continue;
+		for (k = 0; k < FKV_CCTL_CONNS; k++)
+			if (t->conns[k].state == C_JOINED &&
+			    t->conns[k].id == m->id &&
+			    t->conns[k].incarnation == m->incarnation)
+				return true;
+	}
+	return false;
+}
+
 /* Node names as the configuration allows them: [A-Za-z0-9._-]{1,64}. */
 static bool name_ok(const char *s)
 {
@@ -287,6 +317,14 @@ static void master_join(struct fkv_cctl *t, struct cconn *c,
 	}
 	if (!strcmp(j.name, t->cc->node_name)) {
 		master_refuse(t, c, -EEXIST, "that node name is the master's own");
+		return;
+	}
+	if (name_held(t, j.name, j.incarnation)) {
+		fkv_ratelimited_warn(&t->preauth_log,
+				     "cluster: refused node '%s' from %s: a live member holds that name",
+				     j.name, c->peer);
+		master_refuse(t, c, -EBUSY,
+			      "a live member holds that node name");
 		return;
 	}
 	m = fkv_members_join(&t->members, &j, now_ms(), &err);
