@@ -264,6 +264,47 @@ FKV_TEST(members_table_full_is_enospc)
 	FKV_ASSERT_EQ(err, -ENOSPC);
 }
 
+/*
+ * Ids are reclaimed (issue 28): with every slot taken, a name gone for
+ * FKV_ID_REUSE_MS gives its id to a new one -- the one gone longest --
+ * and not before; a live member's slot never.  Before, a cluster that
+ * ever saw 64 names refused every new one for good.
+ */
+FKV_TEST(members_ids_of_names_long_gone_are_reclaimed)
+{
+	static struct fkv_members t;
+	struct fkv_join j = { .incarnation = 1 };
+	struct fkv_member *m;
+	char name[16];
+	int i, err;
+
+	fkv_members_init(&t, 5000, NULL, NULL);
+	j.name = name;
+	for (i = 0; i < FKV_MEMBERS_MAX; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		FKV_ASSERT(fkv_members_join(&t, &j, 1000, &err));
+	}
+	/* n3 leaves first (seen at 1000), n7 later (heard at 5000) */
+	FKV_ASSERT_EQ(fkv_members_heartbeat(&t, 8, 1, 0, 5000), 0);
+	FKV_ASSERT_EQ(fkv_members_leave(&t, 4, 1, FKV_LEFT_LEAVE), 0);
+	FKV_ASSERT_EQ(fkv_members_leave(&t, 8, 1, FKV_LEFT_LEAVE), 0);
+	j.name = "newcomer";
+	FKV_ASSERT(!fkv_members_join(&t, &j, 1000 + FKV_ID_REUSE_MS - 1, &err));
+	FKV_ASSERT_EQ(err, -ENOSPC);
+	m = fkv_members_join(&t, &j, 1000 + FKV_ID_REUSE_MS, &err);
+	FKV_ASSERT(m, "err %d", err);
+	FKV_ASSERT_EQ(m->id, 4);		/* n3's, gone longest */
+	FKV_ASSERT(!strcmp(m->name, "newcomer") && m->live && !m->npast);
+	FKV_ASSERT_EQ(t.ids_reclaimed, 1);
+	j.name = "another";
+	m = fkv_members_join(&t, &j, 5000 + FKV_ID_REUSE_MS, &err);
+	FKV_ASSERT(m && m->id == 8);
+	/* no left member now: full again */
+	j.name = "third";
+	FKV_ASSERT(!fkv_members_join(&t, &j, 10 * FKV_ID_REUSE_MS, &err));
+	FKV_ASSERT_EQ(err, -ENOSPC);
+}
+
 /* ---- TCP data plane on loopback ---- */
 
 #define SEG	(8u << 20)

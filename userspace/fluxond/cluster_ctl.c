@@ -275,6 +275,7 @@ static void master_join(struct fkv_cctl *t, struct cconn *c,
 {
 	char host[FKV_HOST_BUF];
 	struct fkv_join j = { 0 };
+	uint64_t reclaimed;
 	uint16_t port;
 	struct fkv_member *m;
 	struct nl_msg *msg;
@@ -327,16 +328,23 @@ static void master_join(struct fkv_cctl *t, struct cconn *c,
 			      "a live member holds that node name");
 		return;
 	}
+	reclaimed = t->members.ids_reclaimed;
 	m = fkv_members_join(&t->members, &j, now_ms(), &err);
 	if (!m) {
 		fkv_err("cluster: refused node '%.64s' from %s: %s", j.name,
 			c->peer, err == -ESTALE ? "an incarnation that already left" :
+			err == -ENOSPC ? "every member id is taken" :
 			strerror(-err));
 		master_refuse(t, c, err, err == -ESTALE ?
 			      "this incarnation already left the cluster" :
+			      err == -ENOSPC ? "every member id is taken" :
 			      "cannot admit this node");
 		return;
 	}
+	if (t->members.ids_reclaimed != reclaimed)
+		fkv_info("cluster: id %u reclaimed for node '%s' (its last name "
+			 "was gone for %u s)", m->id, m->name,
+			 FKV_ID_REUSE_MS / 1000);
 	/* A connection of the instance it replaced is closed. */
 	for (i = 0; i < FKV_CCTL_CONNS; i++) {
 		struct cconn *o = &t->conns[i];

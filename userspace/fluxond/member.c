@@ -55,6 +55,27 @@ static void copy_str(char *dst, size_t size, const char *src)
 	snprintf(dst, size, "%s", src ? src : "");
 }
 
+/*
+ * A full table: the slot of the member gone longest, if it was last heard
+ * of FKV_ID_REUSE_MS ago or more (its name, id and past are forgotten).
+ */
+static struct fkv_member *reclaimable(struct fkv_members *t, uint64_t now)
+{
+	struct fkv_member *old = NULL;
+	unsigned int i;
+
+	for (i = 0; i < FKV_MEMBERS_MAX; i++) {
+		struct fkv_member *m = &t->m[i];
+
+		if (m->id && !m->live && now - m->last_seen_ms >= FKV_ID_REUSE_MS &&
+		    (!old || m->last_seen_ms < old->last_seen_ms))
+			old = m;
+	}
+	if (old)
+		t->ids_reclaimed++;
+	return old;
+}
+
 struct fkv_member *fkv_members_join(struct fkv_members *t,
 				    const struct fkv_join *j, uint64_t now,
 				    int *err)
@@ -86,6 +107,8 @@ struct fkv_member *fkv_members_join(struct fkv_members *t,
 		goto update;		/* a reconnect of the same instance */
 	if (m && m->live)
 		make_left(t, m, FKV_LEFT_REPLACED);
+	if (!m && !free_slot)
+		free_slot = reclaimable(t, now);
 	if (!m) {
 		if (!free_slot) {
 			*err = -ENOSPC;

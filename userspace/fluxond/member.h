@@ -24,6 +24,12 @@
 #define FKV_MEMBERS_MAX		FKV_MEMBERS_MAX_CTL
 /* Past incarnations remembered per name, to refuse their late messages. */
 #define FKV_MEMBER_PAST		8
+/*
+ * A name not heard of for this long while the table is full gives its id
+ * to a new name: longer than every hold, token and target that may name
+ * a node by id (at most 70 s), so nothing still points at the old one.
+ */
+#define FKV_ID_REUSE_MS		600000
 
 enum fkv_left_reason {
 	FKV_LEFT_LEAVE,		/* the node said LEAVE */
@@ -70,6 +76,7 @@ struct fkv_members {
 	const struct fkv_members_ops *ops;
 	void *arg;
 	uint64_t member_left;		/* counter: every left */
+	uint64_t ids_reclaimed;		/* counter: slots given to a new name */
 };
 
 void fkv_members_init(struct fkv_members *t, uint64_t dead_after_ms,
