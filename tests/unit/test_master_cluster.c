@@ -281,6 +281,7 @@ FKV_TEST(a_restart_under_a_new_incarnation_forgets_the_old_replicas)
 
 FKV_TEST(a_value_only_on_bs_ssd_is_pushed_and_a_failed_push_drops_it)
 {
+	struct fkv_master_stats st;
 	struct fkv_get_result g;
 	uint64_t pid, hb, ha;
 	uint32_t flags;
@@ -304,7 +305,16 @@ FKV_TEST(a_value_only_on_bs_ssd_is_pushed_and_a_failed_push_drops_it)
 	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, "s", 1, pid,
 					    FLUXONKV_SOURCE_MEMORY, hb,
 					    -ENOENT), 0);
+	/*
+	 * "B's push failed" from A before any get of A's was pushed from B
+	 * (issue 28): not A's to say, B's SSD copy stays.
+	 */
 	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, "s", 1, pid,
+					    FLUXONKV_SOURCE_REMOTE_SSD, B,
+					    -EIO), 0);
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT_EQ(st.revokes_refused, 1);
 	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "s", 1, &g), 0);
 	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE_SSD);
 	FKV_ASSERT_EQ(g.node, B);
@@ -325,15 +335,34 @@ FKV_TEST(a_value_only_on_bs_ssd_is_pushed_and_a_failed_push_drops_it)
 	FKV_ASSERT_EQ(fkv_master_get_done(F.m, "s", 1, pid, ha, 5 * U,
 					  FLUXONKV_SOURCE_REMOTE_SSD, &flags), 0);
 	FKV_ASSERT(flags & FLUXONKV_GET_F_PROMOTED);
+	/* ... and survives B's SSD copy going (B's own IO error). */
+	fkv_master_set_caller(F.m, B);
 	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, "s", 1, pid,
-					    FLUXONKV_SOURCE_REMOTE_SSD, B,
-					    -EIO), 0);
-	/* ... and survives B's SSD copy going. */
+					    FLUXONKV_SOURCE_SSD, 0, -EIO), 0);
+	fkv_master_set_caller(F.m, A);
 	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "s", 1, &g), 0);
 	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_MEMORY);
 	fkv_master_set_caller(F.m, B);
 	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "s", 1, &g), 0);
 	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE);
+
+	/* A push routed to A that fails on B's disk drops that copy. */
+	FKV_ASSERT_EQ(fkv_master_put_start(F.m, "t", 1, 5 * U, &pid, &flags), 0);
+	hb = H(B, 3, pid);
+	FKV_ASSERT_EQ(fkv_master_put_done(F.m, "t", 1, pid, hb, 5 * U, &flags), 0);
+	FKV_ASSERT_EQ(fkv_master_ssd_commit(F.m, "t", 1, pid, 5 * U, &flags), 0);
+	FKV_ASSERT(flags & FLUXONKV_SSD_F_PUBLISHED);
+	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, "t", 1, pid,
+					    FLUXONKV_SOURCE_MEMORY, hb,
+					    -ENOENT), 0);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "t", 1, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE_SSD);
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, "t", 1, pid,
+					    FLUXONKV_SOURCE_REMOTE_SSD, B,
+					    -EIO), 0);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "t", 1, &g), -ENOENT);
 	fkv_master_destroy(F.m);
 }
 

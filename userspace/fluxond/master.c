@@ -35,7 +35,8 @@ struct fkv_mnode {
  * FKV_HOLD_MS after the GET_START that chose it.
  */
 struct fkv_hold {
-	uint64_t handle;	/* the source replica */
+	uint64_t handle;	/* the source replica; the SSD owner's node id */
+	bool ssd;		/* a push from that node's SSD (REMOTE_SSD) */
 	uint32_t puller;	/* the node pulling it */
 	uint64_t put_id;
 	uint64_t deadline_ms;
@@ -277,15 +278,21 @@ static void held_count_add(struct fkv_master *m, uint64_t handle, int delta)
 			(unsigned long long)handle);
 }
 
-/* Hold @handle for @puller's get of @put_id; best effort (no memory: none). */
+/*
+ * Hold @handle for @puller's get of @put_id; best effort (no memory: none).
+ * With @ssd, @handle is the node whose SSD copy pushes it: nothing to
+ * keep from eviction, only the pull's right to revoke that copy.
+ */
 static void hold_add(struct fkv_master *m, uint64_t handle, uint32_t puller,
-		     uint64_t put_id)
+		     uint64_t put_id, bool ssd)
 {
 	struct fkv_hold *h = calloc(1, sizeof(*h));
 
 	if (!h)
 		return;
-	held_count_add(m, handle, 1);
+	if (!ssd)
+		held_count_add(m, handle, 1);
+	h->ssd = ssd;
 	h->handle = handle;
 	h->puller = puller;
 	h->put_id = put_id;
@@ -315,7 +322,8 @@ static unsigned int holds_release(struct fkv_master *m, uint32_t puller,
 			continue;
 		}
 		*pp = h->next;
-		held_count_add(m, h->handle, -1);
+		if (!h->ssd)
+			held_count_add(m, h->handle, -1);
 		free(h);
 		m->nholds--;
 		n++;
@@ -323,15 +331,15 @@ static unsigned int holds_release(struct fkv_master *m, uint32_t puller,
 	return n;
 }
 
-/* @puller holds @handle for its get of @put_id (GET_START chose it). */
+/* @puller holds @handle (@ssd: node) for its get of @put_id (GET_START). */
 static bool hold_of(const struct fkv_master *m, uint32_t puller,
-		    uint64_t put_id, uint64_t handle)
+		    uint64_t put_id, uint64_t handle, bool ssd)
 {
 	const struct fkv_hold *h;
 
 	for (h = m->holds; h; h = h->next)
 		if (h->puller == puller && h->put_id == put_id &&
-		    h->handle == handle)
+		    h->handle == handle && h->ssd == ssd)
 			return true;
 	return false;
 }
@@ -1142,7 +1150,7 @@ int fkv_master_get_start(struct fkv_master *m, const void *key,
 		break;
 	case FLUXONKV_SOURCE_REMOTE:
 		fkv_evict_touch(m->nodes[res->node].policy, res->handle);
-		hold_add(m, res->handle, m->caller, r->put_id);
+		hold_add(m, res->handle, m->caller, r->put_id, false);
 		m->st.remote_gets++;
 		m->nodes[res->node].remote_gets++;
 		break;
@@ -1151,6 +1159,7 @@ int fkv_master_get_start(struct fkv_master *m, const void *key,
 		break;
 	case FLUXONKV_SOURCE_REMOTE_SSD:
 		/* The SSD owner pushes it in chunks (reference §5.3). */
+		hold_add(m, res->node, m->caller, r->put_id, true);
 		m->st.remote_ssd_gets++;
 		m->nodes[res->node].remote_gets++;
 		break;
@@ -1190,7 +1199,8 @@ int fkv_master_get_done(struct fkv_master *m, const void *key,
 	int ret, err;
 
 	*flags = 0;
-	if (source == FLUXONKV_SOURCE_REMOTE)
+	if (source == FLUXONKV_SOURCE_REMOTE ||
+	    source == FLUXONKV_SOURCE_REMOTE_SSD)
 		holds_release(m, m->caller, put_id, 0);
 	/* A memory source reused the replica the route names already. */
 	if (source != FLUXONKV_SOURCE_SSD && source != FLUXONKV_SOURCE_REMOTE &&
@@ -1240,13 +1250,16 @@ int fkv_master_get_revoke(struct fkv_master *m, const void *key,
 	 * master routed its get to (the hold GET_START took) -- never
 	 * another node's replica it merely names.
 	 */
-	if (source == FLUXONKV_SOURCE_REMOTE) {
-		pulled = hold_of(m, m->caller, put_id, handle);
+	if (source == FLUXONKV_SOURCE_REMOTE ||
+	    source == FLUXONKV_SOURCE_REMOTE_SSD) {
+		pulled = hold_of(m, m->caller, put_id, handle,
+				 source == FLUXONKV_SOURCE_REMOTE_SSD);
 		holds_release(m, m->caller, put_id, 0);
 	}
 	if ((source == FLUXONKV_SOURCE_MEMORY && !handle_is_callers(m, handle)) ||
 	    (source == FLUXONKV_SOURCE_REMOTE && !pulled &&
-	     (error == -ENOENT || error == -ESTALE))) {
+	     (error == -ENOENT || error == -ESTALE)) ||
+	    (source == FLUXONKV_SOURCE_REMOTE_SSD && !pulled)) {
 		m->st.revokes_refused++;
 		fkv_dbg("GET_REVOKE of %#llx from node %u: not its replica nor "
 			"a source routed to it: ignored",
