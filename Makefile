@@ -229,6 +229,17 @@ $(O)/fkvbench: $(FKVBENCH_OBJS) $(O)/libfluxonkv.a
 bench bench-quick: module userspace $(O)/fkvbench
 	tools/bench/run --$(if $(filter bench,$@),full,quick) --build $(O)
 
+# The master at cluster scale, simulated natively (tools/bench/masterscale.c:
+# no guest, no network): the longest event-loop calls for member-left, an
+# eviction burst and a restart's reports, and memory per key.
+# MASTERSCALE_ARGS, e.g. "--nodes 254 --keys 10000000".
+MASTERSCALE_ARGS ?=
+$(O)/masterscale: $(O)/tools/bench/masterscale.o $(FLUXOND_LIBOBJS) $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(RDMA_LIBS) -lpthread
+.PHONY: bench-master
+bench-master: $(O)/masterscale
+	$(O)/masterscale $(MASTERSCALE_ARGS)
+
 # The Python client benchmark (tools/bench/pybench, one guest boot, 2 vCPUs,
 # no slub_debug): Store.get + release vs the C library's, 2 threads vs 1,
 # and the pressure workload driven from Python next to its fkvbench twin;

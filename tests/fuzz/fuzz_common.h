@@ -29,6 +29,70 @@
 	} while (0)
 #endif
 
+#ifdef FUZZ_FRAMES
+#include <linux/genetlink.h>
+#include <linux/netlink.h>
+
+#include "../../userspace/common/cluster_msg.h"
+
+/*
+ * A frame of the TCP protocols in @buf (@cap bytes): command @cmd and the
+ * attribute bytes @attrs (@len, padded to 4).  Its length, or 0 if it does
+ * not fit.
+ */
+static inline size_t fuzz_frame(uint8_t *buf, size_t cap, uint8_t cmd,
+				const uint8_t *attrs, size_t len)
+{
+	struct nlmsghdr *nlh = (struct nlmsghdr *)buf;
+	struct genlmsghdr *gh;
+	size_t total = NLMSG_HDRLEN + GENL_HDRLEN + NLA_ALIGN(len);
+
+	if (total > cap)
+		return 0;
+	memset(buf, 0, total);
+	nlh->nlmsg_len = (uint32_t)total;
+	nlh->nlmsg_type = FKV_WIRE_TYPE;
+	gh = (struct genlmsghdr *)(buf + NLMSG_HDRLEN);
+	gh->cmd = cmd;
+	gh->version = FLUXONKV_GENL_VERSION;
+	memcpy(buf + NLMSG_HDRLEN + GENL_HDRLEN, attrs, len);
+	return total;
+}
+#endif
+
+#if defined(FKV_FUZZ_STANDALONE) && defined(FUZZ_FRAMES)
+/* The seed corpora's writers (--seeds DIR): one input file at a time. */
+struct seed {
+	uint8_t buf[8192];
+	size_t len;
+};
+
+static void put8(struct seed *sd, uint8_t b)
+{
+	if (sd->len < sizeof(sd->buf))
+		sd->buf[sd->len++] = b;
+}
+
+static void put16(struct seed *sd, uint16_t v)
+{
+	put8(sd, (uint8_t)v);
+	put8(sd, (uint8_t)(v >> 8));
+}
+
+static void seed_write(const char *dir, const char *name, struct seed *sd)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	CHECK(f);
+	CHECK(fwrite(sd->buf, 1, sd->len, f) == sd->len);
+	fclose(f);
+	sd->len = 0;
+}
+#endif
+
 #ifdef FUZZ_WRAP_LOG
 /*
  * Every fkv_log() of the daemon's code lands here (--wrap): formatted (so

@@ -51,15 +51,7 @@
 #include <strings.h>
 
 #include "fluxonkv_config.h"
-
-#define CHECK(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "%s:%d: broken promise: %s\n",	\
-				__FILE__, __LINE__, #cond);		\
-			abort();					\
-		}							\
-	} while (0)
+#include "fuzz_common.h"
 
 static void check_line(const char *s)
 {

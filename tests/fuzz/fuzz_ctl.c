@@ -95,6 +95,7 @@
 #include "../../userspace/fluxond/route.h"
 
 #define FUZZ_WRAP_LOG
+#define FUZZ_FRAMES
 #include "fuzz_common.h"
 
 #define FUZZ_SLOTS	5
@@ -381,20 +382,10 @@ static void slot_frame(struct slot *s, uint8_t cmd, const uint8_t *attrs,
 		       size_t len)
 {
 	static uint8_t buf[FKV_WIRE_MAX];
-	struct nlmsghdr *nlh = (struct nlmsghdr *)buf;
-	struct genlmsghdr *gh;
-	size_t total = NLMSG_HDRLEN + GENL_HDRLEN + NLA_ALIGN(len);
+	size_t total = fuzz_frame(buf, sizeof(buf), cmd, attrs, len);
 
-	if (total > sizeof(buf))
-		return;
-	memset(buf, 0, total);
-	nlh->nlmsg_len = (uint32_t)total;
-	nlh->nlmsg_type = FKV_WIRE_TYPE;
-	gh = nlmsg_data(nlh);
-	gh->cmd = cmd;
-	gh->version = FLUXONKV_GENL_VERSION;
-	memcpy(buf + NLMSG_HDRLEN + GENL_HDRLEN, attrs, len);
-	slot_write(s, buf, total);
+	if (total)
+		slot_write(s, buf, total);
 }
 
 /* Promise bookkeeping for an upcall frame an authed member sends. */
@@ -849,23 +840,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #ifdef FKV_FUZZ_STANDALONE
 /* ---- the seed corpus, from the real encoders ---- */
 
-struct seed {
-	uint8_t buf[8192];
-	size_t len;
-};
-
-static void put8(struct seed *sd, uint8_t b)
-{
-	if (sd->len < sizeof(sd->buf))
-		sd->buf[sd->len++] = b;
-}
-
-static void put16(struct seed *sd, uint16_t v)
-{
-	put8(sd, (uint8_t)v);
-	put8(sd, (uint8_t)(v >> 8));
-}
-
 static void put_str(struct seed *sd, const char *str)
 {
 	put8(sd, (uint8_t)strlen(str));
@@ -974,19 +948,6 @@ static struct nl_msg *with_u32(struct nl_msg *msg, int attr, uint32_t v)
 {
 	CHECK(!nla_put_u32(msg, attr, v));
 	return msg;
-}
-
-static void seed_write(const char *dir, const char *name, struct seed *sd)
-{
-	char path[4096];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	CHECK(f);
-	CHECK(fwrite(sd->buf, 1, sd->len, f) == sd->len);
-	fclose(f);
-	sd->len = 0;
 }
 
 /* A put of "k" by node 2 (slot 0) through PUT_START and PUT_DONE. */

@@ -73,6 +73,7 @@
 #include "../../userspace/fluxond/xport.h"
 
 #define FUZZ_WRAP_LOG
+#define FUZZ_FRAMES
 #include "fuzz_common.h"
 
 #define FUZZ_SEG	(8u << 20)
@@ -266,20 +267,10 @@ static void peer_frame(struct peer *p, uint8_t cmd, const uint8_t *attrs,
 		       size_t len)
 {
 	static uint8_t buf[FKV_WIRE_MAX];
-	struct nlmsghdr *nlh = (struct nlmsghdr *)buf;
-	struct genlmsghdr *gh;
-	size_t total = NLMSG_HDRLEN + GENL_HDRLEN + NLA_ALIGN(len);
+	size_t total = fuzz_frame(buf, sizeof(buf), cmd, attrs, len);
 
-	if (total > sizeof(buf))
-		return;
-	memset(buf, 0, total);
-	nlh->nlmsg_len = (uint32_t)total;
-	nlh->nlmsg_type = FKV_WIRE_TYPE;
-	gh = nlmsg_data(nlh);
-	gh->cmd = cmd;
-	gh->version = FLUXONKV_GENL_VERSION;
-	memcpy(buf + NLMSG_HDRLEN + GENL_HDRLEN, attrs, len);
-	peer_send(p, buf, total);
+	if (total)
+		peer_send(p, buf, total);
 }
 
 static const struct nla_policy hello_pol[FKV_CA_MAX + 1] = {
@@ -605,23 +596,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #ifdef FKV_FUZZ_STANDALONE
 /* ---- the seed corpus, from the real encoders ---- */
 
-struct seed {
-	uint8_t buf[8192];
-	size_t len;
-};
-
-static void put8(struct seed *sd, uint8_t b)
-{
-	if (sd->len < sizeof(sd->buf))
-		sd->buf[sd->len++] = b;
-}
-
-static void put16(struct seed *sd, uint16_t v)
-{
-	put8(sd, (uint8_t)v);
-	put8(sd, (uint8_t)(v >> 8));
-}
-
 static void put_bytes(struct seed *sd, const void *b, size_t n)
 {
 	const uint8_t *p = b;
@@ -682,19 +656,6 @@ static struct nl_msg *answer(uint8_t cmd, uint32_t status, int64_t off,
 	if (len)
 		CHECK(!nla_put_u64(msg, FLUXONKV_A_LEN, len));
 	return msg;
-}
-
-static void seed_write(const char *dir, const char *name, struct seed *sd)
-{
-	char path[4096];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	CHECK(f);
-	CHECK(fwrite(sd->buf, 1, sd->len, f) == sd->len);
-	fclose(f);
-	sd->len = 0;
 }
 
 static int make_seeds(const char *dir)

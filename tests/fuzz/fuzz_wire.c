@@ -44,15 +44,7 @@
 #include "../../userspace/common/cluster_msg.h"
 #include "../../userspace/fluxonctl/ctl_cluster.h"
 #include "../../userspace/common/wire.h"
-
-#define CHECK(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "%s:%d: broken promise: %s\n",	\
-				__FILE__, __LINE__, #cond);		\
-			abort();					\
-		}							\
-	} while (0)
+#include "fuzz_common.h"
 
 static void check_cluster(const struct ctl_cluster *c)
 {

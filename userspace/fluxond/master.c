@@ -424,7 +424,8 @@ void fkv_master_node_down(struct fkv_master *m, uint32_t node)
 			continue;
 		}
 		*pp = h->next;
-		held_count_add(m, h->handle, -1);
+		if (!h->ssd)
+			held_count_add(m, h->handle, -1);
 		free(h);
 		m->nholds--;
 	}

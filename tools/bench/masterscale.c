@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * masterscale - the master at cluster scale, simulated natively (issue 28):
+ * one fkv_master (userspace/fluxond/master.c, the code fluxond runs) with
+ * N member nodes and K keys of one replica each, owners round-robin, and
+ * no network or module.  It times what runs in one turn of the master's
+ * event loop, where a long call stalls every node's requests:
+ *
+ *   put        one PUT_START + PUT_DONE (mean over the fill)
+ *   left       member-left of one node: fkv_master_node_down()
+ *   evict      an eviction burst: one NEED_ROOM of --burst values' bytes
+ *   report     a restarted master (next term) adopting every node's
+ *              REPORTs, one acknowledged batch of 256 per turn (clusterd.c):
+ *              the longest batch, and the whole
+ *
+ * and the master's resident memory per key (RSS growth over the fill).
+ *
+ *   masterscale [--nodes N] [--keys K] [--burst B] [--key-len L] [--json]
+ *
+ * Defaults: 64 nodes, 1,000,000 keys, a burst of 100,000 values, 40-byte
+ * keys.  Node ids are 8 bits in today's handles (FLUXONKV_NODE_MAX): at
+ * most 254 nodes besides the master's own.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/fluxonkv.h>
+
+#include "../../userspace/fluxond/master.h"
+#include "../../userspace/fluxond/route.h"
+
+#define VAL	((uint64_t)FLUXONKV_SEGMENT_ALIGN)
+#define BATCH	256
+
+static uint64_t drops;
+
+static void count_drop(void *arg, uint64_t handle, uint32_t flags)
+{
+	(void)arg;
+	(void)handle;
+	(void)flags;
+	drops++;
+}
+
+static void no_placed(void *arg, uint64_t handle, uint64_t put_id,
+		      uint32_t flags)
+{
+	(void)arg;
+	(void)handle;
+	(void)put_id;
+	(void)flags;
+}
+
+static void no_persist(void *arg, uint64_t handle, uint64_t put_id)
+{
+	(void)arg;
+	(void)handle;
+	(void)put_id;
+}
+
+static const struct fkv_master_ops ops = {
+	.send_drop = count_drop,
+	.placed = no_placed,
+	.persist = no_persist,
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t rss_bytes(void)
+{
+	unsigned long pages = 0, res = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%lu %lu", &pages, &res) != 2)
+			res = 0;
+		fclose(f);
+	}
+	return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Key i: "masterscale-key-<i>" padded with '.' to @len bytes. */
+static size_t make_key(char *buf, size_t len, uint64_t i)
+{
+	int n = snprintf(buf, len + 1, "masterscale-key-%" PRIu64, i);
+
+	if (n < 0)
+		return 0;
+	if ((size_t)n < len)
+		memset(buf + n, '.', len - (size_t)n);
+	return len > (size_t)n ? len : (size_t)n;
+}
+
+/* The handle node @node's module would stamp on slot @slot (uapi). */
+static uint64_t handle_of(uint32_t node, uint64_t slot, uint64_t put_id)
+{
+	return (put_id << 32) | ((uint64_t)node << 24) |
+	       (slot & FLUXONKV_HANDLE_SLOT_MASK);
+}
+
+static struct fkv_master *new_master(uint32_t nodes, uint64_t keys,
+				     uint64_t term)
+{
+	struct fkv_master_config c = {
+		.node = 1, .incarnation = 0x1000 + term, .term = term,
+		.capacity = (keys / nodes + 2) * VAL * 2,
+	};
+	struct fkv_master *m = fkv_master_create(&c, &ops, NULL);
+	uint32_t n;
+	char addr[32];
+
+	if (!m)
+		return NULL;
+	for (n = 1; n <= nodes; n++) {
+		snprintf(addr, sizeof(addr), "10.77.%u.%u:7471", n / 250,
+			 n % 250 + 1);
+		if (fkv_master_node_up(m, n, 0x1000 + term + n,
+				       c.capacity, 0, addr)) {
+			fkv_master_destroy(m);
+			return NULL;
+		}
+	}
+	return m;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t keys = 1000000, burst = 100000, i, rss0, rss1, *put_ids;
+	uint32_t nodes = 64, flags, owner;
+	size_t key_len = 40, kl;
+	double t0, t, put_s, left_s, evict_s, report_s, batch_max = 0;
+	uint64_t left_drops, evict_drops, adopted = 0;
+	struct fkv_master *m;
+	bool json = false;
+	char key[FLUXONKV_KEY_MAX + 1];
+	int a;
+
+	for (a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--nodes") && a + 1 < argc)
+			nodes = (uint32_t)strtoul(argv[++a], NULL, 10);
+		else if (!strcmp(argv[a], "--keys") && a + 1 < argc)
+			keys = strtoull(argv[++a], NULL, 10);
+		else if (!strcmp(argv[a], "--burst") && a + 1 < argc)
+			burst = strtoull(argv[++a], NULL, 10);
+		else if (!strcmp(argv[a], "--key-len") && a + 1 < argc)
+			key_len = strtoul(argv[++a], NULL, 10);
+		else if (!strcmp(argv[a], "--json"))
+			json = true;
+		else {
+			fprintf(stderr, "usage: %s [--nodes N] [--keys K] "
+				"[--burst B] [--key-len L] [--json]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (nodes < 2 || nodes > FLUXONKV_NODE_MAX - 1 || !keys ||
+	    key_len < 24 || key_len > FLUXONKV_KEY_MAX) {
+		fprintf(stderr, "masterscale: 2..%u nodes, keys > 0, key length "
+			"24..%u\n", FLUXONKV_NODE_MAX - 1, FLUXONKV_KEY_MAX);
+		return 2;
+	}
+	put_ids = calloc(keys, sizeof(*put_ids));
+	rss0 = rss_bytes();
+	m = new_master(nodes, keys, 1);
+	if (!m || !put_ids) {
+		fprintf(stderr, "masterscale: out of memory\n");
+		return 1;
+	}
+
+	/* Fill: owners round-robin over nodes 2..N (1 is the master's). */
+	t0 = now_s();
+	for (i = 0; i < keys; i++) {
+		owner = 2 + (uint32_t)(i % (nodes - 1));
+		kl = make_key(key, key_len, i);
+		fkv_master_set_caller(m, owner);
+		if (fkv_master_put_start(m, key, kl, VAL, &put_ids[i], &flags) ||
+		    fkv_master_put_done(m, key, kl, put_ids[i],
+					handle_of(owner, i / nodes + 1,
+						  put_ids[i]),
+					VAL, &flags) ||
+		    !(flags & FLUXONKV_PUT_F_PUBLISHED)) {
+			fprintf(stderr, "masterscale: put %" PRIu64 " failed\n", i);
+			return 1;
+		}
+		if (!json && !(i % 1000000) && i)
+			fprintf(stderr, "  %" PRIu64 " keys in %.1f s\n", i,
+				now_s() - t0);
+	}
+	put_s = (now_s() - t0) / (double)keys;
+	rss1 = rss_bytes();
+
+	/* member-left of node 2 */
+	drops = 0;
+	t0 = now_s();
+	fkv_master_node_down(m, 2);
+	left_s = now_s() - t0;
+	left_drops = drops;
+
+	/* an eviction burst on node 3: room for @burst values at once */
+	fkv_master_set_caller(m, 3);
+	drops = 0;
+	t0 = now_s();
+	fkv_master_need_room(m, burst * VAL, 0);
+	evict_s = now_s() - t0;
+	evict_drops = drops;
+	fkv_master_destroy(m);
+
+	/* A restarted master (term 2) adopts every node's reports. */
+	m = new_master(nodes, keys, 2);
+	if (!m)
+		return 1;
+	t0 = now_s();
+	for (i = 0; i < keys;) {
+		uint64_t end = i + BATCH < keys ? i + BATCH : keys;
+		double b0 = now_s();
+
+		for (; i < end; i++) {
+			owner = 2 + (uint32_t)(i % (nodes - 1));
+			kl = make_key(key, key_len, i);
+			fkv_master_set_caller(m, owner);
+			if (fkv_master_adopt(m, key, kl, put_ids[i],
+					     handle_of(owner, i / nodes + 1,
+						       put_ids[i]),
+					     VAL, false) > 0)
+				adopted++;
+		}
+		t = now_s() - b0;
+		if (t > batch_max)
+			batch_max = t;
+	}
+	report_s = now_s() - t0;
+	fkv_master_destroy(m);
+	free(put_ids);
+
+	if (json) {
+		printf("{\"nodes\":%u,\"keys\":%" PRIu64 ",\"key_len\":%zu,"
+		       "\"put_us\":%.3f,\"bytes_per_key\":%.1f,"
+		       "\"left_ms\":%.3f,\"left_forgotten\":%" PRIu64 ","
+		       "\"evict_ms\":%.3f,\"evict_drops\":%" PRIu64 ","
+		       "\"report_batch_max_ms\":%.3f,\"report_s\":%.3f,"
+		       "\"adopted\":%" PRIu64 "}\n",
+		       nodes, keys, key_len, put_s * 1e6,
+		       (double)(rss1 - rss0) / (double)keys, left_s * 1e3,
+		       keys / (nodes - 1), evict_s * 1e3, evict_drops,
+		       batch_max * 1e3, report_s, adopted);
+		return 0;
+	}
+	printf("master at scale: %u nodes, %" PRIu64 " keys of %zu bytes, one "
+	       "replica each\n", nodes, keys, key_len);
+	printf("  put (PUT_START + PUT_DONE)  %8.2f us mean\n", put_s * 1e6);
+	printf("  master memory               %8.1f bytes per key (RSS)\n",
+	       (double)(rss1 - rss0) / (double)keys);
+	printf("  member-left of one node     %8.1f ms (one call; %" PRIu64
+	       " drops sent, its ~%" PRIu64 " replicas forgotten)\n",
+	       left_s * 1e3, left_drops, keys / (nodes - 1));
+	printf("  eviction burst              %8.1f ms (one NEED_ROOM, %" PRIu64
+	       " DROP_REPLICAs)\n", evict_s * 1e3, evict_drops);
+	printf("  restart, every node reports %8.1f ms longest batch of %d, "
+	       "%.2f s in all, %" PRIu64 " adopted\n", batch_max * 1e3, BATCH,
+	       report_s, adopted);
+	return 0;
+}
