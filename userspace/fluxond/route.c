@@ -13,6 +13,15 @@
 #include "u64map.h"
 
 #define FKV_ROUTES_MIN_BUCKETS	64
+/*
+ * A growing table moves its entries a few buckets at a time: this many per
+ * new entry (the move ends before the next doubling is due: that takes as
+ * many new entries as there are old buckets) and per sweep (a quiet table
+ * finishes too).  A doubling of a 10^7-key table at once stalled the
+ * master's loop for seconds.
+ */
+#define FKV_ROUTES_MOVE_PER_ADD		8
+#define FKV_ROUTES_MOVE_PER_SWEEP	4096
 
 /**
  * struct fkv_inflight - a put between PUT_START and PUT_DONE/PUT_ABORT.
@@ -64,6 +73,13 @@ struct fkv_routes {
 
 	struct fkv_route **buckets;	/* key entries, chained */
 	size_t nbuckets;		/* power of two */
+	/*
+	 * While the table grows: the buckets before the doubling, of which
+	 * old[moved..nold) still hold their entries (an entry lives in
+	 * old[i] iff i >= moved, i = hash & (nold - 1); chain_of()).
+	 */
+	struct fkv_route **old;
+	size_t nold, moved;
 	size_t nentries;		/* key entries, visible or not */
 	size_t nvisible;		/* entries with replicas */
 	struct fkv_u64map by_handle;	/* memory handle -> route */
@@ -236,6 +252,22 @@ err_free:
 	return NULL;
 }
 
+/*
+ * Every chain, for walks over all entries: the old buckets still holding
+ * entries while the table grows, then the current ones.
+ */
+static size_t nchains(const struct fkv_routes *t)
+{
+	return (t->old ? t->nold - t->moved : 0) + t->nbuckets;
+}
+
+static struct fkv_route **chain_at(const struct fkv_routes *t, size_t i)
+{
+	size_t nold = t->old ? t->nold - t->moved : 0;
+
+	return i < nold ? &t->old[t->moved + i] : &t->buckets[i - nold];
+}
+
 void fkv_routes_destroy(struct fkv_routes *t)
 {
 	struct fkv_list *l;
@@ -251,14 +283,15 @@ void fkv_routes_destroy(struct fkv_routes *t)
 		fkv_list_del(l);
 		free(fkv_container_of(l, struct fkv_persisting, link));
 	}
-	for (i = 0; i < t->nbuckets; i++) {
-		struct fkv_route *r = t->buckets[i], *next;
+	for (i = 0; i < nchains(t); i++) {
+		struct fkv_route *r = *chain_at(t, i), *next;
 
 		for (; r; r = next) {
 			next = r->next;
 			free(r);
 		}
 	}
+	free(t->old);
 	free(t->buckets);
 	free(t->tomb_ring);
 	fkv_u64map_fini(&t->tombs);
@@ -279,8 +312,11 @@ static bool key_eq(const struct fkv_route *r, const void *key, size_t key_len)
 	return r->key_len == key_len && !memcmp(r->key, key, key_len);
 }
 
-static struct fkv_route **bucket_of(const struct fkv_routes *t, uint64_t hash)
+/* The one chain that holds (or gets) the entries of @hash. */
+static struct fkv_route **chain_of(const struct fkv_routes *t, uint64_t hash)
 {
+	if (t->old && (hash & (t->nold - 1)) >= t->moved)
+		return &t->old[hash & (t->nold - 1)];
 	return &t->buckets[hash & (t->nbuckets - 1)];
 }
 
@@ -290,33 +326,52 @@ static struct fkv_route *find_entry(const struct fkv_routes *t,
 	uint64_t hash = fkv_routes_key_hash(t, key, key_len);
 	struct fkv_route *r;
 
-	for (r = *bucket_of(t, hash); r; r = r->next)
+	for (r = *chain_of(t, hash); r; r = r->next)
 		if (r->hash == hash && key_eq(r, key, key_len))
 			return r;
 	return NULL;
 }
 
-/* Double the buckets; on allocation failure keep the longer chains. */
+/* Move up to @n old buckets into the new ones; the last frees the old. */
+static void move_buckets(struct fkv_routes *t, size_t n)
+{
+	for (; t->old && n; n--) {
+		struct fkv_route *r = t->old[t->moved], *next, **b;
+
+		for (; r; r = next) {
+			next = r->next;
+			b = &t->buckets[r->hash & (t->nbuckets - 1)];
+			r->next = *b;
+			*b = r;
+		}
+		t->old[t->moved] = NULL;
+		if (++t->moved == t->nold) {
+			free(t->old);
+			t->old = NULL;
+			t->nold = t->moved = 0;
+		}
+	}
+}
+
+/*
+ * Double the buckets once there are more entries than buckets: the new
+ * array now, the entries a few at a time (move_buckets()).  On allocation
+ * failure keep the longer chains.
+ */
 static void maybe_grow(struct fkv_routes *t)
 {
-	size_t n = t->nbuckets * 2, i;
+	size_t n = t->nbuckets * 2;
 	struct fkv_route **b;
 
-	if (t->nentries <= t->nbuckets)
+	move_buckets(t, FKV_ROUTES_MOVE_PER_ADD);
+	if (t->old || t->nentries <= t->nbuckets)
 		return;
 	b = calloc(n, sizeof(*b));
 	if (!b)
 		return;
-	for (i = 0; i < t->nbuckets; i++) {
-		struct fkv_route *r = t->buckets[i], *next;
-
-		for (; r; r = next) {
-			next = r->next;
-			r->next = b[r->hash & (n - 1)];
-			b[r->hash & (n - 1)] = r;
-		}
-	}
-	free(t->buckets);
+	t->old = t->buckets;
+	t->nold = t->nbuckets;
+	t->moved = 0;
 	t->buckets = b;
 	t->nbuckets = n;
 }
@@ -334,7 +389,7 @@ static struct fkv_route *get_entry(struct fkv_routes *t, const void *key,
 	r->hash = fkv_routes_key_hash(t, key, key_len);
 	r->key_len = (uint16_t)key_len;
 	memcpy(r->key, key, key_len);
-	b = bucket_of(t, r->hash);
+	b = chain_of(t, r->hash);
 	r->next = *b;
 	*b = r;
 	t->nentries++;
@@ -349,7 +404,7 @@ static void maybe_free_entry(struct fkv_routes *t, struct fkv_route *r)
 
 	if (r->nreplicas || r->inflight)
 		return;
-	for (pp = bucket_of(t, r->hash); *pp; pp = &(*pp)->next) {
+	for (pp = chain_of(t, r->hash); *pp; pp = &(*pp)->next) {
 		if (*pp == r) {
 			if (!t->forgetting)
 				tomb_lay(t, r->hash, r->put_id);
@@ -1045,8 +1100,8 @@ size_t fkv_routes_forget_node(struct fkv_routes *t, uint32_t node,
 		finish_inflight(t, p);
 		maybe_free_entry(t, r);
 	}
-	for (i = 0; i < t->nbuckets; i++) {
-		struct fkv_route *r = t->buckets[i], *next_r;
+	for (i = 0; i < nchains(t); i++) {
+		struct fkv_route *r = *chain_at(t, i), *next_r;
 		uint32_t j;
 
 		for (; r; r = next_r) {
@@ -1071,6 +1126,7 @@ unsigned int fkv_routes_sweep(struct fkv_routes *t)
 	unsigned int n = 0;
 	struct fkv_list *l;
 
+	move_buckets(t, FKV_ROUTES_MOVE_PER_SWEEP);
 	while ((l = fkv_list_first(&t->inflight_list))) {
 		struct fkv_inflight *p =
 			fkv_container_of(l, struct fkv_inflight, link);
@@ -1229,12 +1285,14 @@ int fkv_routes_check(const struct fkv_routes *t)
 	uint64_t key;
 	void *val;
 
-	for (b = 0; b < t->nbuckets; b++) {
+	if (t->old && t->moved >= t->nold)
+		return -1;
+	for (b = 0; b < nchains(t); b++) {
 		const struct fkv_route *r;
 
-		for (r = t->buckets[b]; r; r = r->next) {
+		for (r = *chain_at(t, b); r; r = r->next) {
 			entries++;
-			if ((r->hash & (t->nbuckets - 1)) != b)
+			if (chain_of(t, r->hash) != chain_at(t, b))
 				return -1;	/* chained in the wrong bucket */
 			if (!r->key_len || r->key_len > FLUXONKV_KEY_MAX)
 				return -2;
