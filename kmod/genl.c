@@ -909,8 +909,9 @@ retry:
 	fluxonkv_daemon_event(pid);
 	mutex_unlock(&fluxonkv_daemon.lock);
 
-	pr_info("daemon registered: pid %d port %u node %u%s%s%s%s\n", pid,
+	pr_info("daemon registered: pid %d port %u node %u%s%s%s%s%s\n", pid,
 		info->snd_portid, node_id,
+		flags & FLUXONKV_REGISTER_F_LEASE ? ", leased local hits" : "",
 		flags & FLUXONKV_REGISTER_F_LOCAL_ROUTES ? ", local routes" : "",
 		flags & FLUXONKV_REGISTER_F_LOCAL_PUTS ? ", local puts" :
 		flags & FLUXONKV_REGISTER_F_ONE_TRIP ? ", one-trip puts" : "",
