@@ -442,7 +442,34 @@ static int k_ack_cmp(const void *a, const void *b)
 struct k_result {
 	unsigned long puts, failed_puts, gets, hits, misses, errors;
 	unsigned long lost, older, wrong;
+	int bad_key;		/* of the first violation, or -1 */
 };
+
+/* What the module has of hist-K: its DRAM copy, its ring entries. */
+static void k_tell(unsigned int k)
+{
+	FILE *f = fopen(FKV_DEBUGFS_DIR "/rings", "r");
+	char line[512], key[32], tail[40];
+	struct fkv_lookup l;
+	struct fkv *kv = kv_open();
+	int ret;
+
+	h_key(key, sizeof(key), k);
+	ret = fkv_lookup(kv, key, strlen(key), &l);
+	fkv_diag("%s: lookup %s (put_id %" PRIu64 ", source %u); SSD "
+		 "persist errors %" PRIu64 ", queue waits %" PRIu64, key,
+		 ret ? fkv_strerror(ret) : "ok", ret ? 0 : l.put_id,
+		 ret ? 0 : l.source, fkv_sysfs("ssd_persist_errors"),
+		 fkv_sysfs("ssd_queue_waits"));
+	fkv_close(kv);
+	snprintf(tail, sizeof(tail), "\t%s\n", key);
+	while (f && fgets(line, sizeof(line), f))
+		if (strlen(line) > strlen(tail) &&
+		    !strcmp(line + strlen(line) - strlen(tail), tail))
+			fkv_diag("ring:%s", strtok(line, "\n"));
+	if (f)
+		fclose(f);
+}
 
 /*
  * Check the history so far: every hit is an intact value some put of its
@@ -459,6 +486,7 @@ static void k_check(const struct k_log *log, const unsigned int *n,
 	uint64_t *maxid[K_KEYS];
 
 	memset(res, 0, sizeof(*res));
+	res->bad_key = -1;
 	for (k = 0; k < K_KEYS; k++) {
 		acks[k] = calloc(K_MAXOPS, sizeof(*acks[k]));
 		maxid[k] = calloc(K_MAXOPS, sizeof(*maxid[k]));
@@ -508,6 +536,8 @@ static void k_check(const struct k_log *log, const unsigned int *n,
 				res->misses++;
 				if (floor) {
 					res->lost++;
+					if (res->bad_key < 0)
+						res->bad_key = (int)k;
 					if (told++ < 8)
 						fkv_diag("LOST: hist-%u missed "
 							 "(proc %u op %u) after "
@@ -519,6 +549,8 @@ static void k_check(const struct k_log *log, const unsigned int *n,
 			}
 			if (g->ret == -EBADMSG) {
 				res->wrong++;
+				if (res->bad_key < 0)
+					res->bad_key = (int)k;
 				if (told++ < 8)
 					fkv_diag("WRONG: hist-%u bytes are no "
 						 "value put (proc %u op %u)",
@@ -553,6 +585,8 @@ static void k_check(const struct k_log *log, const unsigned int *n,
 			}
 			if (g->put_id < floor) {
 				res->older++;
+				if (res->bad_key < 0)
+					res->bad_key = (int)k;
 				if (told++ < 8)
 					fkv_diag("OLDER: hist-%u put_id %"
 						 PRIu64 " after put_id %"
@@ -642,8 +676,10 @@ FKV_TEST_TIMEOUT(a_daemon_killed_under_load_loses_no_acknowledged_value, 3000)
 				 res.misses, res.errors,
 				 log->n[K_SWEEPER] - before, res.lost,
 				 res.older, res.wrong);
-		if (res.lost || res.older || res.wrong)
+		if (res.lost || res.older || res.wrong) {
+			k_tell((unsigned int)res.bad_key);
 			break;
+		}
 	}
 	__atomic_store_n(&log->stop, 1, __ATOMIC_RELEASE);
 	for (w = 0; w < K_SWEEPER; w++) {

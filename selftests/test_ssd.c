@@ -2078,6 +2078,116 @@ FKV_TEST_TIMEOUT(an_adopted_replica_stays_until_its_repersist_commits, 120)
 	warm_restart_race(false);
 }
 
+#define RQ_QUEUE	64	/* puts of rq-x: 4 writes in flight, 60 queued */
+#define RQ_KEYS		4	/* then these: queued at the end */
+#define RQ_DELAY_MS	400
+#define RQ_LEN(i)	(8 * KIB + 100 + (i))
+
+/*
+ * fluxond SIGKILLed with a full persist queue and started again at once:
+ * it has the adopted DRAM replicas written again while the previous
+ * daemon's writes (64 versions of rq-x, then rq-0..3) still fill the
+ * device's queue, and a put right after the restart needs the whole
+ * segment.  No re-persist may be refused for a full queue (a refused one
+ * is memory-only, evictable at once, and lost before the first write's
+ * late commit could publish it); every value comes back from the SSD.
+ */
+FKV_TEST_TIMEOUT(adopted_replicas_are_persisted_again_behind_a_full_queue, 180)
+{
+	uint64_t base, ids[RQ_KEYS], errors0, writes0, fill_len, t0;
+	struct wr_count c;
+	struct fkv_holder h;
+	unsigned int i, busy;
+	struct fkv *kv;
+	char key[32];
+	int status;
+	pid_t filler;
+
+	base = setup("segment_mb=4");
+	dm_delay_create(0, RQ_DELAY_MS);
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, DLY_PATH, 0, SP_CAP), 0);
+	writes0 = fkv_sysfs("ssd_writes");
+	for (i = 0; i < RQ_QUEUE; i++)
+		put_pattern(kv, "rq-x", RQ_LEN(100), 30 + i);
+	for (i = 0; i < RQ_KEYS; i++) {
+		snprintf(key, sizeof(key), "rq-%u", i);
+		ids[i] = put_pattern(kv, key, RQ_LEN(i), 40 + i);
+	}
+	fkv_diag("%" PRIu64 " of %u persists over before the kill",
+		 persists_done(), RQ_QUEUE + RQ_KEYS);
+	FKV_ASSERT_EQ(fkv_daemon_kill(), 0);
+	errors0 = fkv_sysfs("ssd_persist_errors");
+	FKV_START_DAEMON();
+	fkv_diag("fluxond back; %" PRIu64 " of %u first writes over",
+		 fkv_sysfs("ssd_writes") - writes0, RQ_QUEUE + RQ_KEYS);
+	fill_len = fkv_sysfs("segment_capacity_bytes") - base;
+	fflush(stdout);
+	filler = fork();
+	FKV_ASSERT(filler >= 0);
+	if (filler == 0) {
+		/* room comes as the values commit: try again after ENOSPC */
+		struct fkv *kv2 = kv_open();
+		uint8_t *buf = pattern("rq-fill", fill_len, 9);
+		uint64_t id, end = (uint64_t)fkv_now_ms() + 60000;
+		int ret;
+
+		while ((ret = fkv_put(kv2, "rq-fill", 7, buf, fill_len,
+				      &id)) && (uint64_t)fkv_now_ms() < end)
+			fkv_diag("the fill's put: %s, again (replicas %" PRIu64
+				 ", used %" PRIu64 ", ssd writes %" PRIu64
+				 ", evictions %" PRIu64 ")",
+				 fkv_strerror(ret), fkv_sysfs("replicas"),
+				 fkv_sysfs("segment_used_bytes"),
+				 fkv_sysfs("ssd_writes"),
+				 fkv_sysfs("evictions"));
+		_exit(ret ? 1 : 0);
+	}
+	FKV_ASSERT_EQ(waitpid(filler, &status, 0), filler);
+	FKV_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		   "the fill's put failed (status %#x)", status);
+	/* every write over, every commit answered */
+	t0 = (uint64_t)fkv_now_ms();
+	do {
+		busy = 0;
+		for (i = 0; i < RQ_KEYS; i++) {
+			snprintf(key, sizeof(key), "rq-%u", i);
+			wr_count(key, ids[i], &c);
+			busy += c.writing + c.pins;
+		}
+		if (!busy)
+			break;
+		fkv_msleep(100);
+	} while ((uint64_t)fkv_now_ms() - t0 < 60000);
+	fkv_msleep(200);
+	fkv_diag("re-persists refused: %" PRIu64 "; ssd writes %" PRIu64
+		 ", commits published %" PRIu64 " ignored %" PRIu64,
+		 fkv_sysfs("ssd_persist_errors") - errors0,
+		 fkv_sysfs("ssd_writes") - writes0,
+		 fkv_sysfs("ssd_commits_published"),
+		 fkv_sysfs("ssd_commits_ignored"));
+	for (i = 0; i < RQ_KEYS; i++) {
+		snprintf(key, sizeof(key), "rq-%u", i);
+		FKV_ASSERT_EQ(get_check(kv, key, RQ_LEN(i), 40 + i, ids[i], &h),
+			      FLUXONKV_SOURCE_SSD);
+		release(kv, &h);
+		wr_count(key, ids[i], &c);
+		FKV_ASSERT_EQ(c.routed, 1);
+		FKV_ASSERT_EQ(c.unrouted, 0);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_persist_errors"), errors0);
+	for (i = 0; i < RQ_KEYS; i++) {
+		snprintf(key, sizeof(key), "rq-%u", i);
+		delete_key(kv, key);
+	}
+	delete_any(kv, "rq-x");
+	delete_key(kv, "rq-fill");
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+	fkv_close(kv);
+	teardown(base);
+	dm_remove(DLY_NAME);
+}
+
 /* ---- 11. a slow refill pins the ring tail while writes wrap ---- */
 
 #define RP_V		FKV_MIB
