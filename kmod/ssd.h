@@ -104,7 +104,8 @@ struct fluxonkv_shard {
  * @routed: the master routes gets of this version to it (index lock): set
  *	by a PUBLISHED SSD_COMMIT answer, cleared when the master drops the
  *	SSD copy (overwrite, delete, revoke); handed on to a copy of the
- *	same version that replaces it in the index.  Only an indexed
+ *	same version that replaces it in the index (and set on that copy by
+ *	a PUBLISHED answer for the replaced one).  Only an indexed
  *	COMMITTED entry is ever routed.  Read it through
  *	fluxonkv_entry_routed().
  * @route_gen: fluxonkv_ssd.route_gen when it was indexed (index lock): an

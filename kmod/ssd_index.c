@@ -323,7 +323,22 @@ bool fluxonkv_ssd_lookup_routed(const u8 *key, u32 key_len, u64 *put_id,
  */
 void fluxonkv_ssd_route(struct fluxonkv_ssd_entry *e)
 {
+	struct fluxonkv_ssd_entry *cur;
+
 	spin_lock(&fluxonkv_ssd.index_lock);
+	/*
+	 * The same version written twice (a re-persist after a warm restart
+	 * racing the first write): a copy indexed after @e took its place
+	 * with the same bytes.  The master routes to the version, so the
+	 * route goes to that copy -- else, with the DRAM replica evicted
+	 * once this answer made it evictable, gets would miss until that
+	 * copy's own SSD_COMMIT is answered.
+	 */
+	if (!e->indexed) {
+		cur = fluxonkv_ssd_find(e->key, e->key_len);
+		if (cur && cur->put_id == e->put_id)
+			e = cur;
+	}
 	/*
 	 * A local put of a newer version (FLUXONKV_REGISTER_F_LOCAL_PUTS)
 	 * retires older SSD routes when it publishes, not in order with this
