@@ -1420,9 +1420,16 @@ static void fluxonkv_publish_persist_run(struct work_struct *work)
 	list_for_each_entry_safe(req, tmp, &batch, node) {
 		struct fluxonkv_replica *r = req->r;
 
-		/* -ENODEV (no SSD tier now): memory-only, as for a put. */
+		/*
+		 * -ENODEV (no SSD tier now): memory-only, as for a put.  A
+		 * full device queue is waited for (request_timeout_ms), as a
+		 * local put waits: a restarted daemon re-persists its adopted
+		 * replicas all at once, often behind the writes the previous
+		 * one left queued, and one refused would be memory-only --
+		 * evictable, and so lost (issue 33).
+		 */
 		fluxonkv_ssd_persist(r->key, r->key_len, r->put_id, r->alloc,
-				     NULL, false);
+				     NULL, true);
 		fluxonkv_replica_put(r);
 		kfree(req);
 	}

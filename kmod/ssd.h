@@ -103,8 +103,11 @@ struct fluxonkv_shard {
  * @indexed: current SSD entry of its key (index lock).
  * @routed: the master routes gets of this version to it (index lock): set
  *	by a PUBLISHED SSD_COMMIT answer, cleared when the master drops the
- *	SSD copy (overwrite, delete, revoke).  Only an indexed COMMITTED
- *	entry is ever routed.  Read it through fluxonkv_entry_routed().
+ *	SSD copy (overwrite, delete, revoke); handed on to a copy of the
+ *	same version that replaces it in the index (and set on that copy by
+ *	a PUBLISHED answer for the replaced one).  Only an indexed
+ *	COMMITTED entry is ever routed.  Read it through
+ *	fluxonkv_entry_routed().
  * @route_gen: fluxonkv_ssd.route_gen when it was indexed (index lock): an
  *	SSD_COMMIT answer from a daemon that has gone since cannot route it,
  *	and a daemon gone (the generation moved) took every route with it.

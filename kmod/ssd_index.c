@@ -215,6 +215,7 @@ void fluxonkv_ssd_unindex(struct fluxonkv_ssd_entry *e)
 int fluxonkv_ssd_index(struct fluxonkv_ssd_entry *e)
 {
 	struct fluxonkv_ssd_entry *cur = fluxonkv_ssd_find(e->key, e->key_len);
+	bool routed = false;
 	int ret;
 
 	if (cur && cur->put_id > e->put_id)
@@ -227,15 +228,20 @@ int fluxonkv_ssd_index(struct fluxonkv_ssd_entry *e)
 		if (WARN_ON_ONCE(ret))
 			return ret;
 		cur->indexed = false;
-		WRITE_ONCE(cur->routed, false);
 		/*
 		 * The same version written twice (a PERSIST racing a persist
 		 * the previous daemon started): the older copy is only space
 		 * now -- popping it must not tell the master that version
-		 * left the SSD (SSD_EVICTED), the newer copy holds it.
+		 * left the SSD (SSD_EVICTED), the newer copy holds it.  The
+		 * master's route to that version's SSD copy stays: it is
+		 * this copy now (its DRAM replica may be gone already, and
+		 * a get must not miss until our SSD_COMMIT is answered).
 		 */
-		if (cur->put_id == e->put_id)
+		if (cur->put_id == e->put_id) {
+			routed = fluxonkv_entry_routed(cur);
 			cur->state = FLUXONKV_SSD_DEAD;
+		}
+		WRITE_ONCE(cur->routed, false);
 	} else {
 		ret = rhashtable_insert_fast(&fluxonkv_ssd.index,
 					     &e->index_node,
@@ -245,6 +251,8 @@ int fluxonkv_ssd_index(struct fluxonkv_ssd_entry *e)
 	}
 	e->indexed = true;
 	WRITE_ONCE(e->route_gen, fluxonkv_ssd.route_gen);
+	if (routed)
+		WRITE_ONCE(e->routed, true);
 	return 0;
 }
 
@@ -315,7 +323,22 @@ bool fluxonkv_ssd_lookup_routed(const u8 *key, u32 key_len, u64 *put_id,
  */
 void fluxonkv_ssd_route(struct fluxonkv_ssd_entry *e)
 {
+	struct fluxonkv_ssd_entry *cur;
+
 	spin_lock(&fluxonkv_ssd.index_lock);
+	/*
+	 * The same version written twice (a re-persist after a warm restart
+	 * racing the first write): a copy indexed after @e took its place
+	 * with the same bytes.  The master routes to the version, so the
+	 * route goes to that copy -- else, with the DRAM replica evicted
+	 * once this answer made it evictable, gets would miss until that
+	 * copy's own SSD_COMMIT is answered.
+	 */
+	if (!e->indexed) {
+		cur = fluxonkv_ssd_find(e->key, e->key_len);
+		if (cur && cur->put_id == e->put_id)
+			e = cur;
+	}
 	/*
 	 * A local put of a newer version (FLUXONKV_REGISTER_F_LOCAL_PUTS)
 	 * retires older SSD routes when it publishes, not in order with this

@@ -1889,6 +1889,305 @@ FKV_TEST(a_persist_cut_short_by_a_daemon_kill_is_done_again_after_restart)
 	dm_remove(DLY_NAME);
 }
 
+/*
+ * Issue 33.  KEY's entries of version PUT_ID in debugfs `rings`: how many
+ * are committed and routed, committed and not routed, dead; their pins.
+ */
+struct wr_count {
+	int routed, unrouted, dead, writing, pins;
+};
+
+static void wr_count(const char *key, uint64_t put_id, struct wr_count *c)
+{
+	FILE *f = fopen(FKV_DEBUGFS_DIR "/rings", "r");
+	char line[512], state[16], k[128];
+	unsigned long long off, len, alen, id;
+	unsigned int pins;
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	FKV_ASSERT(f, "debugfs rings: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "\t%llu\t%llu\t%llu\t%15s\t%u\t%llu\t%d\t%127s",
+			   &off, &len, &alen, state, &pins, &id, &r, k) != 8 ||
+		    strcmp(k, key) || id != put_id)
+			continue;
+		c->pins += (int)pins;
+		if (!strcmp(state, "dead"))
+			c->dead++;
+		else if (!strcmp(state, "writing"))
+			c->writing++;
+		else if (r)
+			c->routed++;
+		else
+			c->unrouted++;
+	}
+	fclose(f);
+}
+
+#define WR_DELAY_MS	2500	/* each write of the dm-delay device */
+
+/*
+ * fluxond SIGKILLed while a put's persist is queued on a slow device,
+ * started again at once (@late_commit: before that write ends, so its
+ * SSD_COMMIT reaches the new master) or once the write ended with nobody
+ * to commit to; right after the restart a put needs the whole segment, so
+ * the adopted DRAM replica must go.  The adoption has the version written
+ * again; whatever order the first write's commit, the second write and the
+ * eviction come in, the value stays readable from exactly one committed,
+ * routed SSD entry, and no committed entry of it is left unrouted.
+ */
+static void warm_restart_race(bool late_commit)
+{
+	uint64_t base, id, fill_len, t0, writes0;
+	struct wr_count c;
+	struct fkv_lookup l;
+	struct fkv_holder h;
+	struct fkv *kv;
+	int src, ret, status;
+	pid_t filler;
+
+	base = setup("segment_mb=4");
+	dm_delay_create(0, WR_DELAY_MS);
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, DLY_PATH, 0, SP_CAP), 0);
+	writes0 = fkv_sysfs("ssd_writes");
+	id = put_pattern(kv, "wr-k", SP_LEN, 11);
+	FKV_ASSERT_EQ(persists_done(), 0);	/* still writing */
+	t0 = (uint64_t)fkv_now_ms();
+	FKV_ASSERT_EQ(fkv_daemon_kill(), 0);
+	if (late_commit) {
+		/* back well before the write ends, its second one well after */
+		fkv_msleep(WR_DELAY_MS / 2);
+	} else {
+		/* the write ends, its SSD_COMMIT finds nobody */
+		while (fkv_sysfs("ssd_writes") == writes0 &&
+		       (uint64_t)fkv_now_ms() - t0 < 4 * WR_DELAY_MS)
+			fkv_msleep(20);
+		fkv_msleep(300);
+	}
+	FKV_START_DAEMON();
+	fkv_diag("%s: fluxond back %" PRIu64 " ms after the kill, first write "
+		 "%s", late_commit ? "late commit" : "commit lost",
+		 (uint64_t)fkv_now_ms() - t0,
+		 fkv_sysfs("ssd_writes") > writes0 ? "ended" : "still going");
+	if (late_commit)
+		FKV_ASSERT(fkv_sysfs("ssd_writes") == writes0,
+			   "the first write ended before fluxond was back "
+			   "(%" PRIu64 " ms): raise WR_DELAY_MS",
+			   (uint64_t)fkv_now_ms() - t0);
+	/* room pressure right after the restart: wr-k's DRAM copy must go */
+	fill_len = fkv_sysfs("segment_capacity_bytes") - base;
+	fflush(stdout);
+	filler = fork();
+	FKV_ASSERT(filler >= 0);
+	if (filler == 0) {
+		struct fkv *kv2 = kv_open();
+
+		put_pattern(kv2, "wr-fill", fill_len, 12);
+		fkv_close(kv2);
+		_exit(0);
+	}
+	if (late_commit) {
+		/*
+		 * The first write commits (routed) and the master evicts the
+		 * DRAM copy for the fill; its bytes stay until the second
+		 * write (which reads them) ends.  Stop fluxond before that:
+		 * the second write's commit stays unanswered.  The copy it
+		 * replaced in the ring was routed, so the version must stay
+		 * routed meanwhile (LOOKUP answers from the module's routes:
+		 * no upcall).
+		 */
+		t0 = (uint64_t)fkv_now_ms();
+		for (;;) {
+			ret = fkv_lookup(kv, "wr-k", 4, &l);
+			FKV_ASSERT(ret == 0, "lookup of wr-k: %s",
+				   fkv_strerror(ret));
+			if (l.source == FLUXONKV_SOURCE_SSD)
+				break;
+			FKV_ASSERT((uint64_t)fkv_now_ms() - t0 <
+				   2 * WR_DELAY_MS, "wr-k still in DRAM");
+			fkv_msleep(10);
+		}
+		FKV_ASSERT_EQ(kill(fkv_env_daemon, SIGSTOP), 0);
+		wr_count("wr-k", id, &c);
+		fkv_diag("DRAM copy evicted, fluxond stopped: %d routed, %d "
+			 "writing", c.routed, c.writing);
+		t0 = (uint64_t)fkv_now_ms();
+		while (c.writing &&
+		       (uint64_t)fkv_now_ms() - t0 < 3 * WR_DELAY_MS) {
+			fkv_msleep(20);
+			wr_count("wr-k", id, &c);
+		}
+		fkv_diag("second write over: %d routed, %d committed "
+			 "unrouted, %d dead, %d writing, pins %d", c.routed,
+			 c.unrouted, c.dead, c.writing, c.pins);
+		ret = fkv_lookup(kv, "wr-k", 4, &l);
+		FKV_ASSERT_EQ(kill(fkv_env_daemon, SIGCONT), 0);
+		FKV_ASSERT(ret == 0, "lookup of wr-k with its second write's "
+			   "commit unanswered: %s", fkv_strerror(ret));
+		FKV_ASSERT_EQ(l.source, FLUXONKV_SOURCE_SSD);
+		FKV_ASSERT_EQ(l.put_id, id);
+		FKV_ASSERT_EQ(l.len, SP_LEN);
+	}
+	FKV_ASSERT_EQ(waitpid(filler, &status, 0), filler);
+	FKV_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		   "the fill's put failed (status %#x)", status);
+	/* both writes of wr-k and the fill's ended, every commit answered */
+	t0 = (uint64_t)fkv_now_ms();
+	for (;;) {
+		wr_count("wr-k", id, &c);
+		if (!c.writing && !c.pins &&
+		    fkv_sysfs("ssd_writes") >= writes0 + 3)
+			break;
+		FKV_ASSERT((uint64_t)fkv_now_ms() - t0 < 6 * WR_DELAY_MS,
+			   "writes of wr-k not over: %d writing, %d pins, "
+			   "ssd_writes %" PRIu64, c.writing, c.pins,
+			   fkv_sysfs("ssd_writes") - writes0);
+		fkv_msleep(20);
+	}
+	fkv_msleep(200);	/* the last answers' ends */
+	wr_count("wr-k", id, &c);
+	fkv_diag("wr-k entries: %d routed, %d committed unrouted, %d dead; "
+		 "replicas %" PRIu64 ", commits published %" PRIu64
+		 " ignored %" PRIu64, c.routed, c.unrouted, c.dead,
+		 fkv_sysfs("replicas"), fkv_sysfs("ssd_commits_published"),
+		 fkv_sysfs("ssd_commits_ignored"));
+	src = get_check(kv, "wr-k", SP_LEN, 11, id, &h);
+	release(kv, &h);
+	FKV_ASSERT_EQ(src, FLUXONKV_SOURCE_SSD);
+	wr_count("wr-k", id, &c);
+	FKV_ASSERT_EQ(c.routed, 1);
+	FKV_ASSERT_EQ(c.unrouted, 0);
+	delete_key(kv, "wr-k");
+	delete_key(kv, "wr-fill");
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+	fkv_close(kv);
+	teardown(base);
+	dm_remove(DLY_NAME);
+}
+
+FKV_TEST_TIMEOUT(a_late_commit_and_the_repersist_after_a_kill_leave_one_routed_copy,
+		 120)
+{
+	warm_restart_race(true);
+}
+
+FKV_TEST_TIMEOUT(an_adopted_replica_stays_until_its_repersist_commits, 120)
+{
+	warm_restart_race(false);
+}
+
+#define RQ_QUEUE	64	/* puts of rq-x: 4 writes in flight, 60 queued */
+#define RQ_KEYS		4	/* then these: queued at the end */
+#define RQ_DELAY_MS	400
+#define RQ_LEN(i)	(8 * KIB + 100 + (i))
+
+/*
+ * fluxond SIGKILLed with a full persist queue and started again at once:
+ * it has the adopted DRAM replicas written again while the previous
+ * daemon's writes (64 versions of rq-x, then rq-0..3) still fill the
+ * device's queue, and a put right after the restart needs the whole
+ * segment.  No re-persist may be refused for a full queue (a refused one
+ * is memory-only, evictable at once, and lost before the first write's
+ * late commit could publish it); every value comes back from the SSD.
+ */
+FKV_TEST_TIMEOUT(adopted_replicas_are_persisted_again_behind_a_full_queue, 180)
+{
+	uint64_t base, ids[RQ_KEYS], errors0, writes0, fill_len, t0;
+	struct wr_count c;
+	struct fkv_holder h;
+	unsigned int i, busy;
+	struct fkv *kv;
+	char key[32];
+	int status;
+	pid_t filler;
+
+	base = setup("segment_mb=4");
+	dm_delay_create(0, RQ_DELAY_MS);
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, DLY_PATH, 0, SP_CAP), 0);
+	writes0 = fkv_sysfs("ssd_writes");
+	for (i = 0; i < RQ_QUEUE; i++)
+		put_pattern(kv, "rq-x", RQ_LEN(100), 30 + i);
+	for (i = 0; i < RQ_KEYS; i++) {
+		snprintf(key, sizeof(key), "rq-%u", i);
+		ids[i] = put_pattern(kv, key, RQ_LEN(i), 40 + i);
+	}
+	fkv_diag("%" PRIu64 " of %u persists over before the kill",
+		 persists_done(), RQ_QUEUE + RQ_KEYS);
+	FKV_ASSERT_EQ(fkv_daemon_kill(), 0);
+	errors0 = fkv_sysfs("ssd_persist_errors");
+	FKV_START_DAEMON();
+	fkv_diag("fluxond back; %" PRIu64 " of %u first writes over",
+		 fkv_sysfs("ssd_writes") - writes0, RQ_QUEUE + RQ_KEYS);
+	fill_len = fkv_sysfs("segment_capacity_bytes") - base;
+	fflush(stdout);
+	filler = fork();
+	FKV_ASSERT(filler >= 0);
+	if (filler == 0) {
+		/* room comes as the values commit: try again after ENOSPC */
+		struct fkv *kv2 = kv_open();
+		uint8_t *buf = pattern("rq-fill", fill_len, 9);
+		uint64_t id, end = (uint64_t)fkv_now_ms() + 60000;
+		int ret;
+
+		while ((ret = fkv_put(kv2, "rq-fill", 7, buf, fill_len,
+				      &id)) && (uint64_t)fkv_now_ms() < end)
+			fkv_diag("the fill's put: %s, again (replicas %" PRIu64
+				 ", used %" PRIu64 ", ssd writes %" PRIu64
+				 ", evictions %" PRIu64 ")",
+				 fkv_strerror(ret), fkv_sysfs("replicas"),
+				 fkv_sysfs("segment_used_bytes"),
+				 fkv_sysfs("ssd_writes"),
+				 fkv_sysfs("evictions"));
+		_exit(ret ? 1 : 0);
+	}
+	FKV_ASSERT_EQ(waitpid(filler, &status, 0), filler);
+	FKV_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		   "the fill's put failed (status %#x)", status);
+	/* every write over, every commit answered */
+	t0 = (uint64_t)fkv_now_ms();
+	do {
+		busy = 0;
+		for (i = 0; i < RQ_KEYS; i++) {
+			snprintf(key, sizeof(key), "rq-%u", i);
+			wr_count(key, ids[i], &c);
+			busy += c.writing + c.pins;
+		}
+		if (!busy)
+			break;
+		fkv_msleep(100);
+	} while ((uint64_t)fkv_now_ms() - t0 < 60000);
+	fkv_msleep(200);
+	fkv_diag("re-persists refused: %" PRIu64 "; ssd writes %" PRIu64
+		 ", commits published %" PRIu64 " ignored %" PRIu64,
+		 fkv_sysfs("ssd_persist_errors") - errors0,
+		 fkv_sysfs("ssd_writes") - writes0,
+		 fkv_sysfs("ssd_commits_published"),
+		 fkv_sysfs("ssd_commits_ignored"));
+	for (i = 0; i < RQ_KEYS; i++) {
+		snprintf(key, sizeof(key), "rq-%u", i);
+		FKV_ASSERT_EQ(get_check(kv, key, RQ_LEN(i), 40 + i, ids[i], &h),
+			      FLUXONKV_SOURCE_SSD);
+		release(kv, &h);
+		wr_count(key, ids[i], &c);
+		FKV_ASSERT_EQ(c.routed, 1);
+		FKV_ASSERT_EQ(c.unrouted, 0);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_persist_errors"), errors0);
+	for (i = 0; i < RQ_KEYS; i++) {
+		snprintf(key, sizeof(key), "rq-%u", i);
+		delete_key(kv, key);
+	}
+	delete_any(kv, "rq-x");
+	delete_key(kv, "rq-fill");
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+	fkv_close(kv);
+	teardown(base);
+	dm_remove(DLY_NAME);
+}
+
 /* ---- 11. a slow refill pins the ring tail while writes wrap ---- */
 
 #define RP_V		FKV_MIB

@@ -304,14 +304,21 @@ FKV_TEST(commit_after_the_memory_replica_was_evicted_is_ignored)
 	FKV_ASSERT_EQ(stats().ssd_replicas, 0);
 	FKV_ASSERT_EQ(stats().ssd_commits_ignored, 1);
 
-	/* A repeated commit once only the SSD copy is left: ignored, kept. */
+	/*
+	 * A repeated commit once only the SSD copy is left: the same
+	 * version's copy, published (the owner's ring holds it in place of
+	 * the first; issue 33); one of another length is ignored.
+	 */
 	id = put_committed("j", U, &h);
 	FKV_ASSERT_EQ(fkv_master_need_room(F.m, 2 * U, 0), 0);
 	FKV_ASSERT_EQ(local("j")->mem_handle, 0);
-	FKV_ASSERT_EQ(commit("j", id, U), 0);
+	FKV_ASSERT_EQ(commit("j", id, U), FLUXONKV_SSD_F_PUBLISHED);
 	FKV_ASSERT(local("j")->ssd);
 	FKV_ASSERT_EQ(local("j")->ssd_len, U);
+	FKV_ASSERT_EQ(stats().ssd_commits_ignored, 1);
+	FKV_ASSERT_EQ(commit("j", id, 2 * U), 0);
 	FKV_ASSERT_EQ(stats().ssd_commits_ignored, 2);
+	FKV_ASSERT(local("j")->ssd);
 	check_consistent();
 	fkv_master_destroy(F.m);
 }
@@ -1460,5 +1467,65 @@ FKV_TEST(an_adopted_replica_without_its_ssd_copy_is_persisted_again)
 		FKV_ASSERT_EQ(flags, FLUXONKV_SSD_F_PUBLISHED);
 		FKV_ASSERT_EQ(fkv_master_repersist(F.m, K("a"), 11, h1), 0);
 	}
+	fkv_master_destroy(F.m);
+}
+
+/*
+ * Issue 33: fluxond killed with a put's persist queued, started again at
+ * once.  The adopted DRAM replica is persisted again and stays out of the
+ * policy until a commit; the old daemon's write then commits late (the
+ * replica becomes evictable and is evicted), and the second write's
+ * commit, which took the first copy's place in the ring, is published
+ * too: the route keeps its SSD copy whatever the order.
+ */
+FKV_TEST(a_repersisted_adopted_replica_stays_until_a_commit_and_both_commits_publish)
+{
+	struct fkv_get_result g;
+	uint64_t h1 = 0x7001;
+
+	mk(4 * U, 50 * U, "lru", 100, 100);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, K("a"), 11, h1, 2 * U, false), 1);
+	FKV_ASSERT_EQ(stats().policy_objects, 1);
+	FKV_ASSERT_EQ(fkv_master_repersist(F.m, K("a"), 11, h1), 1);
+	/* persisting: no eviction takes it before a commit */
+	FKV_ASSERT(local("a")->persisting);
+	FKV_ASSERT_EQ(stats().policy_objects, 0);
+	check_consistent();
+	FKV_ASSERT_EQ(fkv_master_need_room(F.m, 3 * U, 4 * U), -ENOSPC);
+	FKV_ASSERT_EQ(F.ndrops, 0);
+	/* the first write's late commit: SSD copy, evictable */
+	FKV_ASSERT_EQ(commit("a", 11, 2 * U), FLUXONKV_SSD_F_PUBLISHED);
+	FKV_ASSERT(!local("a")->persisting);
+	check_consistent();
+	evict_oldest(h1);
+	FKV_ASSERT_EQ(local("a")->mem_handle, 0);
+	/* the second write's commit: still the route's SSD copy */
+	FKV_ASSERT_EQ(commit("a", 11, 2 * U), FLUXONKV_SSD_F_PUBLISHED);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("a"), &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_SSD);
+	FKV_ASSERT_EQ(g.put_id, 11);
+	check_consistent();
+	fkv_master_destroy(F.m);
+
+	/* the first commit lost with the old daemon: the second settles it */
+	mk(4 * U, 50 * U, "lru", 100, 100);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, K("b"), 12, h1, 2 * U, false), 1);
+	FKV_ASSERT_EQ(fkv_master_repersist(F.m, K("b"), 12, h1), 1);
+	FKV_ASSERT_EQ(fkv_master_need_room(F.m, 3 * U, 4 * U), -ENOSPC);
+	FKV_ASSERT_EQ(commit("b", 12, 2 * U), FLUXONKV_SSD_F_PUBLISHED);
+	evict_oldest(h1);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("b"), &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_SSD);
+	check_consistent();
+	fkv_master_destroy(F.m);
+
+	/* a failed re-persist makes it evictable (memory only) */
+	mk(4 * U, 50 * U, "lru", 100, 100);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, K("c"), 13, h1, 2 * U, false), 1);
+	FKV_ASSERT_EQ(fkv_master_repersist(F.m, K("c"), 13, h1), 1);
+	FKV_ASSERT_EQ(commit_failed("c", 13, -EIO), 0);
+	FKV_ASSERT(!local("c")->persisting);
+	FKV_ASSERT_EQ(stats().policy_objects, 1);
+	check_consistent();
 	fkv_master_destroy(F.m);
 }

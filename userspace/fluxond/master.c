@@ -847,6 +847,14 @@ int fkv_master_repersist(struct fkv_master *m, const void *key,
 	for (i = 0; i < r->nreplicas; i++)
 		if (r->replicas[i].ssd)
 			return 0;
+	/*
+	 * Like a put's replica, it stays in DRAM until that SSD_COMMIT (or
+	 * a failure, or the TTL): evicted before, it would be lost (issue
+	 * 33).  It re-enters the policy when it settles (route_settled).
+	 */
+	if (fkv_routes_persisting_begin(m->routes, m->caller, key, key_len,
+					put_id, handle) > 0)
+		fkv_evict_remove(caller(m)->policy, handle);
 	m->ops->persist(m->arg, handle, put_id);
 	m->st.repersisted++;
 	return 1;

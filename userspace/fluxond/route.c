@@ -849,8 +849,15 @@ int fkv_routes_ssd_commit_on(struct fkv_routes *t, uint32_t node,
 	rep = of_version(t, node, key, key_len, put_id, &r);
 	if (!rep)
 		return 0;
-	if (!rep->mem_handle || rep->mem_len != len ||
-	    rep->tomb_tag != live_tag) {
+	/*
+	 * A second copy of a version the route has an SSD copy of already
+	 * (a persist done again after a restart, racing the first one's
+	 * late commit) took that copy's place in the owner's ring: it is
+	 * the SSD copy now, even if the memory replica was evicted since.
+	 */
+	if (rep->tomb_tag != live_tag ||
+	    !((rep->mem_handle && rep->mem_len == len) ||
+	      (rep->ssd && rep->ssd_len == len))) {
 		/* Not taken, but the persist of this version is over. */
 		if (rep->persisting)
 			persisting_end(t, r, rep, false);
@@ -867,6 +874,23 @@ int fkv_routes_ssd_commit_on(struct fkv_routes *t, uint32_t node,
 	if (rep->persisting)
 		persisting_end(t, r, rep, false);
 	return 1;
+}
+
+int fkv_routes_persisting_begin(struct fkv_routes *t, uint32_t node,
+				const void *key, size_t key_len,
+				uint64_t put_id, uint64_t handle)
+{
+	struct fkv_replica *rep;
+	struct fkv_route *r;
+
+	if (!fkv_key_valid(key, key_len) || !put_id || !handle)
+		return 0;
+	rep = of_version(t, node, key, key_len, put_id, &r);
+	if (!rep || rep->mem_handle != handle || rep->persisting)
+		return 0;
+	rep->persist = true;
+	persisting_add(t, rep);
+	return rep->persisting;
 }
 
 int fkv_routes_persist_failed(struct fkv_routes *t, const void *key,

@@ -274,8 +274,11 @@ int fkv_routes_drop_handle(struct fkv_routes *t, uint64_t handle);
 /*
  * SSD_COMMIT: the local owner committed version @put_id (@len bytes) of a
  * key to its SSD ring.  The local replica gets ssd = {len} only if the key
- * is visible, its put_id is @put_id, the local memory replica is present,
- * its length is @len and its tomb tag is @live_tag.  Either way the persist
+ * is visible, its put_id is @put_id, its tomb tag is @live_tag and it has a
+ * copy of @len bytes: the memory replica, or an SSD copy of that version
+ * already (the same version written twice -- a persist the previous master
+ * started and the one it had done again after adopting the replica: the
+ * owner's ring holds the later copy in place of the earlier).  Either way the persist
  * of that version is over: if the local replica of the current version
  * @put_id is persisting, it stops (ops->settled, after the SSD replica is
  * set).  Returns 1 (published), 0 (ignored: late, stale or deleted),
@@ -284,6 +287,16 @@ int fkv_routes_drop_handle(struct fkv_routes *t, uint64_t handle);
 int fkv_routes_ssd_commit(struct fkv_routes *t, const void *key,
 			  size_t key_len, uint64_t put_id, uint64_t len,
 			  uint64_t live_tag);
+
+/*
+ * The adopted memory replica @handle of @node's version @put_id is being
+ * persisted again (PERSIST): it is persisting until that SSD_COMMIT, as a
+ * put's replica is (deadline now + TTL).  1: persisting now; 0: not (no
+ * such replica, persisting already, or no memory for the bookkeeping).
+ */
+int fkv_routes_persisting_begin(struct fkv_routes *t, uint32_t node,
+				const void *key, size_t key_len,
+				uint64_t put_id, uint64_t handle);
 
 /* fkv_routes_ssd_commit() for the replica of @node. */
 int fkv_routes_ssd_commit_on(struct fkv_routes *t, uint32_t node,
