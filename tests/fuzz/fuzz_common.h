@@ -58,6 +58,27 @@ static inline size_t fuzz_frame(uint8_t *buf, size_t cap, uint8_t cmd,
 	memcpy(buf + NLMSG_HDRLEN + GENL_HDRLEN, attrs, len);
 	return total;
 }
+
+/*
+ * Append FKV_CA_MAC = @mac (FKV_MAC_LEN bytes) to the frame of @total
+ * bytes in @buf (@cap): a signature or a seal (auth.h).  The new total, or
+ * 0 if it does not fit.
+ */
+static inline size_t fuzz_append_mac(uint8_t *buf, size_t total, size_t cap,
+				     const uint8_t *mac)
+{
+	struct nlattr a = { .nla_len = NLA_HDRLEN + FKV_MAC_LEN,
+			    .nla_type = FKV_CA_MAC };
+	struct nlmsghdr *nlh = (struct nlmsghdr *)buf;
+
+	if (total + NLA_HDRLEN + FKV_MAC_LEN > cap)
+		return 0;
+	memcpy(buf + total, &a, sizeof(a));
+	memcpy(buf + total + NLA_HDRLEN, mac, FKV_MAC_LEN);
+	total += NLA_HDRLEN + FKV_MAC_LEN;
+	nlh->nlmsg_len = (uint32_t)total;
+	return total;
+}
 #endif
 
 #if defined(FKV_FUZZ_STANDALONE) && defined(FUZZ_FRAMES)

@@ -27,10 +27,16 @@
  *     1 FRAME  slot, cmd, len(u16), attrs   wrapped in a valid nlmsghdr
  *                                           + genlmsghdr (lengths fixed)
  *     2 JOIN   slot, inc, name(u8 len + bytes), addr(u8 len + bytes),
- *              len(u16), extra attrs       a JOIN whose MAC is right for
- *                                           the slot's nonce: the fuzzer
+ *              len(u16), extra attrs       a JOIN signed for the slot's
+ *                                           nonces over every field, the
+ *                                           extra bytes too: the fuzzer
  *                                           cannot forge one, so it gets
- *                                           one for whatever it names
+ *                                           one for whatever it names;
+ *                                           once the master accepts it,
+ *                                           the slot's FRAME, UPCALL and
+ *                                           heartbeats are sealed as a
+ *                                           node seals them (RAW bytes
+ *                                           are not: they must close it)
  *     3 CONNECT slot                        a new connection (pre-auth)
  *     4 CLOSE  slot                         the member's end closes
  *     5 TICK   slot(unused), secs/2        the master's clock (virtual)
@@ -49,7 +55,8 @@
  *
  * Promises checked besides the sanitizers (abort() when one breaks):
  *   - whatever the master sends is one well framed message after another
- *     (fkv_wire_frame, nlmsg_type FKV_WIRE_TYPE);
+ *     (fkv_wire_frame, nlmsg_type FKV_WIRE_TYPE), sealed right after an
+ *     accepted JOIN;
  *   - a connection that never sent a valid JOIN is sent nothing but HELLO
  *     and a JOIN refusal (STATUS != 0): nothing it says is served;
  *   - an upcall whose KEY attribute is empty or longer than
@@ -174,6 +181,10 @@ struct slot {
 	bool hello;			/* its HELLO arrived: nonce valid */
 	uint8_t nonce[FKV_NONCE_LEN];
 	bool authed;			/* sent a JOIN with a valid MAC */
+	uint8_t my_nonce[FKV_NONCE_LEN];	/* the one its JOIN sent */
+	bool sealed;			/* joined: both ways sealed */
+	uint8_t tx_key[FKV_MAC_LEN], rx_key[FKV_MAC_LEN];
+	uint64_t tx_seq, rx_seq;
 	uint32_t node;			/* the id its JOIN answer gave */
 	uint8_t rx[2 * FKV_WIRE_MAX] __attribute__((aligned(8)));
 	size_t rx_len;
@@ -224,8 +235,8 @@ static bool bad_req(uint64_t id)
 	return false;
 }
 
-/* One message the master sent to slot @s. */
-static void check_sent(struct slot *s, const struct nlmsghdr *nlh)
+/* One message the master sent to slot @s: true if it accepted a JOIN. */
+static bool check_sent(struct slot *s, const struct nlmsghdr *nlh)
 {
 	const struct genlmsghdr *gh = nlmsg_data(nlh);
 	struct nlattr *a;
@@ -256,13 +267,45 @@ static void check_sent(struct slot *s, const struct nlmsghdr *nlh)
 	}
 	if (gh->cmd == FKV_CCMD_HELLO) {
 		CHECK(!s->authed);
-		return;
+		return false;
 	}
 	/* Strangers hear a HELLO and a refusal, nothing else. */
 	if (!s->authed)
 		CHECK(gh->cmd == FKV_CCMD_JOIN && has_status && status);
 	if (has_req && has_status && gh->cmd < FKV_CCMD_HELLO)
 		CHECK(!(bad_req(req_id) && status == 0));
+	return gh->cmd == FKV_CCMD_JOIN && has_status && !status && !s->sealed;
+}
+
+/* The master accepted slot @s's JOIN: key both directions as a node would. */
+static void slot_seal(struct slot *s)
+{
+	const size_t sl = sizeof(fuzz_secret) - 1;
+
+	CHECK(!fkv_auth_session_key(fuzz_secret, sl, FKV_AUTH_CTL_N2M,
+				    s->nonce, s->my_nonce, s->tx_key) &&
+	      !fkv_auth_session_key(fuzz_secret, sl, FKV_AUTH_CTL_M2N,
+				    s->nonce, s->my_nonce, s->rx_key));
+	s->tx_seq = s->rx_seq = 0;
+	s->sealed = true;
+}
+
+/* A sealed message from the master: its seal must be right; stripped. */
+static void check_seal(struct slot *s, struct nlmsghdr *nlh)
+{
+	const struct nlattr *seal;
+	uint8_t want[FKV_MAC_LEN];
+
+	CHECK(nlh->nlmsg_len >= NLMSG_HDRLEN + GENL_HDRLEN + FKV_WIRE_SEAL_LEN);
+	seal = (const struct nlattr *)((uint8_t *)nlh + nlh->nlmsg_len -
+				       FKV_WIRE_SEAL_LEN);
+	CHECK(seal->nla_type == FKV_CA_MAC &&
+	      seal->nla_len == FKV_WIRE_SEAL_LEN);
+	CHECK(!fkv_auth_seal(s->rx_key, s->rx_seq++, (uint8_t *)nlh +
+			     NLMSG_HDRLEN, nlh->nlmsg_len - NLMSG_HDRLEN -
+			     FKV_WIRE_SEAL_LEN, want));
+	CHECK(!memcmp(want, (const uint8_t *)seal + NLA_HDRLEN, FKV_MAC_LEN));
+	nlh->nlmsg_len -= FKV_WIRE_SEAL_LEN;
 }
 
 /* Read what the master sent slot @s so far. */
@@ -295,7 +338,10 @@ static void drain(struct slot *s)
 				off = 0;
 				nlh = (struct nlmsghdr *)s->rx;
 			}
-			check_sent(s, nlh);
+			if (s->sealed)
+				check_seal(s, nlh);
+			if (check_sent(s, nlh))
+				slot_seal(s);
 			if (fkv_wire_cmd(nlh) == FKV_CCMD_HELLO && !s->hello) {
 				struct nlattr *tb[FKV_CA_MAX + 1];
 				static const struct nla_policy pol[FKV_CA_MAX + 1] = {
@@ -344,7 +390,7 @@ static void slot_close(struct slot *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
-	s->hello = s->authed = false;
+	s->hello = s->authed = s->sealed = false;
 	s->rx_len = 0;
 	s->node = 0;
 }
@@ -377,6 +423,29 @@ static void slot_write(struct slot *s, const void *buf, size_t len)
 	}
 }
 
+/*
+ * A whole message from slot @s: sealed as its node would seal it once
+ * joined (the fuzzer cannot forge a seal; RAW bytes go unsealed).
+ */
+static void slot_send(struct slot *s, const void *frame, size_t len)
+{
+	static uint8_t buf[FKV_WIRE_MAX + FKV_WIRE_SEAL_LEN]
+		__attribute__((aligned(8)));
+	uint8_t mac[FKV_MAC_LEN];
+
+	if (!s->sealed || len < NLMSG_HDRLEN || len > FKV_WIRE_MAX ||
+	    (len & 3)) {
+		slot_write(s, frame, len);
+		return;
+	}
+	memcpy(buf, frame, len);
+	CHECK(!fkv_auth_seal(s->tx_key, s->tx_seq++, buf + NLMSG_HDRLEN,
+			     len - NLMSG_HDRLEN, mac));
+	len = fuzz_append_mac(buf, len, sizeof(buf), mac);
+	CHECK(len);
+	slot_write(s, buf, len);
+}
+
 /* A frame: command @cmd, attribute bytes @attrs (padded to 4). */
 static void slot_frame(struct slot *s, uint8_t cmd, const uint8_t *attrs,
 		       size_t len)
@@ -385,7 +454,7 @@ static void slot_frame(struct slot *s, uint8_t cmd, const uint8_t *attrs,
 	size_t total = fuzz_frame(buf, sizeof(buf), cmd, attrs, len);
 
 	if (total)
-		slot_write(s, buf, total);
+		slot_send(s, buf, total);
 }
 
 /* Promise bookkeeping for an upcall frame an authed member sends. */
@@ -418,22 +487,21 @@ static void slot_join(struct slot *s, const char *name, uint64_t inc,
 		      const char *addr, const uint8_t *extra, size_t extra_len)
 {
 	struct nl_msg *msg;
-	uint8_t mac[FKV_MAC_LEN];
 	struct nlmsghdr *nlh;
 
-	if (s->fd < 0 || !s->hello)
+	if (s->fd < 0 || !s->hello || s->authed)
 		return;
-	CHECK(!fkv_auth_mac(fuzz_secret, sizeof(fuzz_secret) - 1, s->nonce,
-			    name, inc, mac));
-	msg = fkv_wire_msg(FKV_CCMD_JOIN);
+	CHECK(!fkv_auth_nonce(s->my_nonce));
+	msg = fkv_wire_msg_max(FKV_CCMD_JOIN);
 	CHECK(msg);
 	CHECK(!nla_put_string(msg, FKV_CA_NODE_NAME, name) &&
 	      !nla_put_u64(msg, FLUXONKV_A_INCARNATION, inc) &&
-	      !nla_put(msg, FKV_CA_MAC, sizeof(mac), mac) &&
 	      !nla_put_string(msg, FKV_CA_DATA_ADDR, addr) &&
-	      !nla_put_u64(msg, FLUXONKV_A_SEGMENT_SIZE, FUZZ_SEG));
+	      !nla_put_u64(msg, FLUXONKV_A_SEGMENT_SIZE, FUZZ_SEG) &&
+	      !nla_put(msg, FKV_CA_NONCE, FKV_NONCE_LEN, s->my_nonce));
 	nlh = nlmsg_hdr(msg);
-	if (extra_len && nlh->nlmsg_len + NLA_ALIGN(extra_len) < FKV_WIRE_MAX) {
+	if (extra_len && nlh->nlmsg_len + NLA_ALIGN(extra_len) +
+	    FKV_WIRE_SEAL_LEN < FKV_WIRE_MAX) {
 		void *p = nlmsg_reserve(msg, extra_len, NLMSG_ALIGNTO);
 
 		if (p) {
@@ -441,10 +509,15 @@ static void slot_join(struct slot *s, const char *name, uint64_t inc,
 			nlh = nlmsg_hdr(msg);
 		}
 	}
+	/* Signed over every field, the fuzzer's extra bytes too. */
+	CHECK(!fkv_auth_sign(msg, fuzz_secret, sizeof(fuzz_secret) - 1,
+			     FKV_AUTH_CTL_JOIN, s->nonce, s->my_nonce));
+	nlh = nlmsg_hdr(msg);
 	/* From here it may be served: the refusal promise ends. */
 	s->authed = true;
 	slot_write(s, nlh, nlh->nlmsg_len);
 	nlmsg_free(msg);
+	pump();		/* its answer: from then on, sealed */
 }
 
 /* ---- setup and teardown per input ---- */
@@ -738,7 +811,7 @@ static void slot_upcall(struct slot *s, struct in *in)
 		if (s->authed && cmd < FKV_CCMD_HELLO)
 			note_upcall((uint8_t *)nlh + NLMSG_HDRLEN + GENL_HDRLEN,
 				    nlh->nlmsg_len - NLMSG_HDRLEN - GENL_HDRLEN);
-		slot_write(s, nlh, nlh->nlmsg_len);
+		slot_send(s, nlh, nlh->nlmsg_len);
 	}
 	nlmsg_free(msg);
 }
@@ -757,7 +830,7 @@ static void member_hello(struct slot *s, unsigned int i, bool beat)
 
 		CHECK(msg && !nla_put_u64(msg, FLUXONKV_A_INCARNATION,
 					  0x100 + i));
-		slot_write(s, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len);
+		slot_send(s, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len);
 		nlmsg_free(msg);
 		pump();
 	}

@@ -18,13 +18,16 @@
  * FUZZ_P_BAD: past its end).
  *
  * Input: byte 0, bit 0: the harness answers the HELLO with a valid JOIN
- * (the fuzzer cannot forge the MAC over a random nonce), so what follows
+ * (the fuzzer cannot forge the MAC over a random nonce) and checks the
+ * source's signed answer, so what follows
  * reaches the request handlers; clear, the fuzzer's bytes are the JOIN.
  * Bit 1: the other way round, the requesting side: the transport pulls
  * (a DRAM replica, or with bit 2 an SSD push; bits 3-4 pick its length:
  * 1, 1000, 4096 bytes or a chunk and 10) from this harness, whose answers
- * to its JOIN and PULL are the records; promises: the pull completes, and
- * not a byte around its target in the segment is written.
+ * to its JOIN and PULL are the records (a JOIN record gets the source's
+ * signature for the requester's nonce); promises: the requester's JOIN is
+ * signed, the pull completes, and not a byte around its target in the
+ * segment is written.
  * Then records: op byte, then
  *   0 RAW    len(u16), bytes       sent as they are (payload of a PLACE,
  *                                  broken frames, ...)
@@ -176,6 +179,9 @@ struct peer {
 	uint8_t rx[FKV_WIRE_MAX + 16] __attribute__((aligned(8)));
 	size_t rx_len;
 	bool eof;
+	/* as a source: JOIN answers are signed for these nonces */
+	bool sign;
+	uint8_t their_nonce[FKV_NONCE_LEN], my_nonce[FKV_NONCE_LEN];
 };
 
 static uint64_t mono_ms(void)
@@ -266,9 +272,22 @@ static void peer_send(struct peer *p, const void *buf, size_t len)
 static void peer_frame(struct peer *p, uint8_t cmd, const uint8_t *attrs,
 		       size_t len)
 {
-	static uint8_t buf[FKV_WIRE_MAX];
-	size_t total = fuzz_frame(buf, sizeof(buf), cmd, attrs, len);
+	static uint8_t buf[FKV_WIRE_MAX + FKV_WIRE_SEAL_LEN];
+	size_t total = fuzz_frame(buf, FKV_WIRE_MAX, cmd, attrs, len);
 
+	/*
+	 * A source's JOIN answer gets the MAC over what the fuzzer wrote
+	 * (it cannot forge one for the requester's random nonce).
+	 */
+	if (total && p->sign && cmd == FKV_CCMD_JOIN) {
+		uint8_t mac[FKV_MAC_LEN];
+
+		CHECK(!fkv_auth_msg_mac((struct nlmsghdr *)buf, fuzz_secret,
+					sizeof(fuzz_secret) - 1,
+					FKV_AUTH_DATA_JOINED, p->their_nonce,
+					p->my_nonce, mac));
+		total = fuzz_append_mac(buf, total, sizeof(buf), mac);
+	}
 	if (total)
 		peer_send(p, buf, total);
 }
@@ -314,17 +333,24 @@ static bool peer_join_answer(struct peer *p, int32_t *status)
 
 static void peer_join(struct peer *p, const uint8_t nonce[FKV_NONCE_LEN])
 {
-	uint8_t mac[FKV_MAC_LEN];
+	uint8_t mine[FKV_NONCE_LEN];
+	struct nlmsghdr *nlh;
 	struct nl_msg *msg;
 	int32_t status;
+	size_t len;
 
-	CHECK(!fkv_auth_mac(fuzz_secret, sizeof(fuzz_secret) - 1, nonce,
-			    "requester", 0, mac));
+	CHECK(!fkv_auth_nonce(mine));
 	msg = fkv_wire_msg(FKV_CCMD_JOIN);
 	CHECK(msg && !nla_put_string(msg, FKV_CA_NODE_NAME, "requester") &&
-	      !nla_put(msg, FKV_CA_MAC, sizeof(mac), mac));
+	      !nla_put(msg, FKV_CA_NONCE, FKV_NONCE_LEN, mine) &&
+	      !fkv_auth_sign(msg, fuzz_secret, sizeof(fuzz_secret) - 1,
+			     FKV_AUTH_DATA_JOIN, nonce, mine));
 	peer_send(p, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len);
 	nlmsg_free(msg);
+	/* the source proves the secret in its answer */
+	nlh = peer_msg(p, &len);
+	CHECK(nlh && fkv_auth_verify(nlh, fuzz_secret, sizeof(fuzz_secret) - 1,
+				     FKV_AUTH_DATA_JOINED, mine, nonce));
 	CHECK(peer_join_answer(p, &status) && status == 0);
 }
 
@@ -549,12 +575,24 @@ static void request_one(const uint8_t *data, size_t size)
 	p.fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	CHECK(p.fd >= 0);
 	msg = fkv_wire_msg(FKV_CCMD_HELLO);
-	CHECK(msg && !nla_put(msg, FKV_CA_NONCE, FKV_NONCE_LEN, nonce));
+	CHECK(msg && !nla_put(msg, FKV_CA_NONCE, FKV_NONCE_LEN, nonce) &&
+	      !nla_put_u32(msg, FKV_CA_PROTO, FKV_AUTH_PROTO));
 	peer_send(&p, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len);
 	nlmsg_free(msg);
-	/* its JOIN (the MAC is not ours to check here) */
+	/* its JOIN, signed for our nonce: our answers get signed for its */
 	if (peer_msg(&p, &len)) {
-		CHECK(fkv_wire_cmd((struct nlmsghdr *)p.rx) == FKV_CCMD_JOIN);
+		struct nlmsghdr *nlh = (struct nlmsghdr *)p.rx;
+		struct nlattr *tb[FKV_CA_MAX + 1];
+
+		CHECK(fkv_wire_cmd(nlh) == FKV_CCMD_JOIN);
+		CHECK(!fkv_wire_parse(nlh, tb, hello_pol) && tb[FKV_CA_NONCE]);
+		CHECK(fkv_auth_verify(nlh, fuzz_secret, sizeof(fuzz_secret) - 1,
+				      FKV_AUTH_DATA_JOIN, nonce,
+				      nla_data(tb[FKV_CA_NONCE])));
+		memcpy(p.their_nonce, nla_data(tb[FKV_CA_NONCE]),
+		       FKV_NONCE_LEN);
+		memcpy(p.my_nonce, nonce, FKV_NONCE_LEN);
+		p.sign = true;
 		peer_consume(&p, len);
 	}
 	send_records(&p, data, size, 1, false);

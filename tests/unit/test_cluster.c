@@ -100,7 +100,7 @@ FKV_TEST(wire_refuses_what_cannot_be_framed)
 	h.nlmsg_type = FKV_WIRE_TYPE;
 	h.nlmsg_len = 8;		/* shorter than its own headers */
 	FKV_ASSERT_EQ(fkv_wire_frame((uint8_t *)&h, sizeof(h), &len), -EPROTO);
-	h.nlmsg_len = FKV_WIRE_MAX + 1;
+	h.nlmsg_len = FKV_WIRE_MAX + FKV_WIRE_SEAL_LEN + 1;
 	FKV_ASSERT_EQ(fkv_wire_frame((uint8_t *)&h, sizeof(h), &len), -EPROTO);
 }
 
@@ -138,27 +138,205 @@ FKV_TEST(wire_send_queues_what_the_socket_does_not_take)
 	fkv_wire_close(&b);
 }
 
-/* ---- challenge and response ---- */
+/* ---- mutual authentication and the seal ---- */
 
-FKV_TEST(auth_mac_binds_secret_nonce_name_and_incarnation)
+/* A JOIN with a few fields, signed for nonces @m, @n under @sec. */
+static struct nl_msg *signed_join(const char *sec, const char *label,
+				  const uint8_t *m, const uint8_t *n)
 {
-	uint8_t nonce[FKV_NONCE_LEN], mac[FKV_MAC_LEN];
+	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_JOIN);
 
-	FKV_ASSERT_EQ(fkv_auth_nonce(nonce), 0);
-	FKV_ASSERT_EQ(fkv_auth_mac(secret, strlen(secret), nonce, "b", 7, mac), 0);
-	FKV_ASSERT(fkv_auth_check(secret, strlen(secret), nonce, "b", 7, mac,
-				  sizeof(mac)));
-	FKV_ASSERT(!fkv_auth_check("another-secret-xxxxxx", 21, nonce, "b", 7,
-				   mac, sizeof(mac)));
-	FKV_ASSERT(!fkv_auth_check(secret, strlen(secret), nonce, "c", 7, mac,
-				   sizeof(mac)));
-	FKV_ASSERT(!fkv_auth_check(secret, strlen(secret), nonce, "b", 8, mac,
-				   sizeof(mac)));
-	FKV_ASSERT(!fkv_auth_check(secret, strlen(secret), nonce, "b", 7, mac,
-				   sizeof(mac) - 1));
-	nonce[0] ^= 1;
-	FKV_ASSERT(!fkv_auth_check(secret, strlen(secret), nonce, "b", 7, mac,
-				   sizeof(mac)));
+	FKV_ASSERT(msg);
+	FKV_ASSERT_EQ(nla_put_string(msg, FKV_CA_NODE_NAME, "b"), 0);
+	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_INCARNATION, 7), 0);
+	FKV_ASSERT_EQ(nla_put_string(msg, FKV_CA_DATA_ADDR, "10.0.0.2:7472"), 0);
+	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_SEGMENT_SIZE, 1 << 30), 0);
+	FKV_ASSERT_EQ(nla_put(msg, FKV_CA_NONCE, FKV_NONCE_LEN, n), 0);
+	FKV_ASSERT_EQ(fkv_auth_sign(msg, sec, strlen(sec), label, m, n), 0);
+	return msg;
+}
+
+FKV_TEST(auth_a_signature_covers_every_field_both_nonces_and_its_label)
+{
+	uint8_t m[FKV_NONCE_LEN], n[FKV_NONCE_LEN];
+	struct nl_msg *msg, *more;
+	struct nlmsghdr *nlh;
+	uint32_t i, body;
+
+	FKV_ASSERT_EQ(fkv_auth_nonce(m), 0);
+	FKV_ASSERT_EQ(fkv_auth_nonce(n), 0);
+	msg = signed_join(secret, FKV_AUTH_CTL_JOIN, m, n);
+	nlh = nlmsg_hdr(msg);
+	FKV_ASSERT(fkv_auth_verify(nlh, secret, strlen(secret),
+				   FKV_AUTH_CTL_JOIN, m, n));
+	/* another secret, label, direction or pair of nonces */
+	FKV_ASSERT(!fkv_auth_verify(nlh, "another-secret-of-some-length", 29,
+				    FKV_AUTH_CTL_JOIN, m, n));
+	FKV_ASSERT(!fkv_auth_verify(nlh, secret, strlen(secret),
+				    FKV_AUTH_DATA_JOIN, m, n));
+	FKV_ASSERT(!fkv_auth_verify(nlh, secret, strlen(secret),
+				    FKV_AUTH_CTL_JOINED, m, n));
+	FKV_ASSERT(!fkv_auth_verify(nlh, secret, strlen(secret),
+				    FKV_AUTH_CTL_JOIN, n, m));
+	/* any bit of any field (and of the MAC itself) */
+	body = nlh->nlmsg_len - NLMSG_HDRLEN;
+	for (i = 0; i < body; i++) {
+		uint8_t *p = (uint8_t *)nlmsg_data(nlh) + i;
+
+		*p ^= 0x10;
+		FKV_ASSERT(!fkv_auth_verify(nlh, secret, strlen(secret),
+					    FKV_AUTH_CTL_JOIN, m, n));
+		*p ^= 0x10;
+	}
+	FKV_ASSERT(fkv_auth_verify(nlh, secret, strlen(secret),
+				   FKV_AUTH_CTL_JOIN, m, n));
+	/* a field added after the MAC: it must be the last attribute */
+	more = nlmsg_alloc();
+	FKV_ASSERT(more);
+	FKV_ASSERT(nlmsg_reserve(more, nlh->nlmsg_len - NLMSG_HDRLEN, 4));
+	memcpy(nlmsg_hdr(more), nlh, nlh->nlmsg_len);
+	FKV_ASSERT_EQ(nla_put_u32(more, FKV_CA_NODE_ID, 1), 0);
+	FKV_ASSERT(!fkv_auth_verify(nlmsg_hdr(more), secret, strlen(secret),
+				    FKV_AUTH_CTL_JOIN, m, n));
+	/* cut short */
+	nlh->nlmsg_len = NLMSG_HDRLEN + GENL_HDRLEN + 8;
+	FKV_ASSERT(!fkv_auth_verify(nlh, secret, strlen(secret),
+				    FKV_AUTH_CTL_JOIN, m, n));
+	nlmsg_free(more);
+	nlmsg_free(msg);
+}
+
+/* Read every whole message @w has (up to 1 s): how many, *@err the error. */
+static int sealed_read(struct fkv_wire *w, uint32_t *node_ids, int max,
+		       int *err)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	static const struct nla_policy pol[FKV_CA_MAX + 1] = {
+		[FKV_CA_NODE_ID] = { .type = NLA_U32 },
+	};
+	struct nlmsghdr *nlh;
+	int got = 0, spins;
+
+	*err = 0;
+	for (spins = 0; spins < 100 && !*err; spins++) {
+		struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 10) == 1 && fkv_wire_read(w) == -EPIPE)
+			break;
+		while ((nlh = fkv_wire_next(w, err))) {
+			FKV_ASSERT_EQ(fkv_wire_parse(nlh, tb, pol), 0);
+			FKV_ASSERT(!tb[FKV_CA_MAC]);	/* stripped */
+			if (got < max)
+				node_ids[got] = tb[FKV_CA_NODE_ID] ?
+					nla_get_u32(tb[FKV_CA_NODE_ID]) : 0;
+			got++;
+		}
+	}
+	return got;
+}
+
+static struct nl_msg *numbered(uint32_t id)
+{
+	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_HEARTBEAT);
+
+	FKV_ASSERT(msg && !nla_put_u32(msg, FKV_CA_NODE_ID, id));
+	return msg;
+}
+
+/*
+ * After the control join every message is sealed: one altered, replayed,
+ * reordered, unsealed or sealed for the other direction closes the
+ * connection (-EBADMSG) and is never handed out.
+ */
+FKV_TEST(wire_sealed_messages_refuse_alteration_replay_and_injection)
+{
+	uint8_t k1[FKV_MAC_LEN], k2[FKV_MAC_LEN];
+	struct fkv_wire a, b;
+	struct nl_msg *msg;
+	uint32_t ids[8];
+	uint8_t copy[256];
+	size_t clen;
+	int sv[2], err, round;
+
+	memset(k1, 1, sizeof(k1));
+	memset(k2, 2, sizeof(k2));
+	for (round = 0; round < 5; round++) {
+		FKV_ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+		fkv_wire_init(&a, sv[0]);
+		fkv_wire_init(&b, sv[1]);
+		fkv_wire_seal(&a, fkv_auth_seal, k1, k2);
+		fkv_wire_seal(&b, fkv_auth_seal, k2, k1);
+		msg = numbered(1);
+		clen = nlmsg_hdr(msg)->nlmsg_len + FKV_WIRE_SEAL_LEN;
+		FKV_ASSERT_EQ(fkv_wire_send(&a, msg), 0);
+		nlmsg_free(msg);
+		/* keep the sealed bytes of message 1 for a replay */
+		FKV_ASSERT_EQ(recv(sv[1], copy, sizeof(copy), MSG_PEEK),
+			      (ssize_t)clen);
+		msg = numbered(2);
+		FKV_ASSERT_EQ(fkv_wire_send(&a, msg), 0);
+		nlmsg_free(msg);
+		FKV_ASSERT_EQ(sealed_read(&b, ids, 8, &err), 2);
+		FKV_ASSERT_EQ(err, 0);
+		FKV_ASSERT_EQ(ids[0], 1);
+		FKV_ASSERT_EQ(ids[1], 2);
+		/* the other way works too, with the other key */
+		msg = numbered(3);
+		FKV_ASSERT_EQ(fkv_wire_send(&b, msg), 0);
+		nlmsg_free(msg);
+		FKV_ASSERT_EQ(sealed_read(&a, ids, 8, &err), 1);
+		FKV_ASSERT_EQ(ids[0], 3);
+		switch (round) {
+		case 0:		/* a replay of message 1 */
+			FKV_ASSERT_EQ(write(sv[0], copy, clen), (ssize_t)clen);
+			break;
+		case 1: {	/* the right next message, one bit flipped */
+			struct fkv_wire cap;
+			int cv[2];
+
+			FKV_ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, cv), 0);
+			fkv_wire_init(&cap, cv[0]);
+			fkv_wire_seal(&cap, fkv_auth_seal, k1, k2);
+			cap.tx_seq = 2;
+			msg = numbered(9);
+			FKV_ASSERT_EQ(fkv_wire_send(&cap, msg), 0);
+			nlmsg_free(msg);
+			FKV_ASSERT_EQ(read(cv[1], copy, clen), (ssize_t)clen);
+			copy[NLMSG_HDRLEN + GENL_HDRLEN + 4] ^= 1;
+			FKV_ASSERT_EQ(write(sv[0], copy, clen), (ssize_t)clen);
+			fkv_wire_close(&cap);
+			close(cv[1]);
+			break;
+		}
+		case 2: {	/* an unsealed message */
+			struct fkv_wire plain;
+
+			msg = numbered(9);
+			fkv_wire_init(&plain, dup(sv[0]));
+			FKV_ASSERT_EQ(fkv_wire_send(&plain, msg), 0);
+			fkv_wire_close(&plain);
+			nlmsg_free(msg);
+			break;
+		}
+		case 3:		/* sealed with the other direction's key */
+			fkv_wire_seal(&a, fkv_auth_seal, k2, k1);
+			a.tx_seq = 2;
+			msg = numbered(9);
+			FKV_ASSERT_EQ(fkv_wire_send(&a, msg), 0);
+			nlmsg_free(msg);
+			break;
+		case 4:		/* message 3 before message 2 */
+			a.tx_seq = 3;
+			msg = numbered(9);
+			FKV_ASSERT_EQ(fkv_wire_send(&a, msg), 0);
+			nlmsg_free(msg);
+			break;
+		}
+		FKV_ASSERT_EQ(sealed_read(&b, ids, 8, &err), 0);
+		FKV_ASSERT_EQ(err, -EBADMSG);
+		fkv_wire_close(&a);
+		fkv_wire_close(&b);
+	}
 }
 
 /* ---- membership ---- */
@@ -1299,6 +1477,204 @@ FKV_TEST_TIMEOUT(cctl_wrong_secret_is_refused_on_both_sides, 30)
 	FKV_ASSERT_EQ(fkv_members_live_count(fkv_cctl_members(m)), 1);
 	fkv_cctl_stop(n);
 	fkv_cctl_stop(m);
+}
+
+/*
+ * An impostor: it speaks the protocol but does not know the secret (it
+ * took the master's or a source's address).  It signs with a secret of
+ * its own; an unsigned answer fares the same.
+ */
+struct impostor {
+	int lfd;
+	uint16_t port;
+	bool data;		/* a data source: answers one PULL with 0xee */
+	uint64_t pull_len;
+	pthread_t th;
+};
+
+static const char impostor_secret[] = "not-the-cluster-secret-at-all";
+
+static int imp_send(int fd, struct nl_msg *msg)
+{
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
+	int err = write(fd, nlh, nlh->nlmsg_len) == (ssize_t)nlh->nlmsg_len ?
+		  0 : -EIO;
+
+	nlmsg_free(msg);
+	return err;
+}
+
+/* One whole message into @buf (FKV_WIRE_MAX), blocking: 0 or -EIO. */
+static int imp_recv(int fd, uint8_t *buf)
+{
+	struct nlmsghdr *nlh = (struct nlmsghdr *)buf;
+	size_t got = 0, want = sizeof(*nlh);
+
+	while (got < want) {
+		ssize_t n = read(fd, buf + got, want - got);
+
+		if (n <= 0)
+			return -EIO;
+		got += (size_t)n;
+		if (got == sizeof(*nlh)) {
+			if (nlh->nlmsg_len < sizeof(*nlh) ||
+			    nlh->nlmsg_len > FKV_WIRE_MAX)
+				return -EIO;
+			want = nlh->nlmsg_len;
+		}
+	}
+	return 0;
+}
+
+static void *impostor_main(void *arg)
+{
+	static uint8_t buf[FKV_WIRE_MAX] __attribute__((aligned(8)));
+	static const struct nla_policy pol[FKV_CA_MAX + 1] = {
+		[FKV_CA_NONCE] = { .type = NLA_UNSPEC },
+	};
+	struct impostor *im = arg;
+	uint8_t mine[FKV_NONCE_LEN], theirs[FKV_NONCE_LEN] = { 0 };
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	struct nl_msg *msg;
+	int fd = accept(im->lfd, NULL, NULL);
+
+	if (fd < 0)
+		return NULL;
+	fkv_auth_nonce(mine);
+	msg = fkv_wire_msg(FKV_CCMD_HELLO);
+	nla_put(msg, FKV_CA_NONCE, FKV_NONCE_LEN, mine);
+	nla_put_u32(msg, FKV_CA_PROTO, FKV_AUTH_PROTO);
+	if (imp_send(fd, msg) || imp_recv(fd, buf))
+		goto out;
+	if (!fkv_wire_parse((struct nlmsghdr *)buf, tb, pol) &&
+	    tb[FKV_CA_NONCE] && nla_len(tb[FKV_CA_NONCE]) == FKV_NONCE_LEN)
+		memcpy(theirs, nla_data(tb[FKV_CA_NONCE]), FKV_NONCE_LEN);
+	msg = fkv_wire_msg(FKV_CCMD_JOIN);
+	nla_put_u32(msg, FLUXONKV_A_STATUS, 0);
+	if (!im->data) {
+		nla_put_u32(msg, FKV_CA_NODE_ID, 2);
+		nla_put_u32(msg, FKV_CA_HEARTBEAT_MS, 100);
+		nla_put_u32(msg, FKV_CA_DEAD_AFTER_MS, 3000);
+	}
+	fkv_auth_sign(msg, impostor_secret, strlen(impostor_secret),
+		      im->data ? FKV_AUTH_DATA_JOINED : FKV_AUTH_CTL_JOINED,
+		      theirs, mine);
+	if (imp_send(fd, msg))
+		goto out;
+	if (im->data && !imp_recv(fd, buf)) {
+		/* the pull: "here are your bytes" */
+		static uint8_t junk[1u << 20];
+
+		memset(junk, 0xee, sizeof(junk));
+		msg = fkv_wire_msg(FKV_CCMD_PULL);
+		nla_put_u32(msg, FLUXONKV_A_STATUS, 0);
+		nla_put_u64(msg, FLUXONKV_A_LEN, im->pull_len);
+		if (!imp_send(fd, msg))
+			(void)!write(fd, junk, im->pull_len);
+	}
+	/* hold the connection a while, as a master would */
+	poll(NULL, 0, 1500);
+out:
+	close(fd);
+	return NULL;
+}
+
+static void impostor_start(struct impostor *im, bool data, uint64_t pull_len)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sin);
+
+	im->data = data;
+	im->pull_len = pull_len;
+	im->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	FKV_ASSERT(im->lfd >= 0);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	FKV_ASSERT_EQ(bind(im->lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	FKV_ASSERT_EQ(listen(im->lfd, 4), 0);
+	getsockname(im->lfd, (struct sockaddr *)&sin, &sl);
+	im->port = ntohs(sin.sin_port);
+	FKV_ASSERT_EQ(pthread_create(&im->th, NULL, impostor_main, im), 0);
+}
+
+static void impostor_stop(struct impostor *im)
+{
+	shutdown(im->lfd, SHUT_RDWR);
+	pthread_join(im->th, NULL);
+	close(im->lfd);
+}
+
+/*
+ * Authentication is mutual (issue 28): a node joins only a master that
+ * proves the secret.  Before, a node joined whoever answered at the
+ * master's address and took its word on every key.
+ */
+FKV_TEST_TIMEOUT(cctl_a_node_joins_only_a_master_that_proves_the_secret, 30)
+{
+	struct fkv_cctl_config c = { .segment_used = used_zero };
+	struct fkv_cluster_config nc;
+	struct fkv_cctl_stats st;
+	struct impostor im;
+	struct fkv_cctl *n;
+	bool joined = false;
+	int t;
+
+	impostor_start(&im, false, 0);
+	cluster_cfg(&nc, FKV_ROLE_NODE, "b", im.port, secret);
+	c.cc = &nc;
+	c.incarnation = 2;
+	FKV_ASSERT_EQ(fkv_cctl_start(&n, &c), 0);
+	for (t = 0; t < 10; t++) {
+		FKV_ASSERT_EQ(spin(n, NULL, 100), 0);
+		joined |= fkv_cctl_node_id(n) != 0;
+	}
+	FKV_ASSERT(!joined);
+	fkv_cctl_get_stats(n, &st);
+	FKV_ASSERT_EQ(st.master_unproven, 1);
+	fkv_cctl_stop(n);
+	impostor_stop(&im);
+}
+
+/*
+ * A requester takes bytes only from a source that proves the secret.
+ * Before, whoever answered at a member's data address could hand any
+ * bytes to a pull.
+ */
+FKV_TEST_TIMEOUT(tcp_a_source_that_cannot_prove_the_secret_is_not_read, 60)
+{
+	static struct fake_seg dst;
+	struct fkv_xport_stats st;
+	struct fkv_pull p = { 0 };
+	struct impostor im;
+	struct fkv_xport *xd;
+	uint64_t k;
+	int done = 0;
+
+	dst.mem = malloc(SEG);
+	FKV_ASSERT(dst.mem);
+	memset(dst.mem, 0xa5, SEG);
+	impostor_start(&im, true, 1u << 20);
+	xd = make_xport(&dst, NULL, "dst", secret);
+	snprintf(p.peer, sizeof(p.peer), "127.0.0.1:%u", im.port);
+	memcpy(p.key, "key", 3);
+	p.key_len = 3;
+	p.handle = 0x500000001ULL;
+	p.put_id = 5;
+	p.len = 1u << 20;
+	p.dst_off = 1u << 20;
+	p.done = pull_done;
+	p.arg = &done;
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p), 0);
+	wait_done(xd, &done, 1);
+	FKV_ASSERT_EQ(p.status, -EACCES);
+	for (k = 0; k < p.len; k++)
+		if (dst.mem[p.dst_off + k] != 0xa5)
+			break;
+	FKV_ASSERT_EQ(k, p.len);
+	fkv_xport_get_stats(xd, &st);
+	FKV_ASSERT_EQ(st.source_unproven, 1);
+	fkv_xport_destroy(xd);
+	impostor_stop(&im);
+	free(dst.mem);
 }
 
 FKV_TEST_TIMEOUT(tcp_push_streams_staged_chunks_in_order, 60)

@@ -22,18 +22,27 @@
 
 enum fkv_cluster_cmd {
 	/*
-	 * master -> node, first message on a control connection: NONCE (32
-	 * random bytes), NODE_ID 0.  The node answers JOIN.
+	 * master -> node, first message on a control connection (and source
+	 * -> requester on a data connection): NONCE (32 random bytes), PROTO
+	 * (the handshake's version, 2).  The node answers JOIN.
 	 */
 	FKV_CCMD_HELLO = 100,
 	/*
-	 * node -> master: NODE_NAME, INCARNATION (the module's), MAC =
-	 * HMAC-SHA256(secret, NONCE | NODE_NAME | INCARNATION), DATA_ADDR
+	 * node -> master: NODE_NAME, INCARNATION (the module's), DATA_ADDR
 	 * (host:port peers dial), TRANSPORT, SEGMENT_SIZE, SEGMENT_USED,
-	 * SSD_CAPACITY, LEASE_T.  Answer JOIN with STATUS (0, -EACCES bad
-	 * secret, -ESTALE older incarnation than the one known, -EINVAL
-	 * malformed), NODE_ID, MESSAGE (why, on failure), HEARTBEAT_MS,
-	 * DEAD_AFTER_MS and, on 0, the lease: LEASE_T echoed, LEASE_MS.
+	 * SSD_CAPACITY, LEASE_T, NONCE (the node's own), and last MAC =
+	 * HMAC-SHA256(secret, "fluxonkv/2 control join" | master's NONCE |
+	 * node's NONCE | the message's genl header and every attribute before
+	 * MAC).  Answer JOIN with STATUS (0, -EACCES bad secret, -ESTALE
+	 * older incarnation than the one known, -EBUSY a live member holds
+	 * the name, -EINVAL malformed), NODE_ID, MESSAGE (why, on failure),
+	 * HEARTBEAT_MS, DEAD_AFTER_MS, on 0 the lease (LEASE_T echoed,
+	 * LEASE_MS), and last MAC, labelled "fluxonkv/2 control joined" over
+	 * the node's NONCE then the master's: the node joins only a master
+	 * that proves the secret.  From then on every message both ways is
+	 * sealed (auth.h; wire.h).  On the data port the same exchange has
+	 * NODE_NAME and NONCE only, labelled "fluxonkv/2 data join(ed)",
+	 * and seals nothing after it.
 	 */
 	FKV_CCMD_JOIN,
 	/*
@@ -159,6 +168,7 @@ enum fkv_cluster_attr {
 	FKV_CA_RKEY,		/* u32: its remote key */
 	FKV_CA_LEASE_T,		/* u64: a node's CLOCK_MONOTONIC ns, echoed */
 	FKV_CA_LEASE_MS,	/* u32: the lease the master grants from it */
+	FKV_CA_PROTO,		/* u32: the handshake's version (auth.h) */
 	__FKV_CA_MAX,
 	FKV_CA_MAX = __FKV_CA_MAX - 1
 };

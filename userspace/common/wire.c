@@ -103,20 +103,61 @@ int fkv_wire_flush(struct fkv_wire *w)
 	return 0;
 }
 
+void fkv_wire_seal(struct fkv_wire *w, fkv_wire_mac_fn mac,
+		   const uint8_t tx_key[32], const uint8_t rx_key[32])
+{
+	w->mac = mac;
+	w->tx_seq = w->rx_seq = 0;
+	memcpy(w->tx_key, tx_key, sizeof(w->tx_key));
+	memcpy(w->rx_key, rx_key, sizeof(w->rx_key));
+}
+
+/* Constant time: how many bytes differ does not show in the time taken. */
+static bool same_mac(const uint8_t *a, const uint8_t *b)
+{
+	uint8_t d = 0;
+	unsigned int i;
+
+	for (i = 0; i < FKV_MAC_LEN; i++)
+		d |= a[i] ^ b[i];
+	return !*(volatile uint8_t *)&d;
+}
+
 int fkv_wire_send(struct fkv_wire *w, struct nl_msg *msg)
 {
 	struct nlmsghdr *nlh = nlmsg_hdr(msg);
+	size_t len = nlh->nlmsg_len, total;
 	int err;
 
-	if (w->tx_len - w->tx_off + nlh->nlmsg_len > w->tx_max)
+	_Static_assert(FKV_WIRE_SEAL_LEN == NLA_HDRLEN + FKV_MAC_LEN,
+		       "a seal is one FKV_CA_MAC attribute");
+	/* libnl keeps messages 4-aligned; a seal must start aligned. */
+	if (w->mac && (len & (NLA_ALIGNTO - 1)))
+		return -EINVAL;
+	total = len + (w->mac ? FKV_WIRE_SEAL_LEN : 0);
+	if (w->tx_len - w->tx_off + total > w->tx_max)
 		return -ENOBUFS;
 	if (w->tx_off && w->tx_off == w->tx_len)
 		w->tx_off = w->tx_len = 0;
-	err = grow(&w->tx, &w->tx_cap, w->tx_len, nlh->nlmsg_len);
+	err = grow(&w->tx, &w->tx_cap, w->tx_len, total);
 	if (err)
 		return err;
-	memcpy(w->tx + w->tx_len, nlh, nlh->nlmsg_len);
-	w->tx_len += nlh->nlmsg_len;
+	memcpy(w->tx + w->tx_len, nlh, len);
+	if (w->mac) {
+		uint8_t *p = w->tx + w->tx_len;
+		struct nlattr seal = { .nla_len = FKV_WIRE_SEAL_LEN,
+				       .nla_type = FKV_CA_MAC };
+		struct nlmsghdr *copy = (struct nlmsghdr *)p;
+
+		err = w->mac(w->tx_key, w->tx_seq, p + NLMSG_HDRLEN,
+			     len - NLMSG_HDRLEN, p + len + NLA_HDRLEN);
+		if (err)
+			return err;
+		memcpy(p + len, &seal, sizeof(seal));
+		copy->nlmsg_len = (uint32_t)total;
+		w->tx_seq++;
+	}
+	w->tx_len += total;
 	err = fkv_wire_flush(w);
 	return err == -EAGAIN ? 0 : err;
 }
@@ -155,7 +196,7 @@ int fkv_wire_frame(const uint8_t *buf, size_t n, size_t *len)
 	memcpy(&h, buf, sizeof(h));
 	if (h.nlmsg_type != FKV_WIRE_TYPE ||
 	    h.nlmsg_len < NLMSG_HDRLEN + GENL_HDRLEN ||
-	    h.nlmsg_len > FKV_WIRE_MAX)
+	    h.nlmsg_len > FKV_WIRE_MAX + FKV_WIRE_SEAL_LEN)
 		return -EPROTO;
 	if (n < h.nlmsg_len)
 		return -EAGAIN;
@@ -181,6 +222,25 @@ struct nlmsghdr *fkv_wire_next(struct fkv_wire *w, int *err)
 		w->rx_len -= w->rx_off;
 		w->rx_off = 0;
 		p = w->rx;
+	}
+	if (w->mac) {
+		struct nlmsghdr *nlh = (struct nlmsghdr *)p;
+		const struct nlattr *seal;
+		uint8_t want[FKV_MAC_LEN];
+
+		/* The seal is the last attribute; the MAC covers the rest. */
+		seal = (const struct nlattr *)(p + len - FKV_WIRE_SEAL_LEN);
+		if (len < NLMSG_HDRLEN + GENL_HDRLEN + FKV_WIRE_SEAL_LEN ||
+		    seal->nla_type != FKV_CA_MAC ||
+		    seal->nla_len != FKV_WIRE_SEAL_LEN ||
+		    w->mac(w->rx_key, w->rx_seq, p + NLMSG_HDRLEN,
+			   len - NLMSG_HDRLEN - FKV_WIRE_SEAL_LEN, want) ||
+		    !same_mac(want, (const uint8_t *)seal + NLA_HDRLEN)) {
+			*err = -EBADMSG;
+			return NULL;
+		}
+		w->rx_seq++;
+		nlh->nlmsg_len = (uint32_t)(len - FKV_WIRE_SEAL_LEN);
 	}
 	w->rx_off += len;
 	return (struct nlmsghdr *)p;

@@ -17,6 +17,17 @@ struct nlmsghdr;
 struct nlattr;
 struct nla_policy;
 
+/*
+ * A sealed connection's MAC of message @seq: @len bytes at @buf (its genl
+ * header and attributes) under @key; 0 or -errno.  auth.c's fkv_auth_seal;
+ * a pointer, so that this file needs no crypto library (fluxonctl).
+ */
+typedef int (*fkv_wire_mac_fn)(const uint8_t *key, uint64_t seq,
+			       const void *buf, size_t len, uint8_t *mac);
+
+/* What a seal adds to a message: the FKV_CA_MAC attribute, last. */
+#define FKV_WIRE_SEAL_LEN	36
+
 struct fkv_wire {
 	int fd;
 	uint8_t *rx;		/* received, not yet consumed */
@@ -24,12 +35,25 @@ struct fkv_wire {
 	uint8_t *tx;		/* queued, not yet written */
 	size_t tx_len, tx_cap, tx_off;
 	size_t tx_max;		/* fkv_wire_send refuses beyond this */
+	/* sealed (fkv_wire_seal): every message carries a MAC, in order */
+	fkv_wire_mac_fn mac;
+	uint64_t tx_seq, rx_seq;
+	uint8_t tx_key[32], rx_key[32];
 };
 
 /* Take over @fd (made non-blocking). */
 void fkv_wire_init(struct fkv_wire *w, int fd);
 /* Close the fd and free the buffers. */
 void fkv_wire_close(struct fkv_wire *w);
+
+/*
+ * Seal the connection from here on: every message sent gets FKV_CA_MAC =
+ * @mac(@tx_key, its sequence number, genl header and attributes) as its
+ * last attribute, and every message read must end with the right one for
+ * @rx_key and the next sequence number (fkv_wire_next strips it).
+ */
+void fkv_wire_seal(struct fkv_wire *w, fkv_wire_mac_fn mac,
+		   const uint8_t tx_key[32], const uint8_t rx_key[32]);
 
 /* A message of @cmd for the wire; NULL on allocation failure. */
 struct nl_msg *fkv_wire_msg(uint8_t cmd);
@@ -58,7 +82,8 @@ int fkv_wire_read(struct fkv_wire *w);
  * The next complete message, valid until the next fkv_wire_* call on @w;
  * NULL if none is complete yet.  *@err = -EPROTO for a stream that can
  * no longer be framed (bad type, length below a genl header or above
- * FKV_WIRE_MAX): the caller closes the connection.
+ * FKV_WIRE_MAX), or -EBADMSG for a message of a sealed connection whose
+ * seal is missing or wrong: the caller closes the connection.
  */
 struct nlmsghdr *fkv_wire_next(struct fkv_wire *w, int *err);
 

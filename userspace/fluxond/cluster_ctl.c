@@ -48,7 +48,9 @@ enum conn_state { C_FREE, C_CONNECTING, C_HELLO, C_JOINING, C_JOINED,
 struct cconn {
 	struct fkv_wire w;
 	enum conn_state state;
-	uint8_t nonce[FKV_NONCE_LEN];
+	uint8_t nonce[FKV_NONCE_LEN];		/* ours */
+	uint8_t peer_nonce[FKV_NONCE_LEN];	/* the other end's */
+	bool peer_nonce_set;
 	uint32_t id;			/* joined: member id */
 	uint64_t incarnation;		/* joined: its incarnation */
 	uint64_t since_ms;
@@ -95,6 +97,7 @@ static const struct nla_policy cctl_policy[FKV_CA_MAX + 1] = {
 	[FKV_CA_SYNC_ID] = { .type = NLA_U64 },
 	[FKV_CA_LEASE_T] = { .type = NLA_U64 },
 	[FKV_CA_LEASE_MS] = { .type = NLA_U32 },
+	[FKV_CA_PROTO] = { .type = NLA_U32 },
 };
 
 static uint64_t now_ns(void)
@@ -212,6 +215,37 @@ static void member_left(void *arg, const struct fkv_member *m,
 
 static const struct fkv_members_ops members_ops = { .left = member_left };
 
+/*
+ * Sign a JOIN answer for the node's nonce (when the JOIN carried one):
+ * the node believes only an answer signed with the secret.
+ */
+static int sign_answer(struct fkv_cctl *t, struct cconn *c, struct nl_msg *msg)
+{
+	if (!c->peer_nonce_set)
+		return 0;
+	return fkv_auth_sign(msg, t->cc->secret, t->cc->secret_len,
+			     FKV_AUTH_CTL_JOINED, c->peer_nonce, c->nonce);
+}
+
+/* Seal @c with this end's and the other end's direction keys. */
+static int seal_conn(struct fkv_cctl *t, struct cconn *c, const char *tx,
+		     const char *rx, const uint8_t *m, const uint8_t *n)
+{
+	uint8_t tk[FKV_MAC_LEN], rk[FKV_MAC_LEN];
+	int err;
+
+	err = fkv_auth_session_key(t->cc->secret, t->cc->secret_len, tx, m, n,
+				   tk);
+	if (!err)
+		err = fkv_auth_session_key(t->cc->secret, t->cc->secret_len,
+					   rx, m, n, rk);
+	if (!err)
+		fkv_wire_seal(&c->w, fkv_auth_seal, tk, rk);
+	memset(tk, 0, sizeof(tk));
+	memset(rk, 0, sizeof(rk));
+	return err;
+}
+
 static void master_refuse(struct fkv_cctl *t, struct cconn *c, int err,
 			  const char *why)
 {
@@ -219,7 +253,8 @@ static void master_refuse(struct fkv_cctl *t, struct cconn *c, int err,
 
 	t->st.refused++;
 	if (msg && (nla_put_u32(msg, FLUXONKV_A_STATUS, (uint32_t)err) ||
-		    nla_put_string(msg, FKV_CA_MESSAGE, why))) {
+		    nla_put_string(msg, FKV_CA_MESSAGE, why) ||
+		    sign_answer(t, c, msg))) {
 		nlmsg_free(msg);
 		msg = NULL;
 	}
@@ -271,7 +306,7 @@ static bool name_ok(const char *s)
 }
 
 static void master_join(struct fkv_cctl *t, struct cconn *c,
-			struct nlattr **tb)
+			struct nlmsghdr *nlh, struct nlattr **tb)
 {
 	char host[FKV_HOST_BUF];
 	struct fkv_join j = { 0 };
@@ -289,6 +324,16 @@ static void master_join(struct fkv_cctl *t, struct cconn *c,
 		master_refuse(t, c, -EINVAL, "malformed JOIN");
 		return;
 	}
+	if (!tb[FKV_CA_NONCE]) {
+		fkv_ratelimited_warn(&t->preauth_log,
+				     "cluster: a JOIN without a nonce from %s (a fluxond before mutual authentication?)",
+				     c->peer);
+		master_refuse(t, c, -EPROTO,
+			      "this node's fluxond is too old: its JOIN has no nonce (upgrade it)");
+		return;
+	}
+	memcpy(c->peer_nonce, nla_data(tb[FKV_CA_NONCE]), FKV_NONCE_LEN);
+	c->peer_nonce_set = true;
 	j.name = nla_get_string(tb[FKV_CA_NODE_NAME]);
 	j.incarnation = nla_get_u64(tb[FLUXONKV_A_INCARNATION]);
 	j.data_addr = nla_get_string(tb[FKV_CA_DATA_ADDR]);
@@ -300,9 +345,8 @@ static void master_join(struct fkv_cctl *t, struct cconn *c,
 		j.segment_used = nla_get_u64(tb[FLUXONKV_A_SEGMENT_USED]);
 	if (tb[FLUXONKV_A_SSD_CAPACITY])
 		j.ssd_capacity = nla_get_u64(tb[FLUXONKV_A_SSD_CAPACITY]);
-	if (!fkv_auth_check(t->cc->secret, t->cc->secret_len, c->nonce,
-			    j.name, j.incarnation, nla_data(tb[FKV_CA_MAC]),
-			    (size_t)nla_len(tb[FKV_CA_MAC]))) {
+	if (!fkv_auth_verify(nlh, t->cc->secret, t->cc->secret_len,
+			     FKV_AUTH_CTL_JOIN, c->nonce, c->peer_nonce)) {
 		fkv_ratelimited_warn(&t->preauth_log,
 				     "cluster: refused node '%.64s' from %s: wrong cluster secret",
 				     j.name, c->peer);
@@ -372,11 +416,19 @@ static void master_join(struct fkv_cctl *t, struct cconn *c,
 		nlmsg_free(msg);
 		msg = NULL;
 	}
-	if (msg && put_lease(t, msg, tb)) {
+	if (msg && (put_lease(t, msg, tb) || sign_answer(t, c, msg))) {
 		nlmsg_free(msg);
 		msg = NULL;
 	}
 	conn_send(c, msg);
+	/* Everything after the (unsealed) answer is sealed both ways. */
+	if (c->state == C_JOINED &&
+	    seal_conn(t, c, FKV_AUTH_CTL_M2N, FKV_AUTH_CTL_N2M, c->nonce,
+		      c->peer_nonce)) {
+		fkv_err("cluster: cannot key node '%s''s connection: closing",
+			m->name);
+		c->state = C_CLOSING;
+	}
 }
 
 static void master_msg(struct fkv_cctl *t, struct cconn *c,
@@ -403,7 +455,7 @@ static void master_msg(struct fkv_cctl *t, struct cconn *c,
 		return;
 	}
 	if (cmd == FKV_CCMD_JOIN) {
-		master_join(t, c, tb);
+		master_join(t, c, nlh, tb);
 		return;
 	}
 	if (c->state != C_JOINED) {
@@ -517,7 +569,8 @@ static void master_accept(struct fkv_cctl *t)
 	}
 	msg = fkv_wire_msg(FKV_CCMD_HELLO);
 	if (fkv_auth_nonce(c->nonce) || !msg ||
-	    nla_put(msg, FKV_CA_NONCE, FKV_NONCE_LEN, c->nonce)) {
+	    nla_put(msg, FKV_CA_NONCE, FKV_NONCE_LEN, c->nonce) ||
+	    nla_put_u32(msg, FKV_CA_PROTO, FKV_AUTH_PROTO)) {
 		nlmsg_free(msg);
 		conn_close(c);
 		return;
@@ -644,10 +697,10 @@ static void node_msg(struct fkv_cctl *t, struct cconn *c, struct nlmsghdr *nlh)
 {
 	struct nlattr *tb[FKV_CA_MAX + 1];
 	uint8_t cmd = fkv_wire_cmd(nlh);
-	uint8_t mac[FKV_MAC_LEN];
 	char addr[FKV_ADDR_MAX];
 	struct nl_msg *msg;
 	int32_t status;
+	bool proven;
 
 	if (cmd < FKV_CCMD_HELLO || cmd == FKV_CCMD_PLACED ||
 	    cmd == FKV_CCMD_REPORT_DONE || cmd == FKV_CCMD_REPORT_ACK) {
@@ -669,14 +722,23 @@ static void node_msg(struct fkv_cctl *t, struct cconn *c, struct nlmsghdr *nlh)
 		return;
 	}
 	if (cmd == FKV_CCMD_HELLO && c->state == C_HELLO && tb[FKV_CA_NONCE]) {
+		if (!tb[FKV_CA_PROTO] ||
+		    nla_get_u32(tb[FKV_CA_PROTO]) < FKV_AUTH_PROTO) {
+			fkv_ratelimited_warn(&t->preauth_log,
+					     "cluster: the master at %s:%u speaks an older protocol (no mutual authentication): upgrade it",
+					     t->cc->master.host,
+					     t->cc->master.port);
+			c->state = C_CLOSING;
+			return;
+		}
+		memcpy(c->peer_nonce, nla_data(tb[FKV_CA_NONCE]),
+		       FKV_NONCE_LEN);
+		c->peer_nonce_set = true;
 		data_addr(t->cc, addr, sizeof(addr));
 		msg = fkv_wire_msg(FKV_CCMD_JOIN);
-		if (fkv_auth_mac(t->cc->secret, t->cc->secret_len,
-				 nla_data(tb[FKV_CA_NONCE]), t->cc->node_name,
-				 t->cfg.incarnation, mac) || !msg ||
+		if (fkv_auth_nonce(c->nonce) || !msg ||
 		    nla_put_string(msg, FKV_CA_NODE_NAME, t->cc->node_name) ||
 		    nla_put_u64(msg, FLUXONKV_A_INCARNATION, t->cfg.incarnation) ||
-		    nla_put(msg, FKV_CA_MAC, sizeof(mac), mac) ||
 		    nla_put_string(msg, FKV_CA_DATA_ADDR, addr) ||
 		    nla_put_string(msg, FKV_CA_TRANSPORT,
 				   fkv_transport_name(t->cc->transport)) ||
@@ -684,7 +746,10 @@ static void node_msg(struct fkv_cctl *t, struct cconn *c, struct nlmsghdr *nlh)
 		    nla_put_u64(msg, FLUXONKV_A_SEGMENT_USED,
 				t->cfg.segment_used(t->cfg.arg)) ||
 		    nla_put_u64(msg, FLUXONKV_A_SSD_CAPACITY, t->cfg.ssd_capacity) ||
-		    nla_put_u64(msg, FKV_CA_LEASE_T, now_ns())) {
+		    nla_put_u64(msg, FKV_CA_LEASE_T, now_ns()) ||
+		    nla_put(msg, FKV_CA_NONCE, FKV_NONCE_LEN, c->nonce) ||
+		    fkv_auth_sign(msg, t->cc->secret, t->cc->secret_len,
+				  FKV_AUTH_CTL_JOIN, c->peer_nonce, c->nonce)) {
 			nlmsg_free(msg);
 			c->state = C_CLOSING;
 			return;
@@ -699,18 +764,42 @@ static void node_msg(struct fkv_cctl *t, struct cconn *c, struct nlmsghdr *nlh)
 		return;
 	}
 	status = (int32_t)nla_get_u32(tb[FLUXONKV_A_STATUS]);
+	/* Only a master that knows the secret can sign for our nonce. */
+	proven = fkv_auth_verify(nlh, t->cc->secret, t->cc->secret_len,
+				 FKV_AUTH_CTL_JOINED, c->nonce, c->peer_nonce);
+	if (!proven)
+		t->st.master_unproven++;
+	if (!proven && !status) {
+		fkv_ratelimited_warn(&t->preauth_log,
+				     "cluster: the master at %s:%u accepted this node but failed the secret check (its answer is not signed with our secret): not joining",
+				     t->cc->master.host, t->cc->master.port);
+		c->state = C_CLOSING;
+		return;
+	}
 	if (status) {
-		fkv_err("cluster: the master at %s:%u refused this node '%s': %s",
+		fkv_err("cluster: the master at %s:%u refused this node '%s': %s%s",
 			t->cc->master.host, t->cc->master.port, t->cc->node_name,
 			tb[FKV_CA_MESSAGE] ? nla_get_string(tb[FKV_CA_MESSAGE]) :
-			strerror(-status));
-		t->fatal = status == -EACCES || status == -EEXIST ? status : 0;
+			strerror(-status), proven ? "" :
+			" (an unsigned answer: the cluster secrets differ, or that is not our master)");
+		/*
+		 * A wrong secret is the operator's to fix: exit (signed or
+		 * not, since with a wrong secret no answer verifies).  Any
+		 * other unsigned refusal is not believed: retry.
+		 */
+		t->fatal = status == -EACCES || (proven && status == -EEXIST) ?
+			   status : 0;
 		if (status == -ESTALE) {
 			/* The master saw this instance leave: start afresh. */
 			fkv_auth_incarnation(&t->cfg.incarnation);
 			fkv_warn("cluster: rejoining under a new incarnation %#llx",
 				 (unsigned long long)t->cfg.incarnation);
 		}
+		c->state = C_CLOSING;
+		return;
+	}
+	if (seal_conn(t, c, FKV_AUTH_CTL_N2M, FKV_AUTH_CTL_M2N, c->peer_nonce,
+		      c->nonce)) {
 		c->state = C_CLOSING;
 		return;
 	}
@@ -873,6 +962,12 @@ static void conn_io(struct fkv_cctl *t, struct cconn *c, short revents)
 			fkv_ratelimited_warn(&t->preauth_log,
 					     "cluster: %s speaks no fluxond protocol: closing",
 					     c->peer);
+			err = ferr;
+		} else if (ferr == -EBADMSG) {
+			t->st.bad_seals++;
+			fkv_ratelimited_warn(&t->preauth_log,
+					     "cluster: a message from %s failed its seal (altered, replayed or injected): closing",
+					     t->master ? c->peer : "the master");
 			err = ferr;
 		}
 		if (err && err != -EAGAIN) {

@@ -68,6 +68,8 @@ struct fkv_cctl_stats {
 	uint64_t connects, connect_failures;
 	/* master: connections refused before the join (limits), joins cut */
 	uint64_t preauth_refused, join_timeouts;
+	/* sealed messages refused; node: JOIN answers not signed right */
+	uint64_t bad_seals, master_unproven;
 };
 
 struct fkv_cctl;

@@ -127,10 +127,13 @@ struct tcp_priv {
 static const struct nla_policy hello_policy[FKV_CA_MAX + 1] = {
 	[FKV_CA_NONCE] = { .type = NLA_UNSPEC, .minlen = FKV_NONCE_LEN,
 			   .maxlen = FKV_NONCE_LEN },
+	[FKV_CA_PROTO] = { .type = NLA_U32 },
 };
 
 static const struct nla_policy join_policy[FKV_CA_MAX + 1] = {
 	[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
+	[FKV_CA_NONCE] = { .type = NLA_UNSPEC, .minlen = FKV_NONCE_LEN,
+			   .maxlen = FKV_NONCE_LEN },
 	[FKV_CA_NODE_NAME] = { .type = NLA_STRING,
 			       .maxlen = FKV_NODE_NAME_MAX + 1 },
 	[FKV_CA_MAC] = { .type = NLA_UNSPEC, .minlen = FKV_MAC_LEN,
@@ -306,8 +309,10 @@ static int recv_until(int fd, uint8_t *buf, uint32_t cmds,
 	err = read_until(fd, buf, sizeof(*nlh), deadline_ms);
 	if (err)
 		return err;
+	/* @buf holds FKV_WIRE_MAX: the data port seals nothing. */
 	if (fkv_wire_frame(buf, sizeof(*nlh), &len) == -EPROTO ||
-	    nlh->nlmsg_len < NLMSG_HDRLEN + GENL_HDRLEN)
+	    nlh->nlmsg_len < NLMSG_HDRLEN + GENL_HDRLEN ||
+	    nlh->nlmsg_len > FKV_WIRE_MAX)
 		return -EPROTO;
 	err = read_until(fd, buf + sizeof(*nlh), nlh->nlmsg_len - sizeof(*nlh),
 			 deadline_ms);
@@ -446,9 +451,9 @@ static int tcp_dial(struct fkv_xport *x, struct tcp_peer *peer, uint8_t *buf,
 static int tcp_dial_plain(struct fkv_xport *x, const char *addr, uint8_t *buf)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
+	uint8_t nonce[FKV_NONCE_LEN], theirs[FKV_NONCE_LEN];
 	struct nlattr *tb[FKV_CA_MAX + 1];
 	char host[FKV_ADDR_MAX], port[8];
-	uint8_t mac[FKV_MAC_LEN];
 	struct nl_msg *msg;
 	uint16_t portnum;
 	int fd = -1, err;
@@ -481,13 +486,23 @@ static int tcp_dial_plain(struct fkv_xport *x, const char *addr, uint8_t *buf)
 	if (err)
 		goto fail_fd;
 	err = -EPROTO;
-	if (!tb[FKV_CA_NONCE] ||
-	    fkv_auth_mac(x->cfg.secret, x->cfg.secret_len,
-			 nla_data(tb[FKV_CA_NONCE]), x->cfg.node_name, 0, mac))
+	if (!tb[FKV_CA_NONCE])
+		goto fail_fd;
+	if (!tb[FKV_CA_PROTO] ||
+	    nla_get_u32(tb[FKV_CA_PROTO]) < FKV_AUTH_PROTO) {
+		fkv_err("data plane: %s speaks an older protocol (no mutual authentication): upgrade it",
+			addr);
+		goto fail_fd;
+	}
+	memcpy(theirs, nla_data(tb[FKV_CA_NONCE]), sizeof(theirs));
+	err = fkv_auth_nonce(nonce);
+	if (err)
 		goto fail_fd;
 	msg = fkv_wire_msg(FKV_CCMD_JOIN);
 	if (!msg || nla_put_string(msg, FKV_CA_NODE_NAME, x->cfg.node_name) ||
-	    nla_put(msg, FKV_CA_MAC, sizeof(mac), mac)) {
+	    nla_put(msg, FKV_CA_NONCE, sizeof(nonce), nonce) ||
+	    fkv_auth_sign(msg, x->cfg.secret, x->cfg.secret_len,
+			  FKV_AUTH_DATA_JOIN, theirs, nonce)) {
 		nlmsg_free(msg);
 		err = -ENOMEM;
 		goto fail_fd;
@@ -499,6 +514,20 @@ static int tcp_dial_plain(struct fkv_xport *x, const char *addr, uint8_t *buf)
 	err = recv_msg(fd, buf, FKV_CCMD_JOIN, join_policy, tb);
 	if (err)
 		goto fail_fd;
+	/* The source proves the secret too, before we take a byte from it. */
+	if (!fkv_auth_verify((struct nlmsghdr *)buf, x->cfg.secret,
+			     x->cfg.secret_len, FKV_AUTH_DATA_JOINED, nonce,
+			     theirs)) {
+		err = -EACCES;
+		FKV_XCOUNT(x, source_unproven, 1);
+		if (tb[FLUXONKV_A_STATUS] && nla_get_u32(tb[FLUXONKV_A_STATUS]))
+			fkv_err("data plane: %s refused our secret (an unsigned answer: the cluster secrets differ, or it is no member)",
+				addr);
+		else
+			fkv_err("data plane: %s failed the secret check (its answer is not signed with our secret): not using it",
+				addr);
+		goto fail_fd;
+	}
 	if (!tb[FLUXONKV_A_STATUS] || nla_get_u32(tb[FLUXONKV_A_STATUS])) {
 		err = -EACCES;
 		fkv_err("data plane: %s refused our secret", addr);
@@ -1135,8 +1164,8 @@ static int tcp_place_step(struct fkv_xport *x, struct fkv_pull *p)
 static int serve_join(struct fkv_xport *x, int fd, uint8_t *buf,
 		      uint64_t deadline_ms)
 {
+	uint8_t nonce[FKV_NONCE_LEN], theirs[FKV_NONCE_LEN];
 	struct nlattr *tb[FKV_CA_MAX + 1];
-	uint8_t nonce[FKV_NONCE_LEN];
 	struct nl_msg *msg;
 	bool ok;
 	int err;
@@ -1146,7 +1175,8 @@ static int serve_join(struct fkv_xport *x, int fd, uint8_t *buf,
 		return err;
 	msg = fkv_wire_msg(FKV_CCMD_HELLO);
 	err = send_free(fd, msg, msg && !nla_put(msg, FKV_CA_NONCE,
-						  sizeof(nonce), nonce));
+						  sizeof(nonce), nonce) &&
+			!nla_put_u32(msg, FKV_CA_PROTO, FKV_AUTH_PROTO));
 	if (err)
 		return err;
 	err = recv_until(fd, buf, CMD_BIT(FKV_CCMD_JOIN), join_policy, tb,
@@ -1158,13 +1188,19 @@ static int serve_join(struct fkv_xport *x, int fd, uint8_t *buf,
 		}
 		return err;
 	}
-	ok = tb[FKV_CA_NODE_NAME] && tb[FKV_CA_MAC] &&
-	     fkv_auth_check(x->cfg.secret, x->cfg.secret_len, nonce,
-			    nla_get_string(tb[FKV_CA_NODE_NAME]), 0,
-			    nla_data(tb[FKV_CA_MAC]), nla_len(tb[FKV_CA_MAC]));
+	ok = tb[FKV_CA_NODE_NAME] && tb[FKV_CA_NONCE] &&
+	     fkv_auth_verify((struct nlmsghdr *)buf, x->cfg.secret,
+			     x->cfg.secret_len, FKV_AUTH_DATA_JOIN, nonce,
+			     nla_data(tb[FKV_CA_NONCE]));
+	/* Signed for the requester's nonce: it checks us in turn. */
+	if (tb[FKV_CA_NONCE])
+		memcpy(theirs, nla_data(tb[FKV_CA_NONCE]), sizeof(theirs));
 	msg = fkv_wire_msg(FKV_CCMD_JOIN);
 	err = send_free(fd, msg, msg && !nla_put_u32(msg, FLUXONKV_A_STATUS,
-						      ok ? 0 : (uint32_t)-EACCES));
+						      ok ? 0 : (uint32_t)-EACCES) &&
+			(!tb[FKV_CA_NONCE] ||
+			 !fkv_auth_sign(msg, x->cfg.secret, x->cfg.secret_len,
+					FKV_AUTH_DATA_JOINED, theirs, nonce)));
 	if (!ok) {
 		FKV_XCOUNT(x, auth_refused, 1);
 		fkv_warn("data plane: a peer failed the secret check: refused");
