@@ -167,9 +167,14 @@ bool fluxonkv_daemon_one_trip(void)
 	return READ_ONCE(fluxonkv_daemon.flags) & FLUXONKV_REGISTER_F_ONE_TRIP;
 }
 
+/*
+ * The registered daemon's pid, 0 without one.  Published last at
+ * registration (after the port it is reached on) and cleared first at
+ * detach: whoever sees a pid (sysfs daemon_pid) reaches the daemon.
+ */
 pid_t fluxonkv_daemon_pid(void)
 {
-	return READ_ONCE(fluxonkv_daemon.pid);
+	return smp_load_acquire(&fluxonkv_daemon.pid);
 }
 
 static void fluxonkv_daemon_event(pid_t pid)
@@ -289,12 +294,12 @@ u64 fluxonkv_daemon_generation(void)
 static void fluxonkv_daemon_detach(void)
 {
 	atomic64_inc_return(&fluxonkv_daemon_gen);
+	WRITE_ONCE(fluxonkv_daemon.pid, 0);
 	fluxonkv_daemon.gone_portid = fluxonkv_daemon.portid;
 	fluxonkv_daemon.gone_flags = fluxonkv_daemon.flags;
 	WRITE_ONCE(fluxonkv_daemon.portid, 0);
 	fluxonkv_daemon_set_sk(NULL);
 	WRITE_ONCE(fluxonkv_daemon.flags, 0);
-	WRITE_ONCE(fluxonkv_daemon.pid, 0);
 	schedule_work(&fluxonkv_daemon.disconnect_work);
 }
 
@@ -889,7 +894,6 @@ retry:
 	 * that sees them (fluxonkv_put()) works in this generation.
 	 */
 	atomic64_inc_return(&fluxonkv_daemon_gen);
-	WRITE_ONCE(fluxonkv_daemon.pid, pid);
 	WRITE_ONCE(fluxonkv_daemon.flags, flags);
 	/*
 	 * No handle of a previous daemon survives its teardown (waited for
@@ -904,6 +908,8 @@ retry:
 		fluxonkv_daemon_set_sk(NETLINK_CB(skb).sk);
 	}
 	WRITE_ONCE(fluxonkv_daemon.portid, info->snd_portid);
+	/* Last: a pid seen means a daemon reached (fluxonkv_daemon_pid()). */
+	smp_store_release(&fluxonkv_daemon.pid, pid);
 	/* Answered under the lock: see fluxonkv_notify_ssd_state(). */
 	ret = fluxonkv_reply_simple(info, FLUXONKV_CMD_DAEMON_REGISTER, true);
 	fluxonkv_daemon_event(pid);

@@ -6,8 +6,9 @@
 #   tools/vm/cluster --nodes 2 --results DIR -- selftests/cluster/fence.sh
 # node1 runs the master, node2 a node.
 #  1. node2 puts K and 20 more values (its put_ids climb above anything
-#     node1's module saw), then its fluxond is killed: its module keeps K.
-#  2. The master is killed and restarted; before node2 is back, node1 puts
+#     node1's module saw).  The master is killed, then node2's fluxond:
+#     its module keeps K (node2 never left that master: no fence).
+#  2. The master is restarted; before node2 is back, node1 puts
 #     a new K and the put returns.  The restarted master numbers it in a
 #     new term (cluster.state_dir/master.term), above every put_id of the
 #     previous master -- before terms it numbered from node1's module's
@@ -34,6 +35,13 @@
 #     (FLUXONKV_REGISTER_F_LEASE); before the lease it served them as long
 #     as the daemon stayed registered.  node2's fluxond resumed rejoins
 #     and reads node1's L.
+#  5. node2 puts G and its fluxond is killed: it leaves the master, whose
+#     fence for node2 rises (cluster.state_dir/fences) before it goes on.
+#     node1 puts G anew and deletes it (a tombstone, in memory only); the
+#     master is killed and restarted (term 3).  node2 comes back and
+#     reports its kept G: before the fence, the restarted master knew no
+#     tombstone and adopted it -- a deleted value back.  Now G stays
+#     deleted on both nodes.
 # TAP in $FLUXON_RESULTS/fence-node<I>.tap.
 set -euo pipefail
 
@@ -48,7 +56,7 @@ if [ "$N" -ne 2 ]; then
 	out "1..0 # SKIP fence.sh runs on exactly 2 nodes"
 	exit 0
 fi
-if [ "$I" -eq 1 ]; then out "1..16"; else out "1..20"; fi
+if [ "$I" -eq 1 ]; then out "1..23"; else out "1..24"; fi
 
 rmmod fluxonkv 2>/dev/null || true
 check "module loads" insmod "$KO" segment_mb=64 request_timeout_ms=8000
@@ -58,6 +66,7 @@ DEAD_AFTER_MS=6000 config /tmp/fkv.yaml "$SECRET"
 [ -z "${FLUXON_RESULTS:-}" ] || LOG=$FLUXON_RESULTS/fluxond-node$I.log
 : >"$LOG"
 TERM_FILE=/var/tmp/fluxonkv/master.term
+FENCE_FILE=/var/tmp/fluxonkv/fences
 
 term_is() {	# term_is N: the master's term file says N
 	[ "$(cat "$TERM_FILE" 2>/dev/null)" = "$1" ] ||
@@ -71,12 +80,16 @@ if [ "$I" -eq 1 ]; then
 	check "the master's first term is written down" term_is 1
 	put_new low 1000
 	mark master-up
-	wait_for down.2 || true
-	check "node2 left the master" logged "member-left: node 'node2'"
-
-	# The master restarts while node2 is away; a put of K returns.
+	# node2's 3000 puts take a while under TCG on a busy host
+	WAIT=600 wait_for ready.2 || true
+	# The master dies with node2 a member, and restarts while node2 is
+	# away; a put of K returns.
 	kill -9 "$DPID"
 	wait "$DPID" 2>/dev/null || true
+	mark master-down.1
+	wait_for down.2 || true
+	nofence() { ! grep -qs node2 "$FENCE_FILE"; }
+	check "node2 never left that master: no fence" nofence
 	start_daemon /tmp/fkv.yaml
 	check "the master restarts" daemon_up
 	check "the restarted master is in term 2" term_is 2
@@ -85,7 +98,7 @@ if [ "$I" -eq 1 ]; then
 	check "node1 reads its new K" get_same K memory
 	mark kput.1
 
-	wait_for read.2 || true
+	WAIT=600 wait_for read.2 || true
 	check "node1's K is still the acknowledged one after node2's reports" get_same K memory
 	check "node2's report of its older K was refused" logged "node 2's reports: [0-9]* adopted, [1-9][0-9]* refused"
 	check "node2's 3000 small values were all reported and adopted" \
@@ -97,6 +110,24 @@ if [ "$I" -eq 1 ]; then
 	check "the overwrite waited for node2's lease" \
 		logged "did not acknowledge a drop in 3200 ms"
 	mark lput.1
+
+	# node2 leaves with G; G is put anew here and deleted; the master
+	# restarts: node2's kept G must not come back.
+	wait_for p4done.2 || true
+	left0=$(grep -c "member-left: node 'node2'" "$LOG" || true)
+	wait_for gdown.2 || true
+	check "node2 left the master with G" logged "member-left: node 'node2'" $((left0 + 1))
+	check "node1 puts G anew" put_new G 1500
+	check "node1 deletes G" "$CTL" delete G
+	check "node2's fence is on disk" grep -qs "^node2 " "$FENCE_FILE"
+	kill -9 "$DPID"
+	wait "$DPID" 2>/dev/null || true
+	start_daemon /tmp/fkv.yaml
+	check "the master restarts in term 3" term_is 3
+	mark restarted3.1
+	wait_for gread.2 || true
+	check "node2's kept G was refused: fenced" logged "node 'node2' was fenced at"
+	check "G stays deleted on node1" misses G
 	finish
 fi
 
@@ -108,6 +139,8 @@ check "node2 puts K after 20 other values" put_new K 3000
 check "node2 reads its K" get_same K memory
 putmany() { PYTHONPATH=$REPO/userspace/python python3 "$REPO/selftests/cluster/putmany.py" "$@"; }
 check "node2 puts 3000 small values" putmany put m 3000 512
+mark ready.2
+wait_for master-down.1 || true
 kill -9 "$DPID"
 wait "$DPID" 2>/dev/null || true
 mark down.2
@@ -167,4 +200,17 @@ check "node2's module refused the local hit: the lease ran out" \
 	stat_above lease_refused "$refused0" 1
 kill -CONT "$DPID"
 check "node2 resumed reads node1's L" reads_again L
+mark p4done.2
+
+check "node2 puts G" put_new G 2500
+check "node2 reads G from its own DRAM" get_same G memory
+cp "$SH/val.G" /tmp/old.G
+kill -9 "$DPID"
+wait "$DPID" 2>/dev/null || true
+mark gdown.2
+wait_for restarted3.1 || true
+start_daemon /tmp/fkv.yaml
+check "node2 rejoins the term 3 master" daemon_up
+check "node2's kept G does not come back: it was deleted" not_stale G /tmp/old.G
+mark gread.2
 finish

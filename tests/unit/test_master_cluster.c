@@ -654,6 +654,113 @@ FKV_TEST(a_rejoining_node_never_brings_back_a_version_the_master_forgot)
 }
 
 /*
+ * Versions the master forgot across a master restart (issue 28): B keeps
+ * K@p1 and leaves; the master of term 2 goes on without it -- K put again
+ * on A and deleted (a tombstone, in memory only) -- and dies.  The master
+ * of term 3 knows no tombstone: without B's fence it adopts B's K@p1, a
+ * deleted version back (the first half shows it); with the fence term 2's
+ * master wrote at B's member-left (clusterd, term.h), everything B kept
+ * from before is refused and dropped.
+ */
+FKV_TEST(a_restarted_master_adopts_nothing_a_node_kept_from_before_its_fence)
+{
+	uint64_t p1, p2, p3, fence, hk, ho;
+	struct fkv_master_stats st;
+	struct fkv_get_result g;
+	int fenced;
+
+	for (fenced = 0; fenced < 2; fenced++) {
+		setup_term(2);
+		hk = put_on(B, "K", U, 1, &p1);
+		ho = put_on(B, "other", U, 2, &p3);
+		fkv_master_node_down(F.m, B);		/* B leaves */
+		fence = fkv_master_last_put_id(F.m);
+		FKV_ASSERT_EQ(fence, p3);
+		put_on(A, "K", U, 3, &p2);
+		FKV_ASSERT_EQ(fkv_master_delete(F.m, "K", 1, &p2), 0);
+		fkv_master_destroy(F.m);		/* term 2 dies */
+
+		setup_term(3);
+		FKV_ASSERT_EQ(fkv_master_node_up(F.m, B, INC_B + 1, SEG, 0,
+						 "10.77.0.2:7471"), 0);
+		if (fenced)
+			fkv_master_node_fence(F.m, B, fence);
+		fkv_master_set_caller(F.m, B);
+		F.ndrops = 0;
+		FKV_ASSERT_EQ(fkv_master_adopt(F.m, "K", 1, p1, hk, U, false),
+			      !fenced);
+		FKV_ASSERT_EQ(fkv_master_adopt(F.m, "other", 5, p3, ho, U,
+					       false), !fenced);
+		fkv_master_set_caller(F.m, A);
+		if (!fenced) {
+			/* the deleted K is back: what the fence prevents */
+			FKV_ASSERT_EQ(fkv_master_get_start(F.m, "K", 1, &g), 0);
+			FKV_ASSERT_EQ(g.put_id, p1);
+		} else {
+			FKV_ASSERT_EQ(fkv_master_get_start(F.m, "K", 1, &g),
+				      -ENOENT);
+			FKV_ASSERT_EQ(F.ndrops, 2);
+			FKV_ASSERT_EQ(F.drops[0], hk);
+			FKV_ASSERT_EQ(F.drops[1], ho);
+			fkv_master_get_stats(F.m, &st);
+			FKV_ASSERT_EQ(st.adopt_fenced, 2);
+			/* what B puts from now on is B's as always */
+			put_on(B, "new", U, 7, &p2);
+			fkv_master_set_caller(F.m, A);
+			FKV_ASSERT_EQ(fkv_master_get_start(F.m, "new", 3, &g),
+				      0);
+		}
+		fkv_master_destroy(F.m);
+	}
+}
+
+/* The fence file: fences only rise, are on disk before they count. */
+FKV_TEST(fences_rise_durably_and_survive_a_reload)
+{
+	char dir[] = "/tmp/fkv-fence-XXXXXX", path[PATH_MAX], why[512];
+	struct fkv_fences f, g;
+	int fd;
+
+	FKV_ASSERT(mkdtemp(dir));
+	FKV_ASSERT_EQ(fkv_fences_load(&f, dir, why, sizeof(why)), 0);
+	FKV_ASSERT_EQ(f.n, 0);
+	FKV_ASSERT_EQ(fkv_fences_of(&f, "node2"), 0);
+	FKV_ASSERT_EQ(fkv_fences_raise(&f, "node2", FKV_PUT_ID(2, 50), why,
+				       sizeof(why)), 0);
+	FKV_ASSERT_EQ(fkv_fences_raise(&f, "node2", FKV_PUT_ID(2, 40), why,
+				       sizeof(why)), 0);
+	FKV_ASSERT_EQ(fkv_fences_raise(&f, "node-3.x", 7, why, sizeof(why)), 0);
+	FKV_ASSERT_EQ(fkv_fences_of(&f, "node2"), FKV_PUT_ID(2, 50));
+	FKV_ASSERT_EQ(fkv_fences_load(&g, dir, why, sizeof(why)), 0);
+	FKV_ASSERT_EQ(g.n, 2);
+	FKV_ASSERT_EQ(fkv_fences_of(&g, "node2"), FKV_PUT_ID(2, 50));
+	FKV_ASSERT_EQ(fkv_fences_of(&g, "node-3.x"), 7);
+	fkv_fences_free(&g);
+	/* a file it cannot write: not raised, the old one stays */
+	snprintf(path, sizeof(path), "%s/" FKV_FENCE_FILE ".new", dir);
+	FKV_ASSERT_EQ(mkdir(path, 0700), 0);
+	FKV_ASSERT(fkv_fences_raise(&f, "node2", FKV_PUT_ID(2, 60), why,
+				    sizeof(why)) < 0);
+	FKV_ASSERT(strstr(why, FKV_FENCE_FILE ".new"), "why: %s", why);
+	FKV_ASSERT_EQ(fkv_fences_of(&f, "node2"), FKV_PUT_ID(2, 50));
+	FKV_ASSERT(fkv_fences_raise(&f, "node9", 1, why, sizeof(why)) < 0);
+	FKV_ASSERT_EQ(fkv_fences_of(&f, "node9"), 0);
+	rmdir(path);
+	fkv_fences_free(&f);
+	/* a malformed file is an error, not an empty table */
+	snprintf(path, sizeof(path), "%s/" FKV_FENCE_FILE, dir);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	FKV_ASSERT(fd >= 0);
+	FKV_ASSERT_EQ(write(fd, "node2 zz\n", 9), 9);
+	close(fd);
+	FKV_ASSERT_EQ(fkv_fences_load(&g, dir, why, sizeof(why)), -EINVAL);
+	FKV_ASSERT(strstr(why, "line 1"), "why: %s", why);
+	fkv_fences_free(&g);
+	unlink(path);
+	rmdir(dir);
+}
+
+/*
  * Tombstones are bounded: the oldest aged out leaves its put_id as the
  * floor every key without a tombstone is held to (a version at or below
  * it is refused: the master cannot tell it was not overwritten).

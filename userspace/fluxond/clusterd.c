@@ -131,6 +131,8 @@ struct fkv_clusterd {
 	struct fkv_cctl *cctl;
 	struct fkv_xport *xport;
 	struct fkv_master *master;	/* master role */
+	uint64_t term;			/* master role: ours */
+	struct fkv_fences fences;	/* master role: the nodes' (term.h) */
 	/* master role: each node's REPORTed DRAM replicas until its REPORT_DONE */
 	struct fkv_adopted *reported[FKV_ROUTE_NODES];
 	uint64_t report_at_ms;	/* reports held back until (test hook) */
@@ -168,6 +170,7 @@ struct fkv_clusterd {
 		uint64_t forwarded, answered, fetches, fetch_errors;
 		uint64_t drops_relayed, tokens_expired, refused_unjoined;
 		uint64_t sync_timeouts, syncs_held;
+		uint64_t fences_raised;		/* master: written */
 		uint64_t places, place_errors, targets_published;
 		uint64_t targets_dropped;
 		uint64_t reports_sent, reports_adopted, reports_repersisted;
@@ -684,9 +687,30 @@ static bool master_answer(struct fkv_clusterd *cd, uint32_t node,
 	return reply;
 }
 
+/*
+ * The master goes on without node @name's copies (it left, or missed a
+ * drop past its lease): its fence rises to our numbering, on disk first,
+ * so that no later master adopts a copy it kept from before (term.h).
+ */
+static void fence_node(struct fkv_clusterd *cd, const char *name)
+{
+	uint64_t at = fkv_master_last_put_id(cd->master);
+	char why[256];
+	int err;
+
+	err = fkv_fences_raise(&cd->fences, name, at, why, sizeof(why));
+	if (err)
+		fkv_err("cluster: cannot fence node '%s' at %#llx: %s: after a "
+			"master restart its kept copies could be adopted", name,
+			(unsigned long long)at, why);
+	else
+		cd->st.fences_raised++;
+}
+
 static void member_up(void *arg, const struct fkv_member *m)
 {
 	struct fkv_clusterd *cd = arg;
+	uint64_t floor = fkv_fences_of(&cd->fences, m->name);
 	int err;
 
 	err = fkv_master_node_up(cd->master, m->id, m->incarnation,
@@ -695,6 +719,18 @@ static void member_up(void *arg, const struct fkv_member *m)
 	if (err)
 		fkv_err("cluster: node %u not usable: %s", m->id,
 			strerror(-err));
+	/*
+	 * A fence of an earlier term: that master went on without this
+	 * node and we know none of its tombstones.  Ours are exact.
+	 */
+	if (floor && FKV_PUT_ID_TERM(floor) >= cd->term)
+		floor = 0;
+	fkv_master_node_fence(cd->master, m->id, floor);
+	if (floor)
+		fkv_info("cluster: node '%s' was fenced at %#llx by a master of "
+			 "term %llu: its kept copies up to that are dropped",
+			 m->name, (unsigned long long)floor,
+			 (unsigned long long)FKV_PUT_ID_TERM(floor));
 }
 
 static void member_down(void *arg, const struct fkv_member *m)
@@ -702,6 +738,7 @@ static void member_down(void *arg, const struct fkv_member *m)
 	struct fkv_clusterd *cd = arg;
 	struct sync_wait *sw, *next;
 
+	fence_node(cd, m->name);
 	fkv_master_node_down(cd->master, m->id);
 	fkv_adopted_free(&cd->reported[m->id]);
 	/* Its copies are forgotten with it: nothing to wait for. */
@@ -1790,6 +1827,18 @@ static int start_master(struct fkv_clusterd *cd)
 	fkv_info("master term %llu (put_ids from %#llx)",
 		 (unsigned long long)mc.term,
 		 (unsigned long long)FKV_PUT_ID(mc.term, 1));
+	cd->term = mc.term;
+	fkv_fences_free(&cd->fences);
+	err = fkv_fences_load(&cd->fences, cd->cc->state_dir, why,
+			      sizeof(why));
+	if (err) {
+		fkv_err("cannot read the nodes' fences: %s", why);
+		fkv_nl_unregister(cd->nl);
+		return err;
+	}
+	if (cd->fences.n)
+		fkv_info("%zu node fence(s) from earlier terms (%s/%s)",
+			 cd->fences.n, cd->cc->state_dir, FKV_FENCE_FILE);
 	mc.node = cd->self;
 	mc.capacity = cd->reg.segment_size;
 	mc.incarnation = fkv_cctl_incarnation(cd->cctl);
@@ -1943,6 +1992,7 @@ void fkv_clusterd_stop(struct fkv_clusterd *cd)
 		fkv_adopted_free(&cd->reported[i]);
 	report_clear(cd);
 	fkv_master_destroy(cd->master);
+	fkv_fences_free(&cd->fences);
 	if (cd->seg)
 		munmap(cd->seg, cd->seg_size);
 	if (cd->devfd >= 0)
@@ -1997,6 +2047,13 @@ void fkv_clusterd_tick(struct fkv_clusterd *cd)
 		fkv_warn("cluster: %u node(s) did not acknowledge a drop in %u ms: "
 			 "their lease is over, answering", sw->nnodes,
 			 cd->cc->lease_ms);
+		for (i = 0; i < sw->nnodes; i++) {
+			const struct fkv_member *mb = fkv_members_get(
+				fkv_cctl_members(cd->cctl), sw->nodes[i]);
+
+			if (mb)
+				fence_node(cd, mb->name);
+		}
 		cd->st.sync_timeouts++;
 		sync_complete(cd, sw);
 	}
@@ -2110,6 +2167,7 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 		{ "refused_unjoined", cd->st.refused_unjoined },
 		{ "answers_held_for_drops", cd->st.syncs_held },
 		{ "drop_ack_timeouts", cd->st.sync_timeouts },
+		{ "fences_raised", cd->st.fences_raised },
 		{ "remote_pulls", xs.pulls },
 		{ "remote_pull_bytes", xs.pull_bytes },
 		{ "remote_pull_errors", xs.pull_errors },

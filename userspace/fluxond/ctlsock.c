@@ -97,6 +97,7 @@ int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m)
 		{ "master_placed", st.placed },
 		{ "master_adopted", st.adopted },
 		{ "master_adopt_refused", st.adopt_refused },
+		{ "master_adopt_fenced", st.adopt_fenced },
 		{ "master_put_ids_refused", st.put_ids_refused },
 		{ "master_tombs", st.tombs },
 		{ "master_tomb_floor", st.tomb_floor },

@@ -27,6 +27,7 @@ struct fkv_mnode {
 	struct fkv_evict *policy;
 	char addr[FKV_MASTER_ADDR_MAX];	/* its data plane address */
 	uint64_t remote_gets;	/* gets it served to other nodes */
+	uint64_t adopt_floor;	/* its fence from an earlier term (term.h) */
 };
 
 /*
@@ -807,6 +808,14 @@ int fkv_master_adopt(struct fkv_master *m, const void *key, size_t key_len,
 	if (handle && m->self && FLUXONKV_HANDLE_NODE(handle) != m->caller)
 		return -EINVAL;
 	fkv_master_note_put_id(m, put_id);
+	if (put_id <= n->adopt_floor) {
+		/* kept from before the node's fence: maybe replaced since */
+		m->st.adopt_refused++;
+		m->st.adopt_fenced++;
+		if (handle)
+			m->ops->send_drop(m->arg, handle, 0);
+		return 0;
+	}
 	ret = fkv_routes_adopt_on(m->routes, m->caller, key, key_len, put_id,
 				  handle, len, ssd, n->incarnation,
 				  0, &r);
@@ -825,6 +834,18 @@ int fkv_master_adopt(struct fkv_master *m, const void *key, size_t key_len,
 				(unsigned long long)handle, strerror(-err));
 	}
 	return 1;
+}
+
+void fkv_master_node_fence(struct fkv_master *m, uint32_t node,
+			   uint64_t floor)
+{
+	if (node < FKV_ROUTE_NODES)
+		m->nodes[node].adopt_floor = floor;
+}
+
+uint64_t fkv_master_last_put_id(const struct fkv_master *m)
+{
+	return fkv_routes_last_put_id(m->routes);
 }
 
 int fkv_master_repersist(struct fkv_master *m, const void *key,

@@ -133,6 +133,7 @@ struct fkv_master_stats {
 	uint64_t placed, place_refused;
 	/* warm restart: kept replicas adopted / refused (dropped) */
 	uint64_t adopted, adopt_refused, repersisted;
+	uint64_t adopt_fenced;	/* of those refused: below the node's fence */
 	/* put_ids nodes reported above a cluster master's numbering */
 	uint64_t put_ids_refused;
 	/* GET_REVOKEs naming a replica the caller neither has nor pulled */
@@ -275,6 +276,14 @@ int fkv_master_put_local(struct fkv_master *m, const void *key,
  */
 int fkv_master_adopt(struct fkv_master *m, const void *key, size_t key_len,
 		     uint64_t put_id, uint64_t handle, uint64_t len, bool ssd);
+/*
+ * Node @node's kept replicas at or below @floor are refused (dropped)
+ * from now on: its fence from an earlier master term (term.h); 0 lifts it.
+ */
+void fkv_master_node_fence(struct fkv_master *m, uint32_t node,
+			   uint64_t floor);
+/* The highest put_id this master numbered (or noted). */
+uint64_t fkv_master_last_put_id(const struct fkv_master *m);
 /*
  * After a warm restart's adoption: the caller's adopted DRAM replica
  * @handle of @key at @put_id has no SSD copy on any node although the

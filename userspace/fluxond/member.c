@@ -148,6 +148,14 @@ struct fkv_member *fkv_members_live(struct fkv_members *t, uint32_t id)
 	return m && m->live ? m : NULL;
 }
 
+const struct fkv_member *fkv_members_get(const struct fkv_members *t,
+					 uint32_t id)
+{
+	const struct fkv_member *m = by_id((struct fkv_members *)t, id);
+
+	return m && m->id ? m : NULL;
+}
+
 bool fkv_members_is_live(const struct fkv_members *t, uint32_t id,
 			 uint64_t incarnation)
 {

@@ -107,6 +107,9 @@ unsigned int fkv_members_tick(struct fkv_members *t, uint64_t now);
 
 /* The live member @id, or NULL. */
 struct fkv_member *fkv_members_live(struct fkv_members *t, uint32_t id);
+/* Member @id, live or not (its name stays); NULL if the id is unused. */
+const struct fkv_member *fkv_members_get(const struct fkv_members *t,
+					 uint32_t id);
 /* Is @incarnation the live incarnation of @id? */
 bool fkv_members_is_live(const struct fkv_members *t, uint32_t id,
 			 uint64_t incarnation);

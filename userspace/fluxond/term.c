@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * term.c - the master's term file (term.h).
+ * term.c - the master's term and fence files (term.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,20 +54,21 @@ static int term_read(const char *path, uint64_t *term, char *why,
 	return 0;
 }
 
-static int term_write(const char *dir, const char *path, uint64_t term,
-		      char *why, size_t why_len)
+/* Replace @path (in @dir) by @len bytes of @buf, durably. */
+static int durable_write(const char *dir, const char *path, const char *buf,
+			 size_t len, char *why, size_t why_len)
 {
-	char tmp[PATH_MAX], buf[32];
-	int fd, len, dfd;
+	char tmp[PATH_MAX];
+	int fd, dfd;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.new", path) >= (int)sizeof(tmp))
 		return fail(why, why_len, ENAMETOOLONG, "%s: %s", path);
-	len = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", term);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
 		  0640);
 	if (fd < 0)
 		return fail(why, why_len, errno, "%s: %s", tmp);
-	if (write(fd, buf, len) != len || fsync(fd)) {
+	errno = 0;
+	if (write(fd, buf, len) != (ssize_t)len || fsync(fd)) {
 		int err = errno ? errno : EIO;
 
 		close(fd);
@@ -91,6 +92,15 @@ static int term_write(const char *dir, const char *path, uint64_t term,
 	}
 	close(dfd);
 	return 0;
+}
+
+static int term_write(const char *dir, const char *path, uint64_t term,
+		      char *why, size_t why_len)
+{
+	char buf[32];
+	int len = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", term);
+
+	return durable_write(dir, path, buf, (size_t)len, why, why_len);
 }
 
 int fkv_term_next(const char *dir, uint64_t seen_put_id, uint64_t *term,
@@ -125,4 +135,137 @@ int fkv_term_next(const char *dir, uint64_t seen_put_id, uint64_t *term,
 		return err;
 	*term = stored + 1;
 	return 0;
+}
+
+/* ---- fences ---- */
+
+static int fence_path(const struct fkv_fences *f, char *path, size_t size)
+{
+	return snprintf(path, size, "%s/%s", f->dir, FKV_FENCE_FILE) >=
+	       (int)size ? -ENAMETOOLONG : 0;
+}
+
+static struct fkv_fence *fence_find(const struct fkv_fences *f,
+				    const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < f->n; i++)
+		if (!strcmp(f->v[i].name, name))
+			return &f->v[i];
+	return NULL;
+}
+
+static int fence_add(struct fkv_fences *f, const char *name, uint64_t put_id)
+{
+	struct fkv_fence *e;
+
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 16;
+
+		e = realloc(f->v, cap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		f->v = e;
+		f->cap = cap;
+	}
+	e = &f->v[f->n++];
+	snprintf(e->name, sizeof(e->name), "%s", name);
+	e->put_id = put_id;
+	return 0;
+}
+
+void fkv_fences_free(struct fkv_fences *f)
+{
+	free(f->dir);
+	free(f->v);
+	memset(f, 0, sizeof(*f));
+}
+
+int fkv_fences_load(struct fkv_fences *f, const char *dir, char *why,
+		    size_t why_len)
+{
+	char path[PATH_MAX], line[160], name[FKV_FENCE_NAME_MAX + 2];
+	unsigned long long v;
+	unsigned int lineno = 0;
+	FILE *fp;
+	int err = 0;
+
+	memset(f, 0, sizeof(*f));
+	f->dir = strdup(dir);
+	if (!f->dir)
+		return -ENOMEM;
+	if (fence_path(f, path, sizeof(path)))
+		return fail(why, why_len, ENAMETOOLONG, "%s: %s", dir);
+	fp = fopen(path, "re");
+	if (!fp)
+		return errno == ENOENT ? 0 : fail(why, why_len, errno,
+						  "%s: %s", path);
+	while (!err && fgets(line, sizeof(line), fp)) {
+		char end;
+
+		lineno++;
+		if (sscanf(line, "%65s %llx%c", name, &v, &end) != 3 ||
+		    end != '\n' || strlen(name) > FKV_FENCE_NAME_MAX ||
+		    fence_find(f, name)) {
+			snprintf(why, why_len,
+				 "%s line %u: not a fence (\"name put_id\" in "
+				 "hex, one per node): fix or remove it only if "
+				 "no node keeps replicas from before it", path,
+				 lineno);
+			err = -EINVAL;
+			break;
+		}
+		err = fence_add(f, name, v);
+	}
+	fclose(fp);
+	return err;
+}
+
+int fkv_fences_raise(struct fkv_fences *f, const char *name, uint64_t put_id,
+		     char *why, size_t why_len)
+{
+	struct fkv_fence *e = fence_find(f, name);
+	char path[PATH_MAX], *buf;
+	uint64_t old = e ? e->put_id : 0;
+	size_t i, len = 0, cap;
+	int err;
+
+	if (!f->dir || strlen(name) > FKV_FENCE_NAME_MAX) {
+		snprintf(why, why_len, "no state directory, or a name too long");
+		return -EINVAL;
+	}
+	if (e && e->put_id >= put_id)
+		return 0;
+	if (e)
+		e->put_id = put_id;
+	else if ((err = fence_add(f, name, put_id)))
+		return err;
+	if (fence_path(f, path, sizeof(path)))
+		return fail(why, why_len, ENAMETOOLONG, "%s: %s", f->dir);
+	cap = f->n * (FKV_FENCE_NAME_MAX + 20);
+	buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < f->n; i++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s %" PRIx64 "\n",
+					f->v[i].name, f->v[i].put_id);
+	err = durable_write(f->dir, path, buf, len, why, why_len);
+	free(buf);
+	if (err) {
+		/* Not written: not raised (the caller says so). */
+		e = fence_find(f, name);
+		if (old)
+			e->put_id = old;
+		else
+			f->n--;
+	}
+	return err;
+}
+
+uint64_t fkv_fences_of(const struct fkv_fences *f, const char *name)
+{
+	const struct fkv_fence *e = fence_find(f, name);
+
+	return e ? e->put_id : 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * term.h - the master's term: the one piece of state a cluster master
- * keeps across restarts.
+ * term.h - what a cluster master keeps across restarts: its term and the
+ * nodes' fences.
  *
  * Every put_id a cluster master issues is FKV_PUT_ID(term, seq): the term
  * in the high bits, a sequence number below.  A master starting up takes
@@ -34,5 +34,44 @@
  */
 int fkv_term_next(const char *dir, uint64_t seen_put_id, uint64_t *term,
 		  char *why, size_t why_len);
+
+/*
+ * Fences.  When a node leaves the master (or misses a DROP_REPLICA past
+ * its lease), the master goes on without it: it forgets that node's
+ * copies, and an overwrite or delete returns without them.  Within one
+ * term the tombstones refuse what the node kept of a version replaced
+ * meanwhile (route.h); a master restarted after that knows no tombstone.
+ * So before going on, the master raises the node's fence to its current
+ * numbering, durably (@dir/fences: "name put_id" lines, a temporary file,
+ * fsync, rename): a master of a later term adopts none of that node's kept
+ * replicas at or below its fence.  It costs the cache those replicas,
+ * never a version going backwards.  A fence only ever rises.
+ */
+#define FKV_FENCE_FILE		"fences"
+#define FKV_FENCE_NAME_MAX	64	/* FKV_NODE_NAME_MAX */
+
+struct fkv_fence {
+	char name[FKV_FENCE_NAME_MAX + 1];
+	uint64_t put_id;
+};
+
+struct fkv_fences {
+	char *dir;
+	struct fkv_fence *v;
+	size_t n, cap;
+};
+
+/* Read @dir/fences (absent: none); 0 or -errno with @why filled. */
+int fkv_fences_load(struct fkv_fences *f, const char *dir, char *why,
+		    size_t why_len);
+/*
+ * Raise @name's fence to @put_id (if above) and write the file before
+ * returning: 0, or -errno with @why filled (the old file stays).
+ */
+int fkv_fences_raise(struct fkv_fences *f, const char *name, uint64_t put_id,
+		     char *why, size_t why_len);
+/* @name's fence; 0 if none. */
+uint64_t fkv_fences_of(const struct fkv_fences *f, const char *name);
+void fkv_fences_free(struct fkv_fences *f);
 
 #endif
