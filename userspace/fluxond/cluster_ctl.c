@@ -388,10 +388,12 @@ static void master_msg(struct fkv_cctl *t, struct cconn *c,
 	int err;
 
 	if ((cmd < FKV_CCMD_HELLO || cmd == FKV_CCMD_REPORT ||
-	     cmd == FKV_CCMD_REPORT_DONE || cmd == FKV_CCMD_REPORT_ACK) &&
+	     cmd == FKV_CCMD_REPORT_DONE || cmd == FKV_CCMD_REPORT_ACK ||
+	     cmd == FKV_CCMD_DROPS) &&
 	    c->state == C_JOINED) {
-		/* A forwarded upcall (decoded with the kernel's policies)
-		 * or a kept replica's report (or their end). */
+		/* A forwarded upcall (decoded with the kernel's policies),
+		 * a kept replica's report (or their end), or the answer to a
+		 * batch of drops. */
 		if (t->cfg.ops && t->cfg.ops->member_msg)
 			t->cfg.ops->member_msg(t->cfg.arg, c->id, nlh);
 		return;
@@ -650,10 +652,11 @@ static void node_msg(struct fkv_cctl *t, struct cconn *c, struct nlmsghdr *nlh)
 	int32_t status;
 
 	if (cmd < FKV_CCMD_HELLO || cmd == FKV_CCMD_PLACED ||
-	    cmd == FKV_CCMD_REPORT_DONE || cmd == FKV_CCMD_REPORT_ACK) {
+	    cmd == FKV_CCMD_REPORT_DONE || cmd == FKV_CCMD_REPORT_ACK ||
+	    cmd == FKV_CCMD_DROPS) {
 		/*
-		 * An answer to a forwarded upcall, DROP_REPLICA, PLACED, or
-		 * the master's word on our reports.
+		 * An answer to a forwarded upcall, DROP_REPLICA, a batch of
+		 * drops, PLACED, or the master's word on our reports.
 		 */
 		if (c->state == C_JOINED && t->cfg.ops && t->cfg.ops->master_msg)
 			t->cfg.ops->master_msg(t->cfg.arg, nlh);
@@ -965,6 +968,22 @@ bool fkv_cctl_roomy(const struct fkv_cctl *t)
 	if (t->master || t->conns[0].state != C_JOINED)
 		return false;
 	return w->tx_len - w->tx_off < w->tx_max / 2;
+}
+
+bool fkv_cctl_member_roomy(const struct fkv_cctl *t, uint32_t id)
+{
+	unsigned int i;
+
+	if (!t->master)
+		return false;
+	for (i = 0; i < FKV_CCTL_CONNS; i++) {
+		const struct cconn *c = &t->conns[i];
+
+		if (c->state == C_JOINED && c->id == id &&
+		    fkv_members_is_live(&t->members, id, c->incarnation))
+			return c->w.tx_len - c->w.tx_off < c->w.tx_max / 2;
+	}
+	return false;
 }
 
 void fkv_cctl_reset(struct fkv_cctl *t)

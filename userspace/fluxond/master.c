@@ -55,6 +55,7 @@ struct fkv_master {
 	uint32_t self;		/* this daemon's node (0 on a single node) */
 	uint32_t caller;	/* the node whose upcall is being handled */
 	bool evicting;		/* drops now are evictions */
+	uint64_t evict_hash;	/* ... of the key with this route hash */
 	bool local_puts;	/* the module numbers puts: no PUT */
 	/* PUT_LOCAL: the replaced replica the module dropped itself */
 	uint64_t dropped_by_module;
@@ -107,6 +108,10 @@ static void route_drop(void *arg, uint64_t handle, uint64_t weight)
 		m->evicting ? ", evicted" : "");
 	if (handle && handle == m->dropped_by_module)
 		return;		/* gone already: a local put replaced it */
+	if (m->evicting && m->ops->send_evicted) {
+		m->ops->send_evicted(m->arg, handle, m->evict_hash);
+		return;
+	}
 	m->ops->send_drop(m->arg, handle,
 			  m->evicting ? FLUXONKV_DROP_F_EVICTED : 0);
 }
@@ -443,10 +448,13 @@ void fkv_master_set_caller(struct fkv_master *m, uint32_t node)
 static void evict_one(void *arg, uint64_t handle, uint64_t weight)
 {
 	struct fkv_master *m = arg;
+	const struct fkv_route *r = fkv_routes_by_handle(m->routes, handle);
 
 	m->st.evictions++;
 	m->st.evicted_bytes += weight;
+
 	/* Drops the route's reference; route_drop sends DROP_REPLICA. */
+	m->evict_hash = r ? r->hash : 0;
 	m->evicting = true;
 	if (fkv_routes_drop_handle(m->routes, handle))
 		fkv_err("policy chose replica %#llx that no route names",
