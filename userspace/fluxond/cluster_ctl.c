@@ -907,11 +907,35 @@ int fkv_cctl_handle(struct fkv_cctl *t, const struct pollfd *pfd, int n)
 	return t->fatal;
 }
 
-void fkv_cctl_tick(struct fkv_cctl *t)
+/*
+ * Read what has arrived before judging anyone silent.  A loop that stalled
+ * on a long event (an eviction burst, a member-left at scale) finds the
+ * heartbeats of that time unread in its sockets; the tick used to run
+ * first and declare those members left (and a node its master gone).
+ * Only joined connections (the master's) and the node's own connection
+ * to the master: the join's deadline counts from accept, whatever came.
+ */
+static void read_first(struct fkv_cctl *t)
 {
-	uint64_t now = now_ms();
 	unsigned int i;
 
+	for (i = 0; i < FKV_CCTL_CONNS; i++) {
+		struct cconn *c = &t->conns[i];
+
+		if (c->state == C_JOINED ||
+		    (!t->master && (c->state == C_HELLO ||
+				    c->state == C_JOINING)))
+			conn_io(t, c, POLLIN);
+	}
+}
+
+void fkv_cctl_tick(struct fkv_cctl *t)
+{
+	uint64_t now;
+	unsigned int i;
+
+	read_first(t);
+	now = now_ms();
 	if (t->master) {
 		struct fkv_member *self = fkv_members_live(&t->members,
 							   t->self_id);
