@@ -162,7 +162,7 @@ static void cluster_cfg(struct fkv_cluster_config *cc,
 	cc->secret_len = sizeof(secret) - 1;
 	cc->heartbeat_ms = 100;
 	cc->lease_ms = 1500;
-	cc->dead_after_ms = 3000;
+	cc->dead_after_ms = 10000;
 	cc->state_dir = (char *)"/nonexistent";
 }
 
