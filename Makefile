@@ -143,6 +143,14 @@ $(O)/unit/fuzz_data: $(O)/tests/fuzz/fuzz_data.o $(FLUXOND_LIBOBJS) $(COMMON_OBJ
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -Wl,--wrap=fkv_log -o $@ $^ $(FUZZ_LIBS)
 
+# test_clusterd includes clusterd.c (both runtimes, the module faked):
+# the daemon without clusterd.o.
+$(O)/unit/test_clusterd: $(O)/tests/unit/test_clusterd.o \
+		    $(filter-out $(O)/userspace/fluxond/clusterd.o,$(FLUXOND_LIBOBJS)) \
+		    $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(FUZZ_LIBS)
+
 unit: $(UNIT_BINS) $(FUZZ_REPLAY_BINS)
 	@tests/unit/run $(UNIT_BINS) $(FUZZ_REPLAY_BINS)
 

@@ -1278,6 +1278,61 @@ FKV_TEST_TIMEOUT(cctl_report_acks_and_done_reach_both_daemons, 30)
 	fkv_cctl_stop(m);
 }
 
+/*
+ * A master whose loop stalled on a long event (an eviction burst, a
+ * member-left at scale) longer than dead_after_ms has its members'
+ * heartbeats of that time unread in their sockets: its next tick must read
+ * them before it judges anyone silent (issue 28).  The node keeps
+ * heartbeating through the stall (its own dead_after is longer); before,
+ * the tick ran first and declared it left ("missed heartbeats").
+ */
+FKV_TEST_TIMEOUT(cctl_a_stalled_master_reads_heartbeats_before_judging, 30)
+{
+	struct fkv_cluster_config mc, nc;
+	struct fkv_cctl_config c = { .segment_size = 64 << 20,
+				     .segment_used = used_zero };
+	struct fkv_cctl *m, *n;
+	const struct fkv_members *t;
+	struct fkv_cctl_stats st;
+	uint16_t port = free_port();
+	uint64_t t0;
+
+	cluster_cfg(&mc, FKV_ROLE_MASTER, "a", port, secret);
+	cluster_cfg(&nc, FKV_ROLE_NODE, "b", port, secret);
+	mc.lease_ms = nc.lease_ms = 200;
+	nc.dead_after_ms = 5000;	/* the node waits the stall out */
+	c.cc = &mc;
+	c.incarnation = 1;
+	FKV_ASSERT_EQ(fkv_cctl_start(&m, &c), 0);
+	c.cc = &nc;
+	c.incarnation = 2;
+	FKV_ASSERT_EQ(fkv_cctl_start(&n, &c), 0);
+	FKV_ASSERT_EQ(spin(m, n, 300), 0);
+	t = fkv_cctl_members(m);
+	FKV_ASSERT(fkv_members_is_live(t, 2, 2));
+	/* the master's loop stalls 3x dead_after_ms; the node heartbeats */
+	t0 = mono_ns();
+	while (mono_ns() - t0 < 900ULL * 1000000) {
+		struct pollfd pfd[8];
+		int b = fkv_cctl_pollfds(n, pfd, 8);
+
+		poll(pfd, (nfds_t)b, 10);
+		fkv_cctl_handle(n, pfd, b);
+		fkv_cctl_tick(n);
+	}
+	/* the loop's next turn: its tick is due first */
+	fkv_cctl_tick(m);
+	FKV_ASSERT(fkv_members_is_live(t, 2, 2),
+		   "a live member was declared left after the master's stall");
+	fkv_cctl_get_stats(m, &st);
+	FKV_ASSERT_EQ(st.member_left, 0);
+	/* and silence is still noticed */
+	fkv_cctl_stop(n);
+	spin(m, NULL, 100);
+	FKV_ASSERT(!fkv_members_is_live(t, 2, 2));
+	fkv_cctl_stop(m);
+}
+
 /* Run the master and nodes @n[0..nn) (NULL: silent) for @ms. */
 static void spin_n(struct fkv_cctl *m, struct fkv_cctl **n, int nn, int ms)
 {

@@ -140,6 +140,18 @@ enum fkv_cluster_cmd {
 	 * side's queue, and nothing kept is dropped for want of room.
 	 */
 	FKV_CCMD_REPORT_ACK,
+	/*
+	 * master -> node: HANDLES (an array of u64, up to 4096 of them),
+	 * FLAGS (FLUXONKV_DROP_F_EVICTED), SYNC_ID (the batch's number, from
+	 * 1 on each join).  Evictions in bulk: the node hands its module one
+	 * DROP_REPLICA per handle and answers DROPS {SYNC_ID} once all of
+	 * them are applied.  The master keeps a few batches unanswered at
+	 * most and queues one only while less than half of that node's
+	 * control queue is taken: an eviction burst of any size neither
+	 * overflows the queue (which would cost a healthy node its
+	 * connection) nor crowds out heartbeats and answers.
+	 */
+	FKV_CCMD_DROPS,
 	__FKV_CCMD_MAX,
 };
 

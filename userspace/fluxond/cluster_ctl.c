@@ -440,10 +440,12 @@ static void master_msg(struct fkv_cctl *t, struct cconn *c,
 	int err;
 
 	if ((cmd < FKV_CCMD_HELLO || cmd == FKV_CCMD_REPORT ||
-	     cmd == FKV_CCMD_REPORT_DONE || cmd == FKV_CCMD_REPORT_ACK) &&
+	     cmd == FKV_CCMD_REPORT_DONE || cmd == FKV_CCMD_REPORT_ACK ||
+	     cmd == FKV_CCMD_DROPS) &&
 	    c->state == C_JOINED) {
-		/* A forwarded upcall (decoded with the kernel's policies)
-		 * or a kept replica's report (or their end). */
+		/* A forwarded upcall (decoded with the kernel's policies),
+		 * a kept replica's report (or their end), or the answer to a
+		 * batch of drops. */
 		if (t->cfg.ops && t->cfg.ops->member_msg)
 			t->cfg.ops->member_msg(t->cfg.arg, c->id, nlh);
 		return;
@@ -703,10 +705,11 @@ static void node_msg(struct fkv_cctl *t, struct cconn *c, struct nlmsghdr *nlh)
 	bool proven;
 
 	if (cmd < FKV_CCMD_HELLO || cmd == FKV_CCMD_PLACED ||
-	    cmd == FKV_CCMD_REPORT_DONE || cmd == FKV_CCMD_REPORT_ACK) {
+	    cmd == FKV_CCMD_REPORT_DONE || cmd == FKV_CCMD_REPORT_ACK ||
+	    cmd == FKV_CCMD_DROPS) {
 		/*
-		 * An answer to a forwarded upcall, DROP_REPLICA, PLACED, or
-		 * the master's word on our reports.
+		 * An answer to a forwarded upcall, DROP_REPLICA, a batch of
+		 * drops, PLACED, or the master's word on our reports.
 		 */
 		if (c->state == C_JOINED && t->cfg.ops && t->cfg.ops->master_msg)
 			t->cfg.ops->master_msg(t->cfg.arg, nlh);
@@ -999,11 +1002,35 @@ int fkv_cctl_handle(struct fkv_cctl *t, const struct pollfd *pfd, int n)
 	return t->fatal;
 }
 
-void fkv_cctl_tick(struct fkv_cctl *t)
+/*
+ * Read what has arrived before judging anyone silent.  A loop that stalled
+ * on a long event (an eviction burst, a member-left at scale) finds the
+ * heartbeats of that time unread in its sockets; the tick used to run
+ * first and declare those members left (and a node its master gone).
+ * Only joined connections (the master's) and the node's own connection
+ * to the master: the join's deadline counts from accept, whatever came.
+ */
+static void read_first(struct fkv_cctl *t)
 {
-	uint64_t now = now_ms();
 	unsigned int i;
 
+	for (i = 0; i < FKV_CCTL_CONNS; i++) {
+		struct cconn *c = &t->conns[i];
+
+		if (c->state == C_JOINED ||
+		    (!t->master && (c->state == C_HELLO ||
+				    c->state == C_JOINING)))
+			conn_io(t, c, POLLIN);
+	}
+}
+
+void fkv_cctl_tick(struct fkv_cctl *t)
+{
+	uint64_t now;
+	unsigned int i;
+
+	read_first(t);
+	now = now_ms();
 	if (t->master) {
 		struct fkv_member *self = fkv_members_live(&t->members,
 							   t->self_id);
@@ -1060,6 +1087,22 @@ bool fkv_cctl_roomy(const struct fkv_cctl *t)
 	if (t->master || t->conns[0].state != C_JOINED)
 		return false;
 	return w->tx_len - w->tx_off < w->tx_max / 2;
+}
+
+bool fkv_cctl_member_roomy(const struct fkv_cctl *t, uint32_t id)
+{
+	unsigned int i;
+
+	if (!t->master)
+		return false;
+	for (i = 0; i < FKV_CCTL_CONNS; i++) {
+		const struct cconn *c = &t->conns[i];
+
+		if (c->state == C_JOINED && c->id == id &&
+		    fkv_members_is_live(&t->members, id, c->incarnation))
+			return c->w.tx_len - c->w.tx_off < c->w.tx_max / 2;
+	}
+	return false;
 }
 
 void fkv_cctl_reset(struct fkv_cctl *t)

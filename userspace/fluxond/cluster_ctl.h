@@ -100,6 +100,11 @@ void fkv_cctl_reset(struct fkv_cctl *t);
  * upcalls, whose refusal would cost the connection.
  */
 bool fkv_cctl_roomy(const struct fkv_cctl *t);
+/*
+ * Master role: the same for the connection of live member @id (false
+ * when it has none): bulk traffic to it (batches of drops) waits for room.
+ */
+bool fkv_cctl_member_roomy(const struct fkv_cctl *t, uint32_t id);
 /* The master's own member id (master role). */
 uint32_t fkv_cctl_self_id(const struct fkv_cctl *t);
 /* This daemon's current incarnation (a node picks a new one per join). */

@@ -66,6 +66,15 @@ struct sync_wait {
 	uint64_t id;
 	uint32_t nodes[FKV_SYNC_NODES];	/* still owing an ack */
 	unsigned int nnodes;
+	/*
+	 * ... and nodes still owing the answer to a batch of eviction drops
+	 * (FKV_CCMD_DROPS) that holds one of this key's replicas: until it
+	 * is applied the node may serve that replica, the version this
+	 * answer replaces.
+	 */
+	uint32_t bnodes[FKV_SYNC_NODES];
+	uint64_t bbatch[FKV_SYNC_NODES];	/* up to this batch */
+	unsigned int nbnodes;
 	uint64_t deadline_ms;
 	uint32_t caller;		/* whose upcall is answered */
 	uint8_t cmd;
@@ -123,6 +132,32 @@ struct target_rec {
 /* Longer than a put may stay in flight at the master (60 s). */
 #define FKV_TARGET_TTL_MS	70000
 
+/*
+ * Master: the eviction drops owed to another node, sent in batches of up
+ * to FKV_DROPS_BATCH handles (FKV_CCMD_DROPS, 32 KiB), at most
+ * FKV_DROPS_WINDOW of them unanswered, each only while that node's
+ * control queue is less than half full (fkv_cctl_member_roomy).  An
+ * eviction burst of 10^5 single DROP_REPLICAs (40 bytes each) overflowed
+ * the node's 4 MiB queue and cost a healthy node its connection; now it
+ * waits here, 24 bytes a handle, and goes as fast as the node applies it.
+ * e[head, sent) are sent (e->batch their batch), e[sent, len) not yet; an
+ * entry whose handle is 0 was sent on its own meanwhile (drops_sync).
+ */
+#define FKV_DROPS_BATCH		4096
+#define FKV_DROPS_WINDOW	4
+
+struct drop_ent {
+	uint64_t handle;
+	uint64_t hash;		/* its key's route hash */
+	uint64_t batch;
+};
+
+struct drop_queue {
+	struct drop_ent *e;
+	size_t head, sent, len, cap;
+	uint64_t batches, acked;	/* batches sent / answered */
+};
+
 struct fkv_clusterd {
 	struct fkv_clusterd_config cfg;
 	const struct fkv_cluster_config *cc;
@@ -164,6 +199,10 @@ struct fkv_clusterd {
 	struct sync_wait *syncs;	/* answers waiting for drop acks */
 	struct sync_wait *cur_sync;	/* the one being built, in dispatch */
 	uint64_t next_sync;
+	/* master: eviction drops owed to each node (drops_pump) ... */
+	struct drop_queue dq[FKV_ROUTE_NODES];
+	/* ... and per key route hash, how many of them are unanswered */
+	struct fkv_u64map drop_keys;
 	uint64_t lease_until;	/* node: the master's lease (CLOCK_MONOTONIC ns) */
 	bool lease_void;	/* node: a drop failed: no lease until we rejoin */
 	struct {
@@ -176,6 +215,10 @@ struct fkv_clusterd {
 		uint64_t reports_sent, reports_adopted, reports_repersisted;
 		uint64_t reports_failed;	/* not sent: dropped */
 		uint64_t reports_refused;	/* master: dropped */
+		/* master: eviction drops queued, sent in batches, batches;
+		 * node: handles of batches applied */
+		uint64_t drops_queued, drops_batched, drop_batches;
+		uint64_t drops_applied;
 	} st;
 };
 
@@ -471,13 +514,14 @@ static void tokenize(struct fkv_clusterd *cd, struct fkv_reply *r,
 
 /* ---- the master's side ---- */
 
-static void send_drop(void *arg, uint64_t handle, uint32_t flags)
+/*
+ * DROP_REPLICA of @handle to its node @node now; with @sw (an overwrite or
+ * a delete being answered) the answer waits for that node's DROP_ACK.
+ */
+static void send_drop_now(struct fkv_clusterd *cd, uint32_t node,
+			  uint64_t handle, uint32_t flags, struct sync_wait *sw)
 {
-	struct fkv_clusterd *cd = arg;
-	uint32_t node = FLUXONKV_HANDLE_NODE(handle);
 	struct nl_msg *msg;
-
-	struct sync_wait *sw = cd->cur_sync;
 	bool sync;
 	unsigned int i;
 
@@ -490,8 +534,7 @@ static void send_drop(void *arg, uint64_t handle, uint32_t flags)
 	 * An overwrite or delete: the answer waits for this node's ack.  The
 	 * caller's own drops go before the answer on its connection anyway.
 	 */
-	sync = sw && node != sw->caller && !(flags & FLUXONKV_DROP_F_EVICTED) &&
-	       sw->nnodes < FKV_SYNC_NODES;
+	sync = sw && node != sw->caller && sw->nnodes < FKV_SYNC_NODES;
 	msg = fkv_nl_drop_msg(FKV_WIRE_TYPE, handle, flags);
 	if (msg && sync && nla_put_u64(msg, FKV_CA_SYNC_ID, sw->id)) {
 		nlmsg_free(msg);
@@ -508,6 +551,226 @@ static void send_drop(void *arg, uint64_t handle, uint32_t flags)
 			sw->nodes[sw->nnodes++] = node;
 	}
 	nlmsg_free(msg);
+}
+
+static void send_drop(void *arg, uint64_t handle, uint32_t flags)
+{
+	struct fkv_clusterd *cd = arg;
+
+	send_drop_now(cd, FLUXONKV_HANDLE_NODE(handle), handle, flags,
+		      flags & FLUXONKV_DROP_F_EVICTED ? NULL : cd->cur_sync);
+}
+
+/* ---- eviction drops in batches (struct drop_queue) ---- */
+
+static uint64_t drop_key(uint64_t hash)
+{
+	return hash ? hash : 1;		/* a map key is never 0 */
+}
+
+/* One more (@delta 1) or one less (-1) unanswered drop of @hash's key. */
+static int drop_key_count(struct fkv_clusterd *cd, uint64_t hash, int delta)
+{
+	uintptr_t n;
+	int err;
+
+	if (!cd->drop_keys.slots) {
+		err = fkv_u64map_init(&cd->drop_keys, 0);
+		if (err)
+			return err;
+	}
+	n = (uintptr_t)fkv_u64map_del(&cd->drop_keys, drop_key(hash));
+	n += (uintptr_t)(intptr_t)delta;
+	return n ? fkv_u64map_put(&cd->drop_keys, drop_key(hash), (void *)n)
+		 : 0;
+}
+
+/* The eviction of @handle (a replica of @hash's key) is owed to @node. */
+static void drops_add(struct fkv_clusterd *cd, uint32_t node,
+		      uint64_t handle, uint64_t hash)
+{
+	struct drop_queue *q = &cd->dq[node];
+	struct drop_ent *e;
+
+	if (q->len == q->cap && q->head) {
+		memmove(q->e, q->e + q->head,
+			(q->len - q->head) * sizeof(*q->e));
+		q->sent -= q->head;
+		q->len -= q->head;
+		q->head = 0;
+	}
+	if (q->len == q->cap) {
+		size_t cap = q->cap ? 2 * q->cap : 1024;
+
+		e = realloc(q->e, cap * sizeof(*e));
+		if (e) {
+			q->e = e;
+			q->cap = cap;
+		}
+	}
+	/* No memory to keep it: on its own, as before batches. */
+	if (q->len == q->cap || drop_key_count(cd, hash, 1)) {
+		send_drop_now(cd, node, handle, FLUXONKV_DROP_F_EVICTED, NULL);
+		return;
+	}
+	q->e[q->len++] = (struct drop_ent){ .handle = handle, .hash = hash };
+	cd->st.drops_queued++;
+}
+
+/* Send @node what the window and its queue allow. */
+static void drops_pump_node(struct fkv_clusterd *cd, uint32_t node)
+{
+	struct drop_queue *q = &cd->dq[node];
+	static uint64_t h[FKV_DROPS_BATCH];
+
+	while (q->sent < q->len && q->batches - q->acked < FKV_DROPS_WINDOW &&
+	       fkv_cctl_member_roomy(cd->cctl, node)) {
+		size_t i, n = 0, end;
+		struct nl_msg *msg;
+		int err = -ENOMEM;
+
+		for (i = q->sent; i < q->len && n < FKV_DROPS_BATCH; i++)
+			if (q->e[i].handle)
+				h[n++] = q->e[i].handle;
+		end = i;
+		if (!n) {
+			q->sent = end;	/* all sent on their own meanwhile */
+			continue;
+		}
+		msg = fkv_wire_msg_max(FKV_CCMD_DROPS);
+		if (msg && !nla_put(msg, FLUXONKV_A_HANDLES,
+				    (int)(n * sizeof(h[0])), h) &&
+		    !nla_put_u32(msg, FLUXONKV_A_FLAGS,
+				 FLUXONKV_DROP_F_EVICTED) &&
+		    !nla_put_u64(msg, FKV_CA_SYNC_ID, q->batches + 1))
+			err = fkv_cctl_send(cd->cctl, node, msg);
+		nlmsg_free(msg);
+		if (err)
+			return;		/* gone (member_down clears) or later */
+		q->batches++;
+		for (i = q->sent; i < end; i++)
+			q->e[i].batch = q->batches;
+		q->sent = end;
+		cd->st.drop_batches++;
+		cd->st.drops_batched += n;
+	}
+}
+
+static void drops_pump(struct fkv_clusterd *cd)
+{
+	uint32_t node;
+
+	for (node = 0; node < FKV_ROUTE_NODES; node++)
+		if (cd->dq[node].sent < cd->dq[node].len)
+			drops_pump_node(cd, node);
+}
+
+/* Forget what is owed to @node (it left or rejoined: nothing is). */
+static void drops_clear(struct fkv_clusterd *cd, uint32_t node)
+{
+	struct drop_queue *q = &cd->dq[node];
+	size_t i;
+
+	for (i = q->head; i < q->len; i++)
+		if (q->e[i].handle)
+			drop_key_count(cd, q->e[i].hash, -1);
+	free(q->e);
+	memset(q, 0, sizeof(*q));
+}
+
+static void sync_batches_done(struct fkv_clusterd *cd, uint32_t node,
+			      uint64_t acked);
+
+/* @node applied every drop of its batches up to @n (FKV_CCMD_DROPS). */
+static void drops_acked(struct fkv_clusterd *cd, uint32_t node, uint64_t n)
+{
+	struct drop_queue *q = &cd->dq[node];
+
+	if (n <= q->acked || n > q->batches)
+		return;
+	for (; q->head < q->sent && q->e[q->head].batch <= n; q->head++)
+		if (q->e[q->head].handle)
+			drop_key_count(cd, q->e[q->head].hash, -1);
+	if (q->head == q->len)
+		q->head = q->sent = q->len = 0;
+	q->acked = n;
+	sync_batches_done(cd, node, n);
+	drops_pump_node(cd, node);
+}
+
+static void sync_wait_batch(struct sync_wait *sw, uint32_t node,
+			    uint64_t batch)
+{
+	unsigned int i;
+
+	for (i = 0; i < sw->nbnodes; i++) {
+		if (sw->bnodes[i] == node) {
+			if (batch > sw->bbatch[i])
+				sw->bbatch[i] = batch;
+			return;
+		}
+	}
+	if (sw->nbnodes < FKV_SYNC_NODES) {
+		sw->bnodes[sw->nbnodes] = node;
+		sw->bbatch[sw->nbnodes++] = batch;
+	} else {
+		fkv_warn("cluster: an answer cannot wait for node %u's "
+			 "eviction drops (too many nodes)", node);
+	}
+}
+
+/*
+ * An overwrite or delete of the key whose route hash is @hash is being
+ * answered (@sw): an eviction drop of one of its replicas that a node has
+ * not applied yet would let that node serve the version replaced.  One
+ * not sent yet goes now on its own, acknowledged (DROP_ACK); one in a
+ * batch on its way holds the answer until that batch is answered.  Both
+ * are on the node's connection before any later heartbeat answer, so the
+ * lease bound holds for them as for any drop.
+ */
+static void drops_sync(struct fkv_clusterd *cd, struct sync_wait *sw,
+		       uint64_t hash)
+{
+	uint32_t node;
+	size_t i;
+
+	if (!cd->drop_keys.slots ||
+	    !fkv_u64map_get(&cd->drop_keys, drop_key(hash)))
+		return;
+	for (node = 0; node < FKV_ROUTE_NODES; node++) {
+		struct drop_queue *q = &cd->dq[node];
+		uint64_t wait = 0;
+
+		for (i = q->head; i < q->len; i++) {
+			struct drop_ent *e = &q->e[i];
+
+			if (!e->handle || e->hash != hash)
+				continue;
+			if (i >= q->sent) {
+				send_drop_now(cd, node, e->handle,
+					      FLUXONKV_DROP_F_EVICTED, sw);
+				drop_key_count(cd, hash, -1);
+				e->handle = 0;
+			} else if (e->batch > wait) {
+				wait = e->batch;
+			}
+		}
+		if (wait && node != sw->caller)
+			sync_wait_batch(sw, node, wait);
+	}
+}
+
+/* The master evicted @handle (route_drop): owed to its node in a batch. */
+static void send_evicted(void *arg, uint64_t handle, uint64_t key_hash)
+{
+	struct fkv_clusterd *cd = arg;
+	uint32_t node = FLUXONKV_HANDLE_NODE(handle);
+
+	if (node == cd->self) {
+		fkv_nl_send_drop(cd->nl, handle, FLUXONKV_DROP_F_EVICTED);
+		return;
+	}
+	drops_add(cd, node, handle, key_hash);
 }
 
 /* An adopted replica whose persist never committed: its owner writes it. */
@@ -552,6 +815,7 @@ static void send_placed(void *arg, uint64_t handle, uint64_t put_id,
 
 static const struct fkv_master_ops master_ops = {
 	.send_drop = send_drop,
+	.send_evicted = send_evicted,
 	.placed = send_placed,
 	.persist = send_persist,
 };
@@ -595,8 +859,33 @@ static void sync_node_done(struct fkv_clusterd *cd, struct sync_wait *sw,
 		sw->nodes[i] = sw->nodes[--sw->nnodes];
 		break;
 	}
-	if (!sw->nnodes)
+	if (!sw->nnodes && !sw->nbnodes)
 		sync_complete(cd, sw);
+}
+
+/*
+ * Node @node answered its batches of drops up to @acked (UINT64_MAX: it
+ * left): the held answers that waited for them may go.
+ */
+static void sync_batches_done(struct fkv_clusterd *cd, uint32_t node,
+			      uint64_t acked)
+{
+	struct sync_wait *sw, *next;
+	unsigned int i;
+
+	for (sw = cd->syncs; sw; sw = next) {
+		next = sw->next;
+		for (i = 0; i < sw->nbnodes; i++) {
+			if (sw->bnodes[i] != node || sw->bbatch[i] > acked)
+				continue;
+			sw->nbnodes--;
+			sw->bnodes[i] = sw->bnodes[sw->nbnodes];
+			sw->bbatch[i] = sw->bbatch[sw->nbnodes];
+			break;
+		}
+		if (!sw->nnodes && !sw->nbnodes)
+			sync_complete(cd, sw);
+	}
 }
 
 static void drop_ack(void *arg, uint32_t id, uint64_t sync_id)
@@ -672,9 +961,16 @@ static bool master_answer(struct fkv_clusterd *cd, uint32_t node,
 	} else {
 		reply = fkv_dispatch(cd->master, u, r);
 	}
+	/* Eviction drops of this key still on their way hold it too. */
+	if (sw && reply && (u->present & A(KEY)))
+		drops_sync(cd, sw, fkv_routes_key_hash(
+				   fkv_master_routes(cd->master), u->key,
+				   u->key_len));
 	fkv_master_set_caller(cd->master, cd->self);
 	cd->cur_sync = NULL;
-	if (sw && sw->nnodes && reply) {
+	/* What this upcall evicted on other nodes, as room allows. */
+	drops_pump(cd);
+	if (sw && (sw->nnodes || sw->nbnodes) && reply) {
 		sw->r = *r;
 		sw->epoch = cd->epoch;
 		sw->deadline_ms = now_ms() + cd->cc->lease_ms;
@@ -713,6 +1009,8 @@ static void member_up(void *arg, const struct fkv_member *m)
 	uint64_t floor = fkv_fences_of(&cd->fences, m->name);
 	int err;
 
+	/* A new incarnation: its module reports what it kept, anew. */
+	drops_clear(cd, m->id);
 	err = fkv_master_node_up(cd->master, m->id, m->incarnation,
 				 m->segment_size, m->ssd_capacity,
 				 m->data_addr);
@@ -741,7 +1039,10 @@ static void member_down(void *arg, const struct fkv_member *m)
 	fence_node(cd, m->name);
 	fkv_master_node_down(cd->master, m->id);
 	fkv_adopted_free(&cd->reported[m->id]);
+	/* Its replicas are forgotten, and the drops it was owed. */
+	drops_clear(cd, m->id);
 	/* Its copies are forgotten with it: nothing to wait for. */
+	sync_batches_done(cd, m->id, UINT64_MAX);
 	for (sw = cd->syncs; sw; sw = next) {
 		next = sw->next;
 		sync_node_done(cd, sw, m->id);
@@ -881,6 +1182,17 @@ static void member_msg(void *arg, uint32_t id, struct nlmsghdr *nlh)
 	}
 	if (fkv_wire_cmd(nlh) == FKV_CCMD_REPORT_ACK) {
 		member_report_ack(cd, id, nlh);
+		return;
+	}
+	if (fkv_wire_cmd(nlh) == FKV_CCMD_DROPS) {
+		struct nlattr *tb[FKV_CA_MAX + 1];
+
+		if (!fkv_wire_parse(nlh, tb, ack_policy) &&
+		    tb[FKV_CA_SYNC_ID] && id < FKV_ROUTE_NODES)
+			drops_acked(cd, id, nla_get_u64(tb[FKV_CA_SYNC_ID]));
+		else
+			fkv_warn("cluster: malformed DROPS answer from node "
+				 "%u: ignored", id);
 		return;
 	}
 	err = fkv_nl_decode(nlh, &u);
@@ -1263,7 +1575,64 @@ static const struct nla_policy answer_policy[FKV_CA_MAX + 1] = {
 	[FKV_CA_DATA_ADDR] = { .type = NLA_STRING, .maxlen = FKV_ADDR_MAX },
 	[FKV_CA_NODE_ID] = { .type = NLA_U32 },
 	[FKV_CA_SYNC_ID] = { .type = NLA_U64 },
+	[FLUXONKV_A_HANDLES] = { .type = NLA_UNSPEC, .minlen = 8,
+				 .maxlen = FKV_DROPS_BATCH * 8 },
 };
+
+/* A drop our module could not apply: no local hits until we rejoin. */
+static void drop_failed(struct fkv_clusterd *cd)
+{
+	fkv_err("cluster: DROP_REPLICA not applied: no local hits until we "
+		"rejoin the master");
+	cd->lease_void = true;
+	cd->lease_until = 0;
+	fkv_nl_send_lease(cd->nl, 0);
+}
+
+/*
+ * FKV_CCMD_DROPS: a batch of eviction drops; each handle to our module,
+ * then the answer, which lets the master send more.  A drop the module
+ * could not apply gives up our lease (as for a single DROP_REPLICA), so
+ * the answer holds either way: we serve none of them locally.
+ */
+static void master_drops(struct fkv_clusterd *cd, struct nlattr **tb)
+{
+	const uint8_t *p;
+	struct nl_msg *ack;
+	uint32_t flags;
+	size_t i, n;
+	bool failed = false;
+	uint64_t h;
+	int err;
+
+	if (!tb[FLUXONKV_A_HANDLES] || !tb[FKV_CA_SYNC_ID] ||
+	    nla_len(tb[FLUXONKV_A_HANDLES]) % 8) {
+		fkv_warn("cluster: malformed DROPS from the master: ignored");
+		return;
+	}
+	flags = tb[FLUXONKV_A_FLAGS] ? nla_get_u32(tb[FLUXONKV_A_FLAGS])
+				     : FLUXONKV_DROP_F_EVICTED;
+	p = nla_data(tb[FLUXONKV_A_HANDLES]);
+	n = (size_t)nla_len(tb[FLUXONKV_A_HANDLES]) / 8;
+	for (i = 0; i < n; i++) {
+		memcpy(&h, p + i * 8, sizeof(h));
+		target_forget(cd, h);
+		if (!cd->registered)
+			continue;
+		err = fkv_nl_send_drop(cd->nl, h, flags);
+		if (err && err != -ENOENT)
+			failed = true;
+	}
+	cd->st.drops_applied += n;
+	if (failed && !cd->lease_void)
+		drop_failed(cd);
+	ack = fkv_wire_msg(FKV_CCMD_DROPS);
+	if (!ack || nla_put_u64(ack, FKV_CA_SYNC_ID,
+				nla_get_u64(tb[FKV_CA_SYNC_ID])) ||
+	    fkv_cctl_send(cd->cctl, 0, ack))
+		fkv_warn("cluster: cannot answer a batch of drops");
+	nlmsg_free(ack);
+}
 
 /* An answer to a forwarded upcall, or a DROP_REPLICA, from the master. */
 static void master_msg(void *arg, struct nlmsghdr *nlh)
@@ -1284,6 +1653,10 @@ static void master_msg(void *arg, struct nlmsghdr *nlh)
 				       nla_get_u64(tb[FLUXONKV_A_PUT_ID]),
 				       tb[FLUXONKV_A_FLAGS] ?
 				       nla_get_u32(tb[FLUXONKV_A_FLAGS]) : 0);
+		return;
+	}
+	if (cmd == FKV_CCMD_DROPS) {
+		master_drops(cd, tb);
 		return;
 	}
 	if (cmd == FKV_CCMD_REPORT_DONE) {
@@ -1331,11 +1704,7 @@ static void master_msg(void *arg, struct nlmsghdr *nlh)
 		 * granted before this drop is over.
 		 */
 		if (err && err != -ENOENT) {
-			fkv_err("cluster: DROP_REPLICA not applied: no local hits "
-				"until we rejoin the master");
-			cd->lease_void = true;
-			cd->lease_until = 0;
-			fkv_nl_send_lease(cd->nl, 0);
+			drop_failed(cd);
 			return;
 		}
 		/*
@@ -1988,8 +2357,12 @@ void fkv_clusterd_stop(struct fkv_clusterd *cd)
 	targets_clear(cd);
 	fkv_u64map_fini(&cd->targets);
 	pthread_mutex_destroy(&cd->tgt_lock);
-	for (i = 0; i < FKV_ROUTE_NODES; i++)
+	for (i = 0; i < FKV_ROUTE_NODES; i++) {
 		fkv_adopted_free(&cd->reported[i]);
+		free(cd->dq[i].e);
+	}
+	if (cd->drop_keys.slots)
+		fkv_u64map_fini(&cd->drop_keys);
 	report_clear(cd);
 	fkv_master_destroy(cd->master);
 	fkv_fences_free(&cd->fences);
@@ -2040,6 +2413,8 @@ void fkv_clusterd_tick(struct fkv_clusterd *cd)
 		fkv_cctl_reset(cd->cctl);	/* lost() clears the reports */
 	}
 	report_pump(cd);
+	if (cd->master)
+		drops_pump(cd);
 	for (struct sync_wait *sw = cd->syncs, *next; sw; sw = next) {
 		next = sw->next;
 		if (now < sw->deadline_ms)
@@ -2163,6 +2538,10 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 		{ "fetches", cd->st.fetches },
 		{ "fetch_errors", cd->st.fetch_errors },
 		{ "drops_relayed", cd->st.drops_relayed },
+		{ "evictions_queued", cd->st.drops_queued },
+		{ "evictions_batched", cd->st.drops_batched },
+		{ "eviction_batches", cd->st.drop_batches },
+		{ "evictions_applied", cd->st.drops_applied },
 		{ "tokens_expired", cd->st.tokens_expired },
 		{ "refused_unjoined", cd->st.refused_unjoined },
 		{ "answers_held_for_drops", cd->st.syncs_held },

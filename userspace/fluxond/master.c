@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "list.h"
 #include "log.h"
 #include "master.h"
 #include "term.h"
@@ -41,7 +42,17 @@ struct fkv_hold {
 	uint32_t puller;	/* the node pulling it */
 	uint64_t put_id;
 	uint64_t deadline_ms;
-	struct fkv_hold *next;	/* the master's list */
+	/*
+	 * Found three ways, none a scan of every hold (a completion used to
+	 * walk them all): by put_id (the completion names it; holds of one
+	 * version by several pullers are chained on @next), oldest first
+	 * (every hold lives FKV_HOLD_MS, so the order they were taken is
+	 * their deadlines' order: the expiry pops from the front), and per
+	 * puller (member-left takes that node's).
+	 */
+	struct fkv_hold *next;	/* same put_id */
+	struct fkv_list age;	/* fkv_master.holds_by_age */
+	struct fkv_list mine;	/* fkv_master.holds_of[puller] */
 };
 
 #define FKV_HOLD_MS	15000
@@ -56,13 +67,16 @@ struct fkv_master {
 	uint32_t self;		/* this daemon's node (0 on a single node) */
 	uint32_t caller;	/* the node whose upcall is being handled */
 	bool evicting;		/* drops now are evictions */
+	uint64_t evict_hash;	/* ... of the key with this route hash */
 	bool local_puts;	/* the module numbers puts: no PUT */
 	/* PUT_LOCAL: the replaced replica the module dropped itself */
 	uint64_t dropped_by_module;
 	struct fkv_routes *routes;
 	struct fkv_mnode nodes[FKV_ROUTE_NODES];
 	/* In-flight pulls (bounded by the nodes' FETCH limits) ... */
-	struct fkv_hold *holds;
+	struct fkv_u64map holds;	/* put_id -> first struct fkv_hold */
+	struct fkv_list holds_by_age;
+	struct fkv_list holds_of[FKV_ROUTE_NODES];
 	size_t nholds;
 	/* ... and how many of them each held handle has, for eviction. */
 	struct fkv_u64map held_count;
@@ -108,6 +122,10 @@ static void route_drop(void *arg, uint64_t handle, uint64_t weight)
 		m->evicting ? ", evicted" : "");
 	if (handle && handle == m->dropped_by_module)
 		return;		/* gone already: a local put replaced it */
+	if (m->evicting && m->ops->send_evicted) {
+		m->ops->send_evicted(m->arg, handle, m->evict_hash);
+		return;
+	}
 	m->ops->send_drop(m->arg, handle,
 			  m->evicting ? FLUXONKV_DROP_F_EVICTED : 0);
 }
@@ -221,6 +239,7 @@ struct fkv_master *fkv_master_create(const struct fkv_master_config *cfg,
 		.tombs = cfg->tombs,
 	};
 	struct fkv_master *m;
+	unsigned int i;
 	int err;
 
 	if (!cfg->capacity || !ops || !ops->send_drop ||
@@ -240,6 +259,9 @@ struct fkv_master *fkv_master_create(const struct fkv_master_config *cfg,
 	m->self = m->caller = cfg->node;
 	m->local_puts = cfg->local_puts;
 	m->term = cfg->term;
+	fkv_list_init(&m->holds_by_age);
+	for (i = 0; i < FKV_ROUTE_NODES; i++)
+		fkv_list_init(&m->holds_of[i]);
 	err = fkv_master_node_up(m, cfg->node, cfg->incarnation, cfg->capacity,
 				 cfg->ssd_capacity, NULL);
 	if (err) {
@@ -250,6 +272,11 @@ struct fkv_master *fkv_master_create(const struct fkv_master_config *cfg,
 	if (!m->routes)
 		goto err_policy;
 	err = fkv_u64map_init(&m->held_count, 0);
+	if (!err) {
+		err = fkv_u64map_init(&m->holds, 0);
+		if (err)
+			fkv_u64map_fini(&m->held_count);
+	}
 	if (err) {
 		fkv_routes_destroy(m->routes);
 		errno = -err;
@@ -291,6 +318,15 @@ static void hold_add(struct fkv_master *m, uint64_t handle, uint32_t puller,
 
 	if (!h)
 		return;
+	h->next = fkv_u64map_del(&m->holds, put_id);
+	if (fkv_u64map_put(&m->holds, put_id, h)) {
+		/* no memory: the chain goes back, this hold is not taken */
+		if (h->next && fkv_u64map_put(&m->holds, put_id, h->next))
+			fkv_err("holds of put %llu lost: out of memory",
+				(unsigned long long)put_id);
+		free(h);
+		return;
+	}
 	if (!ssd)
 		held_count_add(m, handle, 1);
 	h->ssd = ssd;
@@ -298,35 +334,68 @@ static void hold_add(struct fkv_master *m, uint64_t handle, uint32_t puller,
 	h->puller = puller;
 	h->put_id = put_id;
 	h->deadline_ms = fkv_routes_now_ms(m->routes) + FKV_HOLD_MS;
-	h->next = m->holds;
-	m->holds = h;
+	fkv_list_add_tail(&h->age, &m->holds_by_age);
+	fkv_list_add_tail(&h->mine, &m->holds_of[puller]);
 	m->nholds++;
+}
+
+/* End hold @h (its chain of one put_id loses it). */
+static void hold_free(struct fkv_master *m, struct fkv_hold *h)
+{
+	struct fkv_hold *first = fkv_u64map_get(&m->holds, h->put_id), **pp;
+
+	if (first == h) {
+		fkv_u64map_del(&m->holds, h->put_id);
+		/* the map has the slot just freed: this put cannot fail */
+		if (h->next)
+			fkv_u64map_put(&m->holds, h->put_id, h->next);
+	} else {
+		for (pp = &first; *pp && *pp != h; pp = &(*pp)->next)
+			;
+		if (*pp)
+			*pp = h->next;
+	}
+	fkv_list_del(&h->age);
+	fkv_list_del(&h->mine);
+	if (!h->ssd)
+		held_count_add(m, h->handle, -1);
+	free(h);
+	m->nholds--;
 }
 
 /*
  * Drop the holds @puller has on version @put_id (its GET_DONE or
- * GET_REVOKE came), or, with @puller UINT32_MAX, those past their deadline
- * at @now.  Returns how many went.
+ * GET_REVOKE came); returns how many went.
  */
 static unsigned int holds_release(struct fkv_master *m, uint32_t puller,
-				  uint64_t put_id, uint64_t now)
+				  uint64_t put_id)
 {
-	struct fkv_hold **pp = &m->holds, *h;
+	struct fkv_hold *h = put_id ? fkv_u64map_get(&m->holds, put_id) : NULL;
+	struct fkv_hold *next;
 	unsigned int n = 0;
 
-	while ((h = *pp)) {
-		bool go = puller == UINT32_MAX ? now >= h->deadline_ms :
-			  h->puller == puller && h->put_id == put_id;
-
-		if (!go) {
-			pp = &h->next;
+	for (; h; h = next) {
+		next = h->next;
+		if (h->puller != puller)
 			continue;
-		}
-		*pp = h->next;
-		if (!h->ssd)
-			held_count_add(m, h->handle, -1);
-		free(h);
-		m->nholds--;
+		hold_free(m, h);
+		n++;
+	}
+	return n;
+}
+
+/* Drop the holds past their deadline at @now, oldest first. */
+static unsigned int holds_expire(struct fkv_master *m, uint64_t now)
+{
+	struct fkv_list *l;
+	unsigned int n = 0;
+
+	while ((l = fkv_list_first(&m->holds_by_age))) {
+		struct fkv_hold *h = fkv_container_of(l, struct fkv_hold, age);
+
+		if (now < h->deadline_ms)
+			break;
+		hold_free(m, h);
 		n++;
 	}
 	return n;
@@ -338,9 +407,10 @@ static bool hold_of(const struct fkv_master *m, uint32_t puller,
 {
 	const struct fkv_hold *h;
 
-	for (h = m->holds; h; h = h->next)
-		if (h->puller == puller && h->put_id == put_id &&
-		    h->handle == handle && h->ssd == ssd)
+	for (h = put_id ? fkv_u64map_get(&m->holds, put_id) : NULL; h;
+	     h = h->next)
+		if (h->puller == puller && h->handle == handle &&
+		    h->ssd == ssd)
 			return true;
 	return false;
 }
@@ -356,7 +426,8 @@ void fkv_master_destroy(struct fkv_master *m)
 
 	if (!m)
 		return;
-	holds_release(m, UINT32_MAX, 0, UINT64_MAX);
+	holds_expire(m, UINT64_MAX);
+	fkv_u64map_fini(&m->holds);
 	fkv_u64map_fini(&m->held_count);
 	fkv_routes_destroy(m->routes);
 	for (i = 0; i < FKV_ROUTE_NODES; i++)
@@ -419,17 +490,9 @@ void fkv_master_node_down(struct fkv_master *m, uint32_t node)
 	 */
 	forgotten = fkv_routes_forget_node(m->routes, node, 0);
 	/* Its pulls will never report back. */
-	for (struct fkv_hold **pp = &m->holds, *h; (h = *pp);) {
-		if (h->puller != node) {
-			pp = &h->next;
-			continue;
-		}
-		*pp = h->next;
-		if (!h->ssd)
-			held_count_add(m, h->handle, -1);
-		free(h);
-		m->nholds--;
-	}
+	while (!fkv_list_empty(&m->holds_of[node]))
+		hold_free(m, fkv_container_of(m->holds_of[node].next,
+					      struct fkv_hold, mine));
 	m->st.nodes_left++;
 	fkv_info("node %u left: %zu of its replicas forgotten", node,
 		 forgotten);
@@ -444,10 +507,13 @@ void fkv_master_set_caller(struct fkv_master *m, uint32_t node)
 static void evict_one(void *arg, uint64_t handle, uint64_t weight)
 {
 	struct fkv_master *m = arg;
+	const struct fkv_route *r = fkv_routes_by_handle(m->routes, handle);
 
 	m->st.evictions++;
 	m->st.evicted_bytes += weight;
+
 	/* Drops the route's reference; route_drop sends DROP_REPLICA. */
+	m->evict_hash = r ? r->hash : 0;
 	m->evicting = true;
 	if (fkv_routes_drop_handle(m->routes, handle))
 		fkv_err("policy chose replica %#llx that no route names",
@@ -1231,7 +1297,7 @@ int fkv_master_get_done(struct fkv_master *m, const void *key,
 	*flags = 0;
 	if (source == FLUXONKV_SOURCE_REMOTE ||
 	    source == FLUXONKV_SOURCE_REMOTE_SSD)
-		holds_release(m, m->caller, put_id, 0);
+		holds_release(m, m->caller, put_id);
 	/* A memory source reused the replica the route names already. */
 	if (source != FLUXONKV_SOURCE_SSD && source != FLUXONKV_SOURCE_REMOTE &&
 	    source != FLUXONKV_SOURCE_REMOTE_SSD)
@@ -1284,7 +1350,7 @@ int fkv_master_get_revoke(struct fkv_master *m, const void *key,
 	    source == FLUXONKV_SOURCE_REMOTE_SSD) {
 		pulled = hold_of(m, m->caller, put_id, handle,
 				 source == FLUXONKV_SOURCE_REMOTE_SSD);
-		holds_release(m, m->caller, put_id, 0);
+		holds_release(m, m->caller, put_id);
 	}
 	if ((source == FLUXONKV_SOURCE_MEMORY && !handle_is_callers(m, handle)) ||
 	    (source == FLUXONKV_SOURCE_REMOTE && !pulled &&
@@ -1424,8 +1490,7 @@ void fkv_master_access(struct fkv_master *m, uint64_t handle)
 
 void fkv_master_tick(struct fkv_master *m)
 {
-	m->st.holds_expired += holds_release(m, UINT32_MAX, 0,
-					     fkv_routes_now_ms(m->routes));
+	m->st.holds_expired += holds_expire(m, fkv_routes_now_ms(m->routes));
 	fkv_routes_sweep(m->routes);
 	fkv_routes_sweep_persisting(m->routes);
 }

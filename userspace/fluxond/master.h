@@ -33,6 +33,13 @@ struct fkv_master_ops {
 	 */
 	void (*send_drop)(void *arg, uint64_t handle, uint32_t flags);
 	/*
+	 * Optional: an eviction's DROP_REPLICA of @handle, a replica of the
+	 * key whose route hash is @key_hash (fkv_routes_key_hash), instead
+	 * of send_drop(EVICTED): a cluster batches them (clusterd.c) and
+	 * must know which key a drop still on its way concerns.
+	 */
+	void (*send_evicted)(void *arg, uint64_t handle, uint64_t key_hash);
+	/*
 	 * Optional (a cluster): replica @handle of @put_id, placed on its
 	 * node by another node's put, is published; that node enters it in
 	 * its index and, with FLUXONKV_PUBLISH_F_PERSIST in @flags, writes

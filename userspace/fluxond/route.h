@@ -37,6 +37,8 @@
 
 #include <linux/fluxonkv.h>
 
+#include "list.h"
+
 /* Owner nodes a route can name; a single node uses one. */
 #define FKV_ROUTE_MAX_REPLICAS	4
 /* Node ids 0..FKV_ROUTE_NODES-1 (uapi FLUXONKV_NODE_MAX). */
@@ -57,6 +59,9 @@ static inline uint64_t fkv_weight(uint64_t len)
 
 /**
  * struct fkv_replica - one owner node's copies of a route's version.
+ * @node_link: on the table's list of @node's replicas (route.c), so that
+ *	member-left and a node's restart cost that node's replicas, not a
+ *	walk of every key.  Private to route.c.
  * @node: owner node id.
  * @tomb_tag: the owner's incarnation when the replica was published; a
  *	replica whose tag is not the node's live incarnation is dead.
@@ -69,16 +74,19 @@ static inline uint64_t fkv_weight(uint64_t len)
  * @persisting: the memory copy waits for that SSD_COMMIT and is not
  *	evictable yet (see the top of this file); only a local replica with a
  *	memory copy is ever persisting.
+ * @slot: its index in the route's @replicas (route.c finds the route).
  */
 struct fkv_replica {
-	uint32_t node;
+	struct fkv_list node_link;
 	uint64_t tomb_tag;
 	uint64_t mem_handle;
 	uint64_t mem_len;
+	uint64_t ssd_len;
+	uint32_t node;
 	bool ssd;
 	bool persist;
 	bool persisting;
-	uint64_t ssd_len;
+	uint8_t slot;
 };
 
 /**

@@ -9,10 +9,20 @@
 #include "u64map.h"
 
 #define FKV_U64MAP_MIN	16
+/*
+ * Old slots moved per put or delete while growing: the move ends long
+ * before the next doubling is due (that takes 0.7 x the old size more
+ * entries, the move old size / 8 puts).
+ */
+#define FKV_U64MAP_MOVE	8
 
-static size_t slot_of(const struct fkv_u64map *m, uint64_t key)
+/* An old slot whose entry was moved or deleted (its key stays). */
+static char gone;
+#define GONE	((void *)&gone)
+
+static size_t slot_of(size_t mask, uint64_t key)
 {
-	return (size_t)fkv_mix64(key) & m->mask;
+	return (size_t)fkv_mix64(key) & mask;
 }
 
 static int alloc_slots(struct fkv_u64map *m, size_t n)
@@ -22,6 +32,8 @@ static int alloc_slots(struct fkv_u64map *m, size_t n)
 		return -ENOMEM;
 	m->mask = n - 1;
 	m->count = 0;
+	m->old = NULL;
+	m->old_mask = m->moved = 0;
 	return 0;
 }
 
@@ -37,18 +49,21 @@ int fkv_u64map_init(struct fkv_u64map *m, size_t hint)
 void fkv_u64map_fini(struct fkv_u64map *m)
 {
 	free(m->slots);
-	m->slots = NULL;
+	free(m->old);
+	m->slots = m->old = NULL;
+	m->old_mask = m->moved = 0;
 	m->mask = 0;
 	m->count = 0;
 }
 
+/* @key's slot in the current table, or NULL. */
 static struct fkv_u64map_slot *find(const struct fkv_u64map *m, uint64_t key)
 {
 	size_t i;
 
 	if (!key)
 		return NULL;
-	for (i = slot_of(m, key);; i = (i + 1) & m->mask) {
+	for (i = slot_of(m->mask, key);; i = (i + 1) & m->mask) {
 		struct fkv_u64map_slot *s = &m->slots[i];
 
 		if (s->key == key)
@@ -58,39 +73,78 @@ static struct fkv_u64map_slot *find(const struct fkv_u64map *m, uint64_t key)
 	}
 }
 
+/* @key's live slot in the old table (growing), or NULL. */
+static struct fkv_u64map_slot *find_old(const struct fkv_u64map *m,
+					uint64_t key)
+{
+	size_t i;
+
+	if (!key || !m->old)
+		return NULL;
+	for (i = slot_of(m->old_mask, key);; i = (i + 1) & m->old_mask) {
+		struct fkv_u64map_slot *s = &m->old[i];
+
+		if (s->key == key)
+			return s->val == GONE ? NULL : s;
+		if (!s->key)
+			return NULL;
+	}
+}
+
 void *fkv_u64map_get(const struct fkv_u64map *m, uint64_t key)
 {
 	struct fkv_u64map_slot *s = find(m, key);
 
+	if (!s)
+		s = find_old(m, key);
 	return s ? s->val : NULL;
 }
 
+/* Into the current table; the caller counts it. */
 static void insert_new(struct fkv_u64map *m, uint64_t key, void *val)
 {
 	size_t i;
 
-	for (i = slot_of(m, key); m->slots[i].key; i = (i + 1) & m->mask)
+	for (i = slot_of(m->mask, key); m->slots[i].key;
+	     i = (i + 1) & m->mask)
 		;
 	m->slots[i].key = key;
 	m->slots[i].val = val;
-	m->count++;
 }
 
+/* Move up to @n old slots into the current table; the last frees it. */
+static void move_slots(struct fkv_u64map *m, size_t n)
+{
+	for (; m->old && n; n--) {
+		struct fkv_u64map_slot *s = &m->old[m->moved];
+
+		if (s->key && s->val != GONE)
+			insert_new(m, s->key, s->val);
+		s->val = GONE;
+		if (m->moved++ == m->old_mask) {
+			free(m->old);
+			m->old = NULL;
+			m->old_mask = m->moved = 0;
+		}
+	}
+}
+
+/* Double: the new slots now, the entries a few at a time (move_slots). */
 static int grow(struct fkv_u64map *m)
 {
-	struct fkv_u64map old = *m;
-	size_t i;
-	int err;
+	struct fkv_u64map_slot *n;
+	size_t size = (m->mask + 1) * 2;
 
-	err = alloc_slots(m, (old.mask + 1) * 2);
-	if (err) {
-		*m = old;
-		return err;
-	}
-	for (i = 0; i <= old.mask; i++)
-		if (old.slots[i].key)
-			insert_new(m, old.slots[i].key, old.slots[i].val);
-	free(old.slots);
+	/* a move still going (cannot happen at our pace): finish it */
+	move_slots(m, SIZE_MAX);
+	n = calloc(size, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	m->old = m->slots;
+	m->old_mask = m->mask;
+	m->moved = 0;
+	m->slots = n;
+	m->mask = size - 1;
 	return 0;
 }
 
@@ -100,14 +154,16 @@ int fkv_u64map_put(struct fkv_u64map *m, uint64_t key, void *val)
 
 	if (!key)
 		return -EINVAL;
-	if (find(m, key))
+	if (find(m, key) || find_old(m, key))
 		return -EEXIST;
+	move_slots(m, FKV_U64MAP_MOVE);
 	if ((m->count + 1) * 10 > (m->mask + 1) * 7) {
 		err = grow(m);
 		if (err)
 			return err;
 	}
 	insert_new(m, key, val);
+	m->count++;
 	return 0;
 }
 
@@ -117,8 +173,17 @@ void *fkv_u64map_del(struct fkv_u64map *m, uint64_t key)
 	size_t hole, i;
 	void *val;
 
-	if (!s)
-		return NULL;
+	if (!s) {
+		/* Still in the old table: a tombstone keeps its run whole. */
+		s = find_old(m, key);
+		if (!s)
+			return NULL;
+		val = s->val;
+		s->val = GONE;
+		m->count--;
+		move_slots(m, FKV_U64MAP_MOVE);
+		return val;
+	}
 	val = s->val;
 	hole = (size_t)(s - m->slots);
 	/*
@@ -126,7 +191,7 @@ void *fkv_u64map_del(struct fkv_u64map *m, uint64_t key)
 	 * when their home slot does not lie (cyclically) after the hole.
 	 */
 	for (i = (hole + 1) & m->mask; m->slots[i].key; i = (i + 1) & m->mask) {
-		size_t home = slot_of(m, m->slots[i].key);
+		size_t home = slot_of(m->mask, m->slots[i].key);
 
 		if (((i - home) & m->mask) >= ((i - hole) & m->mask)) {
 			m->slots[hole] = m->slots[i];
@@ -136,16 +201,21 @@ void *fkv_u64map_del(struct fkv_u64map *m, uint64_t key)
 	m->slots[hole].key = 0;
 	m->slots[hole].val = NULL;
 	m->count--;
+	move_slots(m, FKV_U64MAP_MOVE);
 	return val;
 }
 
 int fkv_u64map_next(const struct fkv_u64map *m, size_t *pos, uint64_t *key,
 		    void **val)
 {
-	for (; *pos <= m->mask; (*pos)++) {
-		const struct fkv_u64map_slot *s = &m->slots[*pos];
+	/* the old table's live entries first (growing), then the current */
+	size_t nold = m->old ? m->old_mask + 1 : 0;
 
-		if (s->key) {
+	for (; *pos < nold + m->mask + 1; (*pos)++) {
+		const struct fkv_u64map_slot *s = *pos < nold ?
+			&m->old[*pos] : &m->slots[*pos - nold];
+
+		if (s->key && s->val != GONE) {
 			if (key)
 				*key = s->key;
 			if (val)

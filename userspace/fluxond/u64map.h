@@ -2,7 +2,10 @@
 /*
  * u64map.h - hash map from a non-zero u64 (a replica handle, a put_id, a key
  * hash) to a pointer.  Open addressing, linear probing, backward-shift
- * deletion; grows at 70% load.  Not thread safe: fluxond is single threaded.
+ * deletion; grows at 70% load, a few slots at a time: a doubling allocates
+ * the new slots and each later put or delete moves some of the old ones
+ * (a map of millions of handles rehashed in one call stalled the master's
+ * loop for a second).  Not thread safe: fluxond is single threaded.
  */
 #ifndef FLUXOND_U64MAP_H
 #define FLUXOND_U64MAP_H
@@ -18,7 +21,15 @@ struct fkv_u64map_slot {
 struct fkv_u64map {
 	struct fkv_u64map_slot *slots;
 	size_t mask;		/* slots - 1; a power of two minus one */
-	size_t count;
+	size_t count;		/* entries, in both tables */
+	/*
+	 * While it grows: the slots before the doubling.  old[0, moved) are
+	 * moved; an entry moved or deleted there stays as a tombstone (its
+	 * key kept, so that the old probe runs stay whole) until the last
+	 * slot moved and the old table is freed.
+	 */
+	struct fkv_u64map_slot *old;
+	size_t old_mask, moved;
 };
 
 int fkv_u64map_init(struct fkv_u64map *m, size_t hint);
