@@ -130,6 +130,17 @@ void fluxonkv_alloc_put(struct fluxonkv_alloc *a);
 int fluxonkv_segment_compact(u64 len);
 /* debugfs compact_stall_ms: a slide holds each moved value this long. */
 extern u32 fluxonkv_compact_stall_ms;
+/*
+ * debugfs compact_freeze_delay_ms: a slide spins this long (segment lock
+ * held) between its look at a value's references and its own reference;
+ * compact_freeze_delays counts the spins.  debugfs fail_alloc: N > 0 makes
+ * the Nth fluxonkv_alloc_new() from now fail as a slab failure would.
+ */
+extern u32 fluxonkv_compact_freeze_delay_ms;
+extern u32 fluxonkv_compact_freeze_delays;
+/* Values a slide found with their last reference gone (debugfs). */
+extern u32 fluxonkv_compact_freeze_lost;
+extern u32 fluxonkv_fail_alloc;
 u64 fluxonkv_segment_used(void);
 /* Handles a fragmented segment should give up for @len bytes (segment.c). */
 #define FLUXONKV_VICTIMS_MAX	64
