@@ -908,8 +908,11 @@ static bool fluxonkv_alloc_should_fail(void)
  * fluxonkv_alloc_new() - allocate a range for a value of @len bytes.
  * @len: value length, 1..segment size.
  *
- * Return: the range with one reference, NULL if no contiguous room is free
- * now (the caller asks the master for room and retries) or ERR_PTR(-ENOMEM).
+ * One convention for every caller: an ERR_PTR on failure, never NULL.
+ * Return: the range with one reference; ERR_PTR(-ENOSPC) if no contiguous
+ * room is free now (the caller may ask the master for room and retry),
+ * ERR_PTR(-ENOMEM) if the slab allocations failed, ERR_PTR(-EINVAL) for a
+ * length out of range.
  */
 struct fluxonkv_alloc *fluxonkv_alloc_new(u64 len)
 {
@@ -937,7 +940,7 @@ struct fluxonkv_alloc *fluxonkv_alloc_new(u64 len)
 		spin_unlock(&seg->lock);
 		kmem_cache_free(fluxonkv_extent_cache, a->spare);
 		kmem_cache_free(fluxonkv_alloc_cache, a);
-		return NULL;
+		return ERR_PTR(-ENOSPC);
 	}
 	a->offset = e->start;
 	if (e->size == span) {

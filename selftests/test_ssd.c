@@ -1848,6 +1848,99 @@ FKV_TEST_TIMEOUT(ring_ssd_refills_complete_from_the_read_and_block_no_worker,
 }
 
 /*
+ * The faults of an SSD refill through the ring (issue 29).  1. The
+ * refill's target allocation fails at the inline issue (debugfs
+ * fail_alloc: the slab allocation failing): the get goes to io-wq and
+ * completes whole -- an ERR_PTR was taken for an allocation there.  2. The
+ * reads fail (dm-error) with fluxond stopped: every GET completes within
+ * a second with -EIO, no holder -- the completion used to make a
+ * synchronous GET_REVOKE upcall and a whole new get in io_uring's task
+ * work, waiting request_timeout_ms (5 s) per get for the stopped daemon,
+ * the submitter (and its ring) stuck meanwhile.  The copies are unrouted
+ * at once; the revokes reach fluxond once it runs again.
+ */
+FKV_TEST_TIMEOUT(ring_ssd_refill_faults_complete_promptly_with_an_error, 180)
+{
+	uint64_t base, ids[RR_KEYS], persists = 0, revokes, t0, ms;
+	struct fkv_completion c[RR_KEYS];
+	char key[16], error[128], devno[32];
+	struct fkv_op op = { .opcode = FLUXONKV_OP_GET };
+	int i, n, got;
+	struct fkv_ring *r;
+	struct fkv *kv;
+
+	base = setup("segment_mb=8");
+	if (fkv_debugfs_set("fail_alloc", 0))
+		FKV_SKIP("no debugfs fail_alloc");
+	dm_delay_create(RR_DELAY_MS, 0);
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, DLY_PATH, 0, RR_CAP), 0);
+	for (i = 0; i < RR_KEYS; i++) {
+		snprintf(key, sizeof(key), "rr-%d", i);
+		ids[i] = put_pattern(kv, key, RR_LEN, 70 + i);
+		wait_persists(++persists);
+	}
+
+	/* 1. the target's allocation fails at the inline issue */
+	rr_ssd_only(kv, base, &persists);
+	FKV_ASSERT_EQ(fkv_ring_open(kv, 8, &r), 0);
+	FKV_ASSERT_EQ(fkv_debugfs_set("fail_alloc", 1), 0);
+	op.key = "rr-0";
+	op.key_len = 4;
+	FKV_ASSERT_EQ(fkv_ring_prep(r, &op, 0), 0);
+	FKV_ASSERT_EQ(fkv_ring_submit(r), 1);
+	FKV_ASSERT_EQ(fkv_ring_reap(r, c, 1, 1), 1);
+	FKV_ASSERT_EQ(fkv_debugfs_u32("fail_alloc"), 0);	/* it failed one */
+	FKV_ASSERT(c[0].op.result == 0, "ring get with its target's "
+		   "allocation failing once: %s",
+		   fkv_strerror(c[0].op.result));
+	check_holder(kv, &c[0].op.holder, "rr-0", RR_LEN, 70, ids[0]);
+	release(kv, &c[0].op.holder);
+	fkv_ring_close(r);
+
+	/* 2. the reads fail, fluxond stopped: an error at once */
+	rr_ssd_only(kv, base, &persists);
+	snprintf(error, sizeof(error), "0 %" PRIu64 " error\n",
+		 dm_disk("dm-delay", devno, sizeof(devno)));
+	dm_swap(DLY_NAME, error);
+	revokes = fkv_sysfs("ssd_revokes");
+	FKV_ASSERT_EQ(fkv_ring_open(kv, 8, &r), 0);
+	FKV_ASSERT_EQ(kill(fkv_env_daemon, SIGSTOP), 0);
+	t0 = fkv_now_ms();
+	rr_submit(r);
+	for (got = 0; got < RR_KEYS; got += n) {
+		n = fkv_ring_reap(r, c + got, RR_KEYS - got, 1);
+		FKV_ASSERT_GT(n, 0);
+	}
+	ms = fkv_now_ms() - t0;
+	fkv_diag("%d failed refills completed in %" PRIu64 " ms, fluxond "
+		 "stopped", RR_KEYS, ms);
+	FKV_ASSERT(ms < 2000, "failed refills took %" PRIu64 " ms with "
+		   "fluxond stopped", ms);
+	for (i = 0; i < RR_KEYS; i++)
+		FKV_ASSERT(c[i].op.result == -EIO, "ring get rr-%d from a "
+			   "failing SSD: %s", (int)c[i].user_data,
+			   c[i].op.result ? fkv_strerror(c[i].op.result) :
+			   "a hit");
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_revokes") - revokes, RR_KEYS);
+	FKV_ASSERT_EQ(kill(fkv_env_daemon, SIGCONT), 0);
+	fkv_ring_close(r);
+	/* unrouted: a get now is a miss, not another failed read */
+	FKV_ASSERT_EQ(fkv_get_into(kv, "rr-1", 4, error, sizeof(error), NULL),
+		      -ENOENT);
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 0);
+
+	for (i = 0; i < RR_KEYS; i++) {
+		snprintf(key, sizeof(key), "rr-%d", i);
+		delete_any(kv, key);
+	}
+	fkv_close(kv);
+	teardown(base);
+	dm_remove(DLY_NAME);
+}
+
+/*
  * fluxond killed while a put's persist is still writing: its SSD_COMMIT
  * finds no master and the entry is forgotten; the restarted fluxond adopts
  * the DRAM replica, sees no SSD copy and has it persisted again -- so the
