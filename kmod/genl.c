@@ -280,21 +280,41 @@ static void fluxonkv_disconnect_work(struct work_struct *work)
  */
 static atomic64_t fluxonkv_daemon_gen = ATOMIC64_INIT(0);
 
+/*
+ * Bumped (fully ordered) at every detach only: a local put's PUT_LOCAL
+ * note is for the daemon connected when the put was delegated, which a
+ * registration of that same daemon again (same socket) does not change.
+ */
+static atomic64_t fluxonkv_daemon_link = ATOMIC64_INIT(0);
+
 u64 fluxonkv_daemon_generation(void)
 {
 	return atomic64_read(&fluxonkv_daemon_gen);
 }
 
-/* Called with the daemon lock held. */
+u64 fluxonkv_daemon_link_generation(void)
+{
+	return atomic64_read(&fluxonkv_daemon_link);
+}
+
+/*
+ * Called with the daemon lock held.  The flags are cleared before the
+ * generations move (both bumps are fully ordered): whoever reads the new
+ * generation then finds no local puts delegated any more
+ * (fluxonkv_replica_publish_local()), so no put publishes under the
+ * generation of a daemon that is gone -- its note would reach nobody.
+ */
 static void fluxonkv_daemon_detach(void)
 {
-	atomic64_inc_return(&fluxonkv_daemon_gen);
+	lockdep_assert_held(&fluxonkv_daemon.lock);
 	fluxonkv_daemon.gone_portid = fluxonkv_daemon.portid;
 	fluxonkv_daemon.gone_flags = fluxonkv_daemon.flags;
 	WRITE_ONCE(fluxonkv_daemon.portid, 0);
 	fluxonkv_daemon_set_sk(NULL);
 	WRITE_ONCE(fluxonkv_daemon.flags, 0);
 	WRITE_ONCE(fluxonkv_daemon.pid, 0);
+	atomic64_inc_return(&fluxonkv_daemon_link);
+	atomic64_inc_return(&fluxonkv_daemon_gen);
 	schedule_work(&fluxonkv_daemon.disconnect_work);
 }
 
@@ -882,13 +902,18 @@ retry:
 			fluxonkv_ssd_unroute_all();
 		}
 	}
-	/* A daemon registering again: its own notes still reach it. */
-	fluxonkv_put_notes_flush();
 	/*
 	 * The generation moves before the flags are published: a local put
 	 * that sees them (fluxonkv_put()) works in this generation.
 	 */
 	atomic64_inc_return(&fluxonkv_daemon_gen);
+	/*
+	 * A daemon registering again (same socket): its own notes still
+	 * reach it -- those queued already, and those of puts published
+	 * before the bump but noted after it, since notes are matched by the
+	 * link generation, which only a detach moves.
+	 */
+	fluxonkv_put_notes_flush();
 	WRITE_ONCE(fluxonkv_daemon.pid, pid);
 	WRITE_ONCE(fluxonkv_daemon.flags, flags);
 	/*

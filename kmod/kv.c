@@ -669,6 +669,22 @@ err_alloc:
 }
 
 /*
+ * Fault injection for the tests (debugfs put_local_delay_ms, root only):
+ * a local put sleeps this long (at most 10 s) between its look at the
+ * daemon's flags and its look at the daemon generation, where a detach
+ * can come in between; put_local_delays counts the sleeps.
+ */
+u32 fluxonkv_put_local_delay_ms;
+u32 fluxonkv_put_local_delays;
+
+static void fluxonkv_put_local_delay(void)
+{
+	WRITE_ONCE(fluxonkv_put_local_delays,
+		   READ_ONCE(fluxonkv_put_local_delays) + 1);
+	msleep(min(READ_ONCE(fluxonkv_put_local_delay_ms), 10000U));
+}
+
+/*
  * A put the module publishes itself (FLUXONKV_REGISTER_F_LOCAL_PUTS): no
  * round trip unless the segment is full (NEED_ROOM).  The put_id is drawn
  * as the replica enters the index (fluxonkv_replica_publish_local), so a
@@ -683,7 +699,7 @@ static int fluxonkv_put_local(struct fluxonkv_user *user, const u8 *key,
 {
 	struct fluxonkv_replica *r;
 	struct fluxonkv_alloc *a;
-	u64 ssd, id;
+	u64 ssd, id, link;
 	u32 flags = 0;
 	int ret;
 
@@ -704,7 +720,7 @@ static int fluxonkv_put_local(struct fluxonkv_user *user, const u8 *key,
 		fluxonkv_alloc_put(a);
 		return PTR_ERR(r);
 	}
-	id = fluxonkv_replica_publish_local(r, gen);
+	id = fluxonkv_replica_publish_local(r, gen, &link);
 	if (!id) {
 		/*
 		 * The daemon that delegated the put went (or came back): the
@@ -720,7 +736,7 @@ static int fluxonkv_put_local(struct fluxonkv_user *user, const u8 *key,
 	ssd = fluxonkv_ssd_capacity();
 	if (ssd && len <= ssd)
 		flags |= FLUXONKV_PUT_F_PERSIST;
-	fluxonkv_put_note(r, flags, gen);
+	fluxonkv_put_note(r, flags, link);
 	/*
 	 * Waits while the device's persist queue is full: local puts go no
 	 * faster than the SSD takes them.  A refusal is reported with
@@ -781,6 +797,8 @@ int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
 	if (fluxonkv_daemon_local_puts()) {
 		/* registration moves the generation before the flags */
 		smp_rmb();
+		if (unlikely(READ_ONCE(fluxonkv_put_local_delay_ms)))
+			fluxonkv_put_local_delay();
 		return fluxonkv_put_local(user, key, key_len, value, len, span,
 					  fluxonkv_daemon_generation(), put_id);
 	}
