@@ -130,6 +130,24 @@ static u32 fluxonkv_pending_next;	/* cyclic cursor (xa lock) */
 /* Fails asynchronous upcalls the daemon never answered. */
 static void fluxonkv_async_sweep(struct work_struct *work);
 static DECLARE_DELAYED_WORK(fluxonkv_async_sweep_work, fluxonkv_async_sweep);
+/*
+ * Protects fluxonkv_sweep_off and the arming of the sweep: once
+ * fluxonkv_genl_exit() set it (and cancelled the sweep), nothing arms it
+ * again -- an SSD worker's asynchronous upcall racing the unload would
+ * otherwise queue work that runs from freed module text.
+ */
+static DEFINE_SPINLOCK(fluxonkv_sweep_lock);
+static bool fluxonkv_sweep_off;
+
+/* Run the sweep in @delay jiffies, while a daemon is there to answer. */
+static void fluxonkv_sweep_arm(unsigned long delay)
+{
+	spin_lock(&fluxonkv_sweep_lock);
+	/* none connected: its disconnect failed every pending upcall */
+	if (!fluxonkv_sweep_off && READ_ONCE(fluxonkv_daemon.portid))
+		schedule_delayed_work(&fluxonkv_async_sweep_work, delay);
+	spin_unlock(&fluxonkv_sweep_lock);
+}
 
 bool fluxonkv_daemon_connected(void)
 {
@@ -249,7 +267,7 @@ static void fluxonkv_async_sweep(struct work_struct *work)
 		}
 	} while (expired);
 	if (more)
-		schedule_delayed_work(&fluxonkv_async_sweep_work, HZ);
+		fluxonkv_sweep_arm(HZ);
 }
 
 static void fluxonkv_disconnect_work(struct work_struct *work)
@@ -736,8 +754,7 @@ void fluxonkv_upcall_async(u8 cmd, const struct fluxonkv_upcall_args *args,
 		up->sending = false;
 	}
 	xa_unlock(&fluxonkv_pending);
-	schedule_delayed_work(&fluxonkv_async_sweep_work,
-			      msecs_to_jiffies(fluxonkv_request_timeout_ms) + 1);
+	fluxonkv_sweep_arm(msecs_to_jiffies(fluxonkv_request_timeout_ms) + 1);
 	return;
 end:
 	fluxonkv_upcall_finish(up, ret);
@@ -1453,6 +1470,9 @@ void fluxonkv_genl_exit(void)
 		fluxonkv_daemon_detach();
 	mutex_unlock(&fluxonkv_daemon.lock);
 	flush_work(&fluxonkv_daemon.disconnect_work);
+	spin_lock(&fluxonkv_sweep_lock);
+	fluxonkv_sweep_off = true;	/* not armed again (see above) */
+	spin_unlock(&fluxonkv_sweep_lock);
 	cancel_delayed_work_sync(&fluxonkv_async_sweep_work);
 	netlink_unregister_notifier(&fluxonkv_netlink_nb);
 	/*
