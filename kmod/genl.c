@@ -1217,6 +1217,20 @@ static int fluxonkv_nl_lease(struct sk_buff *skb, struct genl_info *info)
  * cb->args[0] the phase, [1] the next handle slot, [2]/[3] the next SSD
  * bucket and position in it.
  */
+/*
+ * DUMP returns every key this node holds: the rule of registering as the
+ * daemon (CAP_SYS_ADMIN, fluxonkv_nl_register()) on top of the family's
+ * GENL_ADMIN_PERM (CAP_NET_ADMIN), checked before the first record.
+ */
+static int fluxonkv_nl_dump_start(struct netlink_callback *cb)
+{
+	if (!netlink_capable(cb->skb, CAP_SYS_ADMIN)) {
+		NL_SET_ERR_MSG(cb->extack, "DUMP needs CAP_SYS_ADMIN");
+		return -EPERM;
+	}
+	return 0;
+}
+
 static int fluxonkv_nl_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	int ret;
@@ -1406,6 +1420,7 @@ static const struct genl_ops fluxonkv_genl_ops[] = {
 		    fluxonkv_lease_policy, GENL_ADMIN_PERM),
 	{
 		.cmd = FLUXONKV_CMD_DUMP,
+		.start = fluxonkv_nl_dump_start,
 		.dumpit = fluxonkv_nl_dump,
 		.policy = fluxonkv_empty_policy,
 		.maxattr = FLUXONKV_A_MAX,
