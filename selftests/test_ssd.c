@@ -531,7 +531,52 @@ FKV_TEST_TIMEOUT(ext4_tier_persists_then_refills_every_key_and_promotes, 240)
 
 /* ---- 3. a raw block device ---- */
 
-#define RAW_KEYS	24	/* ~12 MiB through an 8 MiB segment */
+#define RAW_KEYS	24	/*
+ * A raw block device is claimed exclusively while a shard uses it (issue
+ * 29: it was attached with no claim, so the device of a mounted
+ * filesystem could be written under it).  The device under the mounted
+ * ext4 of ssd0, opened without O_EXCL, is refused with EBUSY; ssd1,
+ * opened the same way, is attached and then nobody may open it O_EXCL
+ * (mkfs, mount) until the module lets go of it.
+ */
+FKV_TEST(a_block_device_is_claimed_exclusively_and_a_mounted_one_refused)
+{
+	char dir[256], mounted[128], raw[128];
+	uint32_t shard = UINT32_MAX;
+	int dev, fd, excl;
+
+	ext4_dir("claim", dir, sizeof(dir));
+	scratch_disk(DISK_EXT4, "1G", mounted, sizeof(mounted));
+	scratch_disk(DISK_RAW, "512M", raw, sizeof(raw));
+	FKV_LOAD("segment_mb=8");
+	dev = fkv_dev_open();
+	FKV_ASSERT(dev >= 0, "open %s: %s", FKV_DEV_PATH, strerror(errno));
+
+	fd = open_shard(mounted);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fd, 0, 4 * FKV_MIB, 0, &shard),
+		      -EBUSY);
+	close(fd);
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_capacity_bytes"), 0);
+
+	fd = open_shard(raw);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fd, 0, 4 * FKV_MIB, 0, &shard),
+		      0);
+	/* a second shard of the same device: the module's claim again */
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fd, 4 * FKV_MIB, 4 * FKV_MIB, 0,
+					 &shard), 0);
+	close(fd);
+	excl = open(raw, O_RDWR | O_EXCL | O_CLOEXEC);
+	FKV_ASSERT(excl < 0 && errno == EBUSY, "O_EXCL open of an attached "
+		   "device: %s", excl < 0 ? strerror(errno) : "taken");
+	close(dev);
+	FKV_ASSERT_EQ(fkv_env_unload(), 0);
+	excl = open(raw, O_RDWR | O_EXCL | O_CLOEXEC);
+	FKV_ASSERT(excl >= 0, "O_EXCL open after the unload: %s",
+		   strerror(errno));
+	close(excl);
+}
+
+/* ~12 MiB through an 8 MiB segment */
 
 static size_t raw_len(int i)
 {
