@@ -130,6 +130,20 @@ void fluxonkv_alloc_put(struct fluxonkv_alloc *a);
 int fluxonkv_segment_compact(u64 len);
 /* debugfs compact_stall_ms: a slide holds each moved value this long. */
 extern u32 fluxonkv_compact_stall_ms;
+/*
+ * debugfs compact_freeze_delay_ms: a slide spins this long (segment lock
+ * held) between its look at a value's references and its own reference;
+ * compact_freeze_delays counts the spins.  debugfs fail_alloc: N > 0 makes
+ * the Nth fluxonkv_alloc_new() from now fail as a slab failure would.
+ */
+extern u32 fluxonkv_compact_freeze_delay_ms;
+extern u32 fluxonkv_compact_freeze_delays;
+/* Values a slide found with their last reference gone (debugfs). */
+extern u32 fluxonkv_compact_freeze_lost;
+extern u32 fluxonkv_fail_alloc;
+/* debugfs put_local_delay_ms / put_local_delays (kv.c). */
+extern u32 fluxonkv_put_local_delay_ms;
+extern u32 fluxonkv_put_local_delays;
 u64 fluxonkv_segment_used(void);
 /* Handles a fragmented segment should give up for @len bytes (segment.c). */
 #define FLUXONKV_VICTIMS_MAX	64
@@ -175,8 +189,9 @@ struct fluxonkv_replica {
 	bool adopting;
 	/*
 	 * A local put's PUT_LOCAL note (notes.c): on the note queue, under
-	 * its lock, with a reference; the daemon generation it was taken in
-	 * and its FLUXONKV_PUT_F_* flags.
+	 * its lock, with a reference; the daemon link generation it was
+	 * taken in (fluxonkv_daemon_link_generation()) and its
+	 * FLUXONKV_PUT_F_* flags.
 	 */
 	struct list_head note;
 	u64 note_gen;
@@ -209,7 +224,8 @@ void fluxonkv_replica_drop_all(void);
 void fluxonkv_replica_publish(struct fluxonkv_replica *r);
 void fluxonkv_put_id_note(u64 put_id);
 void fluxonkv_replica_number(struct fluxonkv_replica *r, u64 put_id);
-u64 fluxonkv_replica_publish_local(struct fluxonkv_replica *r, u64 gen);
+u64 fluxonkv_replica_publish_local(struct fluxonkv_replica *r, u64 gen,
+				   u64 *link);
 void fluxonkv_index_forget(const u8 *key, u32 key_len, u64 put_id);
 struct fluxonkv_alloc *fluxonkv_index_lookup(const u8 *key, u32 key_len,
 					     u64 *put_id, u64 *handle);
@@ -485,6 +501,7 @@ bool fluxonkv_daemon_placement(void);
 bool fluxonkv_daemon_local_puts(void);
 bool fluxonkv_daemon_one_trip(void);
 u64 fluxonkv_daemon_generation(void);
+u64 fluxonkv_daemon_link_generation(void);
 pid_t fluxonkv_daemon_pid(void);
 int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
 		    struct fluxonkv_upcall *up);

@@ -130,6 +130,24 @@ static u32 fluxonkv_pending_next;	/* cyclic cursor (xa lock) */
 /* Fails asynchronous upcalls the daemon never answered. */
 static void fluxonkv_async_sweep(struct work_struct *work);
 static DECLARE_DELAYED_WORK(fluxonkv_async_sweep_work, fluxonkv_async_sweep);
+/*
+ * Protects fluxonkv_sweep_off and the arming of the sweep: once
+ * fluxonkv_genl_exit() set it (and cancelled the sweep), nothing arms it
+ * again -- an SSD worker's asynchronous upcall racing the unload would
+ * otherwise queue work that runs from freed module text.
+ */
+static DEFINE_SPINLOCK(fluxonkv_sweep_lock);
+static bool fluxonkv_sweep_off;
+
+/* Run the sweep in @delay jiffies, while a daemon is there to answer. */
+static void fluxonkv_sweep_arm(unsigned long delay)
+{
+	spin_lock(&fluxonkv_sweep_lock);
+	/* none connected: its disconnect failed every pending upcall */
+	if (!fluxonkv_sweep_off && READ_ONCE(fluxonkv_daemon.portid))
+		schedule_delayed_work(&fluxonkv_async_sweep_work, delay);
+	spin_unlock(&fluxonkv_sweep_lock);
+}
 
 bool fluxonkv_daemon_connected(void)
 {
@@ -254,7 +272,7 @@ static void fluxonkv_async_sweep(struct work_struct *work)
 		}
 	} while (expired);
 	if (more)
-		schedule_delayed_work(&fluxonkv_async_sweep_work, HZ);
+		fluxonkv_sweep_arm(HZ);
 }
 
 static void fluxonkv_disconnect_work(struct work_struct *work)
@@ -285,21 +303,42 @@ static void fluxonkv_disconnect_work(struct work_struct *work)
  */
 static atomic64_t fluxonkv_daemon_gen = ATOMIC64_INIT(0);
 
+/*
+ * Bumped (fully ordered) at every detach only: a local put's PUT_LOCAL
+ * note is for the daemon connected when the put was delegated, which a
+ * registration of that same daemon again (same socket) does not change.
+ */
+static atomic64_t fluxonkv_daemon_link = ATOMIC64_INIT(0);
+
 u64 fluxonkv_daemon_generation(void)
 {
 	return atomic64_read(&fluxonkv_daemon_gen);
 }
 
-/* Called with the daemon lock held. */
+u64 fluxonkv_daemon_link_generation(void)
+{
+	return atomic64_read(&fluxonkv_daemon_link);
+}
+
+/*
+ * Called with the daemon lock held.  The flags are cleared before the
+ * generations move (both bumps are fully ordered): whoever reads the new
+ * generation then finds no local puts delegated any more
+ * (fluxonkv_replica_publish_local()), so no put publishes under the
+ * generation of a daemon that is gone -- its note would reach nobody.
+ */
 static void fluxonkv_daemon_detach(void)
 {
-	atomic64_inc_return(&fluxonkv_daemon_gen);
+	lockdep_assert_held(&fluxonkv_daemon.lock);
+	/* First: a pid seen means a daemon reached (fluxonkv_daemon_pid()). */
 	WRITE_ONCE(fluxonkv_daemon.pid, 0);
 	fluxonkv_daemon.gone_portid = fluxonkv_daemon.portid;
 	fluxonkv_daemon.gone_flags = fluxonkv_daemon.flags;
 	WRITE_ONCE(fluxonkv_daemon.portid, 0);
 	fluxonkv_daemon_set_sk(NULL);
 	WRITE_ONCE(fluxonkv_daemon.flags, 0);
+	atomic64_inc_return(&fluxonkv_daemon_link);
+	atomic64_inc_return(&fluxonkv_daemon_gen);
 	schedule_work(&fluxonkv_daemon.disconnect_work);
 }
 
@@ -721,8 +760,7 @@ void fluxonkv_upcall_async(u8 cmd, const struct fluxonkv_upcall_args *args,
 		up->sending = false;
 	}
 	xa_unlock(&fluxonkv_pending);
-	schedule_delayed_work(&fluxonkv_async_sweep_work,
-			      msecs_to_jiffies(fluxonkv_request_timeout_ms) + 1);
+	fluxonkv_sweep_arm(msecs_to_jiffies(fluxonkv_request_timeout_ms) + 1);
 	return;
 end:
 	fluxonkv_upcall_finish(up, ret);
@@ -887,13 +925,18 @@ retry:
 			fluxonkv_ssd_unroute_all();
 		}
 	}
-	/* A daemon registering again: its own notes still reach it. */
-	fluxonkv_put_notes_flush();
 	/*
 	 * The generation moves before the flags are published: a local put
 	 * that sees them (fluxonkv_put()) works in this generation.
 	 */
 	atomic64_inc_return(&fluxonkv_daemon_gen);
+	/*
+	 * A daemon registering again (same socket): its own notes still
+	 * reach it -- those queued already, and those of puts published
+	 * before the bump but noted after it, since notes are matched by the
+	 * link generation, which only a detach moves.
+	 */
+	fluxonkv_put_notes_flush();
 	WRITE_ONCE(fluxonkv_daemon.flags, flags);
 	/*
 	 * No handle of a previous daemon survives its teardown (waited for
@@ -1181,6 +1224,20 @@ static int fluxonkv_nl_lease(struct sk_buff *skb, struct genl_info *info)
  * cb->args[0] the phase, [1] the next handle slot, [2]/[3] the next SSD
  * bucket and position in it.
  */
+/*
+ * DUMP returns every key this node holds: the rule of registering as the
+ * daemon (CAP_SYS_ADMIN, fluxonkv_nl_register()) on top of the family's
+ * GENL_ADMIN_PERM (CAP_NET_ADMIN), checked before the first record.
+ */
+static int fluxonkv_nl_dump_start(struct netlink_callback *cb)
+{
+	if (!netlink_capable(cb->skb, CAP_SYS_ADMIN)) {
+		NL_SET_ERR_MSG(cb->extack, "DUMP needs CAP_SYS_ADMIN");
+		return -EPERM;
+	}
+	return 0;
+}
+
 static int fluxonkv_nl_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	int ret;
@@ -1370,6 +1427,7 @@ static const struct genl_ops fluxonkv_genl_ops[] = {
 		    fluxonkv_lease_policy, GENL_ADMIN_PERM),
 	{
 		.cmd = FLUXONKV_CMD_DUMP,
+		.start = fluxonkv_nl_dump_start,
 		.dumpit = fluxonkv_nl_dump,
 		.policy = fluxonkv_empty_policy,
 		.maxattr = FLUXONKV_A_MAX,
@@ -1434,6 +1492,9 @@ void fluxonkv_genl_exit(void)
 		fluxonkv_daemon_detach();
 	mutex_unlock(&fluxonkv_daemon.lock);
 	flush_work(&fluxonkv_daemon.disconnect_work);
+	spin_lock(&fluxonkv_sweep_lock);
+	fluxonkv_sweep_off = true;	/* not armed again (see above) */
+	spin_unlock(&fluxonkv_sweep_lock);
 	cancel_delayed_work_sync(&fluxonkv_async_sweep_work);
 	netlink_unregister_notifier(&fluxonkv_netlink_nb);
 	/*

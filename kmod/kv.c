@@ -92,6 +92,28 @@ static struct {
 
 static void fluxonkv_put_late_run(struct work_struct *work);
 
+/*
+ * GET_REVOKEs of failed asynchronous refills, sent from a worker: such a
+ * refill ends in io_uring's task work (fluxonkv_get_refill_finish()),
+ * which must never wait for the daemon -- 6.1 may run it holding the
+ * ring's uring_lock, and every submitter on that ring would wait too.
+ */
+struct fluxonkv_revoke_req {
+	struct list_head node;		/* on fluxonkv_revokes.list */
+	u64 put_id;
+	int err;
+	u32 key_len;
+	u8 key[];
+};
+
+static struct {
+	spinlock_t lock;		/* protects list */
+	struct list_head list;
+	struct work_struct work;	/* on system_unbound_wq */
+} fluxonkv_revokes;
+
+static void fluxonkv_revokes_run(struct work_struct *work);
+
 int fluxonkv_kv_init(void)
 {
 	int ret = fluxonkv_notes_init();
@@ -104,6 +126,9 @@ int fluxonkv_kv_init(void)
 	spin_lock_init(&fluxonkv_put_late.lock);
 	INIT_LIST_HEAD(&fluxonkv_put_late.list);
 	INIT_WORK(&fluxonkv_put_late.work, fluxonkv_put_late_run);
+	spin_lock_init(&fluxonkv_revokes.lock);
+	INIT_LIST_HEAD(&fluxonkv_revokes.list);
+	INIT_WORK(&fluxonkv_revokes.work, fluxonkv_revokes_run);
 	return 0;
 }
 
@@ -112,6 +137,8 @@ void fluxonkv_kv_quiesce(void)
 {
 	fluxonkv_notes_quiesce();
 	flush_work(&fluxonkv_publish_persists.work);
+	/* no ring get is left to queue one (the device is gone) */
+	flush_work(&fluxonkv_revokes.work);
 }
 
 /*
@@ -205,8 +232,8 @@ static struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable)
 		unsigned int frees = fluxonkv_segment_frees();
 
 		a = fluxonkv_alloc_new(len);
-		if (a)
-			return a;
+		if (PTR_ERR_OR_ZERO(a) != -ENOSPC)
+			return a;	/* the range, or -ENOMEM / -EINVAL */
 		if (time_after_eq(jiffies, deadline))
 			break;
 		if (fatal_signal_pending(current))
@@ -642,6 +669,22 @@ err_alloc:
 }
 
 /*
+ * Fault injection for the tests (debugfs put_local_delay_ms, root only):
+ * a local put sleeps this long (at most 10 s) between its look at the
+ * daemon's flags and its look at the daemon generation, where a detach
+ * can come in between; put_local_delays counts the sleeps.
+ */
+u32 fluxonkv_put_local_delay_ms;
+u32 fluxonkv_put_local_delays;
+
+static void fluxonkv_put_local_delay(void)
+{
+	WRITE_ONCE(fluxonkv_put_local_delays,
+		   READ_ONCE(fluxonkv_put_local_delays) + 1);
+	msleep(min(READ_ONCE(fluxonkv_put_local_delay_ms), 10000U));
+}
+
+/*
  * A put the module publishes itself (FLUXONKV_REGISTER_F_LOCAL_PUTS): no
  * round trip unless the segment is full (NEED_ROOM).  The put_id is drawn
  * as the replica enters the index (fluxonkv_replica_publish_local), so a
@@ -656,7 +699,7 @@ static int fluxonkv_put_local(struct fluxonkv_user *user, const u8 *key,
 {
 	struct fluxonkv_replica *r;
 	struct fluxonkv_alloc *a;
-	u64 ssd, id;
+	u64 ssd, id, link;
 	u32 flags = 0;
 	int ret;
 
@@ -677,7 +720,7 @@ static int fluxonkv_put_local(struct fluxonkv_user *user, const u8 *key,
 		fluxonkv_alloc_put(a);
 		return PTR_ERR(r);
 	}
-	id = fluxonkv_replica_publish_local(r, gen);
+	id = fluxonkv_replica_publish_local(r, gen, &link);
 	if (!id) {
 		/*
 		 * The daemon that delegated the put went (or came back): the
@@ -693,7 +736,7 @@ static int fluxonkv_put_local(struct fluxonkv_user *user, const u8 *key,
 	ssd = fluxonkv_ssd_capacity();
 	if (ssd && len <= ssd)
 		flags |= FLUXONKV_PUT_F_PERSIST;
-	fluxonkv_put_note(r, flags, gen);
+	fluxonkv_put_note(r, flags, link);
 	/*
 	 * Waits while the device's persist queue is full: local puts go no
 	 * faster than the SSD takes them.  A refusal is reported with
@@ -754,6 +797,8 @@ int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
 	if (fluxonkv_daemon_local_puts()) {
 		/* registration moves the generation before the flags */
 		smp_rmb();
+		if (unlikely(READ_ONCE(fluxonkv_put_local_delay_ms)))
+			fluxonkv_put_local_delay();
 		return fluxonkv_put_local(user, key, key_len, value, len, span,
 					  fluxonkv_daemon_generation(), put_id);
 	}
@@ -863,6 +908,14 @@ static int fluxonkv_grant(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
  * GET_REVOKE: the source the master chose failed (reference §7.2); for a
  * memory source, @handle names the replica this owner no longer has.
  */
+/* The SSD copy is revoked: counted, and the local route goes.  No sleep. */
+static void fluxonkv_ssd_revoke_local(const u8 *key, u32 key_len, u64 put_id)
+{
+	atomic64_inc(&fluxonkv_ssd_stats.revokes);
+	/* The master forgets it; so does the local route. */
+	fluxonkv_ssd_unroute(key, key_len, put_id);
+}
+
 static void fluxonkv_get_revoke(const u8 *key, u32 key_len, u64 put_id,
 				u32 source, u64 handle, int err)
 {
@@ -872,12 +925,57 @@ static void fluxonkv_get_revoke(const u8 *key, u32 key_len, u64 put_id,
 	};
 	struct fluxonkv_upcall up = {};
 
-	if (source == FLUXONKV_SOURCE_SSD) {
-		atomic64_inc(&fluxonkv_ssd_stats.revokes);
-		/* The master forgets it; so does the local route. */
-		fluxonkv_ssd_unroute(key, key_len, put_id);
-	}
+	if (source == FLUXONKV_SOURCE_SSD)
+		fluxonkv_ssd_revoke_local(key, key_len, put_id);
 	fluxonkv_upcall(FLUXONKV_CMD_GET_REVOKE, &args, &up);
+}
+
+static void fluxonkv_revokes_run(struct work_struct *work)
+{
+	struct fluxonkv_revoke_req *rq, *tmp;
+	LIST_HEAD(list);
+
+	spin_lock(&fluxonkv_revokes.lock);
+	list_splice_init(&fluxonkv_revokes.list, &list);
+	spin_unlock(&fluxonkv_revokes.lock);
+	list_for_each_entry_safe(rq, tmp, &list, node) {
+		struct fluxonkv_upcall_args args = {
+			.key = rq->key, .key_len = rq->key_len,
+			.put_id = rq->put_id, .source = FLUXONKV_SOURCE_SSD,
+			.err = rq->err,
+		};
+		struct fluxonkv_upcall up = {};
+
+		/* the local route went already (fluxonkv_refill_revoke()) */
+		fluxonkv_upcall(FLUXONKV_CMD_GET_REVOKE, &args, &up);
+		list_del(&rq->node);
+		kfree(rq);
+	}
+}
+
+/*
+ * The SSD copy a refill read failed (@err): unroute it here at once, and
+ * leave GET_REVOKE to a worker.  Never sleeps (io_uring's task work): a
+ * revoke that cannot be queued (no memory) is left to the next get the
+ * master routes to the copy, whose read fails and revokes it again.
+ */
+static void fluxonkv_refill_revoke(const struct fluxonkv_refill *rf, int err)
+{
+	struct fluxonkv_revoke_req *rq;
+
+	fluxonkv_ssd_revoke_local(rf->key, rf->key_len, rf->put_id);
+	rq = kmalloc(struct_size(rq, key, rf->key_len),
+		     GFP_NOWAIT | __GFP_NOWARN);
+	if (!rq)
+		return;
+	rq->put_id = rf->put_id;
+	rq->err = err;
+	rq->key_len = rf->key_len;
+	memcpy(rq->key, rf->key, rf->key_len);
+	spin_lock(&fluxonkv_revokes.lock);
+	list_add_tail(&rq->node, &fluxonkv_revokes.list);
+	spin_unlock(&fluxonkv_revokes.lock);
+	queue_work(system_unbound_wq, &fluxonkv_revokes.work);
 }
 
 
@@ -998,8 +1096,8 @@ static int fluxonkv_get_from_ssd_start(const u8 *key, u32 key_len,
 					      fluxonkv_seg.size))
 		return -EAGAIN;		/* the synchronous path says -EPROTO */
 	a = fluxonkv_alloc_new(start->len);
-	if (!a)
-		return -EAGAIN;		/* a room wait: not at submission */
+	if (IS_ERR(a))
+		return -EAGAIN;		/* a room wait, or -ENOMEM: io-wq's */
 	e = fluxonkv_ssd_pin(key, key_len, start->put_id);
 	if (!e || fluxonkv_ssd_entry_len(e) != start->len) {
 		if (e)
@@ -1022,9 +1120,6 @@ static int fluxonkv_get_from_ssd_start(const u8 *key, u32 key_len,
 	return -EIOCBQUEUED;
 }
 
-static int __fluxonkv_get(struct fluxonkv_session *s, const u8 *key,
-			  u32 key_len, struct fluxonkv_get_result *res);
-
 /**
  * fluxonkv_get_refill_finish() - end a get whose refill ran asynchronously.
  * @s: the getter's session.
@@ -1034,10 +1129,16 @@ static int __fluxonkv_get(struct fluxonkv_session *s, const u8 *key,
  * @gone: the submitter is exiting (or this is io_uring's fallback worker):
  *	drop the refill, give nothing out.
  *
- * In the submitter's task.  A failed read is revoked and the source
- * re-selected synchronously, as fluxonkv_get() would (a rare path that
- * may wait for the daemon in the task).
- * Return: as fluxonkv_get()'s; -ECANCELED with @gone.
+ * In the submitter's task: io_uring's task work, which 6.1 may run with
+ * the ring's uring_lock held, so nothing here waits -- not for the daemon,
+ * not for room, not for the SSD.  A failed read is not re-selected as
+ * fluxonkv_get() would (GET_REVOKE, then GET_START and maybe a room wait
+ * and another read): the copy is unrouted at once, GET_REVOKE is left to
+ * a worker (fluxonkv_refill_revoke()) and the get completes with an error.
+ * Return: as fluxonkv_get()'s, or for a failed read -ENOENT when the ring
+ * overtook the entry meanwhile (the copy is gone: a miss), else the
+ * read's error (-EIO for a device error or a checksum mismatch);
+ * -ECANCELED with @gone.
  */
 int fluxonkv_get_refill_finish(struct fluxonkv_session *s,
 			       struct fluxonkv_refill *rf,
@@ -1054,11 +1155,10 @@ int fluxonkv_get_refill_finish(struct fluxonkv_session *s,
 	}
 	res->flags = 0;
 	if (rf->ret) {
-		/* Never a half-filled holder: revoke and re-select. */
-		fluxonkv_get_revoke(rf->key, rf->key_len, rf->put_id,
-				    FLUXONKV_SOURCE_SSD, 0, rf->ret);
+		/* Never a half-filled holder; never a wait in task work. */
 		fluxonkv_alloc_put(a);
-		ret = __fluxonkv_get(s, rf->key, rf->key_len, res);
+		fluxonkv_refill_revoke(rf, rf->ret);
+		ret = rf->ret == -ESTALE ? -ENOENT : rf->ret;
 	} else {
 		ret = fluxonkv_refill_publish(s, rf->key, rf->key_len,
 					      rf->put_id, a, res);

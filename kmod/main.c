@@ -471,6 +471,18 @@ static void fluxonkv_debugfs_init(void)
 			    &fluxonkv_dbg_users_fops);
 	debugfs_create_u32("compact_stall_ms", 0600, fluxonkv_debugfs,
 			   &fluxonkv_compact_stall_ms);
+	debugfs_create_u32("compact_freeze_delay_ms", 0600, fluxonkv_debugfs,
+			   &fluxonkv_compact_freeze_delay_ms);
+	debugfs_create_u32("compact_freeze_delays", 0400, fluxonkv_debugfs,
+			   &fluxonkv_compact_freeze_delays);
+	debugfs_create_u32("compact_freeze_lost", 0400, fluxonkv_debugfs,
+			   &fluxonkv_compact_freeze_lost);
+	debugfs_create_u32("put_local_delay_ms", 0600, fluxonkv_debugfs,
+			   &fluxonkv_put_local_delay_ms);
+	debugfs_create_u32("put_local_delays", 0400, fluxonkv_debugfs,
+			   &fluxonkv_put_local_delays);
+	debugfs_create_u32("fail_alloc", 0600, fluxonkv_debugfs,
+			   &fluxonkv_fail_alloc);
 }
 
 /* ---- init / exit ---- */

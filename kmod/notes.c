@@ -265,7 +265,7 @@ int fluxonkv_put_notes_flush(void)
 		return 0;
 	mutex_lock(&fluxonkv_put_notes.send_lock);
 	/* read under the lock: a flush that waited must not use a stale one */
-	gen = fluxonkv_daemon_generation();
+	gen = fluxonkv_daemon_link_generation();
 	for (;;) {
 		n = 0;
 		spin_lock(&fluxonkv_put_notes.lock);
@@ -315,8 +315,8 @@ static void fluxonkv_put_notes_run(struct work_struct *work)
  * fluxonkv_put_note() - tell the master of a put published locally.
  * @r: the published replica (the note takes its own reference).
  * @flags: FLUXONKV_PUT_F_PERSIST if its SSD write is about to start.
- * @gen: the daemon generation that delegated the put (only that daemon
- *	is told).
+ * @gen: the daemon link generation that delegated the put (only that
+ *	daemon is told; fluxonkv_replica_publish_local() gave it).
  *
  * Queued for the worker; any message to the daemon sent after this
  * returns follows the note.

@@ -561,6 +561,8 @@ void fluxonkv_replica_number(struct fluxonkv_replica *r, u64 put_id)
  * fluxonkv_replica_publish_local() - index a put the module placed itself.
  * @r: a replica fresh from fluxonkv_replica_new() (FLUXONKV_REGISTER_F_LOCAL_PUTS).
  * @gen: the daemon generation the put started in.
+ * @link: out: the daemon link generation it was published in, for its
+ *	PUT_LOCAL note (fluxonkv_put_note()).
  *
  * The put_id is drawn here, under the index lock, so versions of a key
  * enter the index in put_id order: @r replaces whatever is there, and a
@@ -573,7 +575,8 @@ void fluxonkv_replica_number(struct fluxonkv_replica *r, u64 put_id)
  * Return: the put_id, or 0 if @r was dropped or the daemon changed
  * meanwhile (nothing indexed).
  */
-u64 fluxonkv_replica_publish_local(struct fluxonkv_replica *r, u64 gen)
+u64 fluxonkv_replica_publish_local(struct fluxonkv_replica *r, u64 gen,
+				   u64 *link)
 {
 	struct fluxonkv_index_key k = { r->key, r->key_len };
 	struct fluxonkv_replica *old;
@@ -583,10 +586,21 @@ u64 fluxonkv_replica_publish_local(struct fluxonkv_replica *r, u64 gen)
 	/*
 	 * As in fluxonkv_replica_publish(): a drop unindexes after us.  And
 	 * still the daemon generation @gen that delegated the put: a daemon
-	 * that went since may already have had its replicas dropped.
+	 * that went since may already have had its replicas dropped.  The
+	 * link first, then the generation, then the flags (each read after
+	 * the one before): a detach clears the flags, then moves the link
+	 * and the generation (fluxonkv_daemon_detach()), so @gen unchanged
+	 * with local puts still on means no detach came since the put began
+	 * -- not even one whose bump the put's own look at @gen saw (the
+	 * flags are off then), and @link is that daemon's.
 	 */
+	*link = fluxonkv_daemon_link_generation();
+	smp_rmb();
 	if (xa_load(&fluxonkv_handles, fluxonkv_handle_slot(r->handle)) != r ||
 	    fluxonkv_daemon_generation() != gen)
+		goto out;
+	smp_rmb();	/* the generation before the flags (see above) */
+	if (!fluxonkv_daemon_local_puts())
 		goto out;
 	put_id = atomic64_inc_return(&fluxonkv_put_id_max);
 	/* before the index shows @r: lookups read it after finding it */

@@ -586,6 +586,25 @@ static DEFINE_MUTEX(fluxonkv_compact_mutex);
  */
 u32 fluxonkv_compact_stall_ms;
 
+/*
+ * Fault injection for the tests (debugfs, root only): a slide spins this
+ * many ms (at most 1000) between its look at a value's references and its
+ * own reference, the segment lock held, so that the value's last
+ * reference can be dropped in between (fluxonkv_compact_freeze()).
+ */
+u32 fluxonkv_compact_freeze_delay_ms;
+u32 fluxonkv_compact_freeze_delays;	/* spins so far */
+u32 fluxonkv_compact_freeze_lost;	/* freezes that lost the race */
+
+static void fluxonkv_compact_freeze_delay(void)
+{
+	u32 ms = min(READ_ONCE(fluxonkv_compact_freeze_delay_ms), 1000U);
+
+	WRITE_ONCE(fluxonkv_compact_freeze_delays,
+		   READ_ONCE(fluxonkv_compact_freeze_delays) + 1);
+	mdelay(ms);
+}
+
 /* A slide moves at most this many times the bytes it makes room for. */
 #define FLUXONKV_COMPACT_RATIO	8
 /* Bytes moved between reschedules. */
@@ -624,14 +643,39 @@ static void fluxonkv_compact_thaw(struct fluxonkv_alloc *a)
 }
 
 /*
- * Mark @a moving if nothing but its owner references it.  The barrier
- * pairs with fluxonkv_alloc_get()'s: a pin made before the mark is seen
- * here (and @a stays), one made after sees the mark (and settles).
- * Takes the slide's own reference, so an eviction meanwhile frees the
- * range only when the move is over.  Segment lock held.
+ * Mark @a moving if nothing but its owner references it, and take the
+ * slide's own reference.  Segment lock held.
+ *
+ * The ordering of freeze, pin, put and free:
+ *
+ *  freeze (here, segment lock held): mark @moving; full barrier; read
+ *	the count: 1 (the owner's) or leave @a; then take the slide's
+ *	reference with kref_get_unless_zero().
+ *  pin (fluxonkv_alloc_get(), no lock: the pinner already holds a
+ *	reference, a replica's or an index lookup's): count + 1; full
+ *	barrier; read @moving, settle while it is set.  A pin made before
+ *	the mark is seen by the count check (@a stays); one made after
+ *	sees the mark and waits for the thaw -- the two barriers pair.
+ *  put (fluxonkv_alloc_put(), no lock): count - 1; the put that reaches
+ *	zero calls fluxonkv_alloc_release(), which only then takes the
+ *	segment lock to give the range back and unlink @a.
+ *  free (fluxonkv_alloc_release(), segment lock): the range back to the
+ *	free tree, @a out of the address tree; @a itself freed after the
+ *	lock is dropped.
+ *
+ * So the count can reach zero between the check and the slide's
+ * reference -- the last put does not take the segment lock -- but @a
+ * cannot be unlinked or freed while the lock is held here.  A plain
+ * kref_get() would take a reference from zero (refcount_t saturates) and
+ * leave the slide moving a range that the release frees under it: two
+ * free extents overlapping, two values sharing bytes.  With
+ * kref_get_unless_zero() the slide sees the count gone, thaws and leaves
+ * @a to its release; once the slide holds its reference, an eviction
+ * meanwhile frees the range only when the move is over.
  */
 static bool fluxonkv_compact_freeze(struct fluxonkv_alloc *a)
 {
+	lockdep_assert_held(&fluxonkv_seg.lock);
 	if (!fluxonkv_alloc_movable(a))
 		return false;
 	WRITE_ONCE(a->moving, true);
@@ -642,7 +686,15 @@ static bool fluxonkv_compact_freeze(struct fluxonkv_alloc *a)
 		fluxonkv_compact_thaw(a);	/* a pinner may wait already */
 		return false;
 	}
-	kref_get(&a->ref);
+	if (unlikely(READ_ONCE(fluxonkv_compact_freeze_delay_ms)))
+		fluxonkv_compact_freeze_delay();
+	/* the last put may have come since the look (see above) */
+	if (!kref_get_unless_zero(&a->ref)) {
+		WRITE_ONCE(fluxonkv_compact_freeze_lost,
+			   fluxonkv_compact_freeze_lost + 1);
+		fluxonkv_compact_thaw(a);
+		return false;
+	}
 	return true;
 }
 
@@ -829,12 +881,38 @@ int fluxonkv_segment_compact(u64 len)
 	return ret;
 }
 
+/*
+ * Fault injection for the tests (debugfs fail_alloc, root only): N > 0
+ * makes the Nth fluxonkv_alloc_new() from now fail as its slab allocation
+ * failing would; 0 is off (one READ_ONCE on the way).
+ */
+u32 fluxonkv_fail_alloc;
+
+static bool fluxonkv_alloc_should_fail(void)
+{
+	u32 n = READ_ONCE(fluxonkv_fail_alloc), seen;
+
+	if (likely(!n))
+		return false;
+	/* each caller counts once, even when several race */
+	while (n) {
+		seen = cmpxchg(&fluxonkv_fail_alloc, n, n - 1);
+		if (seen == n)
+			return n == 1;
+		n = seen;
+	}
+	return false;
+}
+
 /**
  * fluxonkv_alloc_new() - allocate a range for a value of @len bytes.
  * @len: value length, 1..segment size.
  *
- * Return: the range with one reference, NULL if no contiguous room is free
- * now (the caller asks the master for room and retries) or ERR_PTR(-ENOMEM).
+ * One convention for every caller: an ERR_PTR on failure, never NULL.
+ * Return: the range with one reference; ERR_PTR(-ENOSPC) if no contiguous
+ * room is free now (the caller may ask the master for room and retry),
+ * ERR_PTR(-ENOMEM) if the slab allocations failed, ERR_PTR(-EINVAL) for a
+ * length out of range.
  */
 struct fluxonkv_alloc *fluxonkv_alloc_new(u64 len)
 {
@@ -845,6 +923,8 @@ struct fluxonkv_alloc *fluxonkv_alloc_new(u64 len)
 
 	if (WARN_ON_ONCE(!len || len > seg->size))
 		return ERR_PTR(-EINVAL);
+	if (unlikely(fluxonkv_alloc_should_fail()))
+		return ERR_PTR(-ENOMEM);
 	a = kmem_cache_alloc(fluxonkv_alloc_cache, GFP_KERNEL);
 	if (!a)
 		return ERR_PTR(-ENOMEM);
@@ -860,7 +940,7 @@ struct fluxonkv_alloc *fluxonkv_alloc_new(u64 len)
 		spin_unlock(&seg->lock);
 		kmem_cache_free(fluxonkv_extent_cache, a->spare);
 		kmem_cache_free(fluxonkv_alloc_cache, a);
-		return NULL;
+		return ERR_PTR(-ENOSPC);
 	}
 	a->offset = e->start;
 	if (e->size == span) {

@@ -71,6 +71,7 @@ struct fluxonkv_ssd_dev;
 struct fluxonkv_shard {
 	struct file *file;
 	struct block_device *bdev;
+	struct block_device *claim;	/* our exclusive claim on @bdev, or NULL */
 	unsigned int align;
 	u64 offset;
 	u64 capacity;

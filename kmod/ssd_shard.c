@@ -56,6 +56,7 @@
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 
+#include "compat.h"
 #include "ssd.h"
 
 /*
@@ -198,7 +199,9 @@ static int fluxonkv_ssd_check_file(struct file *file, u64 offset,
  * @device: device group.
  * @shard: out: its index.
  *
- * Return: 0, -EPERM without CAP_SYS_ADMIN, -EBADF for a bad or read-only
+ * Return: 0, -EPERM without CAP_SYS_ADMIN, -EBUSY for a block device
+ * someone else holds (a mounted filesystem, an O_EXCL opener: the module
+ * claims the device exclusively), -EBADF for a bad or read-only
  * descriptor, -EINVAL for a file that is not a regular file or block
  * device, not O_DIRECT, or a bad capacity, -ENOSPC if the capacity exceeds
  * the file or there are already FLUXONKV_SSD_MAX_SHARDS, -EEXIST if that
@@ -226,8 +229,25 @@ int fluxonkv_ssd_attach(int fd, u64 offset, u64 capacity, u32 device,
 		goto err_fput;
 	}
 	sh->file = file;
-	if (S_ISBLK(file_inode(file)->i_mode))
+	if (S_ISBLK(file_inode(file)->i_mode)) {
 		sh->bdev = I_BDEV(file->f_mapping->host);
+		/*
+		 * The device is ours alone while the shard uses it: a file
+		 * opened O_EXCL holds that claim already (for as long as we
+		 * hold the file); otherwise claim it now, so that the device
+		 * of a mounted filesystem is refused (-EBUSY) and nobody can
+		 * mount or O_EXCL-open it under us.
+		 */
+		if (!(file->f_mode & FMODE_EXCL)) {
+			sh->claim = fluxonkv_bdev_claim(sh->bdev->bd_dev,
+							&fluxonkv_ssd);
+			if (IS_ERR(sh->claim)) {
+				ret = PTR_ERR(sh->claim);
+				sh->claim = NULL;
+				goto err_free;
+			}
+		}
+	}
 	sh->align = max_t(unsigned int, FLUXONKV_SSD_ALIGN,
 			  fluxonkv_ssd_lbs(file));
 	if (sh->align > PAGE_SIZE || offset % sh->align) {
@@ -276,6 +296,8 @@ int fluxonkv_ssd_attach(int fd, u64 offset, u64 capacity, u32 device,
 err_unlock:
 	mutex_unlock(&fluxonkv_ssd.attach_lock);
 err_free:
+	if (sh->claim)
+		fluxonkv_bdev_unclaim(sh->claim, &fluxonkv_ssd);
 	kfree(sh);
 err_fput:
 	fput(file);
@@ -601,6 +623,9 @@ void fluxonkv_ssd_exit(void)
 				fluxonkv_ssd_unindex(e);
 				fluxonkv_entry_free(e);
 			}
+			if (sh->claim)
+				fluxonkv_bdev_unclaim(sh->claim,
+						      &fluxonkv_ssd);
 			fput(sh->file);
 			kfree(sh);
 		}

@@ -1498,4 +1498,90 @@ static inline int send_answer(struct fkv_nl *nl, const struct answer *a)
 }
 
 
+/*
+ * Debugfs hook NAME (a u32 under FKV_DEBUGFS_DIR): write VAL; returns
+ * -errno (-ENOENT: a module without that hook).
+ */
+static inline int fkv_debugfs_set(const char *name, unsigned long long val)
+{
+	char path[256], buf[32];
+	int fd, n, ret = 0;
+
+	snprintf(path, sizeof(path), FKV_DEBUGFS_DIR "/%s", name);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(buf, sizeof(buf), "%llu", val);
+	if (write(fd, buf, n) != n)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Debugfs u32 NAME's value; -1 without it. */
+static inline long long fkv_debugfs_u32(const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), FKV_DEBUGFS_DIR "/%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/*
+ * The kernel log from now on: fkv_kmsg_mark() opens /dev/kmsg at its end;
+ * fkv_kmsg_splat() reads what was logged since, copies the first record
+ * that is a splat (a WARNING, BUG, refcount_t or slub report) into BUF and
+ * returns 1, or returns 0; it closes FD.  -1 when /dev/kmsg is not there.
+ */
+static inline int fkv_kmsg_mark(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+
+	if (fd >= 0)
+		lseek(fd, 0, SEEK_END);
+	return fd;
+}
+
+static inline int fkv_kmsg_splat(int fd, char *buf, size_t n)
+{
+	static const char *const splats[] = {
+		"WARNING:", "BUG:", "refcount_t", "Oops", "general protection",
+		"Poison overwritten", "Redzone", "list_add corruption",
+		"list_del corruption",
+	};
+	char rec[4096];
+	int found = 0;
+	ssize_t r;
+	size_t i;
+
+	if (fd < 0)
+		return 0;
+	for (;;) {
+		r = read(fd, rec, sizeof(rec) - 1);
+		if (r < 0 && errno == EPIPE)
+			continue;	/* records overwritten: go on */
+		if (r <= 0)
+			break;
+		rec[r] = 0;
+		for (i = 0; !found && i < sizeof(splats) / sizeof(*splats); i++)
+			if (strstr(rec, splats[i])) {
+				const char *msg = strchr(rec, ';');
+
+				snprintf(buf, n, "%.*s", (int)(n - 1),
+					 msg ? msg + 1 : rec);
+				found = 1;
+			}
+	}
+	close(fd);
+	return found;
+}
+
 #endif /* FKV_ENV_H */

@@ -1734,6 +1734,131 @@ FKV_TEST_TIMEOUT(gets_racing_compaction_read_whole_values, 600)
 	teardown(base);
 }
 
+/*
+ * A value's last reference dropped while a slide looks at it (issue 29).
+ * A slide checked, segment lock held, that only the owner references a
+ * value, then took its own reference; the replica's final put drops the
+ * count to zero without that lock and then waits for it to free the range.
+ * A reference taken from zero (refcount_t "addition on 0") freed the
+ * range and the alloc under the slide: a free extent overlapping another,
+ * two values sharing bytes.  With compact_freeze_delay_ms the slide spins
+ * between its look and its reference; the value it looks at first (18
+ * MiB: the cheapest run is the three values above 17 MiB) is deleted
+ * meanwhile.  The slide leaves it (compact_freeze_lost), the kernel log
+ * has no warning, the 12 MiB put completes, every value left reads whole;
+ * once all are deleted the segment is one free extent of exactly the free
+ * bytes, and a put of every free MiB reads back whole.
+ */
+FKV_TEST_TIMEOUT(a_value_deleted_while_a_slide_freezes_it_is_left_alone, 180)
+{
+	uint64_t base, off[CMP_VALUES], pin_holder, t0, n, i;
+	long long delays, lost;
+	struct cmp_put p = { 0 };
+	struct fkv_holder h;
+	int ro, kmsg, ret, kept = 0, gone = -1;
+	char key[32], splat[512];
+	struct fkv *kv;
+	pthread_t th;
+
+	base = setup_no_watermark("segment_mb=32");
+	if (fkv_debugfs_set("compact_freeze_delay_ms", 0))
+		FKV_SKIP("no debugfs compact_freeze_delay_ms");
+	kv = kv_open();
+	ro = fkv_dev_open_ro();
+	FKV_ASSERT(ro >= 0);
+	cmp_fragment(kv, ro, off, &pin_holder, base);
+	for (i = 0; i < CMP_VALUES; i++)
+		if (off[i] == 18 * FKV_MIB)
+			gone = i;
+	FKV_ASSERT(gone >= 0);
+	cmp_key(key, sizeof(key), gone);
+
+	kmsg = fkv_kmsg_mark();
+	delays = fkv_debugfs_u32("compact_freeze_delays");
+	lost = fkv_debugfs_u32("compact_freeze_lost");
+	FKV_ASSERT_EQ(fkv_debugfs_set("compact_freeze_delay_ms", 500), 0);
+	p.kv = kv_open();
+	p.big = pattern("cmp-big", CMP_BIG, 7);
+	FKV_ASSERT_EQ(pthread_create(&th, NULL, cmp_put_big, &p), 0);
+	t0 = fkv_now_ms();
+	while (fkv_debugfs_u32("compact_freeze_delays") == delays) {
+		FKV_ASSERT(fkv_now_ms() - t0 < 30000, "no slide after 30 s");
+		usleep(500);
+	}
+	/* the slide spins on the 18 MiB value: drop its last reference */
+	delete_key(kv, key);
+	off[gone] = UINT64_MAX;
+	FKV_ASSERT_EQ(pthread_join(th, NULL), 0);
+	FKV_ASSERT_EQ(fkv_debugfs_set("compact_freeze_delay_ms", 0), 0);
+	fkv_diag("put: %d; freeze delays +%lld, lost +%lld", p.ret,
+		 fkv_debugfs_u32("compact_freeze_delays") - delays,
+		 fkv_debugfs_u32("compact_freeze_lost") - lost);
+	FKV_ASSERT(!fkv_kmsg_splat(kmsg, splat, sizeof(splat)),
+		   "kernel log: %s", splat);
+	FKV_ASSERT(p.ret == 0, "12 MiB put: %s", fkv_strerror(p.ret));
+	/* the window was hit: the slide saw the reference gone */
+	FKV_ASSERT_GT(fkv_debugfs_u32("compact_freeze_lost"), lost);
+	FKV_ASSERT_EQ(fkv_get(kv, key, strlen(key), &h), -ENOENT);
+	/*
+	 * Every value left whole.  The slide may fall short of the run when
+	 * the value it left was freed only after it went on (the release
+	 * waits for the lock): then the put evicts for the rest, so a value
+	 * may be gone -- a miss, never other bytes.
+	 */
+	for (i = 0; i < CMP_VALUES; i++) {
+		if (off[i] == UINT64_MAX)
+			continue;
+		cmp_key(key, sizeof(key), i);
+		ret = fkv_get(kv, key, strlen(key), &h);
+		FKV_ASSERT(ret == 0 || ret == -ENOENT, "get '%s': %s", key,
+			   fkv_strerror(ret));
+		if (!ret) {
+			FKV_ASSERT_PATTERN(h.data, FRAG_LEN, key, strlen(key),
+					   i);
+			release(kv, &h);
+			kept++;
+		}
+	}
+	fkv_diag("%d of %d values still cached", kept, CMP_VALUES / 2 - 1);
+	FKV_ASSERT_EQ(fkv_get(kv, "cmp-big", 7, &h), 0);
+	FKV_ASSERT_PATTERN(h.data, CMP_BIG, "cmp-big", 7, 7);
+	release(kv, &h);
+	FKV_ASSERT_EQ(fkv_dev_release(ro, pin_holder), 0);
+	for (i = 0; i < CMP_VALUES; i++) {
+		if (off[i] == UINT64_MAX)
+			continue;
+		cmp_key(key, sizeof(key), i);
+		delete_any(kv, key);
+	}
+	delete_key(kv, "cmp-big");
+
+	/* every byte freed once: one extent, and the free MiBs hold values */
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	FKV_ASSERT_EQ(fkv_debugfs_segment("free_extents"), 1);
+	FKV_ASSERT_EQ((uint64_t)fkv_debugfs_segment("free_largest"),
+		      32 * FKV_MIB - base);
+	n = (32 * FKV_MIB - base) / FKV_MIB;
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "fill-%02" PRIu64, i);
+		put_pattern(kv, key, FRAG_LEN, i);
+	}
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "fill-%02" PRIu64, i);
+		FKV_ASSERT_EQ(fkv_get(kv, key, strlen(key), &h), 0);
+		FKV_ASSERT_PATTERN(h.data, FRAG_LEN, key, strlen(key), i);
+		release(kv, &h);
+	}
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "fill-%02" PRIu64, i);
+		delete_any(kv, key);
+	}
+	free((void *)p.big);
+	fkv_close(p.kv);
+	close(ro);
+	fkv_close(kv);
+	teardown(base);
+}
+
 /* ---- SSD entries are the putter's memory ---- */
 
 #define CG_ROOT		"/tmp/fkv-cgroup2"

@@ -1196,6 +1196,68 @@ FKV_TEST(local_puts_are_published_by_the_module_and_noted_before_what_follows)
 	fkv_nl_close(&nl);
 }
 
+/*
+ * A local put racing the delegating daemon's detach (issue 29).  The put
+ * looked at the daemon's flags (local puts delegated), then at the daemon
+ * generation; the detach moved the generation before it cleared the
+ * flags, so a put that read the flags before the detach and the
+ * generation after it published under the generation of a daemon that
+ * was gone -- after the teardown had dropped that daemon's replicas: an
+ * orphan no master ever heard of (its PUT_LOCAL note reached nobody),
+ * served by the index and never evicted.  debugfs put_local_delay_ms
+ * holds the put between the two looks while the master's socket closes.
+ * The put fails (ENOTCONN), nothing stays, and the next master's module
+ * has no value for the key.
+ */
+FKV_TEST(a_local_put_racing_the_daemons_detach_leaves_no_orphan)
+{
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct client_result r;
+	struct client put, get;
+	long long delays;
+	struct fkv_nl nl;
+	uint64_t t0;
+
+	FKV_LOAD("segment_mb=32");
+	if (fkv_debugfs_set("put_local_delay_ms", 0))
+		FKV_SKIP("no debugfs put_local_delay_ms");
+	nl_open(&nl);
+	FKV_ASSERT_EQ(register_daemon_flags(&nl,
+					    FLUXONKV_REGISTER_F_LOCAL_ROUTES |
+					    FLUXONKV_REGISTER_F_LOCAL_PUTS, tb),
+		      0);
+	delays = fkv_debugfs_u32("put_local_delays");
+	FKV_ASSERT_EQ(fkv_debugfs_set("put_local_delay_ms", 1500), 0);
+	put = client_start(CLIENT_PUT, "orphan", 5000);
+	t0 = fkv_now_ms();
+	while (fkv_debugfs_u32("put_local_delays") == delays) {
+		FKV_ASSERT(fkv_now_ms() - t0 < 10000, "the put never came");
+		fkv_msleep(5);
+	}
+	/* the put saw local puts delegated: now the master goes */
+	FKV_ASSERT_EQ(send_cmd(&nl, FLUXONKV_CMD_DAEMON_UNREGISTER), 0);
+	fkv_nl_close(&nl);
+	FKV_ASSERT_EQ(fkv_debugfs_u32("put_local_delays"), delays + 1);
+	r = client_wait(&put);
+	FKV_ASSERT_EQ(fkv_debugfs_set("put_local_delay_ms", 0), 0);
+	fkv_diag("put after the detach: %s, replicas %" PRIu64,
+		 r.err ? strerror(r.err) : "published", fkv_sysfs("replicas"));
+	FKV_ASSERT_EQ(r.err, ENOTCONN);
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
+
+	/* a new master: the module answers the miss itself, no orphan */
+	nl_open(&nl);
+	FKV_ASSERT_EQ(register_daemon_flags(&nl,
+					    FLUXONKV_REGISTER_F_LOCAL_ROUTES |
+					    FLUXONKV_REGISTER_F_LOCAL_PUTS, tb),
+		      0);
+	get = client_start(CLIENT_GET, "orphan", 0);
+	r = client_wait(&get);
+	FKV_ASSERT_EQ(r.err, ENOENT);
+	fkv_nl_close(&nl);
+}
+
 /* Answer the PUT of K (VLEN bytes) with STATUS, PUT_ID and FLAGS. */
 static uint64_t answer_put(struct fkv_nl *nl, const char *k, size_t vlen,
 			   int32_t status, uint64_t put_id, uint32_t flags,

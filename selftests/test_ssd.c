@@ -531,7 +531,52 @@ FKV_TEST_TIMEOUT(ext4_tier_persists_then_refills_every_key_and_promotes, 240)
 
 /* ---- 3. a raw block device ---- */
 
-#define RAW_KEYS	24	/* ~12 MiB through an 8 MiB segment */
+#define RAW_KEYS	24	/*
+ * A raw block device is claimed exclusively while a shard uses it (issue
+ * 29: it was attached with no claim, so the device of a mounted
+ * filesystem could be written under it).  The device under the mounted
+ * ext4 of ssd0, opened without O_EXCL, is refused with EBUSY; ssd1,
+ * opened the same way, is attached and then nobody may open it O_EXCL
+ * (mkfs, mount) until the module lets go of it.
+ */
+FKV_TEST(a_block_device_is_claimed_exclusively_and_a_mounted_one_refused)
+{
+	char dir[256], mounted[128], raw[128];
+	uint32_t shard = UINT32_MAX;
+	int dev, fd, excl;
+
+	ext4_dir("claim", dir, sizeof(dir));
+	scratch_disk(DISK_EXT4, "1G", mounted, sizeof(mounted));
+	scratch_disk(DISK_RAW, "512M", raw, sizeof(raw));
+	FKV_LOAD("segment_mb=8");
+	dev = fkv_dev_open();
+	FKV_ASSERT(dev >= 0, "open %s: %s", FKV_DEV_PATH, strerror(errno));
+
+	fd = open_shard(mounted);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fd, 0, 4 * FKV_MIB, 0, &shard),
+		      -EBUSY);
+	close(fd);
+	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_capacity_bytes"), 0);
+
+	fd = open_shard(raw);
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fd, 0, 4 * FKV_MIB, 0, &shard),
+		      0);
+	/* a second shard of the same device: the module's claim again */
+	FKV_ASSERT_EQ(fkv_dev_ssd_attach(dev, fd, 4 * FKV_MIB, 4 * FKV_MIB, 0,
+					 &shard), 0);
+	close(fd);
+	excl = open(raw, O_RDWR | O_EXCL | O_CLOEXEC);
+	FKV_ASSERT(excl < 0 && errno == EBUSY, "O_EXCL open of an attached "
+		   "device: %s", excl < 0 ? strerror(errno) : "taken");
+	close(dev);
+	FKV_ASSERT_EQ(fkv_env_unload(), 0);
+	excl = open(raw, O_RDWR | O_EXCL | O_CLOEXEC);
+	FKV_ASSERT(excl >= 0, "O_EXCL open after the unload: %s",
+		   strerror(errno));
+	close(excl);
+}
+
+/* ~12 MiB through an 8 MiB segment */
 
 static size_t raw_len(int i)
 {
@@ -1836,6 +1881,99 @@ FKV_TEST_TIMEOUT(ring_ssd_refills_complete_from_the_read_and_block_no_worker,
 	fkv_ring_close(r);
 	FKV_ASSERT_EQ(fkv_sysfs("ssd_revokes") - revokes, RR_KEYS);
 	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 0);
+
+	for (i = 0; i < RR_KEYS; i++) {
+		snprintf(key, sizeof(key), "rr-%d", i);
+		delete_any(kv, key);
+	}
+	fkv_close(kv);
+	teardown(base);
+	dm_remove(DLY_NAME);
+}
+
+/*
+ * The faults of an SSD refill through the ring (issue 29).  1. The
+ * refill's target allocation fails at the inline issue (debugfs
+ * fail_alloc: the slab allocation failing): the get goes to io-wq and
+ * completes whole -- an ERR_PTR was taken for an allocation there.  2. The
+ * reads fail (dm-error) with fluxond stopped: every GET completes within
+ * a second with -EIO, no holder -- the completion used to make a
+ * synchronous GET_REVOKE upcall and a whole new get in io_uring's task
+ * work, waiting request_timeout_ms (5 s) per get for the stopped daemon,
+ * the submitter (and its ring) stuck meanwhile.  The copies are unrouted
+ * at once; the revokes reach fluxond once it runs again.
+ */
+FKV_TEST_TIMEOUT(ring_ssd_refill_faults_complete_promptly_with_an_error, 180)
+{
+	uint64_t base, ids[RR_KEYS], persists = 0, revokes, t0, ms;
+	struct fkv_completion c[RR_KEYS];
+	char key[16], error[128], devno[32];
+	struct fkv_op op = { .opcode = FLUXONKV_OP_GET };
+	int i, n, got;
+	struct fkv_ring *r;
+	struct fkv *kv;
+
+	base = setup("segment_mb=8");
+	if (fkv_debugfs_set("fail_alloc", 0))
+		FKV_SKIP("no debugfs fail_alloc");
+	dm_delay_create(RR_DELAY_MS, 0);
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, DLY_PATH, 0, RR_CAP), 0);
+	for (i = 0; i < RR_KEYS; i++) {
+		snprintf(key, sizeof(key), "rr-%d", i);
+		ids[i] = put_pattern(kv, key, RR_LEN, 70 + i);
+		wait_persists(++persists);
+	}
+
+	/* 1. the target's allocation fails at the inline issue */
+	rr_ssd_only(kv, base, &persists);
+	FKV_ASSERT_EQ(fkv_ring_open(kv, 8, &r), 0);
+	FKV_ASSERT_EQ(fkv_debugfs_set("fail_alloc", 1), 0);
+	op.key = "rr-0";
+	op.key_len = 4;
+	FKV_ASSERT_EQ(fkv_ring_prep(r, &op, 0), 0);
+	FKV_ASSERT_EQ(fkv_ring_submit(r), 1);
+	FKV_ASSERT_EQ(fkv_ring_reap(r, c, 1, 1), 1);
+	FKV_ASSERT_EQ(fkv_debugfs_u32("fail_alloc"), 0);	/* it failed one */
+	FKV_ASSERT(c[0].op.result == 0, "ring get with its target's "
+		   "allocation failing once: %s",
+		   fkv_strerror(c[0].op.result));
+	check_holder(kv, &c[0].op.holder, "rr-0", RR_LEN, 70, ids[0]);
+	release(kv, &c[0].op.holder);
+	fkv_ring_close(r);
+
+	/* 2. the reads fail, fluxond stopped: an error at once */
+	rr_ssd_only(kv, base, &persists);
+	snprintf(error, sizeof(error), "0 %" PRIu64 " error\n",
+		 dm_disk("dm-delay", devno, sizeof(devno)));
+	dm_swap(DLY_NAME, error);
+	revokes = fkv_sysfs("ssd_revokes");
+	FKV_ASSERT_EQ(fkv_ring_open(kv, 8, &r), 0);
+	FKV_ASSERT_EQ(kill(fkv_env_daemon, SIGSTOP), 0);
+	t0 = fkv_now_ms();
+	rr_submit(r);
+	for (got = 0; got < RR_KEYS; got += n) {
+		n = fkv_ring_reap(r, c + got, RR_KEYS - got, 1);
+		FKV_ASSERT_GT(n, 0);
+	}
+	ms = fkv_now_ms() - t0;
+	fkv_diag("%d failed refills completed in %" PRIu64 " ms, fluxond "
+		 "stopped", RR_KEYS, ms);
+	FKV_ASSERT(ms < 2000, "failed refills took %" PRIu64 " ms with "
+		   "fluxond stopped", ms);
+	for (i = 0; i < RR_KEYS; i++)
+		FKV_ASSERT(c[i].op.result == -EIO, "ring get rr-%d from a "
+			   "failing SSD: %s", (int)c[i].user_data,
+			   c[i].op.result ? fkv_strerror(c[i].op.result) :
+			   "a hit");
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_revokes") - revokes, RR_KEYS);
+	FKV_ASSERT_EQ(kill(fkv_env_daemon, SIGCONT), 0);
+	fkv_ring_close(r);
+	/* unrouted: a get now is a miss, not another failed read */
+	FKV_ASSERT_EQ(fkv_get_into(kv, "rr-1", 4, error, sizeof(error), NULL),
+		      -ENOENT);
 	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 0);
 
 	for (i = 0; i < RR_KEYS; i++) {
