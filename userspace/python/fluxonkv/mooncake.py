@@ -53,6 +53,7 @@ import socket
 import threading
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
+from . import _control
 from .errors import FluxonKVError
 from ._native import MemHolder
 from .store import Store
@@ -93,13 +94,15 @@ def _code(err):
 # The module takes keys of 1..KEY_MAX bytes.  A longer key (LMCache's carry
 # model names and hashes) is stored under HASHED_PREFIX + the hex SHA-256 of
 # its UTF-8 bytes: 81 bytes.  No key a caller passes is ever stored under
-# such a name: keys that start with HASHED_PREFIX are refused
+# such a name: keys that start with RESERVED_PREFIX are refused
 # (INVALID_PARAMS), so a hashed name means "the key whose SHA-256 this is",
 # and two long keys share a value only through a SHA-256 collision.
 
 KEY_MAX = 256                       # FLUXONKV_KEY_MAX
-HASHED_PREFIX = b"\x00fluxonkv/sha256/"
-_HASHED_PREFIX_STR = HASHED_PREFIX.decode()
+RESERVED_PREFIX = b"\x00fluxonkv/"  # the adapter's own names
+HASHED_PREFIX = RESERVED_PREFIX + b"sha256/"
+_RESERVED_STR = RESERVED_PREFIX.decode()
+_BARRIER_KEY = RESERVED_PREFIX + b"barrier"    # never stored
 
 
 def native_key(key: "Key") -> "Key":
@@ -110,15 +113,15 @@ def native_key(key: "Key") -> "Key":
     if isinstance(key, str):
         if len(key) <= KEY_MAX // 4 and not key.startswith("\x00"):
             return key              # UTF-8: at most 4 bytes a character
-        if key.startswith(_HASHED_PREFIX_STR):
-            raise ValueError("keys starting with \\x00fluxonkv/sha256/ are "
-                             "reserved for hashed long keys")
+        if key.startswith(_RESERVED_STR):
+            raise ValueError("keys starting with \\x00fluxonkv/ are "
+                             "reserved (hashed long keys)")
         raw = key.encode()
     elif isinstance(key, (bytes, bytearray)):
         raw = bytes(key)
-        if raw.startswith(HASHED_PREFIX):
-            raise ValueError("keys starting with \\x00fluxonkv/sha256/ are "
-                             "reserved for hashed long keys")
+        if raw.startswith(RESERVED_PREFIX):
+            raise ValueError("keys starting with \\x00fluxonkv/ are "
+                             "reserved (hashed long keys)")
     else:
         raise TypeError(f"a key is str or bytes, not {type(key).__name__}")
     if len(raw) <= KEY_MAX:
@@ -514,7 +517,7 @@ class MooncakeDistributedStore:
         except (TypeError, ValueError) as e:
             return False, self._fail(e)
 
-    def _keys(self, keys, bad):
+    def _map_keys(self, keys, bad):
         """The module's keys of @keys: (indexes of the valid ones, their
         module keys, a list with @bad at the invalid ones and None
         elsewhere)."""
@@ -580,7 +583,7 @@ class MooncakeDistributedStore:
         n = len(keys)
         if n != len(values):
             return [INVALID_PARAMS] * n
-        idx, nkeys, out = self._keys(keys, INVALID_PARAMS)
+        idx, nkeys, out = self._map_keys(keys, INVALID_PARAMS)
         views = {}
         for j, i in enumerate(idx):
             try:
@@ -658,7 +661,7 @@ class MooncakeDistributedStore:
             return [INVALID_PARAMS] * n
         if self._kv() is None:
             return [INTERNAL_ERROR] * n
-        idx, nkeys, out = self._keys(keys, INVALID_PARAMS)
+        idx, nkeys, out = self._map_keys(keys, INVALID_PARAMS)
         todo = []
         for j, i in enumerate(idx):
             try:
@@ -717,7 +720,7 @@ class MooncakeDistributedStore:
 
     def batch_remove(self, keys: Sequence[Key], force: bool = False) -> List[int]:
         keys = list(keys)
-        idx, nkeys, out = self._keys(keys, INVALID_PARAMS)
+        idx, nkeys, out = self._map_keys(keys, INVALID_PARAMS)
         if nkeys:
             ok, r = self._call(Store.delete_many, nkeys)
             if not ok:      # each key on its own: its own code
@@ -729,32 +732,43 @@ class MooncakeDistributedStore:
         return out
 
     def remove_by_regex(self, regex_pattern: str, force: bool = False) -> int:
-        """Mooncake removes every key of the store matching @regex_pattern
-        and returns the count.  fluxonkv cannot list its keys yet (that
-        needs support in the master, not built), so this removes nothing
-        and returns UNAVAILABLE_IN_CURRENT_MODE (-1011; INVALID_PARAMS for
-        a malformed pattern); ``last_error`` says why.  Remove known keys
-        with remove() / batch_remove()."""
-        try:
-            re.compile(regex_pattern)
-        except (re.error, TypeError) as e:
-            return self._fail(ValueError(str(e)))
-        return self._no_listing("remove_by_regex")
+        """Remove every key of the store that @regex_pattern matches
+        (anywhere in the key, as Mooncake's regex_search) and return how
+        many; a negative code on failure (INVALID_PARAMS for a pattern
+        that is not a POSIX extended regular expression).
+
+        The master does it (fluxond's control socket, CLEAR), across every
+        process's keys.  The pattern is POSIX ERE, not ECMAScript: \\d and
+        lazy quantifiers are not known.  Keys longer than 256 bytes are
+        stored under their SHA-256 name: only remove_all() removes them.
+        """
+        if not isinstance(regex_pattern, str):
+            return self._fail(TypeError("a pattern is a str"))
+        return self._clear(regex_pattern, "remove_by_regex")
 
     def remove_all(self, force: bool = False) -> int:
-        """Mooncake clears the whole store.  fluxonkv cannot list its keys
-        yet (that needs support in the master, not built), so this removes
-        nothing and returns UNAVAILABLE_IN_CURRENT_MODE (-1011) rather
-        than clear only part of the store; ``last_error`` says why."""
-        return self._no_listing("remove_all")
+        """Remove every key of the store, every process's (Mooncake's
+        remove_all: SGLang's clear(), vLLM's reset), and return how many;
+        a negative code on failure (RPC_FAIL: no fluxond listens on its
+        control socket, UNAVAILABLE_IN_CURRENT_MODE: that daemon is a
+        cluster node, not the master).  Values held by a get stay readable
+        until released, as for remove()."""
+        return self._clear(None, "remove_all")
 
-    def _no_listing(self, op):
-        e = FluxonKVError(errno.EOPNOTSUPP,
-                          "fluxonkv cannot list the store's keys yet (needs "
-                          "master support, not built); nothing removed",
-                          op=op)
-        log.warning("%s", e)
-        return self._fail(e)
+    def _clear(self, pattern, op):
+        kv = self._kv()
+        if kv is None:
+            return INTERNAL_ERROR
+        try:
+            # A barrier: the module sends its batched notes of local puts
+            # before a DELETE upcall, so once this returns the master knows
+            # every put that returned before it (any process's).
+            kv.delete(_BARRIER_KEY)
+            return _control.clear(pattern)
+        except FluxonKVError as e:
+            e.op = op
+            log.warning("%s: %s", op, e)
+            return self._fail(e)
 
     # ---- multi-buffer batches (vLLM store connector, SGLang MLA pools) ----
 
@@ -787,7 +801,7 @@ class MooncakeDistributedStore:
             return [INVALID_PARAMS] * n
         if self._kv() is None:
             return [INTERNAL_ERROR] * n
-        idx, nkeys, out = self._keys(keys, INVALID_PARAMS)
+        idx, nkeys, out = self._map_keys(keys, INVALID_PARAMS)
         plan = []       # (index, module key, pieces) of the keys to put
         for i, nk in zip(idx, nkeys):
             try:
@@ -887,7 +901,7 @@ class MooncakeDistributedStore:
             return [INVALID_PARAMS] * n
         if self._kv() is None:
             return [INTERNAL_ERROR] * n
-        idx, nkeys, out = self._keys(keys, INVALID_PARAMS)
+        idx, nkeys, out = self._map_keys(keys, INVALID_PARAMS)
         single, multi = [], []
         for i, nk in zip(idx, nkeys):
             try:
@@ -997,7 +1011,7 @@ class MooncakeDistributedStore:
     def batch_get_buffer(self, keys: Sequence[Key]) -> List[Optional[BufferHandle]]:
         """BufferHandle-or-None per key (one call, GIL released)."""
         keys = list(keys)
-        idx, nkeys, out = self._keys(keys, None)
+        idx, nkeys, out = self._map_keys(keys, None)
         if nkeys:
             ok, hs = self._call(Store.get_many, nkeys)
             if not ok:      # each key on its own
@@ -1022,7 +1036,7 @@ class MooncakeDistributedStore:
             return [INVALID_PARAMS] * len(keys)
         if self._kv() is None:
             return [INTERNAL_ERROR] * len(keys)
-        idx, nkeys, out = self._keys(keys, INVALID_PARAMS)
+        idx, nkeys, out = self._map_keys(keys, INVALID_PARAMS)
         if nkeys:
             ptrs, sizes = list(buffer_ptrs), list(sizes)
             codes = self._each(Store.get_into_many, nkeys,
@@ -1050,7 +1064,7 @@ class MooncakeDistributedStore:
     def batch_is_exist(self, keys: Sequence[Key]) -> List[int]:
         """1 / 0 per key, -1 for a key that cannot be looked up."""
         keys = list(keys)
-        idx, nkeys, out = self._keys(keys, -1)
+        idx, nkeys, out = self._map_keys(keys, -1)
         if nkeys:
             ok, r = self._call(Store.exists_many, nkeys)
             if ok:
@@ -1074,7 +1088,7 @@ class MooncakeDistributedStore:
         """{key: [ReplicaDescriptor]} for the keys that have a value (the
         others are left out, as Mooncake's map of found keys)."""
         keys = list(keys)
-        idx, nkeys, _ = self._keys(keys, None)
+        idx, nkeys, _ = self._map_keys(keys, None)
         out = {}
         if not nkeys:
             return out

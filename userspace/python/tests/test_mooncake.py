@@ -17,6 +17,10 @@ The functions and calls each test follows are named in its docstring.
 """
 import ctypes
 import errno
+import os
+import re
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -25,7 +29,6 @@ from conftest import pattern
 from fluxonkv import mooncake
 from fluxonkv.mooncake import (INTERNAL_ERROR, INVALID_PARAMS,
                                NO_AVAILABLE_HANDLE, OBJECT_NOT_FOUND,
-                               UNAVAILABLE_IN_CURRENT_MODE,
                                MooncakeDistributedStore,
                                MooncakeHostMemAllocator, ReplicateConfig,
                                SoftPinAction)
@@ -202,23 +205,81 @@ def test_put_parts_stores_the_concatenation(mc, key):
     assert mc.get(k) == b"head-body-tail"
 
 
-def test_remove_all_and_remove_by_regex_say_they_cannot(mc, key):
-    """fluxonkv cannot list the store's keys (master support not built):
-    both return UNAVAILABLE_IN_CURRENT_MODE and remove nothing, rather
-    than clear only the keys this object happened to put."""
+def put_from_another_process(keys, value):
+    """Put @keys in a separate process (another worker of the stack)."""
+    code = ("import sys, fluxonkv\n"
+            "with fluxonkv.Store() as kv:\n"
+            "    for k in sys.argv[2:]:\n"
+            "        kv.put(k, sys.argv[1].encode())\n")
+    pkg_dir = os.path.dirname(os.path.dirname(mooncake.__file__))
+    env = dict(os.environ, PYTHONPATH=pkg_dir)
+    r = subprocess.run([sys.executable, "-c", code, value] + list(keys),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=60, env=env)
+    assert r.returncode == 0, r.stdout
+
+
+def test_remove_by_regex_removes_every_processs_matching_keys(mc, key):
+    """Mooncake's remove_by_regex: the master removes every key the
+    pattern finds a match in (any process's: fluxond's CLEAR) and the
+    count comes back; the others stay."""
     p = key()
-    names = [p + s for s in ("/sess1/a", "/sess1/b", "/sess2/a")]
-    for n in names:
+    mine = [p + s for s in ("/sess1/a", "/sess1/b", "/sess2/a")]
+    theirs = [p + s for s in ("/sess1/c", "/sess3/a")]
+    for n in mine:
         assert mc.put(n, b"x") == 0
-    assert mc.remove_by_regex("/sess1/") == UNAVAILABLE_IN_CURRENT_MODE
-    assert mc.last_error.errno == errno.EOPNOTSUPP
-    assert mc.last_error.op == "remove_by_regex"
+    put_from_another_process(theirs, "y")
+    assert mc.batch_is_exist(mine + theirs) == [1] * 5
+    assert mc.remove_by_regex("^" + re.escape(p) + "/sess1/") == 3
+    assert mc.batch_is_exist(mine + theirs) == [0, 0, 1, 0, 1]
+    assert mc.remove_by_regex("^" + re.escape(p) + "/sess1/") == 0
+    assert mc.remove_by_regex(re.escape(p) + "/sess[0-9]") == 2
+    assert mc.batch_is_exist([mine[2], theirs[1]]) == [0, 0]
+    # a pattern POSIX regcomp refuses: nothing removed
+    assert mc.put(mine[0], b"x") == 0
     assert mc.remove_by_regex("(") == INVALID_PARAMS
-    assert mc.remove_all() == UNAVAILABLE_IN_CURRENT_MODE
-    assert mc.last_error.errno == errno.EOPNOTSUPP
-    assert "master" in str(mc.last_error)
-    assert mc.batch_is_exist(names) == [1, 1, 1]
-    assert mc.batch_remove(names) == [0, 0, 0]
+    assert mc.last_error.errno == errno.EINVAL
+    assert mc.last_error.op == "remove_by_regex"
+    assert mc.remove_by_regex(None) == INVALID_PARAMS
+    assert mc.is_exist(mine[0]) == 1
+    assert mc.remove(mine[0]) == 0
+
+
+def test_remove_all_clears_the_store(mc, key, fluxon_env):
+    """Mooncake's remove_all (SGLang's clear(), vLLM's reset after a
+    weight update): every key goes, whoever put it, long ones too; a
+    value held by get_buffer stays readable until released."""
+    ks = [key() for _ in range(20)]
+    assert mc.put_batch(ks, [pattern(64 << 10, 50 + i) for i in range(20)]) == 0
+    long_key = lmcache_key(LONG_MODEL, 0x77, [("t", key())])
+    assert mc.put(long_key, b"long") == 0
+    other = [key() for _ in range(5)]
+    put_from_another_process(other, "from elsewhere")
+    held = mc.get_buffer(ks[0])
+    n = mc.remove_all(force=True)
+    assert n >= 26
+    assert mc.batch_is_exist(ks + other + [long_key]) == [0] * 26
+    assert mc.get_size(ks[1]) == OBJECT_NOT_FOUND
+    with fluxonkv_store() as kv:
+        assert not kv.exists(other[0])
+    assert bytes(held) == pattern(64 << 10, 50)
+    held.release()
+    # the store works on: new puts, and a clear of an empty store is 0
+    assert mc.put(ks[0], b"again") == 0 and mc.get(ks[0]) == b"again"
+    assert mc.remove_all() == 1
+    assert mc.remove_all() == 0
+
+
+def test_remove_all_without_a_daemon_socket_is_rpc_fail(mc, key, monkeypatch,
+                                                       tmp_path):
+    k = key()
+    assert mc.put(k, b"kept") == 0
+    monkeypatch.setenv("FLUXONKV_CONTROL", str(tmp_path / "nobody.sock"))
+    assert mc.remove_all() == mooncake.RPC_FAIL
+    assert mc.last_error.errno == errno.ENOTCONN
+    assert mc.remove_by_regex(".") == mooncake.RPC_FAIL
+    assert mc.is_exist(k) == 1
+    assert mc.remove(k) == 0
 
 
 def test_adapter_keeps_no_state_per_key(mc, key):
@@ -909,7 +970,12 @@ def test_stack_vllm_store_connector(new_store, key):
     assert store.batch_get_into_multi_buffers(
         [bk], [[back.tensor_base(t) for t in range(64)]], [[256 << 10] * 64]) == [16 << 20]
     assert back.mem.raw == big.mem.raw
-    assert store.batch_remove(keys + [bk]) == [0] * 7
+    # LookupKeyServer's RESET_MSG (after an RL weight update): the send
+    # queue drained, then remove_all(force=True) wipes the flat key space
+    assert store.remove_all(force=True) >= 7
+    assert store.batch_is_exist(keys + [bk]) == [0] * 7
+    res = store.batch_get_into_multi_buffers([keys[0]], [a], [z])
+    assert res[0] < 0
     assert store.close() == 0
 
 
@@ -992,9 +1058,9 @@ def test_stack_sglang_hicache_mha_page_first(new_store, key):
         assert out.block(1, p + 1) == pool.block(1, p)
     assert store.remove(ks[3]) == 0                     # page 1's V
     assert batch_exists() == 1
-    # clear(): Mooncake's remove_all; fluxonkv says it cannot (no listing)
-    assert store.remove_all() == UNAVAILABLE_IN_CURRENT_MODE
-    assert store.batch_remove(ks + [warm]) == [0, 0, 0, OBJECT_NOT_FOUND, 0, 0, 0]
+    # clear(): Mooncake's remove_all, the whole store
+    assert store.remove_all() >= 6
+    assert store.batch_is_exist(ks + [warm]) == [0] * 7
     assert store.close() == 0
 
 
