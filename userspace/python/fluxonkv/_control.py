@@ -28,8 +28,8 @@ _TIMEOUT = 60.0                 # a clear of millions of keys takes a while
 
 
 def control_path():
-    """$FLUXONKV_CONTROL, or fluxond's default control socket."""
-    return os.environ.get("FLUXONKV_CONTROL") or CONTROL_PATH
+    """$FLUXOND_CONTROL, or fluxond's default control socket."""
+    return os.environ.get("FLUXOND_CONTROL") or CONTROL_PATH
 
 
 def _attr(kind, payload):

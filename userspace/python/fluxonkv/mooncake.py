@@ -3,8 +3,10 @@
 
 ``MooncakeDistributedStore`` keeps the method names, argument orders and
 return conventions of Mooncake's class, as SGLang's HiCache backend,
-vLLM's Mooncake connectors and LMCache's Mooncake backend call it, so they
-run on the node-local fluxonkv cache by changing one import::
+vLLM's Mooncake store connector and LMCache's Mooncake connector call it.
+The opt-in distribution ``fluxonkv-mooncake`` (userspace/python/
+mooncake-shim) installs it as ``mooncake.store``, so they run unmodified;
+or import it from here::
 
     from fluxonkv.mooncake import MooncakeDistributedStore, ReplicateConfig
 
@@ -16,16 +18,20 @@ run on the node-local fluxonkv cache by changing one import::
 
 Conventions (Mooncake's): integer status codes, 0 for success and a
 negative Mooncake ``ErrorCode`` on failure (``ERRNO_TO_MOONCAKE``);
-``is_exist`` 1 / 0 / -1; batch calls return one int per key;
-``get_into`` the bytes read or a negative code; ``get`` b"" and
-``get_buffer`` None on a miss.  No method raises for a store failure;
-``last_error`` keeps the FluxonKVError behind the most recent one.
+``is_exist`` 1 / 0 / -1; batch calls return one int per key, each key its
+own (a batch that fails as a whole is redone key by key); ``get_into``
+the bytes read or a negative code; ``get`` b"" and ``get_buffer`` None on
+a miss.  No method raises for a store failure; ``last_error`` keeps the
+error behind the most recent one.  ``put*`` keep the first value of a key
+(0, nothing stored, if it has one), ``upsert*`` replace it; a put of 0
+bytes stores nothing and returns 0.  Keys past KEY_MAX bytes are stored
+under a reserved SHA-256 name (``native_key``).
 
-``is_exist``, ``batch_is_exist`` and ``get_size`` never read the value:
-they are Store.lookup() (FLUXONKV_IOC_LOOKUP: no holder, no SSD refill,
-no access counted).  ``get_into`` / ``batch_get_into`` and
-``batch_put_from`` are one call each into the extension (the GIL released
-across the batch).
+``is_exist``, ``batch_is_exist``, ``get_size`` and
+``batch_get_replica_desc`` never read the value: they are lookups
+(FLUXONKV_IOC_LOOKUP: no holder, no SSD refill, no access counted).
+``get_into`` / ``batch_get_into`` and ``batch_put_from`` are one call each
+into the extension (the GIL released across the batch).
 
 ``batch_put_from_multi_buffers`` / ``batch_get_into_multi_buffers`` (vLLM's
 Mooncake store connector, SGLang's MLA ``layer_first`` and hybrid pools)
@@ -35,10 +41,9 @@ get into one contiguous destination, so a get scatters from a holder on
 the segment (one copy, straight into each buffer) and a put gathers into
 one staging buffer (one copy) unless the buffers are one single range.
 
-The adapter keeps no per-key state: fluxonkv cannot list keys yet, so
-``remove_by_regex`` and ``remove_all`` return UNAVAILABLE_IN_CURRENT_MODE
-(-1011) rather than clear only part of the store (that needs a key listing
-in the master, not built yet).
+``remove_all`` / ``remove_by_regex`` are the master's: fluxond's control
+socket (``_control``, CLEAR) removes every process's keys.  The adapter
+keeps no state per key.
 """
 import ctypes
 import enum
@@ -432,26 +437,28 @@ class MooncakeDistributedStore:
         host = host or socket.gethostname()
         if _HOSTPORT.match(host):
             return host
-        lo = int(os.environ.get("MC_STORE_CLIENT_MIN_PORT", 12300))
-        hi = int(os.environ.get("MC_STORE_CLIENT_MAX_PORT", 14300))
+        try:
+            lo = int(os.environ.get("MC_STORE_CLIENT_MIN_PORT", 12300))
+            hi = int(os.environ.get("MC_STORE_CLIENT_MAX_PORT", 14300))
+        except ValueError:
+            lo, hi = 0, -1
         if not 0 < lo <= hi < 65536:
             lo, hi = 12300, 14300
         span = hi - lo + 1
         first = os.getpid() % span
-        for n in range(span):
-            port = lo + (first + n) % span
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            try:
-                sock.bind(("", port))
-            except OSError:
-                sock.close()
-                continue
-            self._port_sock = sock
-            return f"{host}:{port}"
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("", 0))          # the range is taken: any free port
-        self._port_sock = sock
-        return f"{host}:{sock.getsockname()[1]}"
+        try:
+            for port in [lo + (first + n) % span for n in range(span)] + [0]:
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                try:
+                    sock.bind(("", port))   # 0 last: the range is taken
+                except OSError:
+                    sock.close()
+                    continue
+                self._port_sock = sock
+                return f"{host}:{sock.getsockname()[1]}"
+        except OSError as e:    # no IPv4 sockets here: the name alone
+            log.warning("get_hostname: no port to hold (%s)", e)
+        return host
 
     def setup_dummy(self, mem_pool_size: int = 0, local_buffer_size: int = 0,
                     server_address: str = "") -> int:

@@ -274,7 +274,7 @@ def test_remove_all_without_a_daemon_socket_is_rpc_fail(mc, key, monkeypatch,
                                                        tmp_path):
     k = key()
     assert mc.put(k, b"kept") == 0
-    monkeypatch.setenv("FLUXONKV_CONTROL", str(tmp_path / "nobody.sock"))
+    monkeypatch.setenv("FLUXOND_CONTROL", str(tmp_path / "nobody.sock"))
     assert mc.remove_all() == mooncake.RPC_FAIL
     assert mc.last_error.errno == errno.ENOTCONN
     assert mc.remove_by_regex(".") == mooncake.RPC_FAIL
