@@ -80,8 +80,8 @@ check() {
 }
 # After a step the rest needs: if it failed, the remaining tests are
 # reported as not run (failed), and the script ends.
-PLAN=17
-[ -z "$QUICK" ] || PLAN=16
+PLAN=18
+[ -z "$QUICK" ] || PLAN=17
 need() {
 	[ "$last" -eq 0 ] && return 0
 	while [ "$n" -lt "$PLAN" ]; do
@@ -155,7 +155,7 @@ install_debs() {
 	cat "$R"/var/lib/dkms/fluxonkv/*/"$KVER"/*/log/make.log >"$RES/dkms-make.log" 2>/dev/null
 	grep -E 'Building|Installing|Setting up|Loading|DKMS|dkms|rror|depmod|Processing' "$RES/dpkg.log" | sed 's/^/# /'
 	[ "$rc" = 0 ] || { tail -n 40 "$RES/dpkg.log"; return 1; }
-	for p in fluxonkv-dkms libfluxonkv1 libfluxonkv-dev fluxonkv-tools python3-fluxonkv; do
+	for p in fluxonkv-dkms libfluxonkv1 libfluxonkv-dev fluxonkv-tools python3-fluxonkv python3-fluxonkv-mooncake; do
 		[ "$(in_root dpkg-query -W -f='${Status}' "$p")" = "install ok installed" ] ||
 			{ echo "$p is not installed"; return 1; }
 	done
@@ -399,10 +399,25 @@ print(\"# python3-fluxonkv:\", fluxonkv._native.__file__)
 		{ echo "$needed" | sed 's/^/# /'; return 1; }
 }
 
+mooncake_shim() {
+	# what SGLang, vLLM and LMCache import, from the opt-in package
+	in_root sh -c 'cd / && python3 -c "
+import mooncake, mooncake.store as ms, fluxonkv.mooncake as fm
+assert ms.__file__.startswith(\"/usr/lib/python3/dist-packages/mooncake/\"), ms.__file__
+assert ms.MooncakeDistributedStore is fm.MooncakeDistributedStore and mooncake.FLUXONKV
+s = ms.MooncakeDistributedStore()
+assert s.setup(\"node\", \"P2PHANDSHAKE\", 1 << 30, 1 << 20, \"tcp\", \"\", \"127.0.0.1:50051\") == 0
+assert s.put(\"py/shim\", b\"through mooncake.store\", ms.ReplicateConfig()) == 0
+assert s.is_exist(\"py/shim\") == 1 and s.get(\"py/shim\") == b\"through mooncake.store\"
+assert s.close() == 0
+" 2>&1' >"$RES/mooncake.log" || { sed 's/^/# /' "$RES/mooncake.log"; return 1; }
+	[ "$(in_root fluxonctl get py/shim)" = "through mooncake.store" ]
+}
+
 remove_purge() {
 	stop_daemon
 	rmmod fluxonkv || return 1
-	in_root sh -c 'dpkg --purge python3-fluxonkv fluxonkv-tools libfluxonkv-dev libfluxonkv1 fluxonkv-dkms 2>&1; echo "dpkg-rc=$?"' |
+	in_root sh -c 'dpkg --purge python3-fluxonkv-mooncake python3-fluxonkv fluxonkv-tools libfluxonkv-dev libfluxonkv1 fluxonkv-dkms 2>&1; echo "dpkg-rc=$?"' |
 		while IFS= read -r line; do echo "[$SECONDS] $line"; done >"$RES/dpkg-purge.log"
 	grep -q 'dpkg-rc=0$' "$RES/dpkg-purge.log" || { cat "$RES/dpkg-purge.log"; return 1; }
 	# dkms removed what it built, and the package files are gone
@@ -439,6 +454,7 @@ check "every value of the first load is still served, byte for byte" verify a- $
 check "every value the cut load put before the kill is still served" verify b- "$PUT_B"
 check "puts and gets work again after the restart" after_restart_put_get
 check "python3-fluxonkv puts and gets from its installed location" python_binding
+check "python3-fluxonkv-mooncake: 'from mooncake.store import MooncakeDistributedStore' runs on fluxonkv" mooncake_shim
 check "the daemon's logs have no error lines" eval '! grep "fluxond: error" "$RES"/fluxond-*.log'
 [ -n "$QUICK" ] || check "dpkg --purge removes everything, dkms included" remove_purge
 finish

@@ -152,6 +152,15 @@ enum fkv_cluster_cmd {
 	 * connection) nor crowds out heartbeats and answers.
 	 */
 	FKV_CCMD_DROPS,
+	/*
+	 * a client -> fluxond on the local control socket (no join): remove
+	 * every key, or with PATTERN every key that POSIX extended regular
+	 * expression finds a match in (Mooncake's remove_all /
+	 * remove_by_regex).  Answer CLEAR with STATUS (0, -EINVAL a bad
+	 * pattern, -EOPNOTSUPP not the master's daemon) and, on 0, COUNT
+	 * (keys removed); MESSAGE says why on failure.
+	 */
+	FKV_CCMD_CLEAR,
 	__FKV_CCMD_MAX,
 };
 
@@ -181,6 +190,8 @@ enum fkv_cluster_attr {
 	FKV_CA_LEASE_T,		/* u64: a node's CLOCK_MONOTONIC ns, echoed */
 	FKV_CA_LEASE_MS,	/* u32: the lease the master grants from it */
 	FKV_CA_PROTO,		/* u32: the handshake's version (auth.h) */
+	FKV_CA_PATTERN,		/* string: a regular expression (CLEAR) */
+	FKV_CA_COUNT,		/* u64: how many (CLEAR: keys removed) */
 	__FKV_CA_MAX,
 	FKV_CA_MAX = __FKV_CA_MAX - 1
 };

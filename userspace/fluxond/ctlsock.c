@@ -36,6 +36,8 @@ struct fkv_ctlsock {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	fkv_ctlsock_stats_fn fn;
 	void *arg;
+	fkv_ctlsock_clear_fn clear_fn;
+	void *clear_arg;
 	struct ctl_conn conns[FKV_CTL_CONNS];
 };
 
@@ -222,11 +224,60 @@ int fkv_ctlsock_pollfds(struct fkv_ctlsock *c, struct pollfd *pfd, int max)
 	return n;
 }
 
+void fkv_ctlsock_set_clear(struct fkv_ctlsock *c, fkv_ctlsock_clear_fn fn,
+			   void *arg)
+{
+	c->clear_fn = fn;
+	c->clear_arg = arg;
+}
+
+static const struct nla_policy clear_policy[FKV_CA_MAX + 1] = {
+	[FKV_CA_PATTERN] = { .type = NLA_NUL_STRING, .maxlen = 4096 },
+};
+
+static void answer_clear(struct fkv_ctlsock *c, struct ctl_conn *cc,
+			 struct nlmsghdr *nlh)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	const char *pattern = NULL, *why = NULL;
+	uint64_t removed = 0;
+	struct nl_msg *msg;
+	int err;
+
+	err = fkv_wire_parse(nlh, tb, clear_policy);
+	if (err)
+		why = "malformed CLEAR";
+	else if (!c->clear_fn) {
+		err = -EOPNOTSUPP;
+		why = "this daemon runs no master";
+	} else {
+		if (tb[FKV_CA_PATTERN])
+			pattern = nla_get_string(tb[FKV_CA_PATTERN]);
+		err = c->clear_fn(c->clear_arg, pattern, &removed);
+		if (err == -EINVAL)
+			why = "not a POSIX extended regular expression";
+		else if (err == -EOPNOTSUPP)
+			why = "this daemon runs no master";
+	}
+	msg = fkv_wire_msg(FKV_CCMD_CLEAR);
+	if (!msg || nla_put_u32(msg, FLUXONKV_A_STATUS, (uint32_t)err) ||
+	    (!err && nla_put_u64(msg, FKV_CA_COUNT, removed)) ||
+	    (why && nla_put_string(msg, FKV_CA_MESSAGE, why)) ||
+	    fkv_wire_send(&cc->w, msg))
+		fkv_warn("control socket: cannot answer CLEAR");
+	nlmsg_free(msg);
+	cc->answered = true;
+}
+
 static void answer(struct fkv_ctlsock *c, struct ctl_conn *cc,
 		   struct nlmsghdr *nlh)
 {
 	struct nl_msg *msg;
 
+	if (fkv_wire_cmd(nlh) == FKV_CCMD_CLEAR) {
+		answer_clear(c, cc, nlh);
+		return;
+	}
 	if (fkv_wire_cmd(nlh) != FKV_CCMD_STATS) {
 		cc->answered = true;	/* nothing else is spoken here */
 		return;

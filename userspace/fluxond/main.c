@@ -419,6 +419,25 @@ static int control_stats(void *arg, struct nl_msg *msg)
 	return d->master ? fkv_ctl_put_master(msg, d->master) : 0;
 }
 
+/*
+ * Mooncake's remove_all / remove_by_regex (the adapter's CLEAR): the
+ * master's keys.  Upcalls already queued (a PUT_LOCAL batch the module
+ * flushed) are handled first; the adapter makes the module flush its
+ * notes before it asks (a DELETE upcall goes after them).
+ */
+static int control_clear(void *arg, const char *pattern, uint64_t *removed)
+{
+	struct fluxond *d = arg;
+	int err;
+
+	if (!d->master)
+		return -EOPNOTSUPP;
+	err = fkv_nl_process(d->nl);
+	if (err && err != -EAGAIN)
+		fkv_warn("CLEAR: netlink: %s", strerror(-err));
+	return fkv_master_remove_matching(d->master, pattern, removed);
+}
+
 static void open_control(struct fluxond *d)
 {
 	struct stat st;
@@ -430,6 +449,8 @@ static void open_control(struct fluxond *d)
 	err = fkv_ctlsock_open(&d->ctl, d->opt.control_path,
 			       stat("/dev/fluxonkv", &st) ? (gid_t)-1 : st.st_gid,
 			       control_stats, d);
+	if (!err)
+		fkv_ctlsock_set_clear(d->ctl, control_clear, d);
 	if (err)
 		fkv_warn("control socket %s: %s (fluxonctl cluster will not "
 			 "reach this daemon)", d->opt.control_path,

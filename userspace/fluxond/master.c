@@ -1556,3 +1556,9 @@ int fkv_master_node_info(const struct fkv_master *m, uint32_t node,
 	snprintf(info->addr, sizeof(info->addr), "%s", n->addr);
 	return 0;
 }
+
+int fkv_master_for_each_key(const struct fkv_master *m, fkv_routes_key_fn fn,
+			    void *arg)
+{
+	return fkv_routes_for_each(m->routes, fn, arg);
+}

@@ -1453,3 +1453,22 @@ int fkv_routes_check(const struct fkv_routes *t)
 		return -16;
 	return 0;
 }
+
+int fkv_routes_for_each(const struct fkv_routes *t, fkv_routes_key_fn fn,
+			void *arg)
+{
+	size_t i;
+	struct fkv_route *r;
+	int err;
+
+	/* While the table grows, old[moved..nold) still hold entries. */
+	for (i = t->old ? t->moved : 0; t->old && i < t->nold; i++)
+		for (r = t->old[i]; r; r = r->next)
+			if (r->nreplicas && (err = fn(arg, r->key, r->key_len)))
+				return err;
+	for (i = 0; i < t->nbuckets; i++)
+		for (r = t->buckets[i]; r; r = r->next)
+			if (r->nreplicas && (err = fn(arg, r->key, r->key_len)))
+				return err;
+	return 0;
+}

@@ -394,6 +394,14 @@ unsigned int fkv_routes_sweep_persisting(struct fkv_routes *t);
 int64_t fkv_routes_next_expiry_ms(const struct fkv_routes *t);
 
 uint64_t fkv_routes_now_ms(const struct fkv_routes *t);
+/*
+ * Call @fn(@arg, key, key_len) for every visible key (one with a
+ * replica), in no particular order; a non-zero return stops the walk and
+ * is returned.  @fn must not change the table (collect, then delete).
+ */
+typedef int (*fkv_routes_key_fn)(void *arg, const void *key, size_t key_len);
+int fkv_routes_for_each(const struct fkv_routes *t, fkv_routes_key_fn fn,
+			void *arg);
 uint64_t fkv_routes_capacity(const struct fkv_routes *t);
 uint64_t fkv_routes_used(const struct fkv_routes *t);
 uint64_t fkv_routes_reserved(const struct fkv_routes *t);

@@ -3,8 +3,10 @@
 
 ``MooncakeDistributedStore`` keeps the method names, argument orders and
 return conventions of Mooncake's class, as SGLang's HiCache backend,
-vLLM's Mooncake connectors and LMCache's Mooncake backend call it, so they
-run on the node-local fluxonkv cache by changing one import::
+vLLM's Mooncake store connector and LMCache's Mooncake connector call it.
+The opt-in distribution ``fluxonkv-mooncake`` (userspace/python/
+mooncake-shim) installs it as ``mooncake.store``, so they run unmodified;
+or import it from here::
 
     from fluxonkv.mooncake import MooncakeDistributedStore, ReplicateConfig
 
@@ -16,16 +18,20 @@ run on the node-local fluxonkv cache by changing one import::
 
 Conventions (Mooncake's): integer status codes, 0 for success and a
 negative Mooncake ``ErrorCode`` on failure (``ERRNO_TO_MOONCAKE``);
-``is_exist`` 1 / 0 / -1; batch calls return one int per key;
-``get_into`` the bytes read or a negative code; ``get`` b"" and
-``get_buffer`` None on a miss.  No method raises for a store failure;
-``last_error`` keeps the FluxonKVError behind the most recent one.
+``is_exist`` 1 / 0 / -1; batch calls return one int per key, each key its
+own (a batch that fails as a whole is redone key by key); ``get_into``
+the bytes read or a negative code; ``get`` b"" and ``get_buffer`` None on
+a miss.  No method raises for a store failure; ``last_error`` keeps the
+error behind the most recent one.  ``put*`` keep the first value of a key
+(0, nothing stored, if it has one), ``upsert*`` replace it; a put of 0
+bytes stores nothing and returns 0.  Keys past KEY_MAX bytes are stored
+under a reserved SHA-256 name (``native_key``).
 
-``is_exist``, ``batch_is_exist`` and ``get_size`` never read the value:
-they are Store.lookup() (FLUXONKV_IOC_LOOKUP: no holder, no SSD refill,
-no access counted).  ``get_into`` / ``batch_get_into`` and
-``batch_put_from`` are one call each into the extension (the GIL released
-across the batch).
+``is_exist``, ``batch_is_exist``, ``get_size`` and
+``batch_get_replica_desc`` never read the value: they are lookups
+(FLUXONKV_IOC_LOOKUP: no holder, no SSD refill, no access counted).
+``get_into`` / ``batch_get_into`` and ``batch_put_from`` are one call each
+into the extension (the GIL released across the batch).
 
 ``batch_put_from_multi_buffers`` / ``batch_get_into_multi_buffers`` (vLLM's
 Mooncake store connector, SGLang's MLA ``layer_first`` and hybrid pools)
@@ -35,14 +41,16 @@ get into one contiguous destination, so a get scatters from a holder on
 the segment (one copy, straight into each buffer) and a put gathers into
 one staging buffer (one copy) unless the buffers are one single range.
 
-The adapter keeps no per-key state: fluxonkv cannot list keys yet, so
-``remove_by_regex`` and ``remove_all`` return UNAVAILABLE_IN_CURRENT_MODE
-(-1011) rather than clear only part of the store (that needs a key listing
-in the master, not built yet).
+``remove_all`` / ``remove_by_regex`` are the master's: fluxond's control
+socket (``_control``, CLEAR) removes every process's keys.  The adapter
+keeps no state per key.
 """
 import ctypes
+import enum
 import errno
+import hashlib
 import logging
+import mmap
 import operator
 import os
 import re
@@ -50,6 +58,7 @@ import socket
 import threading
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
+from . import _control
 from .errors import FluxonKVError
 from ._native import MemHolder
 from .store import Store
@@ -85,29 +94,165 @@ def _code(err):
     return ERRNO_TO_MOONCAKE.get(abs(err), INTERNAL_ERROR)
 
 
+# ---- keys longer than the module takes ---------------------------------------
+#
+# The module takes keys of 1..KEY_MAX bytes.  A longer key (LMCache's carry
+# model names and hashes) is stored under HASHED_PREFIX + the hex SHA-256 of
+# its UTF-8 bytes: 81 bytes.  No key a caller passes is ever stored under
+# such a name: keys that start with RESERVED_PREFIX are refused
+# (INVALID_PARAMS), so a hashed name means "the key whose SHA-256 this is",
+# and two long keys share a value only through a SHA-256 collision.
+
+KEY_MAX = 256                       # FLUXONKV_KEY_MAX
+RESERVED_PREFIX = b"\x00fluxonkv/"  # the adapter's own names
+HASHED_PREFIX = RESERVED_PREFIX + b"sha256/"
+_RESERVED_STR = RESERVED_PREFIX.decode()
+_BARRIER_KEY = RESERVED_PREFIX + b"barrier"    # never stored
+
+
+def native_key(key: "Key") -> "Key":
+    """The key the module stores for Mooncake key @key (str or bytes):
+    @key itself up to KEY_MAX bytes, beyond that its hashed name.
+    ValueError for a key in the reserved namespace, TypeError for a key
+    that is neither str nor bytes."""
+    if isinstance(key, str):
+        if len(key) <= KEY_MAX // 4 and not key.startswith("\x00"):
+            return key              # UTF-8: at most 4 bytes a character
+        if key.startswith(_RESERVED_STR):
+            raise ValueError("keys starting with \\x00fluxonkv/ are "
+                             "reserved (hashed long keys)")
+        raw = key.encode()
+    elif isinstance(key, (bytes, bytearray)):
+        raw = bytes(key)
+        if raw.startswith(RESERVED_PREFIX):
+            raise ValueError("keys starting with \\x00fluxonkv/ are "
+                             "reserved (hashed long keys)")
+    else:
+        raise TypeError(f"a key is str or bytes, not {type(key).__name__}")
+    if len(raw) <= KEY_MAX:
+        return key
+    return HASHED_PREFIX + hashlib.sha256(raw).hexdigest().encode()
+
+
+class SoftPinAction(enum.IntEnum):
+    """Mooncake's SoftPinAction (ReplicateConfig.soft_pin_action).
+
+    Accepted and ignored: fluxonkv's eviction is the master's policy, by
+    weight, with no pins a client can set."""
+    PRESERVE = 0
+    ENABLE = 1
+    DISABLE = 2
+
+
 class ReplicateConfig:
     """Mooncake's ReplicateConfig: accepted everywhere, and ignored.
 
     A fluxonkv value has one DRAM replica on the node the master places it
     (plus an SSD copy when the node has an SSD tier); replica counts, pins
-    and preferred segments do not apply.  Any attribute may be set (newer
-    Mooncake fields such as ``group_ids`` included).
+    and preferred segments do not apply.  It has Mooncake's fields with
+    their defaults, and any other attribute may be set (SGLang's
+    ``group_ids`` for instance).
     """
 
     def __init__(self, replica_num=1, with_soft_pin=False,
                  with_hard_pin=False, preferred_segment="",
                  preferred_segments=None, prefer_alloc_in_same_node=False):
         self.replica_num = replica_num
+        self.nof_replica_num = 0
+        self.dfs_replica_num = 0
         self.with_soft_pin = with_soft_pin
+        self.soft_pin_action = (SoftPinAction.ENABLE if with_soft_pin
+                                else SoftPinAction.PRESERVE)
+        self.soft_pin_ttl_ms = 0
         self.with_hard_pin = with_hard_pin
         self.preferred_segment = preferred_segment
         self.preferred_segments = list(preferred_segments or [])
+        self.preferred_nof_segments = []
         self.prefer_alloc_in_same_node = prefer_alloc_in_same_node
+        self.group_ids = []
 
     def __repr__(self):
         return (f"ReplicateConfig(replica_num={self.replica_num}, "
-                f"with_soft_pin={self.with_soft_pin}, "
+                f"soft_pin_action={self.soft_pin_action!r}, "
                 f"preferred_segment={self.preferred_segment!r})")
+
+
+class ReplicaStatus(enum.IntEnum):
+    """Mooncake's ReplicaStatus; a fluxonkv replica a lookup finds is
+    COMPLETE (readable)."""
+    UNDEFINED = 0
+    INITIALIZED = 1
+    PROCESSING = 2
+    COMPLETE = 3
+    REMOVED = 4
+    FAILED = 5
+
+
+class ReplicaDescriptor:
+    """One replica of a key as batch_get_replica_desc reports it (the
+    predicates vLLM's tier log calls).  ``tier`` is where fluxonkv's
+    lookup found the value: "memory" (a DRAM replica, this node's or a
+    peer's) or "ssd" (only an SSD copy: a get refills DRAM from it)."""
+
+    __slots__ = ("tier", "size", "put_id", "status")
+
+    def __init__(self, tier, size, put_id):
+        self.tier = tier
+        self.size = size
+        self.put_id = put_id
+        self.status = ReplicaStatus.COMPLETE
+
+    def is_memory_replica(self):
+        return self.tier in ("memory", "remote")
+
+    def is_disk_replica(self):
+        return self.tier in ("ssd", "remote-ssd")
+
+    def is_local_disk_replica(self):
+        return self.tier == "ssd"
+
+    def __repr__(self):
+        return f"ReplicaDescriptor({self.tier}, {self.size} bytes)"
+
+
+class MooncakeHostMemAllocator:
+    """Mooncake's host memory allocator (SGLang's standalone host pool):
+    alloc(size) gives the address of @size zeroed, page-aligned bytes of
+    anonymous shared memory (0 on failure), free(address) returns them (0,
+    or -1 for an address this allocator did not give).  fluxonkv needs no
+    registration of these bytes: puts and gets copy from and to any
+    address of the process."""
+
+    def __init__(self):
+        self._maps = {}
+        self._lock = threading.Lock()
+
+    def alloc(self, size):
+        size = operator.index(size)
+        if size <= 0:
+            return 0
+        try:
+            m = mmap.mmap(-1, size, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+        except (OSError, ValueError, OverflowError) as e:
+            log.warning("MooncakeHostMemAllocator.alloc(%d): %s", size, e)
+            return 0
+        addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+        with self._lock:
+            self._maps[addr] = m
+        return addr
+
+    def free(self, ptr):
+        with self._lock:
+            m = self._maps.pop(operator.index(ptr), None)
+        if m is None:
+            return -1
+        try:
+            m.close()
+        except BufferError:     # still exported (a numpy view of it): keep
+            with self._lock:
+                self._maps[ptr] = m
+            return -1
+        return 0
 
 
 # Mooncake's BufferHandle is the MemHolder itself: a buffer on every Python
@@ -227,19 +372,25 @@ _MULTI_KEYS = 64
 _STAGING_MAX = 64 << 20
 
 
+_ERRORS = (FluxonKVError, TypeError, ValueError, OverflowError)
+_HOSTPORT = re.compile(r"^(\[[^\]]*\]|[^:\[\]]*):\d+$")
+DEFAULT_TENANT_ID = "default"
+
+
 class MooncakeDistributedStore:
     """Mooncake's ``MooncakeDistributedStore`` on the local fluxonkv cache.
 
-    It keeps no state per key (nothing grows with the keys put), so
-    ``remove_by_regex`` and ``remove_all``, which need a listing of the
-    store's keys that fluxonkv does not offer yet, return
-    UNAVAILABLE_IN_CURRENT_MODE.
+    The adapter keeps no state per key: nothing in it grows with the keys
+    put.  Writes follow Mooncake: ``put*`` keep the first value of a key
+    (a put of a key that exists stores nothing and returns 0), ``upsert*``
+    replace it.
     """
 
     def __init__(self, device: Optional[str] = None) -> None:
         self._device = device
         self._store = None
         self._hostname = ""
+        self._port_sock = None          # holds the port get_hostname() names
         self._tls = threading.local()   # per thread: the gather staging buffer
         self.last_error = None
 
@@ -257,15 +408,57 @@ class MooncakeDistributedStore:
         ``enable_ssd_offload`` included): the kernel module owns the
         segment, fluxond is the master and owns the SSD tier.  Returns 0,
         or a negative code if the device cannot be opened.
+
+        ``tenant_id`` other than "default" raises TypeError, as a Mooncake
+        without tenants does: fluxonkv has one key space per node (tenants
+        are not built), and SGLang then refuses to run a non-default tenant
+        instead of sharing pages with other tenants.
         """
-        self._hostname = local_hostname or socket.gethostname()
-        if self._store is not None:
-            return OK
-        try:
-            self._store = Store(self._device)
-        except FluxonKVError as e:
-            return self._fail(e)
+        tenant = kwargs.get("tenant_id")
+        if tenant not in (None, "", DEFAULT_TENANT_ID):
+            raise TypeError(
+                "setup() got an unexpected keyword argument 'tenant_id': "
+                "fluxonkv has no tenants yet (one key space per node)")
+        if self._store is None:
+            try:
+                self._store = Store(self._device)
+            except FluxonKVError as e:
+                return self._fail(e)
+        if not self._hostname:
+            self._hostname = self._host_with_port(local_hostname)
         return OK
+
+    def _host_with_port(self, host):
+        """@host (this machine's name if empty) with a port, as Mooncake's
+        segment names: a host that names its port keeps it; otherwise a
+        free TCP port of MC_STORE_CLIENT_MIN_PORT..MC_STORE_CLIENT_MAX_PORT
+        (12300..14300) is bound and held until close(), so two clients on
+        one host never share a name."""
+        host = host or socket.gethostname()
+        if _HOSTPORT.match(host):
+            return host
+        try:
+            lo = int(os.environ.get("MC_STORE_CLIENT_MIN_PORT", 12300))
+            hi = int(os.environ.get("MC_STORE_CLIENT_MAX_PORT", 14300))
+        except ValueError:
+            lo, hi = 0, -1
+        if not 0 < lo <= hi < 65536:
+            lo, hi = 12300, 14300
+        span = hi - lo + 1
+        first = os.getpid() % span
+        try:
+            for port in [lo + (first + n) % span for n in range(span)] + [0]:
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                try:
+                    sock.bind(("", port))   # 0 last: the range is taken
+                except OSError:
+                    sock.close()
+                    continue
+                self._port_sock = sock
+                return f"{host}:{sock.getsockname()[1]}"
+        except OSError as e:    # no IPv4 sockets here: the name alone
+            log.warning("get_hostname: no port to hold (%s)", e)
+        return host
 
     def setup_dummy(self, mem_pool_size: int = 0, local_buffer_size: int = 0,
                     server_address: str = "") -> int:
@@ -280,10 +473,15 @@ class MooncakeDistributedStore:
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self._port_sock is not None:
+            self._port_sock.close()
+            self._port_sock = None
+        self._hostname = ""
         self._tls = threading.local()   # drops the staging buffers
         return OK
 
     def get_hostname(self) -> str:
+        """"host:port", this client's name (Mooncake's segment name)."""
         return self._hostname
 
     def register_buffer(self, buffer_ptr: int, size: int) -> int:
@@ -316,8 +514,29 @@ class MooncakeDistributedStore:
             return False, INTERNAL_ERROR
         try:
             return True, fn(kv, *args)
-        except (FluxonKVError, TypeError, ValueError, OverflowError) as e:
+        except _ERRORS as e:
             return False, self._fail(e)
+
+    def _key(self, key):
+        """(True, the module's key) or (False, INVALID_PARAMS)."""
+        try:
+            return True, native_key(key)
+        except (TypeError, ValueError) as e:
+            return False, self._fail(e)
+
+    def _map_keys(self, keys, bad):
+        """The module's keys of @keys: (indexes of the valid ones, their
+        module keys, a list with @bad at the invalid ones and None
+        elsewhere)."""
+        idx, nkeys, out = [], [], [None] * len(keys)
+        for i, k in enumerate(keys):
+            ok, nk = self._key(k)
+            if ok:
+                idx.append(i)
+                nkeys.append(nk)
+            else:
+                out[i] = bad
+        return idx, nkeys, out
 
     def _codes(self, results, keys, put):
         """Per-item results of a raw-address batch as Mooncake codes."""
@@ -331,87 +550,232 @@ class MooncakeDistributedStore:
                 out.append(OK if put else r)
         return out
 
+    def _each(self, fn, keys, cols, put):
+        """fn(store, keys, *cols) -> one int per key (a negative errno, or
+        a result), as Mooncake codes.  If the call fails as a whole (one
+        key's bad address, a closed store), it is redone key by key, so
+        every key gets its own code and the good ones are done."""
+        kv = self._kv()
+        if kv is None:
+            return [INTERNAL_ERROR] * len(keys)
+        try:
+            return self._codes(fn(kv, keys, *cols), keys, put)
+        except _ERRORS as e:
+            if len(keys) <= 1:
+                return [self._fail(e)] * len(keys)
+        out = []
+        for i in range(len(keys)):
+            out.extend(self._each(fn, keys[i:i + 1],
+                                  [c[i:i + 1] for c in cols], put))
+        return out
+
+    def _absent(self, nkeys):
+        """Which of @nkeys (module keys) have no value: a list of bools,
+        or None if the lookup failed (then every key counts as absent and
+        the put decides)."""
+        ok, r = self._call(Store.exists_many, nkeys)
+        return [not x for x in r] if ok else None
+
     # ---- writes --------------------------------------------------------
+    #
+    # put*: Mooncake keeps the first value of a key (its PutStart answers
+    # OBJECT_ALREADY_EXISTS, which the client returns as success): a key
+    # that has a value is left alone and gets 0.  The check is a lookup
+    # (no read); two clients putting one absent key at once may both
+    # store it (the later value stays), which the stacks' content-addressed
+    # keys make harmless.  upsert* replace the value.
+
+    def _put_values(self, keys, values, keep_first):
+        """Per-key codes for storing buffers @values under @keys."""
+        n = len(keys)
+        if n != len(values):
+            return [INVALID_PARAMS] * n
+        idx, nkeys, out = self._map_keys(keys, INVALID_PARAMS)
+        views = {}
+        for j, i in enumerate(idx):
+            try:
+                views[j] = memoryview(values[i])
+            except TypeError as e:
+                out[i] = self._fail(e)
+        todo = [j for j in range(len(idx)) if j in views]
+        for j in todo:
+            if views[j].nbytes == 0:    # Mooncake: an empty put is a no-op
+                out[idx[j]] = OK
+        todo = [j for j in todo if views[j].nbytes]
+        if keep_first and todo:
+            absent = self._absent([nkeys[j] for j in todo])
+            if absent is not None:
+                for j, a in zip(list(todo), absent):
+                    if not a:
+                        out[idx[j]] = OK
+                todo = [j for j, a in zip(todo, absent) if a]
+        for j in todo:
+            ok, r = self._call(Store.put, nkeys[j], views[j])
+            out[idx[j]] = OK if ok else r
+        return out
 
     def put(self, key: Key, value: Any,
             config: Optional[ReplicateConfig] = None) -> int:
-        ok, r = self._call(Store.put, key, value)
-        return OK if ok else r
+        """0 (the value stored, or the key already had one), or a negative
+        code."""
+        return self._put_values([key], [value], True)[0]
+
+    def upsert(self, key: Key, value: Any,
+               config: Optional[ReplicateConfig] = None) -> int:
+        """Store @value under @key, replacing a value it has."""
+        return self._put_values([key], [value], False)[0]
+
+    def _join(self, parts):
+        return b"".join(memoryview(p).cast("B") for p in parts)
 
     def put_parts(self, key: Key, *parts: Any,
                   config: Optional[ReplicateConfig] = None) -> int:
         """Store the concatenation of @parts (this joins them: one copy)."""
         try:
-            value = b"".join(memoryview(p).cast("B") for p in parts)
+            value = self._join(parts)
         except (TypeError, ValueError) as e:
             return self._fail(e)
         return self.put(key, value)
 
+    def upsert_parts(self, key: Key, *parts: Any,
+                     config: Optional[ReplicateConfig] = None) -> int:
+        try:
+            value = self._join(parts)
+        except (TypeError, ValueError) as e:
+            return self._fail(e)
+        return self.upsert(key, value)
+
     def put_batch(self, keys: Sequence[Key], values: Sequence[Any],
                   config: Optional[ReplicateConfig] = None) -> int:
-        """One status for the batch, as Mooncake."""
+        """One status for the batch, as Mooncake: 0, or the first key's
+        failure (the others are stored)."""
         if len(keys) != len(values):
             return INVALID_PARAMS
-        ok, r = self._call(Store.put_many, list(zip(keys, values)))
-        return OK if ok else r
+        return next((c for c in self._put_values(list(keys), list(values),
+                                                 True) if c < 0), OK)
+
+    def upsert_batch(self, keys: Sequence[Key], values: Sequence[Any],
+                     config: Optional[ReplicateConfig] = None) -> int:
+        if len(keys) != len(values):
+            return INVALID_PARAMS
+        return next((c for c in self._put_values(list(keys), list(values),
+                                                 False) if c < 0), OK)
+
+    def _put_from(self, keys, ptrs, sizes, keep_first):
+        """Per-key codes for @sizes bytes at addresses @ptrs."""
+        n = len(keys)
+        if not n == len(ptrs) == len(sizes):
+            return [INVALID_PARAMS] * n
+        if self._kv() is None:
+            return [INTERNAL_ERROR] * n
+        idx, nkeys, out = self._map_keys(keys, INVALID_PARAMS)
+        todo = []
+        for j, i in enumerate(idx):
+            try:
+                empty = operator.index(sizes[i]) == 0
+            except TypeError:
+                empty = False           # put_from_many says what is wrong
+            if empty:
+                out[i] = OK             # Mooncake: an empty put is a no-op
+            else:
+                todo.append(j)
+        if keep_first and todo:
+            absent = self._absent([nkeys[j] for j in todo])
+            if absent is not None:
+                for j, a in zip(list(todo), absent):
+                    if not a:
+                        out[idx[j]] = OK
+                todo = [j for j, a in zip(todo, absent) if a]
+        if todo:
+            codes = self._each(Store.put_from_many, [nkeys[j] for j in todo],
+                               [[ptrs[idx[j]] for j in todo],
+                                [sizes[idx[j]] for j in todo]], True)
+            for j, c in zip(todo, codes):
+                out[idx[j]] = c
+        return out
 
     def put_from(self, key: Key, buffer_ptr: int, size: int,
                  config: Optional[ReplicateConfig] = None) -> int:
-        """Store @size bytes at address @buffer_ptr (no copy in Python)."""
-        ok, r = self._call(Store.put_from, key, buffer_ptr, size)
-        return OK if ok else r
+        """Store @size bytes at address @buffer_ptr (no copy in Python);
+        0 for @size 0 (nothing stored), as Mooncake."""
+        return self._put_from([key], [buffer_ptr], [size], True)[0]
+
+    def upsert_from(self, key: Key, buffer_ptr: int, size: int,
+                    config: Optional[ReplicateConfig] = None) -> int:
+        return self._put_from([key], [buffer_ptr], [size], False)[0]
 
     def batch_put_from(self, keys: Sequence[Key], buffer_ptrs: Sequence[int],
                        sizes: Sequence[int],
                        config: Optional[ReplicateConfig] = None) -> List[int]:
         """One code per key: 0 or negative (one call, GIL released)."""
-        if not len(keys) == len(buffer_ptrs) == len(sizes):
-            return [INVALID_PARAMS] * len(keys)
-        ok, r = self._call(Store.put_from_many, keys, buffer_ptrs, sizes)
-        if not ok:
-            return [r] * len(keys)
-        return self._codes(r, keys, True)
+        return self._put_from(list(keys), list(buffer_ptrs), list(sizes), True)
+
+    def batch_upsert_from(self, keys: Sequence[Key],
+                          buffer_ptrs: Sequence[int], sizes: Sequence[int],
+                          config: Optional[ReplicateConfig] = None) -> List[int]:
+        return self._put_from(list(keys), list(buffer_ptrs), list(sizes), False)
 
     def remove(self, key: Key, force: bool = False) -> int:
         """0 if the key was removed, OBJECT_NOT_FOUND (-704) if missing."""
-        ok, r = self._call(Store.delete, key)
+        ok, k = self._key(key)
+        if not ok:
+            return k
+        ok, r = self._call(Store.delete, k)
         if not ok:
             return r
         return OK if r else OBJECT_NOT_FOUND
 
     def batch_remove(self, keys: Sequence[Key], force: bool = False) -> List[int]:
-        ok, r = self._call(Store.delete_many, keys)
-        if not ok:
-            return [r] * len(keys)
-        return [OK if x else OBJECT_NOT_FOUND for x in r]
+        keys = list(keys)
+        idx, nkeys, out = self._map_keys(keys, INVALID_PARAMS)
+        if nkeys:
+            ok, r = self._call(Store.delete_many, nkeys)
+            if not ok:      # each key on its own: its own code
+                r = [self.remove(keys[i]) for i in idx]
+            else:
+                r = [OK if x else OBJECT_NOT_FOUND for x in r]
+            for i, c in zip(idx, r):
+                out[i] = c
+        return out
 
     def remove_by_regex(self, regex_pattern: str, force: bool = False) -> int:
-        """Mooncake removes every key of the store matching @regex_pattern
-        and returns the count.  fluxonkv cannot list its keys yet (that
-        needs support in the master, not built), so this removes nothing
-        and returns UNAVAILABLE_IN_CURRENT_MODE (-1011; INVALID_PARAMS for
-        a malformed pattern); ``last_error`` says why.  Remove known keys
-        with remove() / batch_remove()."""
-        try:
-            re.compile(regex_pattern)
-        except (re.error, TypeError) as e:
-            return self._fail(ValueError(str(e)))
-        return self._no_listing("remove_by_regex")
+        """Remove every key of the store that @regex_pattern matches
+        (anywhere in the key, as Mooncake's regex_search) and return how
+        many; a negative code on failure (INVALID_PARAMS for a pattern
+        that is not a POSIX extended regular expression).
+
+        The master does it (fluxond's control socket, CLEAR), across every
+        process's keys.  The pattern is POSIX ERE, not ECMAScript: \\d and
+        lazy quantifiers are not known.  Keys longer than 256 bytes are
+        stored under their SHA-256 name: only remove_all() removes them.
+        """
+        if not isinstance(regex_pattern, str):
+            return self._fail(TypeError("a pattern is a str"))
+        return self._clear(regex_pattern, "remove_by_regex")
 
     def remove_all(self, force: bool = False) -> int:
-        """Mooncake clears the whole store.  fluxonkv cannot list its keys
-        yet (that needs support in the master, not built), so this removes
-        nothing and returns UNAVAILABLE_IN_CURRENT_MODE (-1011) rather
-        than clear only part of the store; ``last_error`` says why."""
-        return self._no_listing("remove_all")
+        """Remove every key of the store, every process's (Mooncake's
+        remove_all: SGLang's clear(), vLLM's reset), and return how many;
+        a negative code on failure (RPC_FAIL: no fluxond listens on its
+        control socket, UNAVAILABLE_IN_CURRENT_MODE: that daemon is a
+        cluster node, not the master).  Values held by a get stay readable
+        until released, as for remove()."""
+        return self._clear(None, "remove_all")
 
-    def _no_listing(self, op):
-        e = FluxonKVError(errno.EOPNOTSUPP,
-                          "fluxonkv cannot list the store's keys yet (needs "
-                          "master support, not built); nothing removed",
-                          op=op)
-        log.warning("%s", e)
-        return self._fail(e)
+    def _clear(self, pattern, op):
+        kv = self._kv()
+        if kv is None:
+            return INTERNAL_ERROR
+        try:
+            # A barrier: the module sends its batched notes of local puts
+            # before a DELETE upcall, so once this returns the master knows
+            # every put that returned before it (any process's).
+            kv.delete(_BARRIER_KEY)
+            return _control.clear(pattern)
+        except FluxonKVError as e:
+            e.op = op
+            log.warning("%s: %s", op, e)
+            return self._fail(e)
 
     # ---- multi-buffer batches (vLLM store connector, SGLang MLA pools) ----
 
@@ -422,38 +786,59 @@ class MooncakeDistributedStore:
                                      ) -> List[int]:
         """Store for each key the concatenation of its buffers
         (all_buffer_ptrs[i][j], all_sizes[i][j] bytes).  One code per key:
-        0 or negative (INVALID_PARAMS for that key's malformed buffers or
-        a total of 0 bytes, -1 for an address not mapped here).
+        0 (stored, already there, or 0 bytes: nothing stored, as Mooncake)
+        or negative (INVALID_PARAMS for that key's malformed buffers, -1
+        for an address not mapped here).
 
         The module stores one contiguous range per put: a key whose
         buffers are one range (a single buffer, or adjacent ones) is put
         from it directly, the others are gathered into a staging buffer
         first (one copy; at most _STAGING_MAX bytes staged at a time).
         """
+        return self._put_multi(keys, all_buffer_ptrs, all_sizes, True)
+
+    def batch_upsert_from_multi_buffers(self, keys, all_buffer_ptrs,
+                                        all_sizes, config=None):
+        return self._put_multi(keys, all_buffer_ptrs, all_sizes, False)
+
+    def _put_multi(self, keys, all_buffer_ptrs, all_sizes, keep_first):
+        keys = list(keys)
         n = len(keys)
         if not n == len(all_buffer_ptrs) == len(all_sizes):
             return [INVALID_PARAMS] * n
         if self._kv() is None:
             return [INTERNAL_ERROR] * n
-        out = [INVALID_PARAMS] * n
-        plan = []       # (index, pieces) of the keys with valid buffers
-        for i in range(n):
+        idx, nkeys, out = self._map_keys(keys, INVALID_PARAMS)
+        plan = []       # (index, module key, pieces) of the keys to put
+        for i, nk in zip(idx, nkeys):
             try:
-                plan.append((i, _pieces(all_buffer_ptrs[i], all_sizes[i])))
+                pieces = _pieces(all_buffer_ptrs[i], all_sizes[i])
             except (TypeError, ValueError, OverflowError) as e:
-                self._fail(e)
+                out[i] = self._fail(e)
+                continue
+            if not pieces:
+                out[i] = OK     # 0 bytes: nothing stored, as Mooncake
+                continue
+            plan.append((i, nk, pieces))
+        if keep_first and plan:
+            absent = self._absent([nk for _, nk, _ in plan])
+            if absent is not None:
+                for (i, _, _), a in zip(plan, absent):
+                    if not a:
+                        out[i] = OK
+                plan = [p for p, a in zip(plan, absent) if a]
         start = 0
         while start < len(plan):
             # a round: up to _MULTI_KEYS keys and _STAGING_MAX staged bytes
             end, staged = start, 0
             while end < len(plan) and end - start < _MULTI_KEYS:
-                pieces = plan[end][1]
+                pieces = plan[end][2]
                 need = sum(length for _, length in pieces) if len(pieces) > 1 else 0
                 if end > start and staged + need > _STAGING_MAX:
                     break
                 staged += need
                 end += 1
-            self._put_round(plan[start:end], keys, out)
+            self._put_round(plan[start:end], out)
             start = end
         return out
 
@@ -469,20 +854,16 @@ class MooncakeDistributedStore:
                 self._tls.staging = buf
         return ctypes.addressof(buf), buf
 
-    def _put_round(self, plan, keys, out):
-        """Put one round of batch_put_from_multi_buffers: one
-        put_from_many for its keys, those with several ranges gathered
-        one after the other into this thread's staging buffer."""
+    def _put_round(self, plan, out):
+        """Put one round of the multi-buffer puts: one put_from_many for
+        its keys, those with several ranges gathered one after the other
+        into this thread's staging buffer."""
         need = sum(sum(length for _, length in pieces)
-                   for _, pieces in plan if len(pieces) > 1)
+                   for _, _, pieces in plan if len(pieces) > 1)
         base, owner = self._staging(need) if need else (0, None)
         off = 0
         idx, rkeys, addrs, sizes = [], [], [], []
-        for i, pieces in plan:
-            if not pieces:
-                out[i] = self._fail(FluxonKVError(
-                    errno.EINVAL, f"{keys[i]!r}: a value of 0 bytes", op="put"))
-                continue
+        for i, nk, pieces in plan:
             if len(pieces) == 1:
                 addr, size = pieces[0]      # one range: put from it directly
             else:
@@ -491,17 +872,16 @@ class MooncakeDistributedStore:
                 err = _copy_pieces(addr, pieces, write=False)
                 if err:
                     out[i] = self._fail(FluxonKVError(
-                        err, f"{keys[i]!r}: reading its buffers: errno {err}",
+                        err, f"{nk!r}: reading its buffers: errno {err}",
                         op="put"))
                     continue
                 off += size
             idx.append(i)
-            rkeys.append(keys[i])
+            rkeys.append(nk)
             addrs.append(addr)
             sizes.append(size)
         if idx:
-            ok, r = self._call(Store.put_from_many, rkeys, addrs, sizes)
-            codes = self._codes(r, rkeys, True) if ok else [r] * len(idx)
+            codes = self._each(Store.put_from_many, rkeys, [addrs, sizes], True)
             for i, c in zip(idx, codes):
                 out[i] = c
         del owner   # the puts copied the values out of the staging buffer
@@ -522,48 +902,49 @@ class MooncakeDistributedStore:
         batch_get_into); the others take a holder on the segment and copy
         from it straight into each buffer (one copy, no intermediate).
         """
+        keys = list(keys)
         n = len(keys)
         if not n == len(all_buffer_ptrs) == len(all_sizes):
             return [INVALID_PARAMS] * n
         if self._kv() is None:
             return [INTERNAL_ERROR] * n
-        out = [INVALID_PARAMS] * n
+        idx, nkeys, out = self._map_keys(keys, INVALID_PARAMS)
         single, multi = [], []
-        for i in range(n):
+        for i, nk in zip(idx, nkeys):
             try:
                 pieces = _pieces(all_buffer_ptrs[i], all_sizes[i])
             except (TypeError, ValueError, OverflowError) as e:
-                self._fail(e)
+                out[i] = self._fail(e)
                 continue
             if len(pieces) == 1:
-                single.append((i, pieces[0]))
+                single.append((i, nk, pieces[0]))
             elif pieces:
-                multi.append((i, pieces))
+                multi.append((i, nk, pieces))
             else:
                 out[i] = self._fail(FluxonKVError(
                     errno.ENOBUFS, f"{keys[i]!r}: no buffer room", op="get"))
         if single:
-            rkeys = [keys[i] for i, _ in single]
-            ok, r = self._call(Store.get_into_many, rkeys,
-                               [p for _, (p, _) in single],
-                               [s for _, (_, s) in single])
-            codes = self._codes(r, rkeys, False) if ok else [r] * len(single)
-            for (i, _), c in zip(single, codes):
+            codes = self._each(Store.get_into_many, [nk for _, nk, _ in single],
+                               [[p for _, _, (p, _) in single],
+                                [s for _, _, (_, s) in single]], False)
+            for (i, _, _), c in zip(single, codes):
                 out[i] = c
         for s in range(0, len(multi), _MULTI_KEYS):
-            self._get_round(multi[s:s + _MULTI_KEYS], keys, out)
+            self._get_round(multi[s:s + _MULTI_KEYS], out)
         return out
 
-    def _get_round(self, plan, keys, out):
-        rkeys = [keys[i] for i, _ in plan]
-        ok, hs = self._call(Store.get_many, rkeys)
+    def _get_round(self, plan, out):
+        ok, hs = self._call(Store.get_many, [nk for _, nk, _ in plan])
         if not ok:
-            for i, _ in plan:
-                out[i] = hs
+            if len(plan) > 1:   # each key on its own: its own code
+                for p in plan:
+                    self._get_round([p], out)
+            else:
+                out[plan[0][0]] = hs
             return
         try:
-            for (i, pieces), h in zip(plan, hs):
-                out[i] = self._scatter(keys[i], h, pieces)
+            for (i, nk, pieces), h in zip(plan, hs):
+                out[i] = self._scatter(nk, h, pieces)
         finally:
             try:
                 self._store.release_many([h for h in hs if h is not None])
@@ -605,8 +986,8 @@ class MooncakeDistributedStore:
 
     def get(self, key: Key) -> bytes:
         """The value as bytes (a copy), b"" on a miss or an error."""
-        ok, h = self._call(Store.get, key)
-        if not ok or h is None:
+        h = self.get_buffer(key)
+        if h is None:
             return b""
         try:
             return bytes(h)
@@ -614,26 +995,37 @@ class MooncakeDistributedStore:
             h.release()
 
     def get_batch(self, keys: Sequence[Key]) -> List[bytes]:
-        ok, hs = self._call(Store.get_many, keys)
-        if not ok:
-            return [b""] * len(keys)
-        out = [bytes(h) if h is not None else b"" for h in hs]
-        self._store.release_many([h for h in hs if h is not None])
+        out = []
+        for h in self.batch_get_buffer(keys):
+            out.append(b"" if h is None else bytes(h))
+            if h is not None:
+                h.release()
         return out
 
     def get_buffer(self, key: Key) -> Optional[BufferHandle]:
-        """A zero-copy BufferHandle, or None on a miss or an error."""
-        ok, h = self._call(Store.get, key)
+        """A zero-copy BufferHandle, or None on a miss or an error.  Its
+        bytes stay valid, unchanged, until release() or until the handle
+        and every view of it are gone, even if the key is overwritten or
+        removed meanwhile."""
+        ok, k = self._key(key)
+        if not ok:
+            return None
+        ok, h = self._call(Store.get, k)
         if not ok or h is None:
             return None
         return h
 
     def batch_get_buffer(self, keys: Sequence[Key]) -> List[Optional[BufferHandle]]:
         """BufferHandle-or-None per key (one call, GIL released)."""
-        ok, hs = self._call(Store.get_many, keys)
-        if not ok:
-            return [None] * len(keys)
-        return hs
+        keys = list(keys)
+        idx, nkeys, out = self._map_keys(keys, None)
+        if nkeys:
+            ok, hs = self._call(Store.get_many, nkeys)
+            if not ok:      # each key on its own
+                hs = [self.get_buffer(keys[i]) for i in idx]
+            for i, h in zip(idx, hs):
+                out[i] = h
+        return out
 
     def get_into(self, key: Key, buffer_ptr: int, size: int) -> int:
         """Copy the value to address @buffer_ptr (capacity @size).
@@ -641,42 +1033,79 @@ class MooncakeDistributedStore:
         Returns the length copied, or a negative code (OBJECT_NOT_FOUND on
         a miss, INVALID_PARAMS when the value does not fit).
         """
-        ok, r = self._call(Store.get_into_many, [key], [buffer_ptr], [size])
-        if not ok:
-            return r
-        return self._codes(r, [key], False)[0]
+        return self.batch_get_into([key], [buffer_ptr], [size])[0]
 
     def batch_get_into(self, keys: Sequence[Key], buffer_ptrs: Sequence[int],
                        sizes: Sequence[int]) -> List[int]:
         """Bytes read or a negative code per key (one call, GIL released)."""
+        keys = list(keys)
         if not len(keys) == len(buffer_ptrs) == len(sizes):
             return [INVALID_PARAMS] * len(keys)
-        ok, r = self._call(Store.get_into_many, keys, buffer_ptrs, sizes)
-        if not ok:
-            return [r] * len(keys)
-        return self._codes(r, keys, False)
+        if self._kv() is None:
+            return [INTERNAL_ERROR] * len(keys)
+        idx, nkeys, out = self._map_keys(keys, INVALID_PARAMS)
+        if nkeys:
+            ptrs, sizes = list(buffer_ptrs), list(sizes)
+            codes = self._each(Store.get_into_many, nkeys,
+                               [[ptrs[i] for i in idx],
+                                [sizes[i] for i in idx]], False)
+            for i, c in zip(idx, codes):
+                out[i] = c
+        return out
 
     def get_size(self, key: Key) -> int:
         """The value's length, or a negative code (-704 on a miss).
         A lookup: the value is not read."""
-        ok, r = self._call(Store.lookup, key)
+        ok, k = self._key(key)
+        if not ok:
+            return k
+        ok, r = self._call(Store.lookup, k)
         if not ok:
             return r
         return OBJECT_NOT_FOUND if r is None else r.len
 
     def is_exist(self, key: Key) -> int:
         """1 if the key has a value, 0 if not, -1 on an error (a lookup)."""
-        ok, r = self._call(Store.exists, key)
-        if not ok:
-            return -1
-        return 1 if r else 0
+        return self.batch_is_exist([key])[0]
 
     def batch_is_exist(self, keys: Sequence[Key]) -> List[int]:
-        """1 / 0 per key, or -1 for every key on an error."""
-        ok, r = self._call(Store.exists_many, keys)
+        """1 / 0 per key, -1 for a key that cannot be looked up."""
+        keys = list(keys)
+        idx, nkeys, out = self._map_keys(keys, -1)
+        if nkeys:
+            ok, r = self._call(Store.exists_many, nkeys)
+            if ok:
+                r = [1 if x else 0 for x in r]
+            elif len(nkeys) > 1:
+                r = [self.is_exist(keys[i]) for i in idx]
+            else:
+                r = [-1]
+            for i, c in zip(idx, r):
+                out[i] = c
+        return out
+
+    def get_replica_desc(self, key: Key) -> List[ReplicaDescriptor]:
+        """The replicas of @key: one ReplicaDescriptor (where a get would
+        read it: "memory" or "ssd"), [] on a miss or an error.  A lookup:
+        the value is not read."""
+        return self.batch_get_replica_desc([key]).get(key, [])
+
+    def batch_get_replica_desc(self, keys: Sequence[Key]
+                               ) -> "dict[Key, List[ReplicaDescriptor]]":
+        """{key: [ReplicaDescriptor]} for the keys that have a value (the
+        others are left out, as Mooncake's map of found keys)."""
+        keys = list(keys)
+        idx, nkeys, _ = self._map_keys(keys, None)
+        out = {}
+        if not nkeys:
+            return out
+        ok, r = self._call(Store.lookup_many, nkeys)
         if not ok:
-            return [-1] * len(keys)
-        return [1 if x else 0 for x in r]
+            return out
+        for i, lk in zip(idx, r):
+            if lk is not None:
+                out[keys[i]] = [ReplicaDescriptor(lk.source, lk.len, lk.put_id)]
+        return out
 
     def __getattr__(self, name):
         if name.endswith("_tensor") or "_tensor_" in name or name.startswith("pub_"):

@@ -93,3 +93,40 @@ def test_pip_install_against_the_installed_library(tmp_path, built):
     # found in its installed location by the dynamic linker
     env["LD_LIBRARY_PATH"] = str(root / "usr/lib")
     assert import_from(site, env, tmp_path) is True
+
+
+SHIM_IMPORT = ("import mooncake, mooncake.store as ms, fluxonkv.mooncake as fm;"
+               "print(ms.__file__); print(mooncake.FLUXONKV);"
+               "print(ms.MooncakeDistributedStore is fm.MooncakeDistributedStore);"
+               "print(sorted(ms.__all__))")
+
+
+def test_pip_installs_the_opt_in_mooncake_shim(tmp_path, built):
+    """fluxonkv-mooncake is its own distribution: installed next to
+    fluxonkv it gives the stacks their `from mooncake.store import
+    MooncakeDistributedStore`; fluxonkv alone installs no `mooncake`."""
+    tree = package_copy(tmp_path)
+    (tree / "userspace" / "include").symlink_to(REPO / "userspace" / "include")
+    (tree / "uapi").symlink_to(REPO / "uapi")
+    (tree / "build").symlink_to(BUILD)
+    site, env = pip_install(tmp_path, tree)
+    assert not (site / "mooncake").exists()      # never by default
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                        "--no-build-isolation", "--no-index", "--no-deps",
+                        "--no-cache-dir", "--target", str(site),
+                        str(tree / "userspace" / "python" / "mooncake-shim")],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout
+    assert {p.name for p in (site / "mooncake").iterdir()} >= {"__init__.py",
+                                                               "store.py"}
+    assert any(p.name.startswith("fluxonkv_mooncake-")
+               for p in site.iterdir())
+    r = subprocess.run([sys.executable, "-c", SHIM_IMPORT], cwd=tmp_path,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, env=dict(env, PYTHONPATH=str(site)))
+    assert r.returncode == 0, r.stdout
+    path, flag, same, names = r.stdout.split("\n")[:4]
+    assert path.startswith(str(site / "mooncake")) and flag == "True"
+    assert same == "True"
+    assert "MooncakeDistributedStore" in names and "SoftPinAction" in names
