@@ -13,6 +13,7 @@
 
 #include "../../selftests/fkv_test.h"
 #include "../../userspace/fluxond/log.h"
+#include "../../userspace/common/cluster_msg.h"
 #include "../../userspace/fluxond/master.h"
 #include "master_fx.h"
 
@@ -125,4 +126,41 @@ FKV_TEST(remove_matching_refuses_a_bad_pattern_and_removes_nothing)
 	FKV_ASSERT(present(S("x")));
 	FKV_ASSERT_EQ(F.ndrops, 0);
 	fkv_master_destroy(F.m);
+}
+
+/* The value of "NAME = NUMBER" in the Python file @path; -1 if absent. */
+static long py_const(const char *path, const char *name)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen(path, "r");
+
+	FKV_ASSERT(f != NULL, "%s (run from the tree's root)", path);
+	while (fgets(line, sizeof(line), f)) {
+		size_t n = strlen(name);
+
+		if (!strncmp(line, name, n) && line[n] == ' ' &&
+		    sscanf(line + n, " = %li", &v) == 1)
+			break;
+	}
+	fclose(f);
+	return v;
+}
+
+/*
+ * The Python client speaks CLEAR on the control socket with numbers of
+ * its own (_control.py): they must be cluster_msg.h's, which grow as
+ * commands and attributes are added.
+ */
+FKV_TEST(the_python_clear_client_uses_the_headers_numbers)
+{
+	const char *p = "userspace/python/fluxonkv/_control.py";
+
+	FKV_ASSERT_EQ(py_const(p, "_WIRE_TYPE"), FKV_WIRE_TYPE);
+	FKV_ASSERT_EQ(py_const(p, "_CCMD_CLEAR"), FKV_CCMD_CLEAR);
+	FKV_ASSERT_EQ(py_const(p, "_CA_MESSAGE"), FKV_CA_MESSAGE);
+	FKV_ASSERT_EQ(py_const(p, "_CA_PATTERN"), FKV_CA_PATTERN);
+	FKV_ASSERT_EQ(py_const(p, "_CA_COUNT"), FKV_CA_COUNT);
+	FKV_ASSERT_EQ(py_const(p, "_A_STATUS"), FLUXONKV_A_STATUS);
+	FKV_ASSERT_EQ(py_const(p, "_GENL_VERSION"), FLUXONKV_GENL_VERSION);
 }
