@@ -549,6 +549,7 @@ struct fluxonkv_ssd_stats {
 	atomic64_t commits_ignored;
 	atomic64_t notices_dropped;
 	atomic64_t revokes;
+	atomic64_t unrouted;		/* copies another node's write retired */
 	atomic64_t csum_errors;		/* refills that failed their xxh64 */
 	atomic64_t meta_evictions;	/* entries evicted for the memory cap */
 	atomic64_t meta_refused;	/* persists refused by the memory cap */

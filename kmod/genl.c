@@ -1128,6 +1128,30 @@ unknown:
 	return -ENOENT;
 }
 
+/*
+ * DROP_REPLICA {SOURCE = SSD, KEY, PUT_ID}: another node overwrote or
+ * deleted KEY, and the master dropped its route to our SSD copies up to
+ * PUT_ID.  Unrouted, a copy is neither served nor reported to a later
+ * master (fluxonkv_ssd_dump() lists routed entries only), so a restarted
+ * master cannot adopt a deleted version back from us.  Idempotent.
+ */
+static int fluxonkv_nl_drop_ssd(struct genl_info *info)
+{
+	struct nlattr *key = info->attrs[FLUXONKV_A_KEY];
+
+	if (GENL_REQ_ATTR_CHECK(info, FLUXONKV_A_KEY) ||
+	    GENL_REQ_ATTR_CHECK(info, FLUXONKV_A_PUT_ID))
+		return -EINVAL;
+	if (!nla_len(key)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, key, "empty key");
+		return -EINVAL;
+	}
+	fluxonkv_ssd_unroute(nla_data(key), nla_len(key),
+			     nla_get_u64(info->attrs[FLUXONKV_A_PUT_ID]));
+	atomic64_inc(&fluxonkv_ssd_stats.unrouted);
+	return 0;
+}
+
 static int fluxonkv_nl_drop_replica(struct sk_buff *skb, struct genl_info *info)
 {
 	int ret;
@@ -1135,6 +1159,9 @@ static int fluxonkv_nl_drop_replica(struct sk_buff *skb, struct genl_info *info)
 	ret = fluxonkv_from_daemon(skb, info);
 	if (ret)
 		return ret;
+	if (fluxonkv_attr_u32(info, FLUXONKV_A_SOURCE) == FLUXONKV_SOURCE_SSD &&
+	    !info->attrs[FLUXONKV_A_HANDLE])
+		return fluxonkv_nl_drop_ssd(info);
 	if (GENL_REQ_ATTR_CHECK(info, FLUXONKV_A_HANDLE))
 		return -EINVAL;
 	ret = fluxonkv_replica_drop(nla_get_u64(info->attrs[FLUXONKV_A_HANDLE]));
@@ -1374,6 +1401,11 @@ static const struct nla_policy fluxonkv_persist_policy[FLUXONKV_A_MAX + 1] = {
 static const struct nla_policy fluxonkv_drop_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_HANDLE] = NLA_POLICY_MIN(NLA_U64, 1),
 	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32, FLUXONKV_DROP_F_EVICTED),
+	/* an SSD copy's route: SOURCE = SSD, KEY, PUT_ID */
+	[FLUXONKV_A_SOURCE] = NLA_POLICY_RANGE(NLA_U32, FLUXONKV_SOURCE_MEMORY,
+					       FLUXONKV_SOURCE_SSD),
+	[FLUXONKV_A_KEY] = { .type = NLA_BINARY, .len = FLUXONKV_KEY_MAX },
+	[FLUXONKV_A_PUT_ID] = NLA_POLICY_MIN(NLA_U64, 1),
 };
 
 #define FLUXONKV_OP(_cmd, _doit, _policy, _flags)			\

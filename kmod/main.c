@@ -297,6 +297,7 @@ FLUXONKV_ATTR_SSD(commits_published);
 FLUXONKV_ATTR_SSD(commits_ignored);
 FLUXONKV_ATTR_SSD(notices_dropped);
 FLUXONKV_ATTR_SSD(revokes);
+FLUXONKV_ATTR_SSD(unrouted);
 FLUXONKV_ATTR_SSD(csum_errors);
 FLUXONKV_ATTR_SSD(meta_evictions);
 FLUXONKV_ATTR_SSD(meta_refused);
@@ -359,6 +360,7 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_ssd_commits_ignored.attr,
 	&fluxonkv_attr_ssd_notices_dropped.attr,
 	&fluxonkv_attr_ssd_revokes.attr,
+	&fluxonkv_attr_ssd_unrouted.attr,
 	&fluxonkv_attr_ssd_csum_errors.attr,
 	&fluxonkv_attr_ssd_meta_evictions.attr,
 	&fluxonkv_attr_ssd_meta_refused.attr,

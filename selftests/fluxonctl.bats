@@ -488,7 +488,7 @@ prom_value() {
 
 @test "--help of every subcommand exits 0; an unknown subcommand exits 2" {
 	local cmd
-	for cmd in put get delete status stats dump top; do
+	for cmd in put get delete clear status stats dump top; do
 		run -0 "$FLUXONCTL" "$cmd" --help
 		[[ "${lines[0]}" == "Usage: fluxonctl $cmd"* ]]
 	done

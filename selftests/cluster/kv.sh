@@ -34,7 +34,7 @@ if [ "$N" -ne 2 ]; then
 fi
 extra=0
 [ "${TRANSPORT:-tcp}" != rdma ] || extra=1
-if [ "$I" -eq 1 ]; then out "1..$((38 + extra))"; else out "1..24"; fi
+if [ "$I" -eq 1 ]; then out "1..$((41 + extra))"; else out "1..25"; fi
 
 # node2's small segment makes its DRAM copies go to its SSD tier.
 SEG_MB=96
@@ -118,6 +118,14 @@ if [ "$I" -eq 1 ]; then
 	diag "hits_remote $(stat_of hits_remote), fetch_errors $(stat_of fetch_errors)"
 	# The master restarts: the nodes lose their routes, rejoin, serve.
 	wait_for ssdpushed.2 || true
+	# s4's copies: node2's SSD and the one promoted here.  The delete
+	# must retire node2's SSD copy in its module too: a copy left routed
+	# there is reported to the restarted master, which knows no
+	# tombstone of this term and adopts it -- a deleted value back.
+	check "node1 deletes s4, whose copy is on node2's SSD" "$CTL" delete s4
+	check "the master told node2 to retire its SSD copy" \
+		cluster_json "c['stats']['master_ssd_dropped'] >= 1"
+	reports0=$(grep -c "node 2's reports:" "$LOG" || true)
 	kill -9 "$DPID"
 	wait "$DPID" 2>/dev/null || true
 	mark master.killed
@@ -128,6 +136,8 @@ if [ "$I" -eq 1 ]; then
 	check "the restarted master adopted its own module's replicas" logged "warm restart (master node): adopted [1-9]"
 	check "node1's copy from before the restart is a local hit again" get_same s16 memory
 	check "node2's value from before the restart, reported and adopted, is pulled" get_same keep2 remote
+	check "node2's reports are answered" logged "node 2's reports:" $((reports0 + 1))
+	check "s4, deleted before the restart, stays deleted" misses s4
 	check "the master had node2's DRAM-only keep2 persisted again" logged \
 		"replicas node 2 kept had no SSD copy: persisted again"
 	check "... and counted it" cluster_json "c['stats']['kept_replicas_repersisted'] >= 1"
@@ -262,6 +272,8 @@ else
 	}
 	check "node2 registers again once it rejoined" reregistered
 	check "node2 reported the replicas its module kept" logged "reported [1-9][0-9]* replicas our module kept"
+	check "node2's module retired its SSD copy of the deleted s4" \
+		test "$(stat_of ssd_unrouted 2>/dev/null || echo 0)" -ge 1
 	check "the DRAM-only keep2 is persisted again after the master's restart" \
 		ssd_committed keep2 30
 

@@ -23,6 +23,10 @@ struct fx {
 	uint32_t placed_flags;
 	size_t npersist;		/* ops->persist calls */
 	uint64_t persist_handle, persist_put_id;
+	size_t nssd_drops;		/* ops->send_ssd_drop calls */
+	uint32_t ssd_drop_node;
+	uint64_t ssd_drop_put_id;
+	char ssd_drop_key[64];
 };
 
 static struct fx F;
@@ -63,10 +67,23 @@ static void rec_persist(void *arg, uint64_t handle, uint64_t put_id)
 	f->persist_put_id = put_id;
 }
 
+static void rec_ssd_drop(void *arg, uint32_t node, const void *key,
+			 size_t key_len, uint64_t put_id)
+{
+	struct fx *f = arg;
+
+	f->nssd_drops++;
+	f->ssd_drop_node = node;
+	f->ssd_drop_put_id = put_id;
+	snprintf(f->ssd_drop_key, sizeof(f->ssd_drop_key), "%.*s",
+		 (int)key_len, (const char *)key);
+}
+
 static const struct fkv_master_ops rec_ops = {
 	.send_drop = rec_drop,
 	.placed = rec_placed,
 	.persist = rec_persist,
+	.send_ssd_drop = rec_ssd_drop,
 };
 
 #endif /* MASTER_FX_H */

@@ -250,6 +250,28 @@ FKV_TEST(stats_take_one_format)
 				 "--prometheus"), &msg, "not both");
 }
 
+FKV_TEST(clear_takes_an_optional_regex_and_nothing_else)
+{
+	struct ctl_opts o;
+	char *msg;
+
+	FKV_ASSERT_EQ(PARSE(ctl_parse_clear, &o, &msg, "clear"), 0);
+	FKV_ASSERT(o.regex == NULL);	/* every key */
+	free(msg);
+	FKV_ASSERT_EQ(PARSE(ctl_parse_clear, &o, &msg, "clear", "--regex",
+			    "^req-[0-9]+$", "--json"), 0);
+	FKV_ASSERT(!strcmp(o.regex, "^req-[0-9]+$"));
+	FKV_ASSERT(o.json);
+	free(msg);
+	assert_usage_error(PARSE(ctl_parse_clear, &o, &msg, "clear",
+				 "--regex", ""), &msg, "--regex wants a pattern");
+	assert_usage_error(PARSE(ctl_parse_clear, &o, &msg, "clear", "--regex"),
+			   &msg, "needs an argument");
+	assert_usage_error(PARSE(ctl_parse_clear, &o, &msg, "clear", "k"),
+			   &msg, "unexpected argument 'k'");
+	FKV_ASSERT_EQ(ctl_global_json("clear", &o, stderr), 0);
+}
+
 FKV_TEST(help_wins_over_missing_operands)
 {
 	struct ctl_opts o;

@@ -106,6 +106,7 @@ static void fake_module(void)
 	put_file("ssd_commits_ignored", "30\n");
 	put_file("ssd_notices_dropped", "31\n");
 	put_file("ssd_revokes", "32\n");
+	put_file("ssd_unrouted", "37\n");
 	put_file("ssd_csum_errors", "33\n");
 	put_file("kv_ssd_meta_bytes", "34816\n");
 	put_file("ssd_meta_evictions", "35\n");
@@ -122,7 +123,7 @@ static void fake_module_without_ssd(void)
 		"ssd_io_errors", "ssd_persist_errors", "ssd_evictions",
 		"ssd_busy_waits", "ssd_queue_waits", "ssd_commits_published",
 		"ssd_commits_ignored", "ssd_notices_dropped", "ssd_revokes",
-		"ssd_csum_errors", "kv_ssd_meta_bytes", "ssd_meta_evictions",
+		"ssd_unrouted", "ssd_csum_errors", "kv_ssd_meta_bytes", "ssd_meta_evictions",
 		"ssd_meta_refused", "ssd_shards_offline",
 	};
 	char path[128];
@@ -309,7 +310,7 @@ FKV_TEST(the_snapshot_covers_every_attribute_the_module_documents)
 		"ssd_io_errors", "ssd_persist_errors", "ssd_evictions",
 		"ssd_busy_waits", "ssd_queue_waits", "ssd_commits_published",
 		"ssd_commits_ignored", "ssd_notices_dropped", "ssd_revokes",
-		"ssd_csum_errors", "kv_ssd_meta_bytes", "ssd_meta_evictions",
+		"ssd_unrouted", "ssd_csum_errors", "kv_ssd_meta_bytes", "ssd_meta_evictions",
 		"ssd_meta_refused", "ssd_shards_offline",
 	};
 	struct ctl_stats st;
@@ -369,7 +370,8 @@ FKV_TEST(stats_as_json_are_one_flat_object_with_null_for_unreadable_files)
 		"\"ssd_busy_waits\":28,\"ssd_queue_waits\":5,"
 		"\"ssd_commits_published\":29,"
 		"\"ssd_commits_ignored\":30,\"ssd_notices_dropped\":31,"
-		"\"ssd_revokes\":32,\"ssd_csum_errors\":33,"
+		"\"ssd_revokes\":32,\"ssd_unrouted\":37,"
+		"\"ssd_csum_errors\":33,"
 		"\"kv_ssd_meta_bytes\":34816,\"ssd_meta_evictions\":35,"
 		"\"ssd_meta_refused\":36,\"ssd_shards_offline\":0}\n");
 	free(out);

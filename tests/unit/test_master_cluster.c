@@ -367,6 +367,169 @@ FKV_TEST(a_value_only_on_bs_ssd_is_pushed_and_a_failed_push_drops_it)
 	fkv_master_destroy(F.m);
 }
 
+/*
+ * Another node's SSD copy of a version a put replaced or a delete removed
+ * is retired on that node (send_ssd_drop): left routed in its module it
+ * came back from that node's reports to a restarted master (issue 28).
+ */
+FKV_TEST(a_delete_or_overwrite_retires_other_nodes_ssd_copies)
+{
+	struct fkv_master_stats st;
+	uint64_t pid, pid2, hb;
+	uint32_t flags;
+
+	setup();
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, B, INC_B, SEG, 1ULL << 30,
+					 "10.77.0.2:7471"), 0);
+	hb = put_on(B, "s", 5 * U, 1, &pid);
+	FKV_ASSERT_EQ(fkv_master_ssd_commit(F.m, "s", 1, pid, 5 * U, &flags), 0);
+	FKV_ASSERT(flags & FLUXONKV_SSD_F_PUBLISHED);
+	/* Deleted on A: B's DRAM replica is dropped, its SSD copy retired. */
+	fkv_master_set_caller(F.m, A);
+	F.ndrops = 0;
+	FKV_ASSERT_EQ(fkv_master_delete(F.m, "s", 1, &pid2), 0);
+	FKV_ASSERT_EQ(pid2, pid);
+	FKV_ASSERT_EQ(F.ndrops, 1);
+	FKV_ASSERT_EQ(F.drops[0], hb);
+	FKV_ASSERT_EQ(F.nssd_drops, 1);
+	FKV_ASSERT_EQ(F.ssd_drop_node, B);
+	FKV_ASSERT_EQ(F.ssd_drop_put_id, pid);
+	FKV_ASSERT(!strcmp(F.ssd_drop_key, "s"));
+
+	/* An overwrite on A retires B's copy of the older version. */
+	put_on(B, "t", 5 * U, 2, &pid);
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_ssd_commit(F.m, "t", 1, pid, 5 * U, &flags), 0);
+	put_on(A, "t", 2 * U, 3, &pid2);
+	FKV_ASSERT_EQ(F.nssd_drops, 2);
+	FKV_ASSERT_EQ(F.ssd_drop_node, B);
+	FKV_ASSERT_EQ(F.ssd_drop_put_id, pid);
+	/* A copy the owner lost itself (evicted from its ring) is not. */
+	put_on(B, "u", 5 * U, 4, &pid);
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_ssd_commit(F.m, "u", 1, pid, 5 * U, &flags), 0);
+	fkv_master_ssd_evicted(F.m, "u", 1, pid);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_delete(F.m, "u", 1, &pid2), 0);
+	FKV_ASSERT_EQ(F.nssd_drops, 2);
+	fkv_master_get_stats(F.m, &st);
+	FKV_ASSERT_EQ(st.ssd_dropped, 2);
+	fkv_master_destroy(F.m);
+}
+
+/*
+ * Member-left of a node with more replicas than one slice: the call
+ * forgets a slice, none of the rest is routed to, each turn of the loop
+ * (fkv_master_work) forgets another; a rejoin before the end forgets the
+ * rest at once and adopts the node's reports (issue 28: the master must
+ * not stall; before, the one call walked all of them).
+ */
+FKV_TEST(member_left_forgets_a_big_node_in_slices_and_routes_none_of_it)
+{
+	const uint32_t C = 3, nvals = 70000;
+	const uint64_t cap = (uint64_t)nvals * 2 * U;
+	struct fkv_master_node_info ni;
+	struct fkv_get_result g;
+	unsigned int turns = 0;
+	uint64_t pid, first_pid = 0;
+	char key[32];
+	uint32_t i;
+
+	setup();
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, C, 0xc1, cap, 0,
+					 "10.77.0.3:7471"), 0);
+	for (i = 0; i < nvals; i++) {
+		snprintf(key, sizeof(key), "big-%u", i);
+		put_on(C, key, U, i + 1, &pid);
+		if (!i)
+			first_pid = pid;
+	}
+	F.ndrops = 0;
+	fkv_master_node_down(F.m, C);
+	FKV_ASSERT_EQ(fkv_master_node_info(F.m, C, &ni), 0);
+	FKV_ASSERT(ni.used > 0 && ni.used < (uint64_t)nvals * U,
+		   "one slice: %llu of %llu bytes still counted",
+		   (unsigned long long)ni.used,
+		   (unsigned long long)nvals * U);
+	/* What is left is unroutable. */
+	fkv_master_set_caller(F.m, A);
+	for (i = 0; i < nvals; i += 997) {
+		snprintf(key, sizeof(key), "big-%u", i);
+		FKV_ASSERT_EQ(fkv_master_get_start(F.m, key, strlen(key), &g),
+			      -ENOENT);
+	}
+	while (fkv_master_work(F.m))
+		turns++;
+	FKV_ASSERT(turns >= 1, "forgotten in %u more turns", turns);
+	FKV_ASSERT_EQ(fkv_master_node_info(F.m, C, &ni), 0);
+	FKV_ASSERT_EQ(ni.used, 0);
+	FKV_ASSERT_EQ(F.ndrops, 0);	/* C dropped its references itself */
+
+	/* Again, and C rejoins after one slice: the rest go at once. */
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, C, 0xc2, cap, 0,
+					 "10.77.0.3:7471"), 0);
+	for (i = 0; i < nvals; i++) {
+		snprintf(key, sizeof(key), "big-%u", i);
+		put_on(C, key, U, i + 1, &pid);
+	}
+	fkv_master_node_down(F.m, C);
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, C, 0xc3, cap, 0,
+					 "10.77.0.3:7471"), 0);
+	FKV_ASSERT_EQ(fkv_master_node_info(F.m, C, &ni), 0);
+	FKV_ASSERT_EQ(ni.used, 0);
+	/* Its report of the newest big-0 is adopted in the slot freed. */
+	fkv_master_set_caller(F.m, C);
+	FKV_ASSERT_EQ(fkv_master_adopt(F.m, "big-0", 5, pid - nvals + 1,
+				       H(C, 1, pid - nvals + 1), U, false), 1);
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "big-0", 5, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE);
+	FKV_ASSERT_EQ(g.node, C);
+	FKV_ASSERT(!fkv_master_work(F.m));
+	(void)first_pid;
+	fkv_master_destroy(F.m);
+}
+
+/*
+ * A watermark pass that must evict more than one slice goes on from
+ * fkv_master_work() down to the low watermark, a slice per turn.
+ */
+FKV_TEST(a_long_watermark_pass_evicts_in_slices_down_to_the_low_mark)
+{
+	const uint32_t C = 3, nvals = 60000;
+	const uint64_t cap = (uint64_t)nvals * U;
+	struct fkv_master_node_info ni;
+	unsigned int turns = 0;
+	size_t first;
+	uint64_t pid;
+	char key[32];
+	uint32_t i;
+
+	setup();
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, C, 0xc1, cap, 0,
+					 "10.77.0.3:7471"), 0);
+	/* Filled to 90 % (the default high watermark is above it). */
+	for (i = 0; i < nvals * 9 / 10; i++) {
+		snprintf(key, sizeof(key), "w-%u", i);
+		put_on(C, key, U, i + 1, &pid);
+	}
+	F.ndrops = 0;
+	/* Down to 20 %: 42,000 evictions, more than two slices. */
+	FKV_ASSERT_EQ(fkv_master_set_watermarks(F.m, 30, 20), 0);
+	first = F.ndrops;
+	FKV_ASSERT(first > 0 && first < (size_t)nvals * 7 / 10,
+		   "the first pass evicted %zu", first);
+	while (fkv_master_work(F.m))
+		turns++;
+	FKV_ASSERT(turns >= 1, "%u more turns", turns);
+	FKV_ASSERT_EQ(fkv_master_node_info(F.m, C, &ni), 0);
+	FKV_ASSERT(ni.used <= cap * 20 / 100, "used %llu of %llu",
+		   (unsigned long long)ni.used, (unsigned long long)cap);
+	FKV_ASSERT(ni.used > cap * 20 / 100 - 2 * U, "used %llu (overshoot)",
+		   (unsigned long long)ni.used);
+	fkv_master_destroy(F.m);
+}
+
 FKV_TEST(lookup_names_the_source_a_get_would_use_and_holds_nothing)
 {
 	struct fkv_master_node_info ni;

@@ -561,7 +561,9 @@ enum fluxonkv_cmd {
 	/* notify HANDLES: replicas read through the local fast path */
 	FLUXONKV_CMD_ACCESS,
 	/* cmd HANDLE, FLAGS (FLUXONKV_DROP_F_*): the master drops its route
-	 * reference on a replica */
+	 * reference on a replica.  Or SOURCE = SSD, KEY, PUT_ID (no HANDLE):
+	 * the master no longer routes to this owner's SSD copies of KEY up
+	 * to PUT_ID (another node overwrote or deleted it); 0 if none */
 	FLUXONKV_CMD_DROP_REPLICA,
 	/* multicast on "events": DAEMON_PID (0 = gone) */
 	FLUXONKV_CMD_DAEMON_EVENT,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * fluxonctl cluster: fluxond's view of the cluster, from its control
- * socket (ctl_cluster.c).
+ * socket (ctl_cluster.c); fluxonctl clear: remove keys through its master.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,5 +31,36 @@ int ctl_cmd_cluster(const struct ctl_opts *o)
 		ctl_render_cluster_prometheus(stdout, &c);
 	else
 		ctl_render_cluster_human(stdout, &c);
+	return fflush(stdout) ? CTL_EXIT_ERROR : CTL_EXIT_OK;
+}
+
+/* A clear of millions of keys takes its time: the master deletes each. */
+#define CTL_CLEAR_TIMEOUT_MS	120000
+
+int ctl_cmd_clear(const struct ctl_opts *o)
+{
+	char why[256];
+	uint64_t removed = 0;
+	int err;
+
+	err = ctl_clear(NULL, CTL_CLEAR_TIMEOUT_MS, o->regex, &removed, why,
+			sizeof(why));
+	if (err == -ENOENT || err == -ECONNREFUSED) {
+		fprintf(stderr, "fluxonctl clear: fluxond is not running here "
+			"(no control socket; see fluxond --control)\n");
+		return CTL_EXIT_ABSENT;
+	}
+	if (err) {
+		fprintf(stderr, "fluxonctl clear: %s%s%s\n",
+			why[0] ? why : strerror(-err),
+			o->regex && err == -EINVAL ? ": " : "",
+			o->regex && err == -EINVAL ? o->regex : "");
+		return CTL_EXIT_ERROR;
+	}
+	if (o->json)
+		printf("{\"removed\":%llu}\n", (unsigned long long)removed);
+	else
+		printf("removed %llu key%s\n", (unsigned long long)removed,
+		       removed == 1 ? "" : "s");
 	return fflush(stdout) ? CTL_EXIT_ERROR : CTL_EXIT_OK;
 }

@@ -14,6 +14,7 @@ int ctl_cmd_delete(const struct ctl_opts *o);
 int ctl_cmd_status(const struct ctl_opts *o);
 int ctl_cmd_stats(const struct ctl_opts *o);
 int ctl_cmd_cluster(const struct ctl_opts *o);
+int ctl_cmd_clear(const struct ctl_opts *o);
 int ctl_cmd_dump(const struct ctl_opts *o);
 int ctl_cmd_top(const struct ctl_opts *o);
 

@@ -24,6 +24,8 @@ const char ctl_usage_main[] =
 	"  put KEY [FILE|-]     store a value read from FILE, stdin or --value\n"
 	"  get KEY [-o FILE]    write a value to stdout or FILE\n"
 	"  delete KEY           remove a key\n"
+	"  clear [--regex RE]   remove every key of the cluster (or those RE\n"
+	"                       matches) through fluxond's master\n"
 	"  status               module, daemon, segment and SSD tier state\n"
 	"  stats                every counter and operation latency (human,\n"
 	"                       --json or --prometheus)\n"
@@ -82,6 +84,25 @@ const char ctl_usage_delete[] =
 	"\n"
 	"Exit status: 0 deleted, 1 error, 2 usage, 3 not found,\n"
 	"4 module or daemon absent.\n";
+
+const char ctl_usage_clear[] =
+	"Usage: fluxonctl clear [--regex RE] [--json]\n"
+	"\n"
+	"Remove every key of the store, or with --regex every key the POSIX\n"
+	"extended regular expression RE matches anywhere in it (Mooncake's\n"
+	"remove_all / remove_by_regex).  The local fluxond's master does it\n"
+	"(control socket " FKV_CONTROL_PATH "; $FLUXOND_CONTROL overrides), on\n"
+	"every node of a cluster: each key goes as a delete does, with its\n"
+	"replicas and SSD copies.  Values pinned by holders stay readable until\n"
+	"released.  Run it on the master's host.\n"
+	"\n"
+	"      --regex RE       only the keys RE matches (keys with NUL bytes\n"
+	"                       never match)\n"
+	"  -j, --json           {\"removed\": N}\n"
+	"  -h, --help           show this help\n"
+	"\n"
+	"Exit status: 0 done (N removed), 1 error (a bad RE, or this fluxond\n"
+	"is not the master), 2 usage, 4 no fluxond running here.\n";
 
 const char ctl_usage_status[] =
 	"Usage: fluxonctl status [--json]\n"
@@ -238,6 +259,7 @@ enum {
 	CTL_OPT_HEX = 'x',
 	CTL_OPT_ITERATIONS = 'n',
 	CTL_OPT_INTERVAL = 256,
+	CTL_OPT_REGEX,
 };
 
 #define CTL_LONG_KEY							\
@@ -329,6 +351,9 @@ static int ctl_getopt(int argc, char **argv, const char *shortopts,
 			break;
 		case CTL_OPT_OUTPUT:
 			o->output = optarg;
+			break;
+		case CTL_OPT_REGEX:
+			o->regex = optarg;
 			break;
 		case CTL_OPT_INTERVAL:
 			if (ctl_parse_interval(optarg, &o->interval))
@@ -478,6 +503,25 @@ int ctl_parse_delete(int argc, char **argv, struct ctl_opts *o, FILE *err)
 	return ctl_no_more(argc, argv, i, err);
 }
 
+int ctl_parse_clear(int argc, char **argv, struct ctl_opts *o, FILE *err)
+{
+	static const struct option longopts[] = {
+		{ "regex", required_argument, NULL, CTL_OPT_REGEX },
+		{ "json", no_argument, NULL, CTL_OPT_JSON },
+		{ "help", no_argument, NULL, CTL_OPT_HELP },
+		{ 0 }
+	};
+	int i;
+
+	i = ctl_getopt(argc, argv, ":jh", longopts, o, err);
+	if (i < 0 || o->help)
+		return i < 0 ? i : 0;
+	if (o->regex && !o->regex[0])
+		return ctl_usage_error(err, argv[0],
+				       "--regex wants a pattern (without it every key goes)");
+	return ctl_no_more(argc, argv, i, err);
+}
+
 int ctl_parse_status(int argc, char **argv, struct ctl_opts *o, FILE *err)
 {
 	static const struct option longopts[] = {
@@ -560,7 +604,7 @@ int ctl_global_json(const char *cmd, struct ctl_opts *o, FILE *err)
 	if (!strcmp(cmd, "stats") || !strcmp(cmd, "cluster"))
 		return ctl_one_format_check(cmd, o, err);
 	if (!strcmp(cmd, "status") || !strcmp(cmd, "dump") ||
-	    !strcmp(cmd, "config"))
+	    !strcmp(cmd, "config") || !strcmp(cmd, "clear"))
 		return 0;
 	return ctl_usage_error(err, cmd, "-j/--json: %s has no JSON output", cmd);
 }

@@ -40,6 +40,7 @@ struct ctl_opts {
 	const char *input;	/* put FILE; NULL or "-" = stdin */
 	const char *output;	/* get -o FILE; NULL or "-" = stdout */
 	const char *what;	/* dump WHAT; config: its sub-command */
+	const char *regex;	/* clear --regex */
 	double interval;	/* top --interval, seconds */
 	unsigned long iterations;	/* top --iterations, 0 = until killed */
 };
@@ -57,6 +58,7 @@ int ctl_parse_put(int argc, char **argv, struct ctl_opts *o, FILE *err);
 int ctl_parse_get(int argc, char **argv, struct ctl_opts *o, FILE *err);
 int ctl_parse_delete(int argc, char **argv, struct ctl_opts *o, FILE *err);
 int ctl_parse_status(int argc, char **argv, struct ctl_opts *o, FILE *err);
+int ctl_parse_clear(int argc, char **argv, struct ctl_opts *o, FILE *err);
 int ctl_parse_stats(int argc, char **argv, struct ctl_opts *o, FILE *err);
 int ctl_parse_dump(int argc, char **argv, struct ctl_opts *o, FILE *err);
 int ctl_parse_top(int argc, char **argv, struct ctl_opts *o, FILE *err);
@@ -79,6 +81,7 @@ extern const char ctl_usage_stats[];
 extern const char ctl_usage_dump[];
 extern const char ctl_usage_top[];
 extern const char ctl_usage_cluster[];
+extern const char ctl_usage_clear[];
 
 /*
  * The exit status for a negative errno from libfluxonkv: -ENOENT is a miss,

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -133,34 +134,44 @@ int ctl_cluster_decode(struct nlmsghdr *nlh, struct ctl_cluster *c)
 	return 0;
 }
 
-int ctl_cluster_query(const char *path, int timeout_ms, struct ctl_cluster *c)
+/*
+ * Send @msg (freed here) to the daemon's control socket at @path and hand
+ * the first answer to @decode; at most @timeout_ms in all.
+ */
+static int ctl_control_call(const char *path, int timeout_ms,
+			    struct nl_msg *msg,
+			    int (*decode)(struct nlmsghdr *nlh, void *arg),
+			    void *arg)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	struct nl_msg *msg;
 	struct fkv_wire w;
 	struct nlmsghdr *nlh;
 	struct timespec t0, t;
 	int fd, err;
 
+	if (!msg)
+		return -ENOMEM;
 	if (!path)
 		path = getenv(CTL_CONTROL_ENV);
 	if (!path || !path[0])
 		path = FKV_CONTROL_PATH;
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return -ENAMETOOLONG;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		err = -ENAMETOOLONG;
+		goto out_free;
+	}
 	strcpy(sun.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		err = -errno;
+		goto out_free;
+	}
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun))) {
 		err = -errno;
 		close(fd);
-		return err;
+		goto out_free;
 	}
 	fkv_wire_init(&w, fd);
-	msg = fkv_wire_msg(FKV_CCMD_STATS);
-	err = msg ? fkv_wire_send(&w, msg) : -ENOMEM;
-	nlmsg_free(msg);
+	err = fkv_wire_send(&w, msg);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (!err) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -174,7 +185,7 @@ int ctl_cluster_query(const char *path, int timeout_ms, struct ctl_cluster *c)
 		}
 		nlh = fkv_wire_next(&w, &err);
 		if (nlh) {
-			err = ctl_cluster_decode(nlh, c);
+			err = decode(nlh, arg);
 			break;
 		}
 		if (err)
@@ -196,7 +207,70 @@ int ctl_cluster_query(const char *path, int timeout_ms, struct ctl_cluster *c)
 			err = -EPROTO;	/* closed without an answer */
 	}
 	fkv_wire_close(&w);
+out_free:
+	nlmsg_free(msg);
 	return err;
+}
+
+static int decode_stats(struct nlmsghdr *nlh, void *arg)
+{
+	return ctl_cluster_decode(nlh, arg);
+}
+
+int ctl_cluster_query(const char *path, int timeout_ms, struct ctl_cluster *c)
+{
+	return ctl_control_call(path, timeout_ms, fkv_wire_msg(FKV_CCMD_STATS),
+				decode_stats, c);
+}
+
+static const struct nla_policy clear_policy[FKV_CA_MAX + 1] = {
+	[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
+	[FKV_CA_COUNT] = { .type = NLA_U64 },
+	[FKV_CA_MESSAGE] = { .type = NLA_STRING },
+};
+
+struct clear_answer {
+	uint64_t *removed;
+	char *why;
+	size_t why_len;
+};
+
+static int decode_clear(struct nlmsghdr *nlh, void *arg)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	struct clear_answer *a = arg;
+	int status;
+
+	if (fkv_wire_cmd(nlh) != FKV_CCMD_CLEAR ||
+	    fkv_wire_parse(nlh, tb, clear_policy) || !tb[FLUXONKV_A_STATUS])
+		return -EPROTO;
+	status = (int32_t)nla_get_u32(tb[FLUXONKV_A_STATUS]);
+	if (tb[FKV_CA_MESSAGE])
+		snprintf(a->why, a->why_len, "%s",
+			 nla_get_string(tb[FKV_CA_MESSAGE]));
+	if (status > 0)
+		return -EPROTO;
+	if (status)
+		return status;
+	if (!tb[FKV_CA_COUNT])
+		return -EPROTO;
+	*a->removed = nla_get_u64(tb[FKV_CA_COUNT]);
+	return 0;
+}
+
+int ctl_clear(const char *path, int timeout_ms, const char *pattern,
+	      uint64_t *removed, char *why, size_t why_len)
+{
+	struct clear_answer a = { removed, why, why_len };
+	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_CLEAR);
+
+	if (why_len)
+		why[0] = '\0';
+	if (msg && pattern && nla_put_string(msg, FKV_CA_PATTERN, pattern)) {
+		nlmsg_free(msg);
+		msg = NULL;
+	}
+	return ctl_control_call(path, timeout_ms, msg, decode_clear, &a);
 }
 
 const struct ctl_cstat *ctl_cluster_stat(const struct ctl_cstat *st,

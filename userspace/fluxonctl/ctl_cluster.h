@@ -59,6 +59,14 @@ int ctl_cluster_decode(struct nlmsghdr *nlh, struct ctl_cluster *c);
  * there), -ETIMEDOUT, -EPROTO.
  */
 int ctl_cluster_query(const char *path, int timeout_ms, struct ctl_cluster *c);
+/*
+ * CLEAR over the control socket: remove every key, or those the POSIX ERE
+ * @pattern matches; *@removed on 0.  -EINVAL (a bad pattern), -EOPNOTSUPP
+ * (that daemon runs no master), or as ctl_cluster_query; @why gets the
+ * daemon's reason when it gave one.
+ */
+int ctl_clear(const char *path, int timeout_ms, const char *pattern,
+	      uint64_t *removed, char *why, size_t why_len);
 /* A statistic by name, or NULL. */
 const struct ctl_cstat *ctl_cluster_stat(const struct ctl_cstat *st,
 					 unsigned int n, const char *name);

@@ -124,6 +124,8 @@ const struct ctl_stat_def ctl_stat_defs[] = {
 	  "SSD eviction notices to the daemon lost (no memory or a full queue)." },
 	{ "ssd_revokes", CTL_STAT_COUNTER, false, false, NULL,
 	  "Gets whose source failed and was revoked from the route." },
+	{ "ssd_unrouted", CTL_STAT_COUNTER, false, false, NULL,
+	  "SSD copies the master retired because another node overwrote or deleted the key." },
 	{ "ssd_csum_errors", CTL_STAT_COUNTER, false, false, NULL,
 	  "SSD reads whose bytes failed their xxh64 (entry dropped, get re-selected)." },
 	{ "kv_ssd_meta_bytes", CTL_STAT_GAUGE, false, true, NULL,

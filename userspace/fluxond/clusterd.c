@@ -518,31 +518,24 @@ static void tokenize(struct fkv_clusterd *cd, struct fkv_reply *r,
  * DROP_REPLICA of @handle to its node @node now; with @sw (an overwrite or
  * a delete being answered) the answer waits for that node's DROP_ACK.
  */
-static void send_drop_now(struct fkv_clusterd *cd, uint32_t node,
-			  uint64_t handle, uint32_t flags, struct sync_wait *sw)
+/*
+ * Relay the DROP_REPLICA @msg (freed here) to @node; with @sw (an overwrite
+ * or a delete being answered) the answer waits for that node's DROP_ACK.
+ * The caller's own drops go before the answer on its connection anyway.
+ */
+static void relay_drop(struct fkv_clusterd *cd, uint32_t node,
+		       struct nl_msg *msg, struct sync_wait *sw)
 {
-	struct nl_msg *msg;
-	bool sync;
+	bool sync = sw && node != sw->caller && sw->nnodes < FKV_SYNC_NODES;
 	unsigned int i;
 
-	if (node == cd->self) {
-		/* Applied by the module before the netlink send returns. */
-		fkv_nl_send_drop(cd->nl, handle, flags);
-		return;
-	}
-	/*
-	 * An overwrite or delete: the answer waits for this node's ack.  The
-	 * caller's own drops go before the answer on its connection anyway.
-	 */
-	sync = sw && node != sw->caller && sw->nnodes < FKV_SYNC_NODES;
-	msg = fkv_nl_drop_msg(FKV_WIRE_TYPE, handle, flags);
 	if (msg && sync && nla_put_u64(msg, FKV_CA_SYNC_ID, sw->id)) {
 		nlmsg_free(msg);
 		msg = NULL;
 	}
 	if (!msg || fkv_cctl_send(cd->cctl, node, msg)) {
-		fkv_dbg("cluster: DROP_REPLICA %#llx for node %u not sent "
-			"(gone)", (unsigned long long)handle, node);
+		fkv_dbg("cluster: DROP_REPLICA for node %u not sent (gone)",
+			node);
 	} else {
 		cd->st.drops_relayed++;
 		for (i = 0; sync && i < sw->nnodes && sw->nodes[i] != node; i++)
@@ -551,6 +544,31 @@ static void send_drop_now(struct fkv_clusterd *cd, uint32_t node,
 			sw->nodes[sw->nnodes++] = node;
 	}
 	nlmsg_free(msg);
+}
+
+static void send_drop_now(struct fkv_clusterd *cd, uint32_t node,
+			  uint64_t handle, uint32_t flags, struct sync_wait *sw)
+{
+	if (node == cd->self)
+		/* Applied by the module before the netlink send returns. */
+		fkv_nl_send_drop(cd->nl, handle, flags);
+	else
+		relay_drop(cd, node, fkv_nl_drop_msg(FKV_WIRE_TYPE, handle,
+						     flags), sw);
+}
+
+/* A newer version or a delete retired @node's SSD copy of the key. */
+static void send_ssd_drop(void *arg, uint32_t node, const void *key,
+			  size_t key_len, uint64_t put_id)
+{
+	struct fkv_clusterd *cd = arg;
+
+	if (node == cd->self)
+		fkv_nl_send_ssd_drop(cd->nl, key, key_len, put_id);
+	else
+		relay_drop(cd, node, fkv_nl_ssd_drop_msg(FKV_WIRE_TYPE, key,
+							 key_len, put_id),
+			   cd->cur_sync);
 }
 
 static void send_drop(void *arg, uint64_t handle, uint32_t flags)
@@ -818,6 +836,7 @@ static const struct fkv_master_ops master_ops = {
 	.send_evicted = send_evicted,
 	.placed = send_placed,
 	.persist = send_persist,
+	.send_ssd_drop = send_ssd_drop,
 };
 
 /*
@@ -1572,6 +1591,8 @@ static const struct nla_policy answer_policy[FKV_CA_MAX + 1] = {
 	[FLUXONKV_A_LEN] = { .type = NLA_U64 },
 	[FLUXONKV_A_FLAGS] = { .type = NLA_U32 },
 	[FLUXONKV_A_SOURCE] = { .type = NLA_U32 },
+	[FLUXONKV_A_KEY] = { .type = NLA_UNSPEC, .minlen = 1,
+			     .maxlen = FLUXONKV_KEY_MAX },
 	[FKV_CA_DATA_ADDR] = { .type = NLA_STRING, .maxlen = FKV_ADDR_MAX },
 	[FKV_CA_NODE_ID] = { .type = NLA_U32 },
 	[FKV_CA_SYNC_ID] = { .type = NLA_U64 },
@@ -1697,6 +1718,15 @@ static void master_msg(void *arg, struct nlmsghdr *nlh)
 					       nla_get_u64(tb[FLUXONKV_A_HANDLE]),
 					       tb[FLUXONKV_A_FLAGS] ?
 					       nla_get_u32(tb[FLUXONKV_A_FLAGS]) : 0);
+		/* an SSD copy another node's write retired (no HANDLE) */
+		else if (tb[FLUXONKV_A_KEY] && tb[FLUXONKV_A_PUT_ID] &&
+			 tb[FLUXONKV_A_SOURCE] &&
+			 nla_get_u32(tb[FLUXONKV_A_SOURCE]) ==
+			 FLUXONKV_SOURCE_SSD && cd->registered)
+			err = fkv_nl_send_ssd_drop(cd->nl,
+						   nla_data(tb[FLUXONKV_A_KEY]),
+						   (size_t)nla_len(tb[FLUXONKV_A_KEY]),
+						   nla_get_u64(tb[FLUXONKV_A_PUT_ID]));
 		/*
 		 * Not applied (and not already gone): our module may still
 		 * serve that version.  Give up the lease until we rejoin and

@@ -91,6 +91,7 @@ int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m)
 		{ "master_remote_ssd_gets", st.remote_ssd_gets },
 		{ "master_remote_revoked", st.remote_revoked },
 		{ "master_ssd_revoked", st.ssd_revoked },
+		{ "master_ssd_dropped", st.ssd_dropped },
 		{ "master_promotions", st.promotions },
 		{ "master_nodes_left", st.nodes_left },
 		{ "master_holds", st.holds },

@@ -106,9 +106,20 @@ static void send_persist(void *arg, uint64_t handle, uint64_t put_id)
 	fkv_nl_send_persist(d->nl, handle, put_id);
 }
 
+/* One node: @node is ours.  A CLEAR retires copies no DELETE answer names. */
+static void send_ssd_drop(void *arg, uint32_t node, const void *key,
+			  size_t key_len, uint64_t put_id)
+{
+	struct fluxond *d = arg;
+
+	(void)node;
+	fkv_nl_send_ssd_drop(d->nl, key, key_len, put_id);
+}
+
 static const struct fkv_master_ops master_ops = {
 	.send_drop = send_drop,
 	.persist = send_persist,
+	.send_ssd_drop = send_ssd_drop,
 };
 
 /* Block the stop signals outside ppoll(); @orig gets the previous mask. */
@@ -494,6 +505,9 @@ static int run(struct fluxond *d, const sigset_t *unblocked)
 		}
 		until = d->cd ? next_deadline(next_tick, next_cluster)
 			      : next_tick;
+		/* A long job in slices: the next one after the sockets. */
+		if (d->master && fkv_master_work(d->master))
+			until = now;
 		ts.tv_nsec = (long)(until > now ? until - now : 0) * 1000000L;
 		if (ts.tv_nsec >= 1000000000L) {
 			ts.tv_sec = ts.tv_nsec / 1000000000L;

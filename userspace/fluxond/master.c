@@ -29,7 +29,23 @@ struct fkv_mnode {
 	char addr[FKV_MASTER_ADDR_MAX];	/* its data plane address */
 	uint64_t remote_gets;	/* gets it served to other nodes */
 	uint64_t adopt_floor;	/* its fence from an earlier term (term.h) */
+	/*
+	 * It left, and replicas of its dead instance are still in the route
+	 * table: forgotten a slice per fkv_master_work() (unroutable
+	 * meanwhile: replica_live()), all at once before it rejoins.
+	 */
+	bool forgetting;
+	bool evict_more;	/* a watermark pass goes on next turn */
 };
+
+/*
+ * What one turn of the event loop does at most of a long job, so that no
+ * node's requests wait behind it (issue 28: < 100 ms at 10^7 keys):
+ * forgetting a departed node's replicas (~0.6 us each), and evicting ahead
+ * of need down to the low watermark (~2-3 us each on a loaded host).
+ */
+#define FKV_FORGET_SLICE	16384
+#define FKV_EVICT_SLICE		8192
 
 /*
  * A replica another node is pulling (get_holding, reference §4.2): not
@@ -176,11 +192,23 @@ static void route_settled(void *arg, const struct fkv_route *r,
 			(unsigned long long)rep->mem_handle, strerror(-err));
 }
 
+/* A newer version or a delete retired @node's SSD copy: tell its module. */
+static void route_drop_ssd(void *arg, uint32_t node, const struct fkv_route *r)
+{
+	struct fkv_master *m = arg;
+
+	m->st.ssd_dropped++;
+	if (m->ops->send_ssd_drop)
+		m->ops->send_ssd_drop(m->arg, node, r->key, r->key_len,
+				      r->put_id);
+}
+
 static const struct fkv_route_ops master_route_ops = {
 	.drop = route_drop,
 	.forget = route_forget,
 	.expired = route_expired,
 	.settled = route_settled,
+	.drop_ssd = route_drop_ssd,
 };
 
 int fkv_master_check_watermarks(unsigned int high_pct, unsigned int low_pct)
@@ -195,7 +223,7 @@ static uint64_t pct_of(uint64_t capacity, unsigned int pct)
 	return capacity / 100 * pct + capacity % 100 * pct / 100;
 }
 
-static void enforce_watermarks(struct fkv_master *m, uint32_t node);
+static bool enforce_watermarks(struct fkv_master *m, uint32_t node);
 
 int fkv_master_set_watermarks(struct fkv_master *m, unsigned int high_pct,
 			      unsigned int low_pct)
@@ -459,6 +487,13 @@ int fkv_master_node_up(struct fkv_master *m, uint32_t node,
 	n->low_bytes = pct_of(capacity, m->low_pct);
 	n->ssd_capacity = ssd_capacity;
 	snprintf(n->addr, sizeof(n->addr), "%s", addr ? addr : "");
+	if (n->forgetting) {
+		/* Its old replicas go before new ones can take their slots. */
+		forgotten = fkv_routes_forget_node(m->routes, node, 0);
+		n->forgetting = false;
+		fkv_info("node %u is back: the last %zu replicas of its previous "
+			 "instance forgotten at once", node, forgotten);
+	}
 	if (n->live && n->incarnation != incarnation && m->routes) {
 		forgotten = fkv_routes_forget_node(m->routes, node,
 						   incarnation);
@@ -487,15 +522,42 @@ void fkv_master_node_down(struct fkv_master *m, uint32_t node)
 	 * Its replicas died with it: forgotten without DROP_REPLICA (the
 	 * node dropped every reference when it lost the master), and so
 	 * are the puts placed on it.  A route left without replicas goes.
+	 * No longer live, none is routed to from now on; past the first
+	 * slice the rest go in fkv_master_work().
 	 */
-	forgotten = fkv_routes_forget_node(m->routes, node, 0);
+	forgotten = fkv_routes_forget_node_some(m->routes, node, 0,
+						 FKV_FORGET_SLICE,
+						 &n->forgetting);
 	/* Its pulls will never report back. */
 	while (!fkv_list_empty(&m->holds_of[node]))
 		hold_free(m, fkv_container_of(m->holds_of[node].next,
 					      struct fkv_hold, mine));
 	m->st.nodes_left++;
-	fkv_info("node %u left: %zu of its replicas forgotten", node,
-		 forgotten);
+	fkv_info("node %u left: %zu of its replicas forgotten%s", node,
+		 forgotten, n->forgetting ? ", the rest in slices" : "");
+}
+
+bool fkv_master_work(struct fkv_master *m)
+{
+	bool more = false, left;
+	uint32_t i;
+
+	for (i = 0; i < FKV_ROUTE_NODES; i++) {
+		struct fkv_mnode *n = &m->nodes[i];
+
+		if (n->forgetting) {
+			fkv_routes_forget_node_some(m->routes, i, 0,
+						    FKV_FORGET_SLICE, &left);
+			n->forgetting = left;
+			more |= left;
+			if (!left)
+				fkv_info("node %u: every replica of its "
+					 "departed instance forgotten", i);
+		}
+		if (n->policy && n->evict_more)
+			more |= enforce_watermarks(m, i);
+	}
+	return more;
 }
 
 void fkv_master_set_caller(struct fkv_master *m, uint32_t node)
@@ -522,17 +584,20 @@ static void evict_one(void *arg, uint64_t handle, uint64_t weight)
 }
 
 /*
- * Evict by @node's policy until @want bytes of its DRAM are given up;
- * returns bytes evicted.
+ * Evict by @node's policy until @want bytes of its DRAM are given up, or
+ * @max replicas; returns bytes evicted.
  */
-static uint64_t evict(struct fkv_master *m, uint32_t node, uint64_t want)
+static uint64_t evict_at_most(struct fkv_master *m, uint32_t node,
+			      uint64_t want, size_t max)
 {
 	struct fkv_evict *p = m->nodes[node].policy;
 	uint64_t skipped[FKV_HOLD_SKIP][2];
 	uint64_t freed = 0, handle, weight;
 	unsigned int nskip = 0, i;
+	size_t n = 0;
 
-	while (freed < want && !fkv_evict_victim(p, &handle, &weight)) {
+	while (freed < want && n < max &&
+	       !fkv_evict_victim(p, &handle, &weight)) {
 		/* Another node is pulling it: keep it, take the next one. */
 		if (nskip < FKV_HOLD_SKIP && held(m, handle)) {
 			skipped[nskip][0] = handle;
@@ -543,6 +608,7 @@ static uint64_t evict(struct fkv_master *m, uint32_t node, uint64_t want)
 		}
 		freed += weight;
 		evict_one(m, handle, weight);
+		n++;
 	}
 	/* Back into the policy, as if just inserted. */
 	for (i = 0; i < nskip; i++) {
@@ -557,27 +623,41 @@ static uint64_t evict(struct fkv_master *m, uint32_t node, uint64_t want)
 	return freed;
 }
 
-/*
- * Evict ahead of need: above the high watermark, go down to the low one.
- * Only replicas the policy tracks are candidates: a caller that must keep
- * one (a just promoted replica) inserts it afterwards.
- */
-static void enforce_watermarks(struct fkv_master *m, uint32_t node)
+static uint64_t evict(struct fkv_master *m, uint32_t node, uint64_t want)
 {
-	const struct fkv_mnode *n = &m->nodes[node];
+	return evict_at_most(m, node, want, SIZE_MAX);
+}
+
+/*
+ * Evict ahead of need: above the high watermark, go down to the low one,
+ * FKV_EVICT_SLICE replicas at a time: a longer pass goes on from
+ * fkv_master_work() (true: more to do).  Only replicas the policy tracks
+ * are candidates: a caller that must keep one (a just promoted replica)
+ * inserts it afterwards.
+ */
+static bool enforce_watermarks(struct fkv_master *m, uint32_t node)
+{
+	struct fkv_mnode *n = &m->nodes[node];
 	uint64_t used = fkv_routes_node_used(m->routes, node);
 	uint64_t need = used + fkv_routes_node_reserved(m->routes, node);
 	uint64_t want, got;
 
-	if (need <= n->high_bytes)
-		return;
+	/* Going down to the low watermark: on until there. */
+	if (need <= (n->evict_more ? n->low_bytes : n->high_bytes)) {
+		n->evict_more = false;
+		return false;
+	}
 	want = need - n->low_bytes;
 	if (want > used)
 		want = used;
-	got = evict(m, node, want);
+	got = evict_at_most(m, node, want, FKV_EVICT_SLICE);
+	/* Short of it with victims left: the next turn goes on. */
+	n->evict_more = got && got < want;
 	fkv_dbg("watermark of node %u: %llu bytes needed of %llu high, "
-		"evicted %llu", node, (unsigned long long)need,
-		(unsigned long long)n->high_bytes, (unsigned long long)got);
+		"evicted %llu%s", node, (unsigned long long)need,
+		(unsigned long long)n->high_bytes, (unsigned long long)got,
+		n->evict_more ? ", more next turn" : "");
+	return n->evict_more;
 }
 
 void fkv_master_set_ssd_capacity(struct fkv_master *m, uint64_t bytes)

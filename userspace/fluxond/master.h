@@ -53,6 +53,15 @@ struct fkv_master_ops {
 	 * master died first) is written to the SSD tier now.
 	 */
 	void (*persist)(void *arg, uint64_t handle, uint64_t put_id);
+	/*
+	 * Optional: send @node DROP_REPLICA {SOURCE = SSD, KEY, PUT_ID}: its
+	 * SSD copies of the key up to @put_id are no longer routed (a newer
+	 * version or a delete).  Its module unroutes them, so they are
+	 * neither served nor reported to a later master.  In order with the
+	 * answer to the put or delete that caused it, as send_drop is.
+	 */
+	void (*send_ssd_drop)(void *arg, uint32_t node, const void *key,
+			      size_t key_len, uint64_t put_id);
 };
 
 /**
@@ -107,7 +116,9 @@ struct fkv_master_config {
  * promotions / promotions_refused = GET_DONEs after an SSD refill that did /
  * did not become the memory replica; ssd_revoked = SSD replicas cleared by
  * GET_REVOKE (revokes counts them all); ssd_evicted / ssd_evicted_stale =
- * SSD_EVICTED entries that cleared a replica / named another version.
+ * SSD_EVICTED entries that cleared a replica / named another version;
+ * ssd_dropped = SSD copies a newer version or a delete retired (their
+ * owner told: send_ssd_drop).
  * persisting / persisting_bytes (gauges) = published replicas waiting for
  * their SSD_COMMIT, not evictable yet; persist_failures = SSD_COMMITs with
  * ERRNO; persist_expired = persisting replicas made evictable by the TTL.
@@ -126,6 +137,7 @@ struct fkv_master_stats {
 	uint64_t persist_puts, ssd_commits_published, ssd_commits_ignored;
 	uint64_t ssd_gets, promotions, promotions_refused;
 	uint64_t revokes, ssd_revoked, ssd_evicted, ssd_evicted_stale;
+	uint64_t ssd_dropped;
 	uint64_t lost_replicas;	/* the module reported a handle gone */
 	size_t persisting;
 	uint64_t persisting_bytes, persist_failures, persist_expired;
@@ -178,6 +190,12 @@ struct fkv_master *fkv_master_create(const struct fkv_master_config *cfg,
 				     const struct fkv_master_ops *ops,
 				     void *arg);
 void fkv_master_destroy(struct fkv_master *m);
+/*
+ * One slice of the long jobs (a departed node's replicas forgotten, a
+ * watermark pass past FKV_EVICT_SLICE victims); true while work is left:
+ * the event loop calls it again without sleeping.
+ */
+bool fkv_master_work(struct fkv_master *m);
 
 /* Check watermark percentages as fkv_master_create() would; 0 or -EINVAL. */
 int fkv_master_check_watermarks(unsigned int high_pct, unsigned int low_pct);

@@ -355,6 +355,22 @@ struct nl_msg *fkv_nl_drop_msg(int family, uint64_t handle, uint32_t flags)
 	return msg;
 }
 
+struct nl_msg *fkv_nl_ssd_drop_msg(int family, const void *key,
+				   size_t key_len, uint64_t put_id)
+{
+	struct nl_msg *msg = new_msg(family, FLUXONKV_CMD_DROP_REPLICA, 0);
+
+	if (!msg)
+		return NULL;
+	if (nla_put_u32(msg, FLUXONKV_A_SOURCE, FLUXONKV_SOURCE_SSD) ||
+	    nla_put(msg, FLUXONKV_A_KEY, (int)key_len, key) ||
+	    nla_put_u64(msg, FLUXONKV_A_PUT_ID, put_id)) {
+		nlmsg_free(msg);
+		return NULL;
+	}
+	return msg;
+}
+
 struct nl_msg *fkv_nl_persist_msg(int family, uint64_t handle, uint64_t put_id)
 {
 	struct nl_msg *msg = new_msg(family, FLUXONKV_CMD_PERSIST, 0);
@@ -444,6 +460,25 @@ int fkv_nl_send_drop(struct fkv_nl *nl, uint64_t handle, uint32_t flags)
 	if (err)
 		fkv_warn("cannot send DROP_REPLICA %#llx: %s",
 			 (unsigned long long)handle, strerror(-err));
+	else
+		nl->st.drops_sent++;
+	return err;
+}
+
+int fkv_nl_send_ssd_drop(struct fkv_nl *nl, const void *key, size_t key_len,
+			 uint64_t put_id)
+{
+	struct nl_msg *msg = fkv_nl_ssd_drop_msg(nl->family, key, key_len,
+						 put_id);
+	int err = -ENOMEM;
+
+	if (msg) {
+		err = send_msg(nl, msg);
+		nlmsg_free(msg);
+	}
+	if (err)
+		fkv_warn("cannot send DROP_REPLICA of an SSD copy (put_id %llu): %s",
+			 (unsigned long long)put_id, strerror(-err));
 	else
 		nl->st.drops_sent++;
 	return err;

@@ -87,6 +87,13 @@ void fkv_nl_send_reply(struct fkv_nl *nl, uint8_t cmd, uint64_t req_id,
 
 /* Send DROP_REPLICA {HANDLE, FLAGS (FLUXONKV_DROP_F_*)}.  0 or -errno. */
 int fkv_nl_send_drop(struct fkv_nl *nl, uint64_t handle, uint32_t flags);
+/*
+ * DROP_REPLICA {SOURCE = SSD, KEY, PUT_ID}: the master no longer routes to
+ * this node's SSD copies of the key up to @put_id; the module unroutes
+ * them (so they are not reported to a later master).
+ */
+int fkv_nl_send_ssd_drop(struct fkv_nl *nl, const void *key, size_t key_len,
+			 uint64_t put_id);
 /* PERSIST {HANDLE, PUT_ID}: write that replica to the SSD tier. */
 int fkv_nl_send_persist(struct fkv_nl *nl, uint64_t handle, uint64_t put_id);
 /*
@@ -150,6 +157,8 @@ struct nl_msg *fkv_nl_reply_msg(int family, uint8_t cmd, uint64_t req_id,
 
 /* Build DROP_REPLICA {HANDLE, FLAGS}. */
 struct nl_msg *fkv_nl_drop_msg(int family, uint64_t handle, uint32_t flags);
+struct nl_msg *fkv_nl_ssd_drop_msg(int family, const void *key,
+				   size_t key_len, uint64_t put_id);
 struct nl_msg *fkv_nl_persist_msg(int family, uint64_t handle, uint64_t put_id);
 
 #endif /* FLUXOND_NL_H */

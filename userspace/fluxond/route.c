@@ -659,6 +659,8 @@ static void drop_all(struct fkv_routes *t, struct fkv_route *r)
 		return;
 	for (i = 0; i < r->nreplicas; i++) {
 		drop_mem(t, &r->replicas[i]);
+		if (r->replicas[i].ssd && t->ops->drop_ssd)
+			t->ops->drop_ssd(t->arg, r->replicas[i].node, r);
 		drop_ssd(t, &r->replicas[i]);
 		fkv_list_del(&r->replicas[i].node_link);
 	}
@@ -1149,9 +1151,18 @@ size_t fkv_routes_forget_stale(struct fkv_routes *t, uint64_t live_tag)
 size_t fkv_routes_forget_node(struct fkv_routes *t, uint32_t node,
 			      uint64_t live_tag)
 {
+	bool more;
+
+	return fkv_routes_forget_node_some(t, node, live_tag, SIZE_MAX, &more);
+}
+
+size_t fkv_routes_forget_node_some(struct fkv_routes *t, uint32_t node,
+				   uint64_t live_tag, size_t max, bool *more)
+{
 	struct fkv_list *l, *next, *head;
 	size_t n = 0;
 
+	*more = false;
 	if (node >= FKV_ROUTE_NODES)
 		return 0;
 	t->forgetting = true;	/* no version changes: no tombstones */
@@ -1180,6 +1191,10 @@ size_t fkv_routes_forget_node(struct fkv_routes *t, uint32_t node,
 		next = l->next;
 		if (live_tag && rep->tomb_tag == live_tag)
 			continue;
+		if (n == max) {
+			*more = true;
+			break;
+		}
 		forget_replica(t, rep);
 		n++;
 		compact(t, route_of(rep));

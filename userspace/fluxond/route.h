@@ -128,6 +128,13 @@ struct fkv_route_ops {
 	 */
 	void (*settled)(void *arg, const struct fkv_route *r,
 			const struct fkv_replica *rep, bool expired);
+	/*
+	 * Optional: a newer version or a delete of @r retired @node's SSD
+	 * copy of version @r->put_id (the caller's own module retires its
+	 * copies itself when it learns of the put or delete, another node's
+	 * module keeps them routed until told).
+	 */
+	void (*drop_ssd)(void *arg, uint32_t node, const struct fkv_route *r);
 };
 
 struct fkv_route_config {
@@ -377,6 +384,13 @@ size_t fkv_routes_forget_stale(struct fkv_routes *t, uint64_t live_tag);
  */
 size_t fkv_routes_forget_node(struct fkv_routes *t, uint32_t node,
 			      uint64_t live_tag);
+/*
+ * The same, at most @max replicas (the in-flight puts all at once);
+ * *@more: some are left.  Sliced with @live_tag 0 only (those kept are
+ * walked again by every call).
+ */
+size_t fkv_routes_forget_node_some(struct fkv_routes *t, uint32_t node,
+				   uint64_t live_tag, size_t max, bool *more);
 
 /* Drop in-flight puts past their deadline; returns how many. */
 unsigned int fkv_routes_sweep(struct fkv_routes *t);
