@@ -194,7 +194,7 @@ stress: all
 # membership, remote pulls and SSD pushes, a node killed and back); TAP and
 # each guest's console in $(O)/results/cluster/<test>/.  Builds nothing;
 # every run goes even if one fails.
-CLUSTER_RUNS := net:2: net:3: kv:2:--disk=ssd0:512M kv3:3: fence:2: rdma:2:--disk=ssd0:512M kv_rdma:2:--disk=ssd0:512M
+CLUSTER_RUNS := net:2: net:3: kv:2:--disk=ssd0:512M kv3:3: fence:2: chaos:3: rdma:2:--disk=ssd0:512M kv_rdma:2:--disk=ssd0:512M
 .PHONY: cluster-test
 cluster-test:
 	@rm -rf $(O)/results/cluster

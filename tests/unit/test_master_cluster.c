@@ -910,6 +910,27 @@ FKV_TEST(fences_rise_durably_and_survive_a_reload)
 	FKV_ASSERT(fkv_fences_raise(&f, "node9", 1, why, sizeof(why)) < 0);
 	FKV_ASSERT_EQ(fkv_fences_of(&f, "node9"), 0);
 	rmdir(path);
+	/*
+	 * Lifted once the node rejoined and acknowledged the judgement of
+	 * its copies -- only at the value that was judged: raised again
+	 * meanwhile, it stays.  A lifted fence can rise again.
+	 */
+	FKV_ASSERT_EQ(fkv_fences_lift(&f, "node2", FKV_PUT_ID(2, 49), why,
+				      sizeof(why)), 0);
+	FKV_ASSERT_EQ(fkv_fences_of(&f, "node2"), FKV_PUT_ID(2, 50));
+	FKV_ASSERT_EQ(fkv_fences_lift(&f, "node2", FKV_PUT_ID(2, 50), why,
+				      sizeof(why)), 0);
+	FKV_ASSERT_EQ(fkv_fences_of(&f, "node2"), 0);
+	FKV_ASSERT_EQ(fkv_fences_load(&g, dir, why, sizeof(why)), 0);
+	FKV_ASSERT_EQ(fkv_fences_of(&g, "node2"), 0);
+	FKV_ASSERT_EQ(fkv_fences_of(&g, "node-3.x"), 7);
+	fkv_fences_free(&g);
+	FKV_ASSERT_EQ(fkv_fences_raise(&f, "node2", FKV_PUT_ID(3, 5), why,
+				       sizeof(why)), 0);
+	FKV_ASSERT_EQ(fkv_fences_of(&f, "node2"), FKV_PUT_ID(3, 5));
+	FKV_ASSERT_EQ(fkv_fences_load(&g, dir, why, sizeof(why)), 0);
+	FKV_ASSERT_EQ(fkv_fences_of(&g, "node2"), FKV_PUT_ID(3, 5));
+	fkv_fences_free(&g);
 	fkv_fences_free(&f);
 	/* a malformed file is an error, not an empty table */
 	snprintf(path, sizeof(path), "%s/" FKV_FENCE_FILE, dir);

@@ -199,6 +199,14 @@ struct fkv_clusterd {
 	struct sync_wait *syncs;	/* answers waiting for drop acks */
 	struct sync_wait *cur_sync;	/* the one being built, in dispatch */
 	uint64_t next_sync;
+	/*
+	 * master: a rejoined node's fence (at @at) is lifted once it
+	 * acknowledges REPORT_DONE's SYNC_ID @sync: every refused copy it
+	 * kept is dropped or unrouted on it by then (fkv_fences_lift).
+	 */
+	struct {
+		uint64_t sync, at;
+	} unfence[FKV_ROUTE_NODES];
 	/* master: eviction drops owed to each node (drops_pump) ... */
 	struct drop_queue dq[FKV_ROUTE_NODES];
 	/* ... and per key route hash, how many of them are unanswered */
@@ -210,6 +218,7 @@ struct fkv_clusterd {
 		uint64_t drops_relayed, tokens_expired, refused_unjoined;
 		uint64_t sync_timeouts, syncs_held;
 		uint64_t fences_raised;		/* master: written */
+		uint64_t fences_lifted;		/* master: rejoined, judged */
 		uint64_t places, place_errors, targets_published;
 		uint64_t targets_dropped;
 		uint64_t reports_sent, reports_adopted, reports_repersisted;
@@ -907,11 +916,41 @@ static void sync_batches_done(struct fkv_clusterd *cd, uint32_t node,
 	}
 }
 
+/* Node @id acknowledged its REPORT_DONE: every copy it kept is judged. */
+static void unfence(struct fkv_clusterd *cd, uint32_t id)
+{
+	const struct fkv_member *mb = fkv_members_get(
+		fkv_cctl_members(cd->cctl), id);
+	uint64_t at = cd->unfence[id].at;
+	char why[256];
+	int err;
+
+	cd->unfence[id].sync = 0;
+	if (!mb)
+		return;
+	err = fkv_fences_lift(&cd->fences, mb->name, at, why, sizeof(why));
+	if (err) {
+		fkv_warn("cluster: node '%s' stays fenced at %#llx: %s",
+			 mb->name, (unsigned long long)at, why);
+		return;
+	}
+	if (!fkv_fences_of(&cd->fences, mb->name)) {
+		cd->st.fences_lifted++;
+		fkv_info("cluster: node '%s' is back and its kept copies judged: "
+			 "its fence at %#llx is lifted", mb->name,
+			 (unsigned long long)at);
+	}
+}
+
 static void drop_ack(void *arg, uint32_t id, uint64_t sync_id)
 {
 	struct fkv_clusterd *cd = arg;
 	struct sync_wait *sw;
 
+	if (id < FKV_ROUTE_NODES && sync_id && cd->unfence[id].sync == sync_id) {
+		unfence(cd, id);
+		return;
+	}
 	for (sw = cd->syncs; sw; sw = sw->next)
 		if (sw->id == sync_id) {
 			sync_node_done(cd, sw, id);
@@ -1030,6 +1069,7 @@ static void member_up(void *arg, const struct fkv_member *m)
 
 	/* A new incarnation: its module reports what it kept, anew. */
 	drops_clear(cd, m->id);
+	cd->unfence[m->id].sync = 0;
 	err = fkv_master_node_up(cd->master, m->id, m->incarnation,
 				 m->segment_size, m->ssd_capacity,
 				 m->data_addr);
@@ -1056,6 +1096,7 @@ static void member_down(void *arg, const struct fkv_member *m)
 	struct sync_wait *sw, *next;
 
 	fence_node(cd, m->name);
+	cd->unfence[m->id].sync = 0;
 	fkv_master_node_down(cd->master, m->id);
 	fkv_adopted_free(&cd->reported[m->id]);
 	/* Its replicas are forgotten, and the drops it was owed. */
@@ -1122,8 +1163,10 @@ static void member_report(struct fkv_clusterd *cd, uint32_t id,
  */
 static void member_report_done(struct fkv_clusterd *cd, uint32_t id)
 {
+	const struct fkv_member *mb;
 	struct nl_msg *msg;
 	unsigned long n;
+	uint64_t at;
 
 	if (!fkv_master_node_known(cd->master, id)) {
 		fkv_adopted_free(&cd->reported[id]);
@@ -1143,10 +1186,19 @@ static void member_report_done(struct fkv_clusterd *cd, uint32_t id)
 			 "persisted again", n, id);
 	/*
 	 * After the DROP_REPLICAs of every refused report, on the same
-	 * connection: the node's module may serve what is left.
+	 * connection: the node's module may serve what is left.  A fenced
+	 * node's acknowledgement of it (DROP_ACK of its SYNC_ID: those drops
+	 * are applied) lifts its fence -- every copy it kept is judged, so
+	 * a later master need not refuse them all (unfence()).
 	 */
+	mb = fkv_members_get(fkv_cctl_members(cd->cctl), id);
+	at = mb ? fkv_fences_of(&cd->fences, mb->name) : 0;
+	cd->unfence[id].sync = at ? ++cd->next_sync : 0;
+	cd->unfence[id].at = at;
 	msg = fkv_wire_msg(FKV_CCMD_REPORT_DONE);
-	if (!msg || fkv_cctl_send(cd->cctl, id, msg))
+	if (!msg || (at && nla_put_u64(msg, FKV_CA_SYNC_ID,
+				       cd->unfence[id].sync)) ||
+	    fkv_cctl_send(cd->cctl, id, msg))
 		fkv_warn("cluster: cannot tell node %u its reports are adopted",
 			 id);
 	nlmsg_free(msg);
@@ -1681,9 +1733,25 @@ static void master_msg(void *arg, struct nlmsghdr *nlh)
 		return;
 	}
 	if (cmd == FKV_CCMD_REPORT_DONE) {
+		struct nl_msg *ack;
+
 		/* every DROP_REPLICA of a refused report came before */
-		if (cd->registered)
-			fkv_nl_send_adopt_done(cd->nl);
+		if (!cd->registered)
+			return;
+		fkv_nl_send_adopt_done(cd->nl);
+		/*
+		 * With SYNC_ID (we were fenced): say that every one of those
+		 * drops reached our module -- not if one failed (no lease
+		 * until we rejoin: the fence stays).
+		 */
+		if (!tb[FKV_CA_SYNC_ID] || cd->lease_void)
+			return;
+		ack = fkv_wire_msg(FKV_CCMD_DROP_ACK);
+		if (!ack || nla_put_u64(ack, FKV_CA_SYNC_ID,
+					nla_get_u64(tb[FKV_CA_SYNC_ID])) ||
+		    fkv_cctl_send(cd->cctl, 0, ack))
+			fkv_warn("cluster: cannot acknowledge REPORT_DONE");
+		nlmsg_free(ack);
 		return;
 	}
 	if (cmd == FKV_CCMD_REPORT_ACK) {
@@ -2577,6 +2645,7 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 		{ "answers_held_for_drops", cd->st.syncs_held },
 		{ "drop_ack_timeouts", cd->st.sync_timeouts },
 		{ "fences_raised", cd->st.fences_raised },
+		{ "fences_lifted", cd->st.fences_lifted },
 		{ "remote_pulls", xs.pulls },
 		{ "remote_pull_bytes", xs.pull_bytes },
 		{ "remote_pull_errors", xs.pull_errors },

@@ -944,6 +944,23 @@ int fkv_master_put_local(struct fkv_master *m, const void *key,
 	return ret < 0 && ret != -EALREADY ? ret : 0;
 }
 
+/*
+ * A kept copy the route does not take: the caller's module lets it go --
+ * the DRAM replica dropped, an SSD copy unrouted (else it would be
+ * reported again to the next master, which may not know why it was
+ * refused: a lifted fence, tombstones of an earlier term).
+ */
+static void adopt_refused(struct fkv_master *m, const void *key,
+			  size_t key_len, uint64_t put_id, uint64_t handle,
+			  bool ssd)
+{
+	m->st.adopt_refused++;
+	if (handle)
+		m->ops->send_drop(m->arg, handle, 0);
+	if (ssd && m->ops->send_ssd_drop)
+		m->ops->send_ssd_drop(m->arg, m->caller, key, key_len, put_id);
+}
+
 int fkv_master_adopt(struct fkv_master *m, const void *key, size_t key_len,
 		     uint64_t put_id, uint64_t handle, uint64_t len, bool ssd)
 {
@@ -956,19 +973,15 @@ int fkv_master_adopt(struct fkv_master *m, const void *key, size_t key_len,
 	fkv_master_note_put_id(m, put_id);
 	if (put_id <= n->adopt_floor) {
 		/* kept from before the node's fence: maybe replaced since */
-		m->st.adopt_refused++;
 		m->st.adopt_fenced++;
-		if (handle)
-			m->ops->send_drop(m->arg, handle, 0);
+		adopt_refused(m, key, key_len, put_id, handle, ssd);
 		return 0;
 	}
 	ret = fkv_routes_adopt_on(m->routes, m->caller, key, key_len, put_id,
 				  handle, len, ssd, n->incarnation,
 				  0, &r);
 	if (ret <= 0) {
-		m->st.adopt_refused++;
-		if (handle)
-			m->ops->send_drop(m->arg, handle, 0);
+		adopt_refused(m, key, key_len, put_id, handle, ssd);
 		return ret;
 	}
 	m->st.adopted++;

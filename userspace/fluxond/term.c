@@ -3,6 +3,7 @@
  * term.c - the master's term and fence files (term.h).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -222,13 +223,50 @@ int fkv_fences_load(struct fkv_fences *f, const char *dir, char *why,
 	return err;
 }
 
+/* Every fence to the file, durably (fences with put_id 0 are left out). */
+static int fences_write(struct fkv_fences *f, char *why, size_t why_len)
+{
+	char path[PATH_MAX], *buf;
+	size_t i, len = 0, cap;
+	int err;
+
+	if (fence_path(f, path, sizeof(path)))
+		return fail(why, why_len, ENAMETOOLONG, "%s: %s", f->dir);
+	cap = f->n * (FKV_FENCE_NAME_MAX + 20) + 1;
+	buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < f->n; i++)
+		if (f->v[i].put_id)
+			len += (size_t)snprintf(buf + len, cap - len,
+						"%s %" PRIx64 "\n",
+						f->v[i].name, f->v[i].put_id);
+	err = durable_write(f->dir, path, buf, len, why, why_len);
+	free(buf);
+	return err;
+}
+
+int fkv_fences_lift(struct fkv_fences *f, const char *name, uint64_t put_id,
+		    char *why, size_t why_len)
+{
+	struct fkv_fence *e = fence_find(f, name);
+	int err;
+
+	if (!e || !e->put_id || e->put_id != put_id)
+		return 0;	/* none, or raised again since */
+	e->put_id = 0;
+	err = fences_write(f, why, why_len);
+	if (err)
+		e->put_id = put_id;	/* still on disk: still on */
+	return err;
+}
+
 int fkv_fences_raise(struct fkv_fences *f, const char *name, uint64_t put_id,
 		     char *why, size_t why_len)
 {
 	struct fkv_fence *e = fence_find(f, name);
-	char path[PATH_MAX], *buf;
 	uint64_t old = e ? e->put_id : 0;
-	size_t i, len = 0, cap;
+	bool had = e != NULL;
 	int err;
 
 	if (!f->dir || strlen(name) > FKV_FENCE_NAME_MAX) {
@@ -241,22 +279,12 @@ int fkv_fences_raise(struct fkv_fences *f, const char *name, uint64_t put_id,
 		e->put_id = put_id;
 	else if ((err = fence_add(f, name, put_id)))
 		return err;
-	if (fence_path(f, path, sizeof(path)))
-		return fail(why, why_len, ENAMETOOLONG, "%s: %s", f->dir);
-	cap = f->n * (FKV_FENCE_NAME_MAX + 20);
-	buf = malloc(cap);
-	if (!buf)
-		return -ENOMEM;
-	for (i = 0; i < f->n; i++)
-		len += (size_t)snprintf(buf + len, cap - len, "%s %" PRIx64 "\n",
-					f->v[i].name, f->v[i].put_id);
-	err = durable_write(f->dir, path, buf, len, why, why_len);
-	free(buf);
+	err = fences_write(f, why, why_len);
 	if (err) {
 		/* Not written: not raised (the caller says so). */
 		e = fence_find(f, name);
-		if (old)
-			e->put_id = old;
+		if (had)
+			e->put_id = old;	/* 0 if it was lifted */
 		else
 			f->n--;
 	}

@@ -70,6 +70,14 @@ int fkv_fences_load(struct fkv_fences *f, const char *dir, char *why,
  */
 int fkv_fences_raise(struct fkv_fences *f, const char *name, uint64_t put_id,
 		     char *why, size_t why_len);
+/*
+ * @name rejoined and every copy it kept at or below its fence was judged
+ * (the refused ones dropped or unrouted on it, which it acknowledged):
+ * the fence is lifted, on disk first, if it is still @put_id (not raised
+ * again meanwhile).  0, or -errno with @why filled (the fence stays).
+ */
+int fkv_fences_lift(struct fkv_fences *f, const char *name, uint64_t put_id,
+		    char *why, size_t why_len);
 /* @name's fence; 0 if none. */
 uint64_t fkv_fences_of(const struct fkv_fences *f, const char *name);
 void fkv_fences_free(struct fkv_fences *f);
