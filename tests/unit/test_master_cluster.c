@@ -530,6 +530,52 @@ FKV_TEST(a_long_watermark_pass_evicts_in_slices_down_to_the_low_mark)
 	fkv_master_destroy(F.m);
 }
 
+/*
+ * A NEED_ROOM that must evict more than one slice evicts one, answers,
+ * and leaves the rest to fkv_master_work(); asked again meanwhile (the
+ * module's usage has not seen the drops yet) it evicts nothing more:
+ * in all, what the first ask wanted, not twice that.
+ */
+FKV_TEST(a_big_need_room_evicts_in_slices_and_not_twice)
+{
+	const uint32_t C = 3, nvals = 30000;
+	const uint64_t cap = (uint64_t)nvals * U;
+	uint64_t pid, used, want;
+	unsigned int turns = 0;
+	size_t first;
+	char key[32];
+	uint32_t i;
+
+	setup();
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, C, 0xc1, cap, 0,
+					 "10.77.0.3:7471"), 0);
+	/* Below the high watermark (98 %): 80 % full. */
+	for (i = 0; i < nvals * 8 / 10; i++) {
+		snprintf(key, sizeof(key), "r-%u", i);
+		put_on(C, key, U, i + 1, &pid);
+	}
+	/* Room for 20,000 values past the low watermark at once. */
+	used = (uint64_t)nvals * 8 / 10 * U;
+	want = used + 20000 * U - cap * FKV_LOW_WATERMARK_PCT / 100;
+	F.ndrops = 0;
+	fkv_master_set_caller(F.m, C);
+	FKV_ASSERT_EQ(fkv_master_need_room(F.m, 20000 * U, used), 0);
+	first = F.ndrops;
+	FKV_ASSERT(first > 0 && first < want / U, "the first ask evicted %zu",
+		   first);
+	/* Asked again before its drops landed: nothing more. */
+	FKV_ASSERT_EQ(fkv_master_need_room(F.m, 20000 * U, used), 0);
+	FKV_ASSERT_EQ(F.ndrops, first);
+	while (fkv_master_work(F.m))
+		turns++;
+	FKV_ASSERT_EQ(F.ndrops, (size_t)(want / U));
+	/* Done: the next ask evicts afresh. */
+	FKV_ASSERT_EQ(fkv_master_need_room(F.m, U, used), 0);
+	FKV_ASSERT(F.ndrops > want / U, "%zu drops", F.ndrops);
+	(void)turns;
+	fkv_master_destroy(F.m);
+}
+
 FKV_TEST(lookup_names_the_source_a_get_would_use_and_holds_nothing)
 {
 	struct fkv_master_node_info ni;

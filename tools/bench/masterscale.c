@@ -16,7 +16,8 @@
  *              forgets the old one's replicas
  *   evict      an eviction burst: one NEED_ROOM of --burst values' bytes
  *              on a node that holds at least that many (the master's own
- *              work; the drops themselves leave in batches, clusterd.c)
+ *              work; the drops themselves leave in batches, clusterd.c),
+ *              then the turns that evict the rest: the longest turn
  *   report     a restarted master (next term) adopting every node's
  *              REPORTs, one acknowledged batch of 256 per turn (clusterd.c):
  *              the longest batch, and the whole
@@ -164,8 +165,8 @@ int main(int argc, char **argv)
 	size_t key_len = 40, kl;
 	double t0, c0, t, c, put_s, left_s, evict_s, report_s, batch_max = 0;
 	double put_max = 0, put_sum = 0, left_cpu, evict_cpu, batch_max_cpu = 0;
-	double restart_s, restart_cpu, left_total_s;
-	unsigned int left_turns;
+	double restart_s, restart_cpu, left_total_s, evict_total_s;
+	unsigned int left_turns, evict_turns;
 	uint64_t left_drops, evict_drops, adopted = 0, evict_node_keys;
 	struct fkv_master *m;
 	bool json = false;
@@ -279,6 +280,23 @@ int main(int argc, char **argv)
 	fkv_master_need_room(m, burst * VAL, 0);
 	evict_s = now_s() - t0;
 	evict_cpu = cpu_s() - c0;
+	evict_total_s = evict_s;
+	for (evict_turns = 1;; evict_turns++) {
+		bool more;
+
+		t0 = now_s();
+		c0 = cpu_s();
+		more = fkv_master_work(m);
+		t = now_s() - t0;
+		c = cpu_s() - c0;
+		evict_total_s += t;
+		if (t > evict_s)
+			evict_s = t;
+		if (c > evict_cpu)
+			evict_cpu = c;
+		if (!more)
+			break;
+	}
 	evict_drops = drops;
 	fkv_master_destroy(m);
 
@@ -321,6 +339,7 @@ int main(int argc, char **argv)
 		       "\"left_forgotten\":%" PRIu64 ","
 		       "\"restart_ms\":%.3f,\"restart_cpu_ms\":%.3f,"
 		       "\"evict_ms\":%.3f,\"evict_cpu_ms\":%.3f,"
+		       "\"evict_turns\":%u,\"evict_total_ms\":%.3f,"
 		       "\"evict_drops\":%" PRIu64 ","
 		       "\"report_batch_max_ms\":%.3f,"
 		       "\"report_batch_max_cpu_ms\":%.3f,\"report_s\":%.3f,"
@@ -330,7 +349,7 @@ int main(int argc, char **argv)
 		       left_cpu * 1e3, left_turns, left_total_s * 1e3,
 		       keys / (nodes - 1), restart_s * 1e3,
 		       restart_cpu * 1e3, evict_s * 1e3, evict_cpu * 1e3,
-		       evict_drops, batch_max * 1e3, batch_max_cpu * 1e3,
+		       evict_turns, evict_total_s * 1e3, evict_drops, batch_max * 1e3, batch_max_cpu * 1e3,
 		       report_s, adopted);
 		return 0;
 	}
@@ -347,9 +366,10 @@ int main(int argc, char **argv)
 	printf("  a node's restart            %8.1f / %.1f ms (one call, its ~%"
 	       PRIu64 " replicas forgotten)\n", restart_s * 1e3,
 	       restart_cpu * 1e3, keys / (nodes - 1));
-	printf("  eviction burst              %8.1f / %.1f ms (one NEED_ROOM, %"
-	       PRIu64 " DROP_REPLICAs of the node's %" PRIu64 ")\n",
-	       evict_s * 1e3, evict_cpu * 1e3, evict_drops, evict_node_keys);
+	printf("  eviction burst              %8.1f / %.1f ms longest turn of %u "
+	       "(%.1f ms in all; one NEED_ROOM, %" PRIu64 " DROP_REPLICAs of "
+	       "the node's %" PRIu64 ")\n", evict_s * 1e3, evict_cpu * 1e3,
+	       evict_turns, evict_total_s * 1e3, evict_drops, evict_node_keys);
 	printf("  restart, every node reports %8.1f / %.1f ms longest batch of "
 	       "%d, %.2f s in all, %" PRIu64 " adopted\n", batch_max * 1e3,
 	       batch_max_cpu * 1e3, BATCH, report_s, adopted);

@@ -36,6 +36,8 @@ struct fkv_mnode {
 	 */
 	bool forgetting;
 	bool evict_more;	/* a watermark pass goes on next turn */
+	uint64_t room_debt;	/* NEED_ROOM bytes still to evict, in slices */
+	uint64_t room_promised;	/* ... and what those asks wanted in all */
 };
 
 /*
@@ -224,6 +226,8 @@ static uint64_t pct_of(uint64_t capacity, unsigned int pct)
 }
 
 static bool enforce_watermarks(struct fkv_master *m, uint32_t node);
+static uint64_t evict_at_most(struct fkv_master *m, uint32_t node,
+			      uint64_t want, size_t max, bool *capped);
 
 int fkv_master_set_watermarks(struct fkv_master *m, unsigned int high_pct,
 			      unsigned int low_pct)
@@ -556,6 +560,16 @@ bool fkv_master_work(struct fkv_master *m)
 		}
 		if (n->policy && n->evict_more)
 			more |= enforce_watermarks(m, i);
+		if (n->policy && n->room_debt) {
+			bool capped;
+			uint64_t got = evict_at_most(m, i, n->room_debt,
+						     FKV_EVICT_SLICE, &capped);
+
+			n->room_debt = capped ? n->room_debt - got : 0;
+			if (!n->room_debt)
+				n->room_promised = 0;
+			more |= capped;
+		}
 	}
 	return more;
 }
@@ -585,10 +599,11 @@ static void evict_one(void *arg, uint64_t handle, uint64_t weight)
 
 /*
  * Evict by @node's policy until @want bytes of its DRAM are given up, or
- * @max replicas; returns bytes evicted.
+ * @max replicas (*@capped: stopped there, short of @want); returns bytes
+ * evicted.
  */
 static uint64_t evict_at_most(struct fkv_master *m, uint32_t node,
-			      uint64_t want, size_t max)
+			      uint64_t want, size_t max, bool *capped)
 {
 	struct fkv_evict *p = m->nodes[node].policy;
 	uint64_t skipped[FKV_HOLD_SKIP][2];
@@ -610,6 +625,7 @@ static uint64_t evict_at_most(struct fkv_master *m, uint32_t node,
 		evict_one(m, handle, weight);
 		n++;
 	}
+	*capped = n == max && freed < want;
 	/* Back into the policy, as if just inserted. */
 	for (i = 0; i < nskip; i++) {
 		const struct fkv_route *r = fkv_routes_by_handle(m->routes,
@@ -621,11 +637,6 @@ static uint64_t evict_at_most(struct fkv_master *m, uint32_t node,
 				(unsigned long long)skipped[i][0]);
 	}
 	return freed;
-}
-
-static uint64_t evict(struct fkv_master *m, uint32_t node, uint64_t want)
-{
-	return evict_at_most(m, node, want, SIZE_MAX);
 }
 
 /*
@@ -641,6 +652,7 @@ static bool enforce_watermarks(struct fkv_master *m, uint32_t node)
 	uint64_t used = fkv_routes_node_used(m->routes, node);
 	uint64_t need = used + fkv_routes_node_reserved(m->routes, node);
 	uint64_t want, got;
+	bool capped;
 
 	/* Going down to the low watermark: on until there. */
 	if (need <= (n->evict_more ? n->low_bytes : n->high_bytes)) {
@@ -650,9 +662,9 @@ static bool enforce_watermarks(struct fkv_master *m, uint32_t node)
 	want = need - n->low_bytes;
 	if (want > used)
 		want = used;
-	got = evict_at_most(m, node, want, FKV_EVICT_SLICE);
+	got = evict_at_most(m, node, want, FKV_EVICT_SLICE, &capped);
 	/* Short of it with victims left: the next turn goes on. */
-	n->evict_more = got && got < want;
+	n->evict_more = capped;
 	fkv_dbg("watermark of node %u: %llu bytes needed of %llu high, "
 		"evicted %llu%s", node, (unsigned long long)need,
 		(unsigned long long)n->high_bytes, (unsigned long long)got,
@@ -1511,7 +1523,9 @@ int fkv_master_delete(struct fkv_master *m, const void *key, size_t key_len,
 int fkv_master_need_room(struct fkv_master *m, uint64_t bytes,
 			 uint64_t segment_used)
 {
-	uint64_t want = bytes ? bytes : 1, low = caller(m)->low_bytes, got;
+	struct fkv_mnode *n = caller(m);
+	uint64_t want = bytes ? bytes : 1, low = n->low_bytes, got;
+	bool capped;
 
 	m->st.need_room++;
 	/*
@@ -1526,11 +1540,29 @@ int fkv_master_need_room(struct fkv_master *m, uint64_t bytes,
 	 */
 	if (segment_used)
 		want = segment_used + bytes > low ? segment_used + bytes - low : 1;
-	got = evict(m, m->caller, want);
-	fkv_dbg("NEED_ROOM %llu bytes (segment used %llu): evicted %llu",
+	/*
+	 * More than one slice: the first now, the rest (the node's room
+	 * debt) in fkv_master_work(); the answer goes now and the module
+	 * asks again if the drops have not made room by then.  Its usage
+	 * still counts what is being evicted: a new ask wants only what
+	 * goes past the debt.
+	 */
+	if (n->room_debt) {
+		if (n->room_promised >= want) {
+			m->st.need_room_pending++;
+			return 0;
+		}
+		want -= n->room_promised;
+	}
+	got = evict_at_most(m, m->caller, want, FKV_EVICT_SLICE, &capped);
+	if (capped) {
+		n->room_debt += want - got;
+		n->room_promised += want;
+	}
+	fkv_dbg("NEED_ROOM %llu bytes (segment used %llu): evicted %llu%s",
 		(unsigned long long)bytes, (unsigned long long)segment_used,
-		(unsigned long long)got);
-	if (!got) {
+		(unsigned long long)got, n->room_debt ? ", more to come" : "");
+	if (!got && !n->room_debt) {
 		m->st.need_room_enospc++;
 		return -ENOSPC;
 	}

@@ -132,6 +132,7 @@ struct fkv_master_stats {
 	uint64_t gets, get_misses, lookups, deletes, accesses;
 	uint64_t evictions, evicted_bytes, drops;
 	uint64_t need_room, need_room_enospc, need_room_by_address;
+	uint64_t need_room_pending;	/* asked again while it was evicting */
 	uint64_t ssd_capacity, ssd_bytes;
 	size_t ssd_replicas;
 	uint64_t persist_puts, ssd_commits_published, ssd_commits_ignored;
