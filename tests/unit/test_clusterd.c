@@ -229,6 +229,9 @@ static void spin(int ms)
 			cur_cd = cds[k];
 			fkv_cctl_handle(cds[k]->cctl, pfd[k], n[k]);
 			fkv_clusterd_tick(cds[k]);
+			/* as fluxond's loop: a slice of the long jobs */
+			if (cds[k]->master)
+				fkv_master_work(cds[k]->master);
 		}
 	}
 }
@@ -371,6 +374,7 @@ static void spin_master(int ms)
 		cur_cd = cds[0];
 		fkv_cctl_handle(cds[0]->cctl, pfd, n);
 		fkv_clusterd_tick(cds[0]);
+		fkv_master_work(cds[0]->master);
 	}
 }
 
