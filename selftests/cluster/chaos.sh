@@ -60,13 +60,13 @@ work() {	# the load, in the background: WPID
 # judged L NAME: past line L of the master's log, NAME joined and its
 # reports were judged (the log names nodes by id, given by join order)
 judged() {
-	local t id
-	for ((t = 0; t < 600; t++)); do
+	local deadline=$((SECONDS + 60)) id
+	while [ "$SECONDS" -lt "$deadline" ]; do
 		id=$(tail -n +"$(($1 + 1))" "$LOG" |
 		     sed -n "s/.*node '$2' joined: id \([0-9]*\),.*/\1/p" | tail -n 1)
 		[ -n "$id" ] && tail -n +"$(($1 + 1))" "$LOG" |
 			grep -q "node $id's reports:" && return 0
-		sleep 0.1
+		sleep 0.2
 	done
 	diag "$2 not judged past line $1 of the log"
 	return 1

@@ -63,9 +63,11 @@ daemon_up() {	# until the module says our daemon registered
 	return 1
 }
 logged() {	# logged PATTERN [COUNT]: the daemon log has it (COUNT times) within 20 s
-	local t
-	for ((t = 0; t < 200; t++)); do
+	local deadline=$((SECONDS + 20))
+	# by the clock: under TCG on a loaded host each grep may take a second
+	while :; do
 		[ "$(grep -c -- "$1" "$LOG" || true)" -ge "${2:-1}" ] && return 0
+		[ "$SECONDS" -lt "$deadline" ] || break
 		sleep 0.1
 	done
 	diag "not in the log: $1"
