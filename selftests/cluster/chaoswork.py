@@ -23,8 +23,9 @@ Failures to reach the cache (ENOTCONN, ETIMEDOUT, ...) are counted, not
 violations: a partition or a restart makes the cache unavailable, never
 wrong.  Runs until SHARED/stop exists; writes SHARED/summary.NODE (JSON)
 and exits 1 if any violation was seen.  While SHARED/nowrite.NODE exists
-it only reads (chaos.sh keeps a node's last versions from before a
-partition the newest until a master restart).
+it only reads, its own keys (chaos.sh keeps a node's last versions from
+before a partition the newest until after a master restart, and has them
+read then).
 """
 import errno
 import hashlib
@@ -176,9 +177,10 @@ class Worker:
         with fluxonkv.Store() as kv:
             nowrite = os.path.join(self.shared, f"nowrite.{self.node}")
             while not os.path.exists(stop):
-                if random.random() < 0.3:
-                    if not os.path.exists(nowrite):
-                        self.put(kv, random.choice(mine))
+                if os.path.exists(nowrite):
+                    self.get(kv, random.choice(mine))
+                elif random.random() < 0.3:
+                    self.put(kv, random.choice(mine))
                 else:
                     self.get(kv, random.choice(readable))
                 time.sleep(0.01)
