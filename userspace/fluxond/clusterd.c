@@ -2172,6 +2172,7 @@ static uint64_t segment_used(void *arg)
 static int start_master(struct fkv_clusterd *cd)
 {
 	struct fkv_master_config mc = { 0 };
+	uint64_t seen, etcd_term = 0;
 	char addr[FKV_ADDR_MAX], why[PATH_MAX + 128];
 	int err;
 
@@ -2186,12 +2187,37 @@ static int start_master(struct fkv_clusterd *cd)
 	 * newer than any version a node kept from an earlier master,
 	 * whenever that node rejoins (term.h).
 	 */
-	err = fkv_term_next(cd->cc->state_dir, cd->reg.put_id_max, &mc.term,
+	seen = cd->reg.put_id_max;
+	if (cd->cfg.term_floor) {
+		/* Elected on etcd: above every term any master took there. */
+		err = cd->cfg.term_floor(cd->cfg.election, &etcd_term);
+		if (err) {
+			fkv_nl_unregister(cd->nl);
+			return err;
+		}
+		if (etcd_term > FKV_TERM_MAX) {
+			fkv_err("the term in etcd, %llu, is past the last one (%llu)",
+				(unsigned long long)etcd_term,
+				(unsigned long long)FKV_TERM_MAX);
+			fkv_nl_unregister(cd->nl);
+			return -ERANGE;
+		}
+		if (FKV_PUT_ID(etcd_term, 0) > seen)
+			seen = FKV_PUT_ID(etcd_term, 0);
+	}
+	err = fkv_term_next(cd->cc->state_dir, seen, &mc.term,
 			    why, sizeof(why));
 	if (err) {
 		fkv_err("cannot start a master term: %s", why);
 		fkv_nl_unregister(cd->nl);
 		return err;
+	}
+	if (cd->cfg.term_commit) {
+		err = cd->cfg.term_commit(cd->cfg.election, mc.term);
+		if (err) {
+			fkv_nl_unregister(cd->nl);
+			return err;
+		}
 	}
 	fkv_info("master term %llu (put_ids from %#llx)",
 		 (unsigned long long)mc.term,
@@ -2605,6 +2631,8 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 	      nla_put_string(msg, FKV_CA_TRANSPORT, fkv_xport_name(cd->xport));
 	for (i = 0; i < sizeof(v) / sizeof(v[0]) && !err; i++)
 		err = fkv_ctl_put_stat(msg, v[i].name, v[i].v);
+	if (!err && cd->cfg.put_stats)
+		err = cd->cfg.put_stats(cd->cfg.election, msg);
 	if (!err && cd->master)
 		err = fkv_ctl_put_master(msg, cd->master);
 	for (i = 0; t && !err && i < FKV_MEMBERS_MAX; i++)

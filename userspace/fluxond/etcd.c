@@ -282,9 +282,10 @@ static int fkv_etcd_call(struct fkv_etcd *e, const char *path,
 		rc = curl_easy_perform(e->curl);
 		if (rc != CURLE_OK) {
 			err = b.overflow ? -EPROTO : fkv_etcd_curl_errno(rc);
-			fkv_etcd_seterr(e, "etcd %s: %s", e->ep[i],
+			fkv_etcd_seterr(e, "etcd %s: %s (%s)", e->ep[i],
 					b.overflow ? "answer too large"
-						   : curl_easy_strerror(rc));
+						   : curl_easy_strerror(rc),
+					strerror(-err));
 			free(b.p);
 			if (err == -ENOMEM)
 				break;
