@@ -174,6 +174,13 @@ static int fkv_election_keepalive(struct fkv_election *el, uint64_t now_ms)
 	return 0;
 }
 
+int fkv_election_refresh(struct fkv_election *el, uint64_t now_ms)
+{
+	if (!el->leader)
+		return -EPERM;
+	return fkv_election_keepalive(el, now_ms);
+}
+
 int fkv_election_resume(struct fkv_election *el, int64_t lease, int64_t rev,
 			uint64_t now_ms)
 {
@@ -203,6 +210,7 @@ int fkv_election_resume(struct fkv_election *el, int64_t lease, int64_t rev,
 	fkv_etcd_kv_free(&kv);
 	el->leader = true;
 	el->rev = rev;
+	el->st.won++;		/* this process's share of the election */
 	return 0;
 
 revoke:

@@ -104,6 +104,11 @@ int fkv_election_read_term(struct fkv_election *el, uint64_t *term);
  */
 int fkv_election_resume(struct fkv_election *el, int64_t lease, int64_t rev,
 			uint64_t now_ms);
+/*
+ * Leader: keep the lease alive now, whatever the schedule (before an
+ * exec).  0, or the keepalive's error (the schedule's hold is unchanged).
+ */
+int fkv_election_refresh(struct fkv_election *el, uint64_t now_ms);
 /* The lease and leader key revision to pass across an exec (leader). */
 void fkv_election_handle(const struct fkv_election *el, int64_t *lease,
 			 int64_t *rev);

@@ -180,6 +180,12 @@ void fkv_etcd_close(struct fkv_etcd *e)
 	free(e);
 }
 
+void fkv_etcd_set_timeout(struct fkv_etcd *e, unsigned int timeout_ms)
+{
+	if (timeout_ms)
+		e->timeout_ms = timeout_ms;
+}
+
 const char *fkv_etcd_error(const struct fkv_etcd *e)
 {
 	return e->err;

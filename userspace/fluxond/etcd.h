@@ -53,6 +53,9 @@ int fkv_etcd_open(struct fkv_etcd **out, const char *const *endpoints,
 		  size_t n, unsigned int timeout_ms, char *err, size_t errlen);
 void fkv_etcd_close(struct fkv_etcd *e);
 
+/* Bound each later request to one endpoint by @timeout_ms (> 0). */
+void fkv_etcd_set_timeout(struct fkv_etcd *e, unsigned int timeout_ms);
+
 /* The last error's line ("" before any). */
 const char *fkv_etcd_error(const struct fkv_etcd *e);
 /* The endpoint the last successful call used (or the first). */

@@ -22,6 +22,9 @@
 #include "failover.h"
 #include "log.h"
 
+/* etcd's first answer at start: a cold connection, a loaded host. */
+#define FKV_FAILOVER_FIRST_TIMEOUT_MS	5000
+
 struct fkv_failover {
 	struct fkv_cluster_config *cc;
 	struct fkv_etcd *etcd;
@@ -165,7 +168,14 @@ static bool fo_resume(struct fkv_failover *fo)
 		return false;
 	}
 	unsetenv(FKV_FAILOVER_RESUME_ENV);
-	err = fkv_election_resume(fo->el, lease, rev, mono_ms());
+	/* etcd slow or away for a moment: try while the lease may last. */
+	for (uint64_t t0 = mono_ms();;) {
+		err = fkv_election_resume(fo->el, lease, rev, mono_ms());
+		if (!err || err == -ESTALE ||
+		    mono_ms() - t0 >= fo->cc->etcd_lease_ttl_ms)
+			break;
+		sleep_ms(100);
+	}
 	if (err) {
 		fkv_warn("etcd election: the leadership before the exec is gone (%s): campaigning again",
 			 err == -ESTALE ? "lease or key replaced"
@@ -196,10 +206,10 @@ int fkv_failover_start(struct fkv_failover **out,
 	fo->period_ms = cc->etcd_lease_ttl_ms / 6;
 	if (fo->period_ms < 100)
 		fo->period_ms = 100;
-	/* A request may not outlast a keepalive period. */
-	timeout = cc->etcd_lease_ttl_ms / 4;
+	/* The first contact may take its time (a cold connection)... */
 	err = fkv_etcd_open(&fo->etcd, (const char *const *)cc->etcd_endpoints,
-			    cc->netcd, timeout, err_s, sizeof(err_s));
+			    cc->netcd, FKV_FAILOVER_FIRST_TIMEOUT_MS, err_s,
+			    sizeof(err_s));
 	if (err) {
 		fkv_err("cluster.etcd: %s", err_s);
 		goto fail;
@@ -210,6 +220,13 @@ int fkv_failover_start(struct fkv_failover **out,
 			fkv_etcd_error(fo->etcd));
 		goto fail;
 	}
+	/*
+	 * ... the election's may not: a leader checks its hold after each
+	 * keepalive, so one that hangs from 3/4 of the TTL must end before
+	 * the TTL does (election.h).
+	 */
+	timeout = cc->etcd_lease_ttl_ms / 4;
+	fkv_etcd_set_timeout(fo->etcd, timeout);
 	if (cc->etcd_prefix)
 		snprintf(fo->prefix, sizeof(fo->prefix), "%s", cc->etcd_prefix);
 	else
@@ -243,7 +260,14 @@ int fkv_failover_start(struct fkv_failover **out,
 			uint64_t now;
 
 			err = fo_step(fo, &ev, &l);
-			if (!err && l.present)
+			/*
+			 * A leader key under our own name that is not ours is
+			 * our previous image's (a resume that failed): wait
+			 * for it to expire rather than follow ourselves.
+			 */
+			if (!err && l.present &&
+			    (fkv_election_is_leader(fo->el) ||
+			     strcmp(l.name, cc->node_name)))
 				break;
 			now = mono_ms();
 			if (now - logged >= 5000) {
@@ -361,6 +385,12 @@ int fkv_failover_exec(struct fkv_failover *fo, char **argv)
 	}
 	pthread_mutex_lock(&fo->lock);
 	fkv_election_handle(fo->el, &lease, &rev);
+	if (lease && rev) {
+		/* A fresh TTL for the exec and the new image's start. */
+		if (fkv_election_refresh(fo->el, mono_ms()))
+			fkv_warn("etcd election: keepalive before the exec: %s",
+				 fkv_etcd_error(fo->etcd));
+	}
 	pthread_mutex_unlock(&fo->lock);
 	if (lease && rev) {
 		snprintf(env, sizeof(env), "%" PRId64 " %" PRId64 " %" PRIu64,
