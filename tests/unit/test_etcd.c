@@ -543,3 +543,49 @@ FKV_TEST(fluxond_with_a_wrong_etcd_endpoint_exits_1_saying_why)
 	FKV_ASSERT_EQ(fkv_etcd_get(e, "/t7/leader", &kv), -ENOENT);
 	fkv_etcd_close(e);
 }
+
+static int collect_fence(void *arg, const char *name, uint64_t put_id)
+{
+	char *out = arg;
+	size_t len = strlen(out);
+
+	snprintf(out + len, 256 - len, "%s=%llx;", name,
+		 (unsigned long long)put_id);
+	return 0;
+}
+
+/* Fences in etcd: only the leader raises them, only upwards; the next
+ * leader (another host) reads them. */
+FKV_TEST(fences_kept_in_etcd_reach_the_next_leader)
+{
+	struct fkv_etcd *ea = client(), *eb = client();
+	struct fkv_election *a = candidate(ea, "/t8", "a", "10.0.0.1:7470", true);
+	struct fkv_election *b = candidate(eb, "/t8", "b", "10.0.0.2:7470", true);
+	struct fkv_leader l;
+	enum fkv_elect_event ev;
+	char got[256] = "";
+
+	FKV_ASSERT_EQ(fkv_election_step(a, now_ms(), &ev, &l), 0);
+	FKV_ASSERT_EQ(ev, FKV_ELECT_WON);
+	FKV_ASSERT_EQ(fkv_election_step(b, now_ms(), &ev, &l), 0);
+	FKV_ASSERT_EQ(fkv_election_fence_raise(a, "n2", 0x10000000100ULL), 0);
+	FKV_ASSERT_EQ(fkv_election_fence_raise(a, "n3", 0x10000000005ULL), 0);
+	/* never down; a follower writes nothing */
+	FKV_ASSERT_EQ(fkv_election_fence_raise(a, "n2", 0x10000000001ULL), 0);
+	FKV_ASSERT_EQ(fkv_election_fence_raise(b, "n2", 0x20000000000ULL), -EPERM);
+
+	/* a goes; b leads and reads a's fences */
+	fkv_election_resign(a);
+	FKV_ASSERT_EQ(fkv_election_step(b, now_ms(), &ev, &l), 0);
+	FKV_ASSERT_EQ(ev, FKV_ELECT_WON);
+	FKV_ASSERT_EQ(fkv_election_fences_load(b, collect_fence, got), 0);
+	FKV_ASSERT(!strcmp(got, "n2=10000000100;n3=10000000005;"), "fences: %s", got);
+	FKV_ASSERT_EQ(fkv_election_fence_raise(b, "n2", 0x20000000007ULL), 0);
+	got[0] = '\0';
+	FKV_ASSERT_EQ(fkv_election_fences_load(b, collect_fence, got), 0);
+	FKV_ASSERT(!strcmp(got, "n2=20000000007;n3=10000000005;"), "fences: %s", got);
+	fkv_election_destroy(a);
+	fkv_election_destroy(b);
+	fkv_etcd_close(ea);
+	fkv_etcd_close(eb);
+}

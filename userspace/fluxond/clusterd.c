@@ -995,12 +995,24 @@ static void fence_node(struct fkv_clusterd *cd, const char *name)
 	int err;
 
 	err = fkv_fences_raise(&cd->fences, name, at, why, sizeof(why));
-	if (err)
+	if (err) {
 		fkv_err("cluster: cannot fence node '%s' at %#llx: %s: after a "
 			"master restart its kept copies could be adopted", name,
 			(unsigned long long)at, why);
-	else
-		cd->st.fences_raised++;
+		return;
+	}
+	/* Elected on etcd: the next leader may run elsewhere. */
+	if (cd->cfg.fence_raise) {
+		err = cd->cfg.fence_raise(cd->cfg.election, name, at);
+		if (err) {
+			fkv_err("cluster: cannot fence node '%s' at %#llx in "
+				"etcd: %s: a leader on another host could "
+				"adopt its kept copies", name,
+				(unsigned long long)at, strerror(-err));
+			return;
+		}
+	}
+	cd->st.fences_raised++;
 }
 
 static void member_up(void *arg, const struct fkv_member *m)
@@ -2230,6 +2242,15 @@ static int start_master(struct fkv_clusterd *cd)
 		fkv_err("cannot read the nodes' fences: %s", why);
 		fkv_nl_unregister(cd->nl);
 		return err;
+	}
+	if (cd->cfg.fences_merge) {
+		err = cd->cfg.fences_merge(cd->cfg.election, &cd->fences);
+		if (err) {
+			fkv_err("cannot read the nodes' fences from etcd: %s",
+				strerror(-err));
+			fkv_nl_unregister(cd->nl);
+			return err;
+		}
 	}
 	if (cd->fences.n)
 		fkv_info("%zu node fence(s) from earlier terms (%s/%s)",

@@ -22,6 +22,7 @@
 #include "upcall.h"
 
 struct nl_msg;
+struct fkv_fences;
 
 struct fkv_clusterd_config {
 	const struct fkv_cluster_config *cc;	/* must outlive the runtime */
@@ -40,6 +41,12 @@ struct fkv_clusterd_config {
 	int (*term_floor)(void *election, uint64_t *etcd_term);
 	int (*term_commit)(void *election, uint64_t term);
 	int (*put_stats)(void *election, struct nl_msg *msg);
+	/*
+	 * Fences kept in etcd too (for a leader on another host): merged
+	 * into the loaded ones at start, raised there after the local file.
+	 */
+	int (*fences_merge)(void *election, struct fkv_fences *f);
+	int (*fence_raise)(void *election, const char *name, uint64_t put_id);
 };
 
 struct fkv_clusterd;

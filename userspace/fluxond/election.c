@@ -14,6 +14,7 @@ struct fkv_election {
 	struct fkv_etcd *e;
 	char key_leader[FKV_ELECT_KEY_BUF];
 	char key_term[FKV_ELECT_KEY_BUF];
+	char key_fences[FKV_ELECT_KEY_BUF];	/* "<prefix>/fences/" */
 	char value[FKV_ELECT_NAME_BUF + FKV_ELECT_ADDR_BUF];
 	unsigned int ttl_ms;
 	bool candidate;
@@ -84,6 +85,8 @@ int fkv_election_create(struct fkv_election **out, struct fkv_etcd *e,
 	el->candidate = o->candidate;
 	snprintf(el->key_leader, sizeof(el->key_leader), "%s/leader", o->prefix);
 	snprintf(el->key_term, sizeof(el->key_term), "%s/term", o->prefix);
+	snprintf(el->key_fences, sizeof(el->key_fences), "%s/fences/",
+		 o->prefix);
 	n = snprintf(el->value, sizeof(el->value), "%s %s", o->name,
 		     o->addr ? o->addr : "-");
 	(void)n;
@@ -396,6 +399,91 @@ int fkv_election_raise_term(struct fkv_election *el, uint64_t floor,
 		}
 	}
 	return -EAGAIN;
+}
+
+static int fkv_fence_parse(const struct fkv_etcd_kv *kv, uint64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(kv->value, &end, 16);
+	return errno || end == kv->value || *end ? -EPROTO : 0;
+}
+
+int fkv_election_fence_raise(struct fkv_election *el, const char *name,
+			     uint64_t put_id)
+{
+	char key[FKV_ELECT_KEY_BUF + FKV_ELECT_NAME_BUF], buf[24];
+	struct fkv_etcd_kv kv;
+	int err, ok;
+
+	if ((size_t)snprintf(key, sizeof(key), "%s%s", el->key_fences, name) >=
+	    sizeof(key))
+		return -ENAMETOOLONG;
+	snprintf(buf, sizeof(buf), "%" PRIx64, put_id);
+	for (int tries = 0; tries < 8; tries++) {
+		int64_t mod = 0;
+		uint64_t cur;
+
+		if (!el->leader)
+			return -EPERM;
+		err = fkv_etcd_get(el->e, key, &kv);
+		if (err && err != -ENOENT)
+			return err;
+		if (!err) {
+			err = fkv_fence_parse(&kv, &cur);
+			mod = kv.mod_revision;
+			fkv_etcd_kv_free(&kv);
+			if (err)
+				return err;
+			if (cur >= put_id)
+				return 0;	/* only ever rises */
+		}
+		ok = fkv_etcd_cas(el->e, key, mod, buf, strlen(buf),
+				  el->key_leader, el->rev);
+		if (ok < 0)
+			return ok;
+		if (ok)
+			return 0;
+		/* Moved, or no longer ours: the guard tells on the next try. */
+		err = fkv_etcd_get(el->e, el->key_leader, &kv);
+		if (err && err != -ENOENT)
+			return err;
+		if (err == -ENOENT || kv.create_revision != el->rev) {
+			if (!err)
+				fkv_etcd_kv_free(&kv);
+			return -EPERM;
+		}
+		fkv_etcd_kv_free(&kv);
+	}
+	return -EAGAIN;
+}
+
+struct fkv_fence_walk {
+	size_t skip;
+	int (*fn)(void *arg, const char *name, uint64_t put_id);
+	void *arg;
+};
+
+static int fkv_fence_one(void *arg, const char *key,
+			 const struct fkv_etcd_kv *kv)
+{
+	struct fkv_fence_walk *w = arg;
+	uint64_t v;
+
+	if (strlen(key) <= w->skip || fkv_fence_parse(kv, &v))
+		return -EPROTO;
+	return w->fn(w->arg, key + w->skip, v);
+}
+
+int fkv_election_fences_load(struct fkv_election *el,
+			     int (*fn)(void *arg, const char *name,
+				       uint64_t put_id),
+			     void *arg)
+{
+	struct fkv_fence_walk w = { strlen(el->key_fences), fn, arg };
+
+	return fkv_etcd_get_prefix(el->e, el->key_fences, fkv_fence_one, &w);
 }
 
 void fkv_election_resign(struct fkv_election *el)

@@ -113,6 +113,19 @@ int fkv_election_refresh(struct fkv_election *el, uint64_t now_ms);
 void fkv_election_handle(const struct fkv_election *el, int64_t *lease,
 			 int64_t *rev);
 
+/*
+ * Fences in etcd (term.h's, for the next leader wherever it runs):
+ * <prefix>/fences/<name> = put_id in hex.  Raise @name's to @put_id if
+ * above, by CAS guarded by this leadership: 0, -EPERM (not the leader),
+ * -errno.  Load: @fn for each fence etcd holds.
+ */
+int fkv_election_fence_raise(struct fkv_election *el, const char *name,
+			     uint64_t put_id);
+int fkv_election_fences_load(struct fkv_election *el,
+			     int (*fn)(void *arg, const char *name,
+				       uint64_t put_id),
+			     void *arg);
+
 /* Resign now: delete the leader key (if ours) and revoke the lease. */
 void fkv_election_resign(struct fkv_election *el);
 

@@ -423,19 +423,14 @@ static int fkv_etcd_nomem(struct fkv_etcd *e, json_object *o)
 	return -ENOMEM;
 }
 
-/* The first entry of a range answer's kvs into @kv: 0, -ENOENT, -EPROTO. */
-static int fkv_etcd_first_kv(struct fkv_etcd *e, json_object *range,
+/* One KeyValue object into @kv: 0, -EPROTO, -ENOMEM. */
+static int fkv_etcd_kv_parse(struct fkv_etcd *e, json_object *k0,
 			     struct fkv_etcd_kv *kv)
 {
-	json_object *kvs, *k0, *val;
+	json_object *val;
 	int err;
 
 	memset(kv, 0, sizeof(*kv));
-	if (!json_object_object_get_ex(range, "kvs", &kvs) ||
-	    !json_object_is_type(kvs, json_type_array) ||
-	    json_object_array_length(kvs) == 0)
-		return -ENOENT;
-	k0 = json_object_array_get_idx(kvs, 0);
 	if (json_object_object_get_ex(k0, "value", &val)) {
 		err = fkv_etcd_unb64(json_object_get_string(val), &kv->value,
 				     &kv->value_len);
@@ -452,6 +447,20 @@ static int fkv_etcd_first_kv(struct fkv_etcd *e, json_object *range,
 	kv->mod_revision = fkv_etcd_i64(k0, "mod_revision");
 	kv->lease = fkv_etcd_i64(k0, "lease");
 	return 0;
+}
+
+/* The first entry of a range answer's kvs into @kv: 0, -ENOENT, -EPROTO. */
+static int fkv_etcd_first_kv(struct fkv_etcd *e, json_object *range,
+			     struct fkv_etcd_kv *kv)
+{
+	json_object *kvs;
+
+	memset(kv, 0, sizeof(*kv));
+	if (!json_object_object_get_ex(range, "kvs", &kvs) ||
+	    !json_object_is_type(kvs, json_type_array) ||
+	    json_object_array_length(kvs) == 0)
+		return -ENOENT;
+	return fkv_etcd_kv_parse(e, json_object_array_get_idx(kvs, 0), kv);
 }
 
 int fkv_etcd_status(struct fkv_etcd *e, char *ver, size_t verlen)
@@ -490,6 +499,68 @@ int fkv_etcd_get(struct fkv_etcd *e, const char *key, struct fkv_etcd_kv *kv)
 	if (err)
 		return err == -ENOENT ? -EIO : err;
 	err = fkv_etcd_first_kv(e, r, kv);
+	json_object_put(r);
+	return err;
+}
+
+int fkv_etcd_get_prefix(struct fkv_etcd *e, const char *prefix,
+			int (*fn)(void *arg, const char *key,
+				  const struct fkv_etcd_kv *kv),
+			void *arg)
+{
+	json_object *q = json_object_new_object(), *r, *kvs;
+	size_t plen = strlen(prefix), n;
+	char *end;
+	int err;
+
+	if (!q)
+		return fkv_etcd_nomem(e, NULL);
+	if (plen == 0 || (unsigned char)prefix[plen - 1] == 0xff) {
+		json_object_put(q);
+		fkv_etcd_seterr(e, "etcd: a prefix must end below 0xff");
+		return -EINVAL;
+	}
+	/* range_end: the prefix with its last byte one higher. */
+	end = strdup(prefix);
+	if (!end)
+		return fkv_etcd_nomem(e, q);
+	end[plen - 1]++;
+	if (!fkv_etcd_add_key(q, "key", prefix) ||
+	    !fkv_etcd_add_key(q, "range_end", end) ||
+	    !fkv_etcd_add(q, "limit", fkv_etcd_i64_json(10000))) {
+		free(end);
+		return fkv_etcd_nomem(e, q);
+	}
+	free(end);
+	err = fkv_etcd_call(e, "kv/range", q, &r);
+	json_object_put(q);
+	if (err)
+		return err == -ENOENT ? -EIO : err;
+	if (!json_object_object_get_ex(r, "kvs", &kvs) ||
+	    !json_object_is_type(kvs, json_type_array)) {
+		json_object_put(r);
+		return 0;	/* none */
+	}
+	n = json_object_array_length(kvs);
+	for (size_t i = 0; i < n && !err; i++) {
+		json_object *k0 = json_object_array_get_idx(kvs, i), *jk;
+		struct fkv_etcd_kv kv;
+		char *key = NULL;
+		size_t klen;
+
+		err = fkv_etcd_kv_parse(e, k0, &kv);
+		if (err)
+			break;
+		if (json_object_object_get_ex(k0, "key", &jk))
+			err = fkv_etcd_unb64(json_object_get_string(jk), &key,
+					     &klen);
+		else
+			err = -EPROTO;
+		if (!err)
+			err = fn(arg, key, &kv);
+		free(key);
+		fkv_etcd_kv_free(&kv);
+	}
 	json_object_put(r);
 	return err;
 }

@@ -67,6 +67,15 @@ int fkv_etcd_status(struct fkv_etcd *e, char *ver, size_t verlen);
 /* Range on one key: 0 and @kv, -ENOENT when it does not exist. */
 int fkv_etcd_get(struct fkv_etcd *e, const char *key, struct fkv_etcd_kv *kv);
 
+/*
+ * Every key starting with @prefix (at most 10000): @fn(@arg, key, kv) for
+ * each in key order; a non-zero return stops the walk and is returned.
+ */
+int fkv_etcd_get_prefix(struct fkv_etcd *e, const char *prefix,
+			int (*fn)(void *arg, const char *key,
+				  const struct fkv_etcd_kv *kv),
+			void *arg);
+
 /* Put @key = @val (@len bytes) under @lease (0: none). */
 int fkv_etcd_put(struct fkv_etcd *e, const char *key, const void *val,
 		 size_t len, int64_t lease);

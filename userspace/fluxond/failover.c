@@ -21,6 +21,7 @@
 #include "etcd.h"
 #include "failover.h"
 #include "log.h"
+#include "term.h"
 
 /* etcd's first answer at start: a cold connection, a loaded host. */
 #define FKV_FAILOVER_FIRST_TIMEOUT_MS	5000
@@ -363,6 +364,48 @@ int fkv_failover_term_commit(void *arg, uint64_t term)
 			: fkv_etcd_error(fo->etcd));
 	else
 		fo->term = term;
+	pthread_mutex_unlock(&fo->lock);
+	return err;
+}
+
+static int fo_fence_merge_one(void *arg, const char *name, uint64_t put_id)
+{
+	struct fkv_fences *f = arg;
+	char why[PATH_MAX + 128];
+	int err = fkv_fences_raise(f, name, put_id, why, sizeof(why));
+
+	if (err)
+		fkv_err("fence of node '%s' from etcd: %s", name, why);
+	return err;
+}
+
+int fkv_failover_fences_merge(void *arg, struct fkv_fences *f)
+{
+	struct fkv_failover *fo = arg;
+	int err;
+
+	pthread_mutex_lock(&fo->lock);
+	err = fkv_election_fences_load(fo->el, fo_fence_merge_one, f);
+	if (err && err != -EPROTO)
+		fkv_err("etcd election: the fences: %s",
+			fkv_etcd_error(fo->etcd));
+	else if (err)
+		fkv_err("etcd election: a fence under %s/fences/ is not a hex put_id",
+			fo->prefix);
+	pthread_mutex_unlock(&fo->lock);
+	return err;
+}
+
+int fkv_failover_fence_raise(void *arg, const char *name, uint64_t put_id)
+{
+	struct fkv_failover *fo = arg;
+	int err;
+
+	pthread_mutex_lock(&fo->lock);
+	err = fkv_election_fence_raise(fo->el, name, put_id);
+	if (err && err != -EPERM)
+		fkv_err("etcd election: fence of '%s': %s", name,
+			fkv_etcd_error(fo->etcd));
 	pthread_mutex_unlock(&fo->lock);
 	return err;
 }

@@ -47,6 +47,14 @@ void fkv_failover_stop(struct fkv_failover *fo);
 int fkv_failover_term_floor(void *fo, uint64_t *etcd_term);
 int fkv_failover_term_commit(void *fo, uint64_t term);
 
+/*
+ * Fences (term.h) in etcd: merge etcd's into @f (each raised in the
+ * local file too), and raise one there.  0 or -errno (logged).
+ */
+struct fkv_fences;
+int fkv_failover_fences_merge(void *fo, struct fkv_fences *f);
+int fkv_failover_fence_raise(void *fo, const char *name, uint64_t put_id);
+
 /* A reason to re-exec fluxond, or NULL (checked by the main loop). */
 const char *fkv_failover_pending(struct fkv_failover *fo);
 /*

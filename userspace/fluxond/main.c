@@ -133,6 +133,13 @@ static int setup_signals(sigset_t *orig)
 	    sigaction(SIGTERM, &sa, NULL) || sigaction(SIGINT, &sa, NULL) ||
 	    sigaction(SIGHUP, &hup, NULL))
 		return -errno;
+	/*
+	 * ppoll() unblocks them, whatever mask we inherited: a re-exec
+	 * after a role change (failover.h) starts with them blocked.
+	 */
+	sigdelset(orig, SIGTERM);
+	sigdelset(orig, SIGINT);
+	sigdelset(orig, SIGHUP);
 	signal(SIGPIPE, SIG_IGN);
 	return 0;
 }
@@ -159,6 +166,8 @@ static int start_cluster(struct fluxond *d)
 		c.term_floor = fkv_failover_term_floor;
 		c.term_commit = fkv_failover_term_commit;
 		c.put_stats = fkv_failover_stats;
+		c.fences_merge = fkv_failover_fences_merge;
+		c.fence_raise = fkv_failover_fence_raise;
 	}
 	return fkv_clusterd_start(&d->cd, &c);
 }
