@@ -62,7 +62,7 @@ help:
 	@echo "  make bench-python  the Python client benchmark in the guest (tools/bench/pybench)"
 	@echo "  make vm-test    boot the guest and run selftests/run_tests there"
 	@echo "  make stress     the attack suite at length (storms of 1e6 ops, the fault matrix x20, the history checker x10, fluxond killed x100)"
-	@echo "  make cluster-test  several guests on one network: selftests/cluster/{net,kv}.sh"
+	@echo "  make cluster-test  several guests on one network: selftests/cluster/*.sh (make check: all but failover.sh)"
 	@echo "  make deb        the Debian packages, into $(O)/deb/"
 	@echo "  make deb-test   install them in a guest: dkms build, fluxond, load, kill -9, warm restart"
 	@echo "  make bench-cluster remote gets between two guests vs the link and the disk"
@@ -197,11 +197,15 @@ stress: all
 # each guest's console in $(O)/results/cluster/<test>/.  Builds nothing;
 # every run goes even if one fails.
 CLUSTER_RUNS := net:2: net:3: kv:2:--disk=ssd0:512M kv3:3: fence:2: rdma:2:--disk=ssd0:512M kv_rdma:2:--disk=ssd0:512M
+# Longer runs, in cluster-test but not in make check's: the master killed
+# under load and a standby elected on etcd taking over (issue 32; three
+# guests, ~5 min under TCG).
+CLUSTER_LONG_RUNS := failover:3:--timeout=700
 .PHONY: cluster-test
 cluster-test:
 	@rm -rf $(O)/results/cluster
 	@rc=0; \
-	for run in $(CLUSTER_RUNS); do \
+	for run in $(CLUSTER_RUNS) $(CLUSTER_LONG_RUNS); do \
 		t=$${run%%:*}; rest=$${run#*:}; n=$${rest%%:*}; extra=$$(echo "$${rest#*:}" | tr = ' '); \
 		d=$(O)/results/cluster/$$t-$${n}n; mkdir -p $$d; \
 		echo "tools/vm/cluster --nodes $$n --timeout 400 $$extra --results $$d -- selftests/cluster/$$t.sh"; \
@@ -219,7 +223,7 @@ check: deps
 	-tools/record-step unit $(MAKE) --no-print-directory unit
 	-tools/record-step vm-test $(MAKE) --no-print-directory vm-test
 	-tools/record-step deb-test $(MAKE) --no-print-directory deb-test
-	-tools/record-step cluster-test $(MAKE) --no-print-directory cluster-test
+	-tools/record-step cluster-test $(MAKE) --no-print-directory cluster-test CLUSTER_LONG_RUNS=
 	-tools/record-step bench-quick $(MAKE) --no-print-directory bench-quick
 	@tools/tap-summary $$(find $(O)/results -name '*.tap' | sort)
 

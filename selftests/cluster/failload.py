@@ -13,7 +13,8 @@ the get started (own keys, and the peers' from their acked file), nor a
 version below one this reader already saw.
 
 Prints one line:
-  puts=N acked=N put_errors=N gets=N ok=N miss=N errors=N wrong=N back=N
+  puts=N acked=N put_errors=N gets=N ok=N miss=N miss_acked=N errors=N
+  wrong=N back=N
   put_gap_ms=N get_gap_ms=N
 (the gaps: the longest time without a successful put / get, i.e. the
 outage this node saw) and exits 1 on any wrong or backwards value.
@@ -93,7 +94,8 @@ def main():
     acked = {}
     seen = {}
     version = int(time.time() * 1000) % 1000000 * 1000
-    c = dict(puts=0, acked=0, put_errors=0, gets=0, ok=0, miss=0, errors=0, wrong=0, back=0)
+    c = dict(puts=0, acked=0, put_errors=0, gets=0, ok=0, miss=0, miss_acked=0,
+             errors=0, wrong=0, back=0)
     last_put = last_get = start = time.monotonic()
     put_gap = get_gap = 0.0
     end = start + seconds
@@ -133,6 +135,10 @@ def main():
                     continue
                 if h is None:
                     c["miss"] += 1
+                    if want:
+                        # acknowledged, but its holder has not reported
+                        # it to the new master yet (or is gone)
+                        c["miss_acked"] += 1
                     continue
                 with h:
                     v = parse(k, h.view())

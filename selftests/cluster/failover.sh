@@ -206,6 +206,10 @@ case $I in
 	;;
 esac
 
+# Nobody stops before every node has verified (a leader that stops
+# resigns: node1 would take over, and node2's values go with its fluxond).
+mark "verified.$I"
+wait_for verified.1 verified.2 verified.3 || true
 # node1 and node2 stop (and resign) while etcd still runs; then node3
 # stops etcd, which finish's wait would otherwise wait for.
 if [ "$I" -eq 3 ]; then
