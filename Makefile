@@ -199,7 +199,7 @@ stress: all
 CLUSTER_RUNS := net:2: net:3: kv:2:--disk=ssd0:512M kv3:3: fence:2: rdma:2:--disk=ssd0:512M kv_rdma:2:--disk=ssd0:512M
 # Longer runs, in cluster-test but not in make check's: the master killed
 # under load and a standby elected on etcd taking over (issue 32; three
-# guests, ~2.5 min under TCG).
+# guests, 2-4 min under TCG).
 CLUSTER_LONG_RUNS := failover:3:--timeout=700
 .PHONY: cluster-test
 cluster-test:
