@@ -403,6 +403,9 @@ FKV_TEST(a_leader_whose_lease_is_gone_steps_down_at_once)
 	FKV_ASSERT_EQ(ev, FKV_ELECT_WON);
 	fkv_election_handle(a, &lease, &rev);
 	FKV_ASSERT(lease && rev);
+	/* held 3/4 of the TTL from the keepalive's send */
+	t = fkv_election_held_until(a);
+	FKV_ASSERT(t > now_ms() + 500 && t <= now_ms() + 750);
 	FKV_ASSERT_EQ(fkv_etcd_lease_revoke(ex, lease), 0);
 	/* Its next keepalive (due in ttl/3) finds no lease. */
 	t = now_ms() + 400;
@@ -410,6 +413,7 @@ FKV_TEST(a_leader_whose_lease_is_gone_steps_down_at_once)
 	FKV_ASSERT_EQ(ev, FKV_ELECT_LOST);
 	FKV_ASSERT(!fkv_election_is_leader(a));
 	FKV_ASSERT(!l.present);
+	FKV_ASSERT_EQ(fkv_election_held_until(a), 0);
 	fkv_election_destroy(a);
 	fkv_etcd_close(ea);
 	fkv_etcd_close(ex);

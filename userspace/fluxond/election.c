@@ -107,6 +107,11 @@ bool fkv_election_is_leader(const struct fkv_election *el)
 	return el->leader;
 }
 
+uint64_t fkv_election_held_until(const struct fkv_election *el)
+{
+	return el->leader ? el->held_until : 0;
+}
+
 void fkv_election_get_stats(const struct fkv_election *el,
 			    struct fkv_election_stats *st)
 {

@@ -86,6 +86,11 @@ int fkv_election_step(struct fkv_election *el, uint64_t now_ms,
 		      enum fkv_elect_event *ev, struct fkv_leader *leader);
 
 bool fkv_election_is_leader(const struct fkv_election *el);
+/*
+ * Leader: the monotonic ms until which its lease counts as held (3/4 TTL
+ * after the send of its last good keepalive); 0 when not the leader.
+ */
+uint64_t fkv_election_held_until(const struct fkv_election *el);
 
 /*
  * Leader only: raise <prefix>/term to max(etcd's + 1, @floor) by CAS

@@ -41,6 +41,7 @@ struct fkv_failover {
 	struct fkv_leader leader;	/* under lock */
 	uint64_t term;			/* master: ours */
 	atomic_bool healthy;		/* the last etcd call answered */
+	_Atomic uint64_t hold;		/* leader: held until (mono ms) */
 	uint64_t lost_at;		/* leader seen gone (follower) */
 	uint64_t failover_ms;		/* last: leader gone -> we won */
 };
@@ -70,6 +71,7 @@ static int fo_step(struct fkv_failover *fo, enum fkv_elect_event *ev,
 	pthread_mutex_lock(&fo->lock);
 	err = fkv_election_step(fo->el, mono_ms(), ev, l);
 	fo->leader = *l;
+	atomic_store(&fo->hold, fkv_election_held_until(fo->el));
 	pthread_mutex_unlock(&fo->lock);
 	atomic_store(&fo->healthy, err == 0);
 	return err;
@@ -250,6 +252,7 @@ int fkv_failover_start(struct fkv_failover **out,
 		 cc->master_candidate ? "master candidate" : "not a candidate");
 
 	if (fo_resume(fo)) {
+		atomic_store(&fo->hold, fkv_election_held_until(fo->el));
 		fo->leader.present = true;
 		snprintf(fo->leader.name, sizeof(fo->leader.name), "%s",
 			 cc->node_name);
@@ -412,7 +415,19 @@ int fkv_failover_fence_raise(void *arg, const char *name, uint64_t put_id)
 
 const char *fkv_failover_pending(struct fkv_failover *fo)
 {
-	return fo ? atomic_load(&fo->pending) : NULL;
+	uint64_t hold;
+
+	if (!fo)
+		return NULL;
+	/*
+	 * The main loop asks before it handles anything: a leader whose
+	 * process was stopped past its hold (SIGSTOP, a paused VM) steps
+	 * down before it answers, without waiting for its election thread.
+	 */
+	hold = atomic_load(&fo->hold);
+	if (hold && fo->cc->role == FKV_ROLE_MASTER && mono_ms() >= hold)
+		fo_request(fo, "the etcd lease may have run out (no keepalive for 3/4 of the TTL): stepping down from master");
+	return atomic_load(&fo->pending);
 }
 
 int fkv_failover_exec(struct fkv_failover *fo, char **argv)

@@ -533,6 +533,9 @@ static int run(struct fluxond *d, const sigset_t *unblocked)
 				err = -errno;
 			continue;
 		}
+		/* A leader past its etcd lease answers nothing (failover.h). */
+		if (fkv_failover_pending(d->fo))
+			break;
 		if (n > 0 && pfd[0].revents)
 			err = fkv_nl_process(d->nl);
 		if (n > 0 && d->ctl)
