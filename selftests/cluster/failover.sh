@@ -44,7 +44,7 @@ if [ ! -x "$ETCD" ]; then
 	exit 0
 fi
 case $I in
-1) out "1..15" ;;
+1) out "1..16" ;;
 2) out "1..19" ;;
 3) out "1..18" ;;
 esac
@@ -105,7 +105,17 @@ term_of() {	# term_of LOG: the last "master term N" it logged
 
 case $I in
 1)
+	# A wrong endpoint (node3 is up, nothing listens on its port 1): exit 1
+	# at once, saying so.
+	sed "s|$ETCD_URL|http://$(ip_of 3):1|" /tmp/fkv.yaml >/tmp/fkv-bad.yaml
+	bad_endpoint() {
+		local rc=0
+		"$FLUXOND" --config /tmp/fkv-bad.yaml --control none >/tmp/bad.out 2>&1 || rc=$?
+		diag "$(head -n 1 /tmp/bad.out)"
+		[ "$rc" -eq 1 ] && grep -q "cluster.etcd: no endpoint answers (etcd http://$(ip_of 3):1: .*Connection refused" /tmp/bad.out
+	}
 	wait_for etcd-up || true
+	check "a wrong etcd endpoint: exit 1 with the endpoint and the reason" bad_endpoint
 	start_daemon /tmp/fkv.yaml
 	check "fluxond starts and registers" daemon_up
 	check "node1 wins the election" logged "etcd election: leading as node1"
