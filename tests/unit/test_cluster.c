@@ -1856,6 +1856,45 @@ static void *ctl_server(void *arg)
 	return NULL;
 }
 
+/* Elected on etcd: the election's line (issue 32). */
+FKV_TEST(fluxonctl_cluster_shows_the_election)
+{
+	static struct ctl_cluster cl;
+	static const struct { const char *n; uint64_t v; } st[] = {
+		{ "etcd_healthy", 1 }, { "etcd_leader_self", 1 },
+		{ "etcd_master_candidate", 1 }, { "etcd_term", 7 },
+		{ "etcd_elections_won", 1 }, { "etcd_stepdowns", 0 },
+		{ "etcd_leader_changes", 2 }, { "etcd_errors", 3 },
+		{ "etcd_failover_ms", 4321 },
+	};
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	snprintf(cl.role, sizeof(cl.role), "master");
+	snprintf(cl.name, sizeof(cl.name), "node2");
+	snprintf(cl.master, sizeof(cl.master), "10.77.0.2:7470");
+	snprintf(cl.transport, sizeof(cl.transport), "tcp");
+	for (size_t i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
+		snprintf(cl.st[i].name, sizeof(cl.st[i].name), "%s", st[i].n);
+		cl.st[i].value = st[i].v;
+		cl.nst++;
+	}
+	f = open_memstream(&out, &len);
+	ctl_render_cluster_human(f, &cl);
+	fclose(f);
+	FKV_EXPECT(strstr(out, "election: etcd answering; this node leads, term 7; "
+			  "a candidate; 1 won, 0 step-downs, 2 leader changes, "
+			  "3 etcd errors, last failover 4321 ms\n") != NULL, "%s", out);
+	free(out);
+	out = NULL;
+	f = open_memstream(&out, &len);
+	ctl_render_cluster_prometheus(f, &cl);
+	fclose(f);
+	FKV_EXPECT(strstr(out, "etcd_elections_won") != NULL, "%s", out);
+	free(out);
+}
+
 FKV_TEST_TIMEOUT(control_socket_answers_stats_and_fluxonctl_renders_them, 30)
 {
 	static struct ctl_cluster cl;
@@ -1890,6 +1929,8 @@ FKV_TEST_TIMEOUT(control_socket_answers_stats_and_fluxonctl_renders_them, 30)
 	FKV_EXPECT(strstr(out, "master role, node 'node1'") != NULL, "%s", out);
 	FKV_EXPECT(strstr(out, "left: missed heartbeats") != NULL, "%s", out);
 	FKV_EXPECT(strstr(out, "1 member-left") != NULL, "%s", out);
+	/* no etcd stats, no election line */
+	FKV_EXPECT(strstr(out, "election:") == NULL, "%s", out);
 	free(out);
 
 	f = open_memstream(&out, &len);

@@ -1172,7 +1172,7 @@ FKV_TEST(cluster_unknown_and_duplicate_keys_are_refused)
 	parse_bad(SPEC CL_MIN "    heartbeat: 1000\n", &c, err, sizeof(err));
 	FKV_ASSERT_EQ(c.errors.n, 1);
 	ASSERT_STREQ(c.errors.v[0],
-		     "t.yaml:8:5: cluster: unknown key \"heartbeat\" (known: node_name, role, master, listen, advertise, transport, secret, secret_file, heartbeat_ms, dead_after_ms, state_dir, lease_ms)");
+		     "t.yaml:8:5: cluster: unknown key \"heartbeat\" (known: node_name, role, master, listen, advertise, transport, secret, secret_file, heartbeat_ms, dead_after_ms, state_dir, lease_ms, etcd, master_candidate)");
 	fkv_config_free(&c);
 
 	parse_bad(SPEC CL_MIN "    role: master\n", &c, err, sizeof(err));
@@ -2433,4 +2433,87 @@ FKV_TEST(daemon_settings_parse_and_are_checked)
 	parse_ok("fluxonkv_spec:\n  high_watermark: 50\n  low_watermark: 40\n",
 		 &c);
 	fkv_config_free(&c);
+}
+
+/* ---- cluster.etcd (issue 32) ------------------------------------------- */
+
+#define CL_ETCD	"    listen: 10.77.0.2:7471\n"				\
+		"    secret: \"" SECRET "\"\n"
+
+FKV_TEST(cluster_etcd_section_is_parsed_and_the_election_decides_the_role)
+{
+	struct fkv_config c;
+
+	parse_ok(SPEC CL_ETCD "    master: 10.77.0.2:7470\n"
+		 "    master_candidate: true\n"
+		 "    etcd:\n"
+		 "      endpoints: [\"http://10.77.0.9:2379\", \"http://etcd-b.lan:2379/\"]\n"
+		 "      prefix: /fluxonkv/prod\n"
+		 "      lease_ttl_ms: 5000\n", &c);
+	FKV_ASSERT_EQ(c.cluster.netcd, 2);
+	ASSERT_STREQ(c.cluster.etcd_endpoints[0], "http://10.77.0.9:2379");
+	ASSERT_STREQ(c.cluster.etcd_endpoints[1], "http://etcd-b.lan:2379/");
+	ASSERT_STREQ(c.cluster.etcd_prefix, "/fluxonkv/prod");
+	FKV_ASSERT_EQ(c.cluster.etcd_lease_ttl_ms, 5000);
+	FKV_ASSERT(c.cluster.master_candidate);
+	/* a node until elected */
+	FKV_ASSERT_EQ(c.cluster.role, FKV_ROLE_NODE);
+	fkv_config_free(&c);
+
+	/* defaults; no master needed by a node that is no candidate */
+	parse_ok(SPEC CL_ETCD "    etcd: {endpoints: [\"http://127.0.0.1:2379\"]}\n",
+		 &c);
+	FKV_ASSERT_EQ(c.cluster.netcd, 1);
+	FKV_ASSERT(c.cluster.etcd_prefix == NULL);
+	FKV_ASSERT_EQ(c.cluster.etcd_lease_ttl_ms, FKV_ETCD_LEASE_TTL_MS_DEFAULT);
+	FKV_ASSERT(!c.cluster.master_candidate);
+	FKV_ASSERT_EQ(c.cluster.role, FKV_ROLE_NODE);
+	fkv_config_free(&c);
+
+	/* Without etcd nothing changes: no endpoint, no candidate. */
+	parse_ok(SPEC CL_MIN, &c);
+	FKV_ASSERT_EQ(c.cluster.netcd, 0);
+	FKV_ASSERT(!c.cluster.master_candidate);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(cluster_etcd_settings_are_checked)
+{
+	cl_bad(SPEC CL_ETCD "    role: master\n    master: 10.77.0.2:7470\n"
+	       "    etcd: {endpoints: [\"http://127.0.0.1:2379\"]}\n",
+	       "t.yaml:6:11: cluster.role: the election on etcd decides it when cluster.etcd is set: remove role, set master_candidate");
+	cl_bad(SPEC CL_ETCD "    master_candidate: true\n"
+	       "    etcd: {endpoints: [\"http://127.0.0.1:2379\"]}\n",
+	       "t.yaml:4:5: cluster: a master_candidate needs master (host:port of its own control listener, advertised while it leads)");
+	cl_bad(SPEC CL_MIN "    master_candidate: true\n",
+	       "t.yaml:8:23: cluster.master_candidate: needs cluster.etcd (the election)");
+	cl_bad(SPEC CL_ETCD "    master_candidate: yes\n    master: 10.77.0.2:7470\n"
+	       "    etcd: {endpoints: [\"http://127.0.0.1:2379\"]}\n",
+	       "t.yaml:6:23: cluster.master_candidate: \"yes\": must be true or false");
+	cl_bad(SPEC CL_ETCD "    etcd: {prefix: /x}\n",
+	       "cluster.etcd: endpoints is required (a list of http://host:port)");
+	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: []}\n",
+	       "cluster.etcd.endpoints: 0 endpoints (1 to 8)");
+	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: \"http://127.0.0.1:2379\"}\n",
+	       "cluster.etcd.endpoints: must be a list");
+	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: [\"127.0.0.1:2379\"]}\n",
+	       "cluster.etcd.endpoints[0]: \"127.0.0.1:2379\": must be http://host:port");
+	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: [\"https://127.0.0.1:2379\"]}\n",
+	       "cluster.etcd.endpoints[0]: \"https://127.0.0.1:2379\": https is not supported yet");
+	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: [\"http://127.0.0.1:99999\"]}\n",
+	       "cluster.etcd.endpoints[0]: \"http://127.0.0.1:99999\":");
+	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: [\"http://0.0.0.0:2379\"]}\n",
+	       "a wildcard address cannot be dialed");
+	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: [\"http://h:1/v3\"]}\n",
+	       "cluster.etcd.endpoints[0]: \"http://h:1/v3\":");
+	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: [\"http://h:1\"], prefix: x}\n",
+	       "cluster.etcd.prefix: \"x\": must start with '/'");
+	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: [\"http://h:1\"], prefix: /x/}\n",
+	       "cluster.etcd.prefix: \"/x/\": must start with '/', not end with one");
+	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: [\"http://h:1\"], lease_ttl_ms: 999}\n",
+	       "cluster.etcd.lease_ttl_ms: \"999\": must be an integer from 1000 to 60000 (ms)");
+	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: [\"http://h:1\"], ttl: 1}\n",
+	       "cluster.etcd: unknown key \"ttl\" (known: endpoints, prefix, lease_ttl_ms)");
+	cl_bad(SPEC CL_ETCD "    etcd: [a]\n",
+	       "cluster.etcd: must be a mapping (endpoints, prefix, lease_ttl_ms)");
 }

@@ -781,6 +781,8 @@ enum fkv_cluster_key {
 	FKV_CL_DEAD_AFTER,
 	FKV_CL_STATE_DIR,
 	FKV_CL_LEASE,
+	FKV_CL_ETCD,
+	FKV_CL_CANDIDATE,
 	FKV_CL_NR
 };
 
@@ -797,6 +799,8 @@ static const char *const fkv_cluster_keys[FKV_CL_NR] = {
 	[FKV_CL_DEAD_AFTER] = "dead_after_ms",
 	[FKV_CL_STATE_DIR] = "state_dir",
 	[FKV_CL_LEASE] = "lease_ms",
+	[FKV_CL_ETCD] = "etcd",
+	[FKV_CL_CANDIDATE] = "master_candidate",
 };
 
 /*
@@ -1036,6 +1040,168 @@ out:
 	return ok;
 }
 
+/* true | false (YAML 1.1's yes/no are refused: say which is meant). */
+static bool fkv_cfg_bool(struct fkv_cfg_ctx *x, yaml_node_t *n,
+			 const char *key, bool *out)
+{
+	char q[FKV_QUOTE_BUF];
+	const char *s = fkv_cfg_string(x, n, key);
+
+	if (!s)
+		return false;
+	if (!strcmp(s, "true") || !strcmp(s, "false")) {
+		*out = s[0] == 't';
+		return true;
+	}
+	fkv_cfg_err(x, n, "%s: %s: must be true or false", key, fkv_quote(q, s));
+	return false;
+}
+
+/* An etcd client URL: http://host:port (an optional trailing '/'). */
+static bool fkv_cfg_etcd_endpoint(struct fkv_cfg_ctx *x, yaml_node_t *n,
+				  const char *what, char **dst)
+{
+	char q[FKV_QUOTE_BUF], why[256], host[FKV_HOST_BUF];
+	char hp[FKV_HOSTPORT_BUF + 1];
+	const char *s = fkv_cfg_string(x, n, what);
+	uint16_t port;
+	size_t len;
+
+	if (!s)
+		return false;
+	if (!strncmp(s, "https://", 8)) {
+		fkv_cfg_err(x, n, "%s: %s: https is not supported yet (no TLS settings): run etcd's client URL on http, on a trusted network",
+			    what, fkv_quote(q, s));
+		return false;
+	}
+	if (strncmp(s, "http://", 7)) {
+		fkv_cfg_err(x, n, "%s: %s: must be http://host:port",
+			    what, fkv_quote(q, s));
+		return false;
+	}
+	len = strlen(s + 7);
+	if (len && s[7 + len - 1] == '/')
+		len--;
+	if (len == 0 || len >= sizeof(hp)) {
+		fkv_cfg_err(x, n, "%s: %s: must be http://host:port",
+			    what, fkv_quote(q, s));
+		return false;
+	}
+	memcpy(hp, s + 7, len);
+	hp[len] = '\0';
+	if (fkv_parse_hostport(hp, host, sizeof(host), &port, why,
+			       sizeof(why))) {
+		fkv_cfg_err(x, n, "%s: %s: %s", what, fkv_quote(q, s), why);
+		return false;
+	}
+	if (fkv_host_is_wildcard(host)) {
+		fkv_cfg_err(x, n, "%s: %s: a wildcard address cannot be dialed",
+			    what, fkv_quote(q, s));
+		return false;
+	}
+	*dst = strdup(s);
+	if (!*dst)
+		x->oom = 1;
+	return *dst != NULL;
+}
+
+/* cluster.etcd: {endpoints, prefix, lease_ttl_ms}. */
+static bool fkv_cfg_etcd(struct fkv_cfg_ctx *x, yaml_node_t *map)
+{
+	static const char *const keys[] = { "endpoints", "prefix",
+					    "lease_ttl_ms" };
+	struct fkv_cluster_config *cl = &x->c->cluster;
+	yaml_node_t *seen[3] = { NULL };
+	yaml_node_pair_t *pair;
+	char q[FKV_QUOTE_BUF], what[48];
+	bool ok = true;
+	int k, count;
+
+	if (map->type != YAML_MAPPING_NODE) {
+		fkv_cfg_err(x, map, "cluster.etcd: must be a mapping (endpoints, prefix, lease_ttl_ms)");
+		return false;
+	}
+	cl->etcd_lease_ttl_ms = FKV_ETCD_LEASE_TTL_MS_DEFAULT;
+	for (pair = map->data.mapping.pairs.start;
+	     pair < map->data.mapping.pairs.top; pair++) {
+		yaml_node_t *key = yaml_document_get_node(x->doc, pair->key);
+		yaml_node_t *val = yaml_document_get_node(x->doc, pair->value);
+		const char *s;
+
+		k = fkv_cfg_key(x, "cluster.etcd", key, keys, 3, seen);
+		if (k < 0) {
+			ok = false;
+			continue;
+		}
+		seen[k] = val;
+		if (fkv_is_null(val))
+			continue;
+		switch (k) {
+		case 0:
+			count = fkv_cfg_list(x, val, "cluster.etcd.endpoints");
+			if (count < 0) {
+				ok = false;
+				break;
+			}
+			if (count < 1 || count > FKV_ETCD_ENDPOINTS_MAX_CFG) {
+				fkv_cfg_err(x, val, "cluster.etcd.endpoints: %d endpoints (1 to %d)",
+					    count, FKV_ETCD_ENDPOINTS_MAX_CFG);
+				ok = false;
+				break;
+			}
+			cl->etcd_endpoints = calloc(count,
+						    sizeof(*cl->etcd_endpoints));
+			if (!cl->etcd_endpoints) {
+				x->oom = 1;
+				return false;
+			}
+			for (int i = 0; i < count; i++) {
+				yaml_node_t *item = yaml_document_get_node(x->doc,
+						val->data.sequence.items.start[i]);
+
+				snprintf(what, sizeof(what),
+					 "cluster.etcd.endpoints[%d]", i);
+				if (fkv_cfg_etcd_endpoint(x, item, what,
+							  &cl->etcd_endpoints[cl->netcd]))
+					cl->netcd++;
+				else
+					ok = false;
+			}
+			break;
+		case 1:
+			s = fkv_cfg_string(x, val, "cluster.etcd.prefix");
+			if (!s) {
+				ok = false;
+				break;
+			}
+			if (s[0] != '/' || strlen(s) > FKV_ETCD_PREFIX_MAX ||
+			    (strlen(s) > 1 && s[strlen(s) - 1] == '/') ||
+			    strchr(s, ' ')) {
+				fkv_cfg_err(x, val, "cluster.etcd.prefix: %s: must start with '/', not end with one, hold no space and be at most %d bytes",
+					    fkv_quote(q, s), FKV_ETCD_PREFIX_MAX);
+				ok = false;
+				break;
+			}
+			free(cl->etcd_prefix);
+			cl->etcd_prefix = strdup(s);
+			if (!cl->etcd_prefix)
+				x->oom = 1;
+			break;
+		case 2:
+			ok &= fkv_cfg_uint(x, val, "cluster.etcd.lease_ttl_ms",
+					   FKV_ETCD_LEASE_TTL_MS_MIN,
+					   FKV_ETCD_LEASE_TTL_MS_MAX, "ms",
+					   &cl->etcd_lease_ttl_ms);
+			break;
+		}
+	}
+	if (!seen[0] || fkv_is_null(seen[0])) {
+		fkv_cfg_err(x, map, "cluster.etcd: endpoints is required (a list of http://host:port)");
+		ok = false;
+	}
+	return ok;
+}
+
 /*
  * The master's lease on local hits: a node serves none past lease_ms after
  * it sent the heartbeat the master last answered, and the master declares
@@ -1075,11 +1241,26 @@ static void fkv_cfg_cluster_check(struct fkv_cfg_ctx *x, yaml_node_t *map,
 	yaml_node_t *later;
 	unsigned int hb, dead;
 
-	if (!vals[FKV_CL_ROLE])
-		fkv_cfg_err(x, map, "cluster: role is required (master or node)");
-	if (!vals[FKV_CL_MASTER])
-		fkv_cfg_err(x, map,
-			    "cluster: master is required (host:port of the master's control listener)");
+	if (vals[FKV_CL_ETCD]) {
+		/* The election decides the role (issue 32). */
+		if (vals[FKV_CL_ROLE])
+			fkv_cfg_err(x, vals[FKV_CL_ROLE],
+				    "cluster.role: the election on etcd decides it when cluster.etcd is set: remove role, set master_candidate");
+		else
+			cl->role = FKV_ROLE_NODE;	/* until elected */
+		if (cl->master_candidate && !vals[FKV_CL_MASTER])
+			fkv_cfg_err(x, map,
+				    "cluster: a master_candidate needs master (host:port of its own control listener, advertised while it leads)");
+	} else {
+		if (vals[FKV_CL_CANDIDATE])
+			fkv_cfg_err(x, vals[FKV_CL_CANDIDATE],
+				    "cluster.master_candidate: needs cluster.etcd (the election)");
+		if (!vals[FKV_CL_ROLE])
+			fkv_cfg_err(x, map, "cluster: role is required (master or node)");
+		if (!vals[FKV_CL_MASTER])
+			fkv_cfg_err(x, map,
+				    "cluster: master is required (host:port of the master's control listener)");
+	}
 	if (!vals[FKV_CL_LISTEN])
 		fkv_cfg_err(x, map,
 			    "cluster: listen is required (host:port of this node's data-plane listener)");
@@ -1223,6 +1404,13 @@ static void fkv_cfg_cluster(struct fkv_cfg_ctx *x, yaml_node_t *map)
 					     FKV_DEAD_AFTER_MS_MAX,
 					     "ms, between heartbeat_ms and dead_after_ms",
 					     &cl->lease_ms);
+			break;
+		case FKV_CL_ETCD:
+			ok[k] = fkv_cfg_etcd(x, val);
+			break;
+		case FKV_CL_CANDIDATE:
+			ok[k] = fkv_cfg_bool(x, val, "cluster.master_candidate",
+					     &cl->master_candidate);
 			break;
 		}
 	}
@@ -1581,6 +1769,10 @@ void fkv_config_free(struct fkv_config *c)
 	free(c->cluster.node_name);
 	free(c->cluster.secret_file);
 	free(c->cluster.state_dir);
+	for (i = 0; i < c->cluster.netcd; i++)
+		free(c->cluster.etcd_endpoints[i]);
+	free(c->cluster.etcd_endpoints);
+	free(c->cluster.etcd_prefix);
 	fkv_msgs_free(&c->warnings);
 	fkv_msgs_free(&c->errors);
 	memset(c, 0, sizeof(*c));

@@ -309,6 +309,26 @@ void ctl_render_cluster_human(FILE *f, const struct ctl_cluster *c)
 		fprintf(f, "joined:   %s\n",
 			stat_of(c->st, c->nst, "joined") ? "yes" : "no (gets fail "
 			"until the master is reachable)");
+	/* Elected on etcd (cluster.md, "Master failover on etcd"). */
+	if (ctl_cluster_stat(c->st, c->nst, "etcd_healthy"))
+		fprintf(f, "election: etcd %s; %s, term %llu; %s; %llu won, "
+			"%llu step-downs, %llu leader changes, %llu etcd errors, "
+			"last failover %llu ms\n",
+			stat_of(c->st, c->nst, "etcd_healthy") ? "answering"
+							       : "NOT ANSWERING",
+			stat_of(c->st, c->nst, "etcd_leader_self")
+				? "this node leads" : "the master above leads",
+			(unsigned long long)stat_of(c->st, c->nst, "etcd_term"),
+			stat_of(c->st, c->nst, "etcd_master_candidate")
+				? "a candidate" : "not a candidate",
+			(unsigned long long)stat_of(c->st, c->nst,
+						    "etcd_elections_won"),
+			(unsigned long long)stat_of(c->st, c->nst, "etcd_stepdowns"),
+			(unsigned long long)stat_of(c->st, c->nst,
+						    "etcd_leader_changes"),
+			(unsigned long long)stat_of(c->st, c->nst, "etcd_errors"),
+			(unsigned long long)stat_of(c->st, c->nst,
+						    "etcd_failover_ms"));
 	if (c->nnodes) {
 		fprintf(f, "%-3s %-14s %-5s %-18s %-22s %-5s %-21s %-10s %8s %8s\n",
 			"ID", "NAME", "STATE", "INCARNATION", "DATA ADDRESS",

@@ -1053,12 +1053,24 @@ static void fence_node(struct fkv_clusterd *cd, const char *name)
 	int err;
 
 	err = fkv_fences_raise(&cd->fences, name, at, why, sizeof(why));
-	if (err)
+	if (err) {
 		fkv_err("cluster: cannot fence node '%s' at %#llx: %s: after a "
 			"master restart its kept copies could be adopted", name,
 			(unsigned long long)at, why);
-	else
-		cd->st.fences_raised++;
+		return;
+	}
+	/* Elected on etcd: the next leader may run elsewhere. */
+	if (cd->cfg.fence_raise) {
+		err = cd->cfg.fence_raise(cd->cfg.election, name, at);
+		if (err) {
+			fkv_err("cluster: cannot fence node '%s' at %#llx in "
+				"etcd: %s: a leader on another host could "
+				"adopt its kept copies", name,
+				(unsigned long long)at, strerror(-err));
+			return;
+		}
+	}
+	cd->st.fences_raised++;
 }
 
 static void member_up(void *arg, const struct fkv_member *m)
@@ -2270,6 +2282,7 @@ static uint64_t segment_used(void *arg)
 static int start_master(struct fkv_clusterd *cd)
 {
 	struct fkv_master_config mc = { 0 };
+	uint64_t seen, etcd_term = 0;
 	char addr[FKV_ADDR_MAX], why[PATH_MAX + 128];
 	int err;
 
@@ -2284,12 +2297,37 @@ static int start_master(struct fkv_clusterd *cd)
 	 * newer than any version a node kept from an earlier master,
 	 * whenever that node rejoins (term.h).
 	 */
-	err = fkv_term_next(cd->cc->state_dir, cd->reg.put_id_max, &mc.term,
+	seen = cd->reg.put_id_max;
+	if (cd->cfg.term_floor) {
+		/* Elected on etcd: above every term any master took there. */
+		err = cd->cfg.term_floor(cd->cfg.election, &etcd_term);
+		if (err) {
+			fkv_nl_unregister(cd->nl);
+			return err;
+		}
+		if (etcd_term > FKV_TERM_MAX) {
+			fkv_err("the term in etcd, %llu, is past the last one (%llu)",
+				(unsigned long long)etcd_term,
+				(unsigned long long)FKV_TERM_MAX);
+			fkv_nl_unregister(cd->nl);
+			return -ERANGE;
+		}
+		if (FKV_PUT_ID(etcd_term, 0) > seen)
+			seen = FKV_PUT_ID(etcd_term, 0);
+	}
+	err = fkv_term_next(cd->cc->state_dir, seen, &mc.term,
 			    why, sizeof(why));
 	if (err) {
 		fkv_err("cannot start a master term: %s", why);
 		fkv_nl_unregister(cd->nl);
 		return err;
+	}
+	if (cd->cfg.term_commit) {
+		err = cd->cfg.term_commit(cd->cfg.election, mc.term);
+		if (err) {
+			fkv_nl_unregister(cd->nl);
+			return err;
+		}
 	}
 	fkv_info("master term %llu (put_ids from %#llx)",
 		 (unsigned long long)mc.term,
@@ -2302,6 +2340,15 @@ static int start_master(struct fkv_clusterd *cd)
 		fkv_err("cannot read the nodes' fences: %s", why);
 		fkv_nl_unregister(cd->nl);
 		return err;
+	}
+	if (cd->cfg.fences_merge) {
+		err = cd->cfg.fences_merge(cd->cfg.election, &cd->fences);
+		if (err) {
+			fkv_err("cannot read the nodes' fences from etcd: %s",
+				strerror(-err));
+			fkv_nl_unregister(cd->nl);
+			return err;
+		}
 	}
 	if (cd->fences.n)
 		fkv_info("%zu node fence(s) from earlier terms (%s/%s)",
@@ -2704,6 +2751,8 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 	      nla_put_string(msg, FKV_CA_TRANSPORT, fkv_xport_name(cd->xport));
 	for (i = 0; i < sizeof(v) / sizeof(v[0]) && !err; i++)
 		err = fkv_ctl_put_stat(msg, v[i].name, v[i].v);
+	if (!err && cd->cfg.put_stats)
+		err = cd->cfg.put_stats(cd->cfg.election, msg);
 	if (!err && cd->master)
 		err = fkv_ctl_put_master(msg, cd->master);
 	for (i = 0; t && !err && i < FKV_MEMBERS_MAX; i++)

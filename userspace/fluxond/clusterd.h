@@ -21,6 +21,9 @@
 #include "nl.h"
 #include "upcall.h"
 
+struct nl_msg;
+struct fkv_fences;
+
 struct fkv_clusterd_config {
 	const struct fkv_cluster_config *cc;	/* must outlive the runtime */
 	struct fkv_nl *nl;			/* opened, not registered */
@@ -28,6 +31,22 @@ struct fkv_clusterd_config {
 	const char *policy;
 	unsigned int high_pct, low_pct;
 	bool put_via_master;			/* PUT_START + PUT_DONE */
+	/*
+	 * cluster.etcd (failover.h): the master's term agreed with etcd --
+	 * term_floor reads etcd's before the local term is taken above it,
+	 * term_commit writes it back, guarded by the leadership -- and the
+	 * election's stats.  NULL: no etcd.
+	 */
+	void *election;
+	int (*term_floor)(void *election, uint64_t *etcd_term);
+	int (*term_commit)(void *election, uint64_t term);
+	int (*put_stats)(void *election, struct nl_msg *msg);
+	/*
+	 * Fences kept in etcd too (for a leader on another host): merged
+	 * into the loaded ones at start, raised there after the local file.
+	 */
+	int (*fences_merge)(void *election, struct fkv_fences *f);
+	int (*fence_raise)(void *election, const char *name, uint64_t put_id);
 };
 
 struct fkv_clusterd;

@@ -32,6 +32,7 @@
 #include "ctlsock.h"
 #include "daemon.h"
 #include "dispatch.h"
+#include "failover.h"
 #include "log.h"
 #include "master.h"
 #include "nl.h"
@@ -54,7 +55,11 @@ struct fluxond {
 	struct fkv_nl_register_info reg;
 	int pidfile_fd;
 	int ready_fd;			/* --daemon handshake, -1 if none */
+	struct fkv_failover *fo;	/* cluster.etcd: the election, or NULL */
 };
+
+/* Set in the environment of a re-exec after a role change (failover.h). */
+#define FLUXOND_REEXEC_ENV	"FLUXOND_REEXEC"
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t reload_signal;	/* SIGHUP: reread --config */
@@ -139,6 +144,13 @@ static int setup_signals(sigset_t *orig)
 	    sigaction(SIGTERM, &sa, NULL) || sigaction(SIGINT, &sa, NULL) ||
 	    sigaction(SIGHUP, &hup, NULL))
 		return -errno;
+	/*
+	 * ppoll() unblocks them, whatever mask we inherited: a re-exec
+	 * after a role change (failover.h) starts with them blocked.
+	 */
+	sigdelset(orig, SIGTERM);
+	sigdelset(orig, SIGINT);
+	sigdelset(orig, SIGHUP);
 	signal(SIGPIPE, SIG_IGN);
 	return 0;
 }
@@ -159,6 +171,15 @@ static int start_cluster(struct fluxond *d)
 		.low_pct = d->opt.low_pct,
 	};
 
+	if (d->fo) {
+		/* The election decided role and master (failover.h). */
+		c.election = d->fo;
+		c.term_floor = fkv_failover_term_floor;
+		c.term_commit = fkv_failover_term_commit;
+		c.put_stats = fkv_failover_stats;
+		c.fences_merge = fkv_failover_fences_merge;
+		c.fence_raise = fkv_failover_fence_raise;
+	}
 	return fkv_clusterd_start(&d->cd, &c);
 }
 
@@ -481,7 +502,7 @@ static int run(struct fluxond *d, const sigset_t *unblocked)
 
 	/* Upcalls held back while DAEMON_REGISTER was answered. */
 	err = fkv_nl_process(d->nl);
-	while (!err && !stop_signal) {
+	while (!err && !stop_signal && !fkv_failover_pending(d->fo)) {
 		struct pollfd pfd[1 + FKV_POLL_MAX + FKV_POLL_CTL];
 		uint64_t now = now_ms(), until;
 		struct timespec ts = { 0 };
@@ -526,6 +547,9 @@ static int run(struct fluxond *d, const sigset_t *unblocked)
 				err = -errno;
 			continue;
 		}
+		/* A leader past its etcd lease answers nothing (failover.h). */
+		if (fkv_failover_pending(d->fo))
+			break;
 		if (n > 0 && pfd[0].revents)
 			err = fkv_nl_process(d->nl);
 		if (n > 0 && d->ctl)
@@ -586,6 +610,7 @@ int main(int argc, char **argv)
 	struct fluxond d = { .pidfile_fd = -1, .ready_fd = -1 };
 	char *pidfile = NULL;	/* an absolute --pidfile we built */
 	sigset_t unblocked;
+	bool reexec;
 	int err;
 
 	if (fkv_options_parse(&d.opt, argc, argv, stderr)) {
@@ -619,7 +644,10 @@ int main(int argc, char **argv)
 		free(cwd);
 		d.opt.pidfile = pidfile;
 	}
-	if (d.opt.daemon) {
+	/* A re-exec after a role change (failover.h) is detached already. */
+	reexec = getenv(FLUXOND_REEXEC_ENV) != NULL;
+	unsetenv(FLUXOND_REEXEC_ENV);
+	if (d.opt.daemon && !reexec) {
 		d.ready_fd = fkv_daemon_detach();
 		if (d.ready_fd < 0) {
 			fprintf(stderr, "fluxond: cannot detach: %s\n",
@@ -643,6 +671,21 @@ int main(int argc, char **argv)
 			goto fail;
 		}
 	}
+	if (d.cfg.cluster.present && d.cfg.cluster.netcd) {
+		sigset_t stop;
+
+		/*
+		 * cluster.etcd: etcd must answer (or fluxond exits 1 saying
+		 * why) and the election decide this fluxond's role before
+		 * anything registers (failover.h).
+		 */
+		sigemptyset(&stop);
+		sigaddset(&stop, SIGTERM);
+		sigaddset(&stop, SIGINT);
+		if (fkv_failover_start(&d.fo, &d.cfg.cluster,
+				       d.cfg.cluster_name, &stop))
+			goto fail;
+	}
 	if (open_and_register(&d))
 		goto fail;
 	/* The master of a cluster routes; a plain node has none. */
@@ -655,6 +698,17 @@ int main(int argc, char **argv)
 	fkv_log_tee_stderr(false);
 
 	err = run(&d, &unblocked);
+	if (!err && !stop_signal && fkv_failover_pending(d.fo)) {
+		/*
+		 * A role change: as after kill -9, nothing unregistered and
+		 * nobody told -- the module keeps the cache for the next
+		 * process, which reports it to the master it joins.
+		 */
+		if (setenv(FLUXOND_REEXEC_ENV, "1", 1) == 0)
+			fkv_failover_exec(d.fo, argv);
+		fkv_err("cannot re-execute for the role change: exiting");
+		return 1;
+	}
 	fkv_sd_notify("STOPPING=1");
 	if (stop_signal)
 		fkv_info("%s: unregistering", strsignal(stop_signal));
@@ -675,6 +729,7 @@ int main(int argc, char **argv)
 		fkv_clusterd_stop(d.cd);	/* owns the master */
 		d.master = NULL;
 	}
+	fkv_failover_stop(d.fo);	/* resigns: no wait for the TTL */
 	fkv_master_destroy(d.master);
 	fkv_nl_close(d.nl);
 	fkv_pidfile_remove(d.opt.pidfile, d.pidfile_fd);
@@ -683,11 +738,12 @@ int main(int argc, char **argv)
 	return err ? 1 : 0;
 
 fail:
-	fkv_config_free(&d.cfg);
 	if (d.cd) {
 		fkv_clusterd_stop(d.cd);
 		d.master = NULL;
 	}
+	fkv_failover_stop(d.fo);
+	fkv_config_free(&d.cfg);
 	fkv_master_destroy(d.master);
 	fkv_nl_close(d.nl);
 	fkv_pidfile_remove(d.opt.pidfile, d.pidfile_fd);

@@ -101,6 +101,16 @@
  *	                               # (master.term): put_ids of a later
  *	                               # master term are above every earlier
  *
+ *	  master_candidate: true       # with etcd only: campaign for the
+ *	                               # master role; default false
+ *	  etcd:                        # the master elected on etcd (issue
+ *	    endpoints: [http://10.77.0.9:2379]  # 1..8, http://host:port
+ *	    prefix: /fluxonkv/prod     # default /fluxonkv/<cluster_name>
+ *	    lease_ttl_ms: 3000         # 1000..60000, default 3000
+ *	  With etcd, role must not be set (the election decides it); master
+ *	  is required of a candidate (its own control listener, advertised
+ *	  while it leads) and optional for the others.
+ *
  * master and advertise are dialed by peers, so neither may be a wildcard
  * address.  All three addresses follow the host:port grammar below; they
  * are checked, never resolved (no DNS at parse time).  An [IPv6] address
@@ -226,7 +236,26 @@ struct fkv_cluster_config {
 	unsigned int dead_after_ms;
 	unsigned int lease_ms;	/* heartbeat_ms < lease_ms < dead_after_ms */
 	char *state_dir;	/* owned; FKV_STATE_DIR_DEFAULT if unset */
+	/*
+	 * cluster.etcd (issue 32): the master is elected on etcd.  netcd == 0:
+	 * not configured (role and master as above).  Otherwise role is
+	 * decided by the election (it must not be set) and master_candidate
+	 * says whether this fluxond campaigns; a candidate's master is its own
+	 * control listener, advertised in etcd while it leads; a node that is
+	 * no candidate needs no master (it reads the leader's from etcd).
+	 */
+	char **etcd_endpoints;	/* owned; "http://host:port" each */
+	size_t netcd;		/* 1..FKV_ETCD_ENDPOINTS_MAX_CFG */
+	char *etcd_prefix;	/* owned; NULL: "/fluxonkv/<cluster_name>" */
+	unsigned int etcd_lease_ttl_ms;	/* FKV_ETCD_LEASE_TTL_MS_* */
+	bool master_candidate;	/* cluster.master_candidate: true */
 };
+
+#define FKV_ETCD_ENDPOINTS_MAX_CFG	8
+#define FKV_ETCD_LEASE_TTL_MS_MIN	1000
+#define FKV_ETCD_LEASE_TTL_MS_MAX	60000
+#define FKV_ETCD_LEASE_TTL_MS_DEFAULT	3000
+#define FKV_ETCD_PREFIX_MAX		200
 
 /* Watermarks fluxond uses when neither the file nor its flags set them. */
 #define FKV_HIGH_WATERMARK_PCT	98

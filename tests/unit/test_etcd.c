@@ -1,0 +1,595 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * test_etcd.c - the etcd client (etcd.c) and the master election
+ * (election.c) against a real etcd (Debian's etcd-server, tools/deps)
+ * started here on 127.0.0.1, free ports, a temporary data directory, with
+ * a short raft election timeout so that a 1 s lease TTL is granted as 1 s.
+ * Skipped, saying so, only when /usr/bin/etcd is absent.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int etcd_setup(const char **why);
+#define FKV_TEST_SETUP_ALL etcd_setup
+#include "../../selftests/fkv_test.h"
+#include "../../userspace/fluxond/election.h"
+#include "../../userspace/fluxond/etcd.h"
+
+#define ETCD_BIN "/usr/bin/etcd"
+
+static pid_t etcd_pid;
+static char etcd_dir[64];
+static char etcd_url[64];
+static int dead_port;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A port nothing listens on right now (bound, then closed). */
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+	if (fd < 0)
+		return -1;
+	if (!bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(fd, (struct sockaddr *)&a, &len))
+		port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+static void etcd_stop(void)
+{
+	char cmd[96];
+
+	if (etcd_pid > 0) {
+		kill(etcd_pid, SIGKILL);
+		waitpid(etcd_pid, NULL, 0);
+		etcd_pid = 0;
+	}
+	if (etcd_dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", etcd_dir);
+		if (system(cmd))
+			fprintf(stderr, "# could not remove %s\n", etcd_dir);
+	}
+}
+
+static int etcd_setup(const char **why)
+{
+	const char *ep[1];
+	struct fkv_etcd *e;
+	char err[FKV_ETCD_ERR_BUF], peer[64], log[96];
+	int cport, pport, rc = -ETIMEDOUT;
+
+	if (access(ETCD_BIN, X_OK)) {
+		*why = ETCD_BIN " is absent: run tools/deps (etcd-server)";
+		return -ENOENT;
+	}
+	snprintf(etcd_dir, sizeof(etcd_dir), "/tmp/fkv-etcd-XXXXXX");
+	if (!mkdtemp(etcd_dir)) {
+		*why = "mkdtemp failed";
+		etcd_dir[0] = '\0';
+		return -errno;
+	}
+	cport = free_port();
+	pport = free_port();
+	dead_port = free_port();
+	if (cport < 0 || pport < 0 || dead_port < 0 || cport == pport) {
+		*why = "no free port";
+		return -EADDRINUSE;
+	}
+	snprintf(etcd_url, sizeof(etcd_url), "http://127.0.0.1:%d", cport);
+	snprintf(peer, sizeof(peer), "http://127.0.0.1:%d", pport);
+	snprintf(log, sizeof(log), "%s/etcd.log", etcd_dir);
+	atexit(etcd_stop);
+	etcd_pid = fork();
+	if (etcd_pid < 0)
+		return -errno;
+	if (etcd_pid == 0) {
+		char data[96], cluster[96];
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		snprintf(data, sizeof(data), "%s/data", etcd_dir);
+		snprintf(cluster, sizeof(cluster), "default=%s", peer);
+		execl(ETCD_BIN, ETCD_BIN, "--data-dir", data,
+		      "--listen-client-urls", etcd_url,
+		      "--advertise-client-urls", etcd_url,
+		      "--listen-peer-urls", peer,
+		      "--initial-advertise-peer-urls", peer,
+		      "--initial-cluster", cluster,
+		      "--heartbeat-interval", "100",
+		      "--election-timeout", "500", (char *)NULL);
+		_exit(127);
+	}
+	ep[0] = etcd_url;
+	if (fkv_etcd_open(&e, ep, 1, 500, err, sizeof(err))) {
+		*why = "fkv_etcd_open failed";
+		return -EINVAL;
+	}
+	for (int i = 0; i < 100; i++) {
+		if (fkv_etcd_status(e, NULL, 0) == 0) {
+			rc = 0;
+			break;
+		}
+		usleep(100 * 1000);
+	}
+	fkv_etcd_close(e);
+	if (rc)
+		*why = "etcd did not come up within 10 s";
+	return rc;
+}
+
+static struct fkv_etcd *client(void)
+{
+	const char *ep[1] = { etcd_url };
+	char err[FKV_ETCD_ERR_BUF];
+	struct fkv_etcd *e = NULL;
+
+	FKV_ASSERT_EQ(fkv_etcd_open(&e, ep, 1, 500, err, sizeof(err)), 0);
+	return e;
+}
+
+static struct fkv_election *candidate(struct fkv_etcd *e, const char *prefix,
+				      const char *name, const char *addr,
+				      bool cand)
+{
+	struct fkv_election_opts o = { .prefix = prefix, .name = name,
+				       .addr = addr, .ttl_ms = 1000,
+				       .candidate = cand };
+	struct fkv_election *el = NULL;
+	char err[128];
+
+	FKV_ASSERT_EQ(fkv_election_create(&el, e, &o, err, sizeof(err)), 0);
+	return el;
+}
+
+FKV_TEST(the_client_reads_writes_creates_swaps_and_leases)
+{
+	struct fkv_etcd *e = client(), *e2 = client();
+	struct fkv_etcd_kv kv;
+	char ver[32];
+	int64_t lease, ttl, rev = 0;
+
+	FKV_ASSERT_EQ(fkv_etcd_status(e, ver, sizeof(ver)), 0);
+	FKV_ASSERT(strncmp(ver, "3.", 2) == 0);
+	/* Values of every base64 padding, bytes that are not text. */
+	for (size_t len = 0; len < 6; len++) {
+		const char v[6] = { '\0', '\xff', ' ', '=', '\n', 'z' };
+
+		FKV_ASSERT_EQ(fkv_etcd_put(e, "/t1/bin", v, len, 0), 0);
+		FKV_ASSERT_EQ(fkv_etcd_get(e, "/t1/bin", &kv), 0);
+		FKV_ASSERT_EQ(kv.value_len, len);
+		FKV_ASSERT(memcmp(kv.value, v, len) == 0);
+		fkv_etcd_kv_free(&kv);
+	}
+	FKV_ASSERT_EQ(fkv_etcd_get(e, "/t1/none", &kv), -ENOENT);
+
+	/* Create only once; the loser sees the holder. */
+	FKV_ASSERT_EQ(fkv_etcd_create(e, "/t1/c", "one", 3, 0, &rev, NULL), 1);
+	FKV_ASSERT(rev > 0);
+	FKV_ASSERT_EQ(fkv_etcd_create(e2, "/t1/c", "two", 3, 0, NULL, &kv), 0);
+	FKV_ASSERT_EQ(kv.value_len, 3);
+	FKV_ASSERT(memcmp(kv.value, "one", 3) == 0);
+	FKV_ASSERT_EQ(kv.create_revision, rev);
+
+	/* CAS on mod_revision: a stale revision loses. */
+	FKV_ASSERT_EQ(fkv_etcd_cas(e, "/t1/c", kv.mod_revision, "3", 1, NULL, 0), 1);
+	FKV_ASSERT_EQ(fkv_etcd_cas(e2, "/t1/c", kv.mod_revision, "4", 1, NULL, 0), 0);
+	FKV_ASSERT_EQ(fkv_etcd_cas(e2, "/t1/c", 0, "4", 1, NULL, 0), 0);
+	FKV_ASSERT_EQ(fkv_etcd_cas(e2, "/t1/new", 0, "5", 1, NULL, 0), 1);
+	/* ... and a guard key's create_revision. */
+	FKV_ASSERT_EQ(fkv_etcd_get(e, "/t1/new", &kv), 0);
+	fkv_etcd_kv_free(&kv);
+	FKV_ASSERT_EQ(fkv_etcd_get(e, "/t1/c", &kv), 0);
+	FKV_ASSERT_EQ(fkv_etcd_cas(e, "/t1/new", 0, "6", 1, "/t1/c", rev), 0);
+	fkv_etcd_kv_free(&kv);
+
+	/* A key under a lease goes with the lease. */
+	FKV_ASSERT_EQ(fkv_etcd_lease_grant(e, 5, &lease), 0);
+	FKV_ASSERT_EQ(fkv_etcd_lease_keepalive(e, lease, &ttl), 0);
+	FKV_ASSERT(ttl >= 5);
+	FKV_ASSERT_EQ(fkv_etcd_put(e, "/t1/leased", "x", 1, lease), 0);
+	FKV_ASSERT_EQ(fkv_etcd_get(e, "/t1/leased", &kv), 0);
+	FKV_ASSERT_EQ(kv.lease, lease);
+	fkv_etcd_kv_free(&kv);
+	FKV_ASSERT_EQ(fkv_etcd_lease_revoke(e, lease), 0);
+	FKV_ASSERT_EQ(fkv_etcd_get(e, "/t1/leased", &kv), -ENOENT);
+	FKV_ASSERT_EQ(fkv_etcd_lease_keepalive(e, lease, &ttl), -ENOENT);
+	FKV_ASSERT_EQ(fkv_etcd_lease_revoke(e, lease), -ENOENT);
+	FKV_ASSERT(strstr(fkv_etcd_error(e), "lease not found"));
+	FKV_ASSERT_EQ(fkv_etcd_put(e, "/t1/leased", "x", 1, lease), -EIO);
+	FKV_ASSERT_EQ(fkv_etcd_lease_grant(e, 0, &lease), -EINVAL);
+
+	/* Delete only the version we name. */
+	FKV_ASSERT_EQ(fkv_etcd_delete_if(e, "/t1/c", rev + 1000), 0);
+	FKV_ASSERT_EQ(fkv_etcd_delete_if(e, "/t1/c", rev), 1);
+	FKV_ASSERT_EQ(fkv_etcd_get(e, "/t1/c", &kv), -ENOENT);
+	fkv_etcd_close(e);
+	fkv_etcd_close(e2);
+}
+
+FKV_TEST(a_wrong_endpoint_gives_a_clear_error)
+{
+	char dead[64], err[FKV_ETCD_ERR_BUF];
+	const char *ep[2];
+	struct fkv_etcd *e;
+
+	snprintf(dead, sizeof(dead), "http://127.0.0.1:%d", dead_port);
+	ep[0] = dead;
+	FKV_ASSERT_EQ(fkv_etcd_open(&e, ep, 1, 500, err, sizeof(err)), 0);
+	FKV_ASSERT_EQ(fkv_etcd_status(e, NULL, 0), -ECONNREFUSED);
+	fkv_diag("%s", fkv_etcd_error(e));
+	FKV_ASSERT(strstr(fkv_etcd_error(e), dead));
+	fkv_etcd_close(e);
+
+	/* A name that does not resolve. */
+	ep[0] = "http://no-such-host.invalid:2379";
+	FKV_ASSERT_EQ(fkv_etcd_open(&e, ep, 1, 500, err, sizeof(err)), 0);
+	FKV_ASSERT_EQ(fkv_etcd_status(e, NULL, 0), -EHOSTUNREACH);
+	fkv_diag("%s", fkv_etcd_error(e));
+	fkv_etcd_close(e);
+
+	/* Endpoints that are not http://host:port. */
+	static const char *const bad[] = {
+		"127.0.0.1:2379", "https://127.0.0.1:2379", "http://:2379",
+		"http://127.0.0.1", "http://127.0.0.1:0", "http://127.0.0.1:65536",
+		"http://127.0.0.1:2379/v3", "http://a@b:1", "",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ep[0] = bad[i];
+		FKV_ASSERT_EQ(fkv_etcd_open(&e, ep, 1, 500, err, sizeof(err)),
+			      -EINVAL);
+		FKV_ASSERT(e == NULL);
+		FKV_ASSERT(err[0]);
+	}
+	fkv_diag("%s", err);
+	FKV_ASSERT_EQ(fkv_etcd_open(&e, ep, 0, 500, err, sizeof(err)), -EINVAL);
+
+	/* A dead endpoint first: the next one answers and is kept. */
+	ep[0] = dead;
+	ep[1] = etcd_url;
+	FKV_ASSERT_EQ(fkv_etcd_open(&e, ep, 2, 500, err, sizeof(err)), 0);
+	FKV_ASSERT_EQ(fkv_etcd_status(e, NULL, 0), 0);
+	FKV_ASSERT(strcmp(fkv_etcd_endpoint(e), etcd_url) == 0);
+	fkv_etcd_close(e);
+}
+
+/*
+ * Two candidates: one wins; the other reads it as leader; the winner
+ * stops keeping its lease alive (as if killed): the other wins within
+ * 2 TTLs; the old one steps down by itself once it cannot count on its
+ * lease, and its term raise is refused; the term only grows.
+ */
+FKV_TEST_TIMEOUT(one_of_two_candidates_wins_and_the_other_takes_over, 30)
+{
+	struct fkv_etcd *ea = client(), *eb = client(), *ec = client();
+	struct fkv_election *a = candidate(ea, "/t3", "a", "10.0.0.1:7470", true);
+	struct fkv_election *b = candidate(eb, "/t3", "b", "10.0.0.2:7470", true);
+	struct fkv_election *n = candidate(ec, "/t3", "n", NULL, false);
+	struct fkv_election_stats st;
+	struct fkv_leader l;
+	enum fkv_elect_event ev;
+	uint64_t t1, t2, t, stop, won_at = 0;
+
+	/* A node with no leader yet reads none. */
+	FKV_ASSERT_EQ(fkv_election_step(n, now_ms(), &ev, &l), 0);
+	FKV_ASSERT(!l.present);
+
+	FKV_ASSERT_EQ(fkv_election_step(a, now_ms(), &ev, &l), 0);
+	FKV_ASSERT_EQ(ev, FKV_ELECT_WON);
+	FKV_ASSERT(fkv_election_is_leader(a));
+	FKV_ASSERT_EQ(fkv_election_step(b, now_ms(), &ev, &l), 0);
+	FKV_ASSERT(!fkv_election_is_leader(b));
+	FKV_ASSERT(l.present && !strcmp(l.name, "a") &&
+		   !strcmp(l.addr, "10.0.0.1:7470"));
+	FKV_ASSERT_EQ(fkv_election_step(n, now_ms(), &ev, &l), 0);
+	FKV_ASSERT_EQ(ev, FKV_ELECT_CHANGED);
+	FKV_ASSERT(!strcmp(l.name, "a"));
+
+	/* The term: above etcd's and above the floor given. */
+	FKV_ASSERT_EQ(fkv_election_raise_term(a, 0, &t1), 0);
+	FKV_ASSERT(t1 >= 1);
+	FKV_ASSERT_EQ(fkv_election_raise_term(a, t1 + 10, &t), 0);
+	FKV_ASSERT_EQ(t, t1 + 10);
+	t1 = t;
+	FKV_ASSERT_EQ(fkv_election_raise_term(b, 0, &t), -EPERM);
+
+	/* a keeps its lease 3 s while b keeps trying: no takeover. */
+	stop = now_ms() + 3000;
+	while ((t = now_ms()) < stop) {
+		FKV_ASSERT_EQ(fkv_election_step(a, t, &ev, &l), 0);
+		FKV_ASSERT_EQ(ev, FKV_ELECT_NONE);
+		FKV_ASSERT_EQ(fkv_election_step(b, now_ms(), &ev, &l), 0);
+		FKV_ASSERT(!fkv_election_is_leader(b));
+		usleep(100 * 1000);
+	}
+
+	/* a stops (its next keepalive would be due now at the latest). */
+	FKV_ASSERT_EQ(fkv_election_step(a, now_ms() + 400, &ev, &l), 0);
+	stop = now_ms();
+	while (now_ms() < stop + 5000) {
+		FKV_ASSERT_EQ(fkv_election_step(b, now_ms(), &ev, &l), 0);
+		if (ev == FKV_ELECT_WON) {
+			won_at = now_ms();
+			break;
+		}
+		usleep(100 * 1000);
+	}
+	FKV_ASSERT(won_at);
+	fkv_diag("b won %llu ms after a's last keepalive (TTL 1000 ms)",
+		 (unsigned long long)(won_at - stop));
+	/* 2 TTLs, +500 ms for a loaded host (etcd checks expiry every 500 ms) */
+	FKV_ASSERT(won_at - stop <= 2500);
+	FKV_ASSERT(!strcmp(l.name, "b"));
+
+	/* a, silent since, has stepped down on its own clock. */
+	FKV_ASSERT(fkv_election_is_leader(a));	/* not stepped yet */
+	fkv_election_step(a, now_ms(), &ev, &l);
+	FKV_ASSERT_EQ(ev, FKV_ELECT_LOST);
+	FKV_ASSERT(!fkv_election_is_leader(a));
+	FKV_ASSERT_EQ(fkv_election_raise_term(a, 0, &t), -EPERM);
+
+	FKV_ASSERT_EQ(fkv_election_raise_term(b, 0, &t2), 0);
+	FKV_ASSERT(t2 > t1);
+	FKV_ASSERT_EQ(fkv_election_read_term(n, &t), 0);
+	FKV_ASSERT_EQ(t, t2);
+
+	/* a, a candidate again, follows b. */
+	FKV_ASSERT_EQ(fkv_election_step(a, now_ms(), &ev, &l), 0);
+	FKV_ASSERT(!fkv_election_is_leader(a));
+	FKV_ASSERT(!strcmp(l.name, "b"));
+	FKV_ASSERT_EQ(fkv_election_step(n, now_ms(), &ev, &l), 0);
+	FKV_ASSERT_EQ(ev, FKV_ELECT_CHANGED);
+	FKV_ASSERT(!strcmp(l.name, "b"));
+
+	fkv_election_get_stats(a, &st);
+	FKV_ASSERT_EQ(st.won, 1);
+	FKV_ASSERT_EQ(st.stepdowns, 1);
+	fkv_election_get_stats(b, &st);
+	FKV_ASSERT_EQ(st.won, 1);
+	FKV_ASSERT(st.campaigns >= 2);
+
+	/* b resigns: its key goes at once, a wins on its next step. */
+	fkv_election_resign(b);
+	FKV_ASSERT_EQ(fkv_election_step(a, now_ms(), &ev, &l), 0);
+	FKV_ASSERT_EQ(ev, FKV_ELECT_WON);
+	FKV_ASSERT_EQ(fkv_election_raise_term(a, 0, &t), 0);
+	FKV_ASSERT(t > t2);
+	fkv_election_destroy(a);
+	fkv_election_destroy(b);
+	fkv_election_destroy(n);
+	fkv_etcd_close(ea);
+	fkv_etcd_close(eb);
+	fkv_etcd_close(ec);
+}
+
+/* etcd drops the leader's lease: its next step steps down. */
+FKV_TEST(a_leader_whose_lease_is_gone_steps_down_at_once)
+{
+	struct fkv_etcd *ea = client(), *ex = client();
+	struct fkv_election *a = candidate(ea, "/t4", "a", "10.0.0.1:7470", true);
+	struct fkv_leader l;
+	enum fkv_elect_event ev;
+	int64_t lease, rev;
+	uint64_t t;
+
+	FKV_ASSERT_EQ(fkv_election_step(a, now_ms(), &ev, &l), 0);
+	FKV_ASSERT_EQ(ev, FKV_ELECT_WON);
+	fkv_election_handle(a, &lease, &rev);
+	FKV_ASSERT(lease && rev);
+	/* held 3/4 of the TTL from the keepalive's send */
+	t = fkv_election_held_until(a);
+	FKV_ASSERT(t > now_ms() + 500 && t <= now_ms() + 750);
+	FKV_ASSERT_EQ(fkv_etcd_lease_revoke(ex, lease), 0);
+	/* Its next keepalive (due in ttl/3) finds no lease. */
+	t = now_ms() + 400;
+	FKV_ASSERT_EQ(fkv_election_step(a, t, &ev, &l), -ENOENT);
+	FKV_ASSERT_EQ(ev, FKV_ELECT_LOST);
+	FKV_ASSERT(!fkv_election_is_leader(a));
+	FKV_ASSERT(!l.present);
+	FKV_ASSERT_EQ(fkv_election_held_until(a), 0);
+	fkv_election_destroy(a);
+	fkv_etcd_close(ea);
+	fkv_etcd_close(ex);
+}
+
+/* fluxond re-execs into the master role keeping its lease and key. */
+FKV_TEST(a_leadership_is_resumed_across_an_exec_only_if_still_ours)
+{
+	struct fkv_etcd *ea = client(), *eb = client();
+	struct fkv_election *a = candidate(ea, "/t5", "a", "10.0.0.1:7470", true);
+	struct fkv_election *a2 = candidate(eb, "/t5", "a", "10.0.0.1:7470", true);
+	struct fkv_election *a3 = candidate(eb, "/t5", "a", "10.0.0.1:7470", true);
+	struct fkv_leader l;
+	enum fkv_elect_event ev;
+	int64_t lease, rev;
+	uint64_t t;
+
+	FKV_ASSERT_EQ(fkv_election_step(a, now_ms(), &ev, &l), 0);
+	FKV_ASSERT_EQ(ev, FKV_ELECT_WON);
+	fkv_election_handle(a, &lease, &rev);
+	FKV_ASSERT_EQ(fkv_election_resume(a3, lease, rev + 1, now_ms()), -ESTALE);
+	/* a3's refusal revoked the lease it could not prove: start again. */
+	FKV_ASSERT_EQ(fkv_election_resume(a2, lease, rev, now_ms()), -ESTALE);
+	fkv_election_destroy(a);
+	fkv_election_destroy(a3);
+
+	a = candidate(ea, "/t5", "a", "10.0.0.1:7470", true);
+	FKV_ASSERT_EQ(fkv_election_step(a, now_ms(), &ev, &l), 0);
+	FKV_ASSERT_EQ(ev, FKV_ELECT_WON);
+	fkv_election_handle(a, &lease, &rev);
+	a3 = candidate(eb, "/t5", "a", "10.0.0.1:7470", true);
+	FKV_ASSERT_EQ(fkv_election_resume(a3, lease, rev, now_ms()), 0);
+	FKV_ASSERT(fkv_election_is_leader(a3));
+	t = now_ms();
+	FKV_ASSERT_EQ(fkv_election_raise_term(a3, 0, &t), 0);
+	free(a);	/* the old process image: gone without resigning */
+	fkv_election_destroy(a2);
+	fkv_election_destroy(a3);
+	fkv_etcd_close(ea);
+	fkv_etcd_close(eb);
+}
+
+FKV_TEST(leader_values_and_options_are_checked)
+{
+	struct fkv_election_opts o = { .prefix = "/p", .name = "a",
+				       .addr = "h:1", .ttl_ms = 1000,
+				       .candidate = true };
+	struct fkv_election *el;
+	struct fkv_leader l;
+	char err[128];
+
+	FKV_ASSERT_EQ(fkv_leader_parse("a 10.0.0.1:7470", 15, &l), 0);
+	FKV_ASSERT(!strcmp(l.name, "a") && !strcmp(l.addr, "10.0.0.1:7470"));
+	FKV_ASSERT_EQ(fkv_leader_parse("a", 1, &l), -EPROTO);
+	FKV_ASSERT_EQ(fkv_leader_parse(" x", 2, &l), -EPROTO);
+	FKV_ASSERT_EQ(fkv_leader_parse("x ", 2, &l), -EPROTO);
+	o.ttl_ms = 999;
+	FKV_ASSERT_EQ(fkv_election_create(&el, NULL, &o, err, sizeof(err)), -EINVAL);
+	o.ttl_ms = 1000;
+	o.prefix = "p";
+	FKV_ASSERT_EQ(fkv_election_create(&el, NULL, &o, err, sizeof(err)), -EINVAL);
+	o.prefix = "/p";
+	o.addr = NULL;
+	FKV_ASSERT_EQ(fkv_election_create(&el, NULL, &o, err, sizeof(err)), -EINVAL);
+	o.candidate = false;
+	FKV_ASSERT_EQ(fkv_election_create(&el, NULL, &o, err, sizeof(err)), 0);
+	free(el);
+}
+
+/* fluxond itself: a wrong endpoint is a clear error at start, exit 1. */
+static int run_fluxond(const char *yaml, char *out, size_t outlen)
+{
+	const char *bin = getenv("FLUXOND") ? getenv("FLUXOND") : "build/fluxond";
+	char cfg[] = "/tmp/fkv-etcd-cfg-XXXXXX", cmd[512];
+	FILE *p;
+	size_t n;
+	int fd, st;
+
+	if (access(bin, X_OK))
+		FKV_SKIP("%s not built (make first, or set FLUXOND)", bin);
+	fd = mkstemp(cfg);
+	FKV_ASSERT(fd >= 0);
+	FKV_ASSERT_EQ(write(fd, yaml, strlen(yaml)), (ssize_t)strlen(yaml));
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "%s --control none --config %s 2>&1", bin,
+		 cfg);
+	p = popen(cmd, "r");
+	FKV_ASSERT(p);
+	n = fread(out, 1, outlen - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	unlink(cfg);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+#define FLUXOND_YAML(ep)						\
+	"fluxonkv_spec:\n  instance: n1\n  cluster:\n"			\
+	"    listen: 127.0.0.1:7471\n    secret: \"0123456789abcdef\"\n"	\
+	"    master: 127.0.0.1:7470\n    master_candidate: true\n"	\
+	"    state_dir: /tmp/fkv-etcd-state\n"				\
+	"    etcd: {endpoints: [\"" ep "\"], prefix: /t7,"		\
+	" lease_ttl_ms: 1000}\n"
+
+FKV_TEST(fluxond_with_a_wrong_etcd_endpoint_exits_1_saying_why)
+{
+	char out[4096], yaml[1024];
+	struct fkv_etcd *e;
+	struct fkv_etcd_kv kv;
+	int rc;
+
+	snprintf(yaml, sizeof(yaml),
+		 FLUXOND_YAML("http://127.0.0.1:%d"), dead_port);
+	rc = run_fluxond(yaml, out, sizeof(out));
+	fkv_diag("exit %d: %s", rc, out);
+	FKV_ASSERT_EQ(rc, 1);
+	FKV_ASSERT(strstr(out, "cluster.etcd: no endpoint answers"));
+	FKV_ASSERT(strstr(out, "Connection refused"));
+
+	/*
+	 * A reachable etcd: it campaigns and wins, and when it then cannot
+	 * go on (no module here) it resigns on its way out.
+	 */
+	if (!access("/sys/kernel/fluxonkv", F_OK))
+		FKV_SKIP("the fluxonkv module is loaded here: not starting a second daemon");
+	snprintf(yaml, sizeof(yaml), FLUXOND_YAML("%s"), etcd_url);
+	rc = run_fluxond(yaml, out, sizeof(out));
+	fkv_diag("exit %d: %s", rc, out);
+	FKV_ASSERT_EQ(rc, 1);
+	FKV_ASSERT(strstr(out, "etcd election: leading as n1 at 127.0.0.1:7470"));
+	e = client();
+	FKV_ASSERT_EQ(fkv_etcd_get(e, "/t7/leader", &kv), -ENOENT);
+	fkv_etcd_close(e);
+}
+
+static int collect_fence(void *arg, const char *name, uint64_t put_id)
+{
+	char *out = arg;
+	size_t len = strlen(out);
+
+	snprintf(out + len, 256 - len, "%s=%llx;", name,
+		 (unsigned long long)put_id);
+	return 0;
+}
+
+/* Fences in etcd: only the leader raises them, only upwards; the next
+ * leader (another host) reads them. */
+FKV_TEST(fences_kept_in_etcd_reach_the_next_leader)
+{
+	struct fkv_etcd *ea = client(), *eb = client();
+	struct fkv_election *a = candidate(ea, "/t8", "a", "10.0.0.1:7470", true);
+	struct fkv_election *b = candidate(eb, "/t8", "b", "10.0.0.2:7470", true);
+	struct fkv_leader l;
+	enum fkv_elect_event ev;
+	char got[256] = "";
+
+	FKV_ASSERT_EQ(fkv_election_step(a, now_ms(), &ev, &l), 0);
+	FKV_ASSERT_EQ(ev, FKV_ELECT_WON);
+	FKV_ASSERT_EQ(fkv_election_step(b, now_ms(), &ev, &l), 0);
+	FKV_ASSERT_EQ(fkv_election_fence_raise(a, "n2", 0x10000000100ULL), 0);
+	FKV_ASSERT_EQ(fkv_election_fence_raise(a, "n3", 0x10000000005ULL), 0);
+	/* never down; a follower writes nothing */
+	FKV_ASSERT_EQ(fkv_election_fence_raise(a, "n2", 0x10000000001ULL), 0);
+	FKV_ASSERT_EQ(fkv_election_fence_raise(b, "n2", 0x20000000000ULL), -EPERM);
+
+	/* a goes; b leads and reads a's fences */
+	fkv_election_resign(a);
+	FKV_ASSERT_EQ(fkv_election_step(b, now_ms(), &ev, &l), 0);
+	FKV_ASSERT_EQ(ev, FKV_ELECT_WON);
+	FKV_ASSERT_EQ(fkv_election_fences_load(b, collect_fence, got), 0);
+	FKV_ASSERT(!strcmp(got, "n2=10000000100;n3=10000000005;"), "fences: %s", got);
+	FKV_ASSERT_EQ(fkv_election_fence_raise(b, "n2", 0x20000000007ULL), 0);
+	got[0] = '\0';
+	FKV_ASSERT_EQ(fkv_election_fences_load(b, collect_fence, got), 0);
+	FKV_ASSERT(!strcmp(got, "n2=20000000007;n3=10000000005;"), "fences: %s", got);
+	fkv_election_destroy(a);
+	fkv_election_destroy(b);
+	fkv_etcd_close(ea);
+	fkv_etcd_close(eb);
+}
