@@ -588,6 +588,22 @@ FKV_TEST(fences_kept_in_etcd_reach_the_next_leader)
 	got[0] = '\0';
 	FKV_ASSERT_EQ(fkv_election_fences_load(b, collect_fence, got), 0);
 	FKV_ASSERT(!strcmp(got, "n2=20000000007;n3=10000000005;"), "fences: %s", got);
+	/* lifted only at the value judged (n2 rejoined), by the leader only */
+	FKV_ASSERT_EQ(fkv_election_fence_lift(b, "n2", 0x20000000006ULL), 0);
+	FKV_ASSERT_EQ(fkv_election_fence_lift(a, "n2", 0x20000000007ULL), -EPERM);
+	got[0] = '\0';
+	FKV_ASSERT_EQ(fkv_election_fences_load(b, collect_fence, got), 0);
+	FKV_ASSERT(!strcmp(got, "n2=20000000007;n3=10000000005;"), "fences: %s", got);
+	FKV_ASSERT_EQ(fkv_election_fence_lift(b, "n2", 0x20000000007ULL), 0);
+	FKV_ASSERT_EQ(fkv_election_fence_lift(b, "n9", 1), 0);	/* none */
+	got[0] = '\0';
+	FKV_ASSERT_EQ(fkv_election_fences_load(b, collect_fence, got), 0);
+	FKV_ASSERT(!strcmp(got, "n2=0;n3=10000000005;"), "fences: %s", got);
+	/* and it can rise again */
+	FKV_ASSERT_EQ(fkv_election_fence_raise(b, "n2", 0x20000000009ULL), 0);
+	got[0] = '\0';
+	FKV_ASSERT_EQ(fkv_election_fences_load(b, collect_fence, got), 0);
+	FKV_ASSERT(!strcmp(got, "n2=20000000009;n3=10000000005;"), "fences: %s", got);
 	fkv_election_destroy(a);
 	fkv_election_destroy(b);
 	fkv_etcd_close(ea);

@@ -934,6 +934,13 @@ static void unfence(struct fkv_clusterd *cd, uint32_t id)
 			 mb->name, (unsigned long long)at, why);
 		return;
 	}
+	/* Elected on etcd: the next leader reads etcd's (same rule). */
+	if (!fkv_fences_of(&cd->fences, mb->name) && cd->cfg.fence_lift &&
+	    (err = cd->cfg.fence_lift(cd->cfg.election, mb->name, at))) {
+		fkv_warn("cluster: node '%s' stays fenced at %#llx in etcd: %s",
+			 mb->name, (unsigned long long)at, strerror(-err));
+		return;
+	}
 	if (!fkv_fences_of(&cd->fences, mb->name)) {
 		cd->st.fences_lifted++;
 		fkv_info("cluster: node '%s' is back and its kept copies judged: "

@@ -47,6 +47,8 @@ struct fkv_clusterd_config {
 	 */
 	int (*fences_merge)(void *election, struct fkv_fences *f);
 	int (*fence_raise)(void *election, const char *name, uint64_t put_id);
+	/* ... and lifted there after the local file (a rejoin judged) */
+	int (*fence_lift)(void *election, const char *name, uint64_t put_id);
 };
 
 struct fkv_clusterd;

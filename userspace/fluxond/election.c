@@ -464,6 +464,39 @@ int fkv_election_fence_raise(struct fkv_election *el, const char *name,
 	return -EAGAIN;
 }
 
+int fkv_election_fence_lift(struct fkv_election *el, const char *name,
+			    uint64_t put_id)
+{
+	char key[FKV_ELECT_KEY_BUF + FKV_ELECT_NAME_BUF];
+	struct fkv_etcd_kv kv;
+	uint64_t cur;
+	int64_t mod;
+	int err, ok;
+
+	if ((size_t)snprintf(key, sizeof(key), "%s%s", el->key_fences, name) >=
+	    sizeof(key))
+		return -ENAMETOOLONG;
+	if (!el->leader)
+		return -EPERM;
+	err = fkv_etcd_get(el->e, key, &kv);
+	if (err == -ENOENT)
+		return 0;
+	if (err)
+		return err;
+	err = fkv_fence_parse(&kv, &cur);
+	mod = kv.mod_revision;
+	fkv_etcd_kv_free(&kv);
+	if (err)
+		return err;
+	if (cur != put_id)
+		return 0;	/* lifted, or raised again since */
+	/* "0": no fence; only if unchanged since we read it, while ours */
+	ok = fkv_etcd_cas(el->e, key, mod, "0", 1, el->key_leader, el->rev);
+	if (ok < 0)
+		return ok;
+	return ok ? 0 : -EAGAIN;
+}
+
 struct fkv_fence_walk {
 	size_t skip;
 	int (*fn)(void *arg, const char *name, uint64_t put_id);

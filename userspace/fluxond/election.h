@@ -126,6 +126,13 @@ void fkv_election_handle(const struct fkv_election *el, int64_t *lease,
  */
 int fkv_election_fence_raise(struct fkv_election *el, const char *name,
 			     uint64_t put_id);
+/*
+ * Lift @name's fence if it is still @put_id (a rejoined node's copies
+ * judged, term.h fkv_fences_lift): 0, -EAGAIN (it moved meanwhile: the
+ * fence stays), -EPERM, -errno.
+ */
+int fkv_election_fence_lift(struct fkv_election *el, const char *name,
+			    uint64_t put_id);
 int fkv_election_fences_load(struct fkv_election *el,
 			     int (*fn)(void *arg, const char *name,
 				       uint64_t put_id),

@@ -413,6 +413,20 @@ int fkv_failover_fence_raise(void *arg, const char *name, uint64_t put_id)
 	return err;
 }
 
+int fkv_failover_fence_lift(void *arg, const char *name, uint64_t put_id)
+{
+	struct fkv_failover *fo = arg;
+	int err;
+
+	pthread_mutex_lock(&fo->lock);
+	err = fkv_election_fence_lift(fo->el, name, put_id);
+	if (err && err != -EPERM && err != -EAGAIN)
+		fkv_err("etcd election: lifting the fence of '%s': %s", name,
+			fkv_etcd_error(fo->etcd));
+	pthread_mutex_unlock(&fo->lock);
+	return err;
+}
+
 const char *fkv_failover_pending(struct fkv_failover *fo)
 {
 	uint64_t hold;

@@ -54,6 +54,7 @@ int fkv_failover_term_commit(void *fo, uint64_t term);
 struct fkv_fences;
 int fkv_failover_fences_merge(void *fo, struct fkv_fences *f);
 int fkv_failover_fence_raise(void *fo, const char *name, uint64_t put_id);
+int fkv_failover_fence_lift(void *fo, const char *name, uint64_t put_id);
 
 /* A reason to re-exec fluxond, or NULL (checked by the main loop). */
 const char *fkv_failover_pending(struct fkv_failover *fo);

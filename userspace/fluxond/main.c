@@ -179,6 +179,7 @@ static int start_cluster(struct fluxond *d)
 		c.put_stats = fkv_failover_stats;
 		c.fences_merge = fkv_failover_fences_merge;
 		c.fence_raise = fkv_failover_fence_raise;
+		c.fence_lift = fkv_failover_fence_lift;
 	}
 	return fkv_clusterd_start(&d->cd, &c);
 }
