@@ -15,6 +15,32 @@
  *              replica of a key is in the local index, which serves gets
  *              without an upcall.
  *   session  - one open file description: its holders.
+ *
+ * Lock order (outer first; a lock is only ever taken with the ones above
+ * it on its line held, never the other way round).  Each lock's purpose is
+ * written beside it.
+ *
+ *   Sleeping locks:
+ *     fluxonkv_daemon.lock (genl.c: registration, detach, teardown)
+ *       -> fluxonkv_put_notes.send_lock (notes.c) -> fluxonkv_put_notes.lock
+ *       -> fluxonkv_daemon.sk_lock
+ *       -> fluxonkv_index_lock, fluxonkv_ssd.index_lock (the teardown's
+ *          drop-all and unroute-all)
+ *     fluxonkv_ssd.attach_lock (ssd.h) -> shard->lock (a mutex)
+ *       -> fluxonkv_ssd.index_lock, fluxonkv_ssd.notice_lock
+ *     fluxonkv_compact_mutex (segment.c) -> fluxonkv_seg.lock
+ *     fluxonkv_sessions_lock (holder.c) -> a session's holders (xa lock)
+ *   Spinlocks, innermost: fluxonkv_seg.lock, fluxonkv_index_lock,
+ *     fluxonkv_ssd.index_lock, notice_lock, a device's dev->lock, the
+ *     pending-upcall and handle-table xa locks, the per-CPU access-note
+ *     locks and the workers' list locks take no other lock.
+ *
+ *   Never held while sleeping or waiting: any spinlock; and no lock at all
+ *   across an upcall (fluxonkv_upcall*() waits for the daemon, whose
+ *   answers take fluxonkv_index_lock and the SSD index lock), nor across
+ *   a room wait.  fluxonkv_put_notes.send_lock is never held while taking
+ *   fluxonkv_daemon.lock.  A function that requires a lock says so with
+ *   lockdep_assert_held().
  */
 #ifndef _FLUXONKV_H
 #define _FLUXONKV_H
@@ -141,7 +167,7 @@ extern u32 fluxonkv_compact_freeze_delays;
 /* Values a slide found with their last reference gone (debugfs). */
 extern u32 fluxonkv_compact_freeze_lost;
 extern u32 fluxonkv_fail_alloc;
-/* debugfs put_local_delay_ms / put_local_delays (kv.c). */
+/* debugfs put_local_delay_ms / put_local_delays (kv_put.c). */
 extern u32 fluxonkv_put_local_delay_ms;
 extern u32 fluxonkv_put_local_delays;
 u64 fluxonkv_segment_used(void);
@@ -329,7 +355,7 @@ int fluxonkv_holder_add(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 int fluxonkv_holder_release(struct fluxonkv_session *s, u64 id);
 int fluxonkv_holders_open(struct inode *inode, struct file *file);
 
-/* ---- kv.c: put / get / delete flows ---- */
+/* ---- kv*.c: put / get / delete flows (kv.c says which file) ---- */
 
 /*
  * fluxonkv_get_result.flags (in).  NOWAIT: -EAGAIN rather than wait on the
@@ -501,6 +527,7 @@ bool fluxonkv_daemon_placement(void);
 bool fluxonkv_daemon_local_puts(void);
 bool fluxonkv_daemon_one_trip(void);
 u64 fluxonkv_daemon_generation(void);
+void fluxonkv_daemon_assert_locked(void);
 u64 fluxonkv_daemon_link_generation(void);
 pid_t fluxonkv_daemon_pid(void);
 int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
