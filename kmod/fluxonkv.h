@@ -34,6 +34,9 @@
  *     fluxonkv_ssd.index_lock, notice_lock, a device's dev->lock, the
  *     pending-upcall and handle-table xa locks, the per-CPU access-note
  *     locks and the workers' list locks take no other lock.
+ *     fluxonkv_seg.room_wq's lock: taken after the segment lock is let go;
+ *     a refill's async room wait's wake function, run under it, only
+ *     queues a work (workqueue internals).
  *
  *   Never held while sleeping or waiting: any spinlock; and no lock at all
  *   across an upcall (fluxonkv_upcall*() waits for the daemon, whose
@@ -380,6 +383,13 @@ struct fluxonkv_get_result {
 	struct fluxonkv_refill *refill;
 };
 
+/* What one room wait has asked for so far (fluxonkv_ask_room()). */
+struct fluxonkv_room_wait {
+	bool by_policy;		/* a NEED_ROOM the master's policy answered */
+	bool pinned_window;	/* a window with pinned values was named */
+	u64 victims[FLUXONKV_VICTIMS_MAX];
+};
+
 /**
  * struct fluxonkv_refill - an SSD refill running without its getter.
  * @done: set by the caller; called once the read is over, from a worker
@@ -390,6 +400,10 @@ struct fluxonkv_get_result {
  * @alloc: the target (one reference) from the start to the finish.
  * @t_read: when the read was submitted.
  * @put_id: the version read.
+ * @revoke: a failed refill's copy is revoked (not for a room wait that
+ *	failed: that says nothing of the copy).
+ * @room: the room wait of a refill that found no room at the inline issue
+ *	(fluxonkv_refill_room_wait()).
  * @key_len: the key.
  * @key: the key.
  */
@@ -400,6 +414,20 @@ struct fluxonkv_refill {
 	struct fluxonkv_alloc *alloc;
 	u64 t_read;
 	u64 put_id;
+	/* the finish revokes the SSD copy when @ret is set (a read, a stale route) */
+	bool revoke;
+	/* the async room wait (kv_room.c), for a refill that found no room */
+	struct fluxonkv_refill_room {
+		/* on fluxonkv_seg.room_wq while waiting for a free */
+		struct wait_queue_entry wait;
+		struct delayed_work work;	/* retries; on system_unbound_wq */
+		u64 len;			/* the value's */
+		u64 t0;				/* when the wait began */
+		unsigned long deadline;		/* FLUXONKV_ROOM_WAIT_MS after */
+		unsigned long next_ask;		/* the next NEED_ROOM */
+		u64 compact_failed;		/* free bytes then, or 0 */
+		struct fluxonkv_room_wait asked;
+	} room;
 	u32 key_len;
 	u8 key[FLUXONKV_KEY_MAX];
 };
@@ -633,6 +661,7 @@ struct fluxonkv_stats {
 	u64 local_misses;	/* answered from the index, no upcall */
 	u64 local_refills;	/* SSD refills without GET_START */
 	u64 refills_async;	/* ... completed from the read's end */
+	u64 refills_room_async;	/* ... that waited for room, not in io-wq */
 	u64 local_unsure;	/* local misses asked of the master */
 	u64 lease_refused;	/* local hits refused: the lease ran out */
 	u64 promotions;		/* refills the master promoted */

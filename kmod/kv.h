@@ -13,6 +13,7 @@
 /* kv_room.c: room in the segment, waiting for it (NEED_ROOM). */
 struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable);
 struct fluxonkv_alloc *fluxonkv_alloc_room(u64 len);
+void fluxonkv_refill_room_wait(struct fluxonkv_refill *rf, u64 len);
 
 /* kv_put.c */
 void fluxonkv_put_late_init(void);
@@ -25,6 +26,8 @@ int fluxonkv_grant(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 		   u64 put_id, u32 source, struct fluxonkv_get_result *res);
 void fluxonkv_get_revoke(const u8 *key, u32 key_len, u64 put_id,
 			 u32 source, u64 handle, int err);
+int fluxonkv_refill_submit(struct fluxonkv_refill *rf,
+			   struct fluxonkv_alloc *a, u64 len);
 
 /* kv_xfer.c: transfers between nodes (FETCH, TARGET, PUBLISH, stage) */
 void fluxonkv_publish_persists_init(void);

@@ -188,6 +188,7 @@ static void fluxonkv_refill_read_end(void *priv, int ret)
 	struct fluxonkv_refill *rf = priv;
 
 	rf->ret = ret;
+	rf->revoke = ret != 0;	/* the copy's read failed */
 	rf->done(rf);
 }
 
@@ -250,47 +251,80 @@ err_alloc:
 	return ret;
 }
 
+/**
+ * fluxonkv_refill_submit() - pin @rf's entry and submit its read into @a.
+ * @rf: the refill: key, key_len, put_id and done set.
+ * @a: the target (one reference, taken over: @rf->alloc once submitted).
+ * @len: the value's length, as the route said.
+ *
+ * Never sleeps for long (io_uring's inline issue, or the room wait's
+ * worker).  Return: 0 once the read is on its way (@rf->done follows);
+ * -ESTALE: no committed entry of that version and length (the route is
+ * stale); -ENOMEM or -EINVAL: not submitted.  On an error @a is put.
+ */
+int fluxonkv_refill_submit(struct fluxonkv_refill *rf,
+			   struct fluxonkv_alloc *a, u64 len)
+{
+	struct fluxonkv_ssd_entry *e;
+	int ret;
+
+	e = fluxonkv_ssd_pin(rf->key, rf->key_len, rf->put_id);
+	if (!e || fluxonkv_ssd_entry_len(e) != len) {
+		if (e)
+			fluxonkv_ssd_unpin(e);
+		fluxonkv_alloc_put(a);
+		return -ESTALE;
+	}
+	rf->alloc = a;
+	rf->t_read = fluxonkv_clock();
+	ret = fluxonkv_ssd_read_async(e, a, fluxonkv_refill_read_end, rf);
+	if (ret) {
+		rf->alloc = NULL;
+		fluxonkv_alloc_put(a);
+		return ret;
+	}
+	fluxonkv_stat_inc(local_refills);
+	fluxonkv_stat_inc(refills_async);
+	return 0;
+}
+
 /*
  * The asynchronous refill of io_uring's non-blocking issue: room without
  * waiting, the entry pinned, the read submitted (fluxonkv_ssd_read_async);
  * the read's end calls @rf->done from a worker, and the submitter's task
- * then finishes the get with fluxonkv_get_refill_finish().  Wherever
- * fluxonkv_get_from_ssd() would wait or ask the master (no room, a stale
- * route to revoke, no memory) it returns -EAGAIN before any effect.
- * Return: -EIOCBQUEUED once the read is on its way, or -EAGAIN.
+ * then finishes the get with fluxonkv_get_refill_finish().  No room: the
+ * room wait goes on asynchronously too (fluxonkv_refill_room_wait(): a
+ * waitqueue entry whose wake retries the allocation and submits the read),
+ * not in io-wq.  Wherever fluxonkv_get_from_ssd() would ask the master
+ * something else (a stale route to revoke) or find no memory, it returns
+ * -EAGAIN before any effect.
+ * Return: -EIOCBQUEUED once the read (or the room wait) is on its way, or
+ * -EAGAIN.
  */
 static int fluxonkv_get_from_ssd_start(const u8 *key, u32 key_len,
 				       const struct fluxonkv_upcall *start,
 				       struct fluxonkv_refill *rf)
 {
-	struct fluxonkv_ssd_entry *e;
 	struct fluxonkv_alloc *a;
 
 	if (!start->len || start->len > min_t(u64, FLUXONKV_VALUE_MAX,
 					      fluxonkv_seg.size))
 		return -EAGAIN;		/* the synchronous path says -EPROTO */
-	a = fluxonkv_alloc_new(start->len);
-	if (IS_ERR(a))
-		return -EAGAIN;		/* a room wait, or -ENOMEM: io-wq's */
-	e = fluxonkv_ssd_pin(key, key_len, start->put_id);
-	if (!e || fluxonkv_ssd_entry_len(e) != start->len) {
-		if (e)
-			fluxonkv_ssd_unpin(e);
-		fluxonkv_alloc_put(a);
-		return -EAGAIN;		/* stale: revoked by the retry */
-	}
 	memcpy(rf->key, key, key_len);
 	rf->key_len = key_len;
 	rf->put_id = start->put_id;
-	rf->alloc = a;
-	rf->t_read = fluxonkv_clock();
-	if (fluxonkv_ssd_read_async(e, a, fluxonkv_refill_read_end, rf)) {
-		rf->alloc = NULL;
-		fluxonkv_alloc_put(a);
-		return -EAGAIN;
+	rf->alloc = NULL;
+	rf->revoke = false;
+	a = fluxonkv_alloc_new(start->len);
+	if (PTR_ERR_OR_ZERO(a) == -ENOSPC) {
+		fluxonkv_refill_room_wait(rf, start->len);
+		return -EIOCBQUEUED;
 	}
-	fluxonkv_stat_inc(local_refills);
-	fluxonkv_stat_inc(refills_async);
+	if (IS_ERR(a))
+		return -EAGAIN;		/* -ENOMEM: io-wq's */
+	/* stale: revoked by the retry; no memory: io-wq's */
+	if (fluxonkv_refill_submit(rf, a, start->len))
+		return -EAGAIN;
 	return -EIOCBQUEUED;
 }
 
@@ -311,8 +345,9 @@ static int fluxonkv_get_from_ssd_start(const u8 *key, u32 key_len,
  * a worker (fluxonkv_refill_revoke()) and the get completes with an error.
  * Return: as fluxonkv_get()'s, or for a failed read -ENOENT when the ring
  * overtook the entry meanwhile (the copy is gone: a miss), else the
- * read's error (-EIO for a device error or a checksum mismatch);
- * -ECANCELED with @gone.
+ * read's error (-EIO for a device error or a checksum mismatch); for a
+ * room wait that failed its error (-ENOSPC after FLUXONKV_ROOM_WAIT_MS,
+ * -ENOTCONN, -ENOMEM), nothing revoked; -ECANCELED with @gone.
  */
 int fluxonkv_get_refill_finish(struct fluxonkv_session *s,
 			       struct fluxonkv_refill *rf,
@@ -322,16 +357,20 @@ int fluxonkv_get_refill_finish(struct fluxonkv_session *s,
 	int ret;
 
 	rf->alloc = NULL;
-	fluxonkv_lat_record(FLUXONKV_LAT_REFILL_READ, rf->t_read);
+	if (a)
+		fluxonkv_lat_record(FLUXONKV_LAT_REFILL_READ, rf->t_read);
 	if (gone) {
-		fluxonkv_alloc_put(a);
+		if (a)
+			fluxonkv_alloc_put(a);
 		return -ECANCELED;
 	}
 	res->flags = 0;
 	if (rf->ret) {
 		/* Never a half-filled holder; never a wait in task work. */
-		fluxonkv_alloc_put(a);
-		fluxonkv_refill_revoke(rf, rf->ret);
+		if (a)
+			fluxonkv_alloc_put(a);
+		if (rf->revoke)
+			fluxonkv_refill_revoke(rf, rf->ret);
 		ret = rf->ret == -ESTALE ? -ENOENT : rf->ret;
 	} else {
 		ret = fluxonkv_refill_publish(s, rf->key, rf->key_len,

@@ -8,15 +8,10 @@
 
 #include <linux/jiffies.h>
 #include <linux/sched/signal.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
 
 #include "kv.h"
-
-/* What one room wait has asked for so far (fluxonkv_ask_room()). */
-struct fluxonkv_room_wait {
-	bool by_policy;		/* a NEED_ROOM the master's policy answered */
-	bool pinned_window;	/* a window with pinned values was named */
-	u64 victims[FLUXONKV_VICTIMS_MAX];
-};
 
 /*
  * NEED_ROOM for @len bytes that did not fit (and that no compaction could
@@ -128,4 +123,166 @@ struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable)
 struct fluxonkv_alloc *fluxonkv_alloc_room(u64 len)
 {
 	return fluxonkv_alloc_room_for(len, false);
+}
+
+/*
+ * The room wait of an asynchronous refill (io_uring's inline issue found
+ * no room): the same steps as fluxonkv_alloc_room_for()'s loop -- try,
+ * compact, ask the master (NEED_ROOM) every FLUXONKV_ROOM_ASK_MS, give up
+ * after FLUXONKV_ROOM_WAIT_MS -- but nobody sleeps through it.  Between
+ * tries the refill waits on the segment's room waitqueue with an entry of
+ * its own (@rf->room.wait) whose wake function only queues @rf->room.work
+ * (a wake may come from any context, with the waitqueue's lock held); a
+ * delayed work also brings the next ask.  The work, in process context,
+ * retries; with room it submits the read (fluxonkv_refill_submit()), whose
+ * end completes the get as before.  No io-wq worker waits for room.
+ *
+ * Ownership: from fluxonkv_refill_room_wait() until @rf->done is called,
+ * the refill belongs to the room wait.  Before calling @rf->done, the work
+ * takes its entry off the waitqueue (under the waitqueue's lock, so no wake
+ * queues the work after that) and cancels a queueing a wake made before:
+ * nothing of the room wait touches @rf afterwards.  A submitter killed
+ * meanwhile is not seen here (6.1 has no uring_cmd cancellation): the wait
+ * ends with room or at its deadline, and the finish then drops the refill.
+ */
+
+static void fluxonkv_refill_room_unhook(struct fluxonkv_refill *rf)
+{
+	wait_queue_head_t *wq = &fluxonkv_seg.room_wq;
+
+	spin_lock_irq(&wq->lock);
+	list_del_init(&rf->room.wait.entry);
+	spin_unlock_irq(&wq->lock);
+	/* queued by a wake that came before the unhook: not run again */
+	cancel_delayed_work(&rf->room.work);
+}
+
+/* The room wait ended without room: complete the get with @err. */
+static void fluxonkv_refill_room_fail(struct fluxonkv_refill *rf, int err)
+{
+	fluxonkv_refill_room_unhook(rf);
+	rf->alloc = NULL;
+	rf->revoke = false;	/* says nothing of the SSD copy */
+	rf->ret = err;
+	rf->done(rf);
+}
+
+static int fluxonkv_refill_room_wake(struct wait_queue_entry *wait,
+				     unsigned int mode, int sync, void *key)
+{
+	struct fluxonkv_refill *rf = container_of(wait, struct fluxonkv_refill,
+						  room.wait);
+
+	/* the waitqueue's lock is held: off it, as autoremove does */
+	list_del_init(&wait->entry);
+	mod_delayed_work(system_unbound_wq, &rf->room.work, 0);
+	return 0;
+}
+
+/* On the room waitqueue (again), unless already there. */
+static void fluxonkv_refill_room_hook(struct fluxonkv_refill *rf)
+{
+	wait_queue_head_t *wq = &fluxonkv_seg.room_wq;
+
+	spin_lock_irq(&wq->lock);
+	if (list_empty(&rf->room.wait.entry))
+		__add_wait_queue(wq, &rf->room.wait);
+	spin_unlock_irq(&wq->lock);
+}
+
+static void fluxonkv_refill_room_run(struct work_struct *work)
+{
+	struct fluxonkv_refill *rf = container_of(to_delayed_work(work),
+						  struct fluxonkv_refill,
+						  room.work);
+	struct fluxonkv_refill_room *rw = &rf->room;
+	u64 need = round_up(rw->len, FLUXONKV_SEGMENT_ALIGN), free_bytes;
+	struct fluxonkv_alloc *a;
+	unsigned int frees;
+	int ret;
+
+	for (;;) {
+		frees = fluxonkv_segment_frees();
+		a = fluxonkv_alloc_new(rw->len);
+		if (!IS_ERR(a))
+			break;
+		if (PTR_ERR(a) != -ENOSPC) {
+			fluxonkv_refill_room_fail(rf, PTR_ERR(a));
+			return;
+		}
+		if (time_after_eq(jiffies, rw->deadline)) {
+			pr_info_ratelimited("no room for a %llu byte refill after %u ms: segment total %zu, free %llu\n",
+					    rw->len, FLUXONKV_ROOM_WAIT_MS,
+					    fluxonkv_seg.size,
+					    fluxonkv_seg.size -
+					    fluxonkv_segment_used());
+			fluxonkv_refill_room_fail(rf, -ENOSPC);
+			return;
+		}
+		/* again only once more bytes are free than when it failed */
+		free_bytes = fluxonkv_seg.size - fluxonkv_segment_used();
+		if (free_bytes >= need && free_bytes > rw->compact_failed) {
+			ret = fluxonkv_segment_compact(rw->len);
+			if (!ret)
+				continue;
+			rw->compact_failed = free_bytes;
+		}
+		if (time_after_eq(jiffies, rw->next_ask)) {
+			rw->next_ask = jiffies +
+				       msecs_to_jiffies(FLUXONKV_ROOM_ASK_MS);
+			rw->compact_failed = 0;	/* pins may have gone */
+			ret = fluxonkv_ask_room(rw->len, &rw->asked);
+			if (ret == -ENOTCONN) {
+				fluxonkv_refill_room_fail(rf, ret);
+				return;
+			}
+			if (!ret)
+				continue;	/* something was evicted */
+		}
+		/* until something is freed, or it is time to ask again */
+		fluxonkv_refill_room_hook(rf);
+		if (fluxonkv_segment_frees() != frees)
+			continue;	/* freed before the hook */
+		queue_delayed_work(system_unbound_wq, &rw->work,
+				   time_after(rw->next_ask, jiffies) ?
+				   rw->next_ask - jiffies : 1);
+		return;
+	}
+	fluxonkv_refill_room_unhook(rf);
+	fluxonkv_lat_record(FLUXONKV_LAT_REFILL_ALLOC, rw->t0);
+	ret = fluxonkv_refill_submit(rf, a, rw->len);
+	if (ret) {
+		/* a stale route is revoked by the finish; the rest is not */
+		rf->alloc = NULL;
+		rf->revoke = ret == -ESTALE;
+		rf->ret = ret;
+		rf->done(rf);
+	}
+}
+
+/**
+ * fluxonkv_refill_room_wait() - wait for room for @rf without waiting.
+ * @rf: an asynchronous refill whose allocation found no room: key,
+ *	key_len, put_id and done set.
+ * @len: the value's length.
+ *
+ * The wait starts at once (in a worker: the first ask may wait for the
+ * daemon) and ends with the read submitted, or with @rf->done called with
+ * the error; see above.  The caller returns -EIOCBQUEUED.
+ */
+void fluxonkv_refill_room_wait(struct fluxonkv_refill *rf, u64 len)
+{
+	struct fluxonkv_refill_room *rw = &rf->room;
+
+	memset(rw, 0, sizeof(*rw));
+	init_waitqueue_func_entry(&rw->wait, fluxonkv_refill_room_wake);
+	INIT_LIST_HEAD(&rw->wait.entry);
+	INIT_DELAYED_WORK(&rw->work, fluxonkv_refill_room_run);
+	rw->len = len;
+	rw->t0 = fluxonkv_clock();
+	rw->deadline = jiffies + msecs_to_jiffies(FLUXONKV_ROOM_WAIT_MS);
+	rw->next_ask = jiffies;
+	fluxonkv_stat_inc(room_waits);
+	fluxonkv_stat_inc(refills_room_async);
+	queue_delayed_work(system_unbound_wq, &rw->work, 0);
 }
