@@ -1949,7 +1949,10 @@ static int rr_reap(struct fkv *kv, struct fkv_ring *r, const uint64_t *ids,
  * but the held one, the segment's bytes back).  3. Two of the keys are
  * deleted while their refills wait: those complete with the deleted
  * version's exact bytes (ordered before the delete) or -ENOENT (the copy
- * went), the others with theirs; afterwards the deleted keys miss.
+ * went), the others with theirs; afterwards the deleted keys miss.  4. The
+ * submitter is killed while its refills wait and the value stays held
+ * past the wait's 5 s: its exit waits for them, and they leave nothing
+ * behind (no holder, no replica, the segment's bytes back).
  * Before: each refill went to io-wq, whose worker slept in the room wait.
  */
 FKV_TEST_TIMEOUT(ring_ssd_refills_that_find_no_room_wait_without_io_wq, 180)
@@ -2012,6 +2015,56 @@ FKV_TEST_TIMEOUT(ring_ssd_refills_that_find_no_room_wait_without_io_wq, 180)
 		FKV_ASSERT_SYSFS_SETTLES("holders", 0);
 		delete_any(kv, "rr-fill");
 	}
+
+	/* 4. the submitter killed while its refills wait for room */
+	for (i = 0; i < RR_KEYS; i++) {
+		snprintf(key, sizeof(key), "rr-%d", i);
+		delete_any(kv, key);
+		ids[i] = put_pattern(kv, key, RR_LEN, 70 + i);
+		wait_persists(++persists);
+	}
+	rr_ssd_only(kv, base, &persists);
+	fill_segment(kv, base, "rr-fill", 904, &persists);
+	FKV_ASSERT_EQ(fkv_get(kv, "rr-fill", 7, &fill), 0);
+	used = fkv_sysfs("segment_used_bytes");
+	room0 = fkv_sysfs("refills_room_async");
+	{
+		int sync_pipe[2];
+		char one = 0;
+		pid_t pid;
+
+		FKV_ASSERT_EQ(pipe(sync_pipe), 0);
+		pid = fork();
+		FKV_ASSERT(pid >= 0);
+		if (!pid) {
+			struct fkv *ckv = NULL;
+			struct fkv_ring *cring = NULL;
+
+			one = 1;
+			if (fkv_open(FKV_DEV_PATH, &ckv) ||
+			    fkv_ring_open(ckv, 8, &cring))
+				_exit(2);
+			rr_submit(cring);
+			if (write(sync_pipe[1], &one, 1) != 1)
+				_exit(3);
+			pause();
+			_exit(0);
+		}
+		close(sync_pipe[1]);
+		FKV_ASSERT_EQ(read(sync_pipe[0], &one, 1), 1);
+		close(sync_pipe[0]);
+		FKV_ASSERT_EQ(fkv_sysfs_wait("refills_room_async",
+					     room0 + RR_KEYS, 3000, NULL), 0);
+		kill(pid, SIGKILL);
+		FKV_ASSERT_EQ(waitpid(pid, NULL, 0), pid);
+	}
+	FKV_ASSERT_SYSFS_SETTLES("holders", 1);
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), used);
+	release(kv, &fill);
+	FKV_ASSERT_SYSFS_SETTLES("holders", 0);
+	delete_any(kv, "rr-fill");
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+
 	for (i = 0; i < RR_KEYS; i++) {
 		snprintf(key, sizeof(key), "rr-%d", i);
 		delete_any(kv, key);
