@@ -1952,7 +1952,9 @@ static int rr_reap(struct fkv *kv, struct fkv_ring *r, const uint64_t *ids,
  * went), the others with theirs; afterwards the deleted keys miss.  4. The
  * submitter is killed while its refills wait and the value stays held
  * past the wait's 5 s: its exit waits for them, and they leave nothing
- * behind (no holder, no replica, the segment's bytes back).
+ * behind (no holder, no replica, the segment's bytes back).  5. The room
+ * asks go to a stopped fluxond (the segment full of an unpinned value),
+ * which is then killed: every refill completes -ENOTCONN, nothing held.
  * Before: each refill went to io-wq, whose worker slept in the room wait.
  */
 FKV_TEST_TIMEOUT(ring_ssd_refills_that_find_no_room_wait_without_io_wq, 180)
@@ -2064,6 +2066,22 @@ FKV_TEST_TIMEOUT(ring_ssd_refills_that_find_no_room_wait_without_io_wq, 180)
 	FKV_ASSERT_SYSFS_SETTLES("holders", 0);
 	delete_any(kv, "rr-fill");
 	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+
+	/* 5. the room asks go to a stopped fluxond, which is then killed */
+	fill_segment(kv, base, "rr-fill", 905, &persists);
+	room0 = fkv_sysfs("refills_room_async");
+	FKV_ASSERT_EQ(fkv_ring_open(kv, 8, &r), 0);
+	FKV_ASSERT_EQ(kill(fkv_env_daemon, SIGSTOP), 0);
+	rr_submit(r);
+	FKV_ASSERT_EQ(fkv_sysfs_wait("refills_room_async", room0 + RR_KEYS,
+				     3000, NULL), 0);
+	fkv_msleep(300);	/* the asks are out */
+	FKV_ASSERT_EQ(fkv_daemon_kill(), 0);
+	FKV_ASSERT_EQ(rr_reap(kv, r, ids, -ENOTCONN), 0);
+	fkv_ring_close(r);
+	FKV_ASSERT_SYSFS_SETTLES("holders", 0);
+	FKV_START_DAEMON();
+	delete_any(kv, "rr-fill");
 
 	for (i = 0; i < RR_KEYS; i++) {
 		snprintf(key, sizeof(key), "rr-%d", i);
