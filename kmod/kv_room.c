@@ -241,6 +241,12 @@ static void fluxonkv_refill_room_run(struct work_struct *work)
 		}
 		/* until something is freed, or it is time to ask again */
 		fluxonkv_refill_room_hook(rf);
+		/*
+		 * The hook before the look at the count (a free increments it,
+		 * then looks for waiters, wq_has_sleeper()'s barrier between):
+		 * either the free sees the entry, or this sees the free.
+		 */
+		smp_mb();
 		if (fluxonkv_segment_frees() != frees)
 			continue;	/* freed before the hook */
 		queue_delayed_work(system_unbound_wq, &rw->work,
