@@ -15,6 +15,35 @@
  *              replica of a key is in the local index, which serves gets
  *              without an upcall.
  *   session  - one open file description: its holders.
+ *
+ * Lock order (outer first; a lock is only ever taken with the ones above
+ * it on its line held, never the other way round).  Each lock's purpose is
+ * written beside it.
+ *
+ *   Sleeping locks:
+ *     fluxonkv_daemon.lock (genl.c: registration, detach, teardown)
+ *       -> fluxonkv_put_notes.send_lock (notes.c) -> fluxonkv_put_notes.lock
+ *       -> fluxonkv_daemon.sk_lock
+ *       -> fluxonkv_index_lock, fluxonkv_ssd.index_lock (the teardown's
+ *          drop-all and unroute-all)
+ *     fluxonkv_ssd.attach_lock (ssd.h) -> shard->lock (a mutex)
+ *       -> fluxonkv_ssd.index_lock, fluxonkv_ssd.notice_lock
+ *     fluxonkv_compact_mutex (segment.c) -> fluxonkv_seg.lock
+ *     fluxonkv_sessions_lock (holder.c) -> a session's holders (xa lock)
+ *   Spinlocks, innermost: fluxonkv_seg.lock, fluxonkv_index_lock,
+ *     fluxonkv_ssd.index_lock, notice_lock, a device's dev->lock, the
+ *     pending-upcall and handle-table xa locks, the per-CPU access-note
+ *     locks and the workers' list locks take no other lock.
+ *     fluxonkv_seg.room_wq's lock: taken after the segment lock is let go;
+ *     a refill's async room wait's wake function, run under it, only
+ *     queues a work (workqueue internals).
+ *
+ *   Never held while sleeping or waiting: any spinlock; and no lock at all
+ *   across an upcall (fluxonkv_upcall*() waits for the daemon, whose
+ *   answers take fluxonkv_index_lock and the SSD index lock), nor across
+ *   a room wait.  fluxonkv_put_notes.send_lock is never held while taking
+ *   fluxonkv_daemon.lock.  A function that requires a lock says so with
+ *   lockdep_assert_held().
  */
 #ifndef _FLUXONKV_H
 #define _FLUXONKV_H
@@ -141,7 +170,7 @@ extern u32 fluxonkv_compact_freeze_delays;
 /* Values a slide found with their last reference gone (debugfs). */
 extern u32 fluxonkv_compact_freeze_lost;
 extern u32 fluxonkv_fail_alloc;
-/* debugfs put_local_delay_ms / put_local_delays (kv.c). */
+/* debugfs put_local_delay_ms / put_local_delays (kv_put.c). */
 extern u32 fluxonkv_put_local_delay_ms;
 extern u32 fluxonkv_put_local_delays;
 u64 fluxonkv_segment_used(void);
@@ -329,7 +358,7 @@ int fluxonkv_holder_add(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 int fluxonkv_holder_release(struct fluxonkv_session *s, u64 id);
 int fluxonkv_holders_open(struct inode *inode, struct file *file);
 
-/* ---- kv.c: put / get / delete flows ---- */
+/* ---- kv*.c: put / get / delete flows (kv.c says which file) ---- */
 
 /*
  * fluxonkv_get_result.flags (in).  NOWAIT: -EAGAIN rather than wait on the
@@ -354,6 +383,13 @@ struct fluxonkv_get_result {
 	struct fluxonkv_refill *refill;
 };
 
+/* What one room wait has asked for so far (fluxonkv_ask_room()). */
+struct fluxonkv_room_wait {
+	bool by_policy;		/* a NEED_ROOM the master's policy answered */
+	bool pinned_window;	/* a window with pinned values was named */
+	u64 victims[FLUXONKV_VICTIMS_MAX];
+};
+
 /**
  * struct fluxonkv_refill - an SSD refill running without its getter.
  * @done: set by the caller; called once the read is over, from a worker
@@ -364,6 +400,10 @@ struct fluxonkv_get_result {
  * @alloc: the target (one reference) from the start to the finish.
  * @t_read: when the read was submitted.
  * @put_id: the version read.
+ * @revoke: a failed refill's copy is revoked (not for a room wait that
+ *	failed: that says nothing of the copy).
+ * @room: the room wait of a refill that found no room at the inline issue
+ *	(fluxonkv_refill_room_wait()).
  * @key_len: the key.
  * @key: the key.
  */
@@ -374,6 +414,20 @@ struct fluxonkv_refill {
 	struct fluxonkv_alloc *alloc;
 	u64 t_read;
 	u64 put_id;
+	/* the finish revokes the SSD copy when @ret is set (a read, a stale route) */
+	bool revoke;
+	/* the async room wait (kv_room.c), for a refill that found no room */
+	struct fluxonkv_refill_room {
+		/* on fluxonkv_seg.room_wq while waiting for a free */
+		struct wait_queue_entry wait;
+		struct delayed_work work;	/* retries; on system_unbound_wq */
+		u64 len;			/* the value's */
+		u64 t0;				/* when the wait began */
+		unsigned long deadline;		/* FLUXONKV_ROOM_WAIT_MS after */
+		unsigned long next_ask;		/* the next NEED_ROOM */
+		u64 compact_failed;		/* free bytes then, or 0 */
+		struct fluxonkv_room_wait asked;
+	} room;
 	u32 key_len;
 	u8 key[FLUXONKV_KEY_MAX];
 };
@@ -501,6 +555,7 @@ bool fluxonkv_daemon_placement(void);
 bool fluxonkv_daemon_local_puts(void);
 bool fluxonkv_daemon_one_trip(void);
 u64 fluxonkv_daemon_generation(void);
+void fluxonkv_daemon_assert_locked(void);
 u64 fluxonkv_daemon_link_generation(void);
 pid_t fluxonkv_daemon_pid(void);
 int fluxonkv_upcall(u8 cmd, const struct fluxonkv_upcall_args *args,
@@ -607,6 +662,7 @@ struct fluxonkv_stats {
 	u64 local_misses;	/* answered from the index, no upcall */
 	u64 local_refills;	/* SSD refills without GET_START */
 	u64 refills_async;	/* ... completed from the read's end */
+	u64 refills_room_async;	/* ... that waited for room, not in io-wq */
 	u64 local_unsure;	/* local misses asked of the master */
 	u64 lease_refused;	/* local hits refused: the lease ran out */
 	u64 promotions;		/* refills the master promoted */

@@ -320,6 +320,12 @@ u64 fluxonkv_daemon_link_generation(void)
 	return atomic64_read(&fluxonkv_daemon_link);
 }
 
+/* For who documents "daemon lock held" outside this file. */
+void fluxonkv_daemon_assert_locked(void)
+{
+	lockdep_assert_held(&fluxonkv_daemon.lock);
+}
+
 /*
  * Called with the daemon lock held.  The flags are cleared before the
  * generations move (both bumps are fully ordered): whoever reads the new
@@ -1033,17 +1039,24 @@ static int fluxonkv_answer_sock(struct genl_info *info,
 }
 
 /*
- * An answer to an upcall: find and claim the waiter, copy what the answer
- * carries and complete it.  PUT_DONE and a promoting GET_DONE publish
- * here, DELETE unindexes here
- * and GET_START pins its memory source here, so all three are ordered with
- * the daemon's DROP_REPLICA commands (the waiter may run much later).
+ * The answers to upcalls, one handler per command.  Each claims its waiter
+ * (fluxonkv_answer_claim()), does what that answer does here and completes
+ * the waiter.  PUT_DONE, PUT and a promoting GET_DONE publish here, DELETE
+ * unindexes here and GET_START pins its memory source here, so all of them
+ * are ordered with the daemon's DROP_REPLICA commands (the waiter may run
+ * much later).
  */
-static int fluxonkv_nl_answer(struct sk_buff *skb, struct genl_info *info)
+
+/*
+ * Check the answer and claim the waiter of its REQ_ID: 0 with *@upp (out
+ * of fluxonkv_pending, ours to finish with fluxonkv_upcall_finish()) and
+ * *@status, its fields copied from the answer; or -errno, nothing claimed.
+ */
+static int fluxonkv_answer_claim(struct sk_buff *skb, struct genl_info *info,
+				 struct fluxonkv_upcall **upp, s32 *status)
 {
 	u8 cmd = info->genlhdr->cmd;
 	struct fluxonkv_upcall *up;
-	s32 status;
 	u64 id;
 	int ret;
 
@@ -1053,65 +1066,189 @@ static int fluxonkv_nl_answer(struct sk_buff *skb, struct genl_info *info)
 	if (GENL_REQ_ATTR_CHECK(info, FLUXONKV_A_REQ_ID) ||
 	    GENL_REQ_ATTR_CHECK(info, FLUXONKV_A_STATUS))
 		return -EINVAL;
-	status = nla_get_s32(info->attrs[FLUXONKV_A_STATUS]);
-	if (status > 0 || status <= -ERESTARTSYS) {
+	*status = nla_get_s32(info->attrs[FLUXONKV_A_STATUS]);
+	if (*status > 0 || *status <= -ERESTARTSYS) {
 		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[FLUXONKV_A_STATUS],
 				    "status must be 0 or a negative errno below 512");
 		return -EINVAL;
 	}
 	id = nla_get_u64(info->attrs[FLUXONKV_A_REQ_ID]);
-	if (!id || id > U32_MAX)
-		goto unknown;
+	up = NULL;
+	if (id && id <= U32_MAX) {
+		xa_lock(&fluxonkv_pending);
+		up = xa_load(&fluxonkv_pending, id);
+		if (up && up->cmd == cmd)
+			__xa_erase(&fluxonkv_pending, id);
+		else
+			up = NULL;
+		xa_unlock(&fluxonkv_pending);
+	}
+	if (!up) {
+		fluxonkv_stat_inc(upcall_errors);
+		NL_SET_ERR_MSG(info->extack, "no such outstanding request (timed out?)");
+		return -ENOENT;
+	}
 
-	xa_lock(&fluxonkv_pending);
-	up = xa_load(&fluxonkv_pending, id);
-	if (up && up->cmd == cmd)
-		__xa_erase(&fluxonkv_pending, id);
-	else
-		up = NULL;
-	xa_unlock(&fluxonkv_pending);
-	if (!up)
-		goto unknown;
-
-	up->status = status;
+	up->status = *status;
 	up->put_id = fluxonkv_attr_u64(info, FLUXONKV_A_PUT_ID);
 	up->flags = fluxonkv_attr_u32(info, FLUXONKV_A_FLAGS);
 	up->handle = fluxonkv_attr_u64(info, FLUXONKV_A_HANDLE);
 	up->len = fluxonkv_attr_u64(info, FLUXONKV_A_LEN);
 	up->source = fluxonkv_attr_u32(info, FLUXONKV_A_SOURCE);
+	*upp = up;
+	return 0;
+}
+
+/*
+ * An answer that does nothing here but complete its waiter: PUT_START,
+ * GET_REVOKE, NEED_ROOM, FETCH and LOOKUP (their waiters read the fields).
+ */
+static int fluxonkv_nl_plain_answer(struct sk_buff *skb, struct genl_info *info)
+{
+	struct fluxonkv_upcall *up;
+	s32 status;
+	int ret;
+
+	ret = fluxonkv_answer_claim(skb, info, &up, &status);
+	if (ret)
+		return ret;
+	fluxonkv_upcall_finish(up, status);
+	return 0;
+}
+
+/* A published put's replica enters the index; older SSD copies go. */
+static void fluxonkv_answer_publish_put(struct fluxonkv_upcall *up)
+{
+	fluxonkv_replica_publish(up->replica);
+	/* The master dropped the older versions' SSD copies. */
+	fluxonkv_ssd_unroute(up->replica->key, up->replica->key_len,
+			     up->replica->put_id - 1);
+}
+
+/* PUT_DONE: the master published the two-trip put (or did not). */
+static int fluxonkv_nl_put_done_answer(struct sk_buff *skb,
+				       struct genl_info *info)
+{
+	struct fluxonkv_upcall *up;
+	s32 status;
+	int ret;
+
+	ret = fluxonkv_answer_claim(skb, info, &up, &status);
+	if (ret)
+		return ret;
+	if (!status && up->replica && (up->flags & FLUXONKV_PUT_F_PUBLISHED))
+		fluxonkv_answer_publish_put(up);
+	fluxonkv_upcall_finish(up, status);
+	return 0;
+}
+
+/* PUT: the master numbered and published the one-trip put (or did not). */
+static int fluxonkv_nl_put_answer(struct sk_buff *skb, struct genl_info *info)
+{
+	struct fluxonkv_upcall *up;
+	s32 status;
+	int ret;
+
+	ret = fluxonkv_answer_claim(skb, info, &up, &status);
+	if (ret)
+		return ret;
 	/* A published one-trip put is numbered by its answer. */
-	if (!status && cmd == FLUXONKV_CMD_PUT &&
-	    (up->flags & FLUXONKV_PUT_F_PUBLISHED) && !up->put_id) {
+	if (!status && (up->flags & FLUXONKV_PUT_F_PUBLISHED) && !up->put_id) {
 		NL_SET_ERR_MSG(info->extack, "a published PUT needs PUT_ID");
 		status = -EPROTO;
 		ret = status;	/* told to the daemon too */
 	}
-	if (!status && cmd == FLUXONKV_CMD_PUT && up->replica &&
-	    (up->flags & FLUXONKV_PUT_F_PUBLISHED))
+	if (!status && up->replica && (up->flags & FLUXONKV_PUT_F_PUBLISHED)) {
 		fluxonkv_replica_number(up->replica, up->put_id);
-	if (!status &&
-	    (cmd == FLUXONKV_CMD_PUT_DONE || cmd == FLUXONKV_CMD_PUT) &&
-	    up->replica && (up->flags & FLUXONKV_PUT_F_PUBLISHED)) {
-		fluxonkv_replica_publish(up->replica);
-		/* The master dropped the older versions' SSD copies. */
-		fluxonkv_ssd_unroute(up->replica->key, up->replica->key_len,
-				     up->replica->put_id - 1);
+		fluxonkv_answer_publish_put(up);
 	}
-	if (!status && cmd == FLUXONKV_CMD_GET_DONE && up->replica &&
-	    (up->flags & FLUXONKV_GET_F_PROMOTED))
+	fluxonkv_upcall_finish(up, status);
+	return ret;
+}
+
+/* GET_START: a memory source here is pinned now, before any drop. */
+static int fluxonkv_nl_get_start_answer(struct sk_buff *skb,
+					struct genl_info *info)
+{
+	struct fluxonkv_upcall *up;
+	s32 status;
+	int ret;
+
+	ret = fluxonkv_answer_claim(skb, info, &up, &status);
+	if (ret)
+		return ret;
+	if (!status && up->key && up->source == FLUXONKV_SOURCE_MEMORY)
+		up->alloc = fluxonkv_handle_lookup(up->handle, up->key,
+						   up->key_len, up->put_id);
+	fluxonkv_upcall_finish(up, status);
+	return 0;
+}
+
+/* GET_DONE: a refill or FETCH target the master promoted is published. */
+static int fluxonkv_nl_get_done_answer(struct sk_buff *skb,
+				       struct genl_info *info)
+{
+	struct fluxonkv_upcall *up;
+	s32 status;
+	int ret;
+
+	ret = fluxonkv_answer_claim(skb, info, &up, &status);
+	if (ret)
+		return ret;
+	if (!status && up->replica && (up->flags & FLUXONKV_GET_F_PROMOTED))
 		fluxonkv_replica_publish(up->replica);
-	if (!status && cmd == FLUXONKV_CMD_DELETE && up->key) {
+	fluxonkv_upcall_finish(up, status);
+	return 0;
+}
+
+/* DELETE: the version deleted leaves the index and the SSD routes. */
+static int fluxonkv_nl_delete_answer(struct sk_buff *skb,
+				     struct genl_info *info)
+{
+	struct fluxonkv_upcall *up;
+	s32 status;
+	int ret;
+
+	ret = fluxonkv_answer_claim(skb, info, &up, &status);
+	if (ret)
+		return ret;
+	if (!status && up->key) {
 		fluxonkv_index_forget(up->key, up->key_len, up->put_id);
 		fluxonkv_ssd_unroute(up->key, up->key_len, up->put_id);
 	}
-	if (!status && cmd == FLUXONKV_CMD_SSD_COMMIT && up->ssd_entry &&
-	    (up->flags & FLUXONKV_SSD_F_PUBLISHED))
+	fluxonkv_upcall_finish(up, status);
+	return 0;
+}
+
+/* SSD_COMMIT: an SSD copy the master published is routed here. */
+static int fluxonkv_nl_ssd_commit_answer(struct sk_buff *skb,
+					 struct genl_info *info)
+{
+	struct fluxonkv_upcall *up;
+	s32 status;
+	int ret;
+
+	ret = fluxonkv_answer_claim(skb, info, &up, &status);
+	if (ret)
+		return ret;
+	if (!status && up->ssd_entry && (up->flags & FLUXONKV_SSD_F_PUBLISHED))
 		fluxonkv_ssd_route(up->ssd_entry);
-	if (!status && cmd == FLUXONKV_CMD_GET_START && up->key &&
-	    up->source == FLUXONKV_SOURCE_MEMORY)
-		up->alloc = fluxonkv_handle_lookup(up->handle, up->key,
-						   up->key_len, up->put_id);
-	if (!status && cmd == FLUXONKV_CMD_PUT_PLACE) {
+	fluxonkv_upcall_finish(up, status);
+	return 0;
+}
+
+/* PUT_PLACE: the socket to the node the master placed the put on. */
+static int fluxonkv_nl_put_place_answer(struct sk_buff *skb,
+					struct genl_info *info)
+{
+	struct fluxonkv_upcall *up;
+	s32 status;
+	int ret;
+
+	ret = fluxonkv_answer_claim(skb, info, &up, &status);
+	if (ret)
+		return ret;
+	if (!status) {
 		/* We run in the daemon's sendmsg: FD is in its file table. */
 		ret = fluxonkv_answer_sock(info, up);
 		if (ret) {
@@ -1120,12 +1257,7 @@ static int fluxonkv_nl_answer(struct sk_buff *skb, struct genl_info *info)
 		}
 	}
 	fluxonkv_upcall_finish(up, status);
-	return ret;
-
-unknown:
-	fluxonkv_stat_inc(upcall_errors);
-	NL_SET_ERR_MSG(info->extack, "no such outstanding request (timed out?)");
-	return -ENOENT;
+	return 0;
 }
 
 /*
@@ -1424,32 +1556,32 @@ static const struct genl_ops fluxonkv_genl_ops[] = {
 		    fluxonkv_register_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_DAEMON_UNREGISTER, fluxonkv_nl_unregister,
 		    fluxonkv_empty_policy, GENL_ADMIN_PERM),
-	FLUXONKV_OP(FLUXONKV_CMD_PUT_START, fluxonkv_nl_answer,
+	FLUXONKV_OP(FLUXONKV_CMD_PUT_START, fluxonkv_nl_plain_answer,
 		    fluxonkv_put_start_policy, GENL_ADMIN_PERM),
-	FLUXONKV_OP(FLUXONKV_CMD_PUT_DONE, fluxonkv_nl_answer,
+	FLUXONKV_OP(FLUXONKV_CMD_PUT_DONE, fluxonkv_nl_put_done_answer,
 		    fluxonkv_put_done_policy, GENL_ADMIN_PERM),
-	FLUXONKV_OP(FLUXONKV_CMD_PUT, fluxonkv_nl_answer,
+	FLUXONKV_OP(FLUXONKV_CMD_PUT, fluxonkv_nl_put_answer,
 		    fluxonkv_put_policy, GENL_ADMIN_PERM),
-	FLUXONKV_OP(FLUXONKV_CMD_GET_START, fluxonkv_nl_answer,
+	FLUXONKV_OP(FLUXONKV_CMD_GET_START, fluxonkv_nl_get_start_answer,
 		    fluxonkv_get_start_policy, GENL_ADMIN_PERM),
-	FLUXONKV_OP(FLUXONKV_CMD_GET_DONE, fluxonkv_nl_answer,
+	FLUXONKV_OP(FLUXONKV_CMD_GET_DONE, fluxonkv_nl_get_done_answer,
 		    fluxonkv_get_done_policy, GENL_ADMIN_PERM),
-	FLUXONKV_OP(FLUXONKV_CMD_GET_REVOKE, fluxonkv_nl_answer,
+	FLUXONKV_OP(FLUXONKV_CMD_GET_REVOKE, fluxonkv_nl_plain_answer,
 		    fluxonkv_status_policy, GENL_ADMIN_PERM),
-	FLUXONKV_OP(FLUXONKV_CMD_DELETE, fluxonkv_nl_answer,
+	FLUXONKV_OP(FLUXONKV_CMD_DELETE, fluxonkv_nl_delete_answer,
 		    fluxonkv_delete_policy, GENL_ADMIN_PERM),
-	FLUXONKV_OP(FLUXONKV_CMD_NEED_ROOM, fluxonkv_nl_answer,
+	FLUXONKV_OP(FLUXONKV_CMD_NEED_ROOM, fluxonkv_nl_plain_answer,
 		    fluxonkv_status_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_DROP_REPLICA, fluxonkv_nl_drop_replica,
 		    fluxonkv_drop_policy, GENL_ADMIN_PERM),
-	FLUXONKV_OP(FLUXONKV_CMD_SSD_COMMIT, fluxonkv_nl_answer,
+	FLUXONKV_OP(FLUXONKV_CMD_SSD_COMMIT, fluxonkv_nl_ssd_commit_answer,
 		    fluxonkv_ssd_commit_policy, GENL_ADMIN_PERM),
-	FLUXONKV_OP(FLUXONKV_CMD_FETCH, fluxonkv_nl_answer,
+	FLUXONKV_OP(FLUXONKV_CMD_FETCH, fluxonkv_nl_plain_answer,
 		    fluxonkv_status_policy, GENL_ADMIN_PERM),
-	FLUXONKV_OP(FLUXONKV_CMD_PUT_PLACE, fluxonkv_nl_answer,
+	FLUXONKV_OP(FLUXONKV_CMD_PUT_PLACE, fluxonkv_nl_put_place_answer,
 		    fluxonkv_put_place_policy, GENL_ADMIN_PERM),
 	/* a route without HANDLE: the same attributes as GET_START's */
-	FLUXONKV_OP(FLUXONKV_CMD_LOOKUP, fluxonkv_nl_answer,
+	FLUXONKV_OP(FLUXONKV_CMD_LOOKUP, fluxonkv_nl_plain_answer,
 		    fluxonkv_get_start_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_PERSIST, fluxonkv_nl_persist,
 		    fluxonkv_persist_policy, GENL_ADMIN_PERM),

@@ -79,6 +79,8 @@ static struct fluxonkv_user *fluxonkv_user_get(void)
 	kuid_t uid = current_fsuid();
 	struct fluxonkv_user *u;
 
+	lockdep_assert_held(&fluxonkv_sessions_lock);
+
 	hash_for_each_possible(fluxonkv_users, u, node, __kuid_val(uid))
 		if (uid_eq(u->uid, uid))
 			goto found;
@@ -96,6 +98,8 @@ found:
 /* One session of @u less.  Sessions lock held. */
 static void fluxonkv_user_put(struct fluxonkv_user *u)
 {
+	lockdep_assert_held(&fluxonkv_sessions_lock);
+
 	if (!u || --u->sessions)
 		return;
 	WARN_ON_ONCE(atomic64_read(&u->pinned));

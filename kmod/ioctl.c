@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The ioctl ABI of /dev/fluxonkv: copy in, validate, call kv.c, copy out.
+ * The ioctl ABI of /dev/fluxonkv: copy in, validate, call the kv flows (kv*.c), copy out.
  *
  * Every argument struct begins with its size (size-extensible structs, as
  * copy_struct_from_user defines them).  Nothing from userspace is used

@@ -259,6 +259,7 @@ FLUXONKV_ATTR_STAT(misses);
 FLUXONKV_ATTR_STAT(local_misses);
 FLUXONKV_ATTR_STAT(local_refills);
 FLUXONKV_ATTR_STAT(refills_async);
+FLUXONKV_ATTR_STAT(refills_room_async);
 FLUXONKV_ATTR_STAT(local_unsure);
 FLUXONKV_ATTR_STAT(lease_refused);
 FLUXONKV_ATTR_STAT(promotions);
@@ -326,6 +327,7 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_local_misses.attr,
 	&fluxonkv_attr_local_refills.attr,
 	&fluxonkv_attr_refills_async.attr,
+	&fluxonkv_attr_refills_room_async.attr,
 	&fluxonkv_attr_local_unsure.attr,
 	&fluxonkv_attr_lease_refused.attr,
 	&fluxonkv_attr_promotions.attr,

@@ -340,7 +340,10 @@ void fluxonkv_put_note(struct fluxonkv_replica *r, u32 flags, u64 gen)
 		mod_delayed_work(system_wq, &fluxonkv_put_notes.work, 0);
 }
 
-/* The daemon went (daemon lock held): its notes are of no use now. */
+/*
+ * The daemon went (daemon lock held), or the module goes (no daemon is
+ * left): its notes are of no use now.
+ */
 void fluxonkv_put_notes_forget(void)
 {
 	LIST_HEAD(batch);

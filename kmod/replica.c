@@ -94,6 +94,7 @@ void fluxonkv_replica_set_node(u32 node_id, bool renumber)
 	struct fluxonkv_replica *r;
 	unsigned long slot;
 
+	fluxonkv_daemon_assert_locked();
 	xa_lock(&fluxonkv_handles);
 	if (renumber) {
 		xa_for_each(&fluxonkv_handles, slot, r) {

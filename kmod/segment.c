@@ -343,6 +343,8 @@ static void fluxonkv_alloc_link(struct fluxonkv_alloc *a)
 {
 	struct rb_node **link = &fluxonkv_seg.allocs.rb_node, *parent = NULL;
 
+	lockdep_assert_held(&fluxonkv_seg.lock);
+
 	while (*link) {
 		parent = *link;
 		if (a->offset < rb_entry(parent, struct fluxonkv_alloc,
@@ -379,6 +381,8 @@ static bool fluxonkv_alloc_evictable(struct fluxonkv_alloc *a)
  */
 static bool fluxonkv_alloc_pinned(struct fluxonkv_alloc *a)
 {
+	lockdep_assert_held(&fluxonkv_seg.lock);
+
 	return kref_read(&a->ref) > 1U + a->moving;
 }
 
@@ -395,6 +399,8 @@ static u64 fluxonkv_alloc_cost(struct fluxonkv_alloc *a)
 static struct rb_node *fluxonkv_alloc_from(u64 off)
 {
 	struct rb_node *n = fluxonkv_seg.allocs.rb_node, *found = NULL;
+
+	lockdep_assert_held(&fluxonkv_seg.lock);
 
 	while (n) {
 		struct fluxonkv_alloc *a = rb_entry(n, struct fluxonkv_alloc,
@@ -613,6 +619,8 @@ static void fluxonkv_compact_freeze_delay(void)
 /* No reference but the owner's, and not moving.  Segment lock held. */
 static bool fluxonkv_alloc_movable(struct fluxonkv_alloc *a)
 {
+	lockdep_assert_held(&fluxonkv_seg.lock);
+
 	return READ_ONCE(a->owner) && kref_read(&a->ref) == 1 && !a->moving;
 }
 
@@ -634,6 +642,8 @@ void fluxonkv_alloc_settle(struct fluxonkv_alloc *a)
 /* Clear the mark and wake who settles on it.  Segment lock held. */
 static void fluxonkv_compact_thaw(struct fluxonkv_alloc *a)
 {
+	lockdep_assert_held(&fluxonkv_seg.lock);
+
 	/* release: the new @offset and bytes before the flag clears */
 	smp_store_release(&a->moving, false);
 	fluxonkv_seg.moving--;

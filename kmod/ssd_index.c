@@ -192,6 +192,8 @@ static struct fluxonkv_ssd_entry *fluxonkv_ssd_find(const u8 *key,
 {
 	struct fluxonkv_ssd_key k = { key, key_len };
 
+	lockdep_assert_held(&fluxonkv_ssd.index_lock);
+
 	return rhashtable_lookup_fast(&fluxonkv_ssd.index, &k,
 				      fluxonkv_ssd_index_params);
 }
@@ -217,6 +219,8 @@ int fluxonkv_ssd_index(struct fluxonkv_ssd_entry *e)
 	struct fluxonkv_ssd_entry *cur = fluxonkv_ssd_find(e->key, e->key_len);
 	bool routed = false;
 	int ret;
+
+	lockdep_assert_held(&fluxonkv_ssd.index_lock);
 
 	if (cur && cur->put_id > e->put_id)
 		return 0;

@@ -115,6 +115,8 @@ static bool fluxonkv_ring_pop(struct fluxonkv_shard *sh, u64 next_pos)
 	struct fluxonkv_ssd_entry *e;
 	bool committed;
 
+	lockdep_assert_held(&sh->lock);
+
 	e = list_first_entry(&sh->entries, struct fluxonkv_ssd_entry,
 			     ring_node);
 	fluxonkv_removal_begin(e->key, e->key_len);

@@ -141,6 +141,8 @@ static int fluxonkv_ssd_attached(struct file *file, u64 offset, u64 capacity)
 	struct fluxonkv_ssd_dev *dev;
 	struct fluxonkv_shard *sh;
 
+	lockdep_assert_held(&fluxonkv_ssd.attach_lock);
+
 	/*
 	 * An offline shard's range may be attached again (a new shard), once
 	 * no IO of the old one is in flight (-EBUSY until then).
@@ -411,6 +413,8 @@ static void fluxonkv_rings_at(struct fluxonkv_rings_iter *it,
 static struct fluxonkv_ssd_entry *
 fluxonkv_rings_entry(struct fluxonkv_rings_iter *it)
 {
+	lockdep_assert_held(&it->sh->lock);
+
 	if (it->pos >= it->sh->tail)
 		return it->e;
 	/* popped: everything before the tail went, the tail is next */
