@@ -412,8 +412,21 @@ FKV_TEST(a_delete_or_overwrite_retires_other_nodes_ssd_copies)
 	fkv_master_set_caller(F.m, A);
 	FKV_ASSERT_EQ(fkv_master_delete(F.m, "u", 1, &pid2), 0);
 	FKV_ASSERT_EQ(F.nssd_drops, 2);
+	/* B overwrites its own: its module retires its copy, no message */
+	put_on(B, "v", 5 * U, 5, &pid);
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_ssd_commit(F.m, "v", 1, pid, 5 * U, &flags), 0);
+	put_on(B, "v", 5 * U, 6, &pid2);
+	FKV_ASSERT_EQ(F.nssd_drops, 2);
+	/* ... but a clear, which no module asked for, tells B too */
+	put_on(B, "w", 5 * U, 7, &pid);
+	fkv_master_set_caller(F.m, B);
+	FKV_ASSERT_EQ(fkv_master_ssd_commit(F.m, "w", 1, pid, 5 * U, &flags), 0);
+	FKV_ASSERT_EQ(fkv_master_clear_key(F.m, "w", 1, &pid2), 0);
+	FKV_ASSERT_EQ(F.nssd_drops, 3);
+	FKV_ASSERT_EQ(F.ssd_drop_node, B);
 	fkv_master_get_stats(F.m, &st);
-	FKV_ASSERT_EQ(st.ssd_dropped, 2);
+	FKV_ASSERT_EQ(st.ssd_dropped, 3);
 	fkv_master_destroy(F.m);
 }
 

@@ -85,6 +85,7 @@ struct fkv_master {
 	uint32_t self;		/* this daemon's node (0 on a single node) */
 	uint32_t caller;	/* the node whose upcall is being handled */
 	bool evicting;		/* drops now are evictions */
+	bool clearing;		/* a CLEAR deletes: no module retires a copy */
 	uint64_t evict_hash;	/* ... of the key with this route hash */
 	bool local_puts;	/* the module numbers puts: no PUT */
 	/* PUT_LOCAL: the replaced replica the module dropped itself */
@@ -199,6 +200,13 @@ static void route_drop_ssd(void *arg, uint32_t node, const struct fkv_route *r)
 {
 	struct fkv_master *m = arg;
 
+	/*
+	 * The caller's module retires its own copies when it learns the
+	 * answer (a put published, a delete) or published the put itself:
+	 * no message on the put path.  A clear has no module caller.
+	 */
+	if (node == m->caller && !m->clearing)
+		return;
 	m->st.ssd_dropped++;
 	if (m->ops->send_ssd_drop)
 		m->ops->send_ssd_drop(m->arg, node, r->key, r->key_len,
@@ -1517,6 +1525,17 @@ int fkv_master_delete(struct fkv_master *m, const void *key, size_t key_len,
 	/* A kept copy of this version never comes back: the route's tombstone. */
 	if (!err)
 		m->st.deletes++;
+	return err;
+}
+
+int fkv_master_clear_key(struct fkv_master *m, const void *key,
+			 size_t key_len, uint64_t *put_id)
+{
+	int err;
+
+	m->clearing = true;
+	err = fkv_master_delete(m, key, key_len, put_id);
+	m->clearing = false;
 	return err;
 }
 

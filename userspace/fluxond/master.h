@@ -117,8 +117,8 @@ struct fkv_master_config {
  * did not become the memory replica; ssd_revoked = SSD replicas cleared by
  * GET_REVOKE (revokes counts them all); ssd_evicted / ssd_evicted_stale =
  * SSD_EVICTED entries that cleared a replica / named another version;
- * ssd_dropped = SSD copies a newer version or a delete retired (their
- * owner told: send_ssd_drop).
+ * ssd_dropped = SSD copies of other nodes (or of any node, by a clear) a
+ * newer version or a delete retired (their owner told: send_ssd_drop).
  * persisting / persisting_bytes (gauges) = published replicas waiting for
  * their SSD_COMMIT, not evictable yet; persist_failures = SSD_COMMITs with
  * ERRNO; persist_expired = persisting replicas made evictable by the TTL.
@@ -430,6 +430,12 @@ int fkv_master_remove_matching(struct fkv_master *m, const char *pattern,
 /* DELETE {KEY} -> PUT_ID (the version deleted) or -ENOENT. */
 int fkv_master_delete(struct fkv_master *m, const void *key, size_t key_len,
 		      uint64_t *put_id);
+/*
+ * The same for a CLEAR, which no module asked for: the caller's own SSD
+ * copies are retired by message too (send_ssd_drop), not only others'.
+ */
+int fkv_master_clear_key(struct fkv_master *m, const void *key,
+			 size_t key_len, uint64_t *put_id);
 /*
  * NEED_ROOM {BYTES, SEGMENT_USED}: evict what BYTES more would take the
  * segment past the low watermark (BYTES when SEGMENT_USED is 0; one

@@ -87,7 +87,7 @@ int fkv_master_remove_matching(struct fkv_master *m, const char *pattern,
 		uint16_t l;
 
 		memcpy(&l, c.buf + off, 2);
-		if (!fkv_master_delete(m, c.buf + off + 2, l, &put_id))
+		if (!fkv_master_clear_key(m, c.buf + off + 2, l, &put_id))
 			(*removed)++;
 		off += 2 + (size_t)l;
 	}
