@@ -813,6 +813,8 @@ static int fluxonkv_reply_simple(struct genl_info *info, u8 cmd,
 		goto err;
 	if (nla_put_string(skb, FLUXONKV_A_VERSION, FLUXONKV_VERSION) ||
 	    nla_put_u32(skb, FLUXONKV_A_ABI, FLUXONKV_ABI_VERSION) ||
+	    nla_put_u32(skb, FLUXONKV_A_HANDLE_LAYOUT,
+			FLUXONKV_HANDLE_LAYOUT) ||
 	    fluxonkv_put_u64(skb, FLUXONKV_A_SEGMENT_SIZE, fluxonkv_seg.size) ||
 	    fluxonkv_put_u64(skb, FLUXONKV_A_SEGMENT_USED,
 			     fluxonkv_segment_used()) ||

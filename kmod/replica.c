@@ -98,9 +98,10 @@ void fluxonkv_replica_set_node(u32 node_id, bool renumber)
 	xa_lock(&fluxonkv_handles);
 	if (renumber) {
 		xa_for_each(&fluxonkv_handles, slot, r) {
-			r->handle = (r->handle &
-				     ~((u64)FLUXONKV_NODE_MAX << 24)) |
-				    (u64)node_id << 24;
+			r->handle = FLUXONKV_HANDLE_MAKE(r->handle,
+							 node_id, 0) |
+				    (r->handle &
+				     ~((1ULL << FLUXONKV_HANDLE_TAG_SHIFT) - 1));
 			WRITE_ONCE(r->alloc->owner, r->handle);
 			WRITE_ONCE(r->adopting, true);
 			WRITE_ONCE(fluxonkv_adopting, true);
@@ -381,8 +382,7 @@ struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,
 	 * DROP_REPLICA for an old replica cannot hit a new one.
 	 */
 	xa_lock(&fluxonkv_handles);
-	r->handle = ((u64)(put_id & 0xffffffff) << 32) |
-		    ((u64)(fluxonkv_node_id & 0xff) << 24) | id;
+	r->handle = FLUXONKV_HANDLE_MAKE(id, fluxonkv_node_id, put_id);
 	/* the slot is reserved: storing allocates nothing */
 	ret = xa_err(__xa_store(&fluxonkv_handles, id, r, GFP_NOWAIT));
 	if (ret) {

@@ -29,15 +29,18 @@
 #define INDEXED		FLUXONKV_DUMP_F_INDEXED
 #define MEMORY		FLUXONKV_SOURCE_MEMORY
 #define SSD		FLUXONKV_SOURCE_SSD
-#define NODE_A		3	/* the daemon that goes */
-#define NODE_B		9	/* the one that comes after it */
+/* node ids past 8 bits: handles of ABI 2 carry 12 (1,024 members) */
+#define NODE_A		700	/* the daemon that goes */
+#define NODE_B		1023	/* the one that comes after it */
 #define NOBODY		65534
 #define GRAN(len)	FKV_ALIGN_UP((uint64_t)(len))
 
-/* A's handle H as B's: bits 24..31 are the node id, the rest stays. */
+/* A's handle H as B's: only the node id bits change. */
 static uint64_t renumbered(uint64_t h, uint32_t node)
 {
-	return (h & ~(0xffULL << 24)) | (uint64_t)node << 24;
+	return (h & ~((uint64_t)FLUXONKV_NODE_MAX <<
+		      FLUXONKV_HANDLE_NODE_SHIFT)) |
+	       (uint64_t)node << FLUXONKV_HANDLE_NODE_SHIFT;
 }
 
 /* ---- the daemons ---- */
@@ -126,7 +129,7 @@ static struct client put_to_done(struct master *m, const char *k, size_t vlen,
 	FKV_ASSERT_EQ(fkv_nla_u64(tb[FLUXONKV_A_PUT_ID]), put_id);
 	*h = fkv_nla_u64(tb[FLUXONKV_A_HANDLE]);
 	FKV_ASSERT_EQ(FLUXONKV_HANDLE_NODE(*h), node);
-	FKV_ASSERT_EQ(*h >> 32, put_id & 0xffffffff);
+	FKV_ASSERT_EQ(FLUXONKV_HANDLE_TAG(*h), FLUXONKV_HANDLE_TAG_OF(put_id));
 	FKV_ASSERT_NE(*h & FLUXONKV_HANDLE_SLOT_MASK, 0);
 	return c;
 }

@@ -32,9 +32,7 @@
  */
 #define PLACE_MS	2000
 /* A replica handle of node N: version PUT_ID, slot SLOT. */
-#define HANDLE_OF(n, put_id, slot)					\
-	((((uint64_t)(put_id) & 0xffffffff) << 32) |			\
-	 ((uint64_t)(n) << 24) | (uint64_t)(slot))
+#define HANDLE_OF(n, put_id, slot)	FLUXONKV_HANDLE_MAKE(slot, n, put_id)
 
 /*
  * Playing the daemon, clients in child processes (client_start ...),
@@ -891,7 +889,7 @@ static struct fluxonkv_target target(struct master *m, const char *k,
 	FKV_ASSERT(FLUXONKV_HANDLE_NODE(t.handle) == NODE,
 		   "handle %#" PRIx64 " is not node %u's", (uint64_t)t.handle,
 		   NODE);
-	FKV_ASSERT_EQ(t.handle >> 32, put_id & 0xffffffff);
+	FKV_ASSERT_EQ(FLUXONKV_HANDLE_TAG(t.handle), FLUXONKV_HANDLE_TAG_OF(put_id));
 	FKV_ASSERT_NE(t.handle & FLUXONKV_HANDLE_SLOT_MASK, 0);
 	/* the input comes back as it went in */
 	FKV_ASSERT_EQ(t.size, sizeof(t));

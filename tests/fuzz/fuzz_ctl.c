@@ -706,7 +706,7 @@ static void take_str(struct in *in, char *buf, size_t size)
 /* Handle of node @node as its module stamps it (uapi). */
 static uint64_t H(uint32_t node, uint32_t slot, uint64_t put_id)
 {
-	return (put_id << 32) | ((uint64_t)node << 24) | slot;
+	return FLUXONKV_HANDLE_MAKE(slot, node, put_id);
 }
 
 /* Record UPCALL: a forwarded upcall built from selectors. */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -1413,6 +1414,121 @@ FKV_TEST_TIMEOUT(cctl_a_live_members_name_is_not_taken_over, 60)
 	fkv_cctl_stop(m);
 }
 
+/*
+ * 1,024 members (issue 28; the master admitted 64, and fluxond polled 96
+ * descriptors): 1,023 nodes join one master over loopback, a few at a time
+ * as the per-address join limit allows (they all come from 127.0.0.1),
+ * heartbeat, and none is declared left.  Every node gets its own id, all
+ * within the handle's node bits, and the master's loop polls every one of
+ * them through one array of FKV_CCTL_POLL_MAX.
+ */
+#define MANY		1023	/* and the master itself: 1,024 members */
+
+static struct fkv_cluster_config many_cc[MANY];
+static char many_name[MANY][16];
+static struct fkv_cctl *many[MANY];
+static struct pollfd many_pfd[FKV_CCTL_POLL_MAX + 4 * MANY];
+static int many_cnt[MANY];
+
+/* One turn of every loop; -errno of the first node refused for good. */
+static int spin_many_once(struct fkv_cctl *m, int started)
+{
+	int a = fkv_cctl_pollfds(m, many_pfd, FKV_CCTL_POLL_MAX), at = a;
+	int k, err = 0;
+
+	for (k = 0; k < started; k++) {
+		many_cnt[k] = fkv_cctl_pollfds(many[k], many_pfd + at, 4);
+		at += many_cnt[k];
+	}
+	poll(many_pfd, (nfds_t)at, 5);
+	fkv_cctl_handle(m, many_pfd, a);
+	for (k = 0, at = a; k < started; at += many_cnt[k], k++) {
+		int e = fkv_cctl_handle(many[k], many_pfd + at, many_cnt[k]);
+
+		if (e && !err)
+			err = e;
+	}
+	fkv_cctl_tick(m);
+	for (k = 0; k < started; k++)
+		fkv_cctl_tick(many[k]);
+	return err;
+}
+
+FKV_TEST_TIMEOUT(cctl_a_master_holds_1024_members_and_none_is_left, 300)
+{
+	struct fkv_cluster_config mc;
+	struct fkv_cctl_config c = { .segment_size = 64 << 20,
+				     .segment_used = used_zero };
+	struct fkv_cctl *m;
+	const struct fkv_members *t;
+	struct fkv_cctl_stats st;
+	static bool seen[MANY + 2];
+	uint16_t port = free_port();
+	struct rlimit rl;
+	uint64_t t0 = (mono_ns() / 1000000);
+	int k, started = 0, joined = 0, err = 0;
+
+	/* two descriptors a member: its end and the master's */
+	FKV_ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_max < 2 * MANY + 256)
+		FKV_SKIP("needs %d open files, the hard limit is %llu",
+			 2 * MANY + 256, (unsigned long long)rl.rlim_max);
+	rl.rlim_cur = rl.rlim_max;
+	FKV_ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+
+	cluster_cfg(&mc, FKV_ROLE_MASTER, "m", port, secret);
+	mc.heartbeat_ms = 500;
+	mc.lease_ms = 2000;
+	mc.dead_after_ms = 6000;
+	c.cc = &mc;
+	c.incarnation = 1;
+	FKV_ASSERT_EQ(fkv_cctl_start(&m, &c), 0);
+	t = fkv_cctl_members(m);
+	while (joined < MANY && !err && (mono_ns() / 1000000) - t0 < 200000) {
+		/* at most 4 in the join at once: the per-address limit */
+		if (started < MANY && started - joined < 4) {
+			snprintf(many_name[started], sizeof(many_name[0]),
+				 "n%04d", started);
+			cluster_cfg(&many_cc[started], FKV_ROLE_NODE,
+				    many_name[started], port, secret);
+			many_cc[started].heartbeat_ms = mc.heartbeat_ms;
+			many_cc[started].lease_ms = mc.lease_ms;
+			many_cc[started].dead_after_ms = mc.dead_after_ms;
+			c.cc = &many_cc[started];
+			c.incarnation = 100 + (uint64_t)started;
+			FKV_ASSERT_EQ(fkv_cctl_start(&many[started], &c), 0);
+			started++;
+		}
+		err = spin_many_once(m, started);
+		for (joined = 0, k = 0; k < started; k++)
+			joined += fkv_cctl_node_id(many[k]) != 0;
+	}
+	FKV_ASSERT(!err, "a node was refused: %s (%d of %d joined)",
+		   strerror(-err), joined, MANY);
+	FKV_ASSERT_EQ(joined, MANY);
+	/* heartbeats past two dead_after periods: nobody is left */
+	t0 = (mono_ns() / 1000000);
+	while (!err && (mono_ns() / 1000000) - t0 < 2 * mc.dead_after_ms)
+		err = spin_many_once(m, started);
+	FKV_ASSERT_EQ(err, 0);
+	fkv_cctl_get_stats(m, &st);
+	FKV_ASSERT_EQ(st.member_left, 0);
+	FKV_ASSERT_EQ(fkv_members_live_count(t), MANY + 1);
+	seen[fkv_cctl_self_id(m)] = true;
+	for (k = 0; k < MANY; k++) {
+		uint32_t id = fkv_cctl_node_id(many[k]);
+
+		FKV_ASSERT(id >= 1 && id <= MANY + 1 &&
+			   id <= FLUXONKV_NODE_MAX && !seen[id],
+			   "node %d: id %u", k, id);
+		seen[id] = true;
+		FKV_ASSERT(fkv_members_is_live(t, id, 100 + (uint64_t)k));
+	}
+	for (k = 0; k < MANY; k++)
+		fkv_cctl_stop(many[k]);
+	fkv_cctl_stop(m);
+}
+
 /* Whether @fd has bytes (or an end) to read within @ms. */
 static bool readable_within(int fd, int ms)
 {
@@ -1803,10 +1919,15 @@ FKV_TEST_TIMEOUT(tcp_push_streams_staged_chunks_in_order, 60)
 #include "../../userspace/fluxonctl/ctl_cluster.h"
 #include "../../userspace/fluxond/ctlsock.h"
 
+/*
+ * The master's STATS answer: 2 members, or *@arg members shaped as
+ * clusterd.c's put_member() writes them (names of 64 bytes, 6 stats).
+ */
 static int fake_stats(void *arg, struct nl_msg *msg)
 {
+	int i, nodes = arg ? *(int *)arg : 2;
+	char name[FKV_NODE_NAME_MAX + 1];
 	struct nlattr *n;
-	int i;
 
 	if (nla_put_string(msg, FKV_CA_ROLE, "master") ||
 	    nla_put_string(msg, FKV_CA_NODE_NAME, "node1") ||
@@ -1819,10 +1940,14 @@ static int fake_stats(void *arg, struct nl_msg *msg)
 	    fkv_ctl_put_stat(msg, "member_left", 1) ||
 	    fkv_ctl_put_stat(msg, "joined", 1))
 		return -EMSGSIZE;
-	for (i = 1; i <= 2; i++) {
+	for (i = 1; i <= nodes; i++) {
+		if (nodes == 2)
+			snprintf(name, sizeof(name), "node%d", i);
+		else
+			snprintf(name, sizeof(name), "%060d-%03d", 0, i % 1000);
 		n = nla_nest_start(msg, FKV_CA_NODE);
 		if (!n || nla_put_u32(msg, FKV_CA_NODE_ID, (uint32_t)i) ||
-		    nla_put_string(msg, FKV_CA_NODE_NAME, i == 1 ? "node1" : "node2") ||
+		    nla_put_string(msg, FKV_CA_NODE_NAME, name) ||
 		    nla_put_u32(msg, FKV_CA_LIVE, i == 1) ||
 		    nla_put_u64(msg, FLUXONKV_A_INCARNATION, 0x100 + i) ||
 		    nla_put_string(msg, FKV_CA_DATA_ADDR, "10.77.0.2:7471") ||
@@ -1833,7 +1958,12 @@ static int fake_stats(void *arg, struct nl_msg *msg)
 		    (i == 2 && nla_put_string(msg, FKV_CA_LEFT_REASON,
 					      "missed heartbeats")) ||
 		    fkv_ctl_put_stat(msg, "replicas", 10 * (uint64_t)i) ||
-		    fkv_ctl_put_stat(msg, "served_gets", 7))
+		    fkv_ctl_put_stat(msg, "served_gets", 7) ||
+		    (nodes > 2 &&
+		     (fkv_ctl_put_stat(msg, "module_segment_used", 1) ||
+		      fkv_ctl_put_stat(msg, "joins", 1) ||
+		      fkv_ctl_put_stat(msg, "lefts", 0) ||
+		      fkv_ctl_put_stat(msg, "seen_ms_ago", 250))))
 			return -EMSGSIZE;
 		nla_nest_end(msg, n);
 	}
@@ -1962,6 +2092,36 @@ FKV_TEST_TIMEOUT(control_socket_answers_stats_and_fluxonctl_renders_them, 30)
 	/* Gone: no daemon there. */
 	FKV_ASSERT(ctl_cluster_query(path, 1000, &cl) == -ENOENT ||
 		   ctl_cluster_query(path, 1000, &cl) == -ECONNREFUSED);
+	*strrchr(path, '/') = '\0';
+	rmdir(path);
+}
+
+/*
+ * 1,024 members' statistics (~350 bytes each) in one STATS answer: the
+ * control socket's messages were capped at 64 KiB, so a master past ~180
+ * members could not answer `fluxonctl cluster` at all.
+ */
+FKV_TEST_TIMEOUT(control_socket_answers_the_stats_of_1024_members, 30)
+{
+	static struct ctl_cluster cl;
+	static int nodes = 1024;
+	struct fkv_ctlsock *c;
+	char path[64];
+	pthread_t th;
+
+	snprintf(path, sizeof(path), "/tmp/fkv-ctl-%d/fluxond.sock", getpid());
+	FKV_ASSERT_EQ(fkv_ctlsock_open(&c, path, (gid_t)-1, fake_stats,
+				       &nodes), 0);
+	ctl_stop = 0;
+	FKV_ASSERT_EQ(pthread_create(&th, NULL, ctl_server, c), 0);
+	FKV_ASSERT_EQ(ctl_cluster_query(path, 3000, &cl), 0);
+	FKV_ASSERT_EQ(cl.nnodes, 1024);
+	FKV_ASSERT_EQ(cl.nodes[1023].id, 1024);
+	FKV_ASSERT_EQ(ctl_cluster_stat(cl.nodes[1023].st, cl.nodes[1023].nst,
+				       "seen_ms_ago")->value, 250);
+	ctl_stop = 1;
+	pthread_join(th, NULL);
+	fkv_ctlsock_close(c);
 	*strrchr(path, '/') = '\0';
 	rmdir(path);
 }

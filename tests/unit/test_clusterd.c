@@ -331,7 +331,7 @@ FKV_TEST_TIMEOUT(an_eviction_burst_larger_than_the_queue_keeps_the_node, 120)
 	fkv_master_set_caller(cds[0]->master, 2);
 	for (i = 0; i < n; i++) {
 		snprintf(key, sizeof(key), "burst-%u", i);
-		h = ((uint64_t)(i + 1) << 32) | (2u << 24);
+		h = FLUXONKV_HANDLE_MAKE(0, 2, i + 1);
 		FKV_ASSERT_EQ(fkv_master_put(cds[0]->master, key, strlen(key),
 					     h, VAL, &put_id, &flags), 0);
 		if (!(i % 20000)) {	/* heartbeats go on meanwhile */
@@ -410,7 +410,7 @@ FKV_TEST_TIMEOUT(an_overwrite_waits_for_a_pending_eviction_of_its_key, 120)
 	fkv_master_set_caller(cds[0]->master, 2);
 	for (i = 0; i < n; i++) {
 		snprintf(key, sizeof(key), i == n / 2 ? "K" : "v-%u", i);
-		h = ((uint64_t)(i + 1) << 32) | (2u << 24);
+		h = FLUXONKV_HANDLE_MAKE(0, 2, i + 1);
 		if (i == n / 2)
 			kh = h;
 		FKV_ASSERT_EQ(fkv_master_put(cds[0]->master, key, strlen(key),
@@ -427,7 +427,7 @@ FKV_TEST_TIMEOUT(an_overwrite_waits_for_a_pending_eviction_of_its_key, 120)
 	FKV_ASSERT(fkv_routes_by_handle(fkv_master_routes(cds[0]->master),
 					kh) == NULL);
 	/* the master node's put of K: held for node 2's drop of the old K */
-	FKV_ASSERT(!module_put(0, "K", (1u << 24) | 0x77, VAL),
+	FKV_ASSERT(!module_put(0, "K", FLUXONKV_HANDLE_MAKE(0x77, 1, 0), VAL),
 		   "the overwrite was answered at once");
 	spin_master(200);
 	FKV_ASSERT_EQ(mods[0].replies, 0);

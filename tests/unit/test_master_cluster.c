@@ -29,7 +29,7 @@
 /* A handle of @node, as its module would stamp it (uapi). */
 static uint64_t H(uint32_t node, uint32_t slot, uint64_t put_id)
 {
-	return (put_id << 32) | ((uint64_t)node << 24) | slot;
+	return FLUXONKV_HANDLE_MAKE(slot, node, put_id);
 }
 
 /* A master of config C (its clock the fixture's) with nodes A and B up. */
@@ -1438,5 +1438,64 @@ FKV_TEST(a_pulls_completion_does_not_scan_every_other_hold)
 	fkv_master_node_down(F.m, A);	/* the master's own: ignored */
 	fkv_master_get_stats(F.m, &st);
 	FKV_ASSERT_EQ(st.holds, 100);
+	fkv_master_destroy(F.m);
+}
+
+/*
+ * Members past the 8 bits of node id handles used to carry (issue 28, 1,024
+ * members): a replica of node 1024 is routed, pulled by node 700 and
+ * dropped by its own handle; a node id above what a handle holds is
+ * refused.
+ */
+FKV_TEST(members_past_255_own_serve_and_drop_their_replicas)
+{
+	struct fkv_get_result g;
+	struct fkv_master_node_info ni;
+	uint64_t pid, hl, hp;
+	uint32_t flags;
+	unsigned int j;
+
+	setup();
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, 700, 0x700, SEG, 0,
+					 "10.77.2.188:7471"), 0);
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, 1024, 0x1024, SEG, 0,
+					 "10.77.4.0:7471"), 0);
+	FKV_ASSERT_EQ(fkv_master_node_up(F.m, FLUXONKV_NODE_MAX + 1, 0x9, SEG,
+					 0, "10.77.16.0:7471"), -EINVAL);
+	hl = put_on(1024, "far", 2 * U, 5, &pid);
+	FKV_ASSERT_EQ(FLUXONKV_HANDLE_NODE(hl), 1024);
+	fkv_master_set_caller(F.m, 700);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "far", 3, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE);
+	FKV_ASSERT_EQ(g.handle, hl);
+	FKV_ASSERT_EQ(g.node, 1024);
+	FKV_ASSERT(!strcmp(g.addr, "10.77.4.0:7471"));
+	hp = H(700, 9, pid);
+	FKV_ASSERT_EQ(fkv_master_get_done(F.m, "far", 3, pid, hp, 2 * U,
+					  FLUXONKV_SOURCE_REMOTE, &flags), 0);
+	FKV_ASSERT(flags & FLUXONKV_GET_F_PROMOTED);
+	FKV_ASSERT_EQ(fkv_master_node_info(F.m, 1024, &ni), 0);
+	FKV_ASSERT_EQ(ni.used, 2 * U);
+	FKV_ASSERT_EQ(ni.remote_gets, 1);
+	FKV_ASSERT_EQ(fkv_master_node_info(F.m, 700, &ni), 0);
+	FKV_ASSERT_EQ(ni.used, 2 * U);
+	/* the owner of each drop is read off its handle */
+	F.ndrops = 0;
+	FKV_ASSERT_EQ(fkv_master_delete(F.m, "far", 3, &pid), 0);
+	FKV_ASSERT_EQ(F.ndrops, 2);
+	for (j = 0; j < F.ndrops; j++)
+		FKV_ASSERT(F.drops[j] == hl || F.drops[j] == hp,
+			   "drop %#llx", (unsigned long long)F.drops[j]);
+	/* member-left of 1024 forgets its replicas only */
+	hl = put_on(1024, "far2", U, 6, &pid);
+	put_on(700, "near", U, 10, &pid);
+	fkv_master_node_down(F.m, 1024);
+	while (fkv_master_work(F.m))
+		;
+	fkv_master_set_caller(F.m, A);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "far2", 4, &g), -ENOENT);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "near", 4, &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE);
+	FKV_ASSERT_EQ(g.node, 700);
 	fkv_master_destroy(F.m);
 }

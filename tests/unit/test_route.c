@@ -1166,7 +1166,7 @@ FKV_TEST(per_node_lists_follow_replicas_as_a_route_compacts)
 					  INC + 2, &r), 1);
 	for (n = 3; n <= 5; n++) {
 		FKV_ASSERT_EQ(fkv_routes_promote_on(t, n, K("k"), id,
-						    ((uint64_t)n << 24) | 1,
+						    FLUXONKV_HANDLE_MAKE(1, n, 0),
 						    100, INC + n, &r), 1);
 		FKV_ASSERT_EQ(fkv_routes_check(t), 0);
 	}

@@ -27,11 +27,16 @@
  * memory per key (RSS growth over the fill).
  *
  *   masterscale [--nodes N] [--keys K] [--burst B] [--key-len L] [--json]
+ *               [--spikes MS]
+ *
+ * --spikes prints every report batch that took more than MS of CPU with
+ * its CLOCK_MONOTONIC window, to be matched against `perf record -k mono`
+ * samples: on a virtual machine the thread's CPU clock also runs while
+ * the host holds the vCPU (bench.md, *Master at scale*).
  *
  * Defaults: 64 nodes, 1,000,000 keys, a burst of 100,000 values, 40-byte
- * keys.  Node ids are 8 bits in today's handles (FLUXONKV_NODE_MAX): at
- * most 254 nodes besides the master's own (this simulates the master
- * alone; the control plane admits 64 members, cluster_ctl.c).
+ * keys.  Up to 1,024 nodes, the members the control plane admits
+ * (FKV_MEMBERS_MAX_CTL; a handle's 12 node bits would hold 4,095).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -45,6 +50,7 @@
 
 #include <linux/fluxonkv.h>
 
+#include "../../userspace/common/cluster_msg.h"
 #include "../../userspace/fluxond/master.h"
 #include "../../userspace/fluxond/route.h"
 
@@ -129,8 +135,7 @@ static size_t make_key(char *buf, size_t len, uint64_t i)
 /* The handle node @node's module would stamp on slot @slot (uapi). */
 static uint64_t handle_of(uint32_t node, uint64_t slot, uint64_t put_id)
 {
-	return (put_id << 32) | ((uint64_t)node << 24) |
-	       (slot & FLUXONKV_HANDLE_SLOT_MASK);
+	return FLUXONKV_HANDLE_MAKE(slot, node, put_id);
 }
 
 static struct fkv_master *new_master(uint32_t nodes, uint64_t keys,
@@ -197,6 +202,7 @@ int main(int argc, char **argv)
 	uint64_t left_drops, evict_drops, adopted = 0, evict_node_keys;
 	struct fkv_master *m;
 	bool json = false;
+	double spikes = 0;
 	char key[FLUXONKV_KEY_MAX + 1];
 	int a;
 
@@ -211,16 +217,19 @@ int main(int argc, char **argv)
 			key_len = strtoul(argv[++a], NULL, 10);
 		else if (!strcmp(argv[a], "--json"))
 			json = true;
+		else if (!strcmp(argv[a], "--spikes") && a + 1 < argc)
+			spikes = strtod(argv[++a], NULL) / 1e3;
 		else {
 			fprintf(stderr, "usage: %s [--nodes N] [--keys K] "
-				"[--burst B] [--key-len L] [--json]\n", argv[0]);
+				"[--burst B] [--key-len L] [--json] [--spikes MS]\n",
+				argv[0]);
 			return 2;
 		}
 	}
-	if (nodes < 2 || nodes > FLUXONKV_NODE_MAX - 1 || !keys ||
+	if (nodes < 2 || nodes > FKV_MEMBERS_MAX_CTL || !keys ||
 	    key_len < 24 || key_len > FLUXONKV_KEY_MAX) {
 		fprintf(stderr, "masterscale: 2..%u nodes, keys > 0, key length "
-			"24..%u\n", FLUXONKV_NODE_MAX - 1, FLUXONKV_KEY_MAX);
+			"24..%u\n", FKV_MEMBERS_MAX_CTL, FLUXONKV_KEY_MAX);
 		return 2;
 	}
 	put_ids = calloc(keys, sizeof(*put_ids));
@@ -318,6 +327,10 @@ int main(int argc, char **argv)
 		}
 		t = now_s() - b0;
 		c = cpu_s() - bc0;
+		if (spikes > 0 && c > spikes)
+			fprintf(stderr, "report batch at %.6f..%.6f s: %.1f ms "
+				"CPU, %.1f ms wall, keys ..%" PRIu64 "\n",
+				b0, b0 + t, c * 1e3, t * 1e3, i);
 		if (t > batch_max)
 			batch_max = t;
 		if (c > batch_max_cpu)

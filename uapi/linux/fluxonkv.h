@@ -680,6 +680,8 @@ enum fluxonkv_attr {
 	FLUXONKV_A_DROPPED,		/* u64: PUT_LOCAL: the handle of the
 					 * version this put replaced, which the
 					 * module dropped itself */
+	FLUXONKV_A_HANDLE_LAYOUT,	/* u32: GET_VERSION: the module's
+					 * FLUXONKV_HANDLE_LAYOUT (absent: 1) */
 
 	__FLUXONKV_A_MAX,
 	FLUXONKV_A_MAX = __FLUXONKV_A_MAX - 1
@@ -751,16 +753,40 @@ enum fluxonkv_attr {
  */
 
 /*
- * Replica handles: bits 0..23 a slot, 24..31 the node id the daemon
- * registered with (0 on a single node), 32..63 the low half of the
+ * Replica handles: bits 0..23 a slot, 24..35 the node id the daemon
+ * registered with (0 on a single node), 36..63 the low 28 bits of the
  * put_id (of a local put, FLUXONKV_REGISTER_F_LOCAL_PUTS: of a number the
- * module drew just before the put_id it publishes it with).  Distinct
- * nodes of a cluster therefore never issue the same handle, and the
- * master reads the owner off a handle.
+ * module drew just before the put_id it publishes it with) -- the tag
+ * that makes a recycled slot a new handle.  Distinct nodes of a cluster
+ * therefore never issue the same handle, and the master reads the owner
+ * off a handle.  A cluster has at most 1,024 members (fluxond), well
+ * inside FLUXONKV_NODE_MAX.
  */
-#define FLUXONKV_NODE_MAX		255
+/*
+ * Layout 2 (this one); layout 1 had 8 node bits (24..31) and 32 put_id
+ * bits.  Clients never read a handle: the layout is the daemon's concern,
+ * said in GET_VERSION's HANDLE_LAYOUT, and fluxond refuses a module of
+ * another.  A layout-1 daemon reads node ids up to 255 right on layout 2.
+ */
+#define FLUXONKV_HANDLE_LAYOUT		2
+#define FLUXONKV_NODE_BITS		12
+#define FLUXONKV_NODE_MAX		((1U << FLUXONKV_NODE_BITS) - 1)
 #define FLUXONKV_HANDLE_SLOT_MASK	0xffffffULL
-#define FLUXONKV_HANDLE_NODE(h)		((__u32)(((h) >> 24) & 0xff))
+#define FLUXONKV_HANDLE_NODE_SHIFT	24
+#define FLUXONKV_HANDLE_TAG_SHIFT	(FLUXONKV_HANDLE_NODE_SHIFT + \
+					 FLUXONKV_NODE_BITS)
+#define FLUXONKV_HANDLE_NODE(h)		((__u32)(((h) >> \
+					  FLUXONKV_HANDLE_NODE_SHIFT) & \
+					 FLUXONKV_NODE_MAX))
+/* The put_id bits a handle carries (a put_id's low 28 bits). */
+#define FLUXONKV_HANDLE_TAG(h)		((__u64)(h) >> FLUXONKV_HANDLE_TAG_SHIFT)
+#define FLUXONKV_HANDLE_TAG_OF(put_id)	((__u64)(put_id) & \
+					 ((1ULL << (64 - \
+					  FLUXONKV_HANDLE_TAG_SHIFT)) - 1))
+#define FLUXONKV_HANDLE_MAKE(slot, node, put_id) \
+	(FLUXONKV_HANDLE_TAG_OF(put_id) << FLUXONKV_HANDLE_TAG_SHIFT | \
+	 ((__u64)((node) & FLUXONKV_NODE_MAX) << FLUXONKV_HANDLE_NODE_SHIFT) | \
+	 ((__u64)(slot) & FLUXONKV_HANDLE_SLOT_MASK))
 
 /* FLUXONKV_A_FLAGS of PUT_START (and PUT) replies */
 #define FLUXONKV_PUT_F_PERSIST		(1U << 0)	/* also write to SSD */

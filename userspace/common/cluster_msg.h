@@ -19,6 +19,11 @@
 #define FKV_WIRE_TYPE		0x4658	/* "FX" */
 /* Largest message accepted on a connection (a full ACCESS batch fits). */
 #define FKV_WIRE_MAX		(64 << 10)
+/*
+ * The local control socket's STATS answer (fluxonctl cluster): every
+ * member's statistics, ~320 bytes each, 1,024 members.
+ */
+#define FKV_WIRE_STATS_MAX	(1 << 20)
 
 enum fkv_cluster_cmd {
 	/*
@@ -200,8 +205,11 @@ enum fkv_cluster_attr {
 #define FKV_MAC_LEN		32
 #define FKV_TICKET_LEN		16
 #define FKV_NODE_NAME_MAX	64
-/* Members one master tracks (fluxond member.h FKV_MEMBERS_MAX). */
-#define FKV_MEMBERS_MAX_CTL	64
+/*
+ * Members one master tracks (fluxond member.h FKV_MEMBERS_MAX): their ids
+ * 1..1024 fit the 12 node bits of a handle (uapi FLUXONKV_NODE_MAX).
+ */
+#define FKV_MEMBERS_MAX_CTL	1024
 #define FKV_ADDR_MAX		300
 /* fluxond's control socket (fluxonctl cluster), unless --control says. */
 #define FKV_CONTROL_PATH	"/run/fluxonkv/fluxond.sock"

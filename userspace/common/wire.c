@@ -31,6 +31,7 @@ void fkv_wire_init(struct fkv_wire *w, int fd)
 	memset(w, 0, sizeof(*w));
 	w->fd = fd;
 	w->tx_max = FKV_WIRE_TX_MAX;
+	w->rx_max = FKV_WIRE_MAX;
 	if (fl >= 0)
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
@@ -60,6 +61,11 @@ static struct nl_msg *wire_msg(uint8_t cmd, struct nl_msg *msg)
 struct nl_msg *fkv_wire_msg_max(uint8_t cmd)
 {
 	return wire_msg(cmd, nlmsg_alloc_size(FKV_WIRE_MAX));
+}
+
+struct nl_msg *fkv_wire_msg_stats(uint8_t cmd)
+{
+	return wire_msg(cmd, nlmsg_alloc_size(FKV_WIRE_STATS_MAX));
 }
 
 struct nl_msg *fkv_wire_msg(uint8_t cmd)
@@ -187,7 +193,7 @@ int fkv_wire_read(struct fkv_wire *w)
 	return 0;
 }
 
-int fkv_wire_frame(const uint8_t *buf, size_t n, size_t *len)
+static int frame(const uint8_t *buf, size_t n, size_t max, size_t *len)
 {
 	struct nlmsghdr h;
 
@@ -196,7 +202,7 @@ int fkv_wire_frame(const uint8_t *buf, size_t n, size_t *len)
 	memcpy(&h, buf, sizeof(h));
 	if (h.nlmsg_type != FKV_WIRE_TYPE ||
 	    h.nlmsg_len < NLMSG_HDRLEN + GENL_HDRLEN ||
-	    h.nlmsg_len > FKV_WIRE_MAX + FKV_WIRE_SEAL_LEN)
+	    h.nlmsg_len > max + FKV_WIRE_SEAL_LEN)
 		return -EPROTO;
 	if (n < h.nlmsg_len)
 		return -EAGAIN;
@@ -204,11 +210,16 @@ int fkv_wire_frame(const uint8_t *buf, size_t n, size_t *len)
 	return 0;
 }
 
+int fkv_wire_frame(const uint8_t *buf, size_t n, size_t *len)
+{
+	return frame(buf, n, FKV_WIRE_MAX, len);
+}
+
 struct nlmsghdr *fkv_wire_next(struct fkv_wire *w, int *err)
 {
 	uint8_t *p = w->rx + w->rx_off;
 	size_t len;
-	int ret = fkv_wire_frame(p, w->rx_len - w->rx_off, &len);
+	int ret = frame(p, w->rx_len - w->rx_off, w->rx_max, &len);
 
 	*err = ret == -EAGAIN ? 0 : ret;
 	if (ret)

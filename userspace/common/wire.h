@@ -35,6 +35,7 @@ struct fkv_wire {
 	uint8_t *tx;		/* queued, not yet written */
 	size_t tx_len, tx_cap, tx_off;
 	size_t tx_max;		/* fkv_wire_send refuses beyond this */
+	size_t rx_max;		/* longest message read (FKV_WIRE_MAX) */
 	/* sealed (fkv_wire_seal): every message carries a MAC, in order */
 	fkv_wire_mac_fn mac;
 	uint64_t tx_seq, rx_seq;
@@ -57,8 +58,10 @@ void fkv_wire_seal(struct fkv_wire *w, fkv_wire_mac_fn mac,
 
 /* A message of @cmd for the wire; NULL on allocation failure. */
 struct nl_msg *fkv_wire_msg(uint8_t cmd);
-/* The same with room for a message up to FKV_WIRE_MAX (STATS). */
+/* The same with room for a message up to FKV_WIRE_MAX (DROPS) ... */
 struct nl_msg *fkv_wire_msg_max(uint8_t cmd);
+/* ... or up to FKV_WIRE_STATS_MAX (the control socket's STATS). */
+struct nl_msg *fkv_wire_msg_stats(uint8_t cmd);
 
 /*
  * Queue @msg (not consumed) and write what the socket takes now.
@@ -82,7 +85,7 @@ int fkv_wire_read(struct fkv_wire *w);
  * The next complete message, valid until the next fkv_wire_* call on @w;
  * NULL if none is complete yet.  *@err = -EPROTO for a stream that can
  * no longer be framed (bad type, length below a genl header or above
- * FKV_WIRE_MAX), or -EBADMSG for a message of a sealed connection whose
+ * rx_max: FKV_WIRE_MAX unless the caller raised it), or -EBADMSG for a message of a sealed connection whose
  * seal is missing or wrong: the caller closes the connection.
  */
 struct nlmsghdr *fkv_wire_next(struct fkv_wire *w, int *err);

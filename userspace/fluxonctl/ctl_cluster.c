@@ -171,6 +171,7 @@ static int ctl_control_call(const char *path, int timeout_ms,
 		goto out_free;
 	}
 	fkv_wire_init(&w, fd);
+	w.rx_max = FKV_WIRE_STATS_MAX;	/* every member's statistics */
 	err = fkv_wire_send(&w, msg);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (!err) {

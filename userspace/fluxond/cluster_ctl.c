@@ -28,6 +28,8 @@
 
 /* Connections a master serves at once (members + joins in progress). */
 #define FKV_CCTL_CONNS		(FKV_MEMBERS_MAX + 16)
+_Static_assert(FKV_CCTL_POLL_MAX >= FKV_CCTL_CONNS + 1,
+	       "the poll array has room for every connection");
 /* A connection that has not joined by then is closed. */
 #define FKV_JOIN_TIMEOUT_MS	5000
 /*
@@ -68,6 +70,13 @@ struct fkv_cctl {
 	struct fkv_members members;
 	uint32_t self_id;
 	struct cconn conns[FKV_CCTL_CONNS];
+	/*
+	 * The conns[] index of each pollfd the last fkv_cctl_pollfds() gave
+	 * (-1: the listening socket), so that handling a ready descriptor
+	 * costs no scan of every connection.
+	 */
+	int pfd_conn[FKV_CCTL_CONNS + 1];
+	int npfd;
 	/* node: conns[0] is the master connection */
 	uint32_t node_id;
 	uint64_t next_beat_ms, next_connect_ms;
@@ -890,19 +899,23 @@ int fkv_cctl_pollfds(struct fkv_cctl *t, struct pollfd *pfd, int max)
 	unsigned int i;
 	int n = 0;
 
-	if (t->lfd >= 0 && n < max)
+	if (t->lfd >= 0 && n < max) {
+		t->pfd_conn[n] = -1;
 		pfd[n++] = (struct pollfd){ .fd = t->lfd, .events = POLLIN };
+	}
 	for (i = 0; i < FKV_CCTL_CONNS && n < max; i++) {
 		struct cconn *c = &t->conns[i];
 
 		if (c->state == C_FREE)
 			continue;
+		t->pfd_conn[n] = (int)i;
 		pfd[n++] = (struct pollfd){
 			.fd = c->w.fd,
 			.events = POLLIN | (fkv_wire_pending(&c->w) ||
 					    c->state == C_CONNECTING ? POLLOUT : 0),
 		};
 	}
+	t->npfd = n;
 	return n;
 }
 
@@ -984,20 +997,24 @@ static void conn_io(struct fkv_cctl *t, struct cconn *c, short revents)
 
 int fkv_cctl_handle(struct fkv_cctl *t, const struct pollfd *pfd, int n)
 {
-	unsigned int i;
+	struct cconn *c;
 	int k;
 
-	for (k = 0; k < n; k++) {
+	for (k = 0; k < n && k < t->npfd; k++) {
 		if (!pfd[k].revents)
 			continue;
-		if (pfd[k].fd == t->lfd) {
-			master_accept(t);
+		if (t->pfd_conn[k] < 0) {
+			if (pfd[k].fd == t->lfd)
+				master_accept(t);
 			continue;
 		}
-		for (i = 0; i < FKV_CCTL_CONNS; i++)
-			if (t->conns[i].state != C_FREE &&
-			    t->conns[i].w.fd == pfd[k].fd)
-				conn_io(t, &t->conns[i], pfd[k].revents);
+		/*
+		 * Still the connection that was polled: handling an earlier
+		 * descriptor may have closed it (a member replaced).
+		 */
+		c = &t->conns[t->pfd_conn[k]];
+		if (c->state != C_FREE && c->w.fd == pfd[k].fd)
+			conn_io(t, c, pfd[k].revents);
 	}
 	return t->fatal;
 }

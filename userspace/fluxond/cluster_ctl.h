@@ -77,9 +77,16 @@ struct fkv_cctl;
 int fkv_cctl_start(struct fkv_cctl **out, const struct fkv_cctl_config *c);
 /* A node says LEAVE first; a master just closes. */
 void fkv_cctl_stop(struct fkv_cctl *t);
-/* Fill up to @max pollfds; returns how many. */
+/*
+ * Fill up to @max pollfds; returns how many.  At most FKV_CCTL_POLL_MAX
+ * are ever wanted (the listener, every member, the joins in progress).
+ */
+#define FKV_CCTL_POLL_MAX	(FKV_MEMBERS_MAX_CTL + 17)
 int fkv_cctl_pollfds(struct fkv_cctl *t, struct pollfd *pfd, int max);
-/* After poll(): 0, or a fatal -errno (node refused by the master). */
+/*
+ * After poll() of what the last fkv_cctl_pollfds() filled: 0, or a fatal
+ * -errno (node refused by the master).
+ */
 int fkv_cctl_handle(struct fkv_cctl *t, const struct pollfd *pfd, int n);
 /* Timers: heartbeats, member timeouts, reconnects; about every 100 ms. */
 void fkv_cctl_tick(struct fkv_cctl *t);

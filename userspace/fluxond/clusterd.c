@@ -2487,7 +2487,7 @@ void fkv_clusterd_stop(struct fkv_clusterd *cd)
 	size_t pos = 0;
 	uint64_t key;
 	void *val;
-	int i;
+	unsigned int i;
 
 	if (!cd)
 		return;

@@ -283,8 +283,8 @@ static void answer(struct fkv_ctlsock *c, struct ctl_conn *cc,
 		cc->answered = true;	/* nothing else is spoken here */
 		return;
 	}
-	/* 64 members with their statistics take about 20 KiB. */
-	msg = fkv_wire_msg_max(FKV_CCMD_STATS);
+	/* ~320 bytes a member: 1,024 of them in FKV_WIRE_STATS_MAX. */
+	msg = fkv_wire_msg_stats(FKV_CCMD_STATS);
 	if (!msg || c->fn(c->arg, msg) || fkv_wire_send(&cc->w, msg))
 		fkv_warn("control socket: cannot answer STATS");
 	nlmsg_free(msg);
@@ -307,7 +307,7 @@ void fkv_ctlsock_handle(struct fkv_ctlsock *c, const struct pollfd *pfd,
 				if (c->conns[i].used)
 					continue;
 				fkv_wire_init(&c->conns[i].w, fd);
-				c->conns[i].w.tx_max = 1 << 20;
+				c->conns[i].w.tx_max = 2 * FKV_WIRE_STATS_MAX;
 				c->conns[i].used = true;
 				c->conns[i].answered = false;
 				c->conns[i].since_ms = now_ms();

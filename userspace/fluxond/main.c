@@ -20,6 +20,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@
 
 #include "../common/cluster_msg.h"
 #include "../common/ssd_attach.h"
+#include "cluster_ctl.h"
 #include "clusterd.h"
 #include "ctlsock.h"
 #include "daemon.h"
@@ -40,8 +42,8 @@
 
 #define FKV_TICK_MS	1000
 #define FKV_CLUSTER_TICK_MS	100
-/* Cluster connections polled at most (members + joins in progress). */
-#define FKV_POLL_MAX	96
+/* Cluster descriptors polled at most: the data port's, then the control plane's. */
+#define FKV_POLL_MAX	(1 + FKV_CCTL_POLL_MAX)
 /* Control socket: the listener and its few connections. */
 #define FKV_POLL_CTL	9
 
@@ -265,6 +267,13 @@ static int open_and_register(struct fluxond *d)
 	if (!err && v.abi && v.abi != FLUXONKV_ABI_VERSION) {
 		fkv_err("module ABI %u, this fluxond speaks ABI %u", v.abi,
 			FLUXONKV_ABI_VERSION);
+		return -EPROTO;
+	}
+	if (!err && v.handle_layout != FLUXONKV_HANDLE_LAYOUT) {
+		fkv_err("the fluxonkv module (%s) stamps handles of layout %u, "
+			"this fluxond reads layout %u: install the module and "
+			"fluxond of one release", v.version[0] ? v.version : "?",
+			v.handle_layout, FLUXONKV_HANDLE_LAYOUT);
 		return -EPROTO;
 	}
 	if (err)
@@ -606,6 +615,34 @@ static void log_stats(const struct fluxond *d)
 		 (unsigned long long)st.ssd_evicted);
 }
 
+/*
+ * A master holds a control connection per member (up to 1,024) besides the
+ * data port's connections: the soft limit of open files (1,024 by default)
+ * is raised towards the hard one.  Too low a hard limit is said once; the
+ * accept that hits it is refused and retried by the member.
+ */
+#define FKV_NOFILE_WANT		8192
+
+static void raise_nofile(const struct fluxond *d)
+{
+	struct rlimit rl;
+
+	if (!d->cfg.cluster.present || getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	if (rl.rlim_cur >= FKV_NOFILE_WANT)
+		return;
+	rl.rlim_cur = rl.rlim_max < FKV_NOFILE_WANT ? rl.rlim_max
+						      : FKV_NOFILE_WANT;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		fkv_warn("cannot raise the open files limit: %m");
+	if (rl.rlim_cur < FKV_NOFILE_WANT)
+		fkv_warn("open files limited to %llu (LimitNOFILE): a master "
+			 "of more than ~%llu members refuses the rest",
+			 (unsigned long long)rl.rlim_cur,
+			 (unsigned long long)(rl.rlim_cur > 320 ?
+					      (rl.rlim_cur - 320) / 2 : 0));
+}
+
 int main(int argc, char **argv)
 {
 	struct fluxond d = { .pidfile_fd = -1, .ready_fd = -1 };
@@ -662,6 +699,7 @@ int main(int argc, char **argv)
 		fkv_err("cannot set up signals: %m");
 		goto fail;
 	}
+	raise_nofile(&d);
 	if (d.opt.pidfile) {
 		d.pidfile_fd = fkv_pidfile_create(d.opt.pidfile);
 		if (d.pidfile_fd < 0) {

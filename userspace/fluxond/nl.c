@@ -207,6 +207,7 @@ static const struct nla_policy ssd_state_policy[FLUXONKV_A_MAX + 1] = {
 static const struct nla_policy answer_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_VERSION] = P_STR,
 	[FLUXONKV_A_ABI] = P_U32,
+	[FLUXONKV_A_HANDLE_LAYOUT] = P_U32,
 	[FLUXONKV_A_STATUS] = P_U32,
 	[FLUXONKV_A_SEGMENT_SIZE] = P_U64,
 	[FLUXONKV_A_SEGMENT_USED] = P_U64,
@@ -689,6 +690,8 @@ static void take_answer(struct fkv_nl *nl, struct nlmsghdr *nlh, uint8_t cmd)
 		q->ver.abi = nla_get_u32(n);
 		q->have |= A(ABI);
 	}
+	q->ver.handle_layout = (n = tb[FLUXONKV_A_HANDLE_LAYOUT]) ?
+			       nla_get_u32(n) : 1;
 	if ((n = tb[FLUXONKV_A_SEGMENT_SIZE])) {
 		q->ver.segment_size = q->reg.segment_size = nla_get_u64(n);
 		q->have |= A(SEGMENT_SIZE);

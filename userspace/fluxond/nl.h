@@ -35,6 +35,7 @@ struct fkv_nl_register_info {
 struct fkv_nl_version {
 	char version[64];
 	uint32_t abi;
+	uint32_t handle_layout;	/* FLUXONKV_HANDLE_LAYOUT; 1 if not said */
 	uint64_t segment_size;
 	uint64_t segment_used;
 	uint32_t daemon_pid;
