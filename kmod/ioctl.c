@@ -438,7 +438,7 @@ static long fluxonkv_ioc_ssd_stage(struct fluxonkv_session *s,
 		return -EPERM;
 	if (st.flags || st.holder_id || st.seg_offset || st.value_len ||
 	    !st.put_id || !st.len || st.len > FLUXONKV_SSD_CHUNK_MAX ||
-	    st.offset % FLUXONKV_SEGMENT_ALIGN ||
+	    st.offset % FLUXONKV_SSD_CSUM_CHUNK ||
 	    !fluxonkv_zero(st.reserved, ARRAY_SIZE(st.reserved)))
 		return -EINVAL;
 	ret = fluxonkv_key_in(key, st.key_len, st.key_ptr);

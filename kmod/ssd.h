@@ -30,7 +30,7 @@
 #define FLUXONKV_SSD_NOTICE_BYTES	(32 << 10)	/* per SSD_EVICTED message */
 /* IO errors in a row, with no success between, that take a shard out. */
 #define FLUXONKV_SSD_OFFLINE_ERRORS	32
-#define FLUXONKV_SSD_CSUM_CHUNK		(1ULL << 20)	/* an xxh64 per MiB */
+/* an xxh64 per MiB: uapi FLUXONKV_SSD_CSUM_CHUNK */
 
 
 enum fluxonkv_ssd_state {

@@ -773,16 +773,19 @@ int fluxonkv_ssd_persist(const u8 *key, u32 key_len, u64 put_id,
 
 /*
  * The IO length of a read of @len bytes from @off of @e into @a: in the
- * shard's alignment (@off is 4 KiB aligned, so at least the device's),
+ * shard's alignment (@off is a MiB multiple, so at least the device's),
  * bounded by the entry's aligned length.  -EINVAL (and @e unpinned) for a
- * range outside the entry or a target too short.
+ * range outside the entry, a target too short, or a range whose ends are
+ * not those of checksummed MiBs (or the value's end): every byte read is
+ * verified, none is handed out on trust.
  */
 static int fluxonkv_ssd_read_len(struct fluxonkv_ssd_entry *e,
 				 struct fluxonkv_alloc *a, u64 off, u64 len,
 				 u64 *alen)
 {
-	if (off % FLUXONKV_SEGMENT_ALIGN || off >= e->len || !len ||
-	    len > e->len - off)
+	if (off % FLUXONKV_SSD_CSUM_CHUNK || off >= e->len || !len ||
+	    len > e->len - off ||
+	    (len < e->len - off && (off + len) % FLUXONKV_SSD_CSUM_CHUNK))
 		goto inval;
 	*alen = min_t(u64, e->alen - off, fluxonkv_ssd_alen(e->shard, len));
 	if (a->span < *alen)

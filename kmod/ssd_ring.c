@@ -7,8 +7,9 @@
  * read-pinned, commit-pinned): the writer waits instead.
  *
  * Every entry keeps an xxh64 of each MiB of its value, computed from the
- * segment before the write; a read that covers a whole checksummed MiB
- * verifies it in the target before anyone sees the bytes.
+ * segment before the write; every read covers whole checksummed MiBs
+ * (the last one ends at the value's end) and verifies them in the target
+ * before anyone sees the bytes.
  *
  * Entries are kernel memory that unprivileged puts create (one per
  * persisted value, whatever its size), so their total is capped by
@@ -41,8 +42,10 @@ void fluxonkv_entry_csum_fill(struct fluxonkv_ssd_entry *e,
 }
 
 /*
- * Verify the checksummed MiBs wholly inside [@off, @off + @alen) of @e,
- * read into @a (whose byte 0 is the value's byte @off).  0 or -EIO.
+ * Verify the checksummed MiBs of [@off, @off + @alen) of @e, read into @a
+ * (whose byte 0 is the value's byte @off).  Reads are whole MiBs or end
+ * at the value's end (fluxonkv_ssd_read_len), so that is every byte of
+ * the range.  0 or -EIO.
  */
 int fluxonkv_entry_csum_check(struct fluxonkv_ssd_entry *e,
 				     struct fluxonkv_alloc *a, u64 off,

@@ -30,8 +30,9 @@
  * the holder's len and zero on the device).
  *
  * Every entry keeps an xxh64 of each MiB of its value, computed from the
- * segment before the write; a read that covers a whole checksummed MiB
- * verifies it in the target before anyone sees the bytes.  A mismatch is an
+ * segment before the write; every read covers whole checksummed MiBs
+ * (the last one ends at the value's end) and verifies them in the target
+ * before anyone sees the bytes.  A mismatch is an
  * IO error for that entry (-EIO, the caller revokes and re-selects) and the
  * entry is dropped: the device never hands a holder wrong bytes.
  *

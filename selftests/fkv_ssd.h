@@ -109,6 +109,50 @@ static inline int open_shard(const char *path)
 	return fd;
 }
 
+/* ---- the rings, behind the module's back -------------------------------- */
+
+/*
+ * KEY's newest committed entry's offset in its shard, or -1.  debugfs
+ * shows at most the first 64 bytes of a key.
+ */
+#define RINGS_KEY_SHOWN	64
+static inline long long ring_offset(const char *key)
+{
+	FILE *f = fopen(FKV_DEBUGFS_DIR "/rings", "r");
+	char line[1024], state[16], k[FLUXONKV_KEY_MAX + 1];
+	unsigned long long off, len, alen, put_id;
+	long long found = -1;
+	unsigned int pins;
+	int r;
+
+	FKV_ASSERT(f, "debugfs rings: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "\t%llu\t%llu\t%llu\t%15s\t%u\t%llu\t%d\t%256s",
+			   &off, &len, &alen, state, &pins, &put_id, &r,
+			   k) == 8 &&
+		    !strncmp(k, key, RINGS_KEY_SHOWN) &&
+		    strlen(k) == (strlen(key) < RINGS_KEY_SHOWN ?
+				  strlen(key) : RINGS_KEY_SHOWN) &&
+		    !strcmp(state, "committed"))
+			found = (long long)off;
+	fclose(f);
+	return found;
+}
+
+/* Flip one byte at OFF of the file PATH behind the module's back. */
+static inline void corrupt_byte(const char *path, uint64_t off)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	uint8_t b;
+
+	FKV_ASSERT(fd >= 0, "open %s: %s", path, strerror(errno));
+	FKV_ASSERT_EQ(pread(fd, &b, 1, (off_t)off), 1);
+	b ^= 0x40;
+	FKV_ASSERT_EQ(pwrite(fd, &b, 1, (off_t)off), 1);
+	FKV_ASSERT_EQ(fsync(fd), 0);
+	close(fd);
+}
+
 /* ---- device-mapper over ssd2 ---------------------------------------------- */
 
 /* dmsetup ARGS... (NULL-terminated); its exit status, output shown. */

@@ -354,9 +354,9 @@ static void big_value_in_chunks(enum shard_kind kind)
 	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + CHUNK_MAX);
 	FKV_ASSERT_EQ(fkv_dev_release(sg.fd, s2.holder_id), 0);
 	stage_check_release(&sg, BIG_KEY, id, want, BIG_LEN, CHUNK_MAX, 5);
-	/* an odd chunk in the middle: 3 pages + 1 byte at 8 MiB - 4 KiB */
+	/* a chunk of one checksummed MiB in the middle, at 7 MiB */
 	stage_check_release(&sg, BIG_KEY, id, want, BIG_LEN,
-			    2 * CHUNK - 4096, 3 * 4096 + 1);
+			    2 * CHUNK - FKV_MIB, FKV_MIB);
 
 	/* a caller's struct larger than VER0 (zero tail) works the same */
 	memset(big, 0, sizeof(big));
@@ -447,8 +447,9 @@ static void abi_expect_at(int line, int fd, void *arg, int err,
  */
 FKV_TEST(stage_argument_sizes_flags_reserved_and_out_fields_are_checked)
 {
-	static const uint64_t bad_off[] = { 1, 512, 2048, 4095, 4097,
-					    CHUNK + 512, UINT64_MAX };
+	static const uint64_t bad_off[] = { 1, 512, 2048, 4095, 4096, 4097,
+					    CHUNK + 512, FKV_MIB / 2,
+					    CHUNK + 4096, UINT64_MAX };
 	static const uint64_t bad_len[] = { 0, CHUNK_MAX + 1,
 					    CHUNK_MAX + 4096, 1ULL << 63,
 					    UINT64_MAX };
@@ -505,7 +506,10 @@ FKV_TEST(stage_argument_sizes_flags_reserved_and_out_fields_are_checked)
 		}
 		ABI_EXPECT(fd, s, EINVAL, "field case %u", i);
 	}
-	/* offsets that are no multiple of 4 KiB, lengths out of range */
+	/*
+	 * offsets that are no multiple of a checksummed MiB, lengths out of
+	 * range
+	 */
 	for (i = 0; i < sizeof(bad_off) / sizeof(bad_off[0]); i++) {
 		s = abi_arg(sizeof(*s));
 		s->offset = bad_off[i];
@@ -573,7 +577,9 @@ struct range_case {
 /*
  * With the entry found, [offset, offset + len) must lie within the value:
  * offset >= value length or offset + len past it is EINVAL, whatever the
- * size of the overshoot; exact ends work.  A refused range reads nothing
+ * size of the overshoot; exact ends work.  Its ends must be those of
+ * checksummed MiBs or the value's end (every staged byte is verified):
+ * a range ending inside a MiB is EINVAL.  A refused range reads nothing
  * and leaves no staging behind.
  */
 FKV_TEST_TIMEOUT(stage_range_must_lie_within_the_value, 120)
@@ -582,7 +588,11 @@ FKV_TEST_TIMEOUT(stage_range_must_lie_within_the_value, 120)
 		{ "stage-odd", 8 * FKV_MIB, 100, 0 },
 		{ "stage-odd", 0, RG_ODD, 0 },
 		{ "stage-odd", 4 * FKV_MIB, 4 * FKV_MIB + 100, 0 },
-		{ "stage-odd", 8 * FKV_MIB, 1, 0 },
+		{ "stage-odd", FKV_MIB, 2 * FKV_MIB, 0 },
+		/* ends that are no checksummed MiB's: not every byte verified */
+		{ "stage-odd", 8 * FKV_MIB, 1, EINVAL },
+		{ "stage-odd", 0, FKV_MIB + 4096, EINVAL },
+		{ "stage-odd", 4 * FKV_MIB, 4 * FKV_MIB, 0 },
 		{ "stage-odd", 8 * FKV_MIB, 101, EINVAL },
 		{ "stage-odd", 8 * FKV_MIB, 4096, EINVAL },
 		{ "stage-odd", 8 * FKV_MIB + 4096, 1, EINVAL },
@@ -594,13 +604,15 @@ FKV_TEST_TIMEOUT(stage_range_must_lie_within_the_value, 120)
 		{ "stage-odd", 4 * FKV_MIB, 4 * FKV_MIB + 101, EINVAL },
 		{ "stage-odd", 0, CHUNK_MAX, EINVAL },
 		{ "stage-even", 4 * FKV_MIB, 4 * FKV_MIB, 0 },
-		{ "stage-even", 8 * FKV_MIB - 4096, 4096, 0 },
+		{ "stage-even", 7 * FKV_MIB, FKV_MIB, 0 },
+		{ "stage-even", 8 * FKV_MIB - 4096, 4096, EINVAL },
 		{ "stage-even", 8 * FKV_MIB, 1, EINVAL },
 		{ "stage-even", 8 * FKV_MIB, 4096, EINVAL },
 		{ "stage-even", 8 * FKV_MIB - 4096, 4097, EINVAL },
 		{ "stage-even", 4 * FKV_MIB, 4 * FKV_MIB + 1, EINVAL },
 		/* checked before the entry is looked at */
 		{ "stage-even", 4 * FKV_MIB + 512, 1, EINVAL },
+		{ "stage-even", 4 * FKV_MIB + 4096, FKV_MIB - 4096, EINVAL },
 		{ "stage-even", 0, 0, EINVAL },
 		{ "stage-even", 0, CHUNK_MAX + 1, EINVAL },
 	};
@@ -645,6 +657,78 @@ FKV_TEST_TIMEOUT(stage_range_must_lie_within_the_value, 120)
 	stager_close(&sg);
 	free(w_odd);
 	free(w_even);
+	teardown(base0);
+}
+
+/*
+ * Every staged byte is checksummed (issue 29): three values of 3 MiB + 100
+ * whose SSD copies get one byte flipped behind the module's back -- the
+ * first byte, the last byte, and one in the second MiB.  Staging any
+ * range with a damaged byte fails EIO (the copy dropped, ssd_csum_errors
+ * counted), never hands out the bytes; a range that would leave a damaged
+ * MiB unchecked (it ends inside it) is refused EINVAL.  Before, a staged
+ * range that did not cover a whole checksummed MiB was read unchecked,
+ * damaged byte and all.
+ */
+#define SC_CRC_LEN	(3 * FKV_MIB + 100)
+
+FKV_TEST_TIMEOUT(every_staged_byte_is_checksummed, 180)
+{
+	static const struct {
+		const char *key;
+		uint64_t flip;		/* the damaged byte */
+		uint64_t off, len;	/* a range over it */
+	} c[] = {
+		{ "sc-first", 0, 0, FKV_MIB },
+		{ "sc-last", SC_CRC_LEN - 1, 3 * FKV_MIB, 100 },
+		{ "sc-mid", FKV_MIB + 4321, FKV_MIB, FKV_MIB },
+	};
+	char dir[256], path[300];
+	uint64_t base0, ids[3], errs0;
+	uint8_t *want[3];
+	struct stager sg;
+	struct fkv *kv;
+	unsigned int i;
+	long long off;
+
+	base0 = setup("segment_mb=64");
+	stager_open(&sg);
+	ext4_dir("stage", dir, sizeof(dir));
+	make_file(dir, "shard", 64 * FKV_MIB, path, sizeof(path));
+	attach_path(&sg, path, 64 * FKV_MIB);
+	kv = kv_open();
+	for (i = 0; i < 3; i++)
+		ids[i] = put_want(kv, c[i].key, SC_CRC_LEN, 50 + i, &want[i]);
+	wait_published(3);
+	errs0 = fkv_sysfs("ssd_csum_errors");
+	/* every MiB of an intact copy stages fine */
+	stage_check_release(&sg, "sc-mid", ids[2], want[2], SC_CRC_LEN, 0,
+			    SC_CRC_LEN);
+	for (i = 0; i < 3; i++) {
+		off = ring_offset(c[i].key);
+		FKV_ASSERT(off >= 0, "%s has no committed entry", c[i].key);
+		corrupt_byte(path, (uint64_t)off + c[i].flip);
+	}
+	/* a range ending inside the damaged MiB would skip its check */
+	STAGE_FAILS(sg.fd, "sc-mid", ids[2], 0, FKV_MIB + 8192, EINVAL);
+	STAGE_FAILS(sg.fd, "sc-mid", ids[2], 4096, FKV_MIB - 4096, EINVAL);
+	STAGE_FAILS(sg.fd, "sc-last", ids[1], 3 * FKV_MIB, 99, EINVAL);
+	for (i = 0; i < 3; i++) {
+		STAGE_FAILS(sg.fd, c[i].key, ids[i], c[i].off, c[i].len, EIO);
+		FKV_ASSERT_EQ(fkv_sysfs("ssd_csum_errors"), errs0 + i + 1);
+		/* dropped: nothing of it is read again */
+		FKV_ASSERT_EQ(ring_offset(c[i].key), -1);
+		STAGE_FAILS(sg.fd, c[i].key, ids[i], 0, FKV_MIB, ENOENT);
+		FKV_ASSERT_SYSFS_SETTLES("holders", 0);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_csum_errors"), errs0 + 3);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_io_errors"), 0);
+	for (i = 0; i < 3; i++) {
+		FKV_ASSERT_EQ(fkv_delete(kv, c[i].key, strlen(c[i].key)), 0);
+		free(want[i]);
+	}
+	fkv_close(kv);
+	stager_close(&sg);
 	teardown(base0);
 }
 
@@ -1014,7 +1098,7 @@ FKV_TEST_TIMEOUT(stage_io_errors_are_eio_and_leak_no_staging, 180)
 	dm_swap(DM_ERR_NAME, half);
 	FKV_ASSERT_EQ(io_stage_all(&sg, id, want, base, true, false), 2);
 	/* a chunk straddling the boundary fails as a whole */
-	STAGE_FAILS(sg.fd, IO_KEY, id, IO_GOOD - 4096, 8192, EIO);
+	STAGE_FAILS(sg.fd, IO_KEY, id, IO_GOOD - FKV_MIB, 2 * FKV_MIB, EIO);
 	/* every IO fails */
 	dm_swap(DM_ERR_NAME, error);
 	FKV_ASSERT_EQ(io_stage_all(&sg, id, want, base, false, false), 0);
@@ -1275,9 +1359,15 @@ static void *rc_stager(void *arg)
 						   rc.nput : RC_RECENT)) %
 			      RC_RECENT];
 		pthread_mutex_unlock(&rc.lock);
-		/* a whole value now and then, else a chunk of it */
-		off = (r & 3) ? ((r >> 8) % p.len) & ~4095ULL : 0;
-		len = (r & 3) ? 1 + (r >> 32) % (p.len - off) : p.len;
+		/*
+		 * a whole value now and then, else whole checksummed MiBs of
+		 * it (the last one may end at the value's end)
+		 */
+		off = (r & 3) ? ((r >> 8) % p.len) & ~(FKV_MIB - 1) : 0;
+		len = (1 + (r >> 32) % ((p.len - off + FKV_MIB - 1) /
+					FKV_MIB)) * FKV_MIB;
+		if (!(r & 3) || len > p.len - off)
+			len = p.len - off;
 		rc_key(key, sizeof(key), p.key);
 		ret = stage(sg->fd, key, p.put_id, off, len, &s);
 		if (ret == -ENOENT) {

@@ -237,8 +237,10 @@ struct fluxonkv_hold {
  * @key_ptr: in: user pointer to the key bytes.
  * @put_id: in: the version.
  * @offset: in: first byte of the chunk in the value, a multiple of
- *	FLUXONKV_SEGMENT_ALIGN.
- * @len: in: bytes of the chunk, 1..FLUXONKV_SSD_CHUNK_MAX, within the value.
+ *	FLUXONKV_SSD_CSUM_CHUNK.
+ * @len: in: bytes of the chunk, 1..FLUXONKV_SSD_CHUNK_MAX, within the
+ *	value, ending on a multiple of FLUXONKV_SSD_CSUM_CHUNK or at the
+ *	value's end (every staged byte is checksummed before it is seen).
  * @flags: in: must be zero.
  * @holder_id: out: a holder on the staging range (release it when sent).
  * @seg_offset: out: where the chunk starts in the segment mapping.
@@ -248,7 +250,8 @@ struct fluxonkv_hold {
  * The remote SSD push (the SSD owner's half of a get from another node):
  * needs a file description opened with CAP_SYS_ADMIN (EPERM otherwise).
  * ENOENT: no committed entry of that version here; ESTALE: overtaken by
- * the ring while read; EINVAL: a bad range; EIO: the device failed.
+ * the ring while read; EINVAL: a bad range; EIO: the device failed or a
+ * checksum did not match (the entry is dropped, ssd_csum_errors counts).
  */
 struct fluxonkv_ssd_stage {
 	__u32 size;
@@ -489,6 +492,12 @@ struct fluxonkv_uring_cmd {
 /* Largest chunk one FLUXONKV_IOC_SSD_STAGE reads; pushes use 4 MiB. */
 #define FLUXONKV_SSD_CHUNK_MAX		(16ULL << 20)
 #define FLUXONKV_SSD_CHUNK		(4ULL << 20)
+/*
+ * SSD entries carry an xxh64 of each MiB of their value, checked before
+ * any byte is handed out: a staged chunk starts on one of these and ends
+ * on one or at the value's end, so that every byte of it is verified.
+ */
+#define FLUXONKV_SSD_CSUM_CHUNK		(1ULL << 20)
 
 /* SSD rings are written and read in units of this many bytes (reference
  * §6.1: aligned_len = align_up(len, 512); only len is ever exposed). */

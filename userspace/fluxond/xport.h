@@ -65,6 +65,9 @@ struct fkv_seg_view {
 
 /* A remote SSD push moves values in chunks of this size (§5.3)... */
 #define FKV_PUSH_CHUNK		FLUXONKV_SSD_CHUNK
+/* staged chunks start and end on checksummed MiBs (uapi SSD_STAGE) */
+_Static_assert(FKV_PUSH_CHUNK % FLUXONKV_SSD_CSUM_CHUNK == 0,
+	       "push chunks are whole checksummed MiBs");
 /* ... with at most this many staging reads in flight ... */
 #define FKV_PUSH_READS		4
 /* ... and this many chunks staged or being read, not yet sent. */
