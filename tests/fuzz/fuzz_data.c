@@ -149,12 +149,22 @@ static int fake_stage(void *arg, const void *key, size_t key_len,
 	return 0;
 }
 
+/* The ticket fake_target takes (clusterd.c checks the master's MAC). */
+#define FUZZ_TICKET_BYTE	0x5a
+
 static int fake_target(void *arg, const void *key, size_t key_len,
-		       uint64_t put_id, uint64_t len, uint64_t *handle,
-		       uint64_t *off, uint64_t *pin)
+		       uint64_t put_id, uint64_t len, const uint8_t *ticket,
+		       uint64_t *handle, uint64_t *off, uint64_t *pin)
 {
+	unsigned int i;
+
 	__atomic_add_fetch(&seg.calls, 1, __ATOMIC_SEQ_CST);
 	check_key(key, key_len);
+	if (!ticket)
+		return -EACCES;
+	for (i = 0; i < FKV_MAC_LEN; i++)
+		if (ticket[i] != FUZZ_TICKET_BYTE)
+			return -EACCES;
 	if (put_id != FUZZ_P && put_id != FUZZ_P_BAD)
 		return -ENOSPC;
 	if (!len || len > FLUXONKV_VALUE_MAX)
@@ -676,9 +686,13 @@ static struct nl_msg *place(const char *key, uint64_t put_id, uint64_t len)
 {
 	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_PLACE);
 
+	uint8_t ticket[FKV_MAC_LEN];
+
+	memset(ticket, FUZZ_TICKET_BYTE, sizeof(ticket));
 	CHECK(msg && !nla_put(msg, FLUXONKV_A_KEY, (int)strlen(key), key) &&
 	      !nla_put_u64(msg, FLUXONKV_A_PUT_ID, put_id) &&
-	      !nla_put_u64(msg, FLUXONKV_A_LEN, len));
+	      !nla_put_u64(msg, FLUXONKV_A_LEN, len) &&
+	      !nla_put(msg, FKV_CA_PLACE_TICKET, FKV_MAC_LEN, ticket));
 	return msg;
 }
 
@@ -754,6 +768,12 @@ static int make_seeds(const char *dir)
 	put_frame(&sd, place("key", FUZZ_P, sizeof(payload)));
 	put_bytes(&sd, payload, 100);
 	seed_write(dir, "place-cut-short", &sd);
+	put8(&sd, 1);
+	msg = place("key", FUZZ_P, 16);
+	nlmsg_hdr(msg)->nlmsg_len -= NLA_HDRLEN + FKV_MAC_LEN;	/* no ticket */
+	put_frame(&sd, msg);
+	put_bytes(&sd, payload, 16);
+	seed_write(dir, "place-without-a-ticket", &sd);
 
 	/* joined: RDMA asked (refused here), a RELEASE out of turn */
 	put8(&sd, 1);

@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <sys/socket.h>
 
 #define fkv_nl_send_drop	fake_nl_send_drop
@@ -25,6 +26,8 @@
 #define fkv_adopt_kept		fake_adopt_kept
 #define fkv_module_ssd_capacity	fake_module_ssd_capacity
 #define fkv_xport_cancel	fake_xport_cancel
+#define fkv_xport_place		fake_xport_place
+#define ioctl			fake_ioctl
 #include "../../userspace/fluxond/clusterd.c"
 #include "../../userspace/fluxond/member.h"
 
@@ -124,6 +127,39 @@ unsigned int fake_xport_cancel(struct fkv_xport *x, int timeout_ms)
 	return 0;
 }
 
+/* The module's TARGET (a replica for a placement) and RELEASE, faked. */
+static unsigned int targets_made;
+
+int fake_ioctl(int fd, unsigned long req, ...)
+{
+	struct fluxonkv_target *t;
+	va_list ap;
+
+	if (req == FLUXONKV_IOC_RELEASE)
+		return 0;
+	if (req != FLUXONKV_IOC_TARGET) {
+		errno = EBADF;		/* as on the runtimes' devfd, -1 */
+		return -1;
+	}
+	va_start(ap, req);
+	t = va_arg(ap, struct fluxonkv_target *);
+	va_end(ap);
+	targets_made++;
+	t->handle = FLUXONKV_HANDLE_MAKE(0, mod()->node_id, targets_made);
+	t->offset = 0;
+	t->holder_id = targets_made;
+	return 0;
+}
+
+/* The data plane's placement, faked: the pull is kept for a look. */
+static struct fkv_pull *placing;
+
+int fake_xport_place(struct fkv_xport *x, struct fkv_pull *p)
+{
+	placing = p;
+	return 0;
+}
+
 static uint64_t used_zero(void *arg)
 {
 	return 0;
@@ -202,6 +238,7 @@ static struct fkv_clusterd *runtime(const struct fkv_cluster_config *cc,
 		mc.term = 1;
 		cd->master = fkv_master_create(&mc, &master_ops, cd);
 		FKV_ASSERT(cd->master);
+		FKV_ASSERT_EQ(place_key_self(cd), 0);
 		fkv_hostport_str(addr, sizeof(addr), &cc->advertise);
 		FKV_ASSERT_EQ(fkv_master_node_up(cd->master, cd->self,
 						 incarnation, mc.capacity, 0,
@@ -274,6 +311,30 @@ static bool module_put(int k, const char *key, uint64_t handle, uint64_t len)
 	now = fkv_clusterd_upcall(cds[k], &u, &r);
 	if (now)
 		FKV_ASSERT_EQ(r.status, 0);
+	nlmsg_free(msg);
+	return now;
+}
+
+/* Runtime @k's module: PUT_PLACE {KEY, PUT_ID, LEN}; answered now? */
+static bool module_place(int k, const char *key, uint64_t put_id,
+			 uint64_t len)
+{
+	struct nl_msg *msg = nlmsg_alloc();
+	struct fkv_reply r = { 0 };
+	struct fkv_upcall u;
+	bool now;
+
+	FKV_ASSERT(msg);
+	FKV_ASSERT(genlmsg_put(msg, 0, 0, 0, 0, 0, FLUXONKV_CMD_PUT_PLACE,
+			       FLUXONKV_GENL_VERSION));
+	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_REQ_ID, 79), 0);
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, (int)strlen(key), key), 0);
+	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_PUT_ID, put_id), 0);
+	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_LEN, len), 0);
+	FKV_ASSERT_EQ(fkv_nl_decode(nlmsg_hdr(msg), &u), 0);
+	cur_cd = cds[k];
+	now = fkv_clusterd_upcall(cds[k], &u, &r);
+	FKV_ASSERT(!now || r.status == 0, "PUT_PLACE answered %d", r.status);
 	nlmsg_free(msg);
 	return now;
 }
@@ -437,5 +498,113 @@ FKV_TEST_TIMEOUT(an_overwrite_waits_for_a_pending_eviction_of_its_key, 120)
 	FKV_ASSERT_EQ(mods[0].replies, 1);
 	FKV_ASSERT(mods[0].replied_after_drop,
 		   "answered before node 2 dropped its old K");
+	stop_all();
+}
+
+/*
+ * A member that knows the secret cannot make a target on another node
+ * without the master (issue 28, "PLACE allocates up to 64 MiB on any node
+ * without the master"): the data port's PLACE carries a ticket the
+ * master minted for exactly that put (key, put_id, length) and that
+ * target node, under a key only the master and that node share (derived
+ * from their control connection's nonces; the master's own, random).
+ */
+FKV_TEST_TIMEOUT(a_place_needs_the_masters_ticket_for_that_put_and_node, 60)
+{
+	uint8_t ticket[FKV_MAC_LEN], forged[FKV_MAC_LEN];
+	struct fkv_cluster_config mc, nc;
+	uint16_t port = free_port();
+	uint64_t h, off, pin, pid;
+	uint32_t id = 0, flags;
+	int k;
+
+	memset(mods, 0, sizeof(mods));
+	fkv_log_setup(getenv("FKV_TEST_LOG") ? FKV_LOG_INFO : FKV_LOG_ERR,
+		      false);
+	cluster_cfg(&mc, FKV_ROLE_MASTER, "a", port);
+	cluster_cfg(&nc, FKV_ROLE_NODE, "b", port);
+	cds[0] = runtime(&mc, 0x1111);
+	cds[1] = runtime(&nc, 0x2222);
+	for (k = 0; k < 100 && !(id = fkv_cctl_node_id(cds[1]->cctl)); k++)
+		spin(20);
+	FKV_ASSERT_EQ(id, 2);
+
+	/*
+	 * node 2's put placed by the master on the master node: the answer
+	 * carries the ticket the transport would send in its PLACE
+	 */
+	cur_cd = cds[0];
+	fkv_master_set_caller(cds[0]->master, 2);
+	FKV_ASSERT_EQ(fkv_master_put_start(cds[0]->master, "pk", 2, VAL, &pid,
+					   &flags), 0);
+	fkv_master_set_caller(cds[0]->master, cds[0]->self);
+	placing = NULL;
+	FKV_ASSERT(!module_place(1, "pk", pid, VAL), "answered at once");
+	for (k = 0; k < 100 && !placing; k++)
+		spin(20);
+	FKV_ASSERT(placing, "the master's answer never came");
+	FKV_ASSERT(!strcmp(placing->peer, "127.0.0.1:7471"), "%s",
+		   placing->peer);
+	memcpy(ticket, placing->ticket, sizeof(ticket));
+	((struct place_op *)placing->arg)->busy = false;
+
+	cur_cd = cds[0];
+	targets_made = 0;
+	/* without a ticket, with a forged one, with one for another put */
+	FKV_ASSERT_EQ(seg_target(cds[0], "pk", 2, pid, VAL, NULL, &h, &off,
+				 &pin), -EACCES);
+	memset(forged, 0x5a, sizeof(forged));
+	FKV_ASSERT_EQ(seg_target(cds[0], "pk", 2, pid, VAL, forged, &h, &off,
+				 &pin), -EACCES);
+	FKV_ASSERT_EQ(seg_target(cds[0], "pk", 2, pid, 2 * VAL, ticket, &h,
+				 &off, &pin), -EACCES);
+	FKV_ASSERT_EQ(seg_target(cds[0], "pk", 2, pid + 1, VAL, ticket, &h,
+				 &off, &pin), -EACCES);
+	FKV_ASSERT_EQ(seg_target(cds[0], "pq", 2, pid, VAL, ticket, &h, &off,
+				 &pin), -EACCES);
+	/* ... and on another node than the one it was given for */
+	cur_cd = cds[1];
+	FKV_ASSERT_EQ(seg_target(cds[1], "pk", 2, pid, VAL, ticket, &h, &off,
+				 &pin), -EACCES);
+	FKV_ASSERT_EQ(targets_made, 0);
+	FKV_ASSERT_EQ(cds[0]->targets_refused, 5);
+	FKV_ASSERT_EQ(cds[1]->targets_refused, 1);
+	/* the master's ticket for it, on its target: a replica */
+	cur_cd = cds[0];
+	FKV_ASSERT_EQ(seg_target(cds[0], "pk", 2, pid, VAL, ticket, &h, &off,
+				 &pin), 0);
+	FKV_ASSERT_EQ(targets_made, 1);
+
+	/*
+	 * The master node's own put placed on node 2: a ticket under the
+	 * key of node 2's control connection, which node 2 takes
+	 */
+	fkv_master_set_caller(cds[0]->master, cds[0]->self);
+	FKV_ASSERT_EQ(fkv_master_put_start(cds[0]->master, "mk", 2, VAL, &pid,
+					   &flags), 0);
+	placing = NULL;
+	FKV_ASSERT(!module_place(0, "mk", pid, VAL), "answered at once");
+	FKV_ASSERT(placing, "no placement started");
+	FKV_ASSERT(!strcmp(placing->peer, "127.0.0.1:7472"), "%s",
+		   placing->peer);
+	memcpy(ticket, placing->ticket, sizeof(ticket));
+	((struct place_op *)placing->arg)->busy = false;
+	cur_cd = cds[0];
+	FKV_ASSERT_EQ(seg_target(cds[0], "mk", 2, pid, VAL, ticket, &h, &off,
+				 &pin), -EACCES);
+	cur_cd = cds[1];
+	FKV_ASSERT_EQ(seg_target(cds[1], "mk", 2, pid, VAL, ticket, &h, &off,
+				 &pin), 0);
+	FKV_ASSERT_EQ(targets_made, 2);
+
+	/* node 2 rejoins: a new connection, a new key, old tickets void */
+	fkv_cctl_reset(cds[1]->cctl);
+	for (k = 0; k < 100 && !fkv_cctl_node_id(cds[1]->cctl); k++)
+		spin(20);
+	FKV_ASSERT(fkv_cctl_node_id(cds[1]->cctl));
+	cur_cd = cds[1];
+	FKV_ASSERT_EQ(seg_target(cds[1], "mk", 2, pid, VAL, ticket, &h, &off,
+				 &pin), -EACCES);
+	FKV_ASSERT_EQ(targets_made, 2);
 	stop_all();
 }

@@ -84,7 +84,9 @@ enum fkv_cluster_cmd {
 	FKV_CCMD_DROP_ACK,
 	/*
 	 * data plane, requester -> target node (remote placement): KEY,
-	 * PUT_ID, LEN.  Answer PLACE with STATUS and, on 0, HANDLE (the
+	 * PUT_ID, LEN, PLACE_TICKET (the master's for that put and that
+	 * node: auth.h; -EACCES without it).  Answer PLACE with STATUS and,
+	 * on 0, HANDLE (the
 	 * target's replica for it); then exactly LEN raw payload bytes
 	 * follow from the requester, and the target answers PLACE again with
 	 * STATUS once they are all in (0) or not.  One placement per
@@ -197,6 +199,8 @@ enum fkv_cluster_attr {
 	FKV_CA_PROTO,		/* u32: the handshake's version (auth.h) */
 	FKV_CA_PATTERN,		/* string: a regular expression (CLEAR) */
 	FKV_CA_COUNT,		/* u64: how many (CLEAR: keys removed) */
+	/* binary, FKV_MAC_LEN bytes: the master's leave for one placement */
+	FKV_CA_PLACE_TICKET,
 	__FKV_CA_MAX,
 	FKV_CA_MAX = __FKV_CA_MAX - 1
 };

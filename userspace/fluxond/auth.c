@@ -175,6 +175,36 @@ int fkv_auth_session_key(const void *secret, size_t secret_len,
 	return mac_labeled(secret, secret_len, label, a, b, NULL, 0, key);
 }
 
+int fkv_auth_place_ticket(const uint8_t key[FKV_MAC_LEN], const void *k,
+			  size_t key_len, uint64_t put_id, uint64_t len,
+			  uint8_t ticket[FKV_MAC_LEN])
+{
+	uint64_t pid_le = htole64(put_id), len_le = htole64(len);
+	uint32_t klen_le = htole32((uint32_t)key_len);
+	struct part parts[] = {
+		{ FKV_AUTH_PLACE_TICKET, sizeof(FKV_AUTH_PLACE_TICKET) },
+		{ &pid_le, sizeof(pid_le) },
+		{ &len_le, sizeof(len_le) },
+		{ &klen_le, sizeof(klen_le) },
+		{ k, key_len },
+	};
+
+	return mac_parts(key, FKV_MAC_LEN, parts, 5, ticket);
+}
+
+bool fkv_auth_place_check(const uint8_t key[FKV_MAC_LEN], const void *k,
+			  size_t key_len, uint64_t put_id, uint64_t len,
+			  const uint8_t ticket[FKV_MAC_LEN])
+{
+	uint8_t want[FKV_MAC_LEN];
+	bool ok;
+
+	ok = !fkv_auth_place_ticket(key, k, key_len, put_id, len, want) &&
+	     !CRYPTO_memcmp(want, ticket, FKV_MAC_LEN);
+	OPENSSL_cleanse(want, sizeof(want));
+	return ok;
+}
+
 int fkv_auth_seal(const uint8_t key[FKV_MAC_LEN], uint64_t seq,
 		  const void *buf, size_t len, uint8_t mac[FKV_MAC_LEN])
 {

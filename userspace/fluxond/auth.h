@@ -42,6 +42,10 @@ struct nlmsghdr;
 #define FKV_AUTH_CTL_N2M	"fluxonkv/2 control node to master"
 #define FKV_AUTH_DATA_JOIN	"fluxonkv/2 data join"
 #define FKV_AUTH_DATA_JOINED	"fluxonkv/2 data joined"
+/* The key a master and one node share for placement tickets, ... */
+#define FKV_AUTH_PLACE_KEY	"fluxonkv/2 place key"
+/* ... and what a ticket's MAC is for. */
+#define FKV_AUTH_PLACE_TICKET	"fluxonkv/2 place ticket"
 
 /* @len random bytes (getrandom): 0 or -errno. */
 int fkv_auth_random(void *buf, size_t len);
@@ -79,6 +83,18 @@ int fkv_auth_session_key(const void *secret, size_t secret_len,
 			 const char *label, const uint8_t a[FKV_NONCE_LEN],
 			 const uint8_t b[FKV_NONCE_LEN],
 			 uint8_t key[FKV_MAC_LEN]);
+/*
+ * A placement ticket (cluster.md, "Placement tickets"): the master
+ * answers a PUT_PLACE with HMAC(@key, label | put_id | len | key_len |
+ * key), @key the one it shares with the target node; the target makes a
+ * replica only for a PLACE whose ticket matches (constant time).
+ */
+int fkv_auth_place_ticket(const uint8_t key[FKV_MAC_LEN], const void *k,
+			  size_t key_len, uint64_t put_id, uint64_t len,
+			  uint8_t ticket[FKV_MAC_LEN]);
+bool fkv_auth_place_check(const uint8_t key[FKV_MAC_LEN], const void *k,
+			  size_t key_len, uint64_t put_id, uint64_t len,
+			  const uint8_t ticket[FKV_MAC_LEN]);
 /* The seal of message @seq (wire.h's fkv_wire_mac_fn); 0 or -EIO. */
 int fkv_auth_seal(const uint8_t key[FKV_MAC_LEN], uint64_t seq,
 		  const void *buf, size_t len, uint8_t mac[FKV_MAC_LEN]);

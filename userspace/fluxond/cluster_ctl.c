@@ -58,6 +58,9 @@ struct cconn {
 	uint64_t since_ms;
 	struct sockaddr_storage addr;	/* master: the peer's address */
 	char peer[64];			/* address, for logs */
+	/* sealed: the placement-ticket key of this master-node pair */
+	uint8_t place_key[FKV_MAC_LEN];
+	bool place_key_set;
 };
 
 struct fkv_cctl {
@@ -248,6 +251,12 @@ static int seal_conn(struct fkv_cctl *t, struct cconn *c, const char *tx,
 	if (!err)
 		err = fkv_auth_session_key(t->cc->secret, t->cc->secret_len,
 					   rx, m, n, rk);
+	/* @m is the master's nonce, @n the node's, at both ends */
+	if (!err)
+		err = fkv_auth_session_key(t->cc->secret, t->cc->secret_len,
+					   FKV_AUTH_PLACE_KEY, m, n,
+					   c->place_key);
+	c->place_key_set = !err;
 	if (!err)
 		fkv_wire_seal(&c->w, fkv_auth_seal, tk, rk);
 	memset(tk, 0, sizeof(tk));
@@ -1149,6 +1158,30 @@ int fkv_cctl_send(struct fkv_cctl *t, uint32_t id, struct nl_msg *msg)
 				c->state = C_CLOSING;
 				return -ENOBUFS;
 			}
+			return 0;
+		}
+	}
+	return -ENOTCONN;
+}
+
+int fkv_cctl_place_key(const struct fkv_cctl *t, uint32_t id,
+		       uint8_t key[FKV_MAC_LEN])
+{
+	const struct cconn *c;
+	unsigned int i;
+
+	if (!t->master) {
+		c = &t->conns[0];
+		if (c->state != C_JOINED || !c->place_key_set)
+			return -ENOTCONN;
+		memcpy(key, c->place_key, FKV_MAC_LEN);
+		return 0;
+	}
+	for (i = 0; i < FKV_CCTL_CONNS; i++) {
+		c = &t->conns[i];
+		if (c->state == C_JOINED && c->id == id && c->place_key_set &&
+		    fkv_members_is_live(&t->members, id, c->incarnation)) {
+			memcpy(key, c->place_key, FKV_MAC_LEN);
 			return 0;
 		}
 	}

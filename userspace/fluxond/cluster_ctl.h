@@ -112,6 +112,14 @@ bool fkv_cctl_roomy(const struct fkv_cctl *t);
  * when it has none): bulk traffic to it (batches of drops) waits for room.
  */
 bool fkv_cctl_member_roomy(const struct fkv_cctl *t, uint32_t id);
+/*
+ * The key for placement tickets (auth.h) shared with member @id's live
+ * connection (master role) or with the master (node role, @id ignored),
+ * derived from that connection's nonces: 0, or -ENOTCONN.  A new join
+ * makes a new key.
+ */
+int fkv_cctl_place_key(const struct fkv_cctl *t, uint32_t id,
+		       uint8_t key[FKV_MAC_LEN]);
 /* The master's own member id (master role). */
 uint32_t fkv_cctl_self_id(const struct fkv_cctl *t);
 /* This daemon's current incarnation (a node picks a new one per join). */

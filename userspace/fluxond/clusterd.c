@@ -32,6 +32,7 @@
 #include <netlink/attr.h>
 #include <netlink/genl/genl.h>
 #include <netlink/msg.h>
+#include <openssl/crypto.h>
 
 #include "auth.h"
 #include "../common/cluster_msg.h"
@@ -194,8 +195,19 @@ struct fkv_clusterd {
 	struct fkv_u64map tokens;	/* token -> struct fetch_tok */
 	uint64_t next_token;
 	struct fkv_u64map places;	/* put_id -> struct place_op */
-	pthread_mutex_t tgt_lock;	/* protects targets (transport threads) */
+	pthread_mutex_t tgt_lock;	/* protects targets, place_key*,
+					 * targets_refused (transport
+					 * threads) */
 	struct fkv_u64map targets;	/* handle -> struct target_rec */
+	/*
+	 * The key placement tickets for this node are checked with
+	 * (auth.h): the master's own, random; a node's, the one its control
+	 * connection shares with the master (none while not joined).
+	 */
+	uint8_t place_key[FKV_MAC_LEN];
+	bool place_key_ok;
+	uint64_t targets_refused;	/* PLACEs without a valid ticket */
+	struct fkv_ratelimit refuse_log;
 	struct sync_wait *syncs;	/* answers waiting for drop acks */
 	struct sync_wait *cur_sync;	/* the one being built, in dispatch */
 	uint64_t next_sync;
@@ -233,7 +245,8 @@ struct fkv_clusterd {
 
 static struct place_op *place_by_req(struct fkv_clusterd *cd, uint64_t req);
 static bool place_routed(struct fkv_clusterd *cd, struct place_op *op,
-			 struct fkv_reply *r, const char *addr);
+			 struct fkv_reply *r, const char *addr,
+			 const uint8_t *ticket);
 static void places_sweep(struct fkv_clusterd *cd, uint64_t now, bool all);
 
 static uint64_t now_ms(void)
@@ -293,19 +306,110 @@ static void seg_release(void *arg, uint64_t pin)
 			 (unsigned long long)pin);
 }
 
+/* The placement-ticket key of this node (NULL: none, refuse all). */
+static void place_key_set(struct fkv_clusterd *cd, const uint8_t *key)
+{
+	pthread_mutex_lock(&cd->tgt_lock);
+	if (key)
+		memcpy(cd->place_key, key, FKV_MAC_LEN);
+	else
+		OPENSSL_cleanse(cd->place_key, FKV_MAC_LEN);
+	cd->place_key_ok = key != NULL;
+	pthread_mutex_unlock(&cd->tgt_lock);
+}
+
+/* Master: our own placement-ticket key, random.  0 or -errno. */
+static int place_key_self(struct fkv_clusterd *cd)
+{
+	uint8_t key[FKV_MAC_LEN];
+	int err = fkv_auth_random(key, sizeof(key));
+
+	if (!err)
+		place_key_set(cd, key);
+	OPENSSL_cleanse(key, sizeof(key));
+	return err;
+}
+
+/*
+ * Master: the ticket for placing put @u ({KEY, PUT_ID, LEN}) on node
+ * @node, under the key that node checks it with.  0 or -ENOTCONN.
+ */
+static int place_ticket(struct fkv_clusterd *cd, uint32_t node,
+			const struct fkv_upcall *u,
+			uint8_t ticket[FKV_MAC_LEN])
+{
+	uint8_t key[FKV_MAC_LEN];
+	int err = 0;
+
+	if (node == cd->self) {
+		pthread_mutex_lock(&cd->tgt_lock);
+		memcpy(key, cd->place_key, sizeof(key));
+		if (!cd->place_key_ok)
+			err = -ENOTCONN;
+		pthread_mutex_unlock(&cd->tgt_lock);
+	} else {
+		err = fkv_cctl_place_key(cd->cctl, node, key);
+	}
+	if (!err)
+		err = fkv_auth_place_ticket(key, u->key, u->key_len, u->put_id,
+					    u->len, ticket);
+	OPENSSL_cleanse(key, sizeof(key));
+	return err;
+}
+
+/*
+ * Transport thread: may a PLACE with @ticket (NULL: none) make a target
+ * for put @put_id of @key, @len bytes, here?  Only with the master's
+ * ticket for exactly that (auth.h): 0, -EACCES or -ENOTCONN (we have no
+ * key: not joined).
+ */
+static int place_allowed(struct fkv_clusterd *cd, const void *key,
+			 size_t key_len, uint64_t put_id, uint64_t len,
+			 const uint8_t *ticket)
+{
+	char kb[FKV_KEY_FMT_LEN];
+	int err = -EACCES;
+
+	pthread_mutex_lock(&cd->tgt_lock);
+	if (!cd->place_key_ok)
+		err = -ENOTCONN;
+	else if (ticket && fkv_auth_place_check(cd->place_key, key, key_len,
+						put_id, len, ticket))
+		err = 0;
+	if (err) {
+		cd->targets_refused++;
+		fkv_ratelimited_warn(&cd->refuse_log,
+				     "cluster: a PLACE of put %llu of key '%s' "
+				     "(%llu bytes) %s: refused",
+				     (unsigned long long)put_id,
+				     fkv_key_fmt(kb, key, key_len),
+				     (unsigned long long)len,
+				     err == -ENOTCONN ?
+				     "while we are not joined" : ticket ?
+				     "with a ticket the master did not give" :
+				     "without the master's ticket");
+	}
+	pthread_mutex_unlock(&cd->tgt_lock);
+	return err;
+}
+
 /* Transport thread: a replica for another node's put (FKV_CCMD_PLACE). */
 static int seg_target(void *arg, const void *key, size_t key_len,
-		      uint64_t put_id, uint64_t len, uint64_t *handle,
-		      uint64_t *off, uint64_t *pin)
+		      uint64_t put_id, uint64_t len, const uint8_t *ticket,
+		      uint64_t *handle, uint64_t *off, uint64_t *pin)
 {
 	struct fkv_clusterd *cd = arg;
 	struct fluxonkv_target t = {
 		.size = sizeof(t), .key_len = (uint32_t)key_len,
 		.key_ptr = (uintptr_t)key, .put_id = put_id, .len = len,
 	};
-	struct target_rec *tr = calloc(1, sizeof(*tr));
+	struct target_rec *tr;
 	int err;
 
+	err = place_allowed(cd, key, key_len, put_id, len, ticket);
+	if (err)
+		return err;
+	tr = calloc(1, sizeof(*tr));
 	if (!tr)
 		return -ENOMEM;
 	if (ioctl(cd->devfd, FLUXONKV_IOC_TARGET, &t)) {
@@ -1255,11 +1359,12 @@ static void member_msg(void *arg, uint32_t id, struct nlmsghdr *nlh)
 {
 	struct fkv_clusterd *cd = arg;
 	struct fkv_reply r = { .status = -EINVAL };
+	uint8_t ticket[FKV_MAC_LEN];
 	const char *addr = NULL;
 	uint32_t src_node = 0;
 	struct fkv_upcall u;
 	struct nl_msg *msg;
-	bool reply;
+	bool reply, ticketed;
 	int err;
 
 	if (fkv_wire_cmd(nlh) == FKV_CCMD_REPORT) {
@@ -1299,10 +1404,19 @@ static void member_msg(void *arg, uint32_t id, struct nlmsghdr *nlh)
 		    : master_answer(cd, id, &u, &r, &src_node, &addr);
 	if (!reply || !(u.present & A(REQ_ID)))
 		return;
+	ticketed = !err && u.cmd == FLUXONKV_CMD_PUT_PLACE && addr &&
+		   !r.status;
+	if (ticketed && place_ticket(cd, src_node, &u, ticket)) {
+		/* the target's connection is gone: the put is given up */
+		memset(&r, 0, sizeof(r));
+		r.status = -EAGAIN;
+	}
 	msg = fkv_nl_reply_msg(FKV_WIRE_TYPE, u.cmd, u.req_id, &r);
 	if (msg && addr && !r.status &&
 	    (nla_put_string(msg, FKV_CA_DATA_ADDR, addr) ||
-	     nla_put_u32(msg, FKV_CA_NODE_ID, src_node))) {
+	     nla_put_u32(msg, FKV_CA_NODE_ID, src_node) ||
+	     (ticketed && nla_put(msg, FKV_CA_PLACE_TICKET, FKV_MAC_LEN,
+				  ticket)))) {
 		nlmsg_free(msg);
 		msg = NULL;
 	}
@@ -1540,6 +1654,7 @@ static int cluster_register(struct fkv_clusterd *cd, uint32_t id)
 
 static void node_register(struct fkv_clusterd *cd, uint32_t id)
 {
+	uint8_t key[FKV_MAC_LEN];
 	struct nl_msg *msg;
 	int err;
 
@@ -1552,6 +1667,10 @@ static void node_register(struct fkv_clusterd *cd, uint32_t id)
 	cd->self = id;
 	cd->registered = true;
 	cd->epoch++;
+	/* From now on the master's tickets for placements here are good. */
+	if (!fkv_cctl_place_key(cd->cctl, 0, key))
+		place_key_set(cd, key);
+	OPENSSL_cleanse(key, sizeof(key));
 	/* The JOIN's answer granted the first lease: no local hit before. */
 	fkv_nl_send_lease(cd->nl, cd->lease_until);
 	fkv_info("cluster: registered with the module as node %u (segment "
@@ -1647,6 +1766,7 @@ static void lost(void *arg)
 	 */
 	fkv_nl_unregister(cd->nl);
 	cd->registered = false;
+	place_key_set(cd, NULL);	/* the next join makes another */
 	cd->lease_void = false;		/* the next join grants afresh */
 	cd->report_at_ms = 0;
 	report_clear(cd);		/* reported anew after the rejoin */
@@ -1669,6 +1789,8 @@ static const struct nla_policy answer_policy[FKV_CA_MAX + 1] = {
 	[FKV_CA_SYNC_ID] = { .type = NLA_U64 },
 	[FLUXONKV_A_HANDLES] = { .type = NLA_UNSPEC, .minlen = 8,
 				 .maxlen = FKV_DROPS_BATCH * 8 },
+	[FKV_CA_PLACE_TICKET] = { .type = NLA_UNSPEC, .minlen = FKV_MAC_LEN,
+				  .maxlen = FKV_MAC_LEN },
 };
 
 /* A drop our module could not apply: no local hits until we rejoin. */
@@ -1869,6 +1991,8 @@ static void master_msg(void *arg, struct nlmsghdr *nlh)
 			return;		/* a stray second answer */
 		if (op && !place_routed(cd, op, &r, tb[FKV_CA_DATA_ADDR] ?
 					nla_get_string(tb[FKV_CA_DATA_ADDR]) :
+					NULL, tb[FKV_CA_PLACE_TICKET] ?
+					nla_data(tb[FKV_CA_PLACE_TICKET]) :
 					NULL))
 			return;		/* answered when step 1 ends */
 	}
@@ -2045,14 +2169,16 @@ static void place_step_done(struct fkv_pull *p)
 
 /*
  * The master answered PUT_PLACE for @op (@r, the target's data address
- * @addr): start step 1, or answer the module now (true, with @r).
+ * @addr, the master's @ticket for the target): start step 1, or answer
+ * the module now (true, with @r).
  */
 static bool place_routed(struct fkv_clusterd *cd, struct place_op *op,
-			 struct fkv_reply *r, const char *addr)
+			 struct fkv_reply *r, const char *addr,
+			 const uint8_t *ticket)
 {
 	int err;
 
-	if (!r->status && (!addr || !addr[0]))
+	if (!r->status && (!addr || !addr[0] || !ticket))
 		r->status = -EPROTO;
 	if (r->status) {
 		r->present = 0;
@@ -2060,6 +2186,7 @@ static bool place_routed(struct fkv_clusterd *cd, struct place_op *op,
 		return true;
 	}
 	snprintf(op->p.peer, sizeof(op->p.peer), "%s", addr);
+	memcpy(op->p.ticket, ticket, FKV_MAC_LEN);
 	op->p.done = place_step_done;
 	op->p.arg = op;
 	err = fkv_xport_place(cd->xport, &op->p);
@@ -2077,6 +2204,7 @@ static bool place_routed(struct fkv_clusterd *cd, struct place_op *op,
 static bool place_begin(struct fkv_clusterd *cd, const struct fkv_upcall *u,
 			struct fkv_reply *r)
 {
+	uint8_t ticket[FKV_MAC_LEN];
 	struct place_op *op;
 	const char *addr;
 	uint32_t node;
@@ -2108,7 +2236,11 @@ static bool place_begin(struct fkv_clusterd *cd, const struct fkv_upcall *u,
 	op->deadline_ms = now_ms() + FKV_TOKEN_TTL_MS;
 	if (cd->master) {
 		master_answer(cd, cd->self, u, r, &node, &addr);
-		return place_routed(cd, op, r, addr);
+		if (!r->status && addr && place_ticket(cd, node, u, ticket)) {
+			memset(r, 0, sizeof(*r));
+			r->status = -EAGAIN;
+		}
+		return place_routed(cd, op, r, addr, ticket);
 	}
 	err = forward(cd, u, 0);
 	if (err) {
@@ -2425,6 +2557,8 @@ int fkv_clusterd_start(struct fkv_clusterd **out,
 		err = fkv_u64map_init(&cd->places, 0);
 	if (!err)
 		err = fkv_u64map_init(&cd->targets, 0);
+	if (!err && cd->master_role)
+		err = place_key_self(cd);
 	if (err)
 		goto fail;
 	err = open_segment(cd);
@@ -2672,10 +2806,13 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 	struct fkv_cctl_stats cs;
 	struct fkv_xport_stats xs;
 	char master[FKV_ADDR_MAX];
-	uint64_t now = now_ms();
+	uint64_t now = now_ms(), refused;
 	unsigned int i;
 	int err;
 
+	pthread_mutex_lock(&cd->tgt_lock);
+	refused = cd->targets_refused;
+	pthread_mutex_unlock(&cd->tgt_lock);
 	fkv_cctl_get_stats(cd->cctl, &cs);
 	fkv_xport_get_stats(cd->xport, &xs);
 	fkv_hostport_str(master, sizeof(master), &cd->cc->master);
@@ -2718,6 +2855,7 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 		{ "target_errors", xs.target_errors },
 		{ "targets_published", cd->st.targets_published },
 		{ "targets_dropped", cd->st.targets_dropped },
+		{ "targets_refused", refused },
 		{ "kept_replicas_reported", cd->st.reports_sent },
 		{ "kept_replicas_adopted", cd->st.reports_adopted },
 		{ "kept_replicas_unreported", cd->st.reports_failed },

@@ -51,14 +51,16 @@ struct fkv_seg_view {
 		     uint64_t *seg_off, uint64_t *value_len, uint64_t *pin);
 	/*
 	 * A put another node places here (FKV_CCMD_PLACE): allocate its
-	 * replica: 0 with its handle, offset and a pin, or -errno.  Then,
+	 * replica if @ticket (NULL: none came) is the master's for exactly
+	 * that put and this node (clusterd.c checks it, -EACCES if not): 0
+	 * with its handle, offset and a pin, or -errno.  Then,
 	 * once the bytes are in (@status 0) or the transfer failed,
 	 * placed() (which releases the pin).  NULL: this node takes no
 	 * placements.  Transport threads, several at once.
 	 */
 	int (*target)(void *arg, const void *key, size_t key_len,
-		      uint64_t put_id, uint64_t len, uint64_t *handle,
-		      uint64_t *off, uint64_t *pin);
+		      uint64_t put_id, uint64_t len, const uint8_t *ticket,
+		      uint64_t *handle, uint64_t *off, uint64_t *pin);
 	void (*placed)(void *arg, uint64_t handle, uint64_t pin, int status);
 	void *arg;
 };
@@ -100,6 +102,8 @@ struct fkv_pull {
 	uint64_t put_id;
 	uint64_t len;
 	uint64_t dst_off;		/* the local target */
+	/* PLACE: the master's ticket for it, checked by the target node */
+	uint8_t ticket[FKV_MAC_LEN];
 	int status;			/* outcome: 0 or -errno */
 	/* Runs in the caller's thread from fkv_xport_reap(). */
 	void (*done)(struct fkv_pull *p);

@@ -161,6 +161,8 @@ static const struct nla_policy pull_policy[FKV_CA_MAX + 1] = {
 	[FLUXONKV_A_LEN] = { .type = NLA_U64 },
 	[FLUXONKV_A_SOURCE] = { .type = NLA_U32 },
 	[FLUXONKV_A_OFFSET] = { .type = NLA_U64 },
+	[FKV_CA_PLACE_TICKET] = { .type = NLA_UNSPEC, .minlen = FKV_MAC_LEN,
+				  .maxlen = FKV_MAC_LEN },
 };
 
 /* ---- blocking socket helpers (transport threads only) ---- */
@@ -1064,7 +1066,9 @@ static int place_ask(struct fkv_xport *x, struct fkv_pull *p, uint8_t *buf)
 	err = send_free(fd, msg, msg &&
 			!nla_put(msg, FLUXONKV_A_KEY, (int)p->key_len, p->key) &&
 			!nla_put_u64(msg, FLUXONKV_A_PUT_ID, p->put_id) &&
-			!nla_put_u64(msg, FLUXONKV_A_LEN, p->len));
+			!nla_put_u64(msg, FLUXONKV_A_LEN, p->len) &&
+			!nla_put(msg, FKV_CA_PLACE_TICKET, FKV_MAC_LEN,
+				 p->ticket));
 	if (!err)
 		err = recv_msg(fd, buf, FKV_CCMD_PLACE, pull_policy, tb);
 	if (!err)
@@ -1647,7 +1651,9 @@ static int serve_place(struct fkv_xport *x, int fd, struct nlattr **tb)
 				       (size_t)nla_len(tb[FLUXONKV_A_KEY]),
 				       nla_get_u64(tb[FLUXONKV_A_PUT_ID]),
 				       len = nla_get_u64(tb[FLUXONKV_A_LEN]),
-				       &handle, &off, &pin);
+				       tb[FKV_CA_PLACE_TICKET] ?
+				       nla_data(tb[FKV_CA_PLACE_TICKET]) :
+				       NULL, &handle, &off, &pin);
 	if (!status && (off > x->seg.size || len > x->seg.size - off)) {
 		x->seg.placed(x->seg.arg, handle, pin, -EPROTO);
 		status = -EPROTO;
