@@ -160,6 +160,14 @@ int fake_xport_place(struct fkv_xport *x, struct fkv_pull *p)
 	return 0;
 }
 
+/* The master's etcd hold (failover.h), as may_send sees it. */
+static bool hold_runs = true;
+
+static bool fake_may_send(void *arg)
+{
+	return hold_runs;
+}
+
 static uint64_t used_zero(void *arg)
 {
 	return 0;
@@ -224,6 +232,8 @@ static struct fkv_clusterd *runtime(const struct fkv_cluster_config *cc,
 	ccfg.segment_used = used_zero;
 	ccfg.arg = cd;
 	ccfg.incarnation = incarnation;
+	if (cd->master_role)
+		ccfg.may_send = fake_may_send;
 	cur_cd = cd;
 	FKV_ASSERT_EQ(fkv_cctl_start(&cd->cctl, &ccfg), 0);
 	if (cd->master_role) {
@@ -273,6 +283,27 @@ static void spin(int ms)
 	}
 }
 
+/* Master "a" and node "b", joined as node 2; the fake modules zeroed. */
+static void start_pair(void)
+{
+	static struct fkv_cluster_config mc, nc;	/* outlive the runtimes */
+	uint16_t port = free_port();
+	uint32_t id = 0;
+	int k;
+
+	memset(mods, 0, sizeof(mods));
+	fkv_log_setup(getenv("FKV_TEST_LOG") ? FKV_LOG_INFO : FKV_LOG_ERR,
+		      false);
+	hold_runs = true;
+	cluster_cfg(&mc, FKV_ROLE_MASTER, "a", port);
+	cluster_cfg(&nc, FKV_ROLE_NODE, "b", port);
+	cds[0] = runtime(&mc, 0x1111);
+	cds[1] = runtime(&nc, 0x2222);
+	for (k = 0; k < 100 && !(id = fkv_cctl_node_id(cds[1]->cctl)); k++)
+		spin(20);
+	FKV_ASSERT_EQ(id, 2);
+}
+
 /* The node's module asks for room: NEED_ROOM {BYTES} forwarded. */
 static void node_need_room(uint64_t bytes)
 {
@@ -291,8 +322,12 @@ static void node_need_room(uint64_t bytes)
 	nlmsg_free(msg);
 }
 
-/* Our own module's PUT {KEY, HANDLE, LEN} on runtime @k; answered now? */
-static bool module_put(int k, const char *key, uint64_t handle, uint64_t len)
+/*
+ * Runtime @k's own module: @cmd {REQ_ID, KEY, @id_attr = @id, LEN}.
+ * Answered now?  (Then with status 0.)
+ */
+static bool module_upcall(int k, uint8_t cmd, const char *key, int id_attr,
+			  uint64_t id, uint64_t len)
 {
 	struct nl_msg *msg = nlmsg_alloc();
 	struct fkv_reply r = { 0 };
@@ -300,43 +335,34 @@ static bool module_put(int k, const char *key, uint64_t handle, uint64_t len)
 	bool now;
 
 	FKV_ASSERT(msg);
-	FKV_ASSERT(genlmsg_put(msg, 0, 0, 0, 0, 0, FLUXONKV_CMD_PUT,
+	FKV_ASSERT(genlmsg_put(msg, 0, 0, 0, 0, 0, cmd,
 			       FLUXONKV_GENL_VERSION));
 	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_REQ_ID, 78), 0);
 	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, (int)strlen(key), key), 0);
-	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_HANDLE, handle), 0);
+	FKV_ASSERT_EQ(nla_put_u64(msg, id_attr, id), 0);
 	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_LEN, len), 0);
 	FKV_ASSERT_EQ(fkv_nl_decode(nlmsg_hdr(msg), &u), 0);
 	cur_cd = cds[k];
 	now = fkv_clusterd_upcall(cds[k], &u, &r);
-	if (now)
-		FKV_ASSERT_EQ(r.status, 0);
+	FKV_ASSERT(!now || r.status == 0, "%s answered %d",
+		   fkv_cmd_name(cmd), r.status);
 	nlmsg_free(msg);
 	return now;
 }
 
-/* Runtime @k's module: PUT_PLACE {KEY, PUT_ID, LEN}; answered now? */
+/* PUT {KEY, HANDLE, LEN} */
+static bool module_put(int k, const char *key, uint64_t handle, uint64_t len)
+{
+	return module_upcall(k, FLUXONKV_CMD_PUT, key, FLUXONKV_A_HANDLE,
+			     handle, len);
+}
+
+/* PUT_PLACE {KEY, PUT_ID, LEN} */
 static bool module_place(int k, const char *key, uint64_t put_id,
 			 uint64_t len)
 {
-	struct nl_msg *msg = nlmsg_alloc();
-	struct fkv_reply r = { 0 };
-	struct fkv_upcall u;
-	bool now;
-
-	FKV_ASSERT(msg);
-	FKV_ASSERT(genlmsg_put(msg, 0, 0, 0, 0, 0, FLUXONKV_CMD_PUT_PLACE,
-			       FLUXONKV_GENL_VERSION));
-	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_REQ_ID, 79), 0);
-	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, (int)strlen(key), key), 0);
-	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_PUT_ID, put_id), 0);
-	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_LEN, len), 0);
-	FKV_ASSERT_EQ(fkv_nl_decode(nlmsg_hdr(msg), &u), 0);
-	cur_cd = cds[k];
-	now = fkv_clusterd_upcall(cds[k], &u, &r);
-	FKV_ASSERT(!now || r.status == 0, "PUT_PLACE answered %d", r.status);
-	nlmsg_free(msg);
-	return now;
+	return module_upcall(k, FLUXONKV_CMD_PUT_PLACE, key,
+			     FLUXONKV_A_PUT_ID, put_id, len);
 }
 
 static void stop_all(void)
@@ -362,26 +388,15 @@ static void stop_all(void)
  */
 FKV_TEST_TIMEOUT(an_eviction_burst_larger_than_the_queue_keeps_the_node, 120)
 {
-	struct fkv_cluster_config mc, nc;
 	const struct fkv_members *mt;
 	struct fkv_cctl_stats st;
-	uint16_t port = free_port();
 	const uint32_t n = 400000;
 	uint64_t inc, put_id, h;
-	uint32_t i, flags, id;
+	uint32_t i, flags;
 	char key[32];
 	int k;
 
-	memset(mods, 0, sizeof(mods));
-	fkv_log_setup(getenv("FKV_TEST_LOG") ? FKV_LOG_INFO : FKV_LOG_ERR,
-		      false);
-	cluster_cfg(&mc, FKV_ROLE_MASTER, "a", port);
-	cluster_cfg(&nc, FKV_ROLE_NODE, "b", port);
-	cds[0] = runtime(&mc, 0x1111);
-	cds[1] = runtime(&nc, 0x2222);
-	for (k = 0; k < 100 && !(id = fkv_cctl_node_id(cds[1]->cctl)); k++)
-		spin(20);
-	FKV_ASSERT_EQ(id, 2);
+	start_pair();
 	FKV_ASSERT(cds[1]->registered);
 	inc = fkv_cctl_incarnation(cds[1]->cctl);
 	mt = fkv_cctl_members(cds[0]->cctl);
@@ -449,24 +464,13 @@ static void spin_master(int ms)
  */
 FKV_TEST_TIMEOUT(an_overwrite_waits_for_a_pending_eviction_of_its_key, 120)
 {
-	struct fkv_cluster_config mc, nc;
-	uint16_t port = free_port();
 	const uint32_t n = 50000;
 	uint64_t put_id, h, kh = 0;
-	uint32_t i, flags, id = 0;
+	uint32_t i, flags;
 	char key[32];
 	int k;
 
-	memset(mods, 0, sizeof(mods));
-	fkv_log_setup(getenv("FKV_TEST_LOG") ? FKV_LOG_INFO : FKV_LOG_ERR,
-		      false);
-	cluster_cfg(&mc, FKV_ROLE_MASTER, "a", port);
-	cluster_cfg(&nc, FKV_ROLE_NODE, "b", port);
-	cds[0] = runtime(&mc, 0x1111);
-	cds[1] = runtime(&nc, 0x2222);
-	for (k = 0; k < 100 && !(id = fkv_cctl_node_id(cds[1]->cctl)); k++)
-		spin(20);
-	FKV_ASSERT_EQ(id, 2);
+	start_pair();
 	cur_cd = cds[0];
 	fkv_master_set_caller(cds[0]->master, 2);
 	for (i = 0; i < n; i++) {
@@ -512,22 +516,11 @@ FKV_TEST_TIMEOUT(an_overwrite_waits_for_a_pending_eviction_of_its_key, 120)
 FKV_TEST_TIMEOUT(a_place_needs_the_masters_ticket_for_that_put_and_node, 60)
 {
 	uint8_t ticket[FKV_MAC_LEN], forged[FKV_MAC_LEN];
-	struct fkv_cluster_config mc, nc;
-	uint16_t port = free_port();
 	uint64_t h, off, pin, pid;
-	uint32_t id = 0, flags;
+	uint32_t flags;
 	int k;
 
-	memset(mods, 0, sizeof(mods));
-	fkv_log_setup(getenv("FKV_TEST_LOG") ? FKV_LOG_INFO : FKV_LOG_ERR,
-		      false);
-	cluster_cfg(&mc, FKV_ROLE_MASTER, "a", port);
-	cluster_cfg(&nc, FKV_ROLE_NODE, "b", port);
-	cds[0] = runtime(&mc, 0x1111);
-	cds[1] = runtime(&nc, 0x2222);
-	for (k = 0; k < 100 && !(id = fkv_cctl_node_id(cds[1]->cctl)); k++)
-		spin(20);
-	FKV_ASSERT_EQ(id, 2);
+	start_pair();
 
 	/*
 	 * node 2's put placed by the master on the master node: the answer
@@ -606,5 +599,33 @@ FKV_TEST_TIMEOUT(a_place_needs_the_masters_ticket_for_that_put_and_node, 60)
 	FKV_ASSERT_EQ(seg_target(cds[1], "mk", 2, pid, VAL, ticket, &h, &off,
 				 &pin), -EACCES);
 	FKV_ASSERT_EQ(targets_made, 2);
+	stop_all();
+}
+
+/*
+ * A master whose etcd hold ran out in the middle of a turn (issue 32: the
+ * main loop checks the hold once per turn, before handling anything)
+ * writes nothing more to its nodes: the answer it builds in that turn
+ * stays unsent, so a node never acts on the word of a master another may
+ * have replaced.  Before: the answer went out.
+ */
+FKV_TEST_TIMEOUT(a_master_past_its_hold_writes_nothing_more_to_its_nodes, 60)
+{
+	int k;
+
+	start_pair();
+	spin(100);
+	mods[1].replies = 0;
+
+	/* the hold runs out; the node's NEED_ROOM comes in that turn */
+	hold_runs = false;
+	node_need_room(VAL);
+	spin(500);
+	FKV_ASSERT_EQ(mods[1].replies, 0);
+	/* (fluxond would step down now; here the hold comes back) */
+	hold_runs = true;
+	for (k = 0; k < 100 && !mods[1].replies; k++)
+		spin(20);
+	FKV_ASSERT_EQ(mods[1].replies, 1);
 	stop_all();
 }

@@ -93,6 +93,8 @@ static int grow(uint8_t **buf, size_t *cap, size_t len, size_t more)
 
 int fkv_wire_flush(struct fkv_wire *w)
 {
+	if (w->tx_off < w->tx_len && w->gate && !w->gate(w->gate_arg))
+		return -EAGAIN;		/* held back: see struct fkv_wire */
 	while (w->tx_off < w->tx_len) {
 		ssize_t n = send(w->fd, w->tx + w->tx_off, w->tx_len - w->tx_off,
 				 MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -40,6 +40,13 @@ struct fkv_wire {
 	fkv_wire_mac_fn mac;
 	uint64_t tx_seq, rx_seq;
 	uint8_t tx_key[32], rx_key[32];
+	/*
+	 * Optional: while gate(gate_arg) says no, nothing is written (the
+	 * bytes stay queued).  A master that lost its etcd lease mid-turn
+	 * sends nothing more to its nodes (cluster_ctl.h, may_send).
+	 */
+	bool (*gate)(void *gate_arg);
+	void *gate_arg;
 };
 
 /* Take over @fd (made non-blocking). */

@@ -574,6 +574,8 @@ static void master_accept(struct fkv_cctl *t)
 	}
 	tune_socket(fd, t->cc->dead_after_ms);
 	fkv_wire_init(&c->w, fd);
+	c->w.gate = t->cfg.may_send;
+	c->w.gate_arg = t->cfg.arg;
 	c->addr = ss;
 	c->state = C_HELLO;
 	c->since_ms = now_ms();

@@ -61,6 +61,13 @@ struct fkv_cctl_config {
 	uint64_t ssd_capacity;
 	uint64_t (*segment_used)(void *arg);
 	void *arg;
+	/*
+	 * Master role, optional: checked before every write to a node's
+	 * connection; false (the leader's hold on its etcd lease ran out,
+	 * failover.h) writes nothing more -- not the rest of a turn that
+	 * began while it still led.  Called with @arg.
+	 */
+	bool (*may_send)(void *arg);
 };
 
 struct fkv_cctl_stats {

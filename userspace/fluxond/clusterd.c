@@ -2409,6 +2409,14 @@ static const struct fkv_cctl_ops cctl_ops = {
 	.lease = lease,
 };
 
+/* The master's writes to its nodes, while its etcd hold runs. */
+static bool master_may_send(void *arg)
+{
+	struct fkv_clusterd *cd = arg;
+
+	return cd->cfg.may_send(cd->cfg.election);
+}
+
 static uint64_t segment_used(void *arg)
 {
 	struct fkv_clusterd *cd = arg;
@@ -2596,6 +2604,8 @@ int fkv_clusterd_start(struct fkv_clusterd **out,
 	ccfg.ssd_capacity = fkv_module_ssd_capacity();
 	ccfg.segment_used = segment_used;
 	ccfg.arg = cd;
+	if (cd->master_role && c->may_send)
+		ccfg.may_send = master_may_send;
 	err = fkv_auth_incarnation(&ccfg.incarnation);
 	if (!err)
 		err = fkv_cctl_start(&cd->cctl, &ccfg);

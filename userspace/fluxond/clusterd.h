@@ -49,6 +49,11 @@ struct fkv_clusterd_config {
 	int (*fence_raise)(void *election, const char *name, uint64_t put_id);
 	/* ... and lifted there after the local file (a rejoin judged) */
 	int (*fence_lift)(void *election, const char *name, uint64_t put_id);
+	/*
+	 * Master: may it still write to its nodes (its etcd hold runs)?
+	 * Checked before every write (cluster_ctl.h, may_send).
+	 */
+	bool (*may_send)(void *election);
 };
 
 struct fkv_clusterd;

@@ -444,6 +444,11 @@ const char *fkv_failover_pending(struct fkv_failover *fo)
 	return atomic_load(&fo->pending);
 }
 
+bool fkv_failover_may_send(void *fo)
+{
+	return !fkv_failover_pending(fo);
+}
+
 int fkv_failover_exec(struct fkv_failover *fo, char **argv)
 {
 	int64_t lease = 0, rev = 0;

@@ -59,6 +59,12 @@ int fkv_failover_fence_lift(void *fo, const char *name, uint64_t put_id);
 /* A reason to re-exec fluxond, or NULL (checked by the main loop). */
 const char *fkv_failover_pending(struct fkv_failover *fo);
 /*
+ * clusterd's may_send: no re-exec pending (fkv_failover_pending), so a
+ * leader whose hold ran out in the middle of a turn writes nothing more
+ * to its nodes before the loop steps down.
+ */
+bool fkv_failover_may_send(void *fo);
+/*
  * Re-exec fluxond (@argv as started), carrying a leadership if it holds
  * one.  Returns only on failure (-errno).
  */

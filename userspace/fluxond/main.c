@@ -182,6 +182,7 @@ static int start_cluster(struct fluxond *d)
 		c.fences_merge = fkv_failover_fences_merge;
 		c.fence_raise = fkv_failover_fence_raise;
 		c.fence_lift = fkv_failover_fence_lift;
+		c.may_send = fkv_failover_may_send;
 	}
 	return fkv_clusterd_start(&d->cd, &c);
 }
