@@ -26,6 +26,8 @@
  *       -> fluxonkv_daemon.sk_lock
  *       -> fluxonkv_index_lock, fluxonkv_ssd.index_lock (the teardown's
  *          drop-all and unroute-all)
+ *       -> fluxonkv_sessions_lock (the teardown's failed FETCHes release
+ *          their getters' users)
  *     fluxonkv_ssd.attach_lock (ssd.h) -> shard->lock (a mutex)
  *       -> fluxonkv_ssd.index_lock, fluxonkv_ssd.notice_lock
  *     fluxonkv_compact_mutex (segment.c) -> fluxonkv_seg.lock
@@ -350,6 +352,8 @@ struct fluxonkv_session {
 struct fluxonkv_session *fluxonkv_session_new(bool writable, bool privileged);
 int fluxonkv_user_charge(struct fluxonkv_user *u, u64 bytes);
 void fluxonkv_user_uncharge(struct fluxonkv_user *u, u64 bytes);
+struct fluxonkv_user *fluxonkv_user_hold(struct fluxonkv_user *u);
+void fluxonkv_user_release(struct fluxonkv_user *u);
 int fluxonkv_users_show(struct seq_file *m, void *unused);
 extern unsigned int fluxonkv_pin_max_pct;
 void fluxonkv_session_free(struct fluxonkv_session *s);
@@ -416,6 +420,9 @@ struct fluxonkv_refill {
 	u64 put_id;
 	/* the finish revokes the SSD copy when @ret is set (a read, a stale route) */
 	bool revoke;
+	/* the getter's user, charged @charged bytes (the target) until the finish */
+	struct fluxonkv_user *user;
+	u64 charged;
 	/* the async room wait (kv_room.c), for a refill that found no room */
 	struct fluxonkv_refill_room {
 		/* on fluxonkv_seg.room_wq while waiting for a free */

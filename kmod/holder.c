@@ -15,7 +15,10 @@
  * holders and of its puts still being copied in, at most pin_max_pct of the
  * segment per user (-EDQUOT beyond), so no tenant can starve the others
  * of room by holding everything across many file descriptions.
- * Privileged sessions (the node daemon's) are not charged.
+ * Privileged sessions (the node daemon's) are not charged.  A pin that
+ * can outlive the operation that took it (a FETCH target whose get gave
+ * up: the daemon may still write it) keeps the user with a reference of
+ * its own (fluxonkv_user_hold()) and stays charged until it is freed.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -23,6 +26,7 @@
 #include <linux/hashtable.h>
 #include <linux/math64.h>
 #include <linux/random.h>
+#include <linux/refcount.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -32,8 +36,10 @@
 
 /*
  * Protects fluxonkv_sessions (the list, for debugfs, in the order of
- * @serial), fluxonkv_session_serial and fluxonkv_users (the table and
- * every user's @sessions).
+ * @serial), fluxonkv_session_serial and fluxonkv_users (the table, every
+ * user's @sessions, and the drop of a user's last reference: a lookup
+ * never finds a user being freed).  Taken after the daemon's lock (the
+ * last FETCH of a leaving daemon may release a user).
  */
 static DEFINE_MUTEX(fluxonkv_sessions_lock);
 static LIST_HEAD(fluxonkv_sessions);
@@ -43,6 +49,8 @@ struct fluxonkv_user {
 	struct hlist_node node;		/* in fluxonkv_users (sessions lock) */
 	kuid_t uid;
 	unsigned int sessions;		/* open client sessions (sessions lock) */
+	/* one per open session + one per pin outliving its operation */
+	refcount_t refs;
 	atomic64_t pinned;		/* bytes charged */
 };
 
@@ -88,11 +96,25 @@ static struct fluxonkv_user *fluxonkv_user_get(void)
 	if (!u)
 		return NULL;
 	u->uid = uid;
+	refcount_set(&u->refs, 1);
 	atomic64_set(&u->pinned, 0);
 	hash_add(fluxonkv_users, &u->node, __kuid_val(uid));
-found:
 	u->sessions++;
 	return u;
+found:
+	refcount_inc(&u->refs);
+	u->sessions++;
+	return u;
+}
+
+/* @u's last reference went (sessions lock held): forget it. */
+static void fluxonkv_user_free(struct fluxonkv_user *u)
+{
+	lockdep_assert_held(&fluxonkv_sessions_lock);
+
+	WARN_ON_ONCE(atomic64_read(&u->pinned));
+	hash_del(&u->node);
+	kfree(u);
 }
 
 /* One session of @u less.  Sessions lock held. */
@@ -100,11 +122,35 @@ static void fluxonkv_user_put(struct fluxonkv_user *u)
 {
 	lockdep_assert_held(&fluxonkv_sessions_lock);
 
-	if (!u || --u->sessions)
+	if (!u)
 		return;
-	WARN_ON_ONCE(atomic64_read(&u->pinned));
-	hash_del(&u->node);
-	kfree(u);
+	u->sessions--;
+	if (refcount_dec_and_test(&u->refs))
+		fluxonkv_user_free(u);
+}
+
+/**
+ * fluxonkv_user_hold() - keep @u past its sessions.
+ * @u: a user with an open session (its caller's), or NULL.
+ *
+ * For a pin that may outlive the session that took it; pair with
+ * fluxonkv_user_release().  Return: @u.
+ */
+struct fluxonkv_user *fluxonkv_user_hold(struct fluxonkv_user *u)
+{
+	if (u)
+		refcount_inc(&u->refs);
+	return u;
+}
+
+/* Drop fluxonkv_user_hold()'s reference.  May sleep (the sessions lock). */
+void fluxonkv_user_release(struct fluxonkv_user *u)
+{
+	if (u && refcount_dec_and_mutex_lock(&u->refs,
+					     &fluxonkv_sessions_lock)) {
+		fluxonkv_user_free(u);
+		mutex_unlock(&fluxonkv_sessions_lock);
+	}
 }
 
 struct fluxonkv_session *fluxonkv_session_new(bool writable, bool privileged)

@@ -206,27 +206,34 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 {
 	struct fluxonkv_ssd_entry *e;
 	struct fluxonkv_alloc *a;
-	u64 t0;
+	u64 t0, span;
 	int ret;
 
 	if (!start->len || start->len > min_t(u64, FLUXONKV_VALUE_MAX,
 					      fluxonkv_seg.size))
 		return -EPROTO;
+	/* The target is the getter's pin while it is read (its budget). */
+	span = round_up(start->len, FLUXONKV_SEGMENT_ALIGN);
+	ret = fluxonkv_user_charge(s->user, span);
+	if (ret)
+		return ret;
 	/* Room first: a pin held across a room wait blocks ring writers. */
 	t0 = fluxonkv_clock();
 	a = fluxonkv_alloc_room(start->len);
 	fluxonkv_lat_record(FLUXONKV_LAT_REFILL_ALLOC, t0);
-	if (IS_ERR(a))
-		return PTR_ERR(a);
+	if (IS_ERR(a)) {
+		ret = PTR_ERR(a);
+		goto err_uncharge;
+	}
 	e = fluxonkv_ssd_pin(key, key_len, start->put_id);
 	if (!e || fluxonkv_ssd_entry_len(e) != start->len) {
 		if (e)
 			fluxonkv_ssd_unpin(e);
-		fluxonkv_alloc_put(a);
 		/* Stale route: overwritten in the ring, or an old incarnation. */
 		fluxonkv_get_revoke(key, key_len, start->put_id,
 				    FLUXONKV_SOURCE_SSD, 0, -ENOENT);
-		return -ESTALE;
+		ret = -ESTALE;
+		goto err_alloc;
 	}
 	t0 = fluxonkv_clock();
 	ret = fluxonkv_ssd_read(e, a);	/* unpins e */
@@ -234,20 +241,21 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 	/* An interrupted read says nothing about the SSD copy: no revoke. */
 	if (ret && signal_pending(current))
 		ret = -EINTR;
-	if (ret == -EINTR)
-		goto err_alloc;
-	if (ret) {
+	if (ret && ret != -EINTR) {
 		/* Never a half-filled holder: revoke and re-select. */
 		fluxonkv_get_revoke(key, key_len, start->put_id,
 				    FLUXONKV_SOURCE_SSD, 0, ret);
-		fluxonkv_alloc_put(a);
-		return -ESTALE;
+		ret = -ESTALE;
 	}
-
+	if (ret)
+		goto err_alloc;
+	fluxonkv_user_uncharge(s->user, span);	/* the holder's from here */
 	return fluxonkv_refill_publish(s, key, key_len, start->put_id, a, res);
 
 err_alloc:
 	fluxonkv_alloc_put(a);
+err_uncharge:
+	fluxonkv_user_uncharge(s->user, span);
 	return ret;
 }
 
@@ -301,30 +309,44 @@ int fluxonkv_refill_submit(struct fluxonkv_refill *rf,
  * Return: -EIOCBQUEUED once the read (or the room wait) is on its way, or
  * -EAGAIN.
  */
-static int fluxonkv_get_from_ssd_start(const u8 *key, u32 key_len,
+static int fluxonkv_get_from_ssd_start(struct fluxonkv_session *s,
+				       const u8 *key, u32 key_len,
 				       const struct fluxonkv_upcall *start,
 				       struct fluxonkv_refill *rf)
 {
 	struct fluxonkv_alloc *a;
+	u64 span;
+	int ret;
 
 	if (!start->len || start->len > min_t(u64, FLUXONKV_VALUE_MAX,
 					      fluxonkv_seg.size))
 		return -EAGAIN;		/* the synchronous path says -EPROTO */
+	/*
+	 * The target is the getter's pin from before it is allocated until
+	 * the finish (the room wait included): charged to its user.
+	 */
+	span = round_up(start->len, FLUXONKV_SEGMENT_ALIGN);
+	ret = fluxonkv_user_charge(s->user, span);
+	if (ret)
+		return ret;
 	memcpy(rf->key, key, key_len);
 	rf->key_len = key_len;
 	rf->put_id = start->put_id;
 	rf->alloc = NULL;
 	rf->revoke = false;
+	rf->user = s->user;	/* the command holds the file: the session */
+	rf->charged = span;
 	a = fluxonkv_alloc_new(start->len);
 	if (PTR_ERR_OR_ZERO(a) == -ENOSPC) {
 		fluxonkv_refill_room_wait(rf, start->len);
 		return -EIOCBQUEUED;
 	}
-	if (IS_ERR(a))
-		return -EAGAIN;		/* -ENOMEM: io-wq's */
-	/* stale: revoked by the retry; no memory: io-wq's */
-	if (fluxonkv_refill_submit(rf, a, start->len))
+	/* -ENOMEM: io-wq's; stale: revoked by the retry */
+	if (IS_ERR(a) || fluxonkv_refill_submit(rf, a, start->len)) {
+		rf->charged = 0;
+		fluxonkv_user_uncharge(s->user, span);
 		return -EAGAIN;
+	}
 	return -EIOCBQUEUED;
 }
 
@@ -356,6 +378,9 @@ int fluxonkv_get_refill_finish(struct fluxonkv_session *s,
 	struct fluxonkv_alloc *a = rf->alloc;
 	int ret;
 
+	/* the target is the holder's, or freed, from here */
+	fluxonkv_user_uncharge(rf->user, rf->charged);
+	rf->charged = 0;
 	rf->alloc = NULL;
 	if (a)
 		fluxonkv_lat_record(FLUXONKV_LAT_REFILL_READ, rf->t_read);
@@ -429,8 +454,8 @@ static int __fluxonkv_get(struct fluxonkv_session *s, const u8 *key,
 		if (local && fluxonkv_ssd_lookup_routed(key, key_len, &up.put_id,
 							&up.len)) {
 			if ((res->flags & FLUXONKV_GR_NOWAIT) && res->refill)
-				return fluxonkv_get_from_ssd_start(key, key_len,
-								   &up,
+				return fluxonkv_get_from_ssd_start(s, key,
+								   key_len, &up,
 								   res->refill);
 			if (res->flags & FLUXONKV_GR_NOWAIT)
 				return -EAGAIN;	/* a disk read: not inline */

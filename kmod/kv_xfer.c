@@ -55,6 +55,13 @@ struct fluxonkv_fetch {
 	struct completion done;		/* the upcall ended */
 	refcount_t users;		/* the waiting get + the upcall */
 	struct fluxonkv_alloc *alloc;	/* the target: one reference */
+	/*
+	 * The getter's user (held: the fetch may outlive its session),
+	 * charged the target's span until the daemon answered: a get that
+	 * gave up leaves its target in its user's budget until then.
+	 * NULL: a privileged getter, not charged.
+	 */
+	struct fluxonkv_user *user;
 };
 
 /* FETCHes not ended yet (FLUXONKV_FETCH_MAX at most). */
@@ -65,6 +72,7 @@ static void fluxonkv_fetch_put(struct fluxonkv_fetch *f)
 	if (!refcount_dec_and_test(&f->users))
 		return;
 	fluxonkv_alloc_put(f->alloc);
+	fluxonkv_user_release(f->user);
 	kfree(f);
 	atomic_dec(&fluxonkv_fetches_out);
 }
@@ -73,13 +81,20 @@ static void fluxonkv_fetch_end(struct fluxonkv_upcall *up)
 {
 	struct fluxonkv_fetch *f = container_of(up, struct fluxonkv_fetch, up);
 
+	/*
+	 * The daemon is done with the target: from here only the get (if
+	 * it still waits) has it, and its holder is charged on its own.
+	 */
+	fluxonkv_user_uncharge(f->user, f->alloc->span);
 	complete(&f->done);
 	fluxonkv_fetch_put(f);
 }
 
 /*
  * Ask the daemon to fill @a with the remote source @start names, and wait
- * (killable) at most request_timeout_ms.  Return: the daemon's status,
+ * (killable) at most request_timeout_ms.  @user was charged @a's span:
+ * the charge is ours to undo, now or once the daemon answered.
+ * Return: the daemon's status,
  * -ETIMEDOUT / -EINTR (the target stays allocated until the daemon
  * answers), -ENOTCONN, -EAGAIN (the request could not be sent), -EBUSY
  * (too many FETCHes out) or -ENOMEM.  *@answered: the status is the
@@ -87,7 +102,8 @@ static void fluxonkv_fetch_end(struct fluxonkv_upcall *up)
  */
 static int fluxonkv_fetch(const u8 *key, u32 key_len,
 			  const struct fluxonkv_upcall *start,
-			  struct fluxonkv_alloc *a, bool *answered)
+			  struct fluxonkv_alloc *a, struct fluxonkv_user *user,
+			  bool *answered)
 {
 	struct fluxonkv_upcall_args args = {
 		.key = key, .key_len = key_len, .put_id = start->put_id,
@@ -102,18 +118,19 @@ static int fluxonkv_fetch(const u8 *key, u32 key_len,
 
 	*answered = false;
 	if (atomic_inc_return(&fluxonkv_fetches_out) > FLUXONKV_FETCH_MAX) {
-		atomic_dec(&fluxonkv_fetches_out);
-		return -EBUSY;
+		ret = -EBUSY;
+		goto err_count;
 	}
 	f = kzalloc(sizeof(*f), GFP_KERNEL);
 	if (!f) {
-		atomic_dec(&fluxonkv_fetches_out);
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto err_count;
 	}
 	init_completion(&f->done);
 	refcount_set(&f->users, 2);
 	fluxonkv_alloc_get(a);
 	f->alloc = a;
+	f->user = fluxonkv_user_hold(user);	/* the charge is the fetch's */
 	f->up.end = fluxonkv_fetch_end;
 	f->up.no_expire = true;
 	f->up.send_retry = true;
@@ -136,6 +153,11 @@ static int fluxonkv_fetch(const u8 *key, u32 key_len,
 	}
 	fluxonkv_fetch_put(f);
 	return ret;
+
+err_count:
+	atomic_dec(&fluxonkv_fetches_out);
+	fluxonkv_user_uncharge(user, a->span);
+	return ret;
 }
 
 /*
@@ -144,7 +166,10 @@ static int fluxonkv_fetch(const u8 *key, u32 key_len,
  * (FETCH), then offer it with GET_DONE like an SSD refill: promoted to
  * this node's DRAM replica, or a temporary holder.  A failed transfer
  * revokes that source and the caller re-selects (-ESTALE): never a
- * half-filled holder.
+ * half-filled holder.  The target counts in the getter's pin budget from
+ * before it is allocated until the daemon answered, however long after
+ * the get gave up (-EDQUOT beyond the budget: nothing allocated, nothing
+ * asked).
  */
 int fluxonkv_get_remote(struct fluxonkv_session *s, const u8 *key,
 			u32 key_len, const struct fluxonkv_upcall *start,
@@ -153,17 +178,24 @@ int fluxonkv_get_remote(struct fluxonkv_session *s, const u8 *key,
 	struct fluxonkv_replica *r;
 	struct fluxonkv_alloc *a;
 	bool answered;
-	u64 t0;
+	u64 t0, span;
 	int ret;
 
 	if (!start->len || !start->put_id || !start->handle ||
 	    start->len > min_t(u64, FLUXONKV_VALUE_MAX, fluxonkv_seg.size))
 		return -EPROTO;
+	span = round_up(start->len, FLUXONKV_SEGMENT_ALIGN);
+	ret = fluxonkv_user_charge(s->user, span);
+	if (ret)
+		return ret;
 	a = fluxonkv_alloc_room(start->len);
-	if (IS_ERR(a))
+	if (IS_ERR(a)) {
+		fluxonkv_user_uncharge(s->user, span);
 		return PTR_ERR(a);
+	}
 	t0 = fluxonkv_clock();
-	ret = fluxonkv_fetch(key, key_len, start, a, &answered);
+	/* uncharged once the daemon is done with the target */
+	ret = fluxonkv_fetch(key, key_len, start, a, s->user, &answered);
 	fluxonkv_lat_record(FLUXONKV_LAT_FETCH, t0);
 	if (ret && !answered)
 		goto err_alloc;	/* nothing learnt about the source */
@@ -245,7 +277,8 @@ int fluxonkv_ssd_stage(struct fluxonkv_session *s, const u8 *key,
 
 	if (!s->privileged)
 		return -EPERM;
-	if (!len || len > FLUXONKV_SSD_CHUNK_MAX)
+	/* (a chunk larger than the segment could never have room) */
+	if (!len || len > min_t(u64, FLUXONKV_SSD_CHUNK_MAX, fluxonkv_seg.size))
 		return -EINVAL;
 	/* Room first: a pin held across a room wait blocks ring writers. */
 	a = fluxonkv_alloc_room(len);

@@ -726,6 +726,71 @@ FKV_TEST(client_killed_while_waiting_on_fetch_leaks_nothing)
 	master_stop(&m);
 }
 
+/* A get of K routed remote past its user's budget: EDQUOT, no FETCH. */
+static void get_past_budget(struct master *m, const char *k,
+			    uint64_t put_id, uint64_t len, uint64_t token,
+			    const char *why)
+{
+	struct client c = client_get(k, 0);
+	struct client_result r;
+
+	answer_remote(m, k, FLUXONKV_SOURCE_REMOTE, put_id, len, token);
+	r = client_result(&c);
+	client_end(&c);
+	FKV_ASSERT_EQ(r.err, EDQUOT);
+	expect_no_upcall(&m->nl, FLUXONKV_CMD_FETCH, why);
+}
+
+/*
+ * A FETCH target is its getter's pin (issue 29): it counts in the user's
+ * pin budget (pin_max_pct) from before it is allocated until the daemon
+ * answered, however long after the get gave up.  Beyond the budget a
+ * remote get fails EDQUOT at once: nothing allocated, no FETCH sent, no
+ * source revoked.  Before: targets were charged to nobody, so one user's
+ * gets (or abandoned gets) could pin the whole segment.
+ */
+FKV_TEST(fetch_targets_count_in_their_users_pin_budget)
+{
+	/* 32 MiB segment, 25 %: 8 MiB per user; each target 5 MiB */
+	const uint64_t len = 5 * FKV_MIB, span = FKV_ALIGN_UP(len);
+	struct client_result r;
+	struct client c1, c2;
+	uint64_t base, hf;
+	struct master m;
+	struct fetch f;
+
+	base = master_begin(&m, "segment_mb=32 pin_max_pct=25 "
+			    "request_timeout_ms=1500", &hf);
+	/* one get waits on its FETCH: its target is charged */
+	f = remote_fetch(&m, &c1, "quota-1", 0, FLUXONKV_SOURCE_REMOTE, 60,
+			 len, TOKEN);
+	/* the same user's second get would pin 10 MiB: EDQUOT, nothing sent */
+	get_past_budget(&m, "quota-2", 61, len, TOKEN + 1,
+			"a FETCH past the user's pin budget");
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), base + span);
+	FKV_ASSERT_EQ(fkv_sysfs("fetches"), 1);
+
+	/* the first get gives up: its target stays, and stays charged */
+	r = client_result(&c1);
+	client_end(&c1);
+	FKV_ASSERT_EQ(r.err, ETIMEDOUT);
+	get_past_budget(&m, "quota-3", 62, len, TOKEN + 2,
+			"a FETCH past the budget an abandoned target holds");
+	expect_no_upcall(&m.nl, FLUXONKV_CMD_GET_REVOKE,
+			 "a get refused by its budget revoked its source");
+
+	/* the daemon's late answer frees the target and the budget */
+	serve_abandoned(&m, &f, "quota-1", len, 0, base,
+			"an abandoned target was offered");
+	f = remote_fetch(&m, &c2, "quota-4", 4, FLUXONKV_SOURCE_REMOTE, 63,
+			 len, TOKEN + 3);
+	serve_fetch(&m, &f, "quota-4", len, 4);
+	expect_fetched(&c2, "bytes fetched once the budget was free");
+	refuse_offer(&m, "quota-4", FLUXONKV_SOURCE_REMOTE, 63, len);
+	client_end(&c2);
+	master_end(&m, base, hf);
+}
+
 /* ---- 7: malformed answers ---- */
 
 FKV_TEST(malformed_fetch_answers_are_refused_and_the_real_one_completes)

@@ -1741,6 +1741,30 @@ static void rr_ssd_only(struct fkv *kv, uint64_t base, uint64_t *persists)
 	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
 }
 
+/*
+ * The start of the RR tests: the module loaded with @params and fluxond
+ * started, a dm-delay shard whose reads take @read_ms, the RR_KEYS values
+ * rr-<i> put (salt 70 + i, ids in @ids) and persisted.  Returns
+ * segment_used_bytes before the puts.
+ */
+static uint64_t rr_begin(const char *params, unsigned int read_ms,
+			 struct fkv **kv, uint64_t *ids, uint64_t *persists)
+{
+	uint64_t base = setup(params);
+	char key[16];
+	int i;
+
+	dm_delay_create(read_ms, 0);
+	*kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(*kv, DLY_PATH, 0, RR_CAP), 0);
+	for (i = 0; i < RR_KEYS; i++) {
+		snprintf(key, sizeof(key), "rr-%d", i);
+		ids[i] = put_pattern(*kv, key, RR_LEN, 70 + i);
+		wait_persists(++*persists);
+	}
+	return base;
+}
+
 /* Submit a GET of each rr-<i> through R. */
 static void rr_submit(struct fkv_ring *r)
 {
@@ -1779,15 +1803,7 @@ FKV_TEST_TIMEOUT(ring_ssd_refills_complete_from_the_read_and_block_no_worker,
 	int64_t end;
 	pid_t pid;
 
-	base = setup("segment_mb=8");
-	dm_delay_create(RR_DELAY_MS, 0);
-	kv = kv_open();
-	FKV_ASSERT_EQ(attach_file(kv, DLY_PATH, 0, RR_CAP), 0);
-	for (i = 0; i < RR_KEYS; i++) {
-		snprintf(key, sizeof(key), "rr-%d", i);
-		ids[i] = put_pattern(kv, key, RR_LEN, 70 + i);
-		wait_persists(++persists);
-	}
+	base = rr_begin("segment_mb=8", RR_DELAY_MS, &kv, ids, &persists);
 
 	/* 1. four refills in flight, no io-wq worker waiting for them */
 	rr_ssd_only(kv, base, &persists);
@@ -1967,15 +1983,7 @@ FKV_TEST_TIMEOUT(ring_ssd_refills_that_find_no_room_wait_without_io_wq, 180)
 	char key[16];
 	int64_t end;
 
-	base = setup("segment_mb=8");
-	dm_delay_create(20, 0);
-	kv = kv_open();
-	FKV_ASSERT_EQ(attach_file(kv, DLY_PATH, 0, RR_CAP), 0);
-	for (i = 0; i < RR_KEYS; i++) {
-		snprintf(key, sizeof(key), "rr-%d", i);
-		ids[i] = put_pattern(kv, key, RR_LEN, 70 + i);
-		wait_persists(++persists);
-	}
+	base = rr_begin("segment_mb=8", 20, &kv, ids, &persists);
 
 	for (int round = 1; round <= 3; round++) {
 		rr_ssd_only(kv, base, &persists);
@@ -2083,6 +2091,115 @@ FKV_TEST_TIMEOUT(ring_ssd_refills_that_find_no_room_wait_without_io_wq, 180)
 	FKV_START_DAEMON();
 	delete_any(kv, "rr-fill");
 
+	for (i = 0; i < RR_KEYS; i++) {
+		snprintf(key, sizeof(key), "rr-%d", i);
+		delete_any(kv, key);
+	}
+	fkv_close(kv);
+	teardown(base);
+	dm_remove(DLY_NAME);
+}
+
+/* As uid 65534 (charged, unlike the privileged root session): RR_KEYS
+ * ring GETs of rr-<i>; each one's result goes out on @out. */
+static void rr_get_as_nobody(int out)
+{
+	struct fkv_completion c[RR_KEYS];
+	int res[RR_KEYS], got, n, j;
+	struct fkv_ring *r = NULL;
+	struct fkv *kv = NULL;
+
+	if (setgid(65534) || setuid(65534))
+		_exit(2);
+	n = fkv_open(FKV_DEV_PATH, &kv);
+	if (n)
+		_exit(10 + (-n & 0x3f));	/* 10 + errno */
+	n = fkv_ring_open(kv, 8, &r);
+	if (n)
+		_exit(80 + (-n & 0x3f));
+	rr_submit(r);
+	for (got = 0; got < RR_KEYS; got += n) {
+		n = fkv_ring_reap(r, c, RR_KEYS, 1);
+		if (n <= 0)
+			_exit(4);
+		for (j = 0; j < n; j++) {
+			res[c[j].user_data] = c[j].op.result;
+			if (!c[j].op.result &&
+			    fkv_holder_release(kv, &c[j].op.holder))
+				_exit(5);
+		}
+	}
+	if (write(out, res, sizeof(res)) != sizeof(res))
+		_exit(6);
+	_exit(0);
+}
+
+/*
+ * An asynchronous refill's target is its getter's pin (issue 29): it
+ * counts in the user's budget (pin_max_pct) from before it is allocated
+ * (the room wait included) until the get completes.  A user with 2 MiB
+ * of budget submits four 1 MiB ring GETs that must wait for room: two
+ * wait, two complete EDQUOT at once; once the room comes, the two that
+ * waited are hits.  Before: all four waited (uncharged), so one user's
+ * refills could pin any share of the segment.
+ */
+FKV_TEST_TIMEOUT(ring_refill_targets_count_in_their_users_pin_budget, 120)
+{
+	uint64_t base, ids[RR_KEYS], persists = 0, room0;
+	int i, fds[2], res[RR_KEYS], hits = 0, edquot = 0, status;
+	struct fkv_holder fill;
+	struct fkv *kv;
+	char key[16];
+	int64_t end;
+	pid_t pid;
+
+	base = rr_begin("segment_mb=8 pin_max_pct=25", 20, &kv, ids, &persists);	/* 2 MiB a user */
+	rr_ssd_only(kv, base, &persists);
+	/* root's session is privileged: its holder is charged to nobody */
+	fill_segment(kv, base, "rr-fill", 990, &persists);
+	FKV_ASSERT_EQ(fkv_get(kv, "rr-fill", 7, &fill), 0);
+	room0 = fkv_sysfs("refills_room_async");
+
+	FKV_ASSERT_EQ(pipe(fds), 0);
+	FKV_ASSERT_EQ(chmod(FKV_DEV_PATH, 0666), 0);	/* for uid 65534 */
+	fflush(stdout);
+	pid = fork();
+	FKV_ASSERT(pid >= 0);
+	if (!pid) {
+		close(fds[0]);
+		rr_get_as_nobody(fds[1]);
+	}
+	close(fds[1]);
+	end = fkv_now_ms() + 5000;
+	while (fkv_sysfs("refills_room_async") - room0 < 2 &&
+	       fkv_now_ms() < end)
+		fkv_msleep(20);
+	fkv_msleep(500);	/* any other would be waiting by now */
+	FKV_ASSERT(fkv_sysfs("refills_room_async") - room0 == 2,
+		   "%" PRIu64 " refills wait for room in a 2 MiB budget",
+		   fkv_sysfs("refills_room_async") - room0);
+	release(kv, &fill);
+	FKV_ASSERT_EQ(read(fds[0], res, sizeof(res)), sizeof(res));
+	close(fds[0]);
+	FKV_ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	FKV_ASSERT_EQ(chmod(FKV_DEV_PATH, 0660), 0);
+	FKV_ASSERT(WIFEXITED(status) && !WEXITSTATUS(status),
+		   "the getter's status %#x", status);
+	for (i = 0; i < RR_KEYS; i++) {
+		if (!res[i])
+			hits++;
+		else if (res[i] == -EDQUOT)
+			edquot++;
+		else
+			FKV_ASSERT(0, "ring get rr-%d: %s", i,
+				   fkv_strerror(res[i]));
+	}
+	FKV_ASSERT_EQ(hits, 2);
+	FKV_ASSERT_EQ(edquot, 2);
+	(void)ids;
+
+	FKV_ASSERT_SYSFS_SETTLES("holders", 0);
+	delete_any(kv, "rr-fill");
 	for (i = 0; i < RR_KEYS; i++) {
 		snprintf(key, sizeof(key), "rr-%d", i);
 		delete_any(kv, key);

@@ -575,6 +575,39 @@ struct range_case {
 };
 
 /*
+ * A chunk no longer than CHUNK_MAX but longer than the segment could never
+ * find room: EINVAL from the argument check, before an allocation is
+ * tried (issue 29: the allocator's WARN_ON_ONCE for a length past the
+ * segment was reachable through SSD_STAGE).
+ */
+FKV_TEST(a_stage_longer_than_the_segment_is_einval_without_a_splat)
+{
+	struct fluxonkv_ssd_stage *s;
+	char splat[512];
+	int fd, kmsg;
+
+	FKV_LOAD("segment_mb=4");
+	fd = fkv_dev_open();
+	FKV_ASSERT(fd >= 0, "open: %s", strerror(errno));
+	kmsg = fkv_kmsg_mark();
+	s = abi_arg(sizeof(*s));
+	s->len = 4 * FKV_MIB + 4096;
+	ABI_EXPECT(fd, s, EINVAL, "len past the 4 MiB segment");
+	s = abi_arg(sizeof(*s));
+	s->len = CHUNK_MAX;
+	ABI_EXPECT(fd, s, EINVAL, "len CHUNK_MAX past the segment");
+	s = abi_arg(sizeof(*s));
+	s->len = 4 * FKV_MIB;
+	ABI_EXPECT(fd, s, ENOENT, "len the whole segment (no such entry)");
+	if (kmsg >= 0)
+		FKV_ASSERT(!fkv_kmsg_splat(kmsg, splat, sizeof(splat)),
+			   "the kernel logged: %s", splat);
+	FKV_ASSERT_SYSFS_SETTLES("holders", 0);
+	FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"), 0);
+	close(fd);
+}
+
+/*
  * With the entry found, [offset, offset + len) must lie within the value:
  * offset >= value length or offset + len past it is EINVAL, whatever the
  * size of the overshoot; exact ends work.  Its ends must be those of
