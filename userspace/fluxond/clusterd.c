@@ -2865,6 +2865,7 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 		{ "data_preauth_refused", xs.preauth_refused },
 		{ "data_source_unproven", xs.source_unproven },
 		{ "data_handshake_timeouts", xs.handshake_timeouts },
+		{ "data_release_timeouts", xs.release_timeouts },
 		{ "rdma_conns", xs.rdma_conns },
 		{ "rdma_pulls", xs.rdma_pulls },
 		{ "rdma_bytes", xs.rdma_bytes },

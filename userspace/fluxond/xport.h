@@ -133,6 +133,8 @@ struct fkv_xport_stats {
 	uint64_t served, served_bytes, serve_errors, auth_refused;
 	/* pre-auth: refused at accept (limits), cut at the join deadline */
 	uint64_t preauth_refused, handshake_timeouts;
+	/* a RELEASE not in by its deadline (the connection closed) */
+	uint64_t release_timeouts;
 	/* requester: sources whose JOIN answer failed the secret check */
 	uint64_t source_unproven;
 	uint64_t pushes, push_chunks, push_bytes, push_errors;

@@ -119,6 +119,7 @@ struct tcp_priv {
 	struct sockaddr_storage preauth[FKV_TCP_PREAUTH_MAX];
 	bool preauth_used[FKV_TCP_PREAUTH_MAX];
 	struct fkv_ratelimit preauth_log;	/* lock */
+	struct fkv_ratelimit release_log;	/* lock */
 };
 
 /* Placements of ours in flight at once (each a thread and a connection). */
@@ -230,6 +231,51 @@ static uint64_t pull_deadline(const struct fkv_xport *x, uint64_t len)
 	return mono_ms() + x->cfg.io_timeout_ms + (len >> 20) * 1000;
 }
 
+/*
+ * The RELEASE of a range we exposed (a window over a pinned replica or a
+ * staged chunk) is due by the requester's own READ deadline for it (the
+ * socket timeout plus a second per MiB of the value, from when it got
+ * the announcement) plus one more socket timeout for the RELEASE to
+ * come: with the default 5 s timeout, 10 s + 1 s per MiB after we
+ * announced it.  At that deadline the window is invalidated, the pin
+ * dropped (a push's slot freed) and the connection closed, however the
+ * requester trickles.
+ */
+static uint64_t release_deadline(const struct fkv_xport *x, uint64_t len)
+{
+	return pull_deadline(x, len) + x->cfg.io_timeout_ms;
+}
+
+/*
+ * @n bytes of a message by @deadline_ms exactly: each wait is a poll()
+ * for what is left of the deadline, not a socket timeout, so a peer that
+ * trickles a byte at a time is cut when it is due, not a timeout later.
+ */
+static int read_by(int fd, void *buf, size_t n, uint64_t deadline_ms)
+{
+	uint8_t *p = buf;
+
+	while (n) {
+		int err = wait_readable(fd, deadline_ms);
+		ssize_t got;
+
+		if (err)
+			return err;
+		got = recv(fd, p, n, MSG_DONTWAIT);
+		if (got < 0) {
+			if (errno == EINTR || errno == EAGAIN ||
+			    errno == EWOULDBLOCK)
+				continue;
+			return -errno;
+		}
+		if (got == 0)
+			return -ECONNRESET;
+		p += got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
 /* @flags: MSG_MORE for a header whose payload follows at once. */
 static int write_flags(int fd, const void *buf, size_t n, int flags)
 {
@@ -308,7 +354,8 @@ static int recv_until(int fd, uint8_t *buf, uint32_t cmds,
 	size_t len;
 	int err;
 
-	err = read_until(fd, buf, sizeof(*nlh), deadline_ms);
+	err = deadline_ms ? read_by(fd, buf, sizeof(*nlh), deadline_ms) :
+			    read_until(fd, buf, sizeof(*nlh), 0);
 	if (err)
 		return err;
 	/* @buf holds FKV_WIRE_MAX: the data port seals nothing. */
@@ -316,8 +363,9 @@ static int recv_until(int fd, uint8_t *buf, uint32_t cmds,
 	    nlh->nlmsg_len < NLMSG_HDRLEN + GENL_HDRLEN ||
 	    nlh->nlmsg_len > FKV_WIRE_MAX)
 		return -EPROTO;
-	err = read_until(fd, buf + sizeof(*nlh), nlh->nlmsg_len - sizeof(*nlh),
-			 deadline_ms);
+	len = nlh->nlmsg_len - sizeof(*nlh);
+	err = deadline_ms ? read_by(fd, buf + sizeof(*nlh), len, deadline_ms) :
+			    read_until(fd, buf + sizeof(*nlh), len, 0);
 	if (err)
 		return err;
 	if (fkv_wire_cmd(nlh) < FKV_CCMD_HELLO ||
@@ -1234,7 +1282,8 @@ static int send_head(int fd, int status, bool with_off, uint64_t off,
 	return err;
 }
 
-static int recv_release(int fd, uint8_t *buf, uint64_t *off, int *status);
+static int recv_release(struct fkv_xport *x, int fd, uint8_t *buf,
+			uint64_t deadline_ms, uint64_t *off, int *status);
 
 /* An RDMA push's chunk header: the window over chunk @off of the value. */
 static int send_rdma_head(int fd, uint64_t off, uint64_t len, uint64_t addr,
@@ -1268,6 +1317,7 @@ struct push {
 		int status;
 		uint64_t seg_off, pin;
 		uint32_t rkey;		/* RDMA: its window, 0 = none */
+		uint64_t release_by;	/* RDMA: its RELEASE is due (ms) */
 	} *c;
 };
 
@@ -1348,9 +1398,17 @@ static int push_collect(struct push *ps, int fd, uint8_t *buf,
 			unsigned int *out, unsigned int keep, int *status)
 {
 	while (*out > keep) {
-		uint64_t off;
+		uint64_t off, due = UINT64_MAX;
 		unsigned int i;
-		int st, err = recv_release(fd, buf, &off, &st);
+		int st, err;
+
+		/* The earliest deadline of the chunks still out. */
+		for (i = 0; i < ps->nchunks; i++)
+			if (ps->c[i].rkey && ps->c[i].release_by < due)
+				due = ps->c[i].release_by;
+		if (due == UINT64_MAX)
+			return -EPROTO;		/* none out: cannot be */
+		err = recv_release(ps->x, fd, buf, due, &off, &st);
 
 		if (err)
 			return err;
@@ -1413,6 +1471,9 @@ static int push_run(struct fkv_xport *x, int fd, uint8_t *buf,
 			    !fkv_rdma_expose(t->rdma, ticket, ps.c[i].seg_off,
 					     clen, &addr, &rkey)) {
 				ps.c[i].rkey = rkey;
+				/* the requester's deadline is the whole
+				 * value's, from its PULL: ours is later */
+				ps.c[i].release_by = release_deadline(x, len);
 				err = send_rdma_head(fd, off, clen, addr, rkey);
 				if (!err)
 					out++;
@@ -1529,13 +1590,25 @@ static int serve_rdma(struct fkv_xport *x, struct tcp_conn *c)
 
 /*
  * The requester READ a chunk (or a whole DRAM replica) we announced:
- * RELEASE {OFFSET, STATUS}.  0 with the chunk's value offset, or -errno.
+ * RELEASE {OFFSET, STATUS}, whole by @deadline_ms (release_deadline()
+ * of the earliest range still out).  0 with the chunk's value offset, or
+ * -errno (-ETIMEDOUT: counted, the caller closes the connection).
  */
-static int recv_release(int fd, uint8_t *buf, uint64_t *off, int *status)
+static int recv_release(struct fkv_xport *x, int fd, uint8_t *buf,
+			uint64_t deadline_ms, uint64_t *off, int *status)
 {
+	struct tcp_priv *t = x->priv;
 	struct nlattr *tb[FKV_CA_MAX + 1];
-	int err = recv_msg(fd, buf, FKV_CCMD_RELEASE, pull_policy, tb);
+	int err = recv_until(fd, buf, CMD_BIT(FKV_CCMD_RELEASE), pull_policy,
+			     tb, NULL, deadline_ms);
 
+	if (err == -ETIMEDOUT) {
+		FKV_XCOUNT(x, release_timeouts, 1);
+		pthread_mutex_lock(&t->lock);
+		fkv_ratelimited_warn(&t->release_log,
+				     "data plane: a requester did not release an exposed range in time: window closed, pin dropped, connection closed");
+		pthread_mutex_unlock(&t->lock);
+	}
 	if (err)
 		return err;
 	*off = tb[FLUXONKV_A_OFFSET] ? nla_get_u64(tb[FLUXONKV_A_OFFSET]) : 0;
@@ -1549,7 +1622,7 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 {
 	bool rdma = c->rdma && tb[FKV_CA_RDMA] && nla_get_u32(tb[FKV_CA_RDMA]);
 	struct tcp_priv *t = x->priv;
-	uint64_t off = 0, len = 0, pin = 0, addr = 0;
+	uint64_t off = 0, len = 0, pin = 0, addr = 0, release_by = 0;
 	struct nl_msg *msg;
 	uint32_t rkey = 0;
 	int fd = c->fd;
@@ -1598,6 +1671,8 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 			x->seg.release(x->seg.arg, pin);
 		return -ENOMEM;
 	}
+	if (!status && rdma)
+		release_by = release_deadline(x, len);
 	/* The answer and the value in one go (MSG_MORE on the header). */
 	err = write_flags(fd, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len,
 			  status || rdma ? 0 : MSG_MORE);
@@ -1607,11 +1682,9 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 		int st = 0;
 
 		/* Pinned (and readable) until the requester's READ is over,
-		 * as long as its own deadline lets it take. */
+		 * as long as its own deadline lets it take, and no longer. */
 		if (!err)
-			err = wait_readable(fd, pull_deadline(x, len));
-		if (!err)
-			err = recv_release(fd, buf, &roff, &st);
+			err = recv_release(x, fd, buf, release_by, &roff, &st);
 		fkv_rdma_unexpose(t->rdma, c->ticket, rkey);
 		if (!err && !st)
 			FKV_XCOUNT(x, rdma_served, 1);
