@@ -2477,3 +2477,74 @@ FKV_TEST_TIMEOUT(rdma_trickled_push_releases_free_the_push_slots, 60)
 	free(src.mem);
 	free(dst.mem);
 }
+
+/* A pull of @s's replica from @xs into @dst_off, run to its end: status. */
+static int pull_once(struct fkv_xport *xd, struct fkv_xport *xs,
+		     struct fake_seg *s, uint64_t dst_off)
+{
+	struct fkv_pull p = { .key = "key", .key_len = 3, .done = pull_done };
+	int done = 0;
+
+	snprintf(p.peer, sizeof(p.peer), "127.0.0.1:%u", fkv_xport_port(xs));
+	p.handle = s->handle;
+	p.put_id = s->put_id;
+	p.len = s->len;
+	p.dst_off = dst_off;
+	p.arg = &done;
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p), 0);
+	wait_done(xd, &done, 1);
+	return p.status;
+}
+
+/*
+ * A served connection nobody asks anything of is closed (issue 28, idle
+ * connections closed): after FKV_XPORT_IDLE_MS without a request (here
+ * 300 ms, the config's serve_idle_ms) the source closes it and counts
+ * data_idle_closed; the requester's pooled connection finds it closed at
+ * its next pull and dials again, and the pull succeeds.  Before, a
+ * joined connection was served forever, a thread and a slot of 256 each.
+ */
+FKV_TEST_TIMEOUT(tcp_an_idle_served_connection_is_closed_and_the_pull_redials, 60)
+{
+	static struct fake_seg src, dst;
+	struct fkv_xport_config cs = { .listen_host = "127.0.0.1",
+				       .node_name = "src",
+				       .serve_idle_ms = 300 };
+	struct fkv_xport_config cd = { .node_name = "dst" };
+	struct fkv_xport_stats st;
+	struct fkv_xport *xs, *xd;
+	uint32_t k;
+	int t;
+
+	src.mem = malloc(SEG);
+	dst.mem = calloc(1, SEG);
+	FKV_ASSERT(src.mem && dst.mem);
+	for (k = 0; k < SEG / 4; k++)
+		((uint32_t *)src.mem)[k] = k * 2654435761u;
+	src.handle = 0x500000001ULL;
+	src.put_id = 5;
+	src.off = 8192;
+	src.len = 100000;
+	xs = make_xport_cfg(&src, &fkv_xport_tcp, &cs);
+	xd = make_xport_cfg(&dst, &fkv_xport_tcp, &cd);
+	FKV_ASSERT_EQ(pull_once(xd, xs, &src, 0), 0);
+	for (t = 0; t < 50; t++) {
+		fkv_xport_get_stats(xs, &st);
+		if (st.idle_closed)
+			break;
+		poll(NULL, 0, 100);
+	}
+	FKV_ASSERT_EQ(st.idle_closed, 1);
+	/* the requester's kept connection is gone: it dials again */
+	FKV_ASSERT_EQ(pull_once(xd, xs, &src, 1u << 20), 0);
+	FKV_ASSERT(!memcmp(dst.mem + (1u << 20), src.mem + src.off, src.len));
+	fkv_xport_get_stats(xd, &st);
+	FKV_ASSERT_EQ(st.conns_opened, 2);
+	FKV_ASSERT_EQ(st.pull_errors, 0);
+	fkv_xport_get_stats(xs, &st);
+	FKV_ASSERT_EQ(st.served, 2);
+	fkv_xport_destroy(xd);
+	fkv_xport_destroy(xs);
+	free(src.mem);
+	free(dst.mem);
+}

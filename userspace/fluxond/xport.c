@@ -47,6 +47,8 @@ int fkv_xport_create(struct fkv_xport **out, const struct fkv_xport_ops *ops,
 		x->cfg.io_timeout_ms = 5000;
 	if (!x->cfg.conns_per_peer)
 		x->cfg.conns_per_peer = 4;
+	if (!x->cfg.serve_idle_ms)
+		x->cfg.serve_idle_ms = FKV_XPORT_IDLE_MS;
 	x->seg = *seg;
 	x->done_tail = &x->done_head;
 	pthread_mutex_init(&x->lock, NULL);

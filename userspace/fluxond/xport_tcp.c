@@ -1804,15 +1804,24 @@ static void *conn_thread(void *arg)
 	if (!err) {
 		for (;;) {
 			/*
-			 * An idle requester keeps its connection (no timeout
-			 * while nothing comes; a stop shuts the socket down),
-			 * but a frame once started must arrive in time.
+			 * A requester may keep its connection between
+			 * requests, for FKV_XPORT_IDLE_MS (a stop shuts the
+			 * socket down); a frame once started must arrive in
+			 * time.  Idle longer: closed, its thread and slot
+			 * freed (the requester dials again when it needs us).
 			 */
 			struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-
-			if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-				break;
+			int n = poll(&pfd, 1, (int)x->cfg.serve_idle_ms);
 			uint8_t cmd;
+
+			if (n < 0 && errno != EINTR)
+				break;
+			if (n == 0) {
+				FKV_XCOUNT(x, idle_closed, 1);
+				fkv_dbg("data plane: a connection idle for %u ms: closed",
+					x->cfg.serve_idle_ms);
+				break;
+			}
 
 			if (recv_any(c->fd, buf, CMD_BIT(FKV_CCMD_PULL) |
 				     CMD_BIT(FKV_CCMD_PLACE) |
