@@ -2548,3 +2548,61 @@ FKV_TEST_TIMEOUT(tcp_an_idle_served_connection_is_closed_and_the_pull_redials, 6
 	free(src.mem);
 	free(dst.mem);
 }
+
+/*
+ * One address's share of the served connections (issue 28): a node
+ * serves at most 256 connections, and one member could take all of them
+ * (256 joined connections from one address: every other member's pulls,
+ * pushes and placements to that node refused).  Now one address gets at
+ * most FKV_TCP_CONNS_PER_ADDR (68: a member's 4 pull connections and 64
+ * placements in a burst); more from it are closed at accept, before
+ * anything is sent, counted in data_conns_refused, and another address
+ * is still served.
+ */
+#define CONNS_PER_ADDR	68	/* xport_tcp.c FKV_TCP_CONNS_PER_ADDR */
+
+FKV_TEST_TIMEOUT(tcp_one_address_gets_its_share_of_the_served_connections, 120)
+{
+	static struct fake_seg src, dst;
+	static uint8_t buf[FKV_WIRE_MAX] __attribute__((aligned(8)));
+	static int fds[256];
+	struct fkv_xport_config cs = { .listen_host = "127.0.0.1",
+				       .node_name = "src" };
+	struct fkv_xport_config cd = { .node_name = "dst" };
+	struct rlimit rl;
+	struct fkv_xport_stats st;
+	struct fkv_xport *xs, *xd;
+	int i, joined = 0, other;
+
+	FKV_ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	src.mem = calloc(1, SEG);
+	dst.mem = calloc(1, SEG);
+	FKV_ASSERT(src.mem && dst.mem);
+	src.handle = 0x500000001ULL;
+	src.put_id = 5;
+	src.off = 4096;
+	src.len = 4096;
+	xs = make_xport_cfg(&src, &fkv_xport_tcp, &cs);
+	xd = make_xport_cfg(&dst, &fkv_xport_tcp, &cd);
+	for (i = 0; i < 256; i++) {
+		fds[i] = member_dial("127.0.0.2", fkv_xport_port(xs), buf);
+		joined += fds[i] >= 0;
+	}
+	FKV_ASSERT_EQ(joined, CONNS_PER_ADDR);
+	fkv_xport_get_stats(xs, &st);
+	FKV_ASSERT_EQ(st.conns_refused, 256 - CONNS_PER_ADDR);
+	/* another member is served meanwhile */
+	other = member_dial("127.0.0.3", fkv_xport_port(xs), buf);
+	FKV_ASSERT(other >= 0);
+	FKV_ASSERT_EQ(pull_once(xd, xs, &src, 0), 0);
+	close(other);
+	for (i = 0; i < 256; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	fkv_xport_destroy(xd);
+	fkv_xport_destroy(xs);
+	free(src.mem);
+	free(dst.mem);
+}

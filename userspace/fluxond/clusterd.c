@@ -2867,6 +2867,7 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 		{ "data_handshake_timeouts", xs.handshake_timeouts },
 		{ "data_release_timeouts", xs.release_timeouts },
 		{ "data_idle_closed", xs.idle_closed },
+		{ "data_conns_refused", xs.conns_refused },
 		{ "rdma_conns", xs.rdma_conns },
 		{ "rdma_pulls", xs.rdma_pulls },
 		{ "rdma_bytes", xs.rdma_bytes },

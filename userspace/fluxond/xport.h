@@ -143,6 +143,9 @@ struct fkv_xport_stats {
 	uint64_t release_timeouts;
 	/* served connections closed after FKV_XPORT_IDLE_MS without a request */
 	uint64_t idle_closed;
+	/* connections refused at accept: an address past its share, or the
+	 * node's cap */
+	uint64_t conns_refused;
 	/* requester: sources whose JOIN answer failed the secret check */
 	uint64_t source_unproven;
 	uint64_t pushes, push_chunks, push_bytes, push_errors;

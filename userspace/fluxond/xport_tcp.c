@@ -73,6 +73,7 @@ struct tcp_conn {			/* a served connection */
 	struct fkv_xport *x;
 	int fd;
 	pthread_t thread;
+	struct sockaddr_storage addr;	/* the peer's */
 	uint64_t joined_by_ms;		/* the handshake's deadline */
 	int preauth;			/* its pre-auth slot until joined, or -1 */
 	bool done;			/* the thread finished (priv lock) */
@@ -82,6 +83,13 @@ struct tcp_conn {			/* a served connection */
 
 /* Served connections at once; more are refused until some end. */
 #define FKV_TCP_CONNS_MAX	256
+/*
+ * ... and from one address: a bit over a quarter, what a member opens in
+ * a burst (4 pull connections and FKV_TCP_PLACES_MAX = 64
+ * placements), so that one member, or whoever holds its address, cannot
+ * take every slot from the others.  More are closed at accept.
+ */
+#define FKV_TCP_CONNS_PER_ADDR	68
 /*
  * Before a peer proved the secret: at most this many connections in the
  * handshake at once, this many from one address, each given the socket
@@ -120,6 +128,7 @@ struct tcp_priv {
 	bool preauth_used[FKV_TCP_PREAUTH_MAX];
 	struct fkv_ratelimit preauth_log;	/* lock */
 	struct fkv_ratelimit release_log;	/* lock */
+	struct fkv_ratelimit conns_log;		/* lock */
 };
 
 /* Placements of ours in flight at once (each a thread and a connection). */
@@ -1868,6 +1877,24 @@ static void reap_conns(struct tcp_priv *t)
 	}
 }
 
+/*
+ * Room for one more served connection from @peer (lock held): not past
+ * FKV_TCP_CONNS_MAX in all, nor FKV_TCP_CONNS_PER_ADDR from its address.
+ */
+static bool conn_room(struct tcp_priv *t, const struct sockaddr_storage *peer)
+{
+	const struct tcp_conn *c;
+	unsigned int same = 0;
+
+	if (t->nconns >= FKV_TCP_CONNS_MAX)
+		return false;
+	for (c = t->conns; c; c = c->next)
+		if (!c->done && fkv_same_host(&c->addr, peer) &&
+		    ++same >= FKV_TCP_CONNS_PER_ADDR)
+			return false;
+	return true;
+}
+
 static void *accept_thread(void *arg)
 {
 	struct fkv_xport *x = arg;
@@ -1899,9 +1926,22 @@ static void *accept_thread(void *arg)
 		if (c) {
 			c->x = x;
 			c->fd = fd;
+			c->addr = peer;
 			c->joined_by_ms = mono_ms() + x->cfg.io_timeout_ms;
 		}
 		pthread_mutex_lock(&t->lock);
+		if (c && !t->stopping && !conn_room(t, &peer)) {
+			/* nothing read, nothing parsed: closed at once */
+			FKV_XCOUNT(x, conns_refused, 1);
+			fkv_ratelimited_warn(&t->conns_log,
+					     "data plane: served connections full (%u at most, %u per address): refused",
+					     FKV_TCP_CONNS_MAX,
+					     FKV_TCP_CONNS_PER_ADDR);
+			pthread_mutex_unlock(&t->lock);
+			close(fd);
+			free(c);
+			continue;
+		}
 		slot = c && !t->stopping ? preauth_take(t, &peer) : -1;
 		if (c && slot < 0 && !t->stopping) {
 			/* nothing read, nothing parsed: closed at once */
@@ -1914,7 +1954,6 @@ static void *accept_thread(void *arg)
 		if (c)
 			c->preauth = slot;
 		if (!c || slot < 0 || t->stopping ||
-		    t->nconns >= FKV_TCP_CONNS_MAX ||
 		    pthread_create(&c->thread, NULL, conn_thread, c)) {
 			if (slot >= 0)
 				t->preauth_used[slot] = false;
