@@ -2606,3 +2606,91 @@ FKV_TEST_TIMEOUT(tcp_one_address_gets_its_share_of_the_served_connections, 120)
 	free(src.mem);
 	free(dst.mem);
 }
+
+/*
+ * Pull threads are bounded over all peers (issue 28, past 64 nodes):
+ * each peer had up to conns_per_peer (4) threads with a connection each,
+ * kept forever, so a node that pulled from 1,023 peers ran up to 4,092
+ * threads.  Now at most FKV_XPORT_PULL_THREADS (64) run at once over
+ * every peer; a pull whose peer has none while all are taken waits, in
+ * order, for one to free (never failed), and a thread idle for
+ * FKV_XPORT_PULL_IDLE_MS (here 300 ms, the config's pull_idle_ms) ends
+ * and closes its connection.  80 sources in this process, 2 pulls each.
+ */
+#define PULL_PEERS	80
+
+FKV_TEST_TIMEOUT(tcp_pull_threads_are_bounded_over_all_peers_and_end_idle, 120)
+{
+	static struct fake_seg src, dst;
+	static struct fkv_xport *xs[PULL_PEERS];
+	static struct fkv_pull p[2 * PULL_PEERS];
+	struct fkv_xport_config cd = { .node_name = "dst",
+				       .pull_idle_ms = 300 };
+	struct fkv_xport_stats st;
+	struct fkv_xport *xd;
+	struct rlimit rl;
+	int i, done = 0, t;
+	uint32_t k;
+
+	FKV_ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	src.mem = malloc(SEG);
+	dst.mem = calloc(1, SEG);
+	FKV_ASSERT(src.mem && dst.mem);
+	for (k = 0; k < SEG / 4; k++)
+		((uint32_t *)src.mem)[k] = k * 2654435761u;
+	src.handle = 0x500000001ULL;
+	src.put_id = 5;
+	src.off = 4096;
+	src.len = 20000;
+	for (i = 0; i < PULL_PEERS; i++) {
+		struct fkv_xport_config cs = { .listen_host = "127.0.0.1",
+					       .node_name = "src" };
+
+		xs[i] = make_xport_cfg(&src, &fkv_xport_tcp, &cs);
+	}
+	xd = make_xport_cfg(&dst, &fkv_xport_tcp, &cd);
+	for (i = 0; i < 2 * PULL_PEERS; i++) {
+		snprintf(p[i].peer, sizeof(p[i].peer), "127.0.0.1:%u",
+			 fkv_xport_port(xs[i % PULL_PEERS]));
+		memcpy(p[i].key, "key", 3);
+		p[i].key_len = 3;
+		p[i].handle = src.handle;
+		p[i].put_id = 5;
+		p[i].len = src.len;
+		p[i].dst_off = (uint64_t)i * 32768;
+		p[i].done = pull_done;
+		p[i].arg = &done;
+		p[i].status = 1;
+		FKV_ASSERT_EQ(fkv_xport_pull(xd, &p[i]), 0);
+	}
+	wait_done(xd, &done, 2 * PULL_PEERS);
+	for (i = 0; i < 2 * PULL_PEERS; i++) {
+		FKV_ASSERT_EQ(p[i].status, 0);
+		FKV_ASSERT(!memcmp(dst.mem + p[i].dst_off, src.mem + src.off,
+				   src.len));
+	}
+	fkv_xport_get_stats(xd, &st);
+	FKV_ASSERT_LE(st.pull_threads_peak, 64);
+	FKV_ASSERT_GE(st.pull_threads_peak, 1);
+	FKV_ASSERT_EQ(st.pulls, 2 * PULL_PEERS);
+	/* idle threads end (and close their connections) */
+	for (t = 0; t < 100; t++) {
+		fkv_xport_get_stats(xd, &st);
+		if (!st.pull_threads)
+			break;
+		poll(NULL, 0, 100);
+	}
+	FKV_ASSERT_EQ(st.pull_threads, 0);
+	/* and a peer is pulled from again, on a fresh thread */
+	done = 0;
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p[0]), 0);
+	wait_done(xd, &done, 1);
+	FKV_ASSERT_EQ(p[0].status, 0);
+	fkv_xport_destroy(xd);
+	for (i = 0; i < PULL_PEERS; i++)
+		fkv_xport_destroy(xs[i]);
+	free(src.mem);
+	free(dst.mem);
+}

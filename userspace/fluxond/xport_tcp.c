@@ -5,6 +5,10 @@
  * Requester side: one queue per peer address, served by up to
  * conns_per_peer threads, each with its own connection: many pulls are in
  * flight per peer, and a slow or dead peer ties up only its own threads.
+ * At most pull_threads (FKV_XPORT_PULL_THREADS) run over all peers: a
+ * peer that needs its first thread while all are taken waits in a FIFO,
+ * and a thread that ends (idle for pull_idle_ms, or after a pull while
+ * peers wait) hands its place to the first waiting peer.
  * A pull writes a PULL message and receives the answer, then recv()s the
  * payload straight into the target in the segment mapping.
  *
@@ -57,8 +61,12 @@ struct tcp_peer {
 	struct fkv_pull *head, **tail;
 	bool stop;
 	unsigned int cancel_gen;	/* bumped by each cancel (lock) */
+	/* its threads (detached): changed under the priv lock and this one */
 	unsigned int nthreads;
-	pthread_t threads[16];
+	unsigned int idle;		/* threads waiting for a pull (lock) */
+	/* waiting for a first thread, in the priv's FIFO (priv lock) */
+	bool waiting;
+	struct tcp_peer *wait_next;
 	int fds[16];			/* each thread's connection, -1: none */
 	struct fkv_rdma_conn *rcs[16];	/* ... and its RDMA path, or NULL */
 	/* RDMA failed with this peer: TCP only until then (ms, atomic) */
@@ -120,6 +128,15 @@ struct tcp_priv {
 	unsigned int pushes;		/* pushes being served */
 	unsigned int placing;		/* placement threads running */
 	pthread_cond_t place_cond;	/* placing dropped to 0 */
+	/*
+	 * Pull threads (lock): those counted against cfg.pull_threads, and
+	 * those not yet returned (pull_cond when that drops to 0); peers
+	 * waiting for a thread, first come first served (nwait is read
+	 * without the lock by threads deciding to give theirs up).
+	 */
+	unsigned int pull_threads, pull_live, nwait;
+	pthread_cond_t pull_cond;
+	struct tcp_peer *wait_head, **wait_tail;
 	bool stopping;
 	bool want_rdma;			/* fkv_xport_rdma */
 	struct fkv_rdma *rdma;		/* NULL: TCP only */
@@ -918,12 +935,115 @@ static int dial_published(struct fkv_xport *x, struct tcp_peer *peer,
 	return -ECANCELED;
 }
 
+/* The gauge of pull threads (priv lock held). */
+static void pull_gauge(struct fkv_xport *x, struct tcp_priv *t)
+{
+	pthread_mutex_lock(&x->lock);
+	x->st.pull_threads = t->pull_threads;
+	if (x->st.pull_threads > x->st.pull_threads_peak)
+		x->st.pull_threads_peak = x->st.pull_threads;
+	pthread_mutex_unlock(&x->lock);
+}
+
+static void *peer_thread(void *arg);
+
+/* One more thread for @peer (priv lock and @peer's lock held).  0 or -EAGAIN. */
+static int peer_spawn(struct fkv_xport *x, struct tcp_peer *peer)
+{
+	struct tcp_priv *t = x->priv;
+	pthread_attr_t attr;
+	pthread_t th;
+	int err;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&th, &attr, peer_thread, peer);
+	pthread_attr_destroy(&attr);
+	if (err)
+		return -EAGAIN;
+	peer->nthreads++;
+	t->pull_threads++;
+	t->pull_live++;
+	pull_gauge(x, t);
+	return 0;
+}
+
+/* @peer waits for a thread, behind every peer already waiting (priv lock). */
+static void peer_wait(struct tcp_priv *t, struct tcp_peer *peer)
+{
+	if (peer->waiting)
+		return;
+	peer->waiting = true;
+	peer->wait_next = NULL;
+	*t->wait_tail = peer;
+	t->wait_tail = &peer->wait_next;
+	__atomic_store_n(&t->nwait, t->nwait + 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Peers wait: wake every idle thread, which gives its place up (priv
+ * lock held, no peer's).  Each peer's lock is taken for the broadcast,
+ * so that a thread that saw nobody waiting is in its wait by then.
+ */
+static void kick_idle(struct tcp_priv *t)
+{
+	struct tcp_peer *q;
+
+	for (q = t->peers; q; q = q->next) {
+		pthread_mutex_lock(&q->lock);
+		if (q->idle)
+			pthread_cond_broadcast(&q->cond);
+		pthread_mutex_unlock(&q->lock);
+	}
+}
+
+/*
+ * A thread ended: the first waiting peers that still have pulls queued
+ * get one, while the cap allows (priv lock held).  A peer that cannot
+ * get one (no thread could start) fails its queued pulls.
+ */
+static void hand_off(struct fkv_xport *x, struct tcp_priv *t)
+{
+	while (!t->stopping && t->wait_head &&
+	       t->pull_threads < x->cfg.pull_threads) {
+		struct tcp_peer *q = t->wait_head;
+		struct fkv_pull *p;
+
+		t->wait_head = q->wait_next;
+		if (!t->wait_head)
+			t->wait_tail = &t->wait_head;
+		q->waiting = false;
+		__atomic_store_n(&t->nwait, t->nwait - 1, __ATOMIC_RELEASE);
+		pthread_mutex_lock(&q->lock);
+		if (q->head && !q->stop && !q->nthreads && peer_spawn(x, q)) {
+			while ((p = q->head)) {
+				q->head = p->next;
+				fkv_xport_complete(x, p, -EAGAIN);
+			}
+			q->tail = &q->head;
+		}
+		pthread_mutex_unlock(&q->lock);
+	}
+}
+
+/* Until @deadline_ms (CLOCK_MONOTONIC), for pthread_cond_timedwait. */
+static struct timespec abs_ms(uint64_t deadline_ms)
+{
+	struct timespec ts = { .tv_sec = (time_t)(deadline_ms / 1000),
+			       .tv_nsec = (long)(deadline_ms % 1000) * 1000000 };
+
+	return ts;
+}
+
 static void *peer_thread(void *arg)
 {
 	struct tcp_peer *peer = arg;
 	struct fkv_xport *x = peer->x;
+	struct tcp_priv *t = x->priv;
 	uint8_t *buf = malloc(FKV_WIRE_MAX);
 	struct fkv_rdma_conn *rc = NULL;
+	uint64_t idle_until = mono_ms() + x->cfg.pull_idle_ms;
+	bool served = false;	/* one pull done: it may give its place up */
 	unsigned int slot;
 	int fd = -1;
 
@@ -940,19 +1060,55 @@ static void *peer_thread(void *arg)
 		int err;
 
 		pthread_mutex_lock(&peer->lock);
-		while (!peer->head && !peer->stop)
-			pthread_cond_wait(&peer->cond, &peer->lock);
-		p = peer->head;
-		if (p) {
-			peer->head = p->next;
-			if (!peer->head)
-				peer->tail = &peer->head;
+		while (!peer->head && !peer->stop &&
+		       !__atomic_load_n(&t->nwait, __ATOMIC_ACQUIRE) &&
+		       mono_ms() < idle_until) {
+			struct timespec ts = abs_ms(idle_until);
+
+			peer->idle++;
+			pthread_cond_timedwait(&peer->cond, &peer->lock, &ts);
+			peer->idle--;
 		}
+		if (!peer->head || (served && !peer->stop &&
+				    __atomic_load_n(&t->nwait, __ATOMIC_ACQUIRE))) {
+			/*
+			 * Idle, stopped, or peers wait for a thread: end,
+			 * unless a pull came meanwhile (decided under both
+			 * locks, so that a pull queued from now on finds
+			 * this thread gone and starts or waits for another).
+			 */
+			pthread_mutex_unlock(&peer->lock);
+			pthread_mutex_lock(&t->lock);
+			pthread_mutex_lock(&peer->lock);
+			if ((peer->head && (peer->stop || !t->nwait ||
+					    !served)) ||
+			    (!peer->head && !peer->stop && !t->nwait &&
+			     mono_ms() < idle_until)) {
+				pthread_mutex_unlock(&peer->lock);
+				pthread_mutex_unlock(&t->lock);
+				continue;
+			}
+			/* Giving up its place with pulls left: the peer
+			 * waits behind the others (round robin). */
+			if (peer->head && peer->nthreads == 1)
+				peer_wait(t, peer);
+			peer->fds[slot] = -2;
+			peer->rcs[slot] = NULL;
+			peer->nthreads--;
+			t->pull_threads--;
+			pull_gauge(x, t);
+			pthread_mutex_unlock(&peer->lock);
+			hand_off(x, t);
+			pthread_mutex_unlock(&t->lock);
+			break;
+		}
+		p = peer->head;
+		peer->head = p->next;
+		if (!peer->head)
+			peer->tail = &peer->head;
 		stop = peer->stop;
 		gen = peer->cancel_gen;
 		pthread_mutex_unlock(&peer->lock);
-		if (!p)
-			break;
 		if (stop || !buf) {
 			fkv_xport_complete(x, p, buf ? -ECANCELED : -ENOMEM);
 			continue;
@@ -1031,13 +1187,19 @@ static void *peer_thread(void *arg)
 		if (fd < 0)
 			peer_drop_rc(peer, slot, &rc);
 		fkv_xport_complete(x, p, err);
+		idle_until = mono_ms() + x->cfg.pull_idle_ms;
+		served = true;
 	}
-	peer_drop_rc(peer, slot, &rc);
-	if (fd >= 0) {
-		peer_set_fd(peer, slot, -1);
+	/* Unpublished above: nobody else shuts these down any more. */
+	if (rc)
+		fkv_rdma_disconnect(rc);
+	if (fd >= 0)
 		close(fd);
-	}
 	free(buf);
+	pthread_mutex_lock(&t->lock);
+	if (!--t->pull_live)
+		pthread_cond_broadcast(&t->pull_cond);
+	pthread_mutex_unlock(&t->lock);
 	return NULL;
 }
 
@@ -1045,6 +1207,7 @@ static struct tcp_peer *peer_get(struct fkv_xport *x, const char *addr)
 {
 	struct tcp_priv *t = x->priv;
 	struct tcp_peer *peer;
+	pthread_condattr_t ca;
 	unsigned int i;
 
 	for (peer = t->peers; peer; peer = peer->next)
@@ -1058,7 +1221,10 @@ static struct tcp_peer *peer_get(struct fkv_xport *x, const char *addr)
 		peer->fds[i] = -2;	/* no thread in that slot yet */
 	snprintf(peer->addr, sizeof(peer->addr), "%s", addr);
 	pthread_mutex_init(&peer->lock, NULL);
-	pthread_cond_init(&peer->cond, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&peer->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	peer->tail = &peer->head;
 	peer->next = t->peers;
 	t->peers = peer;
@@ -1070,6 +1236,7 @@ static int tcp_pull(struct fkv_xport *x, struct fkv_pull *p)
 	struct tcp_priv *t = x->priv;
 	struct tcp_peer *peer;
 	unsigned int want = x->cfg.conns_per_peer;
+	bool kick = false;
 	int err = 0;
 
 	if (want > 16)
@@ -1084,13 +1251,20 @@ static int tcp_pull(struct fkv_xport *x, struct fkv_pull *p)
 	p->next = NULL;
 	*peer->tail = p;
 	peer->tail = &p->next;
-	/* One more connection while pulls queue up, up to the limit. */
+	/*
+	 * One more connection while pulls queue up, up to the limit per
+	 * peer and over all peers; a peer without any while every thread
+	 * is taken waits for one (idle threads give theirs up at once).
+	 */
 	if (peer->nthreads < want && (peer->nthreads == 0 || peer->head != p)) {
-		if (!pthread_create(&peer->threads[peer->nthreads], NULL,
-				    peer_thread, peer))
-			peer->nthreads++;
-		else if (!peer->nthreads)
-			err = -EAGAIN;
+		if (t->pull_threads < x->cfg.pull_threads) {
+			err = peer_spawn(x, peer);
+			if (peer->nthreads || peer->waiting)
+				err = 0;
+		} else if (!peer->nthreads && !peer->waiting) {
+			peer_wait(t, peer);
+			kick = true;
+		}
 	}
 	if (err) {
 		peer->head = NULL;
@@ -1098,6 +1272,8 @@ static int tcp_pull(struct fkv_xport *x, struct fkv_pull *p)
 	}
 	pthread_cond_signal(&peer->cond);
 	pthread_mutex_unlock(&peer->lock);
+	if (kick)
+		kick_idle(t);
 	pthread_mutex_unlock(&t->lock);
 	return err;
 }
@@ -2018,6 +2194,8 @@ static int start(struct fkv_xport *x, bool want_rdma)
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->push_cond, NULL);
 	pthread_cond_init(&t->place_cond, NULL);
+	pthread_cond_init(&t->pull_cond, NULL);
+	t->wait_tail = &t->wait_head;
 	x->priv = t;
 	if (!x->cfg.listen_host)
 		return 0;
@@ -2050,6 +2228,7 @@ static int start(struct fkv_xport *x, bool want_rdma)
 			close(t->lfd);
 		pthread_cond_destroy(&t->push_cond);
 		pthread_cond_destroy(&t->place_cond);
+		pthread_cond_destroy(&t->pull_cond);
 		pthread_mutex_destroy(&t->lock);
 		free(t);
 		x->priv = NULL;
@@ -2089,8 +2268,7 @@ static void tcp_stop(struct fkv_xport *x)
 		close(c->fd);
 		free(c);
 	}
-	for (peer = t->peers; peer; peer = pn) {
-		pn = peer->next;
+	for (peer = t->peers; peer; peer = peer->next) {
 		pthread_mutex_lock(&peer->lock);
 		peer->stop = true;
 		for (i = 0; i < 16; i++)
@@ -2098,8 +2276,21 @@ static void tcp_stop(struct fkv_xport *x)
 				shutdown(peer->fds[i], SHUT_RDWR);
 		pthread_cond_broadcast(&peer->cond);
 		pthread_mutex_unlock(&peer->lock);
-		for (i = 0; i < peer->nthreads; i++)
-			pthread_join(peer->threads[i], NULL);
+	}
+	/* Pull threads are detached: wait until the last one returned. */
+	pthread_mutex_lock(&t->lock);
+	while (t->pull_live)
+		pthread_cond_wait(&t->pull_cond, &t->lock);
+	pthread_mutex_unlock(&t->lock);
+	for (peer = t->peers; peer; peer = pn) {
+		struct fkv_pull *p;
+
+		pn = peer->next;
+		/* A peer that waited for a thread still has its pulls. */
+		while ((p = peer->head)) {
+			peer->head = p->next;
+			fkv_xport_complete(x, p, -ECANCELED);
+		}
 		pthread_mutex_destroy(&peer->lock);
 		pthread_cond_destroy(&peer->cond);
 		free(peer);
@@ -2108,6 +2299,7 @@ static void tcp_stop(struct fkv_xport *x)
 	fkv_rdma_close(t->rdma);
 	pthread_cond_destroy(&t->push_cond);
 	pthread_cond_destroy(&t->place_cond);
+	pthread_cond_destroy(&t->pull_cond);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 	x->priv = NULL;
