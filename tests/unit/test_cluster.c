@@ -2672,6 +2672,8 @@ FKV_TEST_TIMEOUT(tcp_pull_threads_are_bounded_over_all_peers_and_end_idle, 120)
 				   src.len));
 	}
 	fkv_xport_get_stats(xd, &st);
+	fkv_diag("pull threads at most %llu at once",
+		 (unsigned long long)st.pull_threads_peak);
 	FKV_ASSERT_LE(st.pull_threads_peak, 64);
 	FKV_ASSERT_GE(st.pull_threads_peak, 1);
 	FKV_ASSERT_EQ(st.pulls, 2 * PULL_PEERS);
@@ -2690,6 +2692,69 @@ FKV_TEST_TIMEOUT(tcp_pull_threads_are_bounded_over_all_peers_and_end_idle, 120)
 	FKV_ASSERT_EQ(p[0].status, 0);
 	fkv_xport_destroy(xd);
 	for (i = 0; i < PULL_PEERS; i++)
+		fkv_xport_destroy(xs[i]);
+	free(src.mem);
+	free(dst.mem);
+}
+
+/*
+ * The same with a cap of 2 threads (config pull_threads) and 6 sources
+ * with 3 pulls each: peers without a thread wait their turn, threads
+ * give their place up after a pull while others wait (a peer with pulls
+ * left queues again behind them), and every pull is served.
+ */
+FKV_TEST_TIMEOUT(tcp_pulls_wait_their_turn_when_every_thread_is_taken, 60)
+{
+	static struct fake_seg src, dst;
+	static struct fkv_xport *xs[6];
+	static struct fkv_pull p[18];
+	struct fkv_xport_config cd = { .node_name = "dst", .pull_threads = 2 };
+	struct fkv_xport_stats st;
+	struct fkv_xport *xd;
+	int i, done = 0;
+	uint32_t k;
+
+	src.mem = malloc(SEG);
+	dst.mem = calloc(1, SEG);
+	FKV_ASSERT(src.mem && dst.mem);
+	for (k = 0; k < SEG / 4; k++)
+		((uint32_t *)src.mem)[k] = k * 2654435761u + 1;
+	src.handle = 0x500000001ULL;
+	src.put_id = 5;
+	src.off = 8192;
+	src.len = 300000;
+	for (i = 0; i < 6; i++) {
+		struct fkv_xport_config cs = { .listen_host = "127.0.0.1",
+					       .node_name = "src" };
+
+		xs[i] = make_xport_cfg(&src, &fkv_xport_tcp, &cs);
+	}
+	xd = make_xport_cfg(&dst, &fkv_xport_tcp, &cd);
+	for (i = 0; i < 18; i++) {
+		snprintf(p[i].peer, sizeof(p[i].peer), "127.0.0.1:%u",
+			 fkv_xport_port(xs[i % 6]));
+		memcpy(p[i].key, "key", 3);
+		p[i].key_len = 3;
+		p[i].handle = src.handle;
+		p[i].put_id = 5;
+		p[i].len = src.len;
+		p[i].dst_off = (uint64_t)i * 393216;
+		p[i].done = pull_done;
+		p[i].arg = &done;
+		p[i].status = 1;
+		FKV_ASSERT_EQ(fkv_xport_pull(xd, &p[i]), 0);
+	}
+	wait_done(xd, &done, 18);
+	for (i = 0; i < 18; i++) {
+		FKV_ASSERT_EQ(p[i].status, 0);
+		FKV_ASSERT(!memcmp(dst.mem + p[i].dst_off, src.mem + src.off,
+				   src.len));
+	}
+	fkv_xport_get_stats(xd, &st);
+	FKV_ASSERT_LE(st.pull_threads_peak, 2);
+	FKV_ASSERT_EQ(st.pulls, 18);
+	fkv_xport_destroy(xd);
+	for (i = 0; i < 6; i++)
 		fkv_xport_destroy(xs[i]);
 	free(src.mem);
 	free(dst.mem);
