@@ -121,6 +121,12 @@ $(O)/selftests/%: $(O)/selftests/%.o $(O)/libfluxonkv.a $(COMMON_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(URING_LIBS) -lpthread
 
+comma := ,
+# test_cluster fakes the source's RDMA calls (a device, tickets, windows)
+# to drive the serving side of RDMA pulls and pushes without one.
+$(O)/unit/test_cluster: LDFLAGS += $(patsubst %,-Wl$(comma)--wrap=fkv_rdma_%,\
+	open close device usable offer offer_end expose unexpose)
+
 # The fuzz targets (tests/fuzz), built with gcc as replay drivers: each
 # replays its corpus, tests/fuzz/corpus/<name>/, as a unit test (TAP).
 # fuzz_ctl includes clusterd.c (the router's statics): it links the

@@ -2125,3 +2125,637 @@ FKV_TEST_TIMEOUT(control_socket_answers_the_stats_of_1024_members, 30)
 	*strrchr(path, '/') = '\0';
 	rmdir(path);
 }
+
+/* ---- the data plane's bounds (issue 28: trickled RELEASEs, idle
+ * connections, pull threads over all peers, one address's share) ---- */
+
+/*
+ * The source's RDMA calls, faked (the link wraps them, Makefile): a
+ * transport made with fkv_xport_rdma "has a device", hands out tickets and
+ * windows, and counts what it exposed and invalidated.  Nothing is read:
+ * the requesters below are hand-made and never READ.
+ */
+struct fkv_rdma;
+static int fake_rdma_obj;
+static int rdma_exposed, rdma_unexposed;
+static uint32_t rdma_next_rkey = 100;
+
+int __wrap_fkv_rdma_open(struct fkv_rdma **out, const char *host,
+			 const char *listen_host, uint16_t port, void *base,
+			 uint64_t size, unsigned int timeout_ms);
+void __wrap_fkv_rdma_close(struct fkv_rdma *r);
+const char *__wrap_fkv_rdma_device(const struct fkv_rdma *r);
+bool __wrap_fkv_rdma_usable(const struct fkv_rdma *r);
+int __wrap_fkv_rdma_offer(struct fkv_rdma *r, uint8_t *ticket);
+void __wrap_fkv_rdma_offer_end(struct fkv_rdma *r, const uint8_t *ticket);
+int __wrap_fkv_rdma_expose(struct fkv_rdma *r, const uint8_t *ticket,
+			   uint64_t off, uint64_t len, uint64_t *addr,
+			   uint32_t *rkey);
+void __wrap_fkv_rdma_unexpose(struct fkv_rdma *r, const uint8_t *ticket,
+			      uint32_t rkey);
+
+int __wrap_fkv_rdma_open(struct fkv_rdma **out, const char *host,
+			 const char *listen_host, uint16_t port, void *base,
+			 uint64_t size, unsigned int timeout_ms)
+{
+	*out = (struct fkv_rdma *)&fake_rdma_obj;
+	return 0;
+}
+
+void __wrap_fkv_rdma_close(struct fkv_rdma *r)
+{
+}
+
+const char *__wrap_fkv_rdma_device(const struct fkv_rdma *r)
+{
+	return "fake0";
+}
+
+bool __wrap_fkv_rdma_usable(const struct fkv_rdma *r)
+{
+	return r != NULL;
+}
+
+int __wrap_fkv_rdma_offer(struct fkv_rdma *r, uint8_t *ticket)
+{
+	memset(ticket, 0x42, FKV_TICKET_LEN);
+	return 0;
+}
+
+void __wrap_fkv_rdma_offer_end(struct fkv_rdma *r, const uint8_t *ticket)
+{
+}
+
+int __wrap_fkv_rdma_expose(struct fkv_rdma *r, const uint8_t *ticket,
+			   uint64_t off, uint64_t len, uint64_t *addr,
+			   uint32_t *rkey)
+{
+	__atomic_add_fetch(&rdma_exposed, 1, __ATOMIC_SEQ_CST);
+	*addr = 0x10000000ULL + off;
+	*rkey = __atomic_add_fetch(&rdma_next_rkey, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+void __wrap_fkv_rdma_unexpose(struct fkv_rdma *r, const uint8_t *ticket,
+			      uint32_t rkey)
+{
+	__atomic_add_fetch(&rdma_unexposed, 1, __ATOMIC_SEQ_CST);
+}
+
+static struct fkv_xport *make_xport_cfg(struct fake_seg *s,
+					const struct fkv_xport_ops *ops,
+					struct fkv_xport_config *c)
+{
+	struct fkv_seg_view v = {
+		.base = s->mem, .size = s->size ? s->size : SEG,
+		.hold = fake_hold, .release = fake_release,
+		.stage = fake_stage, .arg = s,
+	};
+	struct fkv_xport *x = NULL;
+
+	c->secret = secret;
+	c->secret_len = strlen(secret);
+	if (!c->io_timeout_ms)
+		c->io_timeout_ms = 2000;
+	FKV_ASSERT_EQ(fkv_xport_create(&x, ops, c, &v), 0);
+	return x;
+}
+
+/*
+ * A member's data connection from @src_ip, joined by hand (a requester
+ * that does what the tests below want, not what xport_tcp.c does): the
+ * fd, or -1 when the source closed it before answering the JOIN.
+ */
+static int member_dial(const char *src_ip, uint16_t port, uint8_t *buf)
+{
+	static const struct nla_policy pol[FKV_CA_MAX + 1] = {
+		[FKV_CA_NONCE] = { .type = NLA_UNSPEC },
+		[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
+	};
+	uint8_t mine[FKV_NONCE_LEN], theirs[FKV_NONCE_LEN];
+	struct timeval tv = { .tv_sec = 10 };
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	struct nl_msg *msg;
+	int fd = dial_from(src_ip, port);
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (imp_recv(fd, buf) ||
+	    fkv_wire_parse((struct nlmsghdr *)buf, tb, pol) ||
+	    !tb[FKV_CA_NONCE] || nla_len(tb[FKV_CA_NONCE]) != FKV_NONCE_LEN) {
+		close(fd);
+		return -1;
+	}
+	memcpy(theirs, nla_data(tb[FKV_CA_NONCE]), FKV_NONCE_LEN);
+	FKV_ASSERT_EQ(fkv_auth_nonce(mine), 0);
+	msg = fkv_wire_msg(FKV_CCMD_JOIN);
+	FKV_ASSERT(msg != NULL);
+	FKV_ASSERT_EQ(nla_put_string(msg, FKV_CA_NODE_NAME, "m"), 0);
+	FKV_ASSERT_EQ(nla_put(msg, FKV_CA_NONCE, FKV_NONCE_LEN, mine), 0);
+	FKV_ASSERT_EQ(fkv_auth_sign(msg, secret, strlen(secret),
+				    FKV_AUTH_DATA_JOIN, theirs, mine), 0);
+	if (imp_send(fd, msg) || imp_recv(fd, buf) ||
+	    fkv_wire_parse((struct nlmsghdr *)buf, tb, pol) ||
+	    !tb[FLUXONKV_A_STATUS] || nla_get_u32(tb[FLUXONKV_A_STATUS])) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Ask for the connection's RDMA path: the source's ticket comes back. */
+static void member_rdma(int fd, uint8_t *buf)
+{
+	static const struct nla_policy pol[FKV_CA_MAX + 1] = {
+		[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
+		[FKV_CA_TICKET] = { .type = NLA_UNSPEC },
+	};
+	struct nlattr *tb[FKV_CA_MAX + 1];
+
+	FKV_ASSERT_EQ(imp_send(fd, fkv_wire_msg(FKV_CCMD_RDMA)), 0);
+	FKV_ASSERT_EQ(imp_recv(fd, buf), 0);
+	FKV_ASSERT_EQ(fkv_wire_parse((struct nlmsghdr *)buf, tb, pol), 0);
+	FKV_ASSERT(tb[FLUXONKV_A_STATUS] && tb[FKV_CA_TICKET]);
+	FKV_ASSERT_EQ(nla_get_u32(tb[FLUXONKV_A_STATUS]), 0);
+}
+
+/*
+ * PULL {key, @handle, @put_id, @len, @source, RDMA}; the answer (or a
+ * push's first chunk header) must carry a window: ADDR and RKEY.
+ */
+static void member_pull_rdma(int fd, uint8_t *buf, uint64_t handle,
+			     uint64_t put_id, uint64_t len, uint32_t source)
+{
+	static const struct nla_policy pol[FKV_CA_MAX + 1] = {
+		[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
+		[FKV_CA_ADDR] = { .type = NLA_U64 },
+		[FKV_CA_RKEY] = { .type = NLA_U32 },
+	};
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_PULL);
+
+	FKV_ASSERT(msg != NULL);
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, 3, "key"), 0);
+	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_HANDLE, handle), 0);
+	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_PUT_ID, put_id), 0);
+	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_LEN, len), 0);
+	FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_SOURCE, source), 0);
+	FKV_ASSERT_EQ(nla_put_u32(msg, FKV_CA_RDMA, 1), 0);
+	FKV_ASSERT_EQ(imp_send(fd, msg), 0);
+	FKV_ASSERT_EQ(imp_recv(fd, buf), 0);
+	FKV_ASSERT_EQ(fkv_wire_parse((struct nlmsghdr *)buf, tb, pol), 0);
+	FKV_ASSERT(tb[FLUXONKV_A_STATUS] && tb[FKV_CA_ADDR] && tb[FKV_CA_RKEY]);
+	FKV_ASSERT_EQ(nla_get_u32(tb[FLUXONKV_A_STATUS]), 0);
+}
+
+/* RELEASE {OFFSET 0, STATUS 0}, as bytes to trickle. */
+static size_t release_bytes(uint8_t *out)
+{
+	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_RELEASE);
+	size_t n;
+
+	FKV_ASSERT(msg != NULL);
+	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_OFFSET, 0), 0);
+	FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_STATUS, 0), 0);
+	n = nlmsg_hdr(msg)->nlmsg_len;
+	memcpy(out, nlmsg_hdr(msg), n);
+	nlmsg_free(msg);
+	return n;
+}
+
+/* The source closed @fd (EOF or reset, nothing else to read). */
+static bool peer_closed(int fd)
+{
+	char c;
+	ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT);
+
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/*
+ * Trickle each of @n connections' RELEASE a byte every 200 ms, never the
+ * last byte, until the source closed all of them or 8 s passed: how many
+ * it closed.
+ */
+static int trickle_releases(const int *fds, int n)
+{
+	uint8_t rel[64];
+	size_t len = release_bytes(rel), i;
+	bool closed[4] = { false };
+	int nclosed = 0, k;
+
+	for (i = 0; i + 1 < len && i < 40 && nclosed < n; i++) {
+		for (k = 0; k < n; k++) {
+			if (closed[k])
+				continue;
+			if (peer_closed(fds[k]) ||
+			    send(fds[k], rel + i, 1, MSG_NOSIGNAL) != 1) {
+				closed[k] = true;
+				nclosed++;
+			}
+		}
+		poll(NULL, 0, 200);
+	}
+	for (k = 0; k < n; k++)
+		if (!closed[k] && peer_closed(fds[k]))
+			nclosed++;
+	return nclosed;
+}
+
+/*
+ * A RELEASE trickled forever pinned a replica (issue 28).  The source
+ * of a DRAM pull served by RDMA READ keeps the replica pinned and the
+ * window open until the requester's RELEASE; it read that RELEASE with
+ * per-read socket timeouts only, so a requester sending it a byte every
+ * 200 ms (the timeout is 1 s) held the pin and the window for as long as
+ * it liked.  Now the RELEASE is due by the requester's own READ deadline
+ * plus one socket timeout from the announcement (here 1 s + 1 s): then
+ * the window is invalidated, the replica unpinned, the connection closed
+ * and data_release_timeouts counted.
+ */
+FKV_TEST_TIMEOUT(rdma_a_trickled_release_frees_the_replica_at_its_deadline, 60)
+{
+	static struct fake_seg src;
+	static uint8_t buf[FKV_WIRE_MAX] __attribute__((aligned(8)));
+	struct fkv_xport_config c = { .listen_host = "127.0.0.1",
+				      .node_name = "src",
+				      .io_timeout_ms = 1000 };
+	struct fkv_xport_stats st;
+	struct fkv_xport *xs;
+	int fd;
+
+	src.mem = calloc(1, SEG);
+	FKV_ASSERT(src.mem != NULL);
+	src.handle = 0x500000001ULL;
+	src.put_id = 5;
+	src.off = 4096;
+	src.len = 4096;
+	xs = make_xport_cfg(&src, &fkv_xport_rdma, &c);
+	fd = member_dial("127.0.0.1", fkv_xport_port(xs), buf);
+	FKV_ASSERT(fd >= 0);
+	member_rdma(fd, buf);
+	member_pull_rdma(fd, buf, src.handle, 5, src.len,
+			 FLUXONKV_SOURCE_REMOTE);
+	FKV_ASSERT_EQ(src.holds, 1);
+	FKV_ASSERT_EQ(rdma_exposed, 1);
+
+	FKV_ASSERT_EQ(trickle_releases(&fd, 1), 1);
+	wait_released(&src);
+	FKV_ASSERT_EQ(src.releases, 1);
+	FKV_ASSERT_EQ(rdma_unexposed, 1);
+	fkv_xport_get_stats(xs, &st);
+	FKV_ASSERT_EQ(st.release_timeouts, 1);
+	FKV_ASSERT_EQ(st.rdma_served, 0);
+	close(fd);
+	fkv_xport_destroy(xs);
+	free(src.mem);
+}
+
+/*
+ * The same for SSD pushes, which also hold one of the node's two push
+ * slots: two requesters that take an announced chunk each and trickle
+ * its RELEASE held both slots, and a third push waited for a slot until
+ * its requester gave up (-ETIMEDOUT).  Now both slots come free at the
+ * deadline and the third push is served.
+ */
+FKV_TEST_TIMEOUT(rdma_trickled_push_releases_free_the_push_slots, 60)
+{
+	static struct fake_seg src, dst;
+	static uint8_t buf[FKV_WIRE_MAX] __attribute__((aligned(8)));
+	static uint8_t disk[64 << 10];
+	struct fkv_xport_config cs = { .listen_host = "127.0.0.1",
+				       .node_name = "src",
+				       .io_timeout_ms = 1000 };
+	struct fkv_xport_config cd = { .node_name = "dst",
+				       .io_timeout_ms = 1000 };
+	struct fkv_pull p = { .key = "key", .key_len = 3, .put_id = 9,
+			      .source = FLUXONKV_SOURCE_REMOTE_SSD,
+			      .done = pull_done };
+	struct fkv_xport_stats st;
+	struct fkv_xport *xs, *xd;
+	int fds[2], done = 0, i;
+	size_t k;
+
+	for (k = 0; k < sizeof(disk); k++)
+		disk[k] = (uint8_t)(k * 7 + 3);
+	src.size = dst.size = 64u << 20;
+	src.mem = calloc(1, src.size);
+	dst.mem = calloc(1, dst.size);
+	FKV_ASSERT(src.mem && dst.mem);
+	src.put_id = 9;
+	src.disk = disk;
+	src.disk_len = sizeof(disk);
+	src.fail_chunk = -1;
+	xs = make_xport_cfg(&src, &fkv_xport_rdma, &cs);
+	xd = make_xport_cfg(&dst, &fkv_xport_tcp, &cd);
+	for (i = 0; i < 2; i++) {
+		fds[i] = member_dial("127.0.0.1", fkv_xport_port(xs), buf);
+		FKV_ASSERT(fds[i] >= 0);
+		member_rdma(fds[i], buf);
+		member_pull_rdma(fds[i], buf, 0, 9, sizeof(disk),
+				 FLUXONKV_SOURCE_REMOTE_SSD);
+	}
+	FKV_ASSERT_EQ(rdma_exposed, 2);
+	trickle_releases(fds, 2);
+
+	/* a third push, from a well-behaved requester */
+	snprintf(p.peer, sizeof(p.peer), "127.0.0.1:%u", fkv_xport_port(xs));
+	p.arg = &done;
+	p.len = sizeof(disk);
+	p.dst_off = 4096;
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p), 0);
+	wait_done(xd, &done, 1);
+	FKV_ASSERT_EQ(p.status, 0);
+	FKV_ASSERT(!memcmp(dst.mem + p.dst_off, disk, sizeof(disk)));
+	wait_released(&src);
+	FKV_ASSERT_EQ(rdma_unexposed, 2);
+	fkv_xport_get_stats(xs, &st);
+	FKV_ASSERT_EQ(st.release_timeouts, 2);
+	for (i = 0; i < 2; i++)
+		close(fds[i]);
+	fkv_xport_destroy(xd);
+	fkv_xport_destroy(xs);
+	free(src.mem);
+	free(dst.mem);
+}
+
+/* A pull of @s's replica from @xs into @dst_off, run to its end: status. */
+static int pull_once(struct fkv_xport *xd, struct fkv_xport *xs,
+		     struct fake_seg *s, uint64_t dst_off)
+{
+	struct fkv_pull p = { .key = "key", .key_len = 3, .done = pull_done };
+	int done = 0;
+
+	snprintf(p.peer, sizeof(p.peer), "127.0.0.1:%u", fkv_xport_port(xs));
+	p.handle = s->handle;
+	p.put_id = s->put_id;
+	p.len = s->len;
+	p.dst_off = dst_off;
+	p.arg = &done;
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p), 0);
+	wait_done(xd, &done, 1);
+	return p.status;
+}
+
+/*
+ * A served connection nobody asks anything of is closed (issue 28, idle
+ * connections closed): after FKV_XPORT_IDLE_MS without a request (here
+ * 300 ms, the config's serve_idle_ms) the source closes it and counts
+ * data_idle_closed; the requester's pooled connection finds it closed at
+ * its next pull and dials again, and the pull succeeds.  Before, a
+ * joined connection was served forever, a thread and a slot of 256 each.
+ */
+FKV_TEST_TIMEOUT(tcp_an_idle_served_connection_is_closed_and_the_pull_redials, 60)
+{
+	static struct fake_seg src, dst;
+	struct fkv_xport_config cs = { .listen_host = "127.0.0.1",
+				       .node_name = "src",
+				       .serve_idle_ms = 300 };
+	struct fkv_xport_config cd = { .node_name = "dst" };
+	struct fkv_xport_stats st;
+	struct fkv_xport *xs, *xd;
+	uint32_t k;
+	int t;
+
+	src.mem = malloc(SEG);
+	dst.mem = calloc(1, SEG);
+	FKV_ASSERT(src.mem && dst.mem);
+	for (k = 0; k < SEG / 4; k++)
+		((uint32_t *)src.mem)[k] = k * 2654435761u;
+	src.handle = 0x500000001ULL;
+	src.put_id = 5;
+	src.off = 8192;
+	src.len = 100000;
+	xs = make_xport_cfg(&src, &fkv_xport_tcp, &cs);
+	xd = make_xport_cfg(&dst, &fkv_xport_tcp, &cd);
+	FKV_ASSERT_EQ(pull_once(xd, xs, &src, 0), 0);
+	for (t = 0; t < 50; t++) {
+		fkv_xport_get_stats(xs, &st);
+		if (st.idle_closed)
+			break;
+		poll(NULL, 0, 100);
+	}
+	FKV_ASSERT_EQ(st.idle_closed, 1);
+	/* the requester's kept connection is gone: it dials again */
+	FKV_ASSERT_EQ(pull_once(xd, xs, &src, 1u << 20), 0);
+	FKV_ASSERT(!memcmp(dst.mem + (1u << 20), src.mem + src.off, src.len));
+	fkv_xport_get_stats(xd, &st);
+	FKV_ASSERT_EQ(st.conns_opened, 2);
+	FKV_ASSERT_EQ(st.pull_errors, 0);
+	fkv_xport_get_stats(xs, &st);
+	FKV_ASSERT_EQ(st.served, 2);
+	fkv_xport_destroy(xd);
+	fkv_xport_destroy(xs);
+	free(src.mem);
+	free(dst.mem);
+}
+
+/*
+ * One address's share of the served connections (issue 28): a node
+ * serves at most 256 connections, and one member could take all of them
+ * (256 joined connections from one address: every other member's pulls,
+ * pushes and placements to that node refused).  Now one address gets at
+ * most FKV_TCP_CONNS_PER_ADDR (68: a member's 4 pull connections and 64
+ * placements in a burst); more from it are closed at accept, before
+ * anything is sent, counted in data_conns_refused, and another address
+ * is still served.
+ */
+#define CONNS_PER_ADDR	68	/* xport_tcp.c FKV_TCP_CONNS_PER_ADDR */
+
+FKV_TEST_TIMEOUT(tcp_one_address_gets_its_share_of_the_served_connections, 120)
+{
+	static struct fake_seg src, dst;
+	static uint8_t buf[FKV_WIRE_MAX] __attribute__((aligned(8)));
+	static int fds[256];
+	struct fkv_xport_config cs = { .listen_host = "127.0.0.1",
+				       .node_name = "src" };
+	struct fkv_xport_config cd = { .node_name = "dst" };
+	struct rlimit rl;
+	struct fkv_xport_stats st;
+	struct fkv_xport *xs, *xd;
+	int i, joined = 0, other;
+
+	FKV_ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	src.mem = calloc(1, SEG);
+	dst.mem = calloc(1, SEG);
+	FKV_ASSERT(src.mem && dst.mem);
+	src.handle = 0x500000001ULL;
+	src.put_id = 5;
+	src.off = 4096;
+	src.len = 4096;
+	xs = make_xport_cfg(&src, &fkv_xport_tcp, &cs);
+	xd = make_xport_cfg(&dst, &fkv_xport_tcp, &cd);
+	for (i = 0; i < 256; i++) {
+		fds[i] = member_dial("127.0.0.2", fkv_xport_port(xs), buf);
+		joined += fds[i] >= 0;
+	}
+	FKV_ASSERT_EQ(joined, CONNS_PER_ADDR);
+	fkv_xport_get_stats(xs, &st);
+	FKV_ASSERT_EQ(st.conns_refused, 256 - CONNS_PER_ADDR);
+	/* another member is served meanwhile */
+	other = member_dial("127.0.0.3", fkv_xport_port(xs), buf);
+	FKV_ASSERT(other >= 0);
+	FKV_ASSERT_EQ(pull_once(xd, xs, &src, 0), 0);
+	close(other);
+	for (i = 0; i < 256; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	fkv_xport_destroy(xd);
+	fkv_xport_destroy(xs);
+	free(src.mem);
+	free(dst.mem);
+}
+
+/*
+ * Pull threads are bounded over all peers (issue 28, past 64 nodes):
+ * each peer had up to conns_per_peer (4) threads with a connection each,
+ * kept forever, so a node that pulled from 1,023 peers ran up to 4,092
+ * threads.  Now at most FKV_XPORT_PULL_THREADS (64) run at once over
+ * every peer; a pull whose peer has none while all are taken waits, in
+ * order, for one to free (never failed), and a thread idle for
+ * FKV_XPORT_PULL_IDLE_MS (here 300 ms, the config's pull_idle_ms) ends
+ * and closes its connection.  80 sources in this process, 2 pulls each.
+ */
+#define PULL_PEERS	80
+
+FKV_TEST_TIMEOUT(tcp_pull_threads_are_bounded_over_all_peers_and_end_idle, 120)
+{
+	static struct fake_seg src, dst;
+	static struct fkv_xport *xs[PULL_PEERS];
+	static struct fkv_pull p[2 * PULL_PEERS];
+	struct fkv_xport_config cd = { .node_name = "dst",
+				       .pull_idle_ms = 300 };
+	struct fkv_xport_stats st;
+	struct fkv_xport *xd;
+	struct rlimit rl;
+	int i, done = 0, t;
+	uint32_t k;
+
+	FKV_ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	src.mem = malloc(SEG);
+	dst.mem = calloc(1, SEG);
+	FKV_ASSERT(src.mem && dst.mem);
+	for (k = 0; k < SEG / 4; k++)
+		((uint32_t *)src.mem)[k] = k * 2654435761u;
+	src.handle = 0x500000001ULL;
+	src.put_id = 5;
+	src.off = 4096;
+	src.len = 20000;
+	for (i = 0; i < PULL_PEERS; i++) {
+		struct fkv_xport_config cs = { .listen_host = "127.0.0.1",
+					       .node_name = "src" };
+
+		xs[i] = make_xport_cfg(&src, &fkv_xport_tcp, &cs);
+	}
+	xd = make_xport_cfg(&dst, &fkv_xport_tcp, &cd);
+	for (i = 0; i < 2 * PULL_PEERS; i++) {
+		snprintf(p[i].peer, sizeof(p[i].peer), "127.0.0.1:%u",
+			 fkv_xport_port(xs[i % PULL_PEERS]));
+		memcpy(p[i].key, "key", 3);
+		p[i].key_len = 3;
+		p[i].handle = src.handle;
+		p[i].put_id = 5;
+		p[i].len = src.len;
+		p[i].dst_off = (uint64_t)i * 32768;
+		p[i].done = pull_done;
+		p[i].arg = &done;
+		p[i].status = 1;
+		FKV_ASSERT_EQ(fkv_xport_pull(xd, &p[i]), 0);
+	}
+	wait_done(xd, &done, 2 * PULL_PEERS);
+	for (i = 0; i < 2 * PULL_PEERS; i++) {
+		FKV_ASSERT_EQ(p[i].status, 0);
+		FKV_ASSERT(!memcmp(dst.mem + p[i].dst_off, src.mem + src.off,
+				   src.len));
+	}
+	fkv_xport_get_stats(xd, &st);
+	fkv_diag("pull threads at most %llu at once",
+		 (unsigned long long)st.pull_threads_peak);
+	FKV_ASSERT_LE(st.pull_threads_peak, 64);
+	FKV_ASSERT_GE(st.pull_threads_peak, 1);
+	FKV_ASSERT_EQ(st.pulls, 2 * PULL_PEERS);
+	/* idle threads end (and close their connections) */
+	for (t = 0; t < 100; t++) {
+		fkv_xport_get_stats(xd, &st);
+		if (!st.pull_threads)
+			break;
+		poll(NULL, 0, 100);
+	}
+	FKV_ASSERT_EQ(st.pull_threads, 0);
+	/* and a peer is pulled from again, on a fresh thread */
+	done = 0;
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p[0]), 0);
+	wait_done(xd, &done, 1);
+	FKV_ASSERT_EQ(p[0].status, 0);
+	fkv_xport_destroy(xd);
+	for (i = 0; i < PULL_PEERS; i++)
+		fkv_xport_destroy(xs[i]);
+	free(src.mem);
+	free(dst.mem);
+}
+
+/*
+ * The same with a cap of 2 threads (config pull_threads) and 6 sources
+ * with 3 pulls each: peers without a thread wait their turn, threads
+ * give their place up after a pull while others wait (a peer with pulls
+ * left queues again behind them), and every pull is served.
+ */
+FKV_TEST_TIMEOUT(tcp_pulls_wait_their_turn_when_every_thread_is_taken, 60)
+{
+	static struct fake_seg src, dst;
+	static struct fkv_xport *xs[6];
+	static struct fkv_pull p[18];
+	struct fkv_xport_config cd = { .node_name = "dst", .pull_threads = 2 };
+	struct fkv_xport_stats st;
+	struct fkv_xport *xd;
+	int i, done = 0;
+	uint32_t k;
+
+	src.mem = malloc(SEG);
+	dst.mem = calloc(1, SEG);
+	FKV_ASSERT(src.mem && dst.mem);
+	for (k = 0; k < SEG / 4; k++)
+		((uint32_t *)src.mem)[k] = k * 2654435761u + 1;
+	src.handle = 0x500000001ULL;
+	src.put_id = 5;
+	src.off = 8192;
+	src.len = 300000;
+	for (i = 0; i < 6; i++) {
+		struct fkv_xport_config cs = { .listen_host = "127.0.0.1",
+					       .node_name = "src" };
+
+		xs[i] = make_xport_cfg(&src, &fkv_xport_tcp, &cs);
+	}
+	xd = make_xport_cfg(&dst, &fkv_xport_tcp, &cd);
+	for (i = 0; i < 18; i++) {
+		snprintf(p[i].peer, sizeof(p[i].peer), "127.0.0.1:%u",
+			 fkv_xport_port(xs[i % 6]));
+		memcpy(p[i].key, "key", 3);
+		p[i].key_len = 3;
+		p[i].handle = src.handle;
+		p[i].put_id = 5;
+		p[i].len = src.len;
+		p[i].dst_off = (uint64_t)i * 393216;
+		p[i].done = pull_done;
+		p[i].arg = &done;
+		p[i].status = 1;
+		FKV_ASSERT_EQ(fkv_xport_pull(xd, &p[i]), 0);
+	}
+	wait_done(xd, &done, 18);
+	for (i = 0; i < 18; i++) {
+		FKV_ASSERT_EQ(p[i].status, 0);
+		FKV_ASSERT(!memcmp(dst.mem + p[i].dst_off, src.mem + src.off,
+				   src.len));
+	}
+	fkv_xport_get_stats(xd, &st);
+	FKV_ASSERT_LE(st.pull_threads_peak, 2);
+	FKV_ASSERT_EQ(st.pulls, 18);
+	fkv_xport_destroy(xd);
+	for (i = 0; i < 6; i++)
+		fkv_xport_destroy(xs[i]);
+	free(src.mem);
+	free(dst.mem);
+}

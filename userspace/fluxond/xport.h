@@ -75,6 +75,15 @@ _Static_assert(FKV_PUSH_CHUNK % FLUXONKV_SSD_CSUM_CHUNK == 0,
 /* ... and this many chunks staged or being read, not yet sent. */
 #define FKV_PUSH_QUEUE		8
 
+/* A served connection without a request for this long is closed. */
+#define FKV_XPORT_IDLE_MS	60000
+/*
+ * A requester runs at most this many pull threads (a connection each)
+ * over all its peers, and ends one idle for FKV_XPORT_PULL_IDLE_MS.
+ */
+#define FKV_XPORT_PULL_THREADS	64
+#define FKV_XPORT_PULL_IDLE_MS	30000
+
 enum fkv_xfer_kind {
 	FKV_XFER_PULL,		/* a remote replica into a local target */
 	/*
@@ -119,6 +128,13 @@ struct fkv_xport_config {
 	size_t secret_len;
 	unsigned int io_timeout_ms;	/* per socket operation; 0 = 5000 */
 	unsigned int conns_per_peer;	/* 0 = 4 */
+	/* a served connection without a request this long is closed;
+	 * 0 = FKV_XPORT_IDLE_MS (tests set less) */
+	unsigned int serve_idle_ms;
+	/* requester: pull threads over all peers, 0 = FKV_XPORT_PULL_THREADS;
+	 * one idle this long ends, 0 = FKV_XPORT_PULL_IDLE_MS */
+	unsigned int pull_threads;
+	unsigned int pull_idle_ms;
 	/*
 	 * fkv_xport_rdma: the address whose RDMA device carries the data
 	 * (our advertised host); rdma_optional: no usable device is not an
@@ -133,6 +149,15 @@ struct fkv_xport_stats {
 	uint64_t served, served_bytes, serve_errors, auth_refused;
 	/* pre-auth: refused at accept (limits), cut at the join deadline */
 	uint64_t preauth_refused, handshake_timeouts;
+	/* a RELEASE not in by its deadline (the connection closed) */
+	uint64_t release_timeouts;
+	/* served connections closed after FKV_XPORT_IDLE_MS without a request */
+	uint64_t idle_closed;
+	/* connections refused at accept: an address past its share, or the
+	 * node's cap */
+	uint64_t conns_refused;
+	/* requester: pull threads running now (a gauge) and at most so far */
+	uint64_t pull_threads, pull_threads_peak;
 	/* requester: sources whose JOIN answer failed the secret check */
 	uint64_t source_unproven;
 	uint64_t pushes, push_chunks, push_bytes, push_errors;

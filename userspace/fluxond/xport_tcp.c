@@ -5,6 +5,10 @@
  * Requester side: one queue per peer address, served by up to
  * conns_per_peer threads, each with its own connection: many pulls are in
  * flight per peer, and a slow or dead peer ties up only its own threads.
+ * At most pull_threads (FKV_XPORT_PULL_THREADS) run over all peers: a
+ * peer that needs its first thread while all are taken waits in a FIFO,
+ * and a thread that ends (idle for pull_idle_ms, or after a pull while
+ * peers wait) hands its place to the first waiting peer.
  * A pull writes a PULL message and receives the answer, then recv()s the
  * payload straight into the target in the segment mapping.
  *
@@ -57,8 +61,12 @@ struct tcp_peer {
 	struct fkv_pull *head, **tail;
 	bool stop;
 	unsigned int cancel_gen;	/* bumped by each cancel (lock) */
+	/* its threads (detached): changed under the priv lock and this one */
 	unsigned int nthreads;
-	pthread_t threads[16];
+	unsigned int idle;		/* threads waiting for a pull (lock) */
+	/* waiting for a first thread, in the priv's FIFO (priv lock) */
+	bool waiting;
+	struct tcp_peer *wait_next;
 	int fds[16];			/* each thread's connection, -1: none */
 	struct fkv_rdma_conn *rcs[16];	/* ... and its RDMA path, or NULL */
 	/* RDMA failed with this peer: TCP only until then (ms, atomic) */
@@ -73,6 +81,7 @@ struct tcp_conn {			/* a served connection */
 	struct fkv_xport *x;
 	int fd;
 	pthread_t thread;
+	struct sockaddr_storage addr;	/* the peer's */
 	uint64_t joined_by_ms;		/* the handshake's deadline */
 	int preauth;			/* its pre-auth slot until joined, or -1 */
 	bool done;			/* the thread finished (priv lock) */
@@ -82,6 +91,13 @@ struct tcp_conn {			/* a served connection */
 
 /* Served connections at once; more are refused until some end. */
 #define FKV_TCP_CONNS_MAX	256
+/*
+ * ... and from one address: a bit over a quarter, what a member opens in
+ * a burst (4 pull connections and FKV_TCP_PLACES_MAX = 64
+ * placements), so that one member, or whoever holds its address, cannot
+ * take every slot from the others.  More are closed at accept.
+ */
+#define FKV_TCP_CONNS_PER_ADDR	68
 /*
  * Before a peer proved the secret: at most this many connections in the
  * handshake at once, this many from one address, each given the socket
@@ -112,6 +128,15 @@ struct tcp_priv {
 	unsigned int pushes;		/* pushes being served */
 	unsigned int placing;		/* placement threads running */
 	pthread_cond_t place_cond;	/* placing dropped to 0 */
+	/*
+	 * Pull threads (lock): those counted against cfg.pull_threads, and
+	 * those not yet returned (pull_cond when that drops to 0); peers
+	 * waiting for a thread, first come first served (nwait is read
+	 * without the lock by threads deciding to give theirs up).
+	 */
+	unsigned int pull_threads, pull_live, nwait;
+	pthread_cond_t pull_cond;
+	struct tcp_peer *wait_head, **wait_tail;
 	bool stopping;
 	bool want_rdma;			/* fkv_xport_rdma */
 	struct fkv_rdma *rdma;		/* NULL: TCP only */
@@ -119,6 +144,8 @@ struct tcp_priv {
 	struct sockaddr_storage preauth[FKV_TCP_PREAUTH_MAX];
 	bool preauth_used[FKV_TCP_PREAUTH_MAX];
 	struct fkv_ratelimit preauth_log;	/* lock */
+	struct fkv_ratelimit release_log;	/* lock */
+	struct fkv_ratelimit conns_log;		/* lock */
 };
 
 /* Placements of ours in flight at once (each a thread and a connection). */
@@ -230,6 +257,51 @@ static uint64_t pull_deadline(const struct fkv_xport *x, uint64_t len)
 	return mono_ms() + x->cfg.io_timeout_ms + (len >> 20) * 1000;
 }
 
+/*
+ * The RELEASE of a range we exposed (a window over a pinned replica or a
+ * staged chunk) is due by the requester's own READ deadline for it (the
+ * socket timeout plus a second per MiB of the value, from when it got
+ * the announcement) plus one more socket timeout for the RELEASE to
+ * come: with the default 5 s timeout, 10 s + 1 s per MiB after we
+ * announced it.  At that deadline the window is invalidated, the pin
+ * dropped (a push's slot freed) and the connection closed, however the
+ * requester trickles.
+ */
+static uint64_t release_deadline(const struct fkv_xport *x, uint64_t len)
+{
+	return pull_deadline(x, len) + x->cfg.io_timeout_ms;
+}
+
+/*
+ * @n bytes of a message by @deadline_ms exactly: each wait is a poll()
+ * for what is left of the deadline, not a socket timeout, so a peer that
+ * trickles a byte at a time is cut when it is due, not a timeout later.
+ */
+static int read_by(int fd, void *buf, size_t n, uint64_t deadline_ms)
+{
+	uint8_t *p = buf;
+
+	while (n) {
+		int err = wait_readable(fd, deadline_ms);
+		ssize_t got;
+
+		if (err)
+			return err;
+		got = recv(fd, p, n, MSG_DONTWAIT);
+		if (got < 0) {
+			if (errno == EINTR || errno == EAGAIN ||
+			    errno == EWOULDBLOCK)
+				continue;
+			return -errno;
+		}
+		if (got == 0)
+			return -ECONNRESET;
+		p += got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
 /* @flags: MSG_MORE for a header whose payload follows at once. */
 static int write_flags(int fd, const void *buf, size_t n, int flags)
 {
@@ -308,7 +380,8 @@ static int recv_until(int fd, uint8_t *buf, uint32_t cmds,
 	size_t len;
 	int err;
 
-	err = read_until(fd, buf, sizeof(*nlh), deadline_ms);
+	err = deadline_ms ? read_by(fd, buf, sizeof(*nlh), deadline_ms) :
+			    read_until(fd, buf, sizeof(*nlh), 0);
 	if (err)
 		return err;
 	/* @buf holds FKV_WIRE_MAX: the data port seals nothing. */
@@ -316,8 +389,9 @@ static int recv_until(int fd, uint8_t *buf, uint32_t cmds,
 	    nlh->nlmsg_len < NLMSG_HDRLEN + GENL_HDRLEN ||
 	    nlh->nlmsg_len > FKV_WIRE_MAX)
 		return -EPROTO;
-	err = read_until(fd, buf + sizeof(*nlh), nlh->nlmsg_len - sizeof(*nlh),
-			 deadline_ms);
+	len = nlh->nlmsg_len - sizeof(*nlh);
+	err = deadline_ms ? read_by(fd, buf + sizeof(*nlh), len, deadline_ms) :
+			    read_until(fd, buf + sizeof(*nlh), len, 0);
 	if (err)
 		return err;
 	if (fkv_wire_cmd(nlh) < FKV_CCMD_HELLO ||
@@ -861,12 +935,115 @@ static int dial_published(struct fkv_xport *x, struct tcp_peer *peer,
 	return -ECANCELED;
 }
 
+/* The gauge of pull threads (priv lock held). */
+static void pull_gauge(struct fkv_xport *x, struct tcp_priv *t)
+{
+	pthread_mutex_lock(&x->lock);
+	x->st.pull_threads = t->pull_threads;
+	if (x->st.pull_threads > x->st.pull_threads_peak)
+		x->st.pull_threads_peak = x->st.pull_threads;
+	pthread_mutex_unlock(&x->lock);
+}
+
+static void *peer_thread(void *arg);
+
+/* One more thread for @peer (priv lock and @peer's lock held).  0 or -EAGAIN. */
+static int peer_spawn(struct fkv_xport *x, struct tcp_peer *peer)
+{
+	struct tcp_priv *t = x->priv;
+	pthread_attr_t attr;
+	pthread_t th;
+	int err;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&th, &attr, peer_thread, peer);
+	pthread_attr_destroy(&attr);
+	if (err)
+		return -EAGAIN;
+	peer->nthreads++;
+	t->pull_threads++;
+	t->pull_live++;
+	pull_gauge(x, t);
+	return 0;
+}
+
+/* @peer waits for a thread, behind every peer already waiting (priv lock). */
+static void peer_wait(struct tcp_priv *t, struct tcp_peer *peer)
+{
+	if (peer->waiting)
+		return;
+	peer->waiting = true;
+	peer->wait_next = NULL;
+	*t->wait_tail = peer;
+	t->wait_tail = &peer->wait_next;
+	__atomic_store_n(&t->nwait, t->nwait + 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Peers wait: wake every idle thread, which gives its place up (priv
+ * lock held, no peer's).  Each peer's lock is taken for the broadcast,
+ * so that a thread that saw nobody waiting is in its wait by then.
+ */
+static void kick_idle(struct tcp_priv *t)
+{
+	struct tcp_peer *q;
+
+	for (q = t->peers; q; q = q->next) {
+		pthread_mutex_lock(&q->lock);
+		if (q->idle)
+			pthread_cond_broadcast(&q->cond);
+		pthread_mutex_unlock(&q->lock);
+	}
+}
+
+/*
+ * A thread ended: the first waiting peers that still have pulls queued
+ * get one, while the cap allows (priv lock held).  A peer that cannot
+ * get one (no thread could start) fails its queued pulls.
+ */
+static void hand_off(struct fkv_xport *x, struct tcp_priv *t)
+{
+	while (!t->stopping && t->wait_head &&
+	       t->pull_threads < x->cfg.pull_threads) {
+		struct tcp_peer *q = t->wait_head;
+		struct fkv_pull *p;
+
+		t->wait_head = q->wait_next;
+		if (!t->wait_head)
+			t->wait_tail = &t->wait_head;
+		q->waiting = false;
+		__atomic_store_n(&t->nwait, t->nwait - 1, __ATOMIC_RELEASE);
+		pthread_mutex_lock(&q->lock);
+		if (q->head && !q->stop && !q->nthreads && peer_spawn(x, q)) {
+			while ((p = q->head)) {
+				q->head = p->next;
+				fkv_xport_complete(x, p, -EAGAIN);
+			}
+			q->tail = &q->head;
+		}
+		pthread_mutex_unlock(&q->lock);
+	}
+}
+
+/* Until @deadline_ms (CLOCK_MONOTONIC), for pthread_cond_timedwait. */
+static struct timespec abs_ms(uint64_t deadline_ms)
+{
+	struct timespec ts = { .tv_sec = (time_t)(deadline_ms / 1000),
+			       .tv_nsec = (long)(deadline_ms % 1000) * 1000000 };
+
+	return ts;
+}
+
 static void *peer_thread(void *arg)
 {
 	struct tcp_peer *peer = arg;
 	struct fkv_xport *x = peer->x;
+	struct tcp_priv *t = x->priv;
 	uint8_t *buf = malloc(FKV_WIRE_MAX);
 	struct fkv_rdma_conn *rc = NULL;
+	uint64_t idle_until = mono_ms() + x->cfg.pull_idle_ms;
+	bool served = false;	/* one pull done: it may give its place up */
 	unsigned int slot;
 	int fd = -1;
 
@@ -883,19 +1060,55 @@ static void *peer_thread(void *arg)
 		int err;
 
 		pthread_mutex_lock(&peer->lock);
-		while (!peer->head && !peer->stop)
-			pthread_cond_wait(&peer->cond, &peer->lock);
-		p = peer->head;
-		if (p) {
-			peer->head = p->next;
-			if (!peer->head)
-				peer->tail = &peer->head;
+		while (!peer->head && !peer->stop &&
+		       !__atomic_load_n(&t->nwait, __ATOMIC_ACQUIRE) &&
+		       mono_ms() < idle_until) {
+			struct timespec ts = abs_ms(idle_until);
+
+			peer->idle++;
+			pthread_cond_timedwait(&peer->cond, &peer->lock, &ts);
+			peer->idle--;
 		}
+		if (!peer->head || (served && !peer->stop &&
+				    __atomic_load_n(&t->nwait, __ATOMIC_ACQUIRE))) {
+			/*
+			 * Idle, stopped, or peers wait for a thread: end,
+			 * unless a pull came meanwhile (decided under both
+			 * locks, so that a pull queued from now on finds
+			 * this thread gone and starts or waits for another).
+			 */
+			pthread_mutex_unlock(&peer->lock);
+			pthread_mutex_lock(&t->lock);
+			pthread_mutex_lock(&peer->lock);
+			if ((peer->head && (peer->stop || !t->nwait ||
+					    !served)) ||
+			    (!peer->head && !peer->stop && !t->nwait &&
+			     mono_ms() < idle_until)) {
+				pthread_mutex_unlock(&peer->lock);
+				pthread_mutex_unlock(&t->lock);
+				continue;
+			}
+			/* Giving up its place with pulls left: the peer
+			 * waits behind the others (round robin). */
+			if (peer->head && peer->nthreads == 1)
+				peer_wait(t, peer);
+			peer->fds[slot] = -2;
+			peer->rcs[slot] = NULL;
+			peer->nthreads--;
+			t->pull_threads--;
+			pull_gauge(x, t);
+			pthread_mutex_unlock(&peer->lock);
+			hand_off(x, t);
+			pthread_mutex_unlock(&t->lock);
+			break;
+		}
+		p = peer->head;
+		peer->head = p->next;
+		if (!peer->head)
+			peer->tail = &peer->head;
 		stop = peer->stop;
 		gen = peer->cancel_gen;
 		pthread_mutex_unlock(&peer->lock);
-		if (!p)
-			break;
 		if (stop || !buf) {
 			fkv_xport_complete(x, p, buf ? -ECANCELED : -ENOMEM);
 			continue;
@@ -974,13 +1187,19 @@ static void *peer_thread(void *arg)
 		if (fd < 0)
 			peer_drop_rc(peer, slot, &rc);
 		fkv_xport_complete(x, p, err);
+		idle_until = mono_ms() + x->cfg.pull_idle_ms;
+		served = true;
 	}
-	peer_drop_rc(peer, slot, &rc);
-	if (fd >= 0) {
-		peer_set_fd(peer, slot, -1);
+	/* Unpublished above: nobody else shuts these down any more. */
+	if (rc)
+		fkv_rdma_disconnect(rc);
+	if (fd >= 0)
 		close(fd);
-	}
 	free(buf);
+	pthread_mutex_lock(&t->lock);
+	if (!--t->pull_live)
+		pthread_cond_broadcast(&t->pull_cond);
+	pthread_mutex_unlock(&t->lock);
 	return NULL;
 }
 
@@ -988,6 +1207,7 @@ static struct tcp_peer *peer_get(struct fkv_xport *x, const char *addr)
 {
 	struct tcp_priv *t = x->priv;
 	struct tcp_peer *peer;
+	pthread_condattr_t ca;
 	unsigned int i;
 
 	for (peer = t->peers; peer; peer = peer->next)
@@ -1001,7 +1221,10 @@ static struct tcp_peer *peer_get(struct fkv_xport *x, const char *addr)
 		peer->fds[i] = -2;	/* no thread in that slot yet */
 	snprintf(peer->addr, sizeof(peer->addr), "%s", addr);
 	pthread_mutex_init(&peer->lock, NULL);
-	pthread_cond_init(&peer->cond, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&peer->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	peer->tail = &peer->head;
 	peer->next = t->peers;
 	t->peers = peer;
@@ -1013,6 +1236,7 @@ static int tcp_pull(struct fkv_xport *x, struct fkv_pull *p)
 	struct tcp_priv *t = x->priv;
 	struct tcp_peer *peer;
 	unsigned int want = x->cfg.conns_per_peer;
+	bool kick = false;
 	int err = 0;
 
 	if (want > 16)
@@ -1027,13 +1251,20 @@ static int tcp_pull(struct fkv_xport *x, struct fkv_pull *p)
 	p->next = NULL;
 	*peer->tail = p;
 	peer->tail = &p->next;
-	/* One more connection while pulls queue up, up to the limit. */
+	/*
+	 * One more connection while pulls queue up, up to the limit per
+	 * peer and over all peers; a peer without any while every thread
+	 * is taken waits for one (idle threads give theirs up at once).
+	 */
 	if (peer->nthreads < want && (peer->nthreads == 0 || peer->head != p)) {
-		if (!pthread_create(&peer->threads[peer->nthreads], NULL,
-				    peer_thread, peer))
-			peer->nthreads++;
-		else if (!peer->nthreads)
-			err = -EAGAIN;
+		if (t->pull_threads < x->cfg.pull_threads) {
+			err = peer_spawn(x, peer);
+			if (peer->nthreads || peer->waiting)
+				err = 0;
+		} else if (!peer->nthreads && !peer->waiting) {
+			peer_wait(t, peer);
+			kick = true;
+		}
 	}
 	if (err) {
 		peer->head = NULL;
@@ -1041,6 +1272,8 @@ static int tcp_pull(struct fkv_xport *x, struct fkv_pull *p)
 	}
 	pthread_cond_signal(&peer->cond);
 	pthread_mutex_unlock(&peer->lock);
+	if (kick)
+		kick_idle(t);
 	pthread_mutex_unlock(&t->lock);
 	return err;
 }
@@ -1234,7 +1467,8 @@ static int send_head(int fd, int status, bool with_off, uint64_t off,
 	return err;
 }
 
-static int recv_release(int fd, uint8_t *buf, uint64_t *off, int *status);
+static int recv_release(struct fkv_xport *x, int fd, uint8_t *buf,
+			uint64_t deadline_ms, uint64_t *off, int *status);
 
 /* An RDMA push's chunk header: the window over chunk @off of the value. */
 static int send_rdma_head(int fd, uint64_t off, uint64_t len, uint64_t addr,
@@ -1268,6 +1502,7 @@ struct push {
 		int status;
 		uint64_t seg_off, pin;
 		uint32_t rkey;		/* RDMA: its window, 0 = none */
+		uint64_t release_by;	/* RDMA: its RELEASE is due (ms) */
 	} *c;
 };
 
@@ -1348,9 +1583,17 @@ static int push_collect(struct push *ps, int fd, uint8_t *buf,
 			unsigned int *out, unsigned int keep, int *status)
 {
 	while (*out > keep) {
-		uint64_t off;
+		uint64_t off, due = UINT64_MAX;
 		unsigned int i;
-		int st, err = recv_release(fd, buf, &off, &st);
+		int st, err;
+
+		/* The earliest deadline of the chunks still out. */
+		for (i = 0; i < ps->nchunks; i++)
+			if (ps->c[i].rkey && ps->c[i].release_by < due)
+				due = ps->c[i].release_by;
+		if (due == UINT64_MAX)
+			return -EPROTO;		/* none out: cannot be */
+		err = recv_release(ps->x, fd, buf, due, &off, &st);
 
 		if (err)
 			return err;
@@ -1413,6 +1656,9 @@ static int push_run(struct fkv_xport *x, int fd, uint8_t *buf,
 			    !fkv_rdma_expose(t->rdma, ticket, ps.c[i].seg_off,
 					     clen, &addr, &rkey)) {
 				ps.c[i].rkey = rkey;
+				/* the requester's deadline is the whole
+				 * value's, from its PULL: ours is later */
+				ps.c[i].release_by = release_deadline(x, len);
 				err = send_rdma_head(fd, off, clen, addr, rkey);
 				if (!err)
 					out++;
@@ -1529,13 +1775,25 @@ static int serve_rdma(struct fkv_xport *x, struct tcp_conn *c)
 
 /*
  * The requester READ a chunk (or a whole DRAM replica) we announced:
- * RELEASE {OFFSET, STATUS}.  0 with the chunk's value offset, or -errno.
+ * RELEASE {OFFSET, STATUS}, whole by @deadline_ms (release_deadline()
+ * of the earliest range still out).  0 with the chunk's value offset, or
+ * -errno (-ETIMEDOUT: counted, the caller closes the connection).
  */
-static int recv_release(int fd, uint8_t *buf, uint64_t *off, int *status)
+static int recv_release(struct fkv_xport *x, int fd, uint8_t *buf,
+			uint64_t deadline_ms, uint64_t *off, int *status)
 {
+	struct tcp_priv *t = x->priv;
 	struct nlattr *tb[FKV_CA_MAX + 1];
-	int err = recv_msg(fd, buf, FKV_CCMD_RELEASE, pull_policy, tb);
+	int err = recv_until(fd, buf, CMD_BIT(FKV_CCMD_RELEASE), pull_policy,
+			     tb, NULL, deadline_ms);
 
+	if (err == -ETIMEDOUT) {
+		FKV_XCOUNT(x, release_timeouts, 1);
+		pthread_mutex_lock(&t->lock);
+		fkv_ratelimited_warn(&t->release_log,
+				     "data plane: a requester did not release an exposed range in time: window closed, pin dropped, connection closed");
+		pthread_mutex_unlock(&t->lock);
+	}
 	if (err)
 		return err;
 	*off = tb[FLUXONKV_A_OFFSET] ? nla_get_u64(tb[FLUXONKV_A_OFFSET]) : 0;
@@ -1549,7 +1807,7 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 {
 	bool rdma = c->rdma && tb[FKV_CA_RDMA] && nla_get_u32(tb[FKV_CA_RDMA]);
 	struct tcp_priv *t = x->priv;
-	uint64_t off = 0, len = 0, pin = 0, addr = 0;
+	uint64_t off = 0, len = 0, pin = 0, addr = 0, release_by = 0;
 	struct nl_msg *msg;
 	uint32_t rkey = 0;
 	int fd = c->fd;
@@ -1598,6 +1856,8 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 			x->seg.release(x->seg.arg, pin);
 		return -ENOMEM;
 	}
+	if (!status && rdma)
+		release_by = release_deadline(x, len);
 	/* The answer and the value in one go (MSG_MORE on the header). */
 	err = write_flags(fd, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len,
 			  status || rdma ? 0 : MSG_MORE);
@@ -1607,11 +1867,9 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 		int st = 0;
 
 		/* Pinned (and readable) until the requester's READ is over,
-		 * as long as its own deadline lets it take. */
+		 * as long as its own deadline lets it take, and no longer. */
 		if (!err)
-			err = wait_readable(fd, pull_deadline(x, len));
-		if (!err)
-			err = recv_release(fd, buf, &roff, &st);
+			err = recv_release(x, fd, buf, release_by, &roff, &st);
 		fkv_rdma_unexpose(t->rdma, c->ticket, rkey);
 		if (!err && !st)
 			FKV_XCOUNT(x, rdma_served, 1);
@@ -1731,15 +1989,24 @@ static void *conn_thread(void *arg)
 	if (!err) {
 		for (;;) {
 			/*
-			 * An idle requester keeps its connection (no timeout
-			 * while nothing comes; a stop shuts the socket down),
-			 * but a frame once started must arrive in time.
+			 * A requester may keep its connection between
+			 * requests, for FKV_XPORT_IDLE_MS (a stop shuts the
+			 * socket down); a frame once started must arrive in
+			 * time.  Idle longer: closed, its thread and slot
+			 * freed (the requester dials again when it needs us).
 			 */
 			struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-
-			if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-				break;
+			int n = poll(&pfd, 1, (int)x->cfg.serve_idle_ms);
 			uint8_t cmd;
+
+			if (n < 0 && errno != EINTR)
+				break;
+			if (n == 0) {
+				FKV_XCOUNT(x, idle_closed, 1);
+				fkv_dbg("data plane: a connection idle for %u ms: closed",
+					x->cfg.serve_idle_ms);
+				break;
+			}
 
 			if (recv_any(c->fd, buf, CMD_BIT(FKV_CCMD_PULL) |
 				     CMD_BIT(FKV_CCMD_PLACE) |
@@ -1786,6 +2053,24 @@ static void reap_conns(struct tcp_priv *t)
 	}
 }
 
+/*
+ * Room for one more served connection from @peer (lock held): not past
+ * FKV_TCP_CONNS_MAX in all, nor FKV_TCP_CONNS_PER_ADDR from its address.
+ */
+static bool conn_room(struct tcp_priv *t, const struct sockaddr_storage *peer)
+{
+	const struct tcp_conn *c;
+	unsigned int same = 0;
+
+	if (t->nconns >= FKV_TCP_CONNS_MAX)
+		return false;
+	for (c = t->conns; c; c = c->next)
+		if (!c->done && fkv_same_host(&c->addr, peer) &&
+		    ++same >= FKV_TCP_CONNS_PER_ADDR)
+			return false;
+	return true;
+}
+
 static void *accept_thread(void *arg)
 {
 	struct fkv_xport *x = arg;
@@ -1817,9 +2102,22 @@ static void *accept_thread(void *arg)
 		if (c) {
 			c->x = x;
 			c->fd = fd;
+			c->addr = peer;
 			c->joined_by_ms = mono_ms() + x->cfg.io_timeout_ms;
 		}
 		pthread_mutex_lock(&t->lock);
+		if (c && !t->stopping && !conn_room(t, &peer)) {
+			/* nothing read, nothing parsed: closed at once */
+			FKV_XCOUNT(x, conns_refused, 1);
+			fkv_ratelimited_warn(&t->conns_log,
+					     "data plane: served connections full (%u at most, %u per address): refused",
+					     FKV_TCP_CONNS_MAX,
+					     FKV_TCP_CONNS_PER_ADDR);
+			pthread_mutex_unlock(&t->lock);
+			close(fd);
+			free(c);
+			continue;
+		}
 		slot = c && !t->stopping ? preauth_take(t, &peer) : -1;
 		if (c && slot < 0 && !t->stopping) {
 			/* nothing read, nothing parsed: closed at once */
@@ -1832,7 +2130,6 @@ static void *accept_thread(void *arg)
 		if (c)
 			c->preauth = slot;
 		if (!c || slot < 0 || t->stopping ||
-		    t->nconns >= FKV_TCP_CONNS_MAX ||
 		    pthread_create(&c->thread, NULL, conn_thread, c)) {
 			if (slot >= 0)
 				t->preauth_used[slot] = false;
@@ -1897,6 +2194,8 @@ static int start(struct fkv_xport *x, bool want_rdma)
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->push_cond, NULL);
 	pthread_cond_init(&t->place_cond, NULL);
+	pthread_cond_init(&t->pull_cond, NULL);
+	t->wait_tail = &t->wait_head;
 	x->priv = t;
 	if (!x->cfg.listen_host)
 		return 0;
@@ -1929,6 +2228,7 @@ static int start(struct fkv_xport *x, bool want_rdma)
 			close(t->lfd);
 		pthread_cond_destroy(&t->push_cond);
 		pthread_cond_destroy(&t->place_cond);
+		pthread_cond_destroy(&t->pull_cond);
 		pthread_mutex_destroy(&t->lock);
 		free(t);
 		x->priv = NULL;
@@ -1968,8 +2268,7 @@ static void tcp_stop(struct fkv_xport *x)
 		close(c->fd);
 		free(c);
 	}
-	for (peer = t->peers; peer; peer = pn) {
-		pn = peer->next;
+	for (peer = t->peers; peer; peer = peer->next) {
 		pthread_mutex_lock(&peer->lock);
 		peer->stop = true;
 		for (i = 0; i < 16; i++)
@@ -1977,8 +2276,21 @@ static void tcp_stop(struct fkv_xport *x)
 				shutdown(peer->fds[i], SHUT_RDWR);
 		pthread_cond_broadcast(&peer->cond);
 		pthread_mutex_unlock(&peer->lock);
-		for (i = 0; i < peer->nthreads; i++)
-			pthread_join(peer->threads[i], NULL);
+	}
+	/* Pull threads are detached: wait until the last one returned. */
+	pthread_mutex_lock(&t->lock);
+	while (t->pull_live)
+		pthread_cond_wait(&t->pull_cond, &t->lock);
+	pthread_mutex_unlock(&t->lock);
+	for (peer = t->peers; peer; peer = pn) {
+		struct fkv_pull *p;
+
+		pn = peer->next;
+		/* A peer that waited for a thread still has its pulls. */
+		while ((p = peer->head)) {
+			peer->head = p->next;
+			fkv_xport_complete(x, p, -ECANCELED);
+		}
 		pthread_mutex_destroy(&peer->lock);
 		pthread_cond_destroy(&peer->cond);
 		free(peer);
@@ -1987,6 +2299,7 @@ static void tcp_stop(struct fkv_xport *x)
 	fkv_rdma_close(t->rdma);
 	pthread_cond_destroy(&t->push_cond);
 	pthread_cond_destroy(&t->place_cond);
+	pthread_cond_destroy(&t->pull_cond);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 	x->priv = NULL;
