@@ -585,6 +585,21 @@ static void wait_released(struct fake_seg *s)
 	FKV_ASSERT_EQ(s->releases, s->holds);
 }
 
+/* A source segment of a known pattern with replica 0x500000001 @ 5, and
+ * an empty destination. */
+static void fake_segs_init(struct fake_seg *src, struct fake_seg *dst)
+{
+	uint32_t k;
+
+	src->mem = malloc(SEG);
+	dst->mem = calloc(1, SEG);
+	FKV_ASSERT(src->mem && dst->mem);
+	for (k = 0; k < SEG / 4; k++)
+		((uint32_t *)src->mem)[k] = k * 2654435761u;
+	src->handle = 0x500000001ULL;
+	src->put_id = 5;
+}
+
 static struct fkv_xport *make_xport(struct fake_seg *s, const char *listen,
 				    const char *name, const char *sec)
 {
@@ -611,15 +626,8 @@ FKV_TEST_TIMEOUT(tcp_pull_lands_bytes_in_the_target, 60)
 	struct fkv_xport *xs, *xd;
 	struct fkv_xport_stats st;
 	int done = 0, i;
-	uint32_t k;
 
-	src.mem = malloc(SEG);
-	dst.mem = calloc(1, SEG);
-	FKV_ASSERT(src.mem && dst.mem);
-	for (k = 0; k < SEG / 4; k++)
-		((uint32_t *)src.mem)[k] = k * 2654435761u;
-	src.handle = 0x500000001ULL;
-	src.put_id = 5;
+	fake_segs_init(&src, &dst);
 	src.off = 4096;
 	src.len = (1u << 20) + 17;
 	xs = make_xport(&src, "127.0.0.1", "src", secret);
@@ -2513,16 +2521,9 @@ FKV_TEST_TIMEOUT(tcp_an_idle_served_connection_is_closed_and_the_pull_redials, 6
 	struct fkv_xport_config cd = { .node_name = "dst" };
 	struct fkv_xport_stats st;
 	struct fkv_xport *xs, *xd;
-	uint32_t k;
 	int t;
 
-	src.mem = malloc(SEG);
-	dst.mem = calloc(1, SEG);
-	FKV_ASSERT(src.mem && dst.mem);
-	for (k = 0; k < SEG / 4; k++)
-		((uint32_t *)src.mem)[k] = k * 2654435761u;
-	src.handle = 0x500000001ULL;
-	src.put_id = 5;
+	fake_segs_init(&src, &dst);
 	src.off = 8192;
 	src.len = 100000;
 	xs = make_xport_cfg(&src, &fkv_xport_tcp, &cs);
@@ -2630,18 +2631,11 @@ FKV_TEST_TIMEOUT(tcp_pull_threads_are_bounded_over_all_peers_and_end_idle, 120)
 	struct fkv_xport *xd;
 	struct rlimit rl;
 	int i, done = 0, t;
-	uint32_t k;
 
 	FKV_ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
 	rl.rlim_cur = rl.rlim_max;
 	setrlimit(RLIMIT_NOFILE, &rl);
-	src.mem = malloc(SEG);
-	dst.mem = calloc(1, SEG);
-	FKV_ASSERT(src.mem && dst.mem);
-	for (k = 0; k < SEG / 4; k++)
-		((uint32_t *)src.mem)[k] = k * 2654435761u;
-	src.handle = 0x500000001ULL;
-	src.put_id = 5;
+	fake_segs_init(&src, &dst);
 	src.off = 4096;
 	src.len = 20000;
 	for (i = 0; i < PULL_PEERS; i++) {
