@@ -629,3 +629,76 @@ FKV_TEST_TIMEOUT(a_master_past_its_hold_writes_nothing_more_to_its_nodes, 60)
 	FKV_ASSERT_EQ(mods[1].replies, 1);
 	stop_all();
 }
+
+/*
+ * A node that restarts and rejoins before the master saw it leave (its
+ * old connection fell silent without closing, past its lease: a host
+ * that went away and came back) must not stall the master (issue 28).
+ * The JOIN under the new incarnation makes the old one leave; its
+ * replicas are forgotten a slice per turn of the loop, as for any
+ * member-left, and the new instance is admitted only once they are all
+ * gone (its JOIN is refused with EAGAIN meanwhile and it retries), so
+ * old and new replicas of one node never share the route table.
+ * Before: the JOIN's turn forgot every one of them in one call.
+ */
+FKV_TEST_TIMEOUT(a_node_restart_seen_at_its_rejoin_is_forgotten_in_slices,
+		 120)
+{
+	static struct fkv_cluster_config nc;	/* outlives the runtime */
+	const uint32_t n = 70000;
+	const struct fkv_routes *rt;
+	struct fkv_clusterd *old;
+	struct fkv_cctl_stats st;
+	uint64_t used, prev, put_id, h, most = 0;
+	uint32_t i, flags, id = 0;
+	int t;
+
+	start_pair();
+	rt = fkv_master_routes(cds[0]->master);
+	cur_cd = cds[0];
+	fkv_master_set_caller(cds[0]->master, 2);
+	for (i = 0; i < n; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "restart-%u", i);
+		h = FLUXONKV_HANDLE_MAKE(0, 2, i + 1);
+		FKV_ASSERT_EQ(fkv_master_put(cds[0]->master, key, strlen(key),
+					     h, VAL, &put_id, &flags), 0);
+		if (!(i % 20000)) {	/* heartbeats go on meanwhile */
+			spin(10);
+			cur_cd = cds[0];
+			fkv_master_set_caller(cds[0]->master, 2);
+		}
+	}
+	fkv_master_set_caller(cds[0]->master, cds[0]->self);
+	FKV_ASSERT_EQ(fkv_routes_node_used(rt, 2), n * VAL);
+
+	/* node "b" goes silent past its lease, its connection open */
+	old = cds[1];
+	spin_master(1800);
+	FKV_ASSERT_EQ(fkv_routes_node_used(rt, 2), n * VAL);
+
+	/* and comes back under a new incarnation */
+	cluster_cfg(&nc, FKV_ROLE_NODE, "b", cds[0]->cc->master.port);
+	cds[1] = runtime(&nc, 0x3333);
+	prev = n * VAL;
+	for (t = 0; t < 600 && !id; t++) {
+		spin(10);
+		used = fkv_routes_node_used(rt, 2);
+		if (prev - used > most)
+			most = prev - used;
+		prev = used;
+		id = fkv_cctl_node_id(cds[1]->cctl);
+	}
+	FKV_ASSERT_EQ(id, 2);
+	/* a turn: the departure's first slice, then the loop's work */
+	FKV_ASSERT(most / VAL <= 2 * FKV_FORGET_SLICE,
+		   "one turn forgot %llu of the old instance's %u replicas",
+		   (unsigned long long)(most / VAL), n);
+	FKV_ASSERT_EQ(fkv_routes_node_used(rt, 2), 0);
+	fkv_cctl_get_stats(cds[0]->cctl, &st);
+	FKV_ASSERT_EQ(st.member_left, 1);	/* the old one, REPLACED */
+	cur_cd = old;
+	fkv_clusterd_stop(old);
+	stop_all();
+}

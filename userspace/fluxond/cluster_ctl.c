@@ -225,7 +225,43 @@ static void member_left(void *arg, const struct fkv_member *m,
 		 fkv_left_reason_name(why));
 }
 
-static const struct fkv_members_ops members_ops = { .left = member_left };
+static bool member_busy(void *arg, uint32_t id)
+{
+	struct fkv_cctl *t = arg;
+
+	return t->cfg.ops && t->cfg.ops->member_busy &&
+	       t->cfg.ops->member_busy(t->cfg.arg, id);
+}
+
+static const struct fkv_members_ops members_ops = {
+	.left = member_left,
+	.busy = member_busy,
+};
+
+/* Close @c's siblings that speak for member @id (a replaced instance). */
+static void close_member_conns(struct fkv_cctl *t, struct cconn *c,
+			       uint32_t id)
+{
+	unsigned int i;
+
+	for (i = 0; i < FKV_CCTL_CONNS; i++) {
+		struct cconn *o = &t->conns[i];
+
+		if (o != c && o->state == C_JOINED && o->id == id)
+			o->state = C_CLOSING;
+	}
+}
+
+/* The id the members table keeps for @name, or 0. */
+static uint32_t member_id_of(const struct fkv_cctl *t, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < FKV_MEMBERS_MAX; i++)
+		if (t->members.m[i].id && !strcmp(t->members.m[i].name, name))
+			return t->members.m[i].id;
+	return 0;
+}
 
 /*
  * Sign a JOIN answer for the node's nonce (when the JOIN carried one):
@@ -332,7 +368,6 @@ static void master_join(struct fkv_cctl *t, struct cconn *c,
 	uint16_t port;
 	struct fkv_member *m;
 	struct nl_msg *msg;
-	unsigned int i;
 	int err;
 
 	if (c->state != C_HELLO || !tb[FKV_CA_NODE_NAME] || !tb[FKV_CA_MAC] ||
@@ -392,6 +427,21 @@ static void master_join(struct fkv_cctl *t, struct cconn *c,
 	}
 	reclaimed = t->members.ids_reclaimed;
 	m = fkv_members_join(&t->members, &j, now_ms(), &err);
+	if (!m && err == -EAGAIN) {
+		/*
+		 * Its previous instance left (now, if it was still live:
+		 * REPLACED) and the master is forgetting its replicas a slice
+		 * a turn; the node retries every second.  Admitting it now
+		 * would forget the rest in one call and stall every node.
+		 */
+		close_member_conns(t, c, member_id_of(t, j.name));
+		t->st.join_waits++;
+		fkv_info("cluster: node '%s' waits: its previous instance's "
+			 "replicas are still being forgotten", j.name);
+		master_refuse(t, c, -EAGAIN,
+			      "this node's previous instance is still being forgotten: retrying");
+		return;
+	}
 	if (!m) {
 		fkv_err("cluster: refused node '%.64s' from %s: %s", j.name,
 			c->peer, err == -ESTALE ? "an incarnation that already left" :
@@ -408,12 +458,7 @@ static void master_join(struct fkv_cctl *t, struct cconn *c,
 			 "was gone for %u s)", m->id, m->name,
 			 FKV_ID_REUSE_MS / 1000);
 	/* A connection of the instance it replaced is closed. */
-	for (i = 0; i < FKV_CCTL_CONNS; i++) {
-		struct cconn *o = &t->conns[i];
-
-		if (o != c && o->state == C_JOINED && o->id == m->id)
-			o->state = C_CLOSING;
-	}
+	close_member_conns(t, c, m->id);
 	c->state = C_JOINED;
 	c->id = m->id;
 	c->incarnation = j.incarnation;
@@ -796,6 +841,15 @@ static void node_msg(struct fkv_cctl *t, struct cconn *c, struct nlmsghdr *nlh)
 		fkv_ratelimited_warn(&t->preauth_log,
 				     "cluster: the master at %s:%u accepted this node but failed the secret check (its answer is not signed with our secret): not joining",
 				     t->cc->master.host, t->cc->master.port);
+		c->state = C_CLOSING;
+		return;
+	}
+	if (status == -EAGAIN && proven) {
+		/* Our previous instance is still being forgotten: retry. */
+		fkv_info("cluster: the master at %s:%u has this node '%s' wait: %s",
+			 t->cc->master.host, t->cc->master.port,
+			 t->cc->node_name, tb[FKV_CA_MESSAGE] ?
+			 nla_get_string(tb[FKV_CA_MESSAGE]) : strerror(EAGAIN));
 		c->state = C_CLOSING;
 		return;
 	}

@@ -30,6 +30,11 @@ struct fkv_cctl_ops {
 	/* master: member @m (not the master's own node) joined / left */
 	void (*member_up)(void *arg, const struct fkv_member *m);
 	void (*member_down)(void *arg, const struct fkv_member *m);
+	/*
+	 * master, optional: member id @id's departed instance is still
+	 * being cleaned up; a JOIN that would take @id waits (EAGAIN)
+	 */
+	bool (*member_busy)(void *arg, uint32_t id);
 	/* master: a forwarded upcall or notification from member @id */
 	void (*member_msg)(void *arg, uint32_t id, struct nlmsghdr *nlh);
 	/* master: member @id applied the DROP_REPLICA of @sync_id */
@@ -75,6 +80,8 @@ struct fkv_cctl_stats {
 	uint64_t connects, connect_failures;
 	/* master: connections refused before the join (limits), joins cut */
 	uint64_t preauth_refused, join_timeouts;
+	/* master: JOINs told to wait for their node's departed instance */
+	uint64_t join_waits;
 	/* sealed messages refused; node: JOIN answers not signed right */
 	uint64_t bad_seals, master_unproven;
 };

@@ -1213,6 +1213,14 @@ static void member_up(void *arg, const struct fkv_member *m)
 			 (unsigned long long)FKV_PUT_ID_TERM(floor));
 }
 
+/* Its departed instance's replicas are still being forgotten. */
+static bool member_busy(void *arg, uint32_t id)
+{
+	struct fkv_clusterd *cd = arg;
+
+	return cd->master && fkv_master_node_forgetting(cd->master, id);
+}
+
 static void member_down(void *arg, const struct fkv_member *m)
 {
 	struct fkv_clusterd *cd = arg;
@@ -2401,6 +2409,7 @@ static bool route_upcall(struct fkv_clusterd *cd, const struct fkv_upcall *u,
 static const struct fkv_cctl_ops cctl_ops = {
 	.member_up = member_up,
 	.member_down = member_down,
+	.member_busy = member_busy,
 	.member_msg = member_msg,
 	.drop_ack = drop_ack,
 	.joined = joined,
@@ -2888,6 +2897,7 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 		{ "data_conns_failed", xs.conns_failed },
 		{ "member_joins", cs.joins },
 		{ "member_refused", cs.refused },
+		{ "member_join_waits", cs.join_waits },
 		{ "control_preauth_refused", cs.preauth_refused },
 		{ "control_join_timeouts", cs.join_timeouts },
 		{ "control_bad_seals", cs.bad_seals },

@@ -41,12 +41,10 @@ struct fkv_mnode {
 };
 
 /*
- * What one turn of the event loop does at most of a long job, so that no
- * node's requests wait behind it (issue 28: < 100 ms at 10^7 keys):
- * forgetting a departed node's replicas (~0.6 us each), and evicting ahead
- * of need down to the low watermark (~2-3 us each on a loaded host).
+ * What one turn of the event loop does at most of a watermark pass, so
+ * that no node's requests wait behind it (issue 28: < 100 ms at 10^7
+ * keys): ~2-3 us an eviction on a loaded host.  Forgetting: master.h.
  */
-#define FKV_FORGET_SLICE	16384
 #define FKV_EVICT_SLICE		8192
 
 /*
@@ -500,7 +498,12 @@ int fkv_master_node_up(struct fkv_master *m, uint32_t node,
 	n->ssd_capacity = ssd_capacity;
 	snprintf(n->addr, sizeof(n->addr), "%s", addr ? addr : "");
 	if (n->forgetting) {
-		/* Its old replicas go before new ones can take their slots. */
+		/*
+		 * Its old replicas go before new ones can take their slots.
+		 * The control plane admits no new instance of a node still
+		 * being forgotten (fkv_master_node_forgetting()): only a
+		 * caller that does not ask pays this at once.
+		 */
 		forgotten = fkv_routes_forget_node(m->routes, node, 0);
 		n->forgetting = false;
 		fkv_info("node %u is back: the last %zu replicas of its previous "
@@ -547,6 +550,11 @@ void fkv_master_node_down(struct fkv_master *m, uint32_t node)
 	m->st.nodes_left++;
 	fkv_info("node %u left: %zu of its replicas forgotten%s", node,
 		 forgotten, n->forgetting ? ", the rest in slices" : "");
+}
+
+bool fkv_master_node_forgetting(const struct fkv_master *m, uint32_t node)
+{
+	return node < FKV_ROUTE_NODES && m->nodes[node].forgetting;
 }
 
 bool fkv_master_work(struct fkv_master *m)

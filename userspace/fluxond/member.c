@@ -109,6 +109,13 @@ struct fkv_member *fkv_members_join(struct fkv_members *t,
 		make_left(t, m, FKV_LEFT_REPLACED);
 	if (!m && !free_slot)
 		free_slot = reclaimable(t, now);
+	/* (a free slot's id is 0; a reclaimed one's is its last name's) */
+	if (t->ops && t->ops->busy &&
+	    (m || (free_slot && free_slot->id)) &&
+	    t->ops->busy(t->arg, m ? m->id : free_slot->id)) {
+		*err = -EAGAIN;
+		return NULL;
+	}
 	if (!m) {
 		if (!free_slot) {
 			*err = -ENOSPC;

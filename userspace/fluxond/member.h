@@ -59,6 +59,11 @@ struct fkv_members_ops {
 	/* @m left under m->incarnation (m->live is already false). */
 	void (*left)(void *arg, const struct fkv_member *m,
 		     enum fkv_left_reason why);
+	/*
+	 * Optional: id @id cannot take a new incarnation yet (what its
+	 * departed one left behind is still being cleaned up).
+	 */
+	bool (*busy)(void *arg, uint32_t id);
 };
 
 /* What a JOIN carries (the secret is checked by the caller, auth.h). */
@@ -85,9 +90,11 @@ void fkv_members_init(struct fkv_members *t, uint64_t dead_after_ms,
 /*
  * Admit @j at @now.  Returns the member (its id stays the name's), or
  * NULL with *@err: -ESTALE (that incarnation already left), -EINVAL
- * (empty name or incarnation 0), -ENOSPC (table full).  A live member of
- * the same name under another incarnation leaves first (REPLACED); the
- * same incarnation again (a reconnect) keeps the member as it is.
+ * (empty name or incarnation 0), -ENOSPC (table full), -EAGAIN (the id's
+ * departed incarnation is still being cleaned up: ops->busy; retry).  A
+ * live member of the same name under another incarnation leaves first
+ * (REPLACED), even when the new one must then wait; the same incarnation
+ * again (a reconnect) keeps the member as it is.
  */
 struct fkv_member *fkv_members_join(struct fkv_members *t,
 				    const struct fkv_join *j, uint64_t now,
