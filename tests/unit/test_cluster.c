@@ -2753,3 +2753,108 @@ FKV_TEST_TIMEOUT(tcp_pulls_wait_their_turn_when_every_thread_is_taken, 60)
 	free(src.mem);
 	free(dst.mem);
 }
+
+/*
+ * PULL {key, @handle, @put_id, @len} without RDMA: the answer's header is
+ * read (status 0, LEN), the value's bytes are left in the socket.
+ */
+static void member_pull_inline(int fd, uint8_t *buf, uint64_t handle,
+			       uint64_t put_id, uint64_t len)
+{
+	static const struct nla_policy pol[FKV_CA_MAX + 1] = {
+		[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
+		[FLUXONKV_A_LEN] = { .type = NLA_U64 },
+	};
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_PULL);
+
+	FKV_ASSERT(msg != NULL);
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, 3, "key"), 0);
+	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_HANDLE, handle), 0);
+	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_PUT_ID, put_id), 0);
+	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_LEN, len), 0);
+	FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_SOURCE,
+				  FLUXONKV_SOURCE_REMOTE), 0);
+	FKV_ASSERT_EQ(imp_send(fd, msg), 0);
+	FKV_ASSERT_EQ(imp_recv(fd, buf), 0);
+	FKV_ASSERT_EQ(fkv_wire_parse((struct nlmsghdr *)buf, tb, pol), 0);
+	FKV_ASSERT(tb[FLUXONKV_A_STATUS] && tb[FLUXONKV_A_LEN]);
+	FKV_ASSERT_EQ(nla_get_u32(tb[FLUXONKV_A_STATUS]), 0);
+	FKV_ASSERT_EQ(nla_get_u64(tb[FLUXONKV_A_LEN]), len);
+}
+
+/*
+ * Read @fd a KiB every 100 ms until the source closes it or @ms passed:
+ * the bytes read, and *@closed.
+ */
+static uint64_t trickle_read(int fd, int ms, bool *closed)
+{
+	uint64_t t0 = mono_ns(), total = 0;
+	char b[1024];
+
+	*closed = false;
+	while (mono_ns() - t0 < (uint64_t)ms * 1000000) {
+		ssize_t n = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN &&
+			       errno != EWOULDBLOCK)) {
+			*closed = true;
+			break;
+		}
+		if (n > 0)
+			total += (uint64_t)n;
+		poll(NULL, 0, 100);
+	}
+	return total;
+}
+
+/*
+ * A requester that reads an inline (TCP) value a KiB at a time held a
+ * serving thread and pinned the replica for as long as it liked: every
+ * send made a little progress within the socket timeout (issue 28,
+ * trickled reads).  The value is now due whole by the requester's own
+ * deadline for it plus one socket timeout (here 0.5 s + 6 s + 0.5 s for
+ * 6 MiB): then the replica is unpinned, the connection closed and
+ * data_send_timeouts counted.
+ */
+FKV_TEST_TIMEOUT(tcp_a_trickled_read_of_a_value_ends_at_its_deadline, 60)
+{
+	static struct fake_seg src;
+	static uint8_t buf[FKV_WIRE_MAX] __attribute__((aligned(8)));
+	struct fkv_xport_config c = { .listen_host = "127.0.0.1",
+				      .node_name = "src",
+				      .io_timeout_ms = 500 };
+	struct fkv_xport_stats st;
+	struct fkv_xport *xs;
+	int fd, small = 4096;
+	uint64_t got;
+	bool closed;
+
+	src.mem = calloc(1, SEG);
+	FKV_ASSERT(src.mem != NULL);
+	src.handle = 0x500000001ULL;
+	src.put_id = 5;
+	src.off = 4096;
+	src.len = 6u << 20;
+	xs = make_xport_cfg(&src, &fkv_xport_tcp, &c);
+	fd = member_dial("127.0.0.1", fkv_xport_port(xs), buf);
+	FKV_ASSERT(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	member_pull_inline(fd, buf, src.handle, 5, src.len);
+	FKV_ASSERT_EQ(src.holds, 1);
+
+	/* 10 KiB/s: 6 MiB would take ten minutes */
+	got = trickle_read(fd, 12000, &closed);
+	FKV_ASSERT(closed, "the source still sends after 12 s (%llu bytes "
+		   "read of %llu)", (unsigned long long)got,
+		   (unsigned long long)src.len);
+	FKV_ASSERT(got < src.len);
+	wait_released(&src);
+	FKV_ASSERT_EQ(src.releases, 1);
+	fkv_xport_get_stats(xs, &st);
+	FKV_ASSERT_EQ(st.send_timeouts, 1);
+	FKV_ASSERT_EQ(st.served, 0);
+	close(fd);
+	fkv_xport_destroy(xs);
+	free(src.mem);
+}

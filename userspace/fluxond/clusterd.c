@@ -2885,6 +2885,7 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 		{ "data_source_unproven", xs.source_unproven },
 		{ "data_handshake_timeouts", xs.handshake_timeouts },
 		{ "data_release_timeouts", xs.release_timeouts },
+		{ "data_send_timeouts", xs.send_timeouts },
 		{ "data_idle_closed", xs.idle_closed },
 		{ "data_conns_refused", xs.conns_refused },
 		{ "rdma_conns", xs.rdma_conns },

@@ -151,6 +151,8 @@ struct fkv_xport_stats {
 	uint64_t preauth_refused, handshake_timeouts;
 	/* a RELEASE not in by its deadline (the connection closed) */
 	uint64_t release_timeouts;
+	/* a served value (or push) not read whole by its deadline (closed) */
+	uint64_t send_timeouts;
 	/* served connections closed after FKV_XPORT_IDLE_MS without a request */
 	uint64_t idle_closed;
 	/* connections refused at accept: an address past its share, or the

@@ -302,16 +302,54 @@ static int read_by(int fd, void *buf, size_t n, uint64_t deadline_ms)
 	return 0;
 }
 
-/* @flags: MSG_MORE for a header whose payload follows at once. */
-static int write_flags(int fd, const void *buf, size_t n, int flags)
+/* Until @fd takes more bytes, or -ETIME at @deadline_ms. */
+static int wait_writable(int fd, uint64_t deadline_ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+	for (;;) {
+		uint64_t now = mono_ms();
+		int n;
+
+		if (now >= deadline_ms)
+			return -ETIME;
+		n = poll(&pfd, 1, (int)(deadline_ms - now));
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+/*
+ * @n bytes, whole by @deadline_ms (CLOCK_MONOTONIC; 0: each send's socket
+ * timeout only): a requester that reads a little now and then lets every
+ * send progress within the socket timeout, so only a deadline on the
+ * whole bounds how long it holds a serving thread and a pinned replica.
+ * -ETIME once it passed.  @flags: MSG_MORE for a header whose payload
+ * follows at once.
+ */
+static int write_by(int fd, const void *buf, size_t n, int flags,
+		    uint64_t deadline_ms)
 {
 	const uint8_t *p = buf;
 
+	if (deadline_ms)
+		flags |= MSG_DONTWAIT;
 	while (n) {
-		ssize_t put = send(fd, p, n, MSG_NOSIGNAL | flags);
+		ssize_t put;
 
+		if (deadline_ms) {
+			int err = wait_writable(fd, deadline_ms);
+
+			if (err)
+				return err;
+		}
+		put = send(fd, p, n, MSG_NOSIGNAL | flags);
 		if (put < 0) {
-			if (errno == EINTR)
+			if (errno == EINTR || (deadline_ms &&
+					       (errno == EAGAIN ||
+						errno == EWOULDBLOCK)))
 				continue;
 			return sock_err();
 		}
@@ -323,7 +361,22 @@ static int write_flags(int fd, const void *buf, size_t n, int flags)
 
 static int write_full(int fd, const void *buf, size_t n)
 {
-	return write_flags(fd, buf, n, 0);
+	return write_by(fd, buf, n, 0, 0);
+}
+
+/*
+ * A value not read whole by its deadline: reset the connection now (a
+ * connect() to AF_UNSPEC disconnects a TCP socket, tcp_disconnect(): RST,
+ * the queued bytes dropped) rather than leave the megabytes already
+ * queued to trickle out behind a FIN.  The fd stays ours until reaped.
+ */
+static void send_timed_out(struct fkv_xport *x, int fd)
+{
+	struct sockaddr sa = { .sa_family = AF_UNSPEC };
+
+	FKV_XCOUNT(x, send_timeouts, 1);
+	if (connect(fd, &sa, sizeof(sa)))
+		shutdown(fd, SHUT_RDWR);
 }
 
 static int send_msg(int fd, struct nl_msg *msg)
@@ -1448,8 +1501,9 @@ static int serve_join(struct fkv_xport *x, int fd, uint8_t *buf,
 
 /* One chunk header of a push (or the answer header of a pull). */
 /* On success the payload follows: the header goes out with it (MSG_MORE). */
+/* A PULL answer's head (a push chunk's with @with_off), by @deadline_ms. */
 static int send_head(int fd, int status, bool with_off, uint64_t off,
-		     uint64_t len)
+		     uint64_t len, uint64_t deadline_ms)
 {
 	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_PULL);
 	int err;
@@ -1461,8 +1515,8 @@ static int send_head(int fd, int status, bool with_off, uint64_t off,
 		nlmsg_free(msg);
 		return -ENOMEM;
 	}
-	err = write_flags(fd, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len,
-			  status ? 0 : MSG_MORE);
+	err = write_by(fd, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len,
+		       status ? 0 : MSG_MORE, deadline_ms);
 	nlmsg_free(msg);
 	return err;
 }
@@ -1472,16 +1526,20 @@ static int recv_release(struct fkv_xport *x, int fd, uint8_t *buf,
 
 /* An RDMA push's chunk header: the window over chunk @off of the value. */
 static int send_rdma_head(int fd, uint64_t off, uint64_t len, uint64_t addr,
-			  uint32_t rkey)
+			  uint32_t rkey, uint64_t deadline_ms)
 {
 	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_PULL);
+	int err = -ENOMEM;
 
-	return send_free(fd, msg, msg &&
-			 !nla_put_u32(msg, FLUXONKV_A_STATUS, 0) &&
-			 !nla_put_u64(msg, FLUXONKV_A_OFFSET, off) &&
-			 !nla_put_u64(msg, FLUXONKV_A_LEN, len) &&
-			 !nla_put_u64(msg, FKV_CA_ADDR, addr) &&
-			 !nla_put_u32(msg, FKV_CA_RKEY, rkey));
+	if (msg && !nla_put_u32(msg, FLUXONKV_A_STATUS, 0) &&
+	    !nla_put_u64(msg, FLUXONKV_A_OFFSET, off) &&
+	    !nla_put_u64(msg, FLUXONKV_A_LEN, len) &&
+	    !nla_put_u64(msg, FKV_CA_ADDR, addr) &&
+	    !nla_put_u32(msg, FKV_CA_RKEY, rkey))
+		err = write_by(fd, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len,
+			       0, deadline_ms);
+	nlmsg_free(msg);
+	return err;
 }
 
 /* A push's pipeline state (§5.3), shared by its readers and its sender. */
@@ -1615,6 +1673,8 @@ static int push_run(struct fkv_xport *x, int fd, uint8_t *buf,
 	unsigned int out = 0;	/* RDMA: chunks announced, not released */
 	struct push ps = { .x = x, .key = key, .key_len = key_len,
 			   .put_id = put_id, .len = len, .ticket = ticket };
+	/* the requester's deadline is the whole value's: ours is later */
+	uint64_t send_by = release_deadline(x, len);
 	struct tcp_priv *t = x->priv;
 	pthread_t readers[FKV_PUSH_READS];
 	unsigned int i, nreaders = 0;
@@ -1623,7 +1683,7 @@ static int push_run(struct fkv_xport *x, int fd, uint8_t *buf,
 	ps.nchunks = (unsigned int)((len + FKV_PUSH_CHUNK - 1) / FKV_PUSH_CHUNK);
 	ps.c = calloc(ps.nchunks, sizeof(*ps.c));
 	if (!ps.c)
-		return send_head(fd, -ENOMEM, false, 0, 0);
+		return send_head(fd, -ENOMEM, false, 0, 0, send_by);
 	pthread_mutex_init(&ps.lock, NULL);
 	pthread_cond_init(&ps.cond, NULL);
 	for (i = 0; i < FKV_PUSH_READS && i < ps.nchunks; i++)
@@ -1659,25 +1719,28 @@ static int push_run(struct fkv_xport *x, int fd, uint8_t *buf,
 				/* the requester's deadline is the whole
 				 * value's, from its PULL: ours is later */
 				ps.c[i].release_by = release_deadline(x, len);
-				err = send_rdma_head(fd, off, clen, addr, rkey);
+				err = send_rdma_head(fd, off, clen, addr, rkey,
+						     send_by);
 				if (!err)
 					out++;
 			} else if (!err && !status) {
 				/* No window: this chunk inline, as over TCP. */
 				FKV_XCOUNT(x, rdma_fallbacks, 1);
-				err = send_head(fd, 0, true, off, clen);
+				err = send_head(fd, 0, true, off, clen,
+						send_by);
 				if (!err)
-					err = write_full(fd, x->seg.base +
-							 ps.c[i].seg_off, clen);
+					err = write_by(fd, x->seg.base +
+						       ps.c[i].seg_off, clen,
+						       0, send_by);
 				push_chunk_done(&ps, i);
 			} else if (!err) {
 				push_chunk_done(&ps, i);
 			}
 		} else {
-			err = send_head(fd, 0, true, off, clen);
+			err = send_head(fd, 0, true, off, clen, send_by);
 			if (!err)
-				err = write_full(fd, x->seg.base + ps.c[i].seg_off,
-						 clen);
+				err = write_by(fd, x->seg.base + ps.c[i].seg_off,
+					       clen, 0, send_by);
 			x->seg.release(x->seg.arg, ps.c[i].pin);
 			ps.c[i].pin = 0;
 		}
@@ -1698,7 +1761,7 @@ static int push_run(struct fkv_xport *x, int fd, uint8_t *buf,
 		pthread_join(readers[i], NULL);
 	/* A failure first: the requester stops and releases what it read. */
 	if (!err && status)
-		err = send_head(fd, status, false, 0, 0);
+		err = send_head(fd, status, false, 0, 0, send_by);
 	/* RDMA: every announced chunk must be read before we unpin it. */
 	if (ticket && !err) {
 		int st = 0;
@@ -1717,6 +1780,8 @@ static int push_run(struct fkv_xport *x, int fd, uint8_t *buf,
 	FKV_XCOUNT(x, pushes, 1);
 	if (status || err)
 		FKV_XCOUNT(x, push_errors, 1);
+	if (err == -ETIME)
+		send_timed_out(x, fd);
 	pthread_cond_destroy(&ps.cond);
 	pthread_mutex_destroy(&ps.lock);
 	free(ps.c);
@@ -1737,7 +1802,7 @@ static int serve_push(struct fkv_xport *x, int fd, uint8_t *buf,
 
 	if (!x->seg.stage || !len || len > FLUXONKV_VALUE_MAX)
 		return send_head(fd, x->seg.stage ? -EINVAL : -ENODEV, false,
-				 0, 0);
+				 0, 0, 0);
 	pthread_mutex_lock(&t->lock);
 	while (t->pushes >= FKV_TCP_PUSHES_MAX && !t->stopping)
 		pthread_cond_wait(&t->push_cond, &t->lock);
@@ -1808,6 +1873,7 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 	bool rdma = c->rdma && tb[FKV_CA_RDMA] && nla_get_u32(tb[FKV_CA_RDMA]);
 	struct tcp_priv *t = x->priv;
 	uint64_t off = 0, len = 0, pin = 0, addr = 0, release_by = 0;
+	uint64_t send_by = 0;
 	struct nl_msg *msg;
 	uint32_t rkey = 0;
 	int fd = c->fd;
@@ -1817,7 +1883,7 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 	    nla_get_u32(tb[FLUXONKV_A_SOURCE]) == FLUXONKV_SOURCE_REMOTE_SSD) {
 		if (!tb[FLUXONKV_A_KEY] || !tb[FLUXONKV_A_PUT_ID] ||
 		    !tb[FLUXONKV_A_LEN])
-			return send_head(fd, -EINVAL, false, 0, 0);
+			return send_head(fd, -EINVAL, false, 0, 0, 0);
 		return serve_push(x, fd, buf, rdma ? c->ticket : NULL,
 				  nla_data(tb[FLUXONKV_A_KEY]),
 				  (size_t)nla_len(tb[FLUXONKV_A_KEY]),
@@ -1858,9 +1924,12 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 	}
 	if (!status && rdma)
 		release_by = release_deadline(x, len);
+	/* Inline: the value whole by the same deadline, however it is read. */
+	if (!status && !rdma)
+		send_by = release_deadline(x, len);
 	/* The answer and the value in one go (MSG_MORE on the header). */
-	err = write_flags(fd, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len,
-			  status || rdma ? 0 : MSG_MORE);
+	err = write_by(fd, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len,
+		       status || rdma ? 0 : MSG_MORE, send_by);
 	nlmsg_free(msg);
 	if (!status && rdma) {
 		uint64_t roff;
@@ -1876,10 +1945,12 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 		if (!err && st)
 			FKV_XCOUNT(x, serve_errors, 1);	/* its READ failed */
 	} else if (!err && !status) {
-		err = write_full(fd, x->seg.base + off, len);
+		err = write_by(fd, x->seg.base + off, len, 0, send_by);
 	}
 	if (!status)
 		x->seg.release(x->seg.arg, pin);
+	if (err == -ETIME)
+		send_timed_out(x, fd);
 	if (err || status)
 		FKV_XCOUNT(x, serve_errors, 1);
 	else {
