@@ -25,6 +25,8 @@ CRYPTO_LIBS := -lcrypto
 # The master election on etcd (issue 32): its JSON gateway over HTTP.
 ETCD_LIBS := -lcurl -ljson-c
 RDMA_LIBS := -lrdmacm -libverbs
+# The data plane's end-to-end checksums (XXH3-64).
+XXHASH_LIBS := -lxxhash
 # libfluxonkv's rings (fkv_ring_*) are liburing's: whoever links it links this.
 URING_LIBS := -luring
 
@@ -103,7 +105,7 @@ $(O)/libfluxonkv.so: $(LIB_OBJS)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libfluxonkv.so.1 -o $@ $^ $(URING_LIBS) -lpthread
 
 $(O)/fluxond: $(FLUXOND_OBJS) $(COMMON_OBJS)
-	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(ETCD_LIBS) $(RDMA_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(ETCD_LIBS) $(RDMA_LIBS) $(XXHASH_LIBS) -lpthread
 
 $(O)/fluxonctl: $(FLUXONCTL_OBJS) $(COMMON_OBJS) $(O)/libfluxonkv.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(URING_LIBS) -lpthread
@@ -115,7 +117,7 @@ $(O)/fkvload: $(O)/tools/bench/fkvload.o $(O)/libfluxonkv.a
 # code, common code and lib.
 $(O)/unit/%: $(O)/tests/unit/%.o $(FLUXOND_LIBOBJS) $(CTL_OBJS) $(COMMON_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(ETCD_LIBS) $(RDMA_LIBS) $(URING_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(ETCD_LIBS) $(RDMA_LIBS) $(XXHASH_LIBS) $(URING_LIBS) -lpthread
 
 $(O)/selftests/%: $(O)/selftests/%.o $(O)/libfluxonkv.a $(COMMON_OBJS)
 	@mkdir -p $(dir $@)
@@ -134,7 +136,7 @@ $(O)/unit/test_cluster: LDFLAGS += $(patsubst %,-Wl$(comma)--wrap=fkv_rdma_%,\
 # (--wrap=fkv_log, tests/fuzz/fuzz_common.h).
 FUZZ_NAMES := wire config ctl data
 FUZZ_REPLAY_BINS := $(patsubst %,$(O)/unit/fuzz_%,$(FUZZ_NAMES))
-FUZZ_LIBS := $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(ETCD_LIBS) $(RDMA_LIBS) $(URING_LIBS) -lpthread
+FUZZ_LIBS := $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(ETCD_LIBS) $(RDMA_LIBS) $(XXHASH_LIBS) $(URING_LIBS) -lpthread
 $(O)/tests/fuzz/%.o: CFLAGS += -DFKV_FUZZ_STANDALONE
 $(O)/unit/fuzz_wire: $(O)/tests/fuzz/fuzz_wire.o $(CTL_OBJS) $(COMMON_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -256,7 +258,7 @@ bench bench-quick: module userspace $(O)/fkvbench
 # MASTERSCALE_ARGS, e.g. "--nodes 254 --keys 10000000".
 MASTERSCALE_ARGS ?=
 $(O)/masterscale: $(O)/tools/bench/masterscale.o $(FLUXOND_LIBOBJS) $(COMMON_OBJS)
-	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(ETCD_LIBS) $(RDMA_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(ETCD_LIBS) $(RDMA_LIBS) $(XXHASH_LIBS) -lpthread
 .PHONY: bench-master
 bench-master: $(O)/masterscale
 	$(O)/masterscale $(MASTERSCALE_ARGS)

@@ -69,6 +69,7 @@
 #include <netlink/attr.h>
 #include <netlink/genl/genl.h>
 #include <netlink/msg.h>
+#include <xxhash.h>
 
 #include "../../userspace/fluxond/auth.h"
 #include "../../userspace/fluxond/log.h"
@@ -696,10 +697,14 @@ static struct nl_msg *place(const char *key, uint64_t put_id, uint64_t len)
 	return msg;
 }
 
-/* An answer: STATUS, OFFSET (unless < 0), LEN (unless 0). */
-static struct nl_msg *answer(uint8_t cmd, uint32_t status, int64_t off,
-			     uint64_t len)
+/*
+ * An answer: STATUS, OFFSET (unless < 0), LEN (unless 0), and the
+ * end-to-end checksum of the @len zero bytes that follow (with @sum).
+ */
+static struct nl_msg *answer_sum(uint8_t cmd, uint32_t status, int64_t off,
+				 uint64_t len, bool sum)
 {
+	static const uint8_t zeros[FKV_PUSH_CHUNK];
 	struct nl_msg *msg = fkv_wire_msg(cmd);
 
 	CHECK(msg && !nla_put_u32(msg, FLUXONKV_A_STATUS, status));
@@ -707,13 +712,24 @@ static struct nl_msg *answer(uint8_t cmd, uint32_t status, int64_t off,
 		CHECK(!nla_put_u64(msg, FLUXONKV_A_OFFSET, (uint64_t)off));
 	if (len)
 		CHECK(!nla_put_u64(msg, FLUXONKV_A_LEN, len));
+	if (sum)
+		CHECK(len <= sizeof(zeros) &&
+		      !nla_put_u64(msg, FKV_CA_CSUM,
+				   XXH3_64bits(zeros, (size_t)len)));
 	return msg;
+}
+
+static struct nl_msg *answer(uint8_t cmd, uint32_t status, int64_t off,
+			     uint64_t len)
+{
+	return answer_sum(cmd, status, off, len,
+			  cmd == FKV_CCMD_PULL && !status && len);
 }
 
 static int make_seeds(const char *dir)
 {
 	static struct seed sd;
-	static uint8_t payload[600];
+	static uint8_t payload[600], other[1000];
 	struct nl_msg *msg;
 
 	/* pre-auth: a JOIN with a wrong MAC, and garbage */
@@ -810,6 +826,19 @@ static int make_seeds(const char *dir)
 	put_frame(&sd, answer(FKV_CCMD_PULL, 0, -1, 4000));
 	put_bytes(&sd, payload, sizeof(payload));
 	seed_write(dir, "req-pull-wrong-len", &sd);
+	/* ... with bytes that are not what the source summed, or no sum */
+	memset(other, 0x5a, sizeof(other));
+	put8(&sd, 2 | 1 << 3);
+	put_frame(&sd, answer(FKV_CCMD_JOIN, 0, -1, 0));
+	put_frame(&sd, answer(FKV_CCMD_PULL, 0, -1, 1000));
+	put_bytes(&sd, other, 1000);
+	seed_write(dir, "req-pull-bad-sum", &sd);
+	put8(&sd, 2 | 1 << 3);
+	put_frame(&sd, answer(FKV_CCMD_JOIN, 0, -1, 0));
+	put_frame(&sd, answer_sum(FKV_CCMD_PULL, 0, -1, 1000, false));
+	put_bytes(&sd, payload, 600);
+	put_bytes(&sd, payload, 400);
+	seed_write(dir, "req-pull-without-a-sum", &sd);
 
 	/* requesting side: an SSD push of 1000 bytes in two chunks */
 	put8(&sd, 2 | 4 | 1 << 3);

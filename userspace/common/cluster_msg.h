@@ -201,6 +201,7 @@ enum fkv_cluster_attr {
 	FKV_CA_COUNT,		/* u64: how many (CLEAR: keys removed) */
 	/* binary, FKV_MAC_LEN bytes: the master's leave for one placement */
 	FKV_CA_PLACE_TICKET,
+	FKV_CA_CSUM,		/* u64: XXH3-64 of the bytes that follow */
 	__FKV_CA_MAX,
 	FKV_CA_MAX = __FKV_CA_MAX - 1
 };

@@ -2886,6 +2886,7 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 		{ "data_handshake_timeouts", xs.handshake_timeouts },
 		{ "data_release_timeouts", xs.release_timeouts },
 		{ "data_send_timeouts", xs.send_timeouts },
+		{ "data_csum_errors", xs.csum_errors },
 		{ "data_idle_closed", xs.idle_closed },
 		{ "data_conns_refused", xs.conns_refused },
 		{ "rdma_conns", xs.rdma_conns },

@@ -153,6 +153,8 @@ struct fkv_xport_stats {
 	uint64_t release_timeouts;
 	/* a served value (or push) not read whole by its deadline (closed) */
 	uint64_t send_timeouts;
+	/* requester: pulled bytes whose end-to-end checksum did not match */
+	uint64_t csum_errors;
 	/* served connections closed after FKV_XPORT_IDLE_MS without a request */
 	uint64_t idle_closed;
 	/* connections refused at accept: an address past its share, or the

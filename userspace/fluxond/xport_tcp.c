@@ -43,6 +43,7 @@
 #include <netlink/attr.h>
 #include <netlink/genl/genl.h>
 #include <netlink/msg.h>
+#include <xxhash.h>
 
 #include "auth.h"
 #include "fluxonkv_config.h"
@@ -190,7 +191,35 @@ static const struct nla_policy pull_policy[FKV_CA_MAX + 1] = {
 	[FLUXONKV_A_OFFSET] = { .type = NLA_U64 },
 	[FKV_CA_PLACE_TICKET] = { .type = NLA_UNSPEC, .minlen = FKV_MAC_LEN,
 				  .maxlen = FKV_MAC_LEN },
+	[FKV_CA_CSUM] = { .type = NLA_U64 },
 };
+
+/*
+ * End-to-end checksums of the bytes a pull or a push moves (issue 29):
+ * the source sums what it sends -- a replica it holds pinned, or a chunk
+ * it staged from its SSD (which the module checked against the entry's
+ * own xxh64s on the read) -- and every answer that carries bytes carries
+ * the sum (FKV_CA_CSUM); the requester sums what landed in its target
+ * before it answers the module's FETCH.  A torn, misplaced or altered
+ * transfer (TCP or RDMA) ends the pull with -EBADMSG (the master keeps
+ * the route: it says nothing about the source's copy; the module
+ * re-selects), never with wrong bytes.  XXH3-64: tens of GB/s natively.
+ * An answer with bytes but no sum is -EPROTO (a fluxond from before).
+ */
+static uint64_t data_sum(const void *p, uint64_t len)
+{
+	return XXH3_64bits(p, (size_t)len);
+}
+
+/* @len bytes at @off in our segment are what the source summed (@want). */
+static int sum_check(struct fkv_xport *x, uint64_t off, uint64_t len,
+		     uint64_t want)
+{
+	if (data_sum(x->seg.base + off, len) == want)
+		return 0;
+	FKV_XCOUNT(x, csum_errors, 1);
+	return -EBADMSG;
+}
 
 /* ---- blocking socket helpers (transport threads only) ---- */
 
@@ -691,7 +720,7 @@ static int tcp_recv_push(struct fkv_xport *x, int fd, struct fkv_pull *p,
 	uint64_t deadline = pull_deadline(x, p->len);
 	struct nlattr *tb[FKV_CA_MAX + 1];
 	uint64_t got = 0;
-	int err;
+	int err, bad = 0;
 
 	while (got < p->len) {
 		uint64_t off, len;
@@ -706,7 +735,8 @@ static int tcp_recv_push(struct fkv_xport *x, int fd, struct fkv_pull *p,
 			*broken = false;
 			return err;
 		}
-		if (!tb[FLUXONKV_A_OFFSET] || !tb[FLUXONKV_A_LEN])
+		if (!tb[FLUXONKV_A_OFFSET] || !tb[FLUXONKV_A_LEN] ||
+		    !tb[FKV_CA_CSUM])
 			return -EPROTO;
 		off = nla_get_u64(tb[FLUXONKV_A_OFFSET]);
 		len = nla_get_u64(tb[FLUXONKV_A_LEN]);
@@ -717,10 +747,14 @@ static int tcp_recv_push(struct fkv_xport *x, int fd, struct fkv_pull *p,
 				 deadline);
 		if (err)
 			return err;
+		/* a bad chunk fails the push; the rest is read (in step) */
+		if (!bad)
+			bad = sum_check(x, p->dst_off + off, len,
+					nla_get_u64(tb[FKV_CA_CSUM]));
 		got += len;
 	}
 	*broken = false;
-	return 0;
+	return bad;
 }
 
 static int send_release(int fd, uint64_t off, int status)
@@ -756,13 +790,16 @@ static int rdma_recv_pull(struct fkv_xport *x, int fd,
 	const uint64_t batch = FKV_RDMA_DEPTH * FKV_PUSH_CHUNK;
 	uint64_t deadline = pull_deadline(x, p->len), raddr, tag, off;
 	struct fkv_rdma_conn *rc = *rcp;
+	uint64_t sum = nla_get_u64(tb[FKV_CA_CSUM]);
 	uint32_t rkey;
 	int err = 0, e;
 
 	if (!tb[FKV_CA_ADDR] || !tb[FKV_CA_RKEY]) {
 		err = read_until(fd, x->seg.base + p->dst_off, p->len, deadline);
-		if (!err)
-			*broken = false;
+		if (err)
+			return err;
+		*broken = false;
+		err = sum_check(x, p->dst_off, p->len, sum);
 		return err ? err : FKV_RDMA_INLINE;
 	}
 	raddr = nla_get_u64(tb[FKV_CA_ADDR]);
@@ -790,7 +827,7 @@ static int rdma_recv_pull(struct fkv_xport *x, int fd,
 	}
 	FKV_XCOUNT(x, rdma_pulls, 1);
 	FKV_XCOUNT(x, rdma_bytes, p->len);
-	return 0;
+	return sum_check(x, p->dst_off, p->len, sum);
 }
 
 /*
@@ -809,7 +846,8 @@ static int rdma_recv_push(struct fkv_xport *x, int fd,
 	struct fkv_rdma_conn *rc = *rcp;
 	struct nlattr *tb[FKV_CA_MAX + 1];
 	unsigned int heads = 0, done = 0;
-	int err = 0, src = 0;
+	uint64_t sums[FLUXONKV_VALUE_MAX / FKV_PUSH_CHUNK];
+	int err = 0, src = 0, bad = 0;
 	bool inline_seen = false;
 
 	while (!err && (done < heads || (heads < n && !src))) {
@@ -824,19 +862,24 @@ static int rdma_recv_push(struct fkv_xport *x, int fd,
 				return src;
 			if (src)
 				continue;	/* release what is out, then stop */
-			if (!tb[FLUXONKV_A_OFFSET] || !tb[FLUXONKV_A_LEN])
+			if (!tb[FLUXONKV_A_OFFSET] || !tb[FLUXONKV_A_LEN] ||
+			    !tb[FKV_CA_CSUM])
 				return -EPROTO;
 			off = nla_get_u64(tb[FLUXONKV_A_OFFSET]);
 			len = nla_get_u64(tb[FLUXONKV_A_LEN]);
 			if (off != (uint64_t)heads * FKV_PUSH_CHUNK || !len ||
 			    len > FKV_PUSH_CHUNK || len > p->len - off)
 				return -EPROTO;
+			sums[heads] = nla_get_u64(tb[FKV_CA_CSUM]);
 			if (!tb[FKV_CA_ADDR] || !tb[FKV_CA_RKEY]) {
 				/* No window for it: the bytes follow inline. */
 				err = read_until(fd, x->seg.base + p->dst_off +
 						 off, len, deadline);
 				if (err)
 					return err;
+				if (!bad)
+					bad = sum_check(x, p->dst_off + off,
+							len, sums[heads]);
 				inline_seen = true;
 				heads++;
 				done++;
@@ -850,10 +893,19 @@ static int rdma_recv_push(struct fkv_xport *x, int fd,
 			continue;
 		}
 		err = fkv_rdma_reap(rc, ms_left(deadline), &tag);
+		if (!err && tag >= heads)
+			err = -EPROTO;		/* a READ we never posted */
 		if (!err) {
-			err = send_release(fd, tag * FKV_PUSH_CHUNK, 0);
+			uint64_t off = tag * FKV_PUSH_CHUNK;
+			uint64_t len = p->len - off < FKV_PUSH_CHUNK ?
+				       p->len - off : FKV_PUSH_CHUNK;
+
+			err = send_release(fd, off, 0);
 			if (err)
 				return err;
+			if (!bad)
+				bad = sum_check(x, p->dst_off + off, len,
+						sums[tag]);
 			done++;
 		}
 	}
@@ -865,6 +917,8 @@ static int rdma_recv_push(struct fkv_xport *x, int fd,
 	*broken = false;
 	if (src)
 		return src;
+	if (bad)
+		return bad;
 	if (inline_seen)
 		return FKV_RDMA_INLINE;
 	FKV_XCOUNT(x, rdma_pulls, 1);
@@ -916,7 +970,8 @@ static int tcp_pull_one(struct fkv_xport *x, int fd,
 		*broken = false;
 		return status < 0 && status > -4096 ? status : -EPROTO;
 	}
-	if (!tb[FLUXONKV_A_LEN] || nla_get_u64(tb[FLUXONKV_A_LEN]) != p->len)
+	if (!tb[FLUXONKV_A_LEN] || nla_get_u64(tb[FLUXONKV_A_LEN]) != p->len ||
+	    !tb[FKV_CA_CSUM])
 		return -EPROTO;
 	if (rdma)
 		return rdma_recv_pull(x, fd, rcp, p, tb, broken);
@@ -926,7 +981,7 @@ static int tcp_pull_one(struct fkv_xport *x, int fd,
 	if (err)
 		return err;
 	*broken = false;
-	return 0;
+	return sum_check(x, p->dst_off, p->len, nla_get_u64(tb[FKV_CA_CSUM]));
 }
 
 /* Publish thread @slot's connection, so that a cancel can shut it down. */
@@ -1501,17 +1556,20 @@ static int serve_join(struct fkv_xport *x, int fd, uint8_t *buf,
 
 /* One chunk header of a push (or the answer header of a pull). */
 /* On success the payload follows: the header goes out with it (MSG_MORE). */
-/* A PULL answer's head (a push chunk's with @with_off), by @deadline_ms. */
-static int send_head(int fd, int status, bool with_off, uint64_t off,
-		     uint64_t len, uint64_t deadline_ms)
+/*
+ * A PULL answer's head: an error, or a push chunk's {OFFSET, LEN, CSUM}
+ * whose bytes follow; by @deadline_ms.
+ */
+static int send_head(int fd, int status, uint64_t off, uint64_t len,
+		     uint64_t sum, uint64_t deadline_ms)
 {
 	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_PULL);
 	int err;
 
 	if (!msg || nla_put_u32(msg, FLUXONKV_A_STATUS, (uint32_t)status) ||
-	    (!status && with_off &&
-	     nla_put_u64(msg, FLUXONKV_A_OFFSET, off)) ||
-	    (!status && nla_put_u64(msg, FLUXONKV_A_LEN, len))) {
+	    (!status && (nla_put_u64(msg, FLUXONKV_A_OFFSET, off) ||
+			 nla_put_u64(msg, FLUXONKV_A_LEN, len) ||
+			 nla_put_u64(msg, FKV_CA_CSUM, sum)))) {
 		nlmsg_free(msg);
 		return -ENOMEM;
 	}
@@ -1525,8 +1583,8 @@ static int recv_release(struct fkv_xport *x, int fd, uint8_t *buf,
 			uint64_t deadline_ms, uint64_t *off, int *status);
 
 /* An RDMA push's chunk header: the window over chunk @off of the value. */
-static int send_rdma_head(int fd, uint64_t off, uint64_t len, uint64_t addr,
-			  uint32_t rkey, uint64_t deadline_ms)
+static int send_rdma_head(int fd, uint64_t off, uint64_t len, uint64_t sum,
+			  uint64_t addr, uint32_t rkey, uint64_t deadline_ms)
 {
 	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_PULL);
 	int err = -ENOMEM;
@@ -1534,6 +1592,7 @@ static int send_rdma_head(int fd, uint64_t off, uint64_t len, uint64_t addr,
 	if (msg && !nla_put_u32(msg, FLUXONKV_A_STATUS, 0) &&
 	    !nla_put_u64(msg, FLUXONKV_A_OFFSET, off) &&
 	    !nla_put_u64(msg, FLUXONKV_A_LEN, len) &&
+	    !nla_put_u64(msg, FKV_CA_CSUM, sum) &&
 	    !nla_put_u64(msg, FKV_CA_ADDR, addr) &&
 	    !nla_put_u32(msg, FKV_CA_RKEY, rkey))
 		err = write_by(fd, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len,
@@ -1559,6 +1618,7 @@ struct push {
 		bool ready;
 		int status;
 		uint64_t seg_off, pin;
+		uint64_t sum;		/* data_sum() of its staged bytes */
 		uint32_t rkey;		/* RDMA: its window, 0 = none */
 		uint64_t release_by;	/* RDMA: its RELEASE is due (ms) */
 	} *c;
@@ -1615,6 +1675,9 @@ static void *push_reader(void *arg)
 			ps->x->seg.release(ps->x->seg.arg, pin);
 			st = -EPROTO;
 		}
+		/* summed here, by up to FKV_PUSH_READS readers at once */
+		if (!st)
+			ps->c[i].sum = data_sum(ps->x->seg.base + seg_off, len);
 		pthread_mutex_lock(&ps->lock);
 		ps->c[i].status = st;
 		ps->c[i].seg_off = seg_off;
@@ -1683,7 +1746,7 @@ static int push_run(struct fkv_xport *x, int fd, uint8_t *buf,
 	ps.nchunks = (unsigned int)((len + FKV_PUSH_CHUNK - 1) / FKV_PUSH_CHUNK);
 	ps.c = calloc(ps.nchunks, sizeof(*ps.c));
 	if (!ps.c)
-		return send_head(fd, -ENOMEM, false, 0, 0, send_by);
+		return send_head(fd, -ENOMEM, 0, 0, 0, send_by);
 	pthread_mutex_init(&ps.lock, NULL);
 	pthread_cond_init(&ps.cond, NULL);
 	for (i = 0; i < FKV_PUSH_READS && i < ps.nchunks; i++)
@@ -1719,14 +1782,15 @@ static int push_run(struct fkv_xport *x, int fd, uint8_t *buf,
 				/* the requester's deadline is the whole
 				 * value's, from its PULL: ours is later */
 				ps.c[i].release_by = release_deadline(x, len);
-				err = send_rdma_head(fd, off, clen, addr, rkey,
+				err = send_rdma_head(fd, off, clen,
+						     ps.c[i].sum, addr, rkey,
 						     send_by);
 				if (!err)
 					out++;
 			} else if (!err && !status) {
 				/* No window: this chunk inline, as over TCP. */
 				FKV_XCOUNT(x, rdma_fallbacks, 1);
-				err = send_head(fd, 0, true, off, clen,
+				err = send_head(fd, 0, off, clen, ps.c[i].sum,
 						send_by);
 				if (!err)
 					err = write_by(fd, x->seg.base +
@@ -1737,7 +1801,8 @@ static int push_run(struct fkv_xport *x, int fd, uint8_t *buf,
 				push_chunk_done(&ps, i);
 			}
 		} else {
-			err = send_head(fd, 0, true, off, clen, send_by);
+			err = send_head(fd, 0, off, clen, ps.c[i].sum,
+					send_by);
 			if (!err)
 				err = write_by(fd, x->seg.base + ps.c[i].seg_off,
 					       clen, 0, send_by);
@@ -1761,7 +1826,7 @@ static int push_run(struct fkv_xport *x, int fd, uint8_t *buf,
 		pthread_join(readers[i], NULL);
 	/* A failure first: the requester stops and releases what it read. */
 	if (!err && status)
-		err = send_head(fd, status, false, 0, 0, send_by);
+		err = send_head(fd, status, 0, 0, 0, send_by);
 	/* RDMA: every announced chunk must be read before we unpin it. */
 	if (ticket && !err) {
 		int st = 0;
@@ -1801,8 +1866,8 @@ static int serve_push(struct fkv_xport *x, int fd, uint8_t *buf,
 	int err;
 
 	if (!x->seg.stage || !len || len > FLUXONKV_VALUE_MAX)
-		return send_head(fd, x->seg.stage ? -EINVAL : -ENODEV, false,
-				 0, 0, 0);
+		return send_head(fd, x->seg.stage ? -EINVAL : -ENODEV, 0, 0,
+				 0, 0);
 	pthread_mutex_lock(&t->lock);
 	while (t->pushes >= FKV_TCP_PUSHES_MAX && !t->stopping)
 		pthread_cond_wait(&t->push_cond, &t->lock);
@@ -1883,7 +1948,7 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 	    nla_get_u32(tb[FLUXONKV_A_SOURCE]) == FLUXONKV_SOURCE_REMOTE_SSD) {
 		if (!tb[FLUXONKV_A_KEY] || !tb[FLUXONKV_A_PUT_ID] ||
 		    !tb[FLUXONKV_A_LEN])
-			return send_head(fd, -EINVAL, false, 0, 0, 0);
+			return send_head(fd, -EINVAL, 0, 0, 0, 0);
 		return serve_push(x, fd, buf, rdma ? c->ticket : NULL,
 				  nla_data(tb[FLUXONKV_A_KEY]),
 				  (size_t)nla_len(tb[FLUXONKV_A_KEY]),
@@ -1913,6 +1978,8 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 	msg = fkv_wire_msg(FKV_CCMD_PULL);
 	if (!msg || nla_put_u32(msg, FLUXONKV_A_STATUS, (uint32_t)status) ||
 	    (!status && nla_put_u64(msg, FLUXONKV_A_LEN, len)) ||
+	    (!status && nla_put_u64(msg, FKV_CA_CSUM,
+				    data_sum(x->seg.base + off, len))) ||
 	    (!status && rdma && (nla_put_u64(msg, FKV_CA_ADDR, addr) ||
 				 nla_put_u32(msg, FKV_CA_RKEY, rkey)))) {
 		nlmsg_free(msg);
