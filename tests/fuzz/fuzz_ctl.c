@@ -17,7 +17,10 @@
  * fkv_cctl_start() (dup2), so that members connect without TCP ports;
  * the daemon's loop is emulated: poll() the fds fkv_cctl_pollfds() lists,
  * fkv_cctl_handle() what is ready, until nothing is (there is no data
- * plane: fkv_clusterd_handle() less its first slot).
+ * plane: fkv_clusterd_handle() less its first slot).  The master's
+ * acceptor (accept, HELLO, the JOIN's check; a thread in fluxond) runs
+ * inline here (fkv_cctl_config.inline_preauth): the same functions, in
+ * this loop, so that a replay is deterministic.
  *
  * Input (all little endian):
  *   byte 0: bits 0-1: members joined (with a valid MAC) before the
@@ -591,6 +594,7 @@ static void fuzz_start(void)
 	ccfg.segment_used = fuzz_segment_used;
 	ccfg.arg = cd;
 	ccfg.incarnation = FUZZ_MASTER_INC;
+	ccfg.inline_preauth = true;	/* no acceptor thread: deterministic */
 	CHECK(!fkv_cctl_start(&cd->cctl, &ccfg));
 	/* Its TCP listener becomes ours (AF_UNIX): the same fd number. */
 	n = fkv_cctl_pollfds(cd->cctl, pfd, 4);

@@ -1642,6 +1642,161 @@ FKV_TEST_TIMEOUT(cctl_strangers_hold_few_join_slots_and_nothing_after_refusal, 6
 	fkv_cctl_stop(m);
 }
 
+/*
+ * One whole message from @fd into @buf (FKV_WIRE_MAX bytes, aligned)
+ * within @ms: its length, 0 when the peer closed first, -ETIMEDOUT, or
+ * -EPROTO for a length no message has.
+ */
+static int recv_msg_within(int fd, uint8_t *buf, int ms)
+{
+	struct nlmsghdr *nlh = (struct nlmsghdr *)buf;
+	uint64_t end = mono_ns() + (uint64_t)ms * 1000000;
+	size_t got = 0, want = sizeof(*nlh);
+
+	while (got < want) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		uint64_t now = mono_ns();
+		ssize_t n;
+
+		if (now >= end ||
+		    poll(&pfd, 1, (int)((end - now) / 1000000) + 1) != 1)
+			return -ETIMEDOUT;
+		n = recv(fd, buf + got, want - got, MSG_DONTWAIT);
+		if (n < 0 && errno == EAGAIN)
+			continue;
+		if (n <= 0)
+			return 0;
+		got += (size_t)n;
+		if (got == sizeof(*nlh)) {
+			if (nlh->nlmsg_len < sizeof(*nlh) ||
+			    nlh->nlmsg_len > FKV_WIRE_MAX)
+				return -EPROTO;
+			want = nlh->nlmsg_len;
+		}
+	}
+	return (int)got;
+}
+
+/*
+ * Accept and authentication run off the routing thread (issue 28): while
+ * the master's routing loop does not turn for 800 ms (no fkv_cctl_handle,
+ * no fkv_cctl_tick: a long event), a stranger still gets its HELLO and,
+ * for a JOIN signed with another secret, the EACCES refusal signed for its
+ * nonce, and a stranger that trickles a JOIN is cut at the join deadline.
+ * Before, nothing was accepted or answered until the loop turned.  A real
+ * node joins once it turns again.
+ */
+FKV_TEST_TIMEOUT(cctl_strangers_are_answered_while_the_routing_loop_stalls, 30)
+{
+	static uint8_t buf[FKV_WIRE_MAX] __attribute__((aligned(8)));
+	static const struct nla_policy pol[FKV_CA_MAX + 1] = {
+		[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
+		[FKV_CA_NONCE] = { .type = NLA_UNSPEC },
+		[FKV_CA_MESSAGE] = { .type = NLA_STRING },
+	};
+	static const char other[] = "not-the-cluster-secret-either";
+	struct nlmsghdr *nlh = (struct nlmsghdr *)buf;
+	uint8_t theirs[FKV_NONCE_LEN], mine[FKV_NONCE_LEN];
+	struct fkv_cluster_config mc, nc;
+	struct fkv_cctl_config c = { .segment_size = 64 << 20,
+				     .segment_used = used_zero };
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	struct fkv_cctl *m, *n;
+	struct fkv_cctl_stats st;
+	uint16_t port = free_port();
+	struct nl_msg *msg;
+	uint64_t t0, dialled, cut_ms;
+	bool cut = false;
+	size_t off;
+	int s1, s2, len;
+
+	cluster_cfg(&mc, FKV_ROLE_MASTER, "a", port, secret);
+	cluster_cfg(&nc, FKV_ROLE_NODE, "b", port, secret);
+	c.cc = &mc;
+	c.incarnation = 1;
+	c.join_timeout_ms = 300;
+	FKV_ASSERT_EQ(fkv_cctl_start(&m, &c), 0);
+	t0 = mono_ns();
+
+	/* The routing loop stalls from here: nothing calls m's handle/tick. */
+	s1 = dial_from("127.0.0.2", port);
+	len = recv_msg_within(s1, buf, 500);
+	FKV_ASSERT(len > 0, "no HELLO while the routing loop stalls (%d)",
+		   len);
+	FKV_ASSERT_EQ(fkv_wire_cmd(nlh), FKV_CCMD_HELLO);
+	FKV_ASSERT_EQ(fkv_wire_parse(nlh, tb, pol), 0);
+	FKV_ASSERT(tb[FKV_CA_NONCE] &&
+		   nla_len(tb[FKV_CA_NONCE]) == FKV_NONCE_LEN);
+	memcpy(theirs, nla_data(tb[FKV_CA_NONCE]), FKV_NONCE_LEN);
+
+	/* a JOIN signed with another secret: refused, signed, closed */
+	FKV_ASSERT_EQ(fkv_auth_nonce(mine), 0);
+	msg = fkv_wire_msg(FKV_CCMD_JOIN);
+	FKV_ASSERT(msg && !nla_put_string(msg, FKV_CA_NODE_NAME, "x") &&
+		   !nla_put_u64(msg, FLUXONKV_A_INCARNATION, 7) &&
+		   !nla_put_string(msg, FKV_CA_DATA_ADDR, "127.0.0.2:7471") &&
+		   !nla_put(msg, FKV_CA_NONCE, FKV_NONCE_LEN, mine));
+	FKV_ASSERT_EQ(fkv_auth_sign(msg, other, strlen(other),
+				    FKV_AUTH_CTL_JOIN, theirs, mine), 0);
+	FKV_ASSERT_EQ(send(s1, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len, 0),
+		      (ssize_t)nlmsg_hdr(msg)->nlmsg_len);
+	nlmsg_free(msg);
+	len = recv_msg_within(s1, buf, 500);
+	FKV_ASSERT(len > 0, "no refusal while the routing loop stalls (%d)",
+		   len);
+	FKV_ASSERT_EQ(fkv_wire_cmd(nlh), FKV_CCMD_JOIN);
+	FKV_ASSERT_EQ(fkv_wire_parse(nlh, tb, pol), 0);
+	FKV_ASSERT(tb[FLUXONKV_A_STATUS] && tb[FKV_CA_MESSAGE]);
+	FKV_ASSERT_EQ((int32_t)nla_get_u32(tb[FLUXONKV_A_STATUS]), -EACCES);
+	FKV_ASSERT(!strcmp(nla_get_string(tb[FKV_CA_MESSAGE]),
+			   "wrong cluster secret"), "refused: %s",
+		   nla_get_string(tb[FKV_CA_MESSAGE]));
+	FKV_ASSERT(fkv_auth_verify(nlh, secret, strlen(secret),
+				   FKV_AUTH_CTL_JOINED, mine, theirs),
+		   "the refusal is not signed by the master for our nonce");
+	FKV_ASSERT_EQ(recv_msg_within(s1, buf, 500), 0);
+	close(s1);
+
+	/* a JOIN one byte every 20 ms: cut at the 300 ms deadline */
+	s2 = dial_from("127.0.0.3", port);
+	dialled = mono_ns();
+	FKV_ASSERT(recv_msg_within(s2, buf, 500) > 0, "no HELLO");
+	msg = fkv_wire_msg(FKV_CCMD_JOIN);
+	FKV_ASSERT(msg && !nla_put_string(msg, FKV_CA_NODE_NAME, "slow") &&
+		   !nla_put(msg, FKV_CA_NONCE, FKV_NONCE_LEN, mine));
+	for (off = 0; off < nlmsg_hdr(msg)->nlmsg_len && !cut; off++) {
+		if (send(s2, (uint8_t *)nlmsg_hdr(msg) + off, 1,
+			 MSG_NOSIGNAL) != 1)
+			cut = true;
+		else if (readable_within(s2, 20))
+			cut = recv(s2, buf, sizeof(buf), MSG_DONTWAIT) <= 0;
+	}
+	nlmsg_free(msg);
+	cut_ms = (mono_ns() - dialled) / 1000000;
+	FKV_ASSERT(cut, "a stranger trickling a JOIN was not cut");
+	FKV_ASSERT(cut_ms >= 250 && cut_ms < 700,
+		   "cut %llu ms after it connected (the deadline is 300 ms)",
+		   (unsigned long long)cut_ms);
+	close(s2);
+	fkv_cctl_get_stats(m, &st);
+	FKV_ASSERT_EQ(st.refused, 1);
+	FKV_ASSERT_EQ(st.join_timeouts, 1);
+	FKV_ASSERT_EQ(st.joins, 0);
+	FKV_ASSERT((mono_ns() - t0) / 1000000 < 800,
+		   "the strangers took longer than the stall");
+	poll(NULL, 0, 800 - (int)((mono_ns() - t0) / 1000000));
+
+	/* The loop turns again: a real node joins. */
+	c.cc = &nc;
+	c.incarnation = 2;
+	FKV_ASSERT_EQ(fkv_cctl_start(&n, &c), 0);
+	FKV_ASSERT_EQ(spin(m, n, 500), 0);
+	FKV_ASSERT_EQ(fkv_cctl_node_id(n), 2);
+	FKV_ASSERT(fkv_members_is_live(fkv_cctl_members(m), 2, 2));
+	fkv_cctl_stop(n);
+	fkv_cctl_stop(m);
+}
+
 FKV_TEST_TIMEOUT(cctl_wrong_secret_is_refused_on_both_sides, 30)
 {
 	struct fkv_cluster_config mc, nc;

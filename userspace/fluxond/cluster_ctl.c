@@ -1,6 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * cluster_ctl.c - the cluster control plane of fluxond (cluster_ctl.h).
+ *
+ * Who owns what on a master (cluster.md, *Scale (the master)*, "Threads
+ * of the master's control port"):
+ *
+ *  - The acceptor thread (struct acceptor, acc_*) owns the listening
+ *    socket and every connection before its JOIN's MAC verified: accept
+ *    and the pre-auth limits, HELLO, reading the JOIN within the join
+ *    deadline, the refusals that need nothing of the membership
+ *    (malformed, no nonce, wrong secret: signed as ever), their counters
+ *    and log lines.  Of struct fkv_cctl it reads only t->cc and t->cfg,
+ *    which nobody writes after start in the master role.  Strangers and
+ *    slow handshakes cost the routing thread nothing.
+ *  - A connection whose JOIN verified moves whole (its struct fkv_wire
+ *    with any bytes read past the JOIN, the nonces, the address and a
+ *    copy of the JOIN) through the acceptor's queue to the routing
+ *    thread, the daemon's loop (fkv_cctl_pollfds / _handle / _tick),
+ *    which owns it from then on: name checks, the membership table,
+ *    member_up, the JOIN answer, the seal and everything after.  The
+ *    acceptor forgets it the moment it is queued.
+ *  - The node role has no thread: its one connection is the loop's.
+ *
+ * With cfg.inline_preauth (the fuzzer) the acceptor's functions run in
+ * the caller's loop instead of a thread: the same code, deterministic.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -8,9 +31,12 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,26 +52,37 @@
 #include "netaddr.h"
 #include "../common/wire.h"
 
-/* Connections a master serves at once (members + joins in progress). */
+/*
+ * Connections the routing thread holds at once: members, and room for
+ * those closing (a replaced instance's, a refused join's last words).
+ */
 #define FKV_CCTL_CONNS		(FKV_MEMBERS_MAX + 16)
 _Static_assert(FKV_CCTL_POLL_MAX >= FKV_CCTL_CONNS + 1,
-	       "the poll array has room for every connection");
-/* A connection that has not joined by then is closed. */
+	       "the poll array has room for every connection and the queue");
+/*
+ * A connection whose JOIN has not verified this long after accept is
+ * closed (fkv_cctl_config.join_timeout_ms, when set, instead).
+ */
 #define FKV_JOIN_TIMEOUT_MS	5000
 /*
- * Connections in the join (HELLO sent, no member yet) at once, and from one
- * address: whoever lacks the secret holds at most these of the master's
- * slots, each for FKV_JOIN_TIMEOUT_MS, and the rest (FKV_MEMBERS_MAX) stay
- * free for members.
+ * Connections in the join (accepted, not yet taken by the routing thread)
+ * at once, and from one address: whoever lacks the secret holds at most
+ * these of the master's slots, each for the join deadline, and the rest
+ * (FKV_MEMBERS_MAX) stay free for members.  The acceptor's connections and
+ * its queue of verified joins count together.
  */
 #define FKV_CCTL_PREAUTH_MAX	16
 #define FKV_CCTL_PREAUTH_PER_ADDR	4
 /* A node retries the master this often while it cannot reach it. */
 #define FKV_RECONNECT_MS	1000
 
-/* C_CONNECTING: a node's non-blocking connect to the master, not done. */
-enum conn_state { C_FREE, C_CONNECTING, C_HELLO, C_JOINING, C_JOINED,
-		  C_CLOSING };
+/*
+ * C_CONNECTING: a node's non-blocking connect to the master, not done.
+ * C_VERIFIED: master, a JOIN whose MAC verified, on its way from the
+ * acceptor to the routing thread (which answers it).
+ */
+enum conn_state { C_FREE, C_CONNECTING, C_HELLO, C_JOINING, C_VERIFIED,
+		  C_JOINED, C_CLOSING };
 
 struct cconn {
 	struct fkv_wire w;
@@ -63,30 +100,79 @@ struct cconn {
 	bool place_key_set;
 };
 
+/* A verified JOIN in the acceptor's queue. */
+struct handoff {
+	struct cconn c;			/* C_VERIFIED, its wire and all */
+	struct nlmsghdr *join;		/* a copy of its JOIN (malloc) */
+};
+
+/*
+ * The master's acceptor (see the top of this file).  Everything here but
+ * the queue and the counters is the acceptor thread's alone (the routing
+ * thread's with inline_preauth), until fkv_cctl_stop() joined it.
+ */
+struct acceptor {
+	int lfd;			/* the listening socket */
+	bool threaded;			/* false: inline_preauth */
+	bool started;			/* the thread runs: join it */
+	pthread_t thread;
+	int stop_fd;			/* eventfd: fkv_cctl_stop() wakes it */
+	struct cconn pa[FKV_CCTL_PREAUTH_MAX];	/* joins in progress */
+	struct fkv_ratelimit log;	/* what strangers provoke */
+	/*
+	 * Counted by the acceptor, read by fkv_cctl_get_stats() on the
+	 * routing thread (atomics: no lock for a counter).
+	 */
+	_Atomic uint64_t preauth_refused, join_timeouts, refused;
+	/*
+	 * lock protects q[], qhead and nq, the hand-over of verified joins:
+	 * the acceptor pushes (and counts them against the pre-auth limits),
+	 * the routing thread pops.  Held only to copy entries or count them;
+	 * nothing that blocks or logs runs under it.
+	 */
+	pthread_mutex_t lock;
+	struct handoff q[FKV_CCTL_PREAUTH_MAX];
+	unsigned int qhead, nq;
+	/*
+	 * eventfd, written after each push: the routing thread polls it
+	 * (fkv_cctl_pollfds) and reads it before it pops, so that no push
+	 * goes unnoticed.  -1 inline (the caller pops after each step).
+	 */
+	int ready_fd;
+};
+
 struct fkv_cctl {
 	struct fkv_cctl_config cfg;
 	const struct fkv_cluster_config *cc;
 	bool master;
+	/* the routing thread's; the acceptor counts in acc (get_stats adds) */
 	struct fkv_cctl_stats st;
 	/* master */
-	int lfd;
+	struct acceptor acc;
 	struct fkv_members members;
 	uint32_t self_id;
+	/* the routing thread's: members and connections closing */
 	struct cconn conns[FKV_CCTL_CONNS];
 	/*
 	 * The conns[] index of each pollfd the last fkv_cctl_pollfds() gave
-	 * (-1: the listening socket), so that handling a ready descriptor
-	 * costs no scan of every connection.
+	 * (or a PFD_* code), so that handling a ready descriptor costs no
+	 * scan of every connection.
 	 */
-	int pfd_conn[FKV_CCTL_CONNS + 1];
+	int pfd_conn[FKV_CCTL_CONNS + FKV_CCTL_PREAUTH_MAX + 2];
 	int npfd;
 	/* node: conns[0] is the master connection */
 	uint32_t node_id;
 	uint64_t next_beat_ms, next_connect_ms;
 	uint64_t lease_until;	/* CLOCK_MONOTONIC ns: the master's lease */
 	int fatal;
-	struct fkv_ratelimit preauth_log;	/* what strangers provoke */
+	/* routing thread: what a member or a master can provoke, logged */
+	struct fkv_ratelimit preauth_log;
 };
+
+/* pfd_conn codes besides conns[] indexes */
+#define PFD_READY	(-1)	/* acc.ready_fd: verified joins queued */
+#define PFD_LISTENER	(-2)	/* inline: the listening socket */
+#define PFD_PREAUTH	(-3)	/* inline: acc.pa[PFD_PREAUTH - code] */
 
 static const struct nla_policy cctl_policy[FKV_CA_MAX + 1] = {
 	[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
@@ -359,6 +445,11 @@ static bool name_ok(const char *s)
 	return true;
 }
 
+/*
+ * Routing thread: the JOIN of @c, whose MAC the acceptor verified for the
+ * nonces in @c (acc_join): admit the node, or refuse what the membership
+ * forbids.  A JOIN on a joined connection is malformed.
+ */
 static void master_join(struct fkv_cctl *t, struct cconn *c,
 			struct nlmsghdr *nlh, struct nlattr **tb)
 {
@@ -370,23 +461,13 @@ static void master_join(struct fkv_cctl *t, struct cconn *c,
 	struct nl_msg *msg;
 	int err;
 
-	if (c->state != C_HELLO || !tb[FKV_CA_NODE_NAME] || !tb[FKV_CA_MAC] ||
+	if (c->state != C_VERIFIED || !tb[FKV_CA_NODE_NAME] ||
 	    !tb[FLUXONKV_A_INCARNATION] || !tb[FKV_CA_DATA_ADDR]) {
 		fkv_ratelimited_warn(&t->preauth_log,
 				     "cluster: malformed JOIN from %s", c->peer);
 		master_refuse(t, c, -EINVAL, "malformed JOIN");
 		return;
 	}
-	if (!tb[FKV_CA_NONCE]) {
-		fkv_ratelimited_warn(&t->preauth_log,
-				     "cluster: a JOIN without a nonce from %s (a fluxond before mutual authentication?)",
-				     c->peer);
-		master_refuse(t, c, -EPROTO,
-			      "this node's fluxond is too old: its JOIN has no nonce (upgrade it)");
-		return;
-	}
-	memcpy(c->peer_nonce, nla_data(tb[FKV_CA_NONCE]), FKV_NONCE_LEN);
-	c->peer_nonce_set = true;
 	j.name = nla_get_string(tb[FKV_CA_NODE_NAME]);
 	j.incarnation = nla_get_u64(tb[FLUXONKV_A_INCARNATION]);
 	j.data_addr = nla_get_string(tb[FKV_CA_DATA_ADDR]);
@@ -398,14 +479,6 @@ static void master_join(struct fkv_cctl *t, struct cconn *c,
 		j.segment_used = nla_get_u64(tb[FLUXONKV_A_SEGMENT_USED]);
 	if (tb[FLUXONKV_A_SSD_CAPACITY])
 		j.ssd_capacity = nla_get_u64(tb[FLUXONKV_A_SSD_CAPACITY]);
-	if (!fkv_auth_verify(nlh, t->cc->secret, t->cc->secret_len,
-			     FKV_AUTH_CTL_JOIN, c->nonce, c->peer_nonce)) {
-		fkv_ratelimited_warn(&t->preauth_log,
-				     "cluster: refused node '%.64s' from %s: wrong cluster secret",
-				     j.name, c->peer);
-		master_refuse(t, c, -EACCES, "wrong cluster secret");
-		return;
-	}
 	if (!name_ok(j.name) ||
 	    fkv_parse_hostport(j.data_addr, host, sizeof(host), &port, NULL, 0)) {
 		fkv_err("cluster: refused a node from %s: bad name or data address",
@@ -581,8 +654,189 @@ static void master_msg(struct fkv_cctl *t, struct cconn *c,
 	}
 }
 
-static void master_accept(struct fkv_cctl *t)
+/* ---- master role: the acceptor (pre-auth) ---- */
+
+static void acc_count(_Atomic uint64_t *v)
 {
+	atomic_fetch_add_explicit(v, 1, memory_order_relaxed);
+}
+
+/* Send @msg (consumed) on pre-auth connection @c; a failure closes it. */
+static void acc_send(struct acceptor *a, struct cconn *c, struct nl_msg *msg)
+{
+	int err = msg ? fkv_wire_send(&c->w, msg) : -ENOMEM;
+
+	if (err && err != -EAGAIN) {
+		/* a stranger can reset its connection at will: rate-limited */
+		fkv_ratelimited_warn(&a->log,
+				     "cluster: cannot send to %s: %s: closing",
+				     c->peer, strerror(-err));
+		c->state = C_CLOSING;
+	}
+	nlmsg_free(msg);
+}
+
+static void acc_refuse(struct fkv_cctl *t, struct cconn *c, int err,
+		       const char *why)
+{
+	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_JOIN);
+
+	acc_count(&t->acc.refused);
+	if (msg && (nla_put_u32(msg, FLUXONKV_A_STATUS, (uint32_t)err) ||
+		    nla_put_string(msg, FKV_CA_MESSAGE, why) ||
+		    sign_answer(t, c, msg))) {
+		nlmsg_free(msg);
+		msg = NULL;
+	}
+	acc_send(&t->acc, c, msg);
+	/* nothing it sends from here on is parsed */
+	c->state = C_CLOSING;
+}
+
+/*
+ * Hand the verified JOIN @nlh of @c over to the routing thread, with the
+ * connection: from here the acceptor forgets it (its fd and buffers too).
+ */
+static void acc_hand_over(struct fkv_cctl *t, struct cconn *c,
+			  const struct nlmsghdr *nlh)
+{
+	struct acceptor *a = &t->acc;
+	struct handoff h = { .join = malloc(nlh->nlmsg_len) };
+	bool queued = false;
+
+	if (h.join) {
+		memcpy(h.join, nlh, nlh->nlmsg_len);
+		c->state = C_VERIFIED;
+		h.c = *c;
+		pthread_mutex_lock(&a->lock);
+		/* never full: pa[] and q[] together hold the pre-auth maximum */
+		if (a->nq < FKV_CCTL_PREAUTH_MAX) {
+			a->q[(a->qhead + a->nq) % FKV_CCTL_PREAUTH_MAX] = h;
+			a->nq++;
+			queued = true;
+		}
+		pthread_mutex_unlock(&a->lock);
+	}
+	if (!queued) {
+		fkv_err("cluster: cannot hand the join of %s over: closing",
+			c->peer);
+		free(h.join);
+		conn_close(c);
+		return;
+	}
+	memset(c, 0, sizeof(*c));
+	c->w.fd = -1;
+	c->state = C_FREE;
+	if (a->ready_fd >= 0 && eventfd_write(a->ready_fd, 1))
+		fkv_err("cluster: cannot wake the routing thread: %s",
+			strerror(errno));
+}
+
+/*
+ * Acceptor: the JOIN of a stranger.  What needs only the secret is
+ * checked here (the refusals signed as the routing thread signs them);
+ * a JOIN whose MAC verified goes to the routing thread (master_join).
+ */
+static void acc_join(struct fkv_cctl *t, struct cconn *c,
+		     const struct nlmsghdr *nlh, struct nlattr **tb)
+{
+	struct acceptor *a = &t->acc;
+
+	if (!tb[FKV_CA_NODE_NAME] || !tb[FKV_CA_MAC] ||
+	    !tb[FLUXONKV_A_INCARNATION] || !tb[FKV_CA_DATA_ADDR]) {
+		fkv_ratelimited_warn(&a->log, "cluster: malformed JOIN from %s",
+				     c->peer);
+		acc_refuse(t, c, -EINVAL, "malformed JOIN");
+		return;
+	}
+	if (!tb[FKV_CA_NONCE]) {
+		fkv_ratelimited_warn(&a->log,
+				     "cluster: a JOIN without a nonce from %s (a fluxond before mutual authentication?)",
+				     c->peer);
+		acc_refuse(t, c, -EPROTO,
+			   "this node's fluxond is too old: its JOIN has no nonce (upgrade it)");
+		return;
+	}
+	memcpy(c->peer_nonce, nla_data(tb[FKV_CA_NONCE]), FKV_NONCE_LEN);
+	c->peer_nonce_set = true;
+	if (!fkv_auth_verify(nlh, t->cc->secret, t->cc->secret_len,
+			     FKV_AUTH_CTL_JOIN, c->nonce, c->peer_nonce)) {
+		fkv_ratelimited_warn(&a->log,
+				     "cluster: refused node '%.64s' from %s: wrong cluster secret",
+				     nla_get_string(tb[FKV_CA_NODE_NAME]),
+				     c->peer);
+		acc_refuse(t, c, -EACCES, "wrong cluster secret");
+		return;
+	}
+	acc_hand_over(t, c, nlh);
+}
+
+/* Acceptor: a message from a stranger (in C_HELLO): a JOIN or nothing. */
+static void acc_msg(struct fkv_cctl *t, struct cconn *c, struct nlmsghdr *nlh)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	uint8_t cmd = fkv_wire_cmd(nlh);
+
+	if (fkv_wire_parse(nlh, tb, cctl_policy)) {
+		fkv_ratelimited_warn(&t->acc.log,
+				     "cluster: malformed message %u from %s: closing",
+				     cmd, c->peer);
+		c->state = C_CLOSING;
+		return;
+	}
+	if (cmd != FKV_CCMD_JOIN) {
+		fkv_ratelimited_warn(&t->acc.log,
+				     "cluster: %s sent command %u before joining: closing",
+				     c->peer, cmd);
+		c->state = C_CLOSING;
+		return;
+	}
+	acc_join(t, c, nlh, tb);
+}
+
+/* Acceptor: pre-auth connection @c is ready (poll's @revents). */
+static void acc_io(struct fkv_cctl *t, struct cconn *c, short revents)
+{
+	struct nlmsghdr *nlh;
+	int err = 0, ferr = 0;
+
+	if (revents & POLLOUT)
+		err = fkv_wire_flush(&c->w);
+	if (err && err != -EAGAIN) {
+		conn_close(c);
+		return;
+	}
+	if (revents & (POLLIN | POLLHUP | POLLERR)) {
+		err = fkv_wire_read(&c->w);
+		/*
+		 * Up to its JOIN, whatever arrived before an end of stream;
+		 * nothing after a refusal (C_CLOSING), nothing after a JOIN
+		 * that verified (handed over: C_FREE here, and what followed
+		 * it went along, unread, to the routing thread).
+		 */
+		while (c->state == C_HELLO &&
+		       (nlh = fkv_wire_next(&c->w, &ferr)))
+			acc_msg(t, c, nlh);
+		if (c->state == C_FREE)
+			return;
+		if (ferr == -EPROTO) {
+			fkv_ratelimited_warn(&t->acc.log,
+					     "cluster: %s speaks no fluxond protocol: closing",
+					     c->peer);
+			err = ferr;
+		}
+		if (err && err != -EAGAIN) {
+			conn_close(c);
+			return;
+		}
+	}
+	if (c->state == C_CLOSING && !fkv_wire_pending(&c->w))
+		conn_close(c);
+}
+
+static void acc_accept(struct fkv_cctl *t)
+{
+	struct acceptor *a = &t->acc;
 	unsigned int i, pending = 0, same = 0;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -591,25 +845,45 @@ static void master_accept(struct fkv_cctl *t)
 	int fd;
 
 	memset(&ss, 0, sizeof(ss));
-	fd = accept4(t->lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
-	if (fd < 0)
+	fd = accept4(a->lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+	if (fd < 0) {
+		if (errno != EMFILE && errno != ENFILE && errno != ENOBUFS &&
+		    errno != ENOMEM)
+			return;
+		/*
+		 * The connection stays queued and the listener readable: a
+		 * pause, or the thread would spin until a descriptor is free.
+		 */
+		fkv_ratelimited_warn(&a->log, "cluster: accept: %s (retrying)",
+				     strerror(errno));
+		if (a->threaded)
+			poll(NULL, 0, 100);
 		return;
-	for (i = 0; i < FKV_CCTL_CONNS; i++) {
-		struct cconn *o = &t->conns[i];
+	}
+	for (i = 0; i < FKV_CCTL_PREAUTH_MAX; i++) {
+		struct cconn *o = &a->pa[i];
 
 		if (o->state == C_FREE) {
 			if (!c)
 				c = o;
-		} else if (o->state == C_HELLO || o->state == C_JOINING) {
+		} else {
 			pending++;
 			same += fkv_same_host(&o->addr, &ss);
 		}
 	}
+	/* verified joins the routing thread has not taken yet count too */
+	pthread_mutex_lock(&a->lock);
+	for (i = 0; i < a->nq; i++) {
+		pending++;
+		same += fkv_same_host(&a->q[(a->qhead + i) %
+					   FKV_CCTL_PREAUTH_MAX].c.addr, &ss);
+	}
+	pthread_mutex_unlock(&a->lock);
 	if (!c || pending >= FKV_CCTL_PREAUTH_MAX ||
 	    same >= FKV_CCTL_PREAUTH_PER_ADDR) {
 		/* nothing sent, nothing read */
-		t->st.preauth_refused++;
-		fkv_ratelimited_warn(&t->preauth_log,
+		acc_count(&a->preauth_refused);
+		fkv_ratelimited_warn(&a->log,
 				     "cluster: %s: refusing a connection (%u joins in progress, %u from that address; at most %u and %u)",
 				     c ? "too many joins" : "no free slot",
 				     pending, same, FKV_CCTL_PREAUTH_MAX,
@@ -619,8 +893,12 @@ static void master_accept(struct fkv_cctl *t)
 	}
 	tune_socket(fd, t->cc->dead_after_ms);
 	fkv_wire_init(&c->w, fd);
-	c->w.gate = t->cfg.may_send;
-	c->w.gate_arg = t->cfg.arg;
+	/*
+	 * No gate (cfg.may_send) here: HELLO and the refusals carry nothing
+	 * of the cluster's state, and the first message that does, the
+	 * JOIN answer, leaves from the routing thread, which sets the gate
+	 * when it takes the connection.
+	 */
 	c->addr = ss;
 	c->state = C_HELLO;
 	c->since_ms = now_ms();
@@ -642,7 +920,171 @@ static void master_accept(struct fkv_cctl *t)
 		conn_close(c);
 		return;
 	}
-	conn_send(c, msg);
+	acc_send(a, c, msg);
+	if (c->state == C_CLOSING)
+		conn_close(c);
+}
+
+/*
+ * The acceptor's descriptors into @pfd (up to @max; FKV_CCTL_PREAUTH_MAX
+ * + 1 wanted): its connections, then the listener, so that accepting
+ * comes last in a round and reuses no slot polled before it.  @map gets
+ * each one's pa[] index, -1 for the listener.
+ */
+static int acc_pollfds(struct acceptor *a, struct pollfd *pfd, int *map,
+		       int max)
+{
+	unsigned int i;
+	int n = 0;
+
+	for (i = 0; i < FKV_CCTL_PREAUTH_MAX && n < max; i++) {
+		struct cconn *c = &a->pa[i];
+
+		if (c->state == C_FREE)
+			continue;
+		map[n] = (int)i;
+		pfd[n++] = (struct pollfd){
+			.fd = c->w.fd,
+			.events = POLLIN |
+				  (fkv_wire_pending(&c->w) ? POLLOUT : 0),
+		};
+	}
+	if (n < max) {
+		map[n] = -1;
+		pfd[n++] = (struct pollfd){ .fd = a->lfd, .events = POLLIN };
+	}
+	return n;
+}
+
+/* Acceptor: descriptor @fd, pa[@idx] (-1: the listener), is ready. */
+static void acc_ready(struct fkv_cctl *t, int idx, int fd, short revents)
+{
+	struct cconn *c;
+
+	if (idx < 0) {
+		acc_accept(t);
+		return;
+	}
+	c = &t->acc.pa[idx];
+	if (c->state != C_FREE && c->w.fd == fd)
+		acc_io(t, c, revents);
+}
+
+/*
+ * Acceptor: close whoever is past the join deadline (counted from
+ * accept, whatever it sent; a refused connection that does not take its
+ * refusal too).  Returns the ms until the next deadline, -1 for none.
+ */
+static int acc_tick(struct fkv_cctl *t)
+{
+	struct acceptor *a = &t->acc;
+	uint64_t now = now_ms(), limit = t->cfg.join_timeout_ms;
+	int64_t next = -1;
+	unsigned int i;
+
+	for (i = 0; i < FKV_CCTL_PREAUTH_MAX; i++) {
+		struct cconn *c = &a->pa[i];
+
+		if (c->state == C_FREE)
+			continue;
+		if (now - c->since_ms >= limit) {
+			acc_count(&a->join_timeouts);
+			fkv_ratelimited_warn(&a->log,
+					     "cluster: %s did not join in time: closing",
+					     c->peer);
+			conn_close(c);
+			continue;
+		}
+		if (next < 0 || (int64_t)(c->since_ms + limit - now) < next)
+			next = (int64_t)(c->since_ms + limit - now);
+	}
+	return (int)next;
+}
+
+static void *acc_thread(void *arg)
+{
+	struct fkv_cctl *t = arg;
+	struct acceptor *a = &t->acc;
+	struct pollfd pfd[FKV_CCTL_PREAUTH_MAX + 2];
+	int map[FKV_CCTL_PREAUTH_MAX + 2];
+
+	for (;;) {
+		int wait = acc_tick(t), k, n;
+
+		n = acc_pollfds(a, pfd, map, FKV_CCTL_PREAUTH_MAX + 1);
+		pfd[n] = (struct pollfd){ .fd = a->stop_fd, .events = POLLIN };
+		if (poll(pfd, (nfds_t)n + 1, wait) < 0) {
+			if (errno != EINTR)
+				fkv_ratelimited_warn(&a->log,
+						     "cluster: acceptor: poll: %s",
+						     strerror(errno));
+			continue;
+		}
+		if (pfd[n].revents)
+			break;		/* fkv_cctl_stop() */
+		for (k = 0; k < n; k++)
+			if (pfd[k].revents)
+				acc_ready(t, map[k], pfd[k].fd,
+					  pfd[k].revents);
+	}
+	return NULL;
+}
+
+/* The acceptor's part of fkv_cctl_start(), once it listens on acc.lfd. */
+static int acc_start(struct fkv_cctl *t)
+{
+	struct acceptor *a = &t->acc;
+	int err;
+
+	if (!a->threaded)
+		return 0;
+	a->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	a->ready_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (a->stop_fd < 0 || a->ready_fd < 0)
+		return -errno;
+	err = pthread_create(&a->thread, NULL, acc_thread, t);
+	if (err) {
+		fkv_err("cluster: cannot start the acceptor thread: %s",
+			strerror(err));
+		return -err;
+	}
+	a->started = true;
+	return 0;
+}
+
+/*
+ * The acceptor's part of fkv_cctl_stop(): the thread stopped and joined,
+ * then everything it owned closed, and the joins it queued that the
+ * routing thread did not take.
+ */
+static void acc_stop(struct fkv_cctl *t)
+{
+	struct acceptor *a = &t->acc;
+	unsigned int i;
+
+	if (a->started) {
+		/* an eventfd write fails only when the counter would wrap */
+		(void)eventfd_write(a->stop_fd, 1);
+		pthread_join(a->thread, NULL);
+		a->started = false;
+	}
+	for (i = 0; i < FKV_CCTL_PREAUTH_MAX; i++)
+		if (a->pa[i].state != C_FREE)
+			conn_close(&a->pa[i]);
+	for (; a->nq; a->nq--) {
+		struct handoff *h = &a->q[a->qhead];
+
+		conn_close(&h->c);
+		free(h->join);
+		a->qhead = (a->qhead + 1) % FKV_CCTL_PREAUTH_MAX;
+	}
+	if (a->lfd >= 0)
+		close(a->lfd);
+	if (a->stop_fd >= 0)
+		close(a->stop_fd);
+	if (a->ready_fd >= 0)
+		close(a->ready_fd);
+	a->lfd = a->stop_fd = a->ready_fd = -1;
 }
 
 static int master_start(struct fkv_cctl *t)
@@ -674,11 +1116,13 @@ static int master_start(struct fkv_cctl *t)
 			t->cc->master.host, gai_strerror(err));
 		return -EADDRNOTAVAIL;
 	}
-	t->lfd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC |
-			SOCK_NONBLOCK, 0);
-	if (t->lfd < 0 ||
-	    setsockopt(t->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(t->lfd, res->ai_addr, res->ai_addrlen) || listen(t->lfd, 64)) {
+	t->acc.lfd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC |
+			    SOCK_NONBLOCK, 0);
+	if (t->acc.lfd < 0 ||
+	    setsockopt(t->acc.lfd, SOL_SOCKET, SO_REUSEADDR, &one,
+		       sizeof(one)) ||
+	    bind(t->acc.lfd, res->ai_addr, res->ai_addrlen) ||
+	    listen(t->acc.lfd, 64)) {
 		err = -errno;
 		fkv_err("cluster: cannot listen on %s:%u: %s", t->cc->master.host,
 			t->cc->master.port, strerror(-err));
@@ -686,6 +1130,9 @@ static int master_start(struct fkv_cctl *t)
 		return err;
 	}
 	freeaddrinfo(res);
+	err = acc_start(t);
+	if (err)
+		return err;
 	fkv_info("cluster: master role, listening on %s:%u; this node is '%s' "
 		 "(id %u, incarnation %#llx)", t->cc->master.host,
 		 t->cc->master.port, t->cc->node_name, t->self_id,
@@ -921,9 +1368,15 @@ int fkv_cctl_start(struct fkv_cctl **out, const struct fkv_cctl_config *c)
 		return -ENOMEM;
 	t->cfg = *c;
 	t->cc = c->cc;
-	t->lfd = -1;
+	if (!t->cfg.join_timeout_ms)
+		t->cfg.join_timeout_ms = FKV_JOIN_TIMEOUT_MS;
 	for (i = 0; i < FKV_CCTL_CONNS; i++)
 		t->conns[i].w.fd = -1;
+	t->acc.lfd = t->acc.stop_fd = t->acc.ready_fd = -1;
+	t->acc.threaded = !c->inline_preauth;
+	for (i = 0; i < FKV_CCTL_PREAUTH_MAX; i++)
+		t->acc.pa[i].w.fd = -1;
+	pthread_mutex_init(&t->acc.lock, NULL);
 	t->master = t->cc->role == FKV_ROLE_MASTER;
 	if (t->master) {
 		err = master_start(t);
@@ -951,22 +1404,31 @@ void fkv_cctl_stop(struct fkv_cctl *t)
 		node_send_simple(t, FKV_CCMD_LEAVE);
 		fkv_wire_flush(&t->conns[0].w);
 	}
+	/* first: the acceptor hands nothing over from here */
+	acc_stop(t);
 	for (i = 0; i < FKV_CCTL_CONNS; i++)
 		if (t->conns[i].state != C_FREE)
 			conn_close(&t->conns[i]);
-	if (t->lfd >= 0)
-		close(t->lfd);
+	pthread_mutex_destroy(&t->acc.lock);
 	free(t);
 }
 
 int fkv_cctl_pollfds(struct fkv_cctl *t, struct pollfd *pfd, int max)
 {
 	unsigned int i;
-	int n = 0;
+	int n = 0, k;
 
-	if (t->lfd >= 0 && n < max) {
-		t->pfd_conn[n] = -1;
-		pfd[n++] = (struct pollfd){ .fd = t->lfd, .events = POLLIN };
+	if (t->master && !t->acc.threaded) {
+		/* inline: the acceptor's descriptors first */
+		n = acc_pollfds(&t->acc, pfd, t->pfd_conn, max);
+		for (k = 0; k < n; k++)
+			t->pfd_conn[k] = t->pfd_conn[k] < 0 ? PFD_LISTENER :
+					 PFD_PREAUTH - t->pfd_conn[k];
+	}
+	if (t->acc.ready_fd >= 0 && n < max) {
+		t->pfd_conn[n] = PFD_READY;
+		pfd[n++] = (struct pollfd){ .fd = t->acc.ready_fd,
+					    .events = POLLIN };
 	}
 	for (i = 0; i < FKV_CCTL_CONNS && n < max; i++) {
 		struct cconn *c = &t->conns[i];
@@ -1060,27 +1522,102 @@ static void conn_io(struct fkv_cctl *t, struct cconn *c, short revents)
 		conn_lost(t, c);
 }
 
+/*
+ * Routing thread: take the connection of verified JOIN @h over from the
+ * acceptor and answer it (master_join); then whatever its node sent
+ * after the JOIN, which came along unread.
+ */
+static void master_take(struct fkv_cctl *t, struct handoff *h)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	struct cconn *c = NULL;
+	unsigned int i;
+
+	for (i = 0; i < FKV_CCTL_CONNS && !c; i++)
+		if (t->conns[i].state == C_FREE)
+			c = &t->conns[i];
+	if (!c) {
+		/* every member slot and every closing one taken */
+		t->st.preauth_refused++;
+		fkv_ratelimited_warn(&t->preauth_log,
+				     "cluster: no free slot for the join of %s: closing",
+				     h->c.peer);
+		conn_close(&h->c);
+		free(h->join);
+		return;
+	}
+	*c = h->c;
+	c->w.gate = t->cfg.may_send;
+	c->w.gate_arg = t->cfg.arg;
+	/* the acceptor parsed these very bytes with the same policy */
+	if (fkv_wire_parse(h->join, tb, cctl_policy))
+		c->state = C_CLOSING;
+	else
+		master_join(t, c, h->join, tb);
+	free(h->join);
+	conn_io(t, c, POLLIN);
+}
+
+/* Routing thread: every verified JOIN the acceptor queued. */
+static void master_adopt(struct fkv_cctl *t)
+{
+	struct acceptor *a = &t->acc;
+	struct handoff h;
+	eventfd_t v;
+
+	if (!t->master)
+		return;
+	/* read before popping: a push after this read wakes the poll again */
+	if (a->ready_fd >= 0)
+		(void)eventfd_read(a->ready_fd, &v);
+	for (;;) {
+		bool got = false;
+
+		pthread_mutex_lock(&a->lock);
+		if (a->nq) {
+			h = a->q[a->qhead];
+			a->qhead = (a->qhead + 1) % FKV_CCTL_PREAUTH_MAX;
+			a->nq--;
+			got = true;
+		}
+		pthread_mutex_unlock(&a->lock);
+		if (!got)
+			break;
+		master_take(t, &h);
+	}
+}
+
 int fkv_cctl_handle(struct fkv_cctl *t, const struct pollfd *pfd, int n)
 {
+	bool adopt = false;
 	struct cconn *c;
-	int k;
+	int k, idx;
 
 	for (k = 0; k < n && k < t->npfd; k++) {
 		if (!pfd[k].revents)
 			continue;
-		if (t->pfd_conn[k] < 0) {
-			if (pfd[k].fd == t->lfd)
-				master_accept(t);
+		idx = t->pfd_conn[k];
+		if (idx == PFD_READY) {
+			adopt = true;
+			continue;
+		}
+		if (idx < 0) {
+			/* inline: the acceptor's step, then its queue */
+			acc_ready(t, idx == PFD_LISTENER ? -1 : PFD_PREAUTH - idx,
+				  pfd[k].fd, pfd[k].revents);
+			adopt = true;
 			continue;
 		}
 		/*
 		 * Still the connection that was polled: handling an earlier
 		 * descriptor may have closed it (a member replaced).
 		 */
-		c = &t->conns[t->pfd_conn[k]];
+		c = &t->conns[idx];
 		if (c->state != C_FREE && c->w.fd == pfd[k].fd)
 			conn_io(t, c, pfd[k].revents);
 	}
+	if (adopt)
+		master_adopt(t);
 	return t->fatal;
 }
 
@@ -1122,17 +1659,13 @@ void fkv_cctl_tick(struct fkv_cctl *t)
 			self->segment_used = t->cfg.segment_used(t->cfg.arg);
 		}
 		fkv_members_tick(&t->members, now);
+		if (!t->acc.threaded)
+			acc_tick(t);	/* inline: the join deadlines */
+		/* joins the poll did not show yet (a loop that did not poll) */
+		master_adopt(t);
 		for (i = 0; i < FKV_CCTL_CONNS; i++) {
 			struct cconn *c = &t->conns[i];
 
-			if ((c->state == C_HELLO || c->state == C_JOINING) &&
-			    now - c->since_ms > FKV_JOIN_TIMEOUT_MS) {
-				t->st.join_timeouts++;
-				fkv_ratelimited_warn(&t->preauth_log,
-						     "cluster: %s did not join in time: closing",
-						     c->peer);
-				conn_close(c);
-			}
 			/* A member the table let go (timeout): its connection too. */
 			if (c->state == C_JOINED &&
 			    !fkv_members_is_live(&t->members, c->id,
@@ -1261,7 +1794,15 @@ const struct fkv_members *fkv_cctl_members(const struct fkv_cctl *t)
 
 void fkv_cctl_get_stats(const struct fkv_cctl *t, struct fkv_cctl_stats *st)
 {
+	const struct acceptor *a = &t->acc;
+
 	*st = t->st;
+	st->preauth_refused += atomic_load_explicit(&a->preauth_refused,
+						    memory_order_relaxed);
+	st->join_timeouts += atomic_load_explicit(&a->join_timeouts,
+						  memory_order_relaxed);
+	st->refused += atomic_load_explicit(&a->refused,
+					    memory_order_relaxed);
 }
 
 uint32_t fkv_cctl_node_id(const struct fkv_cctl *t)

@@ -2,12 +2,17 @@
 /*
  * cluster_ctl.h - fluxond's cluster control plane: the master's member
  * listener, or a node's connection to the master (cluster.h messages over
- * wire.h).  Both sides are driven by the daemon's poll loop: no threads.
+ * wire.h).  Both sides are driven by the daemon's poll loop (the routing
+ * thread); a master also runs one acceptor thread of its own.
  *
- * Master role: accept, challenge (HELLO), check the JOIN's HMAC, admit
- * into the membership table (member.h), take heartbeats, and declare
- * member-left on LEAVE, a closed connection or dead_after_ms of silence.
- * The master's own node is a member too, joined in process.
+ * Master role: an acceptor thread accepts, challenges (HELLO) and checks
+ * the JOIN's HMAC under the pre-auth limits, so that strangers and slow
+ * handshakes cost the routing thread nothing; a JOIN that verified comes
+ * to the routing thread (through a descriptor fkv_cctl_pollfds() lists),
+ * which admits it into the membership table (member.h), takes heartbeats,
+ * and declares member-left on LEAVE, a closed connection or dead_after_ms
+ * of silence.  The master's own node is a member too, joined in process.
+ * Every function below runs on the routing thread.
  *
  * Node role: connect, answer the challenge, heartbeat every heartbeat_ms,
  * take the lease each answer grants (ops->lease), reconnect after a loss.  A refusal of the secret is fatal
@@ -70,9 +75,26 @@ struct fkv_cctl_config {
 	 * Master role, optional: checked before every write to a node's
 	 * connection; false (the leader's hold on its etcd lease ran out,
 	 * failover.h) writes nothing more -- not the rest of a turn that
-	 * began while it still led.  Called with @arg.
+	 * began while it still led.  Called with @arg, on the routing
+	 * thread only (the acceptor's HELLO and refusals are not gated:
+	 * they carry nothing of the cluster's state).
 	 */
 	bool (*may_send)(void *arg);
+	/*
+	 * Master role: a connection that has not sent a JOIN whose MAC
+	 * verified this long after accept is closed; 0 is
+	 * FKV_JOIN_TIMEOUT_MS (5 s).  Tests shorten it.
+	 */
+	unsigned int join_timeout_ms;
+	/*
+	 * Master role, for the fuzzer only (tests/fuzz/fuzz_ctl.c): no
+	 * acceptor thread; its work (accept, HELLO, the JOIN's check, the
+	 * deadlines) runs in fkv_cctl_handle() / fkv_cctl_tick(), and
+	 * fkv_cctl_pollfds() lists its descriptors (up to
+	 * FKV_CCTL_PREAUTH_MAX + 1 more, first): the same code, driven
+	 * deterministically.
+	 */
+	bool inline_preauth;
 };
 
 struct fkv_cctl_stats {
@@ -93,7 +115,8 @@ int fkv_cctl_start(struct fkv_cctl **out, const struct fkv_cctl_config *c);
 void fkv_cctl_stop(struct fkv_cctl *t);
 /*
  * Fill up to @max pollfds; returns how many.  At most FKV_CCTL_POLL_MAX
- * are ever wanted (the listener, every member, the joins in progress).
+ * are ever wanted (every member, connections closing, and the acceptor's
+ * queue of verified joins).
  */
 #define FKV_CCTL_POLL_MAX	(FKV_MEMBERS_MAX_CTL + 17)
 int fkv_cctl_pollfds(struct fkv_cctl *t, struct pollfd *pfd, int max);
