@@ -1540,6 +1540,9 @@ static int serve_join(struct fkv_xport *x, int fd, uint8_t *buf,
 	/* Signed for the requester's nonce: it checks us in turn. */
 	if (tb[FKV_CA_NONCE])
 		memcpy(theirs, nla_data(tb[FKV_CA_NONCE]), sizeof(theirs));
+	/* counted before the peer can see the refusal (and ask the count) */
+	if (!ok)
+		FKV_XCOUNT(x, auth_refused, 1);
 	msg = fkv_wire_msg(FKV_CCMD_JOIN);
 	err = send_free(fd, msg, msg && !nla_put_u32(msg, FLUXONKV_A_STATUS,
 						      ok ? 0 : (uint32_t)-EACCES) &&
@@ -1547,7 +1550,6 @@ static int serve_join(struct fkv_xport *x, int fd, uint8_t *buf,
 			 !fkv_auth_sign(msg, x->cfg.secret, x->cfg.secret_len,
 					FKV_AUTH_DATA_JOINED, theirs, nonce)));
 	if (!ok) {
-		FKV_XCOUNT(x, auth_refused, 1);
 		fkv_warn("data plane: a peer failed the secret check: refused");
 		return -EACCES;
 	}
