@@ -65,6 +65,7 @@ help:
 	@echo "  make vm-test    boot the guest and run selftests/run_tests there"
 	@echo "  make stress     the attack suite at length (storms of 1e6 ops, the fault matrix x20, the history checker x10, fluxond killed x100)"
 	@echo "  make cluster-test  several guests on one network: selftests/cluster/*.sh (make check: all but failover.sh)"
+	@echo "  make chaos      the chaos matrix in 3 guests: CHAOS_ROUNDS (2) rounds of CHAOS_STEPS under a history check (4.5-7.5 min a round)"
 	@echo "  make deb        the Debian packages, into $(O)/deb/"
 	@echo "  make deb-test   install them in a guest: dkms build, fluxond, load, kill -9, warm restart"
 	@echo "  make bench-cluster remote gets between two guests vs the link and the disk"
@@ -221,6 +222,25 @@ cluster-test:
 			-- selftests/cluster/$$t.sh || rc=1; \
 	done; \
 	exit $$rc
+
+# The chaos matrix (issue 28): selftests/cluster/chaos.sh in three guests,
+# CHAOS_ROUNDS rounds of CHAOS_STEPS under the cross-node history check
+# (make check runs one short round: restart:3 cut:3 master:both loris:2).
+# Each round: node restarts, a cut, the master restarted with every rejoin
+# order after it, a cut node's K overwritten and D deleted meanwhile,
+# slowloris, an impostor under a live member's name.  TAP, consoles and
+# fluxond logs in $(O)/results/chaos/; 4.5-7.5 min a round here (TCG).
+CHAOS_ROUNDS ?= 2
+CHAOS_STEPS ?= restart:3 cut:3 master:both loris:2 impostor master:23 \
+	overwrite:3 restart:2 master:32 restart:3
+CHAOS_TIMEOUT ?= $(shell echo $$((600 + 900 * $(CHAOS_ROUNDS))))
+.PHONY: chaos
+chaos: all
+	@rm -rf $(O)/results/chaos && mkdir -p $(O)/results/chaos
+	tools/vm/cluster --nodes 3 --timeout $(CHAOS_TIMEOUT) --results $(O)/results/chaos \
+		-- env CHAOS_ROUNDS=$(CHAOS_ROUNDS) CHAOS_STEPS="$(strip $(CHAOS_STEPS))" \
+		selftests/cluster/chaos.sh; \
+	rc=$$?; tools/tap-summary $(O)/results/chaos/*.tap && exit $$rc
 
 # Everything CI runs.  Unit and VM tests both run even if one fails; the
 # closing line counts every TAP result.
