@@ -172,6 +172,8 @@ extern u32 fluxonkv_compact_freeze_delays;
 /* Values a slide found with their last reference gone (debugfs). */
 extern u32 fluxonkv_compact_freeze_lost;
 extern u32 fluxonkv_fail_alloc;
+/* debugfs walk_delay_ms: each step of a walk over all replicas (replica.c). */
+extern u32 fluxonkv_walk_delay_ms;
 /* debugfs put_local_delay_ms / put_local_delays (kv_put.c). */
 extern u32 fluxonkv_put_local_delay_ms;
 extern u32 fluxonkv_put_local_delays;

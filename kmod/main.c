@@ -487,6 +487,8 @@ static void fluxonkv_debugfs_init(void)
 			   &fluxonkv_put_local_delays);
 	debugfs_create_u32("fail_alloc", 0600, fluxonkv_debugfs,
 			   &fluxonkv_fail_alloc);
+	debugfs_create_u32("walk_delay_ms", 0600, fluxonkv_debugfs,
+			   &fluxonkv_walk_delay_ms);
 }
 
 /* ---- init / exit ---- */

@@ -29,6 +29,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/jhash.h>
 #include <linux/random.h>
 #include <linux/rhashtable.h>
@@ -82,57 +83,105 @@ static bool fluxonkv_lease_holds(void)
 }
 
 /*
+ * Fault injection for the tests (debugfs walk_delay_ms, root only): each
+ * step of a walk over every replica (renumbering, ADOPT_DONE) takes this
+ * long, as millions of replicas would.  One READ_ONCE when off.
+ */
+u32 fluxonkv_walk_delay_ms;
+
+static void fluxonkv_walk_step(void)
+{
+	u32 ms = READ_ONCE(fluxonkv_walk_delay_ms);
+
+	if (unlikely(ms))
+		mdelay(min(ms, 100U));
+}
+
+/*
+ * Replicas a walk over the whole handle table (renumbering, ADOPT_DONE)
+ * handles under the table's lock -- a spinlock: no preemption on that
+ * CPU -- before it lets go and reschedules: a node may keep millions.
+ */
+#define FLUXONKV_WALK_BATCH	64
+
+/* Every FLUXONKV_WALK_BATCH steps of @xas (locked): let the CPU go. */
+static void fluxonkv_walk_pause(struct xa_state *xas, unsigned long *n)
+{
+	fluxonkv_walk_step();
+	if (++*n % FLUXONKV_WALK_BATCH)
+		return;
+	xas_pause(xas);
+	xas_unlock(xas);
+	cond_resched();
+	xas_lock(xas);
+}
+
+/*
  * The node id stamped into new handles.  With @renumber, the replicas a
- * previous daemon kept (FLUXONKV_REGISTER_F_KEEP) take it too.  Under the
- * handle table's lock, as replica_new() stamps and stores a handle: a
- * replica is either stored before (and renumbered) or stamped after.
+ * previous daemon kept (FLUXONKV_REGISTER_F_KEEP) take it too.  The id
+ * is set first, under the handle table's lock, as replica_new() stamps
+ * and stores a handle: a replica stored after that is stamped with it,
+ * and one stored before is in the table for the walk, which therefore
+ * may let go of the lock between batches (renumbering is idempotent).
  * Called with the daemon lock held, before the new daemon learns any
- * handle.
+ * handle and before it is connected (no get looks at a replica).
  */
 void fluxonkv_replica_set_node(u32 node_id, bool renumber)
 {
+	XA_STATE(xas, &fluxonkv_handles, 0);
 	struct fluxonkv_replica *r;
-	unsigned long slot;
+	unsigned long n = 0;
 
 	fluxonkv_daemon_assert_locked();
 	xa_lock(&fluxonkv_handles);
-	if (renumber) {
-		xa_for_each(&fluxonkv_handles, slot, r) {
-			r->handle = FLUXONKV_HANDLE_MAKE(r->handle,
-							 node_id, 0) |
-				    (r->handle &
-				     ~((1ULL << FLUXONKV_HANDLE_TAG_SHIFT) - 1));
-			WRITE_ONCE(r->alloc->owner, r->handle);
-			WRITE_ONCE(r->adopting, true);
-			WRITE_ONCE(fluxonkv_adopting, true);
-		}
-	} else {
-		/* nothing kept is adopted: no replica of a daemon before */
-		WRITE_ONCE(fluxonkv_adopting, false);
-	}
 	WRITE_ONCE(fluxonkv_node_id, node_id);
+	/* nothing kept is adopted: no replica of a daemon before */
+	if (!renumber)
+		WRITE_ONCE(fluxonkv_adopting, false);
 	xa_unlock(&fluxonkv_handles);
+	if (!renumber)
+		return;
+	xas_lock(&xas);
+	xas_for_each(&xas, r, ULONG_MAX) {
+		/* a slot taken but not yet stored (XA_ZERO_ENTRY) */
+		if (xas_retry(&xas, r))
+			continue;
+		r->handle = FLUXONKV_HANDLE_MAKE(r->handle, node_id, 0) |
+			    (r->handle &
+			     ~((1ULL << FLUXONKV_HANDLE_TAG_SHIFT) - 1));
+		WRITE_ONCE(r->alloc->owner, r->handle);
+		WRITE_ONCE(r->adopting, true);
+		WRITE_ONCE(fluxonkv_adopting, true);
+		fluxonkv_walk_pause(&xas, &n);
+	}
+	xas_unlock(&xas);
 }
 
 /*
  * ADOPT_DONE: the daemon's master has adopted every kept replica it did
  * not drop (its DROP_REPLICAs came first): the rest are local hits again.
- * Returns how many were waiting.
+ * Returns how many were waiting.  The global mark goes last: until then
+ * no local miss is trusted, and a replica the walk has not reached yet
+ * is no local hit.
  */
 unsigned long fluxonkv_replica_adopt_done(void)
 {
+	XA_STATE(xas, &fluxonkv_handles, 0);
 	struct fluxonkv_replica *r;
-	unsigned long slot, n = 0;
+	unsigned long n = 0, steps = 0;
 
-	xa_lock(&fluxonkv_handles);
-	xa_for_each(&fluxonkv_handles, slot, r) {
+	xas_lock(&xas);
+	xas_for_each(&xas, r, ULONG_MAX) {
+		if (xas_retry(&xas, r))
+			continue;
 		if (r->adopting) {
 			WRITE_ONCE(r->adopting, false);
 			n++;
 		}
+		fluxonkv_walk_pause(&xas, &steps);
 	}
 	WRITE_ONCE(fluxonkv_adopting, false);
-	xa_unlock(&fluxonkv_handles);
+	xas_unlock(&xas);
 	return n;
 }
 

@@ -941,6 +941,68 @@ FKV_TEST(a_dump_spans_several_messages_and_lists_each_replica_once)
 	fkv_nl_close(&ev);
 }
 
+/*
+ * Renumbering the kept replicas at a re-registration (and clearing their
+ * adopting marks at ADOPT_DONE) walks the whole handle table, and held
+ * its lock -- a spinlock: no preemption on that CPU -- for all of it: a
+ * node that kept millions of replicas stalled a CPU for seconds at every
+ * fluxond restart (issue 29).  The walk now lets go every
+ * FLUXONKV_WALK_BATCH replicas.  debugfs walk_delay_ms stretches each
+ * step (MANY x 10 ms = 3 s) and the soft-lockup watchdog is set to 2 s;
+ * before: "BUG: soft lockup" in the kernel log.
+ */
+FKV_TEST(renumbering_many_kept_replicas_lets_go_of_the_cpu)
+{
+	static uint64_t hb[MANY];
+	char k[MANY_KEY + 1], splat[512], thresh[16] = "10";
+	struct master a, b;
+	struct fkv_nl ev;
+	int64_t t0, t1;
+	int i, kmsg, fd;
+	ssize_t n;
+
+	FKV_LOAD(PARAMS);
+	events_open(&ev);
+	FKV_ASSERT_EQ(daemon_up(&a, KEEP, NODE_A), KEEP);
+	for (i = 0; i < MANY; i++) {
+		many_key(k, i);
+		hb[i] = renumbered(target_filled(&a, k, 1000 + i, many_len(i),
+						 true), NODE_B);
+	}
+	fd = open("/proc/sys/kernel/watchdog_thresh", O_RDWR);
+	if (fd < 0)
+		FKV_SKIP("no soft-lockup watchdog: %s", strerror(errno));
+	n = read(fd, thresh, sizeof(thresh) - 1);
+	thresh[n > 0 ? n : 0] = 0;
+	FKV_ASSERT_EQ(pwrite(fd, "1\n", 2, 0), 2);	/* a lockup at 2 s */
+	kmsg = fkv_kmsg_mark();
+	FKV_ASSERT_EQ(fkv_debugfs_set("walk_delay_ms", 10), 0);
+
+	daemon_crash(&a, &ev);
+	t0 = fkv_now_ms();
+	FKV_ASSERT_EQ(daemon_up(&b, KEEP, NODE_B), KEEP | ADOPT);
+	t1 = fkv_now_ms();
+	adopt_done(&b);
+	fkv_diag("registration %lld ms, ADOPT_DONE %lld ms (soft lockup at 2 s)",
+		 (long long)(t1 - t0), (long long)(fkv_now_ms() - t1));
+	FKV_ASSERT_EQ(fkv_debugfs_set("walk_delay_ms", 0), 0);
+	FKV_ASSERT_EQ(pwrite(fd, thresh, strlen(thresh), 0),
+		      (ssize_t)strlen(thresh));
+	close(fd);
+	FKV_ASSERT(!fkv_kmsg_splat(kmsg, splat, sizeof(splat)),
+		   "kernel log: %s", splat);
+	/* every one renumbered, and a local hit again */
+	expect_many(hb, NODE_B);
+	many_key(k, 7);
+	get_hits_dram(&b, k, 1000 + 7, many_len(7));
+
+	for (i = 0; i < MANY; i++)
+		FKV_ASSERT_EQ(drop_replica(&b.nl, hb[i]), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 0);
+	master_stop(&b);
+	fkv_nl_close(&ev);
+}
+
 /* ---- 6. routed SSD entries ---- */
 
 #define LOOP_FILE	"/tmp/fkv-keep-shard.img"
