@@ -2534,6 +2534,33 @@ static int trickle_releases(const int *fds, int n)
 }
 
 /*
+ * A source over @ops with socket timeout @io_ms, holding replica
+ * 0x500000001 @ 5 of @len bytes at 4096 of @src, and a member's
+ * connection to it (*@fd, joined).
+ */
+static struct fkv_xport *one_replica_source(struct fake_seg *src,
+					    const struct fkv_xport_ops *ops,
+					    unsigned int io_ms, uint64_t len,
+					    uint8_t *buf, int *fd)
+{
+	struct fkv_xport_config c = { .listen_host = "127.0.0.1",
+				      .node_name = "src",
+				      .io_timeout_ms = io_ms };
+	struct fkv_xport *xs;
+
+	src->mem = calloc(1, SEG);
+	FKV_ASSERT(src->mem != NULL);
+	src->handle = 0x500000001ULL;
+	src->put_id = 5;
+	src->off = 4096;
+	src->len = len;
+	xs = make_xport_cfg(src, ops, &c);
+	*fd = member_dial("127.0.0.1", fkv_xport_port(xs), buf);
+	FKV_ASSERT(*fd >= 0);
+	return xs;
+}
+
+/*
  * A RELEASE trickled forever pinned a replica (issue 28).  The source
  * of a DRAM pull served by RDMA READ keeps the replica pinned and the
  * window open until the requester's RELEASE; it read that RELEASE with
@@ -2548,22 +2575,11 @@ FKV_TEST_TIMEOUT(rdma_a_trickled_release_frees_the_replica_at_its_deadline, 60)
 {
 	static struct fake_seg src;
 	static uint8_t buf[FKV_WIRE_MAX] __attribute__((aligned(8)));
-	struct fkv_xport_config c = { .listen_host = "127.0.0.1",
-				      .node_name = "src",
-				      .io_timeout_ms = 1000 };
 	struct fkv_xport_stats st;
 	struct fkv_xport *xs;
 	int fd;
 
-	src.mem = calloc(1, SEG);
-	FKV_ASSERT(src.mem != NULL);
-	src.handle = 0x500000001ULL;
-	src.put_id = 5;
-	src.off = 4096;
-	src.len = 4096;
-	xs = make_xport_cfg(&src, &fkv_xport_rdma, &c);
-	fd = member_dial("127.0.0.1", fkv_xport_port(xs), buf);
-	FKV_ASSERT(fd >= 0);
+	xs = one_replica_source(&src, &fkv_xport_rdma, 1000, 4096, buf, &fd);
 	member_rdma(fd, buf);
 	member_pull_rdma(fd, buf, src.handle, 5, src.len,
 			 FLUXONKV_SOURCE_REMOTE);
@@ -2985,24 +3001,13 @@ FKV_TEST_TIMEOUT(tcp_a_trickled_read_of_a_value_ends_at_its_deadline, 60)
 {
 	static struct fake_seg src;
 	static uint8_t buf[FKV_WIRE_MAX] __attribute__((aligned(8)));
-	struct fkv_xport_config c = { .listen_host = "127.0.0.1",
-				      .node_name = "src",
-				      .io_timeout_ms = 500 };
 	struct fkv_xport_stats st;
 	struct fkv_xport *xs;
 	int fd, small = 4096;
 	uint64_t got;
 	bool closed;
 
-	src.mem = calloc(1, SEG);
-	FKV_ASSERT(src.mem != NULL);
-	src.handle = 0x500000001ULL;
-	src.put_id = 5;
-	src.off = 4096;
-	src.len = 6u << 20;
-	xs = make_xport_cfg(&src, &fkv_xport_tcp, &c);
-	fd = member_dial("127.0.0.1", fkv_xport_port(xs), buf);
-	FKV_ASSERT(fd >= 0);
+	xs = one_replica_source(&src, &fkv_xport_tcp, 500, 6u << 20, buf, &fd);
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
 	member_pull_inline(fd, buf, src.handle, 5, src.len);
 	FKV_ASSERT_EQ(src.holds, 1);

@@ -379,34 +379,19 @@ static void stop_all(void)
 #define VAL	((uint64_t)FLUXONKV_SEGMENT_ALIGN)
 
 /*
- * An eviction burst far larger than a node's control queue (4 MiB; one
- * DROP_REPLICA is 40 bytes) neither disconnects that healthy node nor
- * loses a drop (issue 28): the master sends evictions in acknowledged
- * batches of handles, a few batches at a time, and only into room.
- * Before: "node 2 does not read: closing", member-left, and the node
- * rejoined under a new incarnation with the drops lost.
+ * Node 2 holds @n replicas "@prefix-<i>" of VAL bytes (its module's puts,
+ * published at the master), the loops turning now and then meanwhile.
  */
-FKV_TEST_TIMEOUT(an_eviction_burst_larger_than_the_queue_keeps_the_node, 120)
+static void node2_holds(const char *prefix, uint32_t n)
 {
-	const struct fkv_members *mt;
-	struct fkv_cctl_stats st;
-	const uint32_t n = 400000;
-	uint64_t inc, put_id, h;
+	uint64_t put_id, h;
 	uint32_t i, flags;
 	char key[32];
-	int k;
 
-	start_pair();
-	FKV_ASSERT(cds[1]->registered);
-	inc = fkv_cctl_incarnation(cds[1]->cctl);
-	mt = fkv_cctl_members(cds[0]->cctl);
-	FKV_ASSERT(fkv_members_is_live(mt, 2, inc));
-
-	/* node 2 holds n replicas (its module's puts, published) */
 	cur_cd = cds[0];
 	fkv_master_set_caller(cds[0]->master, 2);
 	for (i = 0; i < n; i++) {
-		snprintf(key, sizeof(key), "burst-%u", i);
+		snprintf(key, sizeof(key), "%s-%u", prefix, i);
 		h = FLUXONKV_HANDLE_MAKE(0, 2, i + 1);
 		FKV_ASSERT_EQ(fkv_master_put(cds[0]->master, key, strlen(key),
 					     h, VAL, &put_id, &flags), 0);
@@ -419,6 +404,31 @@ FKV_TEST_TIMEOUT(an_eviction_burst_larger_than_the_queue_keeps_the_node, 120)
 	fkv_master_set_caller(cds[0]->master, cds[0]->self);
 	FKV_ASSERT_EQ(fkv_routes_node_used(fkv_master_routes(cds[0]->master),
 					   2), n * VAL);
+}
+
+/*
+ * An eviction burst far larger than a node's control queue (4 MiB; one
+ * DROP_REPLICA is 40 bytes) neither disconnects that healthy node nor
+ * loses a drop (issue 28): the master sends evictions in acknowledged
+ * batches of handles, a few batches at a time, and only into room.
+ * Before: "node 2 does not read: closing", member-left, and the node
+ * rejoined under a new incarnation with the drops lost.
+ */
+FKV_TEST_TIMEOUT(an_eviction_burst_larger_than_the_queue_keeps_the_node, 120)
+{
+	const struct fkv_members *mt;
+	struct fkv_cctl_stats st;
+	const uint32_t n = 400000;
+	uint64_t inc;
+	int k;
+
+	start_pair();
+	FKV_ASSERT(cds[1]->registered);
+	inc = fkv_cctl_incarnation(cds[1]->cctl);
+	mt = fkv_cctl_members(cds[0]->cctl);
+	FKV_ASSERT(fkv_members_is_live(mt, 2, inc));
+
+	node2_holds("burst", n);
 
 	/* its module needs room for all of it at once: one NEED_ROOM */
 	node_need_room(n * VAL);
@@ -649,29 +659,13 @@ FKV_TEST_TIMEOUT(a_node_restart_seen_at_its_rejoin_is_forgotten_in_slices,
 	const struct fkv_routes *rt;
 	struct fkv_clusterd *old;
 	struct fkv_cctl_stats st;
-	uint64_t used, prev, put_id, h, most = 0;
-	uint32_t i, flags, id = 0;
+	uint64_t used, prev, most = 0;
+	uint32_t id = 0;
 	int t;
 
 	start_pair();
 	rt = fkv_master_routes(cds[0]->master);
-	cur_cd = cds[0];
-	fkv_master_set_caller(cds[0]->master, 2);
-	for (i = 0; i < n; i++) {
-		char key[32];
-
-		snprintf(key, sizeof(key), "restart-%u", i);
-		h = FLUXONKV_HANDLE_MAKE(0, 2, i + 1);
-		FKV_ASSERT_EQ(fkv_master_put(cds[0]->master, key, strlen(key),
-					     h, VAL, &put_id, &flags), 0);
-		if (!(i % 20000)) {	/* heartbeats go on meanwhile */
-			spin(10);
-			cur_cd = cds[0];
-			fkv_master_set_caller(cds[0]->master, 2);
-		}
-	}
-	fkv_master_set_caller(cds[0]->master, cds[0]->self);
-	FKV_ASSERT_EQ(fkv_routes_node_used(rt, 2), n * VAL);
+	node2_holds("restart", n);
 
 	/* node "b" goes silent past its lease, its connection open */
 	old = cds[1];
