@@ -23,6 +23,9 @@
 #  6. the leader's fluxond is stopped (SIGSTOP) for two TTLs: the other
 #     candidate leads; resumed, the old leader steps down before answering
 #     and follows; every acknowledged put still reads back.
+#  7. the leader is cut off from etcd (tc drops its packets to etcd's
+#     port) but not from its nodes: it steps down, the other candidate
+#     leads, and once etcd answers again the old one follows it.
 # TAP in $FLUXON_RESULTS/failover-node<I>.tap; etcd's log in
 # $FLUXON_RESULTS/etcd.log.
 set -euo pipefail
@@ -44,9 +47,9 @@ if [ ! -x "$ETCD" ]; then
 	exit 0
 fi
 case $I in
-1) out "1..16" ;;
-2) out "1..19" ;;
-3) out "1..18" ;;
+1) out "1..22" ;;
+2) out "1..25" ;;
+3) out "1..20" ;;
 esac
 
 # Under TCG on a shared 2-core host a guest stalls for seconds: a lease
@@ -311,6 +314,56 @@ sleep 3
 check "after the stopped leader's return every acknowledged put still reads back" verify b c
 mark "verified3.$I"
 wait_for verified3.1 verified3.2 verified3.3 || true
+
+# 7. The leader cut off from etcd but not from its nodes (its packets to
+#    etcd's client port dropped): its keepalives fail, it steps down on its
+#    own clock, the other candidate wins, and once etcd answers again the
+#    old leader follows the new one -- its re-executed image waits for
+#    etcd rather than exit as a first start would.
+if [ "$I" -eq 3 ]; then
+	ETCDCTL_API=3 etcdctl --endpoints "$ETCD_URL" get --print-value-only \
+		/fluxonkv/failover-test/leader | cut -d' ' -f1 >"$SH/cut.tmp"
+	mv "$SH/cut.tmp" "$SH/cut"
+	diag "cutting the leader off from etcd: $(cat "$SH/cut")"
+fi
+wait_for cut || true
+if [ "$I" -ne 3 ]; then
+	if [ "$(cat "$SH/cut")" = "node$I" ]; then
+		before=$(grep -c 'stepping down from master' "$LOG" || true)
+		fbefore=$(grep -c 'etcd election: following' "$LOG" || true)
+		cut_etcd() {
+			tc qdisc add dev eth0 root handle 1: prio &&
+			tc filter add dev eth0 parent 1: protocol ip prio 1 u32 \
+				match ip dst "$(ip_of 3)/32" match ip dport 2379 0xffff \
+				action drop
+		}
+		check "the leader's packets to etcd are dropped (tc)" cut_etcd
+		check "the leader cut off from etcd steps down" \
+			logged "stepping down from master" $((before + 1))
+		wait_for cutlead || true
+		sleep 8		# longer than a first start's wait for etcd
+		tc qdisc del dev eth0 root 2>/dev/null || true
+		mark healed
+		check "etcd reachable again, the old leader follows the new one" \
+			logged "etcd election: following" $((fbefore + 1))
+		check "its fluxond lived through it" kill -0 "$DPID"
+		check "and registers with its module again" daemon_up
+	else
+		for t in "packets dropped" "steps down" "follows the new one" \
+			"lived through it" "registers again"; do
+			skip "the cut-off leader: $t" "node$I was not the leader"
+		done
+	fi
+else
+	cp "$SH/cut" "$SH/stopped"
+	check "another candidate leads while the leader is cut off from etcd" no_longer
+	mark cutlead
+fi
+wait_for healed || true
+sleep 3
+check "after the cut from etcd every acknowledged put still reads back" verify b c
+mark "verified4.$I"
+wait_for verified4.1 verified4.2 verified4.3 || true
 # node1 and node2 stop (and resign) while etcd still runs; then node3
 # stops etcd, which finish's wait would otherwise wait for.
 if [ "$I" -eq 3 ]; then

@@ -548,6 +548,59 @@ FKV_TEST(fluxond_with_a_wrong_etcd_endpoint_exits_1_saying_why)
 	fkv_etcd_close(e);
 }
 
+/*
+ * A fluxond that re-executed for a role change (FLUXOND_ETCD_REEXEC, set by
+ * fkv_failover_exec) waits for etcd however long it is away: a leader cut
+ * off from etcd steps down and must come back as a follower once etcd
+ * answers (issue 32).  A first start still exits 1 after 5 s (above).
+ * Before: the re-executed image exited 1 at 5 s like a first start.
+ */
+FKV_TEST_TIMEOUT(a_reexecuted_fluxond_waits_for_etcd_instead_of_exiting, 60)
+{
+	const char *bin = getenv("FLUXOND") ? getenv("FLUXOND") : "build/fluxond";
+	char cfg[] = "/tmp/fkv-etcd-cfg-XXXXXX", yaml[1024], out[8192];
+	int fd, pfd[2], st;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	if (access(bin, X_OK))
+		FKV_SKIP("%s not built (make first, or set FLUXOND)", bin);
+	snprintf(yaml, sizeof(yaml),
+		 FLUXOND_YAML("http://127.0.0.1:%d"), dead_port);
+	fd = mkstemp(cfg);
+	FKV_ASSERT(fd >= 0);
+	FKV_ASSERT_EQ(write(fd, yaml, strlen(yaml)), (ssize_t)strlen(yaml));
+	close(fd);
+	FKV_ASSERT_EQ(pipe(pfd), 0);
+	pid = fork();
+	FKV_ASSERT(pid >= 0);
+	if (!pid) {
+		dup2(pfd[1], 1);
+		dup2(pfd[1], 2);
+		close(pfd[0]);
+		setenv("FLUXOND_ETCD_REEXEC", "1", 1);
+		execl(bin, bin, "--control", "none", "--config", cfg,
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	sleep(7);		/* past a first start's 5 s */
+	st = 0;
+	FKV_ASSERT(waitpid(pid, &st, WNOHANG) == 0,
+		   "the re-executed fluxond exited (status %#x)", st);
+	kill(pid, SIGTERM);
+	FKV_ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	fcntl(pfd[0], F_SETFL, O_NONBLOCK);
+	while ((n = read(pfd[0], out + got, sizeof(out) - 1 - (size_t)got)) > 0)
+		got += n;
+	out[got] = '\0';
+	close(pfd[0]);
+	unlink(cfg);
+	fkv_diag("%s", out);
+	FKV_ASSERT(strstr(out, "waiting (a re-executed fluxond waits for etcd)"));
+	FKV_ASSERT(WIFEXITED(st) || WIFSIGNALED(st));
+}
+
 static int collect_fence(void *arg, const char *name, uint64_t put_id)
 {
 	char *out = arg;

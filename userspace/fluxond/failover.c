@@ -198,6 +198,7 @@ int fkv_failover_start(struct fkv_failover **out,
 	char err_s[FKV_ETCD_ERR_BUF], ver[32], self[FKV_HOSTPORT_BUF];
 	uint64_t waiting_since = mono_ms(), logged = 0;
 	unsigned int timeout;
+	bool reexec;
 	int err;
 
 	*out = NULL;
@@ -217,12 +218,30 @@ int fkv_failover_start(struct fkv_failover **out,
 		fkv_err("cluster.etcd: %s", err_s);
 		goto fail;
 	}
-	err = fkv_etcd_status(fo->etcd, ver, sizeof(ver));
-	if (err) {
-		fkv_err("cluster.etcd: no endpoint answers (%s); is etcd running there, and is this its client URL?",
-			fkv_etcd_error(fo->etcd));
-		goto fail;
+	reexec = getenv(FKV_FAILOVER_REEXEC_ENV) != NULL;
+	unsetenv(FKV_FAILOVER_REEXEC_ENV);
+	while ((err = fkv_etcd_status(fo->etcd, ver, sizeof(ver)))) {
+		uint64_t now = mono_ms();
+
+		if (!reexec) {
+			fkv_err("cluster.etcd: no endpoint answers (%s); is etcd running there, and is this its client URL?",
+				fkv_etcd_error(fo->etcd));
+			goto fail;
+		}
+		/* A role change's image: etcd was there; wait for it. */
+		if (now - logged >= 5000) {
+			fkv_warn("cluster.etcd: no endpoint answers (%s) after %llu ms: waiting (a re-executed fluxond waits for etcd)",
+				 fkv_etcd_error(fo->etcd),
+				 (unsigned long long)(now - waiting_since));
+			logged = now;
+		}
+		if (fo_stop_pending(stop_sigs)) {
+			err = -EINTR;
+			goto fail;
+		}
+		sleep_ms(fo->period_ms);
 	}
+	logged = 0;
 	/*
 	 * ... the election's may not: a leader checks its hold after each
 	 * keepalive, so one that hangs from 3/4 of the TTL must end before
@@ -475,6 +494,8 @@ int fkv_failover_exec(struct fkv_failover *fo, char **argv)
 		if (setenv(FKV_FAILOVER_RESUME_ENV, env, 1))
 			return -errno;
 	}
+	if (setenv(FKV_FAILOVER_REEXEC_ENV, "1", 1))
+		return -errno;
 	/*
 	 * Nothing but 0-2 crosses the exec: the module must see its netlink
 	 * socket close (the daemon's death: it keeps the cache), the pid
@@ -488,6 +509,7 @@ int fkv_failover_exec(struct fkv_failover *fo, char **argv)
 	err = -errno;
 	fkv_err("cannot re-execute fluxond: %s", strerror(-err));
 	unsetenv(FKV_FAILOVER_RESUME_ENV);
+	unsetenv(FKV_FAILOVER_REEXEC_ENV);
 	return err;
 }
 

@@ -23,6 +23,14 @@
 #include "fluxonkv_config.h"
 
 #define FKV_FAILOVER_RESUME_ENV	"FLUXOND_ETCD_RESUME"
+/*
+ * Set across every re-exec of a role change: the new image waits for etcd
+ * as long as it takes (a leader cut off from etcd steps down and comes
+ * back as a follower once etcd answers), where a first start gives up
+ * after FKV_FAILOVER_FIRST_TIMEOUT_MS (a wrong endpoint is the operator's
+ * to fix).
+ */
+#define FKV_FAILOVER_REEXEC_ENV	"FLUXOND_ETCD_REEXEC"
 
 struct fkv_failover;
 struct nl_msg;
