@@ -49,7 +49,7 @@ fi
 case $I in
 1) out "1..22" ;;
 2) out "1..25" ;;
-3) out "1..20" ;;
+3) out "1..21" ;;
 esac
 
 # Under TCG on a shared 2-core host a guest stalls for seconds: a lease
@@ -224,6 +224,8 @@ case $I in
 	check "every acknowledged put of node2 and node3 reads back on node3" verify b c
 	check "etcd holds node2 as the leader" sh -c \
 		"ETCDCTL_API=3 etcdctl --endpoints $ETCD_URL get --print-value-only /fluxonkv/failover-test/leader | grep -q '^node2 '"
+	check "fluxonctl cluster lists both candidates" cluster_json \
+		"sorted((x['name'], x['address']) for x in c.get('candidates', [])) == [('node1', '$(ip_of 1):7470'), ('node2', '$(ip_of 2):7470')]"
 	;;
 esac
 

@@ -2139,6 +2139,16 @@ static int fake_stats(void *arg, struct nl_msg *msg)
 			return -EMSGSIZE;
 		nla_nest_end(msg, n);
 	}
+	/* the master candidates etcd lists (elected clusters only) */
+	for (i = 1; i <= 2 && nodes == 2; i++) {
+		snprintf(name, sizeof(name), "node%d", i);
+		n = nla_nest_start(msg, FKV_CA_CANDIDATE);
+		if (!n || nla_put_string(msg, FKV_CA_NODE_NAME, name) ||
+		    nla_put_string(msg, FKV_CA_MASTER,
+				   i == 1 ? "10.77.0.1:7470" : "10.77.0.2:7470"))
+			return -EMSGSIZE;
+		nla_nest_end(msg, n);
+	}
 	return 0;
 }
 
@@ -2195,6 +2205,34 @@ FKV_TEST(fluxonctl_cluster_shows_the_election)
 	fclose(f);
 	FKV_EXPECT(strstr(out, "etcd_elections_won") != NULL, "%s", out);
 	free(out);
+
+	/* the candidates etcd lists, in every form */
+	cl.ncands = 2;
+	snprintf(cl.cands[0].name, sizeof(cl.cands[0].name), "node1");
+	snprintf(cl.cands[0].addr, sizeof(cl.cands[0].addr), "10.77.0.1:7470");
+	snprintf(cl.cands[1].name, sizeof(cl.cands[1].name), "node2");
+	snprintf(cl.cands[1].addr, sizeof(cl.cands[1].addr), "10.77.0.2:7470");
+	out = NULL;
+	f = open_memstream(&out, &len);
+	ctl_render_cluster_human(f, &cl);
+	fclose(f);
+	FKV_EXPECT(strstr(out, "candidates: node1 (10.77.0.1:7470), node2 "
+			  "(10.77.0.2:7470)\n") != NULL, "%s", out);
+	free(out);
+	out = NULL;
+	f = open_memstream(&out, &len);
+	ctl_render_cluster_json(f, &cl);
+	fclose(f);
+	FKV_EXPECT(strstr(out, "\"candidates\"") != NULL &&
+		   strstr(out, "\"10.77.0.2:7470\"") != NULL, "%s", out);
+	free(out);
+	out = NULL;
+	f = open_memstream(&out, &len);
+	ctl_render_cluster_prometheus(f, &cl);
+	fclose(f);
+	FKV_EXPECT(strstr(out, "fluxonkv_cluster_candidate{node=\"node2\","
+			  "address=\"10.77.0.2:7470\"} 1\n") != NULL, "%s", out);
+	free(out);
 }
 
 FKV_TEST_TIMEOUT(control_socket_answers_stats_and_fluxonctl_renders_them, 30)
@@ -2224,6 +2262,9 @@ FKV_TEST_TIMEOUT(control_socket_answers_stats_and_fluxonctl_renders_them, 30)
 	FKV_ASSERT_EQ(ctl_cluster_stat(cl.nodes[1].st, cl.nodes[1].nst,
 				       "replicas")->value, 20);
 	FKV_ASSERT_EQ(ctl_cluster_stat(cl.st, cl.nst, "remote_pulls")->value, 3);
+	FKV_ASSERT_EQ(cl.ncands, 2);
+	FKV_ASSERT(!strcmp(cl.cands[1].name, "node2") &&
+		   !strcmp(cl.cands[1].addr, "10.77.0.2:7470"));
 
 	f = open_memstream(&out, &len);
 	ctl_render_cluster_human(f, &cl);

@@ -601,6 +601,47 @@ FKV_TEST_TIMEOUT(a_reexecuted_fluxond_waits_for_etcd_instead_of_exiting, 60)
 	FKV_ASSERT(WIFEXITED(st) || WIFSIGNALED(st));
 }
 
+static int collect_cand(void *arg, const char *name, const char *addr)
+{
+	char *out = arg;
+	size_t len = strlen(out);
+
+	snprintf(out + len, 256 - len, "%s=%s;", name, addr);
+	return 0;
+}
+
+/*
+ * Candidates are listed in etcd (fluxonctl cluster shows them, issue 32)
+ * under their own leases: the leader and a waiting candidate, not a
+ * plain node; a candidate that resigns (its lease revoked) is gone.
+ */
+FKV_TEST(candidates_are_listed_while_their_leases_live)
+{
+	struct fkv_etcd *ea = client(), *eb = client(), *ec = client();
+	struct fkv_election *a = candidate(ea, "/t10", "a", "10.0.0.1:7470", true);
+	struct fkv_election *b = candidate(eb, "/t10", "b", "10.0.0.2:7470", true);
+	struct fkv_election *c = candidate(ec, "/t10", "c", NULL, false);
+	struct fkv_leader l;
+	enum fkv_elect_event ev;
+	char got[256] = "";
+
+	FKV_ASSERT_EQ(fkv_election_step(a, now_ms(), &ev, &l), 0);
+	FKV_ASSERT_EQ(ev, FKV_ELECT_WON);
+	FKV_ASSERT_EQ(fkv_election_step(b, now_ms(), &ev, &l), 0);
+	FKV_ASSERT_EQ(fkv_election_step(c, now_ms(), &ev, &l), 0);
+	FKV_ASSERT_EQ(fkv_election_candidates(c, collect_cand, got), 0);
+	FKV_ASSERT(!strcmp(got, "a=10.0.0.1:7470;b=10.0.0.2:7470;"), "%s", got);
+	fkv_election_destroy(b);		/* resigns: its lease revoked */
+	got[0] = '\0';
+	FKV_ASSERT_EQ(fkv_election_candidates(a, collect_cand, got), 0);
+	FKV_ASSERT(!strcmp(got, "a=10.0.0.1:7470;"), "%s", got);
+	fkv_election_destroy(c);
+	fkv_election_destroy(a);
+	fkv_etcd_close(ea);
+	fkv_etcd_close(eb);
+	fkv_etcd_close(ec);
+}
+
 static int collect_fence(void *arg, const char *name, uint64_t put_id)
 {
 	char *out = arg;

@@ -202,6 +202,7 @@ enum fkv_cluster_attr {
 	/* binary, FKV_MAC_LEN bytes: the master's leave for one placement */
 	FKV_CA_PLACE_TICKET,
 	FKV_CA_CSUM,		/* u64: XXH3-64 of the bytes that follow */
+	FKV_CA_CANDIDATE,	/* nested: NODE_NAME, MASTER (etcd candidate) */
 	__FKV_CA_MAX,
 	FKV_CA_MAX = __FKV_CA_MAX - 1
 };

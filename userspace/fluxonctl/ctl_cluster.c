@@ -103,6 +103,19 @@ static int decode_node(struct nlattr *nest, struct ctl_cnode *nd)
 	return 0;
 }
 
+static int decode_cand(struct nlattr *nest, struct ctl_ccand *cd)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+
+	if (nla_parse_nested(tb, FKV_CA_MAX, nest,
+			     (struct nla_policy *)top_policy) < 0 ||
+	    !tb[FKV_CA_NODE_NAME] || !tb[FKV_CA_MASTER])
+		return -EPROTO;
+	copy_str(cd->name, sizeof(cd->name), tb[FKV_CA_NODE_NAME]);
+	copy_str(cd->addr, sizeof(cd->addr), tb[FKV_CA_MASTER]);
+	return 0;
+}
+
 int ctl_cluster_decode(struct nlmsghdr *nlh, struct ctl_cluster *c)
 {
 	struct nlattr *tb[FKV_CA_MAX + 1], *a;
@@ -129,6 +142,12 @@ int ctl_cluster_decode(struct nlmsghdr *nlh, struct ctl_cluster *c)
 			if (decode_node(a, &c->nodes[c->nnodes]))
 				return -EPROTO;
 			c->nnodes++;
+		}
+		if (nla_type(a) == FKV_CA_CANDIDATE &&
+		    c->ncands < CTL_CLUSTER_CANDS) {
+			if (decode_cand(a, &c->cands[c->ncands]))
+				return -EPROTO;
+			c->ncands++;
 		}
 	}
 	return 0;
@@ -330,6 +349,13 @@ void ctl_render_cluster_human(FILE *f, const struct ctl_cluster *c)
 			(unsigned long long)stat_of(c->st, c->nst, "etcd_errors"),
 			(unsigned long long)stat_of(c->st, c->nst,
 						    "etcd_failover_ms"));
+	if (c->ncands) {
+		fprintf(f, "candidates:");
+		for (i = 0; i < c->ncands; i++)
+			fprintf(f, "%s %s (%s)", i ? "," : "", c->cands[i].name,
+				c->cands[i].addr);
+		fprintf(f, "\n");
+	}
 	if (c->nnodes) {
 		fprintf(f, "%-3s %-14s %-5s %-18s %-22s %-5s %-21s %-10s %8s %8s\n",
 			"ID", "NAME", "STATE", "INCARNATION", "DATA ADDRESS",
@@ -418,6 +444,16 @@ void ctl_render_cluster_json(FILE *f, const struct ctl_cluster *c)
 		ctl_json_close(&j);
 	}
 	ctl_json_array_close(&j);
+	if (c->ncands) {
+		ctl_json_array_open(&j, "candidates");
+		for (i = 0; i < c->ncands; i++) {
+			ctl_json_open(&j, NULL);
+			ctl_json_str(&j, "name", c->cands[i].name);
+			ctl_json_str(&j, "address", c->cands[i].addr);
+			ctl_json_close(&j);
+		}
+		ctl_json_array_close(&j);
+	}
 	ctl_json_close(&j);
 }
 
@@ -459,6 +495,13 @@ void ctl_render_cluster_prometheus(FILE *f, const struct ctl_cluster *c)
 
 	for (i = 0; i < c->nst; i++)
 		prom_series(f, "fluxond", c->st[i].name, c->st[i].value);
+	if (c->ncands)
+		fprintf(f, "# HELP fluxonkv_cluster_candidate 1 for each master "
+			"candidate etcd lists.\n"
+			"# TYPE fluxonkv_cluster_candidate gauge\n");
+	for (i = 0; i < c->ncands; i++)
+		fprintf(f, "fluxonkv_cluster_candidate{node=\"%s\",address=\"%s\"} 1\n",
+			c->cands[i].name, c->cands[i].addr);
 	for (k = 0; k < sizeof(node_gauges) / sizeof(node_gauges[0]); k++) {
 		fprintf(f, "# HELP fluxonkv_cluster_node_%s %s\n"
 			"# TYPE fluxonkv_cluster_node_%s gauge\n", node_gauges[k],

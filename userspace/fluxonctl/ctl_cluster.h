@@ -36,6 +36,13 @@ struct ctl_cnode {
 	unsigned int nst;
 };
 
+/* A master candidate etcd lists (issue 32). */
+#define CTL_CLUSTER_CANDS	16
+struct ctl_ccand {
+	char name[FKV_NODE_NAME_MAX + 1];
+	char addr[FKV_ADDR_MAX];
+};
+
 struct ctl_cluster {
 	char role[16];		/* single | master | node */
 	char name[FKV_NODE_NAME_MAX + 1];
@@ -47,6 +54,8 @@ struct ctl_cluster {
 	unsigned int nst;
 	struct ctl_cnode nodes[FKV_MEMBERS_MAX_CTL];
 	unsigned int nnodes;
+	struct ctl_ccand cands[CTL_CLUSTER_CANDS];	/* etcd's */
+	unsigned int ncands;
 };
 
 struct nlmsghdr;

@@ -15,6 +15,9 @@ struct fkv_election {
 	char key_leader[FKV_ELECT_KEY_BUF];
 	char key_term[FKV_ELECT_KEY_BUF];
 	char key_fences[FKV_ELECT_KEY_BUF];	/* "<prefix>/fences/" */
+	char key_cands[FKV_ELECT_KEY_BUF];	/* "<prefix>/candidates/" */
+	char key_cand[FKV_ELECT_KEY_BUF + FKV_ELECT_NAME_BUF];	/* ours */
+	int64_t cand_lease;	/* the lease our candidate key is under */
 	char value[FKV_ELECT_NAME_BUF + FKV_ELECT_ADDR_BUF];
 	unsigned int ttl_ms;
 	bool candidate;
@@ -87,6 +90,10 @@ int fkv_election_create(struct fkv_election **out, struct fkv_etcd *e,
 	snprintf(el->key_term, sizeof(el->key_term), "%s/term", o->prefix);
 	snprintf(el->key_fences, sizeof(el->key_fences), "%s/fences/",
 		 o->prefix);
+	snprintf(el->key_cands, sizeof(el->key_cands), "%s/candidates/",
+		 o->prefix);
+	snprintf(el->key_cand, sizeof(el->key_cand), "%s%s", el->key_cands,
+		 o->name);
 	n = snprintf(el->value, sizeof(el->value), "%s %s", o->name,
 		     o->addr ? o->addr : "-");
 	(void)n;
@@ -254,6 +261,14 @@ static int fkv_election_campaign(struct fkv_election *el, uint64_t now_ms,
 	}
 	el->held_until = now_ms + el->ttl_ms - el->ttl_ms / 4;
 	el->next_keepalive = now_ms + el->ttl_ms / 3;
+	/* Listed as a candidate for as long as this lease lives. */
+	if (el->cand_lease != el->lease) {
+		err = fkv_etcd_put(el->e, el->key_cand, el->value,
+				   strlen(el->value), el->lease);
+		if (err)
+			return err;
+		el->cand_lease = el->lease;
+	}
 	el->st.campaigns++;
 	ok = fkv_etcd_create(el->e, el->key_leader, el->value,
 			     strlen(el->value), el->lease, &rev, &cur);
@@ -533,4 +548,31 @@ void fkv_election_resign(struct fkv_election *el)
 	el->leader = false;
 	el->lease = 0;
 	el->rev = 0;
+}
+
+struct cands_walk {
+	int (*fn)(void *arg, const char *name, const char *addr);
+	void *arg;
+};
+
+static int cand_one(void *arg, const char *key, const struct fkv_etcd_kv *kv)
+{
+	struct cands_walk *w = arg;
+	struct fkv_leader l;
+
+	(void)key;
+	/* the value is the leader key's: "<name> <addr>"; skip the malformed */
+	if (fkv_leader_parse(kv->value, kv->value_len, &l))
+		return 0;
+	return w->fn(w->arg, l.name, l.addr);
+}
+
+int fkv_election_candidates(struct fkv_election *el,
+			    int (*fn)(void *arg, const char *name,
+				      const char *addr),
+			    void *arg)
+{
+	struct cands_walk w = { fn, arg };
+
+	return fkv_etcd_get_prefix(el->e, el->key_cands, cand_one, &w);
 }

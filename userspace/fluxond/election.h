@@ -6,6 +6,9 @@
  *	<prefix>/leader	"<name> <control host:port>", created by the
  *			winner under its etcd lease (a txn on
  *			create_revision == 0): it goes when the lease does
+ *	<prefix>/candidates/<name>
+ *			"<name> <control host:port>" of every campaigning
+ *			candidate, under its etcd lease (gone with it)
  *	<prefix>/term	the last master term, decimal; each new leader
  *			raises it by compare-and-swap, guarded by its
  *			leader key's create_revision (a deposed leader's
@@ -133,6 +136,14 @@ int fkv_election_fence_raise(struct fkv_election *el, const char *name,
  */
 int fkv_election_fence_lift(struct fkv_election *el, const char *name,
 			    uint64_t put_id);
+/*
+ * @fn for every candidate etcd lists (<prefix>/candidates/: those whose
+ * lease lives), in key order; 0 or -errno (etcd, or @fn's).
+ */
+int fkv_election_candidates(struct fkv_election *el,
+			    int (*fn)(void *arg, const char *name,
+				      const char *addr),
+			    void *arg);
 int fkv_election_fences_load(struct fkv_election *el,
 			     int (*fn)(void *arg, const char *name,
 				       uint64_t put_id),

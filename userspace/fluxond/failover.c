@@ -14,8 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/close_range.h>
+#include <netlink/attr.h>
 #include <sys/syscall.h>
 
+#include "../common/cluster_msg.h"
 #include "ctlsock.h"
 #include "election.h"
 #include "etcd.h"
@@ -25,6 +27,9 @@
 
 /* etcd's first answer at start: a cold connection, a loaded host. */
 #define FKV_FAILOVER_FIRST_TIMEOUT_MS	5000
+/* Candidates shown (fluxonctl cluster), re-read every this many rounds. */
+#define FKV_FAILOVER_CANDS		16
+#define FKV_FAILOVER_CANDS_EVERY	4
 
 struct fkv_failover {
 	struct fkv_cluster_config *cc;
@@ -44,6 +49,11 @@ struct fkv_failover {
 	_Atomic uint64_t hold;		/* leader: held until (mono ms) */
 	uint64_t lost_at;		/* leader seen gone (follower) */
 	uint64_t failover_ms;		/* last: leader gone -> we won */
+	struct {			/* under lock: etcd's candidates */
+		char name[FKV_ELECT_NAME_BUF];
+		char addr[FKV_ELECT_ADDR_BUF];
+	} cands[FKV_FAILOVER_CANDS];
+	unsigned int ncands;
 };
 
 static uint64_t mono_ms(void)
@@ -77,6 +87,33 @@ static int fo_step(struct fkv_failover *fo, enum fkv_elect_event *ev,
 	return err;
 }
 
+static int fo_cand(void *arg, const char *name, const char *addr)
+{
+	struct fkv_failover *fo = arg;
+
+	if (fo->ncands == FKV_FAILOVER_CANDS)
+		return 0;		/* more than we show */
+	snprintf(fo->cands[fo->ncands].name, sizeof(fo->cands[0].name), "%s",
+		 name);
+	snprintf(fo->cands[fo->ncands].addr, sizeof(fo->cands[0].addr), "%s",
+		 addr);
+	fo->ncands++;
+	return 0;
+}
+
+/* etcd's list of candidates, for fluxonctl cluster (kept on an error). */
+static void fo_read_cands(struct fkv_failover *fo)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&fo->lock);
+	n = fo->ncands;
+	fo->ncands = 0;
+	if (fkv_election_candidates(fo->el, fo_cand, fo))
+		fo->ncands = n;
+	pthread_mutex_unlock(&fo->lock);
+}
+
 static void fo_request(struct fkv_failover *fo, const char *why)
 {
 	const char *none = NULL;
@@ -90,6 +127,7 @@ static void *fo_thread(void *arg)
 	struct fkv_failover *fo = arg;
 	bool master = fo->cc->role == FKV_ROLE_MASTER;
 	uint64_t last_err_log = 0;
+	unsigned int round = 0;
 
 	while (!atomic_load(&fo->stop) && !atomic_load(&fo->pending)) {
 		enum fkv_elect_event ev;
@@ -97,6 +135,8 @@ static void *fo_thread(void *arg)
 		int err = fo_step(fo, &ev, &l);
 		uint64_t now = mono_ms();
 
+		if (!err && !(round++ % FKV_FAILOVER_CANDS_EVERY))
+			fo_read_cands(fo);
 		if (err && now - last_err_log >= 5000) {
 			pthread_mutex_lock(&fo->lock);
 			fkv_warn("etcd election: %s", fkv_etcd_error(fo->etcd));
@@ -308,6 +348,7 @@ int fkv_failover_start(struct fkv_failover **out,
 			sleep_ms(fo->period_ms);
 		}
 	}
+	fo_read_cands(fo);
 	if (fkv_election_is_leader(fo->el)) {
 		cc->role = FKV_ROLE_MASTER;
 		snprintf(fo->addr, sizeof(fo->addr), "%s", self);
@@ -524,6 +565,17 @@ int fkv_failover_stats(void *arg, struct nl_msg *msg)
 	fkv_election_get_stats(fo->el, &st);
 	leader = fkv_election_is_leader(fo->el);
 	term = fo->term;
+	for (unsigned int i = 0; i < fo->ncands; i++) {
+		struct nlattr *nest = nla_nest_start(msg, FKV_CA_CANDIDATE);
+
+		if (!nest ||
+		    nla_put_string(msg, FKV_CA_NODE_NAME, fo->cands[i].name) ||
+		    nla_put_string(msg, FKV_CA_MASTER, fo->cands[i].addr)) {
+			pthread_mutex_unlock(&fo->lock);
+			return -EMSGSIZE;
+		}
+		nla_nest_end(msg, nest);
+	}
 	pthread_mutex_unlock(&fo->lock);
 	if (fkv_ctl_put_stat(msg, "etcd_healthy", atomic_load(&fo->healthy)) ||
 	    fkv_ctl_put_stat(msg, "etcd_leader_self", leader) ||
