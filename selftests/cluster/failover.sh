@@ -333,7 +333,8 @@ if [ "$I" -ne 3 ]; then
 	if [ "$(cat "$SH/cut")" = "node$I" ]; then
 		before=$(grep -c 'stepping down from master' "$LOG" || true)
 		fbefore=$(grep -c 'etcd election: following' "$LOG" || true)
-		cut_etcd() {
+		cut_etcd() {	# (the guest kernel cannot autoload modules)
+			modprobe -a sch_prio cls_u32 act_gact &&
 			tc qdisc add dev eth0 root handle 1: prio &&
 			tc filter add dev eth0 parent 1: protocol ip prio 1 u32 \
 				match ip dst "$(ip_of 3)/32" match ip dport 2379 0xffff \
