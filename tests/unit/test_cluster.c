@@ -2492,18 +2492,19 @@ static void member_rdma(int fd, uint8_t *buf)
 }
 
 /*
- * PULL {key, @handle, @put_id, @len, @source, RDMA}; the answer (or a
- * push's first chunk header) must carry a window: ADDR and RKEY.
+ * PULL {key, @handle, @put_id, @len, @source[, RDMA]} sent, its answer
+ * (or a push's first chunk header) read and parsed into @tb: status 0.
  */
-static void member_pull_rdma(int fd, uint8_t *buf, uint64_t handle,
-			     uint64_t put_id, uint64_t len, uint32_t source)
+static void member_pull_ask(int fd, uint8_t *buf, uint64_t handle,
+			    uint64_t put_id, uint64_t len, uint32_t source,
+			    bool rdma, struct nlattr **tb)
 {
 	static const struct nla_policy pol[FKV_CA_MAX + 1] = {
 		[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
+		[FLUXONKV_A_LEN] = { .type = NLA_U64 },
 		[FKV_CA_ADDR] = { .type = NLA_U64 },
 		[FKV_CA_RKEY] = { .type = NLA_U32 },
 	};
-	struct nlattr *tb[FKV_CA_MAX + 1];
 	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_PULL);
 
 	FKV_ASSERT(msg != NULL);
@@ -2512,12 +2513,23 @@ static void member_pull_rdma(int fd, uint8_t *buf, uint64_t handle,
 	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_PUT_ID, put_id), 0);
 	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_LEN, len), 0);
 	FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_SOURCE, source), 0);
-	FKV_ASSERT_EQ(nla_put_u32(msg, FKV_CA_RDMA, 1), 0);
+	if (rdma)
+		FKV_ASSERT_EQ(nla_put_u32(msg, FKV_CA_RDMA, 1), 0);
 	FKV_ASSERT_EQ(imp_send(fd, msg), 0);
 	FKV_ASSERT_EQ(imp_recv(fd, buf), 0);
 	FKV_ASSERT_EQ(fkv_wire_parse((struct nlmsghdr *)buf, tb, pol), 0);
-	FKV_ASSERT(tb[FLUXONKV_A_STATUS] && tb[FKV_CA_ADDR] && tb[FKV_CA_RKEY]);
+	FKV_ASSERT(tb[FLUXONKV_A_STATUS] != NULL);
 	FKV_ASSERT_EQ(nla_get_u32(tb[FLUXONKV_A_STATUS]), 0);
+}
+
+/* ... by RDMA: the answer must carry a window, ADDR and RKEY. */
+static void member_pull_rdma(int fd, uint8_t *buf, uint64_t handle,
+			     uint64_t put_id, uint64_t len, uint32_t source)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+
+	member_pull_ask(fd, buf, handle, put_id, len, source, true, tb);
+	FKV_ASSERT(tb[FKV_CA_ADDR] && tb[FKV_CA_RKEY]);
 }
 
 /* RELEASE {OFFSET 0, STATUS 0}, as bytes to trickle. */
@@ -2976,31 +2988,17 @@ FKV_TEST_TIMEOUT(tcp_pulls_wait_their_turn_when_every_thread_is_taken, 60)
 }
 
 /*
- * PULL {key, @handle, @put_id, @len} without RDMA: the answer's header is
- * read (status 0, LEN), the value's bytes are left in the socket.
+ * A DRAM pull without RDMA: the answer's header is read (LEN), the
+ * value's bytes are left in the socket.
  */
 static void member_pull_inline(int fd, uint8_t *buf, uint64_t handle,
 			       uint64_t put_id, uint64_t len)
 {
-	static const struct nla_policy pol[FKV_CA_MAX + 1] = {
-		[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
-		[FLUXONKV_A_LEN] = { .type = NLA_U64 },
-	};
 	struct nlattr *tb[FKV_CA_MAX + 1];
-	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_PULL);
 
-	FKV_ASSERT(msg != NULL);
-	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, 3, "key"), 0);
-	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_HANDLE, handle), 0);
-	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_PUT_ID, put_id), 0);
-	FKV_ASSERT_EQ(nla_put_u64(msg, FLUXONKV_A_LEN, len), 0);
-	FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_SOURCE,
-				  FLUXONKV_SOURCE_REMOTE), 0);
-	FKV_ASSERT_EQ(imp_send(fd, msg), 0);
-	FKV_ASSERT_EQ(imp_recv(fd, buf), 0);
-	FKV_ASSERT_EQ(fkv_wire_parse((struct nlmsghdr *)buf, tb, pol), 0);
-	FKV_ASSERT(tb[FLUXONKV_A_STATUS] && tb[FLUXONKV_A_LEN]);
-	FKV_ASSERT_EQ(nla_get_u32(tb[FLUXONKV_A_STATUS]), 0);
+	member_pull_ask(fd, buf, handle, put_id, len, FLUXONKV_SOURCE_REMOTE,
+			false, tb);
+	FKV_ASSERT(tb[FLUXONKV_A_LEN] != NULL);
 	FKV_ASSERT_EQ(nla_get_u64(tb[FLUXONKV_A_LEN]), len);
 }
 
