@@ -217,6 +217,7 @@ config() {
 	    secret: "$SECRET"
 	    heartbeat_ms: 500
 	    dead_after_ms: 10000
+	    state_dir: /var/tmp/fluxonkv
 	EOC
 	if [ "$I" -eq 2 ]; then
 		cat >>/tmp/fkv.yaml <<-EOC

@@ -197,6 +197,15 @@ static bool fo_stop_pending(const sigset_t *stop_sigs)
 	return false;
 }
 
+/* A round's pause while fluxond starts: -EINTR once a stop is pending. */
+static int fo_pause(struct fkv_failover *fo, const sigset_t *stop_sigs)
+{
+	if (fo_stop_pending(stop_sigs))
+		return -EINTR;
+	sleep_ms(fo->period_ms);
+	return 0;
+}
+
 /* Resume a leadership carried across our own exec. */
 static bool fo_resume(struct fkv_failover *fo)
 {
@@ -275,11 +284,9 @@ int fkv_failover_start(struct fkv_failover **out,
 				 (unsigned long long)(now - waiting_since));
 			logged = now;
 		}
-		if (fo_stop_pending(stop_sigs)) {
-			err = -EINTR;
+		err = fo_pause(fo, stop_sigs);
+		if (err)
 			goto fail;
-		}
-		sleep_ms(fo->period_ms);
 	}
 	logged = 0;
 	/*
@@ -341,11 +348,9 @@ int fkv_failover_start(struct fkv_failover **out,
 						 (unsigned long long)(now - waiting_since));
 				logged = now;
 			}
-			if (fo_stop_pending(stop_sigs)) {
-				err = -EINTR;
+			err = fo_pause(fo, stop_sigs);
+			if (err)
 				goto fail;
-			}
-			sleep_ms(fo->period_ms);
 		}
 	}
 	fo_read_cands(fo);
