@@ -246,6 +246,8 @@ void fluxonkv_replica_set_node(u32 node_id, bool renumber);
 unsigned long fluxonkv_replica_adopt_done(void);
 bool fluxonkv_adoption_pending(void);
 void fluxonkv_lease_set(u64 until_ns);
+void fluxonkv_lease_set_alone(bool alone);
+bool fluxonkv_lease_serves_alone(void);
 u32 fluxonkv_replica_node(void);
 void fluxonkv_replica_exit(void);
 struct fluxonkv_replica *fluxonkv_replica_new(const u8 *key, u32 key_len,
@@ -674,6 +676,7 @@ struct fluxonkv_stats {
 	u64 refills_room_async;	/* ... that waited for room, not in io-wq */
 	u64 local_unsure;	/* local misses asked of the master */
 	u64 lease_refused;	/* local hits refused: the lease ran out */
+	u64 hits_alone;		/* local hits served without a daemon */
 	u64 promotions;		/* refills the master promoted */
 	u64 promotions_refused;	/* refills left temporary */
 	u64 deletes;

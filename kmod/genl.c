@@ -333,9 +333,15 @@ void fluxonkv_daemon_assert_locked(void)
  * (fluxonkv_replica_publish_local()), so no put publishes under the
  * generation of a daemon that is gone -- its note would reach nobody.
  */
-static void fluxonkv_daemon_detach(void)
+static void fluxonkv_daemon_detach(bool alone)
 {
 	lockdep_assert_held(&fluxonkv_daemon.lock);
+	/*
+	 * Local hits under the lease without a daemon (UNREGISTER_F_LEASED),
+	 * or none from here: set before the port goes, so a get that finds
+	 * no daemon reads this detach's choice.
+	 */
+	fluxonkv_lease_set_alone(alone);
 	/* First: a pid seen means a daemon reached (fluxonkv_daemon_pid()). */
 	WRITE_ONCE(fluxonkv_daemon.pid, 0);
 	fluxonkv_daemon.gone_portid = fluxonkv_daemon.portid;
@@ -358,7 +364,7 @@ static int fluxonkv_netlink_notify(struct notifier_block *nb,
 		return NOTIFY_DONE;
 	mutex_lock(&fluxonkv_daemon.lock);
 	if (n->portid && n->portid == fluxonkv_daemon.portid)
-		fluxonkv_daemon_detach();
+		fluxonkv_daemon_detach(false);
 	mutex_unlock(&fluxonkv_daemon.lock);
 	return NOTIFY_DONE;
 }
@@ -914,6 +920,12 @@ retry:
 		return -EBUSY;
 	}
 	/*
+	 * A lease the previous daemon left its hits on is over: what the
+	 * index serves is this daemon's master's to say (the lease is reset
+	 * below, and kept replicas wait for their adoption).
+	 */
+	fluxonkv_lease_set_alone(false);
+	/*
 	 * What a previous daemon left (F_KEEP): ours if we keep too, under
 	 * our node id; else gone now, as if it had not kept them.
 	 */
@@ -978,20 +990,36 @@ retry:
 	return ret;
 }
 
+/* What UNREGISTER_F_LEASED needs of the daemon's registration. */
+#define FLUXONKV_LEASED_NEEDS	(FLUXONKV_REGISTER_F_LEASE |		\
+				 FLUXONKV_REGISTER_F_KEEP)
+
 static int fluxonkv_nl_unregister(struct sk_buff *skb, struct genl_info *info)
 {
-	int ret = 0;
+	struct nlattr *attr = info->attrs[FLUXONKV_A_FLAGS];
+	u32 flags = attr ? nla_get_u32(attr) : 0;
+	bool alone = flags & FLUXONKV_UNREGISTER_F_LEASED;
 
 	mutex_lock(&fluxonkv_daemon.lock);
 	if (fluxonkv_daemon.portid != info->snd_portid ||
-	    fluxonkv_daemon.sk != NETLINK_CB(skb).sk)
-		ret = -ENOENT;
-	else
-		fluxonkv_daemon_detach();
-	mutex_unlock(&fluxonkv_daemon.lock);
-	if (ret)
+	    fluxonkv_daemon.sk != NETLINK_CB(skb).sk) {
+		mutex_unlock(&fluxonkv_daemon.lock);
 		NL_SET_ERR_MSG(info->extack, "sender is not the registered daemon");
-	return ret;
+		return -ENOENT;
+	}
+	/* Hits without a daemon only on a lease, of replicas that stay. */
+	if (alone && (fluxonkv_daemon.flags & FLUXONKV_LEASED_NEEDS) !=
+		     FLUXONKV_LEASED_NEEDS) {
+		mutex_unlock(&fluxonkv_daemon.lock);
+		NL_SET_ERR_MSG_ATTR(info->extack, attr,
+				    "UNREGISTER_F_LEASED needs a registration with REGISTER_F_LEASE and REGISTER_F_KEEP");
+		return -EINVAL;
+	}
+	fluxonkv_daemon_detach(alone);
+	mutex_unlock(&fluxonkv_daemon.lock);
+	if (alone)
+		pr_info("daemon unregistered: local hits go on without it until its lease ends\n");
+	return 0;
 }
 
 /*
@@ -1454,6 +1482,11 @@ static const struct nla_policy fluxonkv_lease_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_DEADLINE] = { .type = NLA_U64 },
 };
 
+static const struct nla_policy fluxonkv_unregister_policy[FLUXONKV_A_MAX + 1] = {
+	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32,
+					     FLUXONKV_UNREGISTER_F_LEASED),
+};
+
 static const struct nla_policy fluxonkv_register_policy[FLUXONKV_A_MAX + 1] = {
 	[FLUXONKV_A_FLAGS] = NLA_POLICY_MASK(NLA_U32,
 					     FLUXONKV_REGISTER_F_LOCAL_ROUTES |
@@ -1557,7 +1590,7 @@ static const struct genl_ops fluxonkv_genl_ops[] = {
 	FLUXONKV_OP(FLUXONKV_CMD_DAEMON_REGISTER, fluxonkv_nl_register,
 		    fluxonkv_register_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_DAEMON_UNREGISTER, fluxonkv_nl_unregister,
-		    fluxonkv_empty_policy, GENL_ADMIN_PERM),
+		    fluxonkv_unregister_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_PUT_START, fluxonkv_nl_plain_answer,
 		    fluxonkv_put_start_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_PUT_DONE, fluxonkv_nl_put_done_answer,
@@ -1655,7 +1688,8 @@ void fluxonkv_genl_exit(void)
 	genl_unregister_family(&fluxonkv_genl_family);
 	mutex_lock(&fluxonkv_daemon.lock);
 	if (fluxonkv_daemon.portid)
-		fluxonkv_daemon_detach();
+		fluxonkv_daemon_detach(false);
+	fluxonkv_lease_set_alone(false);	/* nobody serves on unloading */
 	mutex_unlock(&fluxonkv_daemon.lock);
 	flush_work(&fluxonkv_daemon.disconnect_work);
 	spin_lock(&fluxonkv_sweep_lock);

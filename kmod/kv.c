@@ -132,7 +132,7 @@ int fluxonkv_delete(const u8 *key, u32 key_len)
  * counted as an access.
  *
  * Return: 0, -ENOENT if the key has no value, or -errno (-ENOTCONN without
- * a daemon, as for get).
+ * a daemon, as for get, unless the lease it left covers a local copy).
  */
 int fluxonkv_lookup(const u8 *key, u32 key_len,
 		    struct fluxonkv_get_result *res)
@@ -146,7 +146,8 @@ int fluxonkv_lookup(const u8 *key, u32 key_len,
 
 	memset(res, 0, sizeof(*res));
 	res->flags = flags;
-	if (!fluxonkv_daemon_connected())
+	/* Without a daemon: what the lease it left still covers, as a get. */
+	if (!fluxonkv_daemon_connected() && !fluxonkv_lease_serves_alone())
 		return -ENOTCONN;
 	local = fluxonkv_daemon_local_routes();
 	if (local)
@@ -155,11 +156,14 @@ int fluxonkv_lookup(const u8 *key, u32 key_len,
 		res->source = FLUXONKV_SOURCE_MEMORY;
 		return 0;
 	}
-	if (local && fluxonkv_ssd_lookup_routed(key, key_len, &res->put_id,
-						&res->len)) {
+	if ((local || !fluxonkv_daemon_connected()) &&
+	    fluxonkv_ssd_lookup_routed(key, key_len, &res->put_id,
+				       &res->len)) {
 		res->source = FLUXONKV_SOURCE_SSD;
 		return 0;
 	}
+	if (!fluxonkv_daemon_connected())
+		return -ENOTCONN;	/* nobody to say it is a miss */
 	if (local && !unsure && fluxonkv_look_stable(key, key_len, seq))
 		return -ENOENT;
 	if (flags & FLUXONKV_GR_NOWAIT)

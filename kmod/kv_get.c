@@ -404,6 +404,95 @@ int fluxonkv_get_refill_finish(struct fluxonkv_session *s,
 	return ret;
 }
 
+/*
+ * A routed SSD copy of @key read into a temporary holder, for a get that
+ * found no daemon (fluxonkv_get_alone()): room only where it is free now
+ * (nobody to ask for more), no replica made (nobody to offer it to).
+ * Return: 0 with a holder, -EAGAIN inline, -ENOTCONN where a daemon
+ * would have been asked (no room, the copy went), or -errno of the read.
+ */
+static int fluxonkv_get_alone_ssd(struct fluxonkv_session *s, const u8 *key,
+				  u32 key_len, u64 put_id, u64 len,
+				  struct fluxonkv_get_result *res)
+{
+	struct fluxonkv_ssd_entry *e;
+	struct fluxonkv_alloc *a;
+	u64 span;
+	int ret;
+
+	if (res->flags & FLUXONKV_GR_NOWAIT)
+		return -EAGAIN;		/* a disk read: not inline */
+	if (!len || len > min_t(u64, FLUXONKV_VALUE_MAX, fluxonkv_seg.size))
+		return -ENOTCONN;
+	span = round_up(len, FLUXONKV_SEGMENT_ALIGN);
+	ret = fluxonkv_user_charge(s->user, span);
+	if (ret)
+		return ret;
+	a = fluxonkv_alloc_new(len);
+	if (IS_ERR(a)) {
+		ret = PTR_ERR(a) == -ENOSPC ? -ENOTCONN : PTR_ERR(a);
+		goto err_uncharge;
+	}
+	e = fluxonkv_ssd_pin(key, key_len, put_id);
+	if (!e || fluxonkv_ssd_entry_len(e) != len) {
+		if (e)
+			fluxonkv_ssd_unpin(e);
+		ret = -ENOTCONN;	/* the ring overtook it */
+		goto err_alloc;
+	}
+	ret = fluxonkv_ssd_read(e, a);	/* unpins e; checks every MiB */
+	if (ret) {
+		if (ret != -EINTR)
+			fluxonkv_ssd_revoke_local(key, key_len, put_id);
+		goto err_alloc;
+	}
+	fluxonkv_user_uncharge(s->user, span);	/* the holder's from here */
+	ret = fluxonkv_grant(s, a, put_id, FLUXONKV_SOURCE_SSD, res);
+	if (!ret) {
+		fluxonkv_stat_inc(hits_ssd);
+		fluxonkv_stat_inc(hits_alone);
+	}
+	return ret;
+
+err_alloc:
+	fluxonkv_alloc_put(a);
+err_uncharge:
+	fluxonkv_user_uncharge(s->user, span);
+	return ret;
+}
+
+/*
+ * A get that found no daemon: served from this node's own index and SSD
+ * routes while the lease its daemon left (FLUXONKV_UNREGISTER_F_LEASED)
+ * still covers them -- the master that granted it answers no overwrite
+ * or delete of a key held here before the lease ran out.  No access is
+ * noted and nothing is asked: -ENOTCONN for whatever is not here (a miss
+ * here says nothing about the cluster).
+ */
+static int fluxonkv_get_alone(struct fluxonkv_session *s, const u8 *key,
+			      u32 key_len, struct fluxonkv_get_result *res)
+{
+	struct fluxonkv_alloc *a;
+	u64 put_id, handle, len;
+	int ret;
+
+	if (!fluxonkv_lease_serves_alone())
+		return -ENOTCONN;
+	a = fluxonkv_index_lookup(key, key_len, &put_id, &handle);
+	if (a) {
+		ret = fluxonkv_grant(s, a, put_id, FLUXONKV_SOURCE_MEMORY, res);
+		if (!ret) {
+			fluxonkv_stat_inc(hits_memory);
+			fluxonkv_stat_inc(hits_alone);
+		}
+		return ret;
+	}
+	if (fluxonkv_ssd_lookup_routed(key, key_len, &put_id, &len))
+		return fluxonkv_get_alone_ssd(s, key, key_len, put_id, len,
+					      res);
+	return -ENOTCONN;
+}
+
 /**
  * __fluxonkv_get() - pin the current value of @key for session @s.
  * @s: the caller's session (owns the holder).
@@ -432,7 +521,7 @@ static int __fluxonkv_get(struct fluxonkv_session *s, const u8 *key,
 	int ret;
 
 	if (!fluxonkv_daemon_connected())
-		return -ENOTCONN;
+		return fluxonkv_get_alone(s, key, key_len, res);
 
 	for (tries = 0; tries <= FLUXONKV_GET_RETRIES; tries++) {
 		struct fluxonkv_upcall up = { .key = key, .key_len = key_len };

@@ -262,6 +262,7 @@ FLUXONKV_ATTR_STAT(refills_async);
 FLUXONKV_ATTR_STAT(refills_room_async);
 FLUXONKV_ATTR_STAT(local_unsure);
 FLUXONKV_ATTR_STAT(lease_refused);
+FLUXONKV_ATTR_STAT(hits_alone);
 FLUXONKV_ATTR_STAT(promotions);
 FLUXONKV_ATTR_STAT(promotions_refused);
 FLUXONKV_ATTR_STAT(deletes);
@@ -330,6 +331,7 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_refills_room_async.attr,
 	&fluxonkv_attr_local_unsure.attr,
 	&fluxonkv_attr_lease_refused.attr,
+	&fluxonkv_attr_hits_alone.attr,
 	&fluxonkv_attr_promotions.attr,
 	&fluxonkv_attr_promotions_refused.attr,
 	&fluxonkv_attr_deletes.attr,

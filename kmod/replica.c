@@ -83,6 +83,27 @@ static bool fluxonkv_lease_holds(void)
 }
 
 /*
+ * The daemon went with FLUXONKV_UNREGISTER_F_LEASED: local hits go on
+ * without it while fluxonkv_lease_until (kept as it was) holds.  Written
+ * under the daemon lock by detach (set or cleared) and registration
+ * (cleared, before the lease is reset); read locklessly by a get that
+ * found no daemon: one racing a registration reads either value, and
+ * either way the lease it then checks is the master's.
+ */
+static bool fluxonkv_lease_alone;
+
+void fluxonkv_lease_set_alone(bool alone)
+{
+	WRITE_ONCE(fluxonkv_lease_alone, alone);
+}
+
+/* No daemon, but its lease still covers this node's local hits. */
+bool fluxonkv_lease_serves_alone(void)
+{
+	return READ_ONCE(fluxonkv_lease_alone) && fluxonkv_lease_holds();
+}
+
+/*
  * Fault injection for the tests (debugfs walk_delay_ms, root only): each
  * step of a walk over every replica (renumbering, ADOPT_DONE) takes this
  * long, as millions of replicas would.  One READ_ONCE when off.

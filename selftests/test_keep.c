@@ -252,13 +252,21 @@ static void adopt_done(struct master *m)
 	FKV_ASSERT_EQ(send_answer(&m->nl, &a), 0);
 }
 
-/* DAEMON_UNREGISTER from M's socket. */
-static void daemon_unregister(struct master *m)
+/* DAEMON_UNREGISTER {FLAGS} from M's socket (no FLAGS when 0). */
+static int unregister_flags(struct master *m, uint32_t flags)
 {
 	struct nl_msg *msg = fkv_nl_msg(&m->nl, FLUXONKV_CMD_DAEMON_UNREGISTER);
 
 	FKV_ASSERT(msg);
-	FKV_ASSERT_EQ(fkv_nl_transact(&m->nl, msg), 0);
+	if (flags)
+		FKV_ASSERT_EQ(nla_put_u32(msg, FLUXONKV_A_FLAGS, flags), 0);
+	return fkv_nl_transact(&m->nl, msg);
+}
+
+/* DAEMON_UNREGISTER from M's socket. */
+static void daemon_unregister(struct master *m)
+{
+	FKV_ASSERT_EQ(unregister_flags(m, 0), 0);
 }
 
 /* ---- FLUXONKV_CMD_DUMP on a raw netlink socket ---- */
@@ -1156,6 +1164,141 @@ FKV_TEST(routed_ssd_entries_are_kept_and_dumped)
 	get_misses(&c3, "ssd-a");
 	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
 	master_stop(&c3);
+	fkv_nl_close(&ev);
+	FKV_ASSERT_EQ(fkv_env_unload(), 0);
+}
+
+/* A get of K that finds no daemon, and fails with ERR. */
+static void get_fails(const char *k, int err)
+{
+	struct client_result r = client_get_once(k, 0);
+
+	FKV_ASSERT(r.err == err, "get '%s': %s, want %s", k, strerror(r.err),
+		   strerror(err));
+}
+
+/* A whole get of K (PUT_ID, LEN) from SOURCE while no daemon is there. */
+static void get_hits_alone(const char *k, uint32_t source, uint64_t put_id,
+			   uint64_t len)
+{
+	uint64_t alone = fkv_sysfs("hits_alone");
+	struct client_result r = client_get_once(k, 0);
+
+	FKV_ASSERT(r.err == 0, "get '%s' without a daemon: %s", k,
+		   strerror(r.err));
+	FKV_ASSERT_EQ(r.source, source);
+	FKV_ASSERT_EQ(r.put_id, put_id);
+	FKV_ASSERT_EQ(r.len, len);
+	FKV_ASSERT(r.intact, "'%s': the bytes of version %" PRIu64, k, put_id);
+	FKV_ASSERT(r.tail_zero, "'%s': its padding", k);
+	FKV_ASSERT_EQ(fkv_sysfs("hits_alone"), alone + 1);
+}
+
+/* A registered again (LEASE + KEEP) on its socket, adopted, leased. */
+static void lease_again(struct master *a, int64_t lease_ms)
+{
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+
+	FKV_ASSERT_EQ(master_register_as(a, KEEP | FLUXONKV_REGISTER_F_LEASE,
+					 NODE_A, tb), 0);
+	adopt_done(a);
+	FKV_ASSERT_EQ(send_lease(&a->nl, lease_ms, true), 0);
+}
+
+/*
+ * Degraded service while a cluster has no master (issue 32): a node whose
+ * master went unregisters with FLUXONKV_UNREGISTER_F_LEASED and its
+ * module goes on serving the node's own hits -- a DRAM replica, a routed
+ * SSD copy -- without a daemon until the master's lease runs out; puts,
+ * keys not here and everything past the lease fail ENOTCONN.  Only with
+ * LEASE and KEEP; a plain UNREGISTER, a daemon's socket closing and the
+ * next registration end it at once.
+ */
+FKV_TEST(a_node_that_lost_its_master_serves_its_hits_until_the_lease_ends)
+{
+	const uint32_t lk = KEEP | FLUXONKV_REGISTER_F_LEASE;
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	uint64_t ha, hb, refused;
+	struct master a, p;
+	struct fkv_nl ev;
+
+	FKV_LOAD(PARAMS);
+	attach_loop_shard();
+	events_open(&ev);
+	/* LEASED needs a lease and kept replicas: refused, still there */
+	FKV_ASSERT_EQ(daemon_up(&p, FLUXONKV_REGISTER_F_LEASE, NODE_A),
+		      FLUXONKV_REGISTER_F_LEASE);
+	FKV_ASSERT_EQ(unregister_flags(&p, FLUXONKV_UNREGISTER_F_LEASED),
+		      -EINVAL);
+	FKV_ASSERT_EQ(unregister_flags(&p, 1U << 7), -EINVAL);
+	FKV_ASSERT(fkv_sysfs("daemon_pid") != 0, "refused, yet unregistered");
+	daemon_unregister(&p);
+	wait_daemon_event(&ev, 0);
+	master_stop(&p);
+
+	FKV_ASSERT_EQ(daemon_up(&a, lk, NODE_A), lk);
+	ha = put_published(&a, "alone-a", 5000, 41, FLUXONKV_PUT_F_PERSIST,
+			   NODE_A);
+	ssd_commit(&a, "alone-a", 41, 5000, FLUXONKV_SSD_F_PUBLISHED);
+	hb = put_published(&a, "alone-b", 4000, 42, 0, NODE_A);
+	FKV_ASSERT_EQ(drop_replica(&a.nl, ha), 0);	/* alone-a: SSD only */
+	FKV_ASSERT_EQ(send_lease(&a.nl, 20000, true), 0);
+	get_hits_dram(&a, "alone-b", 42, 4000);
+
+	/* the master went: hits go on without a daemon, the rest fails */
+	FKV_ASSERT_EQ(unregister_flags(&a, FLUXONKV_UNREGISTER_F_LEASED), 0);
+	wait_daemon_event(&ev, 0);
+	FKV_ASSERT_EQ(fkv_sysfs("daemon_pid"), 0);
+	get_hits_alone("alone-b", MEMORY, 42, 4000);
+	get_hits_alone("alone-a", SSD, 41, 5000);
+	get_hits_alone("alone-a", SSD, 41, 5000);	/* no replica made */
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 1);
+	get_fails("alone-none", ENOTCONN);
+	{
+		struct client c = client_start(CLIENT_PUT, "alone-put", 100, 0);
+		struct client_result r = client_result(&c);
+
+		client_end(&c);
+		FKV_ASSERT_EQ(r.err, ENOTCONN);
+	}
+
+	/* the next registration ends them: no hit before its adoption */
+	FKV_ASSERT_EQ(master_register_as(&a, lk, NODE_A, tb), 0);
+	FKV_ASSERT_EQ(fkv_nla_u32(tb[FLUXONKV_A_FLAGS]), lk | ADOPT);
+	get_asks_until_adopted(&a, "alone-b", renumbered(hb, NODE_A), 42,
+			       4000);
+	adopt_done(&a);
+
+	/* a short lease left behind lapses by itself */
+	FKV_ASSERT_EQ(send_lease(&a.nl, 2000, true), 0);
+	FKV_ASSERT_EQ(unregister_flags(&a, FLUXONKV_UNREGISTER_F_LEASED), 0);
+	wait_daemon_event(&ev, 0);
+	get_hits_alone("alone-b", MEMORY, 42, 4000);
+	usleep(2100 * 1000);
+	refused = fkv_sysfs("lease_refused");
+	get_fails("alone-b", ENOTCONN);
+	get_fails("alone-a", ENOTCONN);
+	FKV_ASSERT(fkv_sysfs("lease_refused") > refused,
+		   "the lapsed lease refused no hit");
+
+	/* a plain UNREGISTER ends them at once, whatever the lease */
+	lease_again(&a, 20000);
+	get_hits_dram(&a, "alone-b", 42, 4000);
+	daemon_unregister(&a);
+	wait_daemon_event(&ev, 0);
+	get_fails("alone-b", ENOTCONN);
+	get_fails("alone-a", ENOTCONN);
+
+	/* ... and so does a daemon's socket closing (a crash, an exec) */
+	lease_again(&a, 20000);
+	daemon_crash(&a, &ev);
+	get_fails("alone-b", ENOTCONN);
+
+	/* nothing leaks: a daemon without KEEP drops it all */
+	FKV_ASSERT_EQ(daemon_up(&p, 0, NODE_A), 0);
+	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 0);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
+	master_stop(&p);
 	fkv_nl_close(&ev);
 	FKV_ASSERT_EQ(fkv_env_unload(), 0);
 }

@@ -97,6 +97,7 @@
 #define fkv_nl_send_adopt_done	fuzz_nl_send_adopt_done
 #define fkv_nl_register		fuzz_nl_register
 #define fkv_nl_unregister	fuzz_nl_unregister
+#define fkv_nl_unregister_leased fuzz_nl_unregister_leased
 #define fkv_nl_dump_module	fuzz_nl_dump_module
 #define fkv_adopt_kept		fuzz_adopt_kept
 #define fkv_module_ssd_capacity	fuzz_module_ssd_capacity
@@ -152,6 +153,11 @@ int fuzz_nl_register(struct fkv_nl *nl, uint32_t flags, uint32_t node_id,
 }
 
 int fuzz_nl_unregister(struct fkv_nl *nl)
+{
+	return 0;
+}
+
+int fuzz_nl_unregister_leased(struct fkv_nl *nl)
 {
 	return 0;
 }

@@ -1221,6 +1221,124 @@ FKV_TEST_TIMEOUT(cctl_a_node_holds_the_lease_only_while_the_master_answers, 60)
 	fkv_cctl_stop(m);
 }
 
+/* Who closed a node's control connection, as both daemons learn it. */
+struct close_rec {
+	struct fkv_cctl *n;		/* the node, looked at from ->lost */
+	unsigned int lost, expelled;
+	bool peer_gone;
+	bool open_at_lost;	/* our end still connected when ->lost ran */
+};
+
+static void record_lost(void *arg, bool peer_gone)
+{
+	struct close_rec *r = arg;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct pollfd pfd[8];
+	int k = fkv_cctl_pollfds(r->n, pfd, 8);
+
+	r->lost++;
+	r->peer_gone = peer_gone;
+	r->open_at_lost = k == 1 &&
+			  !getpeername(pfd[0].fd, (struct sockaddr *)&ss, &sl);
+}
+
+static void record_expelled(void *arg, const struct fkv_member *m)
+{
+	((struct close_rec *)arg)->expelled++;
+}
+
+/* The node alone (its master stopped) for @ms. */
+static void spin_node(struct fkv_cctl *n, int ms)
+{
+	int k;
+
+	for (k = 0; k < ms / 10; k++) {
+		struct pollfd pfd[8];
+		int b = fkv_cctl_pollfds(n, pfd, 8);
+
+		poll(pfd, (nfds_t)b, 10);
+		fkv_cctl_handle(n, pfd, b);
+		fkv_cctl_tick(n);
+	}
+}
+
+/*
+ * Who closes a node's control connection decides whether the node may
+ * serve local hits on its lease alone (issue 32, degraded service): when
+ * the node closes (a reset of its own) it is told before its end closes,
+ * so its module stops serving before the master goes on without it;
+ * when the master's end closes -- the master let a live node go (here: a
+ * malformed message), or the master itself went -- the node learns
+ * "peer gone" and the master, if alive, learns it expelled a member
+ * (whose lease it then waits out: clusterd's leases_may_run()).
+ */
+FKV_TEST_TIMEOUT(cctl_who_closes_a_nodes_connection_decides_its_lease, 60)
+{
+	static const struct fkv_cctl_ops mops = {
+		.member_expelled = record_expelled,
+	};
+	static const struct fkv_cctl_ops nops = { .lost = record_lost };
+	struct fkv_cluster_config mc, nc;
+	struct fkv_cctl_config c = { .segment_size = 64 << 20,
+				     .segment_used = used_zero };
+	struct close_rec r = { 0 };
+	const struct fkv_members *t;
+	struct fkv_cctl *m, *n;
+	uint16_t port = free_port();
+	struct nl_msg *bad;
+
+	cluster_cfg(&mc, FKV_ROLE_MASTER, "a", port, secret);
+	cluster_cfg(&nc, FKV_ROLE_NODE, "b", port, secret);
+	mc.dead_after_ms = nc.dead_after_ms = 5000;
+	c.cc = &mc;
+	c.incarnation = 1;
+	c.ops = &mops;
+	c.arg = &r;
+	FKV_ASSERT_EQ(fkv_cctl_start(&m, &c), 0);
+	t = fkv_cctl_members(m);
+	c.cc = &nc;
+	c.incarnation = 2;
+	c.ops = &nops;
+	FKV_ASSERT_EQ(fkv_cctl_start(&n, &c), 0);
+	r.n = n;
+	FKV_ASSERT_EQ(spin(m, n, 400), 0);
+	FKV_ASSERT_EQ(fkv_cctl_node_id(n), 2);
+
+	/* 1. the node closes: told first, while its end is still open */
+	fkv_cctl_reset(n);
+	FKV_ASSERT_EQ(r.lost, 1);
+	FKV_ASSERT(!r.peer_gone, "our own reset taken for the master's close");
+	FKV_ASSERT(r.open_at_lost, "->lost ran after our end had closed");
+	spin(m, n, 200);
+	FKV_ASSERT_EQ(t->m[1].last_left, FKV_LEFT_CLOSED);
+	FKV_ASSERT_EQ(r.expelled, 0);
+
+	/* 2. the master lets the live node go: expelled / peer gone */
+	FKV_ASSERT_EQ(spin(m, n, 1500), 0);
+	FKV_ASSERT(fkv_cctl_node_id(n) != 0, "no rejoin");
+	bad = fkv_wire_msg(FKV_CCMD_HEARTBEAT);
+	FKV_ASSERT(bad);
+	/* NODE_ID is a u32: one byte of it is malformed */
+	FKV_ASSERT_EQ(nla_put(bad, FKV_CA_NODE_ID, 1, "x"), 0);
+	FKV_ASSERT_EQ(fkv_cctl_send(n, 0, bad), 0);
+	nlmsg_free(bad);
+	spin(m, n, 300);
+	FKV_ASSERT_EQ(r.expelled, 1);
+	FKV_ASSERT_EQ(t->m[1].last_left, FKV_LEFT_EXPELLED);
+	FKV_ASSERT_EQ(r.lost, 2);
+	FKV_ASSERT(r.peer_gone, "the master's close not seen as the peer's");
+
+	/* 3. the master goes: peer gone */
+	FKV_ASSERT_EQ(spin(m, n, 1500), 0);
+	FKV_ASSERT(fkv_cctl_node_id(n) != 0, "no rejoin");
+	fkv_cctl_stop(m);
+	spin_node(n, 300);
+	FKV_ASSERT_EQ(r.lost, 3);
+	FKV_ASSERT(r.peer_gone, "a master that went not seen as the peer's close");
+	fkv_cctl_stop(n);
+}
+
 struct ack_rec {
 	struct fkv_cctl *m;
 	unsigned int at_master, at_node;

@@ -22,6 +22,7 @@
 #define fkv_nl_send_lease	fake_nl_send_lease
 #define fkv_nl_register		fake_nl_register
 #define fkv_nl_unregister	fake_nl_unregister
+#define fkv_nl_unregister_leased fake_nl_unregister_leased
 #define fkv_nl_dump_module	fake_nl_dump_module
 #define fkv_adopt_kept		fake_adopt_kept
 #define fkv_module_ssd_capacity	fake_module_ssd_capacity
@@ -39,6 +40,7 @@ static const char secret[] = "test-clusterd-secret-0123456789";
 
 struct fake_mod {
 	uint64_t drops, evicted_drops, replies, leases;
+	uint64_t unregisters, leased_unregisters;
 	uint32_t node_id;
 	uint64_t watch;		/* a handle whose drop is looked for */
 	bool watch_dropped;
@@ -103,6 +105,13 @@ int fake_nl_register(struct fkv_nl *nl, uint32_t flags, uint32_t node_id,
 
 int fake_nl_unregister(struct fkv_nl *nl)
 {
+	mod()->unregisters++;
+	return 0;
+}
+
+int fake_nl_unregister_leased(struct fkv_nl *nl)
+{
+	mod()->leased_unregisters++;
 	return 0;
 }
 
@@ -404,6 +413,65 @@ static void node2_holds(const char *prefix, uint32_t n)
 	fkv_master_set_caller(cds[0]->master, cds[0]->self);
 	FKV_ASSERT_EQ(fkv_routes_node_used(fkv_master_routes(cds[0]->master),
 					   2), n * VAL);
+}
+
+/*
+ * Degraded service while a cluster has no master (issue 32) is safe only
+ * if a master answers no overwrite or delete while a node it cannot see
+ * may still serve a copy on a lease: an earlier master's, when it has
+ * just started (the node's master died: it serves alone, its replicas not
+ * reported yet), or its own, to a node whose connection it closed (that
+ * node, alive, serves alone on it).  The master node's own puts here
+ * wait out cluster.lease_ms; the node, whose master's end closed, left
+ * its module serving alone (UNREGISTER_F_LEASED).
+ */
+FKV_TEST_TIMEOUT(a_master_waits_out_leases_it_cannot_see_before_answering_writes,
+		 60)
+{
+	struct nl_msg *bad;
+	uint64_t t0;
+	int k;
+
+	start_pair();
+	cur_cd = cds[0];
+	t0 = now_ms();
+	leases_may_run(cds[0], "a new master");	/* as start_master() */
+	FKV_ASSERT(!module_put(0, "W1", FLUXONKV_HANDLE_MAKE(0x71, 1, 0), VAL),
+		   "answered at once while earlier leases may run");
+	while (now_ms() + 200 < t0 + cds[0]->cc->lease_ms)
+		spin(20);
+	FKV_ASSERT_EQ(mods[0].replies, 0);
+	for (k = 0; k < 200 && !mods[0].replies; k++)
+		spin(20);
+	FKV_ASSERT_EQ(mods[0].replies, 1);
+	FKV_ASSERT(now_ms() >= t0 + cds[0]->cc->lease_ms,
+		   "answered %llu ms into a %u ms hold",
+		   (unsigned long long)(now_ms() - t0), cds[0]->cc->lease_ms);
+	FKV_ASSERT(module_put(0, "W2", FLUXONKV_HANDLE_MAKE(0x72, 1, 0), VAL),
+		   "held once the leases ran out");
+
+	/* the master closes the live node's connection (malformed) */
+	FKV_ASSERT(mods[1].leases > 0, "the node holds no lease");
+	bad = fkv_wire_msg(FKV_CCMD_HEARTBEAT);
+	FKV_ASSERT(bad);
+	FKV_ASSERT_EQ(nla_put(bad, FKV_CA_NODE_ID, 1, "x"), 0);
+	cur_cd = cds[1];
+	FKV_ASSERT_EQ(fkv_cctl_send(cds[1]->cctl, 0, bad), 0);
+	nlmsg_free(bad);
+	for (k = 0; k < 100 && !mods[1].leased_unregisters; k++)
+		spin(10);
+	FKV_ASSERT_EQ(mods[1].leased_unregisters, 1);
+	FKV_ASSERT_EQ(mods[1].unregisters, 0);
+	t0 = now_ms();
+	FKV_ASSERT(!module_put(0, "W3", FLUXONKV_HANDLE_MAKE(0x73, 1, 0), VAL),
+		   "answered at once after expelling a node on its lease");
+	for (k = 0; k < 300 && mods[0].replies < 2; k++)
+		spin(20);
+	FKV_ASSERT_EQ(mods[0].replies, 2);
+	FKV_ASSERT(now_ms() + 300 >= t0 + cds[0]->cc->lease_ms,
+		   "answered %llu ms after the expulsion",
+		   (unsigned long long)(now_ms() - t0));
+	stop_all();
 }
 
 /*

@@ -74,6 +74,7 @@ static void fake_module(void)
 	put_file("refills_async", "1\n");
 	put_file("local_unsure", "0\n");
 	put_file("lease_refused", "2\n");
+	put_file("hits_alone", "3\n");
 	put_file("promotions", "1\n");
 	put_file("promotions_refused", "0\n");
 	put_file("deletes", "5\n");
@@ -298,6 +299,7 @@ FKV_TEST(the_snapshot_covers_every_attribute_the_module_documents)
 		"fetches", "fetch_errors", "fetch_abandoned", "misses",
 		"local_misses", "local_refills", "refills_async", "local_unsure",
 		"lease_refused",
+		"hits_alone",
 		"promotions",
 		"promotions_refused", "deletes",
 		"evictions", "replica_drops", "upcall_timeouts",
@@ -352,7 +354,7 @@ FKV_TEST(stats_as_json_are_one_flat_object_with_null_for_unreadable_files)
 		"\"fetches\":3,\"fetch_errors\":1,\"fetch_abandoned\":0,"
 		"\"misses\":4,"
 		"\"local_misses\":3,\"local_refills\":1,\"refills_async\":1,"
-		"\"local_unsure\":0,\"lease_refused\":2,"
+		"\"local_unsure\":0,\"lease_refused\":2,\"hits_alone\":3,"
 		"\"promotions\":1,"
 		"\"promotions_refused\":0,"
 		"\"deletes\":5,\"evictions\":6,\"replica_drops\":11,"

@@ -755,6 +755,22 @@ enum fluxonkv_attr {
 #define FLUXONKV_REGISTER_F_LEASE		(1U << 6)
 
 /*
+ * FLUXONKV_A_FLAGS of DAEMON_UNREGISTER: the daemon lost its master (the
+ * master's end of the connection closed: its process died, or it let
+ * this node go and then waits out the lease itself) and the module goes
+ * on serving this node's local hits without a daemon until the lease it
+ * holds runs out: replicas in its index, and routed SSD copies read into
+ * a temporary holder where free room exists without asking for any.
+ * They count in hits_alone; everything else fails ENOTCONN as without a
+ * daemon (puts, deletes, misses), and nothing is noted for a master.
+ * Only for a daemon registered with F_LEASE and F_KEEP (EINVAL
+ * otherwise, still registered).  A daemon whose socket closes, or that
+ * unregisters without this flag, ends local hits at once; the next
+ * registration ends them too (no hit before its first LEASE).
+ */
+#define FLUXONKV_UNREGISTER_F_LEASED		(1U << 0)
+
+/*
  * GET_START may answer SOURCE=REMOTE or REMOTE_SSD with PUT_ID, LEN and a
  * HANDLE that is the daemon's own token for the transfer: the module
  * allocates a target and asks the daemon to fill it (FETCH), then offers

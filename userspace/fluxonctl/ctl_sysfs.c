@@ -59,6 +59,8 @@ const struct ctl_stat_def ctl_stat_defs[] = {
 	  "Local misses the module asked the daemon about (a put or removal overlapped)." },
 	{ "lease_refused", CTL_STAT_COUNTER, false, false, NULL,
 	  "Local hits refused because the master's lease had run out (the master was asked)." },
+	{ "hits_alone", CTL_STAT_COUNTER, false, false, NULL,
+	  "Local hits served without a daemon, on the lease of a master that went." },
 	{ "promotions", CTL_STAT_COUNTER, false, false, NULL,
 	  "SSD refills the daemon made the DRAM replica." },
 	{ "promotions_refused", CTL_STAT_COUNTER, false, false, NULL,

@@ -301,6 +301,9 @@ static void member_left(void *arg, const struct fkv_member *m,
 	t->st.member_left++;
 	if (t->cfg.ops && t->cfg.ops->member_down && m->id != t->self_id)
 		t->cfg.ops->member_down(t->cfg.arg, m);
+	if (why == FKV_LEFT_EXPELLED && t->cfg.ops &&
+	    t->cfg.ops->member_expelled && m->id != t->self_id)
+		t->cfg.ops->member_expelled(t->cfg.arg, m);
 	/*
 	 * Every route to this incarnation is dead from here on (its tomb
 	 * tag is no longer live); the master forgets its replicas and its
@@ -1446,25 +1449,46 @@ int fkv_cctl_pollfds(struct fkv_cctl *t, struct pollfd *pfd, int max)
 	return n;
 }
 
-/* The connection @c is gone (or must go). */
-static void conn_lost(struct fkv_cctl *t, struct cconn *c)
+/* An error of @c's socket that says its peer closed or reset it. */
+static bool peer_closed(int err)
+{
+	return err == -EPIPE || err == -ECONNRESET;
+}
+
+/*
+ * The connection @c is gone (or must go).  @peer_gone: the peer's end
+ * closed or reset it (an end of stream, ECONNRESET); otherwise we close
+ * it (a refusal, a protocol error, a full queue, silence, a reset).
+ */
+static void conn_lost(struct fkv_cctl *t, struct cconn *c, bool peer_gone)
 {
 	if (t->master) {
-		if (c->state == C_JOINED && c->id)
+		/*
+		 * A member's connection we closed (C_CLOSING: refused, full)
+		 * leaves with it, as one its node closed: not live until it
+		 * times out or rejoins, while it may serve on its lease.
+		 */
+		if ((c->state == C_JOINED || c->state == C_CLOSING) && c->id)
 			fkv_members_leave(&t->members, c->id, c->incarnation,
-					  FKV_LEFT_CLOSED);
+					  peer_gone ? FKV_LEFT_CLOSED :
+					  FKV_LEFT_EXPELLED);
 	} else if (c->state == C_JOINED) {
-		fkv_warn("cluster: lost the connection to the master; reconnecting");
+		fkv_warn("cluster: lost the connection to the master (%s); "
+			 "reconnecting", peer_gone ? "its end closed" :
+			 "closing ours");
 		t->node_id = 0;
 		/*
 		 * The master declares us left: this incarnation is over.
 		 * Rejoin as a new one (its replicas are gone with it).
 		 */
 		fkv_auth_incarnation(&t->cfg.incarnation);
-		conn_close(c);
+		/*
+		 * Before our end closes: once the master sees it, it goes on
+		 * without us at once, so our module must have stopped
+		 * serving on its lease (unless the master's end went first).
+		 */
 		if (t->cfg.ops && t->cfg.ops->lost)
-			t->cfg.ops->lost(t->cfg.arg);
-		return;
+			t->cfg.ops->lost(t->cfg.arg, peer_gone);
 	}
 	conn_close(c);
 }
@@ -1489,7 +1513,7 @@ static void conn_io(struct fkv_cctl *t, struct cconn *c, short revents)
 	if (revents & POLLOUT)
 		err = fkv_wire_flush(&c->w);
 	if (err && err != -EAGAIN) {
-		conn_lost(t, c);
+		conn_lost(t, c, peer_closed(err));
 		return;
 	}
 	if (revents & (POLLIN | POLLHUP | POLLERR)) {
@@ -1514,12 +1538,12 @@ static void conn_io(struct fkv_cctl *t, struct cconn *c, short revents)
 			err = ferr;
 		}
 		if (err && err != -EAGAIN) {
-			conn_lost(t, c);
+			conn_lost(t, c, peer_closed(err));
 			return;
 		}
 	}
 	if (c->state == C_CLOSING && !fkv_wire_pending(&c->w))
-		conn_lost(t, c);
+		conn_lost(t, c, false);
 }
 
 /*
@@ -1684,7 +1708,7 @@ void fkv_cctl_tick(struct fkv_cctl *t)
 	    now - t->conns[0].since_ms > t->cc->dead_after_ms) {
 		fkv_warn("cluster: the master said nothing for %u ms",
 			 t->cc->dead_after_ms);
-		conn_lost(t, &t->conns[0]);
+		conn_lost(t, &t->conns[0], false);
 	}
 	if (t->conns[0].state == C_FREE && now >= t->next_connect_ms)
 		node_connect(t);
@@ -1723,7 +1747,7 @@ bool fkv_cctl_member_roomy(const struct fkv_cctl *t, uint32_t id)
 void fkv_cctl_reset(struct fkv_cctl *t)
 {
 	if (!t->master && t->conns[0].state == C_JOINED)
-		conn_lost(t, &t->conns[0]);
+		conn_lost(t, &t->conns[0], false);
 }
 
 int fkv_cctl_send(struct fkv_cctl *t, uint32_t id, struct nl_msg *msg)

@@ -36,6 +36,12 @@ struct fkv_cctl_ops {
 	void (*member_up)(void *arg, const struct fkv_member *m);
 	void (*member_down)(void *arg, const struct fkv_member *m);
 	/*
+	 * master, optional: we closed the connection of member @m while it
+	 * lived (FKV_LEFT_EXPELLED): it may serve its local hits on the
+	 * lease we granted it until that runs out (->lost's @peer_gone)
+	 */
+	void (*member_expelled)(void *arg, const struct fkv_member *m);
+	/*
 	 * master, optional: member id @id's departed instance is still
 	 * being cleaned up; a JOIN that would take @id waits (EAGAIN)
 	 */
@@ -44,9 +50,16 @@ struct fkv_cctl_ops {
 	void (*member_msg)(void *arg, uint32_t id, struct nlmsghdr *nlh);
 	/* master: member @id applied the DROP_REPLICA of @sync_id */
 	void (*drop_ack)(void *arg, uint32_t id, uint64_t sync_id);
-	/* node: joined the master as @id / lost it */
+	/*
+	 * node: joined the master as @id / lost it.  @peer_gone: the
+	 * master's end closed (or reset) the connection -- the master died,
+	 * or it let us go and waits out our lease itself -- so the module
+	 * may serve our hits alone until the lease ends; otherwise we are
+	 * the ones closing, and ->lost runs before our end closes: the
+	 * master, seeing the close, must find our local hits over.
+	 */
 	void (*joined)(void *arg, uint32_t id);
-	void (*lost)(void *arg);
+	void (*lost)(void *arg, bool peer_gone);
 	/* node: an answer or a command (DROP_REPLICA) from the master */
 	void (*master_msg)(void *arg, struct nlmsghdr *nlh);
 	/*

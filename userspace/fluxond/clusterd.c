@@ -225,10 +225,19 @@ struct fkv_clusterd {
 	struct fkv_u64map drop_keys;
 	uint64_t lease_until;	/* node: the master's lease (CLOCK_MONOTONIC ns) */
 	bool lease_void;	/* node: a drop failed: no lease until we rejoin */
+	/*
+	 * master: no overwrite or delete is answered before this (ms): a
+	 * lease granted before it may still run on a node we do not hear --
+	 * an earlier master's (we just started) or one we let go
+	 * (leases_may_run()).
+	 */
+	uint64_t write_hold_ms;
 	struct {
 		uint64_t forwarded, answered, fetches, fetch_errors;
 		uint64_t drops_relayed, tokens_expired, refused_unjoined;
 		uint64_t sync_timeouts, syncs_held;
+		uint64_t lease_holds;	/* master: answers held for leases */
+		uint64_t leased_losses;	/* node: served alone on the lease */
 		uint64_t fences_raised;		/* master: written */
 		uint64_t fences_lifted;		/* master: rejoined, judged */
 		uint64_t places, place_errors, targets_published;
@@ -249,12 +258,17 @@ static bool place_routed(struct fkv_clusterd *cd, struct place_op *op,
 			 const uint8_t *ticket);
 static void places_sweep(struct fkv_clusterd *cd, uint64_t now, bool all);
 
-static uint64_t now_ms(void)
+static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ms(void)
+{
+	return now_ns() / 1000000;
 }
 
 /* ---- the segment, as the data plane sees it ---- */
@@ -1139,17 +1153,45 @@ static bool master_answer(struct fkv_clusterd *cd, uint32_t node,
 	cd->cur_sync = NULL;
 	/* What this upcall evicted on other nodes, as room allows. */
 	drops_pump(cd);
-	if (sw && (sw->nnodes || sw->nbnodes) && reply) {
+	if (sw && reply && (sw->nnodes || sw->nbnodes ||
+			    now_ms() < cd->write_hold_ms)) {
 		sw->r = *r;
 		sw->epoch = cd->epoch;
 		sw->deadline_ms = now_ms() + cd->cc->lease_ms;
+		if (sw->nnodes || sw->nbnodes) {
+			cd->st.syncs_held++;
+		} else {
+			/* no node owes an ack: only the leases we wait out */
+			sw->deadline_ms = cd->write_hold_ms;
+			cd->st.lease_holds++;
+		}
 		sw->next = cd->syncs;
 		cd->syncs = sw;
-		cd->st.syncs_held++;
 		return false;
 	}
 	free(sw);
 	return reply;
+}
+
+/*
+ * Master: a node we do not hear from may still serve local hits on a
+ * lease granted before now -- an earlier master's, when we start, or
+ * ours, to a node whose connection we closed while it lived (its module
+ * goes on alone on that lease: FLUXONKV_UNREGISTER_F_LEASED).  Its
+ * replicas are not in our routes, so no drop can wait for it: every
+ * overwrite and delete waits out the lease instead (cluster.lease_ms, the
+ * same on every fluxond of a cluster).
+ */
+static void leases_may_run(struct fkv_clusterd *cd, const char *why)
+{
+	uint64_t until = now_ms() + cd->cc->lease_ms;
+
+	if (until <= cd->write_hold_ms)
+		return;
+	cd->write_hold_ms = until;
+	fkv_info("cluster: %s: overwrites and deletes are answered after %u ms "
+		 "(the leases nodes may still serve on)", why,
+		 cd->cc->lease_ms);
 }
 
 /*
@@ -1760,9 +1802,10 @@ static void joined(void *arg, uint32_t id)
 	node_register(arg, id);
 }
 
-static void lost(void *arg)
+static void lost(void *arg, bool peer_gone)
 {
 	struct fkv_clusterd *cd = arg;
+	bool alone;
 
 	if (!cd->registered)
 		return;
@@ -1770,9 +1813,24 @@ static void lost(void *arg)
 	/*
 	 * The module fails every waiting upcall (gets fail ENOTCONN until we
 	 * are back) and keeps its replicas (KEEP): once we rejoined we
-	 * report them and the master adopts what is still current.
+	 * report them and the master adopts what is still current.  If the
+	 * master's end went (it died, or it let us go and waits out our
+	 * lease), the module serves our local hits alone until the lease
+	 * ends: the master answers no overwrite of them before (cluster.md,
+	 * "What is served while no leader exists").  If we are the ones
+	 * closing, nothing more: the master goes on without us at once.
 	 */
-	fkv_nl_unregister(cd->nl);
+	alone = peer_gone && !cd->master_role && !cd->lease_void &&
+		cd->lease_until > now_ns();
+	if (alone && !fkv_nl_unregister_leased(cd->nl)) {
+		cd->st.leased_losses++;
+		fkv_warn("cluster: the master's end closed: local hits go on "
+			 "for the %llu ms left of its lease",
+			 (unsigned long long)((cd->lease_until -
+					       now_ns()) / 1000000));
+	} else {
+		fkv_nl_unregister(cd->nl);
+	}
 	cd->registered = false;
 	place_key_set(cd, NULL);	/* the next join makes another */
 	cd->lease_void = false;		/* the next join grants afresh */
@@ -2406,9 +2464,19 @@ static bool route_upcall(struct fkv_clusterd *cd, const struct fkv_upcall *u,
 
 /* ---- lifecycle ---- */
 
+static void member_expelled(void *arg, const struct fkv_member *m)
+{
+	struct fkv_clusterd *cd = arg;
+	char why[128];
+
+	snprintf(why, sizeof(why), "we closed node '%s''s connection", m->name);
+	leases_may_run(cd, why);
+}
+
 static const struct fkv_cctl_ops cctl_ops = {
 	.member_up = member_up,
 	.member_down = member_down,
+	.member_expelled = member_expelled,
 	.member_busy = member_busy,
 	.member_msg = member_msg,
 	.drop_ack = drop_ack,
@@ -2524,6 +2592,8 @@ static int start_master(struct fkv_clusterd *cd)
 		fkv_nl_unregister(cd->nl);
 		return err;
 	}
+	/* Nodes may serve on an earlier master's leases a while yet. */
+	leases_may_run(cd, "a new master");
 	/* Our own node serves pulls to the others at its data address. */
 	fkv_hostport_str(addr, sizeof(addr), &cd->cc->advertise);
 	fkv_master_node_up(cd->master, cd->self, mc.incarnation, mc.capacity,
@@ -2724,6 +2794,10 @@ void fkv_clusterd_tick(struct fkv_clusterd *cd)
 		next = sw->next;
 		if (now < sw->deadline_ms)
 			continue;
+		if (!sw->nnodes && !sw->nbnodes) {	/* the leases ran out */
+			sync_complete(cd, sw);
+			continue;
+		}
 		fkv_warn("cluster: %u node(s) did not acknowledge a drop in %u ms: "
 			 "their lease is over, answering", sw->nnodes,
 			 cd->cc->lease_ms);
@@ -2853,6 +2927,8 @@ int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg)
 		{ "tokens_expired", cd->st.tokens_expired },
 		{ "refused_unjoined", cd->st.refused_unjoined },
 		{ "answers_held_for_drops", cd->st.syncs_held },
+		{ "answers_held_for_leases", cd->st.lease_holds },
+		{ "masters_lost_with_a_lease", cd->st.leased_losses },
 		{ "drop_ack_timeouts", cd->st.sync_timeouts },
 		{ "fences_raised", cd->st.fences_raised },
 		{ "fences_lifted", cd->st.fences_lifted },

@@ -13,6 +13,7 @@ const char *fkv_left_reason_name(enum fkv_left_reason r)
 	switch (r) {
 	case FKV_LEFT_LEAVE: return "left";
 	case FKV_LEFT_CLOSED: return "connection closed";
+	case FKV_LEFT_EXPELLED: return "connection closed by the master";
 	case FKV_LEFT_TIMEOUT: return "missed heartbeats";
 	case FKV_LEFT_REPLACED: return "rejoined under a new incarnation";
 	}

@@ -33,7 +33,12 @@
 
 enum fkv_left_reason {
 	FKV_LEFT_LEAVE,		/* the node said LEAVE */
-	FKV_LEFT_CLOSED,	/* its control connection closed */
+	FKV_LEFT_CLOSED,	/* its control connection closed (its end) */
+	/*
+	 * the master closed it (a refusal, a protocol error, a full queue):
+	 * the node, still alive, may serve its hits on its lease a while
+	 */
+	FKV_LEFT_EXPELLED,
 	FKV_LEFT_TIMEOUT,	/* no heartbeat within dead_after_ms */
 	FKV_LEFT_REPLACED,	/* it rejoined under a new incarnation */
 };

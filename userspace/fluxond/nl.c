@@ -957,6 +957,12 @@ int fkv_nl_unregister(struct fkv_nl *nl)
 	return request(nl, FLUXONKV_CMD_DAEMON_UNREGISTER, 0, 0);
 }
 
+int fkv_nl_unregister_leased(struct fkv_nl *nl)
+{
+	return request(nl, FLUXONKV_CMD_DAEMON_UNREGISTER,
+		       FLUXONKV_UNREGISTER_F_LEASED, 0);
+}
+
 int fkv_nl_process(struct fkv_nl *nl)
 {
 	int i, n;

@@ -72,6 +72,11 @@ int fkv_nl_get_version(struct fkv_nl *nl, struct fkv_nl_version *v);
 int fkv_nl_register(struct fkv_nl *nl, uint32_t flags, uint32_t node_id,
 		    struct fkv_nl_register_info *info);
 int fkv_nl_unregister(struct fkv_nl *nl);
+/*
+ * ... leaving the module to serve this node's local hits alone until the
+ * lease it holds runs out (FLUXONKV_UNREGISTER_F_LEASED: the master went).
+ */
+int fkv_nl_unregister_leased(struct fkv_nl *nl);
 
 /*
  * Read and dispatch everything queued on the socket (at most a bounded
