@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -857,3 +858,184 @@ int fkv_etcd_lease_revoke(struct fkv_etcd *e, int64_t id)
 	json_object_put(r);
 	return 0;
 }
+
+/* ---- Watch: a streamed answer, one JSON object per line ---- */
+
+struct fkv_etcd_watch_st {
+	struct fkv_etcd *e;
+	const char *ep;
+	int (*fn)(void *arg, const struct fkv_etcd_event *ev);
+	void *arg;
+	const _Atomic bool *stop;
+	struct fkv_etcd_buf line;	/* what came after the last newline */
+	int ret;			/* what ends the stream (fn's, -errno) */
+	bool created;
+};
+
+/* One line of the stream: 0 to go on, else why it ends (in st->ret). */
+static int fkv_etcd_watch_line(struct fkv_etcd_watch_st *st, const char *txt)
+{
+	json_object *j = json_tokener_parse(txt), *res, *evs, *v;
+	size_t i, n;
+	int ret = 0;
+
+	if (!j || !json_object_is_type(j, json_type_object)) {
+		fkv_etcd_seterr(st->e, "etcd %s: a watch line that is not JSON",
+				st->ep);
+		ret = -EPROTO;
+		goto out;
+	}
+	if (json_object_object_get_ex(j, "error", &v)) {
+		fkv_etcd_seterr(st->e, "etcd %s: watch: %s", st->ep,
+				json_object_get_string(v));
+		ret = -EIO;
+		goto out;
+	}
+	if (!json_object_object_get_ex(j, "result", &res))
+		goto out;	/* nothing we know: skipped */
+	if (json_object_object_get_ex(res, "canceled", &v) &&
+	    json_object_get_boolean(v)) {
+		fkv_etcd_seterr(st->e, "etcd %s: the watch was canceled", st->ep);
+		ret = -ECANCELED;
+		goto out;
+	}
+	if (json_object_object_get_ex(res, "created", &v) &&
+	    json_object_get_boolean(v) && !st->created) {
+		st->created = true;
+		ret = st->fn(st->arg, NULL);
+		if (ret)
+			goto out;
+	}
+	if (!json_object_object_get_ex(res, "events", &evs) ||
+	    !json_object_is_type(evs, json_type_array))
+		goto out;
+	n = json_object_array_length(evs);
+	for (i = 0; i < n && !ret; i++) {
+		json_object *ev = json_object_array_get_idx(evs, i), *kv, *t;
+		struct fkv_etcd_event e = { 0 };
+
+		if (!json_object_object_get_ex(ev, "kv", &kv))
+			continue;
+		e.deleted = json_object_object_get_ex(ev, "type", &t) &&
+			    !strcmp(json_object_get_string(t), "DELETE");
+		ret = fkv_etcd_kv_parse(st->e, kv, &e.kv);
+		if (ret)
+			break;
+		e.revision = e.kv.mod_revision;
+		ret = st->fn(st->arg, &e);
+		fkv_etcd_kv_free(&e.kv);
+	}
+out:
+	json_object_put(j);
+	if (ret)
+		st->ret = ret;
+	return ret;
+}
+
+static size_t fkv_etcd_watch_write(char *ptr, size_t size, size_t nmemb,
+				   void *ud)
+{
+	struct fkv_etcd_watch_st *st = ud;
+	size_t n = size * nmemb, used = 0;
+	char *nl;
+
+	if (!fkv_etcd_write(ptr, size, nmemb, &st->line)) {
+		fkv_etcd_seterr(st->e, "etcd %s: a watch line over %u bytes",
+				st->ep, FKV_ETCD_BODY_MAX);
+		st->ret = -EPROTO;
+		return 0;
+	}
+	while ((nl = memchr(st->line.p + used, '\n', st->line.len - used))) {
+		*nl = '\0';
+		if (nl > st->line.p + used &&
+		    fkv_etcd_watch_line(st, st->line.p + used))
+			return 0;	/* ends the transfer */
+		used = (size_t)(nl - st->line.p) + 1;
+	}
+	memmove(st->line.p, st->line.p + used, st->line.len - used);
+	st->line.len -= used;
+	st->line.p[st->line.len] = '\0';
+	return n;
+}
+
+/* curl's progress callback: non-zero ends the transfer (a stop). */
+static int fkv_etcd_watch_progress(void *ud, curl_off_t dlt, curl_off_t dln,
+				   curl_off_t ult, curl_off_t uln)
+{
+	struct fkv_etcd_watch_st *st = ud;
+
+	return st->stop && atomic_load(st->stop);
+}
+
+int fkv_etcd_watch(struct fkv_etcd *e, const char *key,
+		   int (*fn)(void *arg, const struct fkv_etcd_event *ev),
+		   void *arg, const _Atomic bool *stop)
+{
+	struct fkv_etcd_watch_st st = {
+		.e = e, .ep = e->ep[e->cur], .fn = fn, .arg = arg, .stop = stop,
+	};
+	json_object *q = json_object_new_object(), *c;
+	struct curl_slist *hdr = NULL;
+	char url[FKV_ETCD_URL_MAX];
+	const char *txt;
+	CURLcode rc;
+	long code = 0;
+
+	if (!q)
+		return fkv_etcd_nomem(e, NULL);
+	c = json_object_new_object();
+	if (!c || !fkv_etcd_add_key(c, "key", key)) {
+		json_object_put(c);
+		return fkv_etcd_nomem(e, q);
+	}
+	if (!fkv_etcd_add(q, "create_request", c))	/* puts @c */
+		return fkv_etcd_nomem(e, q);
+	txt = json_object_to_json_string_ext(q, JSON_C_TO_STRING_PLAIN);
+	hdr = curl_slist_append(hdr, "Content-Type: application/json");
+	if (!txt || !hdr) {
+		curl_slist_free_all(hdr);
+		return fkv_etcd_nomem(e, q);
+	}
+	snprintf(url, sizeof(url), "%s/v3/watch", st.ep);
+	curl_easy_reset(e->curl);
+	curl_easy_setopt(e->curl, CURLOPT_URL, url);
+	curl_easy_setopt(e->curl, CURLOPT_POST, 1L);
+	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, txt);
+	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, fkv_etcd_watch_write);
+	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &st);
+	curl_easy_setopt(e->curl, CURLOPT_XFERINFOFUNCTION,
+			 fkv_etcd_watch_progress);
+	curl_easy_setopt(e->curl, CURLOPT_XFERINFODATA, &st);
+	curl_easy_setopt(e->curl, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)e->timeout_ms);
+	curl_easy_setopt(e->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(e->curl, CURLOPT_TCP_KEEPIDLE, 2L);
+	curl_easy_setopt(e->curl, CURLOPT_TCP_KEEPINTVL, 1L);
+	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(e->curl, CURLOPT_NOPROXY, "*");
+	rc = curl_easy_perform(e->curl);
+	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
+	curl_slist_free_all(hdr);
+	json_object_put(q);
+	free(st.line.p);
+	if (st.ret)		/* the callback's, or a bad line */
+		return st.ret;
+	if (rc == CURLE_ABORTED_BY_CALLBACK)
+		return 0;	/* stopped */
+	/* it ended: next time, the next endpoint */
+	e->cur = (e->cur + 1) % e->nep;
+	if (rc != CURLE_OK) {
+		int err = fkv_etcd_curl_errno(rc);
+
+		fkv_etcd_seterr(e, "etcd %s: watch: %s (%s)", st.ep,
+				curl_easy_strerror(rc), strerror(-err));
+		return err;
+	}
+	fkv_etcd_seterr(e, "etcd %s: the watch stream ended (HTTP %ld)",
+			st.ep, code);
+	return -EPIPE;
+}
+

@@ -23,6 +23,7 @@
 #ifndef FKV_ETCD_H
 #define FKV_ETCD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -113,5 +114,28 @@ int fkv_etcd_lease_grant(struct fkv_etcd *e, int64_t ttl_s, int64_t *id);
 int fkv_etcd_lease_keepalive(struct fkv_etcd *e, int64_t id, int64_t *ttl_s);
 /* Lease.Revoke (its keys go with it); -ENOENT when already gone. */
 int fkv_etcd_lease_revoke(struct fkv_etcd *e, int64_t id);
+
+/* One change a watch saw (fkv_etcd_watch()). */
+struct fkv_etcd_event {
+	bool deleted;		/* DELETE (kv.value ""), else PUT */
+	struct fkv_etcd_kv kv;	/* freed by the watch after the callback */
+	int64_t revision;	/* the store's revision of the change */
+};
+
+/*
+ * Watch.Watch on @key (that one key) from now: a long POST whose answer
+ * streams one JSON object per line.  Blocks, calling @fn(@arg, NULL) once
+ * the watch is established (changes before it are not seen: read the key
+ * then), then @fn(@arg, ev) for each change, until @fn returns non-zero
+ * (returned), *@stop turns true (curl looks about once a second while
+ * the stream is idle: 0), or
+ * the stream ends or fails (-errno, fkv_etcd_error() says why; the next
+ * call starts at the next endpoint).  No timeout once established: an
+ * idle watch is normal; TCP keepalives find a dead peer.  Uses its own
+ * handle (a handle is used by one thread at a time).
+ */
+int fkv_etcd_watch(struct fkv_etcd *e, const char *key,
+		   int (*fn)(void *arg, const struct fkv_etcd_event *ev),
+		   void *arg, const _Atomic bool *stop);
 
 #endif

@@ -39,6 +39,17 @@ struct fkv_failover {
 	pthread_t thread;
 	bool thread_started;
 	atomic_bool stop;
+	/*
+	 * The watch on the leader key: its own etcd handle and thread; each
+	 * change (and each re-established watch) pokes the election thread,
+	 * which then runs its round at once instead of after its period.
+	 */
+	struct fkv_etcd *wetcd;
+	pthread_t wthread;
+	bool wthread_started;
+	atomic_bool poke;
+	atomic_bool watching;		/* a watch is established */
+	_Atomic uint64_t watch_events;
 	_Atomic(const char *) pending;	/* the reason to re-exec */
 	unsigned int period_ms;
 	char prefix[FKV_ELECT_KEY_BUF];
@@ -161,8 +172,58 @@ static void *fo_thread(void *arg)
 					 l.name, l.addr, l.rev);
 			}
 		}
+		/* the next round after the period, or at the watch's poke */
 		for (unsigned int t = 0; t < fo->period_ms &&
-		     !atomic_load(&fo->stop); t += 50)
+		     !atomic_load(&fo->stop) &&
+		     !atomic_exchange(&fo->poke, false); t += 20)
+			sleep_ms(20);
+	}
+	return NULL;
+}
+
+/* The watch saw the leader key change (@ev), or (NULL) it is in place. */
+static int fo_watch_event(void *arg, const struct fkv_etcd_event *ev)
+{
+	struct fkv_failover *fo = arg;
+
+	if (ev)
+		atomic_fetch_add(&fo->watch_events, 1);
+	else
+		atomic_store(&fo->watching, true);
+	/* established: a change may have come before it, look too */
+	atomic_store(&fo->poke, true);
+	return 0;
+}
+
+/*
+ * Watch the leader key for as long as the election runs: nodes follow a
+ * new leader, and a standby campaigns, as soon as the key changes -- the
+ * polling every period stays as the fallback (a watch that broke is set
+ * up again after a second).
+ */
+static void *fo_watch_thread(void *arg)
+{
+	struct fkv_failover *fo = arg;
+	char key[FKV_ELECT_KEY_BUF + 8];
+	uint64_t logged = 0;
+
+	snprintf(key, sizeof(key), "%s/leader", fo->prefix);
+	while (!atomic_load(&fo->stop) && !atomic_load(&fo->pending)) {
+		int err = fkv_etcd_watch(fo->wetcd, key, fo_watch_event, fo,
+					 &fo->stop);
+		uint64_t now = mono_ms();
+
+		atomic_store(&fo->watching, false);
+		if (atomic_load(&fo->stop))
+			break;
+		if (err && now - logged >= 5000) {
+			fkv_info("etcd election: the watch on %s ended (%s): "
+				 "reading it every %u ms meanwhile", key,
+				 fkv_etcd_error(fo->wetcd), fo->period_ms);
+			logged = now;
+		}
+		for (unsigned int t = 0; t < 1000 && !atomic_load(&fo->stop);
+		     t += 50)
 			sleep_ms(50);
 	}
 	return NULL;
@@ -378,6 +439,20 @@ int fkv_failover_start(struct fkv_failover **out,
 		goto fail;
 	}
 	fo->thread_started = true;
+	/* The watch is a latency gain only: without it we poll. */
+	err = fkv_etcd_open(&fo->wetcd,
+			    (const char *const *)cc->etcd_endpoints, cc->netcd,
+			    timeout, err_s, sizeof(err_s));
+	if (!err) {
+		err = pthread_create(&fo->wthread, NULL, fo_watch_thread, fo);
+		if (err)
+			fkv_warn("etcd election: no watch (%s): reading the leader every %u ms",
+				 strerror(err), fo->period_ms);
+		fo->wthread_started = !err;
+	} else {
+		fkv_warn("etcd election: no watch (%s): reading the leader every %u ms",
+			 err_s, fo->period_ms);
+	}
 	*out = fo;
 	return 0;
 
@@ -395,6 +470,10 @@ void fkv_failover_stop(struct fkv_failover *fo)
 		pthread_join(fo->thread, NULL);
 	/* A clean stop resigns: the standby need not wait for the TTL. */
 	fkv_election_destroy(fo->el);
+	/* (curl looks at the stop about once a second while idle) */
+	if (fo->wthread_started)
+		pthread_join(fo->wthread, NULL);
+	fkv_etcd_close(fo->wetcd);
 	fkv_etcd_close(fo->etcd);
 	pthread_mutex_destroy(&fo->lock);
 	free(fo);
@@ -593,7 +672,10 @@ int fkv_failover_stats(void *arg, struct nl_msg *msg)
 	    fkv_ctl_put_stat(msg, "etcd_leader_changes", st.leader_changes) ||
 	    fkv_ctl_put_stat(msg, "etcd_keepalives", st.keepalives) ||
 	    fkv_ctl_put_stat(msg, "etcd_errors", st.etcd_errors) ||
-	    fkv_ctl_put_stat(msg, "etcd_failover_ms", fo->failover_ms))
+	    fkv_ctl_put_stat(msg, "etcd_failover_ms", fo->failover_ms) ||
+	    fkv_ctl_put_stat(msg, "etcd_watching", atomic_load(&fo->watching)) ||
+	    fkv_ctl_put_stat(msg, "etcd_watch_events",
+			     atomic_load(&fo->watch_events)))
 		return -EMSGSIZE;
 	return 0;
 }
