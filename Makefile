@@ -109,7 +109,7 @@ $(O)/fluxond: $(FLUXOND_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(CRYPTO_LIBS) $(ETCD_LIBS) $(RDMA_LIBS) $(XXHASH_LIBS) -lpthread
 
 $(O)/fluxonctl: $(FLUXONCTL_OBJS) $(COMMON_OBJS) $(O)/libfluxonkv.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(URING_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(URING_LIBS) $(XXHASH_LIBS) -lpthread
 
 $(O)/fkvload: $(O)/tools/bench/fkvload.o $(O)/libfluxonkv.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(URING_LIBS) -lm -lpthread
@@ -122,7 +122,7 @@ $(O)/unit/%: $(O)/tests/unit/%.o $(FLUXOND_LIBOBJS) $(CTL_OBJS) $(COMMON_OBJS) $
 
 $(O)/selftests/%: $(O)/selftests/%.o $(O)/libfluxonkv.a $(COMMON_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(URING_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(NL_LIBS) $(YAML_LIBS) $(URING_LIBS) $(XXHASH_LIBS) -lpthread
 
 comma := ,
 # test_cluster fakes the source's RDMA calls (a device, tickets, windows)

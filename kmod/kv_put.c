@@ -14,6 +14,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/uio.h>
+#include <linux/xxhash.h>
 
 #include "kv.h"
 
@@ -109,6 +110,65 @@ static int fluxonkv_sock_send_user(struct socket *sock, const void __user *buf,
 	return 0;
 }
 
+/* The putter's bytes are read this much at a time for their sum. */
+#define FLUXONKV_PLACE_SUM_PIECE	(64 * 1024)
+
+/*
+ * XXH64 (seed 0) of the putter's @len bytes at @buf into *@sum: read in
+ * pieces through a bounce buffer (the kernel's xxh64 reads kernel memory
+ * only).  A buffer the putter changes meanwhile gets a sum that its bytes
+ * on the wire do not match: the target refuses them, the put fails.
+ */
+static int fluxonkv_user_xxh64(const void __user *buf, u64 len, u64 *sum)
+{
+	struct xxh64_state st;
+	u64 off, n;
+	u8 *b;
+	int ret = 0;
+
+	b = kmalloc(FLUXONKV_PLACE_SUM_PIECE, GFP_KERNEL);
+	if (!b)
+		return -ENOMEM;
+	xxh64_reset(&st, 0);
+	for (off = 0; off < len; off += n) {
+		n = min_t(u64, len - off, FLUXONKV_PLACE_SUM_PIECE);
+		if (copy_from_user(b, buf + off, n)) {
+			ret = -EFAULT;
+			break;
+		}
+		xxh64_update(&st, b, n);
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		cond_resched();
+	}
+	*sum = xxh64_digest(&st);
+	kfree(b);
+	return ret;
+}
+
+/*
+ * After a placed value's bytes, their XXH64 (8 bytes, little endian): the
+ * target checks its replica against it before it says every byte is in.
+ */
+static int fluxonkv_sock_send_sum(struct socket *sock, u64 sum)
+{
+	__le64 le = cpu_to_le64(sum);
+	struct kvec v = { .iov_base = &le, .iov_len = sizeof(le) };
+	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
+	int ret;
+
+	ret = kernel_sendmsg(sock, &msg, &v, 1, sizeof(le));
+	if (ret == -ERESTARTSYS)
+		return -EINTR;
+	if (ret == -EAGAIN)
+		return -ETIMEDOUT;
+	if (ret < 0)
+		return ret;
+	return ret == sizeof(le) ? 0 : -EPIPE;
+}
+
 /*
  * No room here for in-flight put @put_id (the master has nothing left to
  * evict on this node): PUT_PLACE has the daemon find another node, which
@@ -127,7 +187,7 @@ static int fluxonkv_put_remote(const u8 *key, u32 key_len,
 		.key = key, .key_len = key_len, .len = len, .put_id = put_id,
 	};
 	struct fluxonkv_upcall place = {}, done = {};
-	u64 t0 = fluxonkv_clock();
+	u64 t0 = fluxonkv_clock(), sum;
 	int ret;
 
 	fluxonkv_stat_inc(puts_placed);
@@ -144,7 +204,11 @@ static int fluxonkv_put_remote(const u8 *key, u32 key_len,
 		ret = -EPROTO;	/* a remote replica must be another node's */
 		goto err_sock;
 	}
-	ret = fluxonkv_sock_send_user(place.sock, value, len);
+	ret = fluxonkv_user_xxh64(value, len, &sum);
+	if (!ret)
+		ret = fluxonkv_sock_send_user(place.sock, value, len);
+	if (!ret)
+		ret = fluxonkv_sock_send_sum(place.sock, sum);
 	if (ret)
 		goto err_sock;
 	sockfd_put(place.sock);

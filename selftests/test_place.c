@@ -20,6 +20,9 @@
  * Values are patterns of (key, length, salt), compared byte for byte.  The
  * segment is 4 MiB; a published value of all of it ("hog") leaves no room.
  */
+#include <endian.h>
+#include <xxhash.h>
+
 #include "fkv_env.h"
 #include "fkv_master.h"
 
@@ -238,6 +241,26 @@ static uint8_t *recv_exact(int fd, uint64_t len)
 	return buf;
 }
 
+/*
+ * A placed value on FD: LEN bytes of the pattern of (K, SALT), then their
+ * XXH64 (8 bytes, little endian), which the target checks its replica
+ * against (issue 29: PLACE bytes are summed end to end).
+ */
+static void recv_placed_value(int fd, uint64_t len, const char *k,
+			      uint64_t salt)
+{
+	uint8_t *buf = recv_exact(fd, len), *sum;
+	uint64_t le;
+
+	FKV_ASSERT_PATTERN(buf, len, k, strlen(k), salt);
+	sum = recv_exact(fd, sizeof(le));
+	memcpy(&le, sum, sizeof(le));
+	FKV_ASSERT(le64toh(le) == XXH64(buf, len, 0),
+		   "the sum after the value is not its XXH64");
+	free(sum);
+	free(buf);
+}
+
 /* Nothing (more) is queued on FD, and its peer is still open. */
 static void expect_no_bytes(int fd, const char *what)
 {
@@ -373,7 +396,6 @@ static void placed_put(const char *k, uint64_t len, bool published)
 	uint64_t hog, cap, req;
 	struct master m;
 	struct client c;
-	uint8_t *buf;
 	int64_t t0;
 	int sv[2];
 	char eof;
@@ -393,9 +415,7 @@ static void placed_put(const char *k, uint64_t len, bool published)
 
 	stream_pair(sv);
 	FKV_ASSERT_EQ(answer_place(&m, req, 0, rh, sv[0]), 0);
-	buf = recv_exact(sv[1], len);
-	FKV_ASSERT_PATTERN(buf, len, k, strlen(k), salt);
-	free(buf);
+	recv_placed_value(sv[1], len, k, salt);
 
 	a.req_id = expect_placed_done(&m, k, put_id, len, rh);
 	expect_no_bytes(sv[1], "more than LEN bytes sent");
@@ -691,13 +711,10 @@ static void failing_end(struct failing *f, int err, bool reaped,
 FKV_TEST(put_done_failing_after_the_send_names_the_remote_replica)
 {
 	struct failing f;
-	uint8_t *buf;
 
 	failing_begin(&f, "done-eio", 300000, 11);
 	failing_answer(&f);
-	buf = recv_exact(f.sv[1], f.len);
-	FKV_ASSERT_PATTERN(buf, f.len, f.k, strlen(f.k), f.put_id);
-	free(buf);
+	recv_placed_value(f.sv[1], f.len, f.k, f.put_id);
 	f.req = expect_placed_done(&f.m, f.k, f.put_id, f.len, f.rh);
 	FKV_ASSERT_EQ(answer_status(&f.m.nl, FLUXONKV_CMD_PUT_DONE, f.req,
 				    -EIO), 0);

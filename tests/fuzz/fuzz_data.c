@@ -52,6 +52,7 @@
  * -DFKV_FUZZ_STANDALONE, TAP out; build/unit/fuzz_data --seeds DIR
  * writes the seed corpus.
  */
+#include <endian.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -731,6 +732,7 @@ static int make_seeds(const char *dir)
 	static struct seed sd;
 	static uint8_t payload[600], other[1000];
 	struct nl_msg *msg;
+	uint64_t sum;
 
 	/* pre-auth: a JOIN with a wrong MAC, and garbage */
 	put8(&sd, 0);
@@ -775,7 +777,15 @@ static int make_seeds(const char *dir)
 	put8(&sd, 1);
 	put_frame(&sd, place("key", FUZZ_P, sizeof(payload)));
 	put_bytes(&sd, payload, sizeof(payload));
+	sum = htole64(XXH64(payload, sizeof(payload), 0));
+	put_bytes(&sd, &sum, sizeof(sum));	/* the putter's sum */
 	seed_write(dir, "place", &sd);
+	put8(&sd, 1);
+	put_frame(&sd, place("key", FUZZ_P, sizeof(payload)));
+	put_bytes(&sd, payload, sizeof(payload));
+	sum = ~sum;
+	put_bytes(&sd, &sum, sizeof(sum));
+	seed_write(dir, "place-bad-sum", &sd);
 	put8(&sd, 1);
 	put_frame(&sd, place("key", FUZZ_P_BAD, 16));
 	put_bytes(&sd, payload, 16);

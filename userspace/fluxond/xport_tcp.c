@@ -43,6 +43,7 @@
 #include <netlink/attr.h>
 #include <netlink/genl/genl.h>
 #include <netlink/msg.h>
+#include <endian.h>
 #include <xxhash.h>
 
 #include "auth.h"
@@ -2030,8 +2031,30 @@ static int serve_pull(struct fkv_xport *x, struct tcp_conn *c, uint8_t *buf,
 }
 
 /*
+ * After a placed value, the putter's module sends the XXH64 (seed 0) of
+ * its bytes, 8 bytes little endian (kmod/kv_put.c; the kernel has no
+ * XXH3): our replica at @off must match it, or the put fails -EBADMSG
+ * and the replica goes.
+ */
+static int place_sum_check(struct fkv_xport *x, int fd, uint64_t off,
+			   uint64_t len)
+{
+	uint64_t le;
+	int err;
+
+	err = read_until(fd, &le, sizeof(le), pull_deadline(x, len));
+	if (err)
+		return err;
+	if (XXH64(x->seg.base + off, (size_t)len, 0) == le64toh(le))
+		return 0;
+	FKV_XCOUNT(x, csum_errors, 1);
+	return -EBADMSG;
+}
+
+/*
  * A put another node places here: a target, its handle, the bytes
- * straight into it, our word.  Always -errno or 1: the connection ends.
+ * straight into it, their sum, our word.  Always -errno or 1: the
+ * connection ends.
  */
 static int serve_place(struct fkv_xport *x, int fd, struct nlattr **tb)
 {
@@ -2067,12 +2090,19 @@ static int serve_place(struct fkv_xport *x, int fd, struct nlattr **tb)
 	if (!err)
 		err = read_until(fd, x->seg.base + off, len,
 				 pull_deadline(x, len));
+	if (!err)
+		err = place_sum_check(x, fd, off, len);
 	/* Released (and, failed, dropped) before the requester hears. */
 	x->seg.placed(x->seg.arg, handle, pin, err);
-	if (!err) {
+	if (!err || err == -EBADMSG) {	/* the requester learns which */
+		int st = err;
+
 		msg = fkv_wire_msg(FKV_CCMD_PLACE);
 		err = send_free(fd, msg, msg &&
-				!nla_put_u32(msg, FLUXONKV_A_STATUS, 0));
+				!nla_put_u32(msg, FLUXONKV_A_STATUS,
+					     (uint32_t)st));
+		if (!err)
+			err = st;
 	}
 	if (err) {
 		FKV_XCOUNT(x, target_errors, 1);
