@@ -2497,9 +2497,9 @@ FKV_TEST(cluster_etcd_settings_are_checked)
 	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: \"http://127.0.0.1:2379\"}\n",
 	       "cluster.etcd.endpoints: must be a list");
 	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: [\"127.0.0.1:2379\"]}\n",
-	       "cluster.etcd.endpoints[0]: \"127.0.0.1:2379\": must be http://host:port");
+	       "cluster.etcd.endpoints[0]: \"127.0.0.1:2379\": must be http://host:port (https:// with tls)");
 	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: [\"https://127.0.0.1:2379\"]}\n",
-	       "cluster.etcd.endpoints[0]: \"https://127.0.0.1:2379\": https is not supported yet");
+	       "cluster.etcd.endpoints[0]: \"https://127.0.0.1:2379\": https needs cluster.etcd.tls");
 	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: [\"http://127.0.0.1:99999\"]}\n",
 	       "cluster.etcd.endpoints[0]: \"http://127.0.0.1:99999\":");
 	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: [\"http://0.0.0.0:2379\"]}\n",
@@ -2513,7 +2513,77 @@ FKV_TEST(cluster_etcd_settings_are_checked)
 	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: [\"http://h:1\"], lease_ttl_ms: 999}\n",
 	       "cluster.etcd.lease_ttl_ms: \"999\": must be an integer from 1000 to 60000 (ms)");
 	cl_bad(SPEC CL_ETCD "    etcd: {endpoints: [\"http://h:1\"], ttl: 1}\n",
-	       "cluster.etcd: unknown key \"ttl\" (known: endpoints, prefix, lease_ttl_ms)");
+	       "cluster.etcd: unknown key \"ttl\" (known: endpoints, prefix, lease_ttl_ms, tls)");
 	cl_bad(SPEC CL_ETCD "    etcd: [a]\n",
-	       "cluster.etcd: must be a mapping (endpoints, prefix, lease_ttl_ms)");
+	       "cluster.etcd: must be a mapping (endpoints, prefix, lease_ttl_ms, tls)");
+}
+
+/*
+ * cluster.etcd.tls (issue 32: etcd over TLS): PEM files that exist now,
+ * ca_file required, cert_file and key_file together; with them every
+ * endpoint is https://, without them http://.
+ */
+FKV_TEST(cluster_etcd_tls_files_and_schemes_are_checked)
+{
+	char yaml[4 * PATH_MAX], ca[PATH_MAX], cert[PATH_MAX], key[PATH_MAX];
+	struct fkv_config c;
+
+	snprintf(ca, sizeof(ca), "%s", secret_file("ca.pem", "x", 1, 0644));
+	snprintf(cert, sizeof(cert), "%s", secret_file("cert.pem", "x", 1,
+						       0644));
+	snprintf(key, sizeof(key), "%s", secret_file("key.pem", "x", 1, 0600));
+	snprintf(yaml, sizeof(yaml), SPEC CL_ETCD
+		 "    etcd:\n"
+		 "      endpoints: [\"https://10.77.0.9:2379\"]\n"
+		 "      tls: {ca_file: %s, cert_file: %s, key_file: %s}\n",
+		 ca, cert, key);
+	parse_ok(yaml, &c);
+	ASSERT_STREQ(c.cluster.etcd_ca_file, ca);
+	ASSERT_STREQ(c.cluster.etcd_cert_file, cert);
+	ASSERT_STREQ(c.cluster.etcd_key_file, key);
+	fkv_config_free(&c);
+	/* server-side TLS only: no client certificate */
+	snprintf(yaml, sizeof(yaml), SPEC CL_ETCD
+		 "    etcd:\n"
+		 "      tls: {ca_file: %s}\n"
+		 "      endpoints: [\"https://etcd-a.lan:2379\"]\n", ca);
+	parse_ok(yaml, &c);
+	FKV_ASSERT(c.cluster.etcd_cert_file == NULL);
+	fkv_config_free(&c);
+
+	snprintf(yaml, sizeof(yaml), SPEC CL_ETCD
+		 "    etcd:\n"
+		 "      endpoints: [\"http://10.77.0.9:2379\"]\n"
+		 "      tls: {ca_file: %s}\n", ca);
+	cl_bad(yaml, "cluster.etcd.endpoints[0]: \"http://10.77.0.9:2379\": http with cluster.etcd.tls set: use https://");
+	snprintf(yaml, sizeof(yaml), SPEC CL_ETCD
+		 "    etcd:\n"
+		 "      endpoints: [\"https://10.77.0.9:2379\"]\n"
+		 "      tls: {ca_file: %s, cert_file: %s}\n", ca, cert);
+	cl_bad(yaml, "cluster.etcd.tls: cert_file and key_file go together");
+	snprintf(yaml, sizeof(yaml), SPEC CL_ETCD
+		 "    etcd:\n"
+		 "      endpoints: [\"https://10.77.0.9:2379\"]\n"
+		 "      tls: {cert_file: %s, key_file: %s}\n", cert, key);
+	cl_bad(yaml, "cluster.etcd.tls: ca_file is required");
+	cl_bad(SPEC CL_ETCD "    etcd:\n"
+	       "      endpoints: [\"https://10.77.0.9:2379\"]\n"
+	       "      tls: {ca_file: /nonexistent/ca.pem}\n",
+	       "cluster.etcd.tls.ca_file: \"/nonexistent/ca.pem\": No such file or directory");
+	cl_bad(SPEC CL_ETCD "    etcd:\n"
+	       "      endpoints: [\"https://10.77.0.9:2379\"]\n"
+	       "      tls: {ca_file: ca.pem}\n",
+	       "cluster.etcd.tls.ca_file: \"ca.pem\": must be an absolute path");
+	cl_bad(SPEC CL_ETCD "    etcd:\n"
+	       "      endpoints: [\"https://10.77.0.9:2379\"]\n"
+	       "      tls: {ca_file: /tmp}\n",
+	       "cluster.etcd.tls.ca_file: \"/tmp\": not a regular file");
+	cl_bad(SPEC CL_ETCD "    etcd:\n"
+	       "      endpoints: [\"https://10.77.0.9:2379\"]\n"
+	       "      tls: {ca: /tmp/x}\n",
+	       "cluster.etcd.tls: unknown key \"ca\" (known: ca_file, cert_file, key_file)");
+	cl_bad(SPEC CL_ETCD "    etcd:\n"
+	       "      endpoints: [\"https://10.77.0.9:2379\"]\n"
+	       "      tls: yes\n",
+	       "cluster.etcd.tls: must be a mapping (ca_file, cert_file, key_file)");
 }

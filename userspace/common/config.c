@@ -1057,7 +1057,10 @@ static bool fkv_cfg_bool(struct fkv_cfg_ctx *x, yaml_node_t *n,
 	return false;
 }
 
-/* An etcd client URL: http://host:port (an optional trailing '/'). */
+/*
+ * An etcd client URL: http://host:port or https://host:port (an optional
+ * trailing '/'); which one the TLS settings decide (fkv_cfg_etcd()).
+ */
 static bool fkv_cfg_etcd_endpoint(struct fkv_cfg_ctx *x, yaml_node_t *n,
 				  const char *what, char **dst)
 {
@@ -1065,29 +1068,28 @@ static bool fkv_cfg_etcd_endpoint(struct fkv_cfg_ctx *x, yaml_node_t *n,
 	char hp[FKV_HOSTPORT_BUF + 1];
 	const char *s = fkv_cfg_string(x, n, what);
 	uint16_t port;
-	size_t len;
+	size_t len, skip;
 
 	if (!s)
 		return false;
 	if (!strncmp(s, "https://", 8)) {
-		fkv_cfg_err(x, n, "%s: %s: https is not supported yet (no TLS settings): run etcd's client URL on http, on a trusted network",
+		skip = 8;
+	} else if (!strncmp(s, "http://", 7)) {
+		skip = 7;
+	} else {
+		fkv_cfg_err(x, n, "%s: %s: must be http://host:port (https:// with tls)",
 			    what, fkv_quote(q, s));
 		return false;
 	}
-	if (strncmp(s, "http://", 7)) {
-		fkv_cfg_err(x, n, "%s: %s: must be http://host:port",
-			    what, fkv_quote(q, s));
-		return false;
-	}
-	len = strlen(s + 7);
-	if (len && s[7 + len - 1] == '/')
+	len = strlen(s + skip);
+	if (len && s[skip + len - 1] == '/')
 		len--;
 	if (len == 0 || len >= sizeof(hp)) {
-		fkv_cfg_err(x, n, "%s: %s: must be http://host:port",
+		fkv_cfg_err(x, n, "%s: %s: must be http://host:port (https:// with tls)",
 			    what, fkv_quote(q, s));
 		return false;
 	}
-	memcpy(hp, s + 7, len);
+	memcpy(hp, s + skip, len);
 	hp[len] = '\0';
 	if (fkv_parse_hostport(hp, host, sizeof(host), &port, why,
 			       sizeof(why))) {
@@ -1105,20 +1107,100 @@ static bool fkv_cfg_etcd_endpoint(struct fkv_cfg_ctx *x, yaml_node_t *n,
 	return *dst != NULL;
 }
 
-/* cluster.etcd: {endpoints, prefix, lease_ttl_ms}. */
+/*
+ * A PEM file of cluster.etcd.tls: an absolute path to a regular file we
+ * can read now (fluxond reads it again at each connection to etcd).
+ */
+static bool fkv_cfg_pem_file(struct fkv_cfg_ctx *x, yaml_node_t *n,
+			     const char *key, char **dst)
+{
+	const char *path = fkv_cfg_string(x, n, key);
+	char q[FKV_QUOTE_BUF];
+	struct stat st;
+
+	if (!path)
+		return false;
+	fkv_quote(q, path);
+	if (path[0] != '/' || strlen(path) >= PATH_MAX) {
+		fkv_cfg_err(x, n, "%s: %s: must be an absolute path", key, q);
+		return false;
+	}
+	if (stat(path, &st) || access(path, R_OK)) {
+		fkv_cfg_err(x, n, "%s: %s: %s", key, q, strerror(errno));
+		return false;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fkv_cfg_err(x, n, "%s: %s: not a regular file", key, q);
+		return false;
+	}
+	free(*dst);
+	*dst = strdup(path);
+	if (!*dst)
+		x->oom = 1;
+	return *dst != NULL;
+}
+
+/* cluster.etcd.tls: {ca_file, cert_file, key_file}. */
+static bool fkv_cfg_etcd_tls(struct fkv_cfg_ctx *x, yaml_node_t *map)
+{
+	static const char *const keys[] = { "ca_file", "cert_file",
+					    "key_file" };
+	static const char *const what[] = { "cluster.etcd.tls.ca_file",
+					    "cluster.etcd.tls.cert_file",
+					    "cluster.etcd.tls.key_file" };
+	struct fkv_cluster_config *cl = &x->c->cluster;
+	char **dst[] = { &cl->etcd_ca_file, &cl->etcd_cert_file,
+			 &cl->etcd_key_file };
+	yaml_node_t *seen[3] = { NULL };
+	yaml_node_pair_t *pair;
+	bool ok = true;
+	int k;
+
+	if (map->type != YAML_MAPPING_NODE) {
+		fkv_cfg_err(x, map, "cluster.etcd.tls: must be a mapping (ca_file, cert_file, key_file)");
+		return false;
+	}
+	for (pair = map->data.mapping.pairs.start;
+	     pair < map->data.mapping.pairs.top; pair++) {
+		yaml_node_t *key = yaml_document_get_node(x->doc, pair->key);
+		yaml_node_t *val = yaml_document_get_node(x->doc, pair->value);
+
+		k = fkv_cfg_key(x, "cluster.etcd.tls", key, keys, 3, seen);
+		if (k < 0) {
+			ok = false;
+			continue;
+		}
+		seen[k] = val;
+		if (!fkv_is_null(val))
+			ok &= fkv_cfg_pem_file(x, val, what[k], dst[k]);
+	}
+	if (!ok)
+		return false;
+	if (!cl->etcd_ca_file) {
+		fkv_cfg_err(x, map, "cluster.etcd.tls: ca_file is required (the CA that signed etcd's certificate)");
+		return false;
+	}
+	if (!cl->etcd_cert_file != !cl->etcd_key_file) {
+		fkv_cfg_err(x, map, "cluster.etcd.tls: cert_file and key_file go together (a client certificate and its key)");
+		return false;
+	}
+	return true;
+}
+
+/* cluster.etcd: {endpoints, prefix, lease_ttl_ms, tls}. */
 static bool fkv_cfg_etcd(struct fkv_cfg_ctx *x, yaml_node_t *map)
 {
 	static const char *const keys[] = { "endpoints", "prefix",
-					    "lease_ttl_ms" };
+					    "lease_ttl_ms", "tls" };
 	struct fkv_cluster_config *cl = &x->c->cluster;
-	yaml_node_t *seen[3] = { NULL };
+	yaml_node_t *seen[4] = { NULL };
 	yaml_node_pair_t *pair;
 	char q[FKV_QUOTE_BUF], what[48];
 	bool ok = true;
 	int k, count;
 
 	if (map->type != YAML_MAPPING_NODE) {
-		fkv_cfg_err(x, map, "cluster.etcd: must be a mapping (endpoints, prefix, lease_ttl_ms)");
+		fkv_cfg_err(x, map, "cluster.etcd: must be a mapping (endpoints, prefix, lease_ttl_ms, tls)");
 		return false;
 	}
 	cl->etcd_lease_ttl_ms = FKV_ETCD_LEASE_TTL_MS_DEFAULT;
@@ -1128,7 +1210,7 @@ static bool fkv_cfg_etcd(struct fkv_cfg_ctx *x, yaml_node_t *map)
 		yaml_node_t *val = yaml_document_get_node(x->doc, pair->value);
 		const char *s;
 
-		k = fkv_cfg_key(x, "cluster.etcd", key, keys, 3, seen);
+		k = fkv_cfg_key(x, "cluster.etcd", key, keys, 4, seen);
 		if (k < 0) {
 			ok = false;
 			continue;
@@ -1193,10 +1275,25 @@ static bool fkv_cfg_etcd(struct fkv_cfg_ctx *x, yaml_node_t *map)
 					   FKV_ETCD_LEASE_TTL_MS_MAX, "ms",
 					   &cl->etcd_lease_ttl_ms);
 			break;
+		case 3:
+			ok &= fkv_cfg_etcd_tls(x, val);
+			break;
 		}
 	}
 	if (!seen[0] || fkv_is_null(seen[0])) {
 		fkv_cfg_err(x, map, "cluster.etcd: endpoints is required (a list of http://host:port)");
+		ok = false;
+	}
+	/* TLS or not, all alike: https with tls, http without */
+	for (size_t i = 0; ok && i < cl->netcd; i++) {
+		bool https = !strncmp(cl->etcd_endpoints[i], "https://", 8);
+
+		if (https == (cl->etcd_ca_file != NULL))
+			continue;
+		fkv_cfg_err(x, seen[0], "cluster.etcd.endpoints[%zu]: %s: %s",
+			    i, fkv_quote(q, cl->etcd_endpoints[i]),
+			    https ? "https needs cluster.etcd.tls (ca_file; cert_file and key_file for a client certificate)"
+				  : "http with cluster.etcd.tls set: use https://");
 		ok = false;
 	}
 	return ok;
@@ -1773,6 +1870,9 @@ void fkv_config_free(struct fkv_config *c)
 		free(c->cluster.etcd_endpoints[i]);
 	free(c->cluster.etcd_endpoints);
 	free(c->cluster.etcd_prefix);
+	free(c->cluster.etcd_ca_file);
+	free(c->cluster.etcd_cert_file);
+	free(c->cluster.etcd_key_file);
 	fkv_msgs_free(&c->warnings);
 	fkv_msgs_free(&c->errors);
 	memset(c, 0, sizeof(*c));

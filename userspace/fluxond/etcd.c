@@ -26,6 +26,8 @@ struct fkv_etcd {
 	char *ep[FKV_ETCD_ENDPOINTS_MAX];
 	size_t nep;
 	size_t cur;		/* the endpoint tried first */
+	char *ca, *cert, *key;	/* TLS (https endpoints) or all NULL */
+	char curlerr[CURL_ERROR_SIZE];	/* curl's detail of the last failure */
 	unsigned int timeout_ms;
 	char err[FKV_ETCD_ERR_BUF];
 };
@@ -63,22 +65,31 @@ void fkv_etcd_kv_free(struct fkv_etcd_kv *kv)
 	memset(kv, 0, sizeof(*kv));
 }
 
-/* "http://host:port" with a non-empty host and a port 1..65535, no path. */
-static bool fkv_etcd_endpoint_ok(const char *s, char *why, size_t whylen)
+/*
+ * "http://host:port" (with @tls "https://host:port") with a non-empty host
+ * and a port 1..65535, no path.
+ */
+static bool fkv_etcd_endpoint_ok(const char *s, bool tls, char *why,
+				 size_t whylen)
 {
+	const char *scheme = tls ? "https://" : "http://";
 	const char *h, *colon, *end;
 	unsigned long port;
 	char *stop;
 
-	if (strncmp(s, "https://", 8) == 0) {
-		snprintf(why, whylen, "https is not supported (no TLS settings yet)");
+	if (!tls && strncmp(s, "https://", 8) == 0) {
+		snprintf(why, whylen, "https needs the TLS files (ca_file, and cert_file + key_file for client certificates)");
 		return false;
 	}
-	if (strncmp(s, "http://", 7) != 0) {
-		snprintf(why, whylen, "not http://host:port");
+	if (tls && strncmp(s, "http://", 7) == 0) {
+		snprintf(why, whylen, "http with TLS files: https://host:port");
 		return false;
 	}
-	h = s + 7;
+	if (strncmp(s, scheme, strlen(scheme)) != 0) {
+		snprintf(why, whylen, "not %shost:port", scheme);
+		return false;
+	}
+	h = s + strlen(scheme);
 	end = h + strlen(h);
 	if (end > h && end[-1] == '/')
 		end--;
@@ -115,10 +126,23 @@ static bool fkv_etcd_endpoint_ok(const char *s, char *why, size_t whylen)
 int fkv_etcd_open(struct fkv_etcd **out, const char *const *endpoints,
 		  size_t n, unsigned int timeout_ms, char *err, size_t errlen)
 {
+	return fkv_etcd_open_tls(out, endpoints, n, NULL, timeout_ms, err,
+				 errlen);
+}
+
+int fkv_etcd_open_tls(struct fkv_etcd **out, const char *const *endpoints,
+		      size_t n, const struct fkv_etcd_tls *tls,
+		      unsigned int timeout_ms, char *err, size_t errlen)
+{
 	struct fkv_etcd *e;
-	char why[96];
+	char why[160];
 
 	*out = NULL;
+	if (tls && (!tls->ca_file || !tls->ca_file[0] ||
+		    !tls->cert_file != !tls->key_file)) {
+		snprintf(err, errlen, "etcd TLS: ca_file is required, and cert_file and key_file go together");
+		return -EINVAL;
+	}
 	if (n == 0 || n > FKV_ETCD_ENDPOINTS_MAX) {
 		snprintf(err, errlen, "etcd: %zu endpoints (1..%d)", n,
 			 FKV_ETCD_ENDPOINTS_MAX);
@@ -131,7 +155,8 @@ int fkv_etcd_open(struct fkv_etcd **out, const char *const *endpoints,
 			snprintf(err, errlen, "etcd endpoint %zu: empty or too long", i);
 			return -EINVAL;
 		}
-		if (!fkv_etcd_endpoint_ok(endpoints[i], why, sizeof(why))) {
+		if (!fkv_etcd_endpoint_ok(endpoints[i], tls != NULL, why,
+					  sizeof(why))) {
 			snprintf(err, errlen, "etcd endpoint \"%s\": %s",
 				 endpoints[i], why);
 			return -EINVAL;
@@ -150,6 +175,17 @@ int fkv_etcd_open(struct fkv_etcd **out, const char *const *endpoints,
 	e->curl = curl_easy_init();
 	if (!e->curl)
 		goto nomem_free;
+	if (tls) {
+		e->ca = strdup(tls->ca_file);
+		if (!e->ca)
+			goto nomem_free;
+		if (tls->cert_file) {
+			e->cert = strdup(tls->cert_file);
+			e->key = strdup(tls->key_file);
+			if (!e->cert || !e->key)
+				goto nomem_free;
+		}
+	}
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(endpoints[i]);
 
@@ -178,6 +214,9 @@ void fkv_etcd_close(struct fkv_etcd *e)
 		curl_easy_cleanup(e->curl);
 	for (size_t i = 0; i < e->nep; i++)
 		free(e->ep[i]);
+	free(e->ca);
+	free(e->cert);
+	free(e->key);
 	free(e);
 }
 
@@ -224,10 +263,48 @@ static size_t fkv_etcd_write(char *ptr, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
+/*
+ * What every request sets after curl_easy_reset(): the scheme the handle
+ * speaks, TLS, signals, proxies, and e->curlerr for the detailed reason
+ * of a failure (a TLS alert says more than its code).
+ */
+static void fkv_etcd_setopt_conn(struct fkv_etcd *e)
+{
+	e->curlerr[0] = '\0';
+	curl_easy_setopt(e->curl, CURLOPT_ERRORBUFFER, e->curlerr);
+	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e->curl, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR,
+			 e->ca ? "https" : "http");
+	if (!e->ca)
+		return;
+	curl_easy_setopt(e->curl, CURLOPT_CAINFO, e->ca);
+	curl_easy_setopt(e->curl, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(e->curl, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (e->cert) {
+		curl_easy_setopt(e->curl, CURLOPT_SSLCERT, e->cert);
+		curl_easy_setopt(e->curl, CURLOPT_SSLKEY, e->key);
+	}
+}
+
+/* curl's reason: its error buffer when it says something, else the code's. */
+static const char *fkv_etcd_why(CURLcode rc, const char *errbuf)
+{
+	return errbuf[0] ? errbuf : curl_easy_strerror(rc);
+}
+
 /* A curl failure as an errno: only the ones that say "try elsewhere". */
 static int fkv_etcd_curl_errno(CURLcode rc)
 {
 	switch (rc) {
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_CRL_BADFILE:
+		return -EKEYREJECTED;
 	case CURLE_COULDNT_CONNECT:
 		return -ECONNREFUSED;
 	case CURLE_OPERATION_TIMEDOUT:
@@ -274,6 +351,7 @@ static int fkv_etcd_call(struct fkv_etcd *e, const char *path,
 
 		snprintf(url, sizeof(url), "%s/v3/%s", e->ep[i], path);
 		curl_easy_reset(e->curl);
+		fkv_etcd_setopt_conn(e);
 		curl_easy_setopt(e->curl, CURLOPT_URL, url);
 		curl_easy_setopt(e->curl, CURLOPT_POST, 1L);
 		curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, txt);
@@ -283,15 +361,12 @@ static int fkv_etcd_call(struct fkv_etcd *e, const char *path,
 		curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
 		curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS,
 				 (long)e->timeout_ms);
-		curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http");
-		curl_easy_setopt(e->curl, CURLOPT_NOPROXY, "*");
 		rc = curl_easy_perform(e->curl);
 		if (rc != CURLE_OK) {
 			err = b.overflow ? -EPROTO : fkv_etcd_curl_errno(rc);
 			fkv_etcd_seterr(e, "etcd %s: %s (%s)", e->ep[i],
 					b.overflow ? "answer too large"
-						   : curl_easy_strerror(rc),
+						   : fkv_etcd_why(rc, e->curlerr),
 					strerror(-err));
 			free(b.p);
 			if (err == -ENOMEM)
@@ -998,6 +1073,7 @@ int fkv_etcd_watch(struct fkv_etcd *e, const char *key,
 	}
 	snprintf(url, sizeof(url), "%s/v3/watch", st.ep);
 	curl_easy_reset(e->curl);
+	fkv_etcd_setopt_conn(e);
 	curl_easy_setopt(e->curl, CURLOPT_URL, url);
 	curl_easy_setopt(e->curl, CURLOPT_POST, 1L);
 	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, txt);
@@ -1013,9 +1089,6 @@ int fkv_etcd_watch(struct fkv_etcd *e, const char *key,
 	curl_easy_setopt(e->curl, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(e->curl, CURLOPT_TCP_KEEPIDLE, 2L);
 	curl_easy_setopt(e->curl, CURLOPT_TCP_KEEPINTVL, 1L);
-	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http");
-	curl_easy_setopt(e->curl, CURLOPT_NOPROXY, "*");
 	rc = curl_easy_perform(e->curl);
 	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
 	curl_slist_free_all(hdr);
@@ -1031,7 +1104,7 @@ int fkv_etcd_watch(struct fkv_etcd *e, const char *key,
 		int err = fkv_etcd_curl_errno(rc);
 
 		fkv_etcd_seterr(e, "etcd %s: watch: %s (%s)", st.ep,
-				curl_easy_strerror(rc), strerror(-err));
+				fkv_etcd_why(rc, e->curlerr), strerror(-err));
 		return err;
 	}
 	fkv_etcd_seterr(e, "etcd %s: the watch stream ended (HTTP %ld)",

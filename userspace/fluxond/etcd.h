@@ -16,6 +16,8 @@
  *	-ETIMEDOUT	an endpoint did not answer within the timeout
  *	-EHOSTUNREACH	a host name that does not resolve, or no route
  *	-EPROTO		an answer that is not the gateway's JSON
+ *	-EKEYREJECTED	TLS: a certificate refused (ours, or etcd's by our
+ *			CA or name), or a key or CA file that cannot be read
  *	-ENOENT		etcd said "not found" (a lease that expired)
  *	-EIO		any other error etcd returned (its message kept)
  *	-ENOMEM
@@ -44,12 +46,29 @@ struct fkv_etcd_kv {
 void fkv_etcd_kv_free(struct fkv_etcd_kv *kv);
 
 /*
- * A handle for @n endpoints ("http://host:port", checked: scheme http,
- * a host, a port; https is refused with -EINVAL, there is no TLS
- * configuration yet).  @timeout_ms bounds each request to one endpoint.
- * Contacts nothing.  0 and *out, or -EINVAL / -ENOMEM with a line in
- * @err.
+ * TLS to etcd's client port (etcd's --cert-file / --key-file, and with
+ * --client-cert-auth --trusted-ca-file): @ca_file verifies etcd's
+ * certificate (and host name: the endpoint's host must be in it);
+ * @cert_file + @key_file, both or neither, prove who we are.  PEM files.
  */
+struct fkv_etcd_tls {
+	const char *ca_file;
+	const char *cert_file;
+	const char *key_file;
+};
+
+/*
+ * A handle for @n endpoints ("http://host:port", checked: scheme, a
+ * host, a port, no path).  With @tls every endpoint must be
+ * "https://host:port" (and without it "http://": -EINVAL either way);
+ * the files are read at each connection.  @timeout_ms bounds each request
+ * to one endpoint.  Contacts nothing.  0 and *out, or -EINVAL / -ENOMEM
+ * with a line in @err.
+ */
+int fkv_etcd_open_tls(struct fkv_etcd **out, const char *const *endpoints,
+		      size_t n, const struct fkv_etcd_tls *tls,
+		      unsigned int timeout_ms, char *err, size_t errlen);
+/* fkv_etcd_open_tls() without TLS. */
 int fkv_etcd_open(struct fkv_etcd **out, const char *const *endpoints,
 		  size_t n, unsigned int timeout_ms, char *err, size_t errlen);
 void fkv_etcd_close(struct fkv_etcd *e);

@@ -45,6 +45,7 @@ struct fkv_failover {
 	 * which then runs its round at once instead of after its period.
 	 */
 	struct fkv_etcd *wetcd;
+	struct fkv_etcd_tls tls;	/* the config's files, when set */
 	pthread_t wthread;
 	bool wthread_started;
 	atomic_bool poke;
@@ -321,9 +322,16 @@ int fkv_failover_start(struct fkv_failover **out,
 	if (fo->period_ms < 100)
 		fo->period_ms = 100;
 	/* The first contact may take its time (a cold connection)... */
-	err = fkv_etcd_open(&fo->etcd, (const char *const *)cc->etcd_endpoints,
-			    cc->netcd, FKV_FAILOVER_FIRST_TIMEOUT_MS, err_s,
-			    sizeof(err_s));
+	if (cc->etcd_ca_file) {
+		fo->tls.ca_file = cc->etcd_ca_file;
+		fo->tls.cert_file = cc->etcd_cert_file;
+		fo->tls.key_file = cc->etcd_key_file;
+	}
+	err = fkv_etcd_open_tls(&fo->etcd,
+				(const char *const *)cc->etcd_endpoints,
+				cc->netcd, cc->etcd_ca_file ? &fo->tls : NULL,
+				FKV_FAILOVER_FIRST_TIMEOUT_MS, err_s,
+				sizeof(err_s));
 	if (err) {
 		fkv_err("cluster.etcd: %s", err_s);
 		goto fail;
@@ -440,9 +448,10 @@ int fkv_failover_start(struct fkv_failover **out,
 	}
 	fo->thread_started = true;
 	/* The watch is a latency gain only: without it we poll. */
-	err = fkv_etcd_open(&fo->wetcd,
-			    (const char *const *)cc->etcd_endpoints, cc->netcd,
-			    timeout, err_s, sizeof(err_s));
+	err = fkv_etcd_open_tls(&fo->wetcd,
+				(const char *const *)cc->etcd_endpoints,
+				cc->netcd, cc->etcd_ca_file ? &fo->tls : NULL,
+				timeout, err_s, sizeof(err_s));
 	if (!err) {
 		err = pthread_create(&fo->wthread, NULL, fo_watch_thread, fo);
 		if (err)

@@ -248,6 +248,16 @@ struct fkv_cluster_config {
 	size_t netcd;		/* 1..FKV_ETCD_ENDPOINTS_MAX_CFG */
 	char *etcd_prefix;	/* owned; NULL: "/fluxonkv/<cluster_name>" */
 	unsigned int etcd_lease_ttl_ms;	/* FKV_ETCD_LEASE_TTL_MS_* */
+	/*
+	 * cluster.etcd.tls: PEM files (absolute paths, regular and readable
+	 * at parse time), owned; with them every endpoint is https://, without
+	 * them http://.  ca_file is required; cert_file and key_file (a client
+	 * certificate, for etcd's --client-cert-auth) go together or not at
+	 * all.
+	 */
+	char *etcd_ca_file;
+	char *etcd_cert_file;
+	char *etcd_key_file;
 	bool master_candidate;	/* cluster.master_candidate: true */
 };
 
