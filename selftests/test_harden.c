@@ -1577,6 +1577,137 @@ FKV_TEST_TIMEOUT(a_get_of_a_moving_value_waits_for_its_new_offset, 120)
 }
 
 /*
+ * A slide takes out of the free tree only what a move writes.  In a
+ * 16 MiB segment of 1 MiB values, holes at [1, 4) and [5, 6) MiB: a 4 MiB
+ * put slides the value at 4 MiB down to 1 MiB (compact_stall_ms holds it
+ * there for 3 s).  The move writes [1, 2); [2, 4) stays free, so a 2 MiB
+ * put meanwhile lands at 2 MiB at once -- no eviction, no wait for the
+ * slide.  Before, the whole 3 MiB hole was hidden for the whole move and
+ * that put waited for the slide.  The 4 MiB put then finds the room taken
+ * and evicts; every value left is whole, and once all are deleted the
+ * segment is one free extent again (the value re-entered in the address
+ * tree below the put that took the hole's rest).
+ */
+#define HOLE_VALUES	16
+
+static void hole_key(char *buf, size_t n, int i)
+{
+	snprintf(buf, n, "hole-%02d", i);
+}
+
+static void *hole_put_big(void *arg)
+{
+	struct cmp_put *p = arg;
+
+	p->ret = fkv_put(p->kv, "hole-big", 8, p->big, 4 * FKV_MIB, NULL);
+	return NULL;
+}
+
+FKV_TEST_TIMEOUT(a_slide_leaves_the_rest_of_a_longer_hole_allocatable, 120)
+{
+	uint64_t base, ev, comp, t0, took;
+	struct cmp_put p = { 0 };
+	struct fkv_holder h;
+	long long moving;
+	struct fkv *kv;
+	int ro, i, ret;
+	char key[32];
+	pthread_t th;
+
+	base = setup_no_watermark("segment_mb=16");
+	if (access(CMP_STALL, W_OK))
+		FKV_SKIP("no debugfs");
+	FKV_ASSERT_EQ(base, 0);
+	kv = kv_open();
+	ro = fkv_dev_open_ro();
+	FKV_ASSERT(ro >= 0);
+	for (i = 0; i < HOLE_VALUES; i++) {
+		hole_key(key, sizeof(key), i);
+		put_pattern(kv, key, FRAG_LEN, i);
+		FKV_ASSERT_EQ(value_offset(ro, key), (uint64_t)i * FKV_MIB);
+	}
+	for (i = 1; i <= 5; i++) {
+		if (i == 4)
+			continue;
+		hole_key(key, sizeof(key), i);
+		delete_key(kv, key);
+	}
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 12 * FKV_MIB);
+	FKV_ASSERT_EQ(fkv_debugfs_segment("free_extents"), 2);
+	FKV_ASSERT_EQ(fkv_debugfs_segment("free_largest"), 3 * FKV_MIB);
+
+	ev = fkv_sysfs("evictions");
+	comp = fkv_sysfs("compactions");
+	cmp_stall("3000");
+	p.kv = kv_open();
+	p.big = pattern("hole-big", 4 * FKV_MIB, 7);
+	FKV_ASSERT_EQ(pthread_create(&th, NULL, hole_put_big, &p), 0);
+	t0 = fkv_now_ms();
+	while (fkv_debugfs_segment("moving") != 1) {
+		FKV_ASSERT(fkv_now_ms() - t0 < 30000, "no value moving after 30 s");
+		usleep(2000);
+	}
+	/* [2, 4) MiB is free while the value moves into [1, 2) */
+	t0 = fkv_now_ms();
+	put_pattern(kv, "hole-mid", 2 * FKV_MIB - 100, 11);
+	took = fkv_now_ms() - t0;
+	moving = fkv_debugfs_segment("moving");
+	fkv_diag("the 2 MiB put took %" PRIu64 " ms, moving %lld after it, "
+		 "evictions +%" PRIu64, took, moving,
+		 fkv_sysfs("evictions") - ev);
+	FKV_ASSERT(moving == 1, "the 2 MiB put waited for the slide (%" PRIu64
+		   " ms): the hole's rest was hidden", took);
+	FKV_ASSERT_EQ(value_offset(ro, "hole-mid"), 2 * FKV_MIB);
+	FKV_ASSERT_EQ(fkv_sysfs("evictions"), ev);
+	hole_key(key, sizeof(key), 4);
+	FKV_ASSERT_EQ(pthread_join(th, NULL), 0);
+	cmp_stall("0");
+	fkv_diag("4 MiB put: %d; compactions +%" PRIu64 ", evictions +%"
+		 PRIu64, p.ret, fkv_sysfs("compactions") - comp,
+		 fkv_sysfs("evictions") - ev);
+	FKV_ASSERT(p.ret == 0, "4 MiB put: %s", fkv_strerror(p.ret));
+	FKV_ASSERT_EQ(fkv_debugfs_segment("moving"), 0);
+
+	/* every value still there is whole; the moved one at 1 MiB if kept */
+	ret = fkv_get(kv, key, strlen(key), &h);
+	if (!ret) {
+		FKV_ASSERT_PATTERN(h.data, FRAG_LEN, key, strlen(key), 4);
+		release(kv, &h);
+		FKV_ASSERT_EQ(value_offset(ro, key), FKV_MIB);
+	}
+	FKV_ASSERT_EQ(fkv_get(kv, "hole-mid", 8, &h), 0);
+	FKV_ASSERT_PATTERN(h.data, 2 * FKV_MIB - 100, "hole-mid", 8, 11);
+	release(kv, &h);
+	FKV_ASSERT_EQ(fkv_get(kv, "hole-big", 8, &h), 0);
+	FKV_ASSERT_PATTERN(h.data, 4 * FKV_MIB, "hole-big", 8, 7);
+	release(kv, &h);
+	for (i = 0; i < HOLE_VALUES; i++) {
+		hole_key(key, sizeof(key), i);
+		ret = fkv_get(kv, key, strlen(key), &h);
+		FKV_ASSERT(ret == 0 || ret == -ENOENT, "get %s: %s", key,
+			   fkv_strerror(ret));
+		if (ret)
+			continue;
+		FKV_ASSERT_PATTERN(h.data, FRAG_LEN, key, strlen(key), i);
+		release(kv, &h);
+	}
+	for (i = 0; i < HOLE_VALUES; i++) {
+		hole_key(key, sizeof(key), i);
+		delete_any(kv, key);
+	}
+	delete_any(kv, "hole-mid");
+	delete_any(kv, "hole-big");
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
+	FKV_ASSERT_EQ(fkv_debugfs_segment("free_extents"), 1);
+	FKV_ASSERT_EQ(fkv_debugfs_segment("free_largest"), 16 * FKV_MIB);
+	free((void *)p.big);
+	fkv_close(p.kv);
+	close(ro);
+	fkv_close(kv);
+	teardown(base);
+}
+
+/*
  * Gets race the moves: two threads get values (a holder: the bytes read
  * through the mapping) and copy them (GET_INTO), while the test makes the
  * segment fragmented and puts a 12 MiB value into it, round after round;
