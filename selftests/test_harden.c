@@ -12,7 +12,8 @@
  *             pin_max_pct of the segment (EDQUOT), a put stalled on a
  *             userfaultfd page included; killing it frees everything
  *   room      a fragmented segment moves values down into its holes
- *             (compaction, gets racing it read whole values) and, when
+ *             (compaction, gets racing it read whole values; what a move
+ *             does not write of a hole stays allocatable) and, when
  *             pinned values are in the way, gives up a window's values,
  *             chosen by address, not the whole cache
  *   puts      a putter that stops waiting for PUT_DONE's answer (timeout,
@@ -20,7 +21,8 @@
  *             is published, or the old one stays readable, never neither
  *   SSD       the SSD gauge stays within capacity while rings wrap; a
  *             shard failing every IO goes offline and can be attached
- *             again; a
+ *             again, and gives back its entries' memory and its shard
+ *             number; a
  *             value damaged on the device is a miss, never wrong bytes
  *             (an xxh64 per MiB); the entries' kernel memory stays within
  *             ssd_meta_max_kb
@@ -839,6 +841,119 @@ FKV_TEST_TIMEOUT(a_shard_failing_every_io_goes_offline_and_can_come_back, 240)
 	delete_any(kv, "off-before");
 	delete_any(kv, "off-after");
 	delete_any(kv, "off-healthy");
+	fkv_close(kv);
+	teardown(base);
+	dm_remove(OFF_NAME);
+}
+
+/* Shards in debugfs `rings` (offline ones too); -1 without debugfs. */
+static int rings_shards(void)
+{
+	FILE *f = fopen(FKV_DEBUGFS_DIR "/rings", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "shard ", 6))
+			n++;
+	fclose(f);
+	return n;
+}
+
+#define RECLAIM_SLOTS	64	/* FLUXONKV_SSD_MAX_SHARDS */
+
+/* Attach [OFFSET, +CAP) of OFF_PATH; the shard number or -errno. */
+static long long off_attach_at(struct fkv *kv, uint64_t offset, uint64_t cap)
+{
+	int fd = open_shard(OFF_PATH), ret;
+	uint32_t shard = UINT32_MAX;
+
+	ret = fkv_ssd_attach(kv, fd, offset, cap, 0, &shard);
+	close(fd);
+	return ret ? ret : (long long)shard;
+}
+
+/*
+ * An offline shard gives back what it held: its entries (the failed
+ * writes' dead ones, the forgotten committed one) and their kernel memory
+ * (kv_ssd_meta_bytes back to 0), its place in debugfs, and its shard
+ * number -- the healthy range attached again is shard 0 once more, and
+ * all 64 numbers can be attached after it (the 65th is ENOSPC).  Before,
+ * the offline shard kept its entries and its slot until the unload.
+ */
+FKV_TEST_TIMEOUT(an_offline_shard_gives_back_its_entries_and_its_slot, 240)
+{
+	char devno[32], linear[256], error[128], key[32];
+	uint64_t base, sectors, persisted = 0;
+	long long got;
+	struct fkv *kv;
+	int i;
+
+	FKV_REQUIRE_DAEMON();
+	sectors = dm_disk(NULL, devno, sizeof(devno));
+	FKV_ASSERT_GE(sectors * 512, OFF_CAP + (RECLAIM_SLOTS + 1) * FKV_MIB);
+	snprintf(linear, sizeof(linear), "0 %" PRIu64 " linear %s 0\n",
+		 sectors, devno);
+	snprintf(error, sizeof(error), "0 %" PRIu64 " error\n", sectors);
+	base = setup("segment_mb=16");
+	dm_create(OFF_NAME, linear);
+	kv = kv_open();
+	FKV_ASSERT_EQ(off_attach_at(kv, 0, OFF_CAP), 0);
+	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", OFF_CAP);
+	put_pattern(kv, "rc-before", 8192, 1);
+	wait_persists(++persisted);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), 1);
+	FKV_ASSERT_GT(fkv_sysfs("kv_ssd_meta_bytes"), 0);
+
+	dm_swap(OFF_NAME, error);
+	for (i = 0; fkv_sysfs("ssd_shards_offline") == 0; i++) {
+		FKV_ASSERT(i < OFF_ERRORS + 8, "%d failed persists, shard still "
+			   "online (%" PRIu64 " IO errors)", i,
+			   fkv_sysfs("ssd_io_errors"));
+		snprintf(key, sizeof(key), "rc-%d", i);
+		put_pattern(kv, key, 4096, i);
+		wait_persists(++persisted);
+	}
+	fkv_diag("offline after %d failed persists; entries' memory %" PRIu64
+		 " bytes", i, fkv_sysfs("kv_ssd_meta_bytes"));
+	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", 0);
+	/* the forgotten entry and the failed writes' ones: all freed */
+	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_meta_bytes", 0);
+	FKV_ASSERT_SYSFS_SETTLES("ssd_shards_reclaimed", 1);
+	if (rings_shards() >= 0)
+		FKV_ASSERT_EQ(rings_shards(), 0);
+	/* its value is a memory hit still, never the dead SSD copy */
+	FKV_ASSERT_EQ(get_check_source(kv, "rc-before", 8192, 1),
+		      FLUXONKV_SOURCE_MEMORY);
+
+	/* healthy again: the range attaches under the number it had */
+	dm_swap(OFF_NAME, linear);
+	FKV_ASSERT_EQ(off_attach_at(kv, 0, OFF_CAP), 0);
+	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", OFF_CAP);
+	fkv_msleep(300);	/* the master hears SSD_STATE */
+	persisted = persists_done();
+	put_pattern(kv, "rc-healthy", 8192, 9);
+	wait_persists(persisted + 1);
+	FKV_ASSERT_GT(fkv_sysfs("kv_ssd_meta_bytes"), 0);
+	/* and every other number: 63 more 1 MiB shards, then none */
+	for (i = 1; i < RECLAIM_SLOTS; i++) {
+		got = off_attach_at(kv, OFF_CAP + (uint64_t)i * FKV_MIB, FKV_MIB);
+		FKV_ASSERT(got == i, "shard %d of %d: %lld", i + 1,
+			   RECLAIM_SLOTS, got);
+	}
+	FKV_ASSERT_EQ(off_attach_at(kv, OFF_CAP + (uint64_t)RECLAIM_SLOTS *
+				    FKV_MIB, FKV_MIB), -ENOSPC);
+	if (rings_shards() >= 0)
+		FKV_ASSERT_EQ(rings_shards(), RECLAIM_SLOTS);
+
+	for (i = 0; i < OFF_ERRORS + 8; i++) {
+		snprintf(key, sizeof(key), "rc-%d", i);
+		delete_any(kv, key);
+	}
+	delete_any(kv, "rc-before");
+	delete_any(kv, "rc-healthy");
 	fkv_close(kv);
 	teardown(base);
 	dm_remove(OFF_NAME);

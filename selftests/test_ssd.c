@@ -2767,6 +2767,102 @@ FKV_TEST(ring_writer_waits_for_a_slow_refill_pinning_the_tail)
 	dm_remove(DLY_NAME);
 }
 
+/* ---- 12. an offline shard's entry a refill still reads ---- */
+
+#define OR_READ_MS	4000	/* X's read: the shard goes offline during it */
+#define OR_RING		(32 * FKV_MIB)
+#define OR_ERRORS	32	/* FLUXONKV_SSD_OFFLINE_ERRORS */
+
+/*
+ * A raw shard over dm: X (1 MiB) is only on it.  Then the table becomes a
+ * slow delay over X's MiB and errors past it: a refill of X reads for
+ * 4 s, and meanwhile 32 failed writes take the shard offline.  X's entry
+ * is forgotten (dead) but read-pinned: it and its kernel memory stay
+ * until the read is over (the refill hands X's bytes whole, or misses);
+ * then the shard is reclaimed -- entries' memory 0, out of debugfs, its
+ * number 0 free for the healthy range attached again.  Before, the
+ * offline shard kept its entries until the unload.
+ */
+FKV_TEST_TIMEOUT(an_offline_shard_frees_an_entry_a_refill_reads_once_it_is_done,
+		 180)
+{
+	uint64_t base, sectors, persists = 0, n;
+	char devno[32], table[512], key[32];
+	struct rp_get g = { 0 };
+	struct fkv *kv;
+	pthread_t tid;
+	int i, pins;
+
+	base = setup("segment_mb=4");
+	sectors = dm_disk("dm-delay", devno, sizeof(devno));
+	FKV_ASSERT_GE(sectors * 512, OR_RING);
+	snprintf(table, sizeof(table), "0 %" PRIu64 " linear %s 0\n", sectors,
+		 devno);
+	dm_create(DLY_NAME, table);
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, DLY_PATH, 0, OR_RING), 0);
+	g.put_id = put_pattern(kv, "rp-x", RP_V, 1);
+	wait_persists(++persists);
+	FKV_ASSERT_EQ(ring_offset("rp-x"), 0);	/* sectors [0, 2048) */
+	fill_segment(kv, base, "rp-fill", 2, &persists);
+
+	/* X's MiB (ring offset 0) slow to read, everything past it failing */
+	snprintf(table, sizeof(table),
+		 "0 2048 delay %s 0 %u %s 0 0\n2048 %" PRIu64 " error\n",
+		 devno, OR_READ_MS, devno, sectors - 2048);
+	dm_swap(DLY_NAME, table);
+	FKV_ASSERT_EQ(pthread_create(&tid, NULL, rp_get_x, &g), 0);
+	wait_ring_pinned("rp-x", 0, 100, "X");
+	for (i = 0; fkv_sysfs("ssd_shards_offline") == 0; i++) {
+		FKV_ASSERT(i < OR_ERRORS + 8, "%d failed persists, shard still "
+			   "online", i);
+		snprintf(key, sizeof(key), "or-%d", i);
+		put_pattern(kv, key, 4096, i);
+		wait_persists(++persists);
+	}
+	pins = ring_pins("rp-x", NULL);
+	n = fkv_sysfs("kv_ssd_meta_bytes");
+	fkv_diag("offline after %d failed persists; X pins %d, entries' "
+		 "memory %" PRIu64 " bytes, refill %s", i, pins, n,
+		 __atomic_load_n(&g.done, __ATOMIC_ACQUIRE) ? "done" :
+		 "reading");
+	FKV_ASSERT(!__atomic_load_n(&g.done, __ATOMIC_ACQUIRE),
+		   "X's read ended before the shard went offline: raise "
+		   "OR_READ_MS");
+	/* the pinned entry and the dead ones behind it are still there */
+	if (pins != -2)
+		FKV_ASSERT_GT(pins, 0);
+	FKV_ASSERT_GT(n, 0);
+
+	pthread_join(tid, NULL);
+	fkv_diag("refill of X: %s after %" PRId64 " ms", g.ret ?
+		 fkv_strerror(g.ret) : "hit", g.ms);
+	/* a hit is X's bytes (checked in rp_get_x), else a clean miss */
+	FKV_ASSERT(g.ret == 0 || g.ret == -ENOENT, "get of X: %s",
+		   fkv_strerror(g.ret));
+	if (!g.ret)
+		FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_SSD);
+	/* unpinned: the shard's entries, then the shard, are freed */
+	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_meta_bytes", 0);
+	FKV_ASSERT_SYSFS_SETTLES("ssd_shards_reclaimed", 1);
+	if (debugfs_ring_shards() >= 0)
+		FKV_ASSERT_EQ(debugfs_ring_shards(), 0);
+	snprintf(table, sizeof(table), "0 %" PRIu64 " linear %s 0\n", sectors,
+		 devno);
+	dm_swap(DLY_NAME, table);
+	FKV_ASSERT_EQ(attach_file(kv, DLY_PATH, 0, OR_RING), 0);
+
+	delete_any(kv, "rp-x");
+	delete_any(kv, "rp-fill");
+	for (i = 0; i < OR_ERRORS + 8; i++) {
+		snprintf(key, sizeof(key), "or-%d", i);
+		delete_any(kv, key);
+	}
+	fkv_close(kv);
+	teardown(base);
+	dm_remove(DLY_NAME);
+}
+
 /* ---- 13. gets answered from the module's index vs asking the master ---- */
 
 #define LR_CAP		(16 * FKV_MIB)
