@@ -718,7 +718,6 @@ FKV_TEST_TIMEOUT(a_daemon_stall_with_local_puts_waiting_for_room_evicts_nothing,
 #define OFF_NAME	"fkv-selftest-harden"
 #define OFF_PATH	"/dev/mapper/" OFF_NAME
 #define OFF_CAP		(32 * FKV_MIB)
-#define OFF_ERRORS	32	/* FLUXONKV_SSD_OFFLINE_ERRORS */
 #define OFF_FILL	6	/* 3 MiB values: more than the segment */
 
 /* Get KEY, check it is the pattern of (KEY, LEN, SALT); its source. */
@@ -737,14 +736,56 @@ static unsigned int get_check_source(struct fkv *kv, const char *key,
 	return source;
 }
 
+/* Attach [OFFSET, +CAP) of OFF_PATH; the shard number or -errno. */
+static long long off_attach_at(struct fkv *kv, uint64_t offset, uint64_t cap)
+{
+	int fd = open_shard(OFF_PATH), ret;
+	uint32_t shard = UINT32_MAX;
+
+	ret = fkv_ssd_attach(kv, fd, offset, cap, 0, &shard);
+	close(fd);
+	return ret ? ret : (long long)shard;
+}
+
 static void off_attach(struct fkv *kv)
 {
-	uint32_t shard;
-	int fd = open_shard(OFF_PATH), ret;
+	long long ret = off_attach_at(kv, 0, OFF_CAP);
 
-	ret = fkv_ssd_attach(kv, fd, 0, OFF_CAP, 0, &shard);
-	close(fd);
-	FKV_ASSERT(ret == 0, "attach %s: %s", OFF_PATH, fkv_strerror(ret));
+	FKV_ASSERT(ret >= 0, "attach %s: %s", OFF_PATH,
+		   fkv_strerror((int)ret));
+}
+
+/* The dm device over ssd2, its tables, the module and the first shard. */
+struct off_env {
+	char linear[256], error[128];
+	uint64_t base, sectors, persisted;
+	struct fkv *kv;
+};
+
+/*
+ * OFF_NAME linear over ssd2 (at least MIN bytes), the module with a
+ * 16 MiB segment, OFF_CAP of it attached as shard 0, and BEFORE (8 KiB,
+ * salt 1) put and persisted there.
+ */
+static void off_begin(struct off_env *o, uint64_t min, const char *before)
+{
+	char devno[32];
+
+	o->sectors = dm_disk(NULL, devno, sizeof(devno));
+	FKV_ASSERT_GE(o->sectors * 512, min);
+	snprintf(o->linear, sizeof(o->linear), "0 %" PRIu64 " linear %s 0\n",
+		 o->sectors, devno);
+	snprintf(o->error, sizeof(o->error), "0 %" PRIu64 " error\n",
+		 o->sectors);
+	o->base = setup("segment_mb=16");
+	dm_create(OFF_NAME, o->linear);
+	o->kv = kv_open();
+	FKV_ASSERT_EQ(off_attach_at(o->kv, 0, OFF_CAP), 0);
+	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", OFF_CAP);
+	o->persisted = 0;
+	put_pattern(o->kv, before, 8192, 1);
+	wait_persists(++o->persisted);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), 1);
 }
 
 /*
@@ -756,40 +797,23 @@ static void off_attach(struct fkv *kv)
  */
 FKV_TEST_TIMEOUT(a_shard_failing_every_io_goes_offline_and_can_come_back, 240)
 {
-	char devno[32], linear[256], error[128], key[32];
-	uint64_t base, sectors, persisted = 0, errs, id, pub0;
+	uint64_t persisted, errs, id, pub0;
+	struct off_env o;
 	struct fkv_holder h;
-	char out[8192];
+	char out[8192], key[32];
 	struct fkv *kv;
 	int i, ret;
 
 	FKV_REQUIRE_DAEMON();
 	FKV_REQUIRE_FLUXONCTL();
-	sectors = dm_disk(NULL, devno, sizeof(devno));
-	snprintf(linear, sizeof(linear), "0 %" PRIu64 " linear %s 0\n",
-		 sectors, devno);
-	snprintf(error, sizeof(error), "0 %" PRIu64 " error\n", sectors);
-	base = setup("segment_mb=16");
-	dm_create(OFF_NAME, linear);
-	kv = kv_open();
-	off_attach(kv);
-	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", OFF_CAP);
-	put_pattern(kv, "off-before", 8192, 1);
-	wait_persists(++persisted);
-	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), 1);
+	off_begin(&o, OFF_CAP, "off-before");
+	kv = o.kv;
 
-	dm_swap(OFF_NAME, error);
-	for (i = 0; fkv_sysfs("ssd_shards_offline") == 0; i++) {
-		FKV_ASSERT(i < OFF_ERRORS + 8, "%d failed persists, shard still "
-			   "online (%" PRIu64 " IO errors)", i,
-			   fkv_sysfs("ssd_io_errors"));
-		snprintf(key, sizeof(key), "off-%d", i);
-		put_pattern(kv, key, 4096, i);
-		wait_persists(++persisted);
-	}
+	dm_swap(OFF_NAME, o.error);
+	i = put_until_offline(kv, "off", &o.persisted);
 	fkv_diag("offline after %d failed persists, %" PRIu64 " IO errors", i,
 		 fkv_sysfs("ssd_io_errors"));
-	FKV_ASSERT_GE(fkv_sysfs("ssd_io_errors"), OFF_ERRORS);
+	FKV_ASSERT_GE(fkv_sysfs("ssd_io_errors"), SSD_OFFLINE_ERRORS);
 	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", 0);
 	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_used_bytes"), 0);
 	/* the value that was on it is a memory hit still, its SSD copy gone */
@@ -805,7 +829,7 @@ FKV_TEST_TIMEOUT(a_shard_failing_every_io_goes_offline_and_can_come_back, 240)
 	FKV_ASSERT_EQ(fkv_sysfs("ssd_io_errors"), errs);
 
 	/* healthy again: the same range attaches as a new shard */
-	dm_swap(OFF_NAME, linear);
+	dm_swap(OFF_NAME, o.linear);
 	off_attach(kv);
 	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", OFF_CAP);
 	fkv_msleep(300);	/* the master hears SSD_STATE */
@@ -830,10 +854,7 @@ FKV_TEST_TIMEOUT(a_shard_failing_every_io_goes_offline_and_can_come_back, 240)
 		   "%u, not the new shard", h.source);
 	release(kv, &h);
 
-	for (i = 0; i < OFF_ERRORS + 8; i++) {
-		snprintf(key, sizeof(key), "off-%d", i);
-		delete_any(kv, key);
-	}
+	delete_put_until_offline(kv, "off");
 	for (i = 0; i < OFF_FILL; i++) {
 		snprintf(key, sizeof(key), "off-fill-%d", i);
 		delete_any(kv, key);
@@ -842,38 +863,11 @@ FKV_TEST_TIMEOUT(a_shard_failing_every_io_goes_offline_and_can_come_back, 240)
 	delete_any(kv, "off-after");
 	delete_any(kv, "off-healthy");
 	fkv_close(kv);
-	teardown(base);
+	teardown(o.base);
 	dm_remove(OFF_NAME);
 }
 
-/* Shards in debugfs `rings` (offline ones too); -1 without debugfs. */
-static int rings_shards(void)
-{
-	FILE *f = fopen(FKV_DEBUGFS_DIR "/rings", "r");
-	char line[512];
-	int n = 0;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "shard ", 6))
-			n++;
-	fclose(f);
-	return n;
-}
-
 #define RECLAIM_SLOTS	64	/* FLUXONKV_SSD_MAX_SHARDS */
-
-/* Attach [OFFSET, +CAP) of OFF_PATH; the shard number or -errno. */
-static long long off_attach_at(struct fkv *kv, uint64_t offset, uint64_t cap)
-{
-	int fd = open_shard(OFF_PATH), ret;
-	uint32_t shard = UINT32_MAX;
-
-	ret = fkv_ssd_attach(kv, fd, offset, cap, 0, &shard);
-	close(fd);
-	return ret ? ret : (long long)shard;
-}
 
 /*
  * An offline shard gives back what it held: its entries (the failed
@@ -885,37 +879,19 @@ static long long off_attach_at(struct fkv *kv, uint64_t offset, uint64_t cap)
  */
 FKV_TEST_TIMEOUT(an_offline_shard_gives_back_its_entries_and_its_slot, 240)
 {
-	char devno[32], linear[256], error[128], key[32];
-	uint64_t base, sectors, persisted = 0;
+	uint64_t persisted;
+	struct off_env o;
 	long long got;
 	struct fkv *kv;
 	int i;
 
 	FKV_REQUIRE_DAEMON();
-	sectors = dm_disk(NULL, devno, sizeof(devno));
-	FKV_ASSERT_GE(sectors * 512, OFF_CAP + (RECLAIM_SLOTS + 1) * FKV_MIB);
-	snprintf(linear, sizeof(linear), "0 %" PRIu64 " linear %s 0\n",
-		 sectors, devno);
-	snprintf(error, sizeof(error), "0 %" PRIu64 " error\n", sectors);
-	base = setup("segment_mb=16");
-	dm_create(OFF_NAME, linear);
-	kv = kv_open();
-	FKV_ASSERT_EQ(off_attach_at(kv, 0, OFF_CAP), 0);
-	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", OFF_CAP);
-	put_pattern(kv, "rc-before", 8192, 1);
-	wait_persists(++persisted);
-	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), 1);
+	off_begin(&o, OFF_CAP + (RECLAIM_SLOTS + 1) * FKV_MIB, "rc-before");
+	kv = o.kv;
 	FKV_ASSERT_GT(fkv_sysfs("kv_ssd_meta_bytes"), 0);
 
-	dm_swap(OFF_NAME, error);
-	for (i = 0; fkv_sysfs("ssd_shards_offline") == 0; i++) {
-		FKV_ASSERT(i < OFF_ERRORS + 8, "%d failed persists, shard still "
-			   "online (%" PRIu64 " IO errors)", i,
-			   fkv_sysfs("ssd_io_errors"));
-		snprintf(key, sizeof(key), "rc-%d", i);
-		put_pattern(kv, key, 4096, i);
-		wait_persists(++persisted);
-	}
+	dm_swap(OFF_NAME, o.error);
+	i = put_until_offline(kv, "rc", &o.persisted);
 	fkv_diag("offline after %d failed persists; entries' memory %" PRIu64
 		 " bytes", i, fkv_sysfs("kv_ssd_meta_bytes"));
 	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", 0);
@@ -929,7 +905,7 @@ FKV_TEST_TIMEOUT(an_offline_shard_gives_back_its_entries_and_its_slot, 240)
 		      FLUXONKV_SOURCE_MEMORY);
 
 	/* healthy again: the range attaches under the number it had */
-	dm_swap(OFF_NAME, linear);
+	dm_swap(OFF_NAME, o.linear);
 	FKV_ASSERT_EQ(off_attach_at(kv, 0, OFF_CAP), 0);
 	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_capacity_bytes", OFF_CAP);
 	fkv_msleep(300);	/* the master hears SSD_STATE */
@@ -948,14 +924,11 @@ FKV_TEST_TIMEOUT(an_offline_shard_gives_back_its_entries_and_its_slot, 240)
 	if (rings_shards() >= 0)
 		FKV_ASSERT_EQ(rings_shards(), RECLAIM_SLOTS);
 
-	for (i = 0; i < OFF_ERRORS + 8; i++) {
-		snprintf(key, sizeof(key), "rc-%d", i);
-		delete_any(kv, key);
-	}
+	delete_put_until_offline(kv, "rc");
 	delete_any(kv, "rc-before");
 	delete_any(kv, "rc-healthy");
 	fkv_close(kv);
-	teardown(base);
+	teardown(o.base);
 	dm_remove(OFF_NAME);
 }
 
@@ -1200,6 +1173,15 @@ static uint64_t value_offset(int ro, const char *key)
 	return g.offset;
 }
 
+/* Nothing but BASE used: the free bytes are one extent of SIZE - BASE. */
+static void segment_one_free_extent(uint64_t base, uint64_t size)
+{
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	FKV_ASSERT_EQ(fkv_debugfs_segment("free_extents"), 1);
+	FKV_ASSERT_EQ((uint64_t)fkv_debugfs_segment("free_largest"),
+		      size - base);
+}
+
 /*
  * The range allocator keeps free extents: freed ranges merge with their
  * neighbours, a put takes the lowest hole that fits, and once everything
@@ -1254,9 +1236,7 @@ FKV_TEST(freed_ranges_merge_and_a_put_takes_the_lowest_hole_that_fits)
 	}
 	delete_key(kv, "ext-big");
 	delete_key(kv, "ext-small");
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
-	FKV_ASSERT_EQ(fkv_debugfs_segment("free_extents"), 1);
-	FKV_ASSERT_EQ(fkv_debugfs_segment("free_largest"), 32 * FKV_MIB);
+	segment_one_free_extent(0, 32 * FKV_MIB);
 	close(ro);
 	fkv_close(kv);
 	teardown(base);
@@ -1812,9 +1792,7 @@ FKV_TEST_TIMEOUT(a_slide_leaves_the_rest_of_a_longer_hole_allocatable, 120)
 	}
 	delete_any(kv, "hole-mid");
 	delete_any(kv, "hole-big");
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
-	FKV_ASSERT_EQ(fkv_debugfs_segment("free_extents"), 1);
-	FKV_ASSERT_EQ(fkv_debugfs_segment("free_largest"), 16 * FKV_MIB);
+	segment_one_free_extent(0, 16 * FKV_MIB);
 	free((void *)p.big);
 	fkv_close(p.kv);
 	close(ro);
@@ -2037,10 +2015,7 @@ FKV_TEST_TIMEOUT(a_value_deleted_while_a_slide_freezes_it_is_left_alone, 180)
 	delete_key(kv, "cmp-big");
 
 	/* every byte freed once: one extent, and the free MiBs hold values */
-	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
-	FKV_ASSERT_EQ(fkv_debugfs_segment("free_extents"), 1);
-	FKV_ASSERT_EQ((uint64_t)fkv_debugfs_segment("free_largest"),
-		      32 * FKV_MIB - base);
+	segment_one_free_extent(base, 32 * FKV_MIB);
 	n = (32 * FKV_MIB - base) / FKV_MIB;
 	for (i = 0; i < n; i++) {
 		snprintf(key, sizeof(key), "fill-%02" PRIu64, i);

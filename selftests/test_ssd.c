@@ -150,22 +150,6 @@ static void config_attach(const char *cfg)
 	FKV_ASSERT_EQ(ret, 0);
 }
 
-/* Shards listed by debugfs `rings`, or -1 without debugfs. */
-static int debugfs_ring_shards(void)
-{
-	FILE *f = fopen(FKV_DEBUGFS_DIR "/rings", "r");
-	char line[512];
-	int n = 0;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "shard ", 6))
-			n++;
-	fclose(f);
-	return n;
-}
-
 /* ---- 1. attach validation ---- */
 
 enum unpriv { UNPRIV_NO_CAP_SYS_ADMIN, UNPRIV_NOBODY };
@@ -349,8 +333,8 @@ FKV_TEST(attach_validates_privilege_descriptor_range_and_overlap)
 
 	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_capacity_bytes"), 12 * FKV_MIB);
 	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_used_bytes"), 0);
-	if (debugfs_ring_shards() >= 0)
-		FKV_ASSERT_EQ(debugfs_ring_shards(), 4);
+	if (rings_shards() >= 0)
+		FKV_ASSERT_EQ(rings_shards(), 4);
 	close(fa);
 	close(dev);
 }
@@ -2771,7 +2755,6 @@ FKV_TEST(ring_writer_waits_for_a_slow_refill_pinning_the_tail)
 
 #define OR_READ_MS	4000	/* X's read: the shard goes offline during it */
 #define OR_RING		(32 * FKV_MIB)
-#define OR_ERRORS	32	/* FLUXONKV_SSD_OFFLINE_ERRORS */
 
 /*
  * A raw shard over dm: X (1 MiB) is only on it.  Then the table becomes a
@@ -2787,7 +2770,7 @@ FKV_TEST_TIMEOUT(an_offline_shard_frees_an_entry_a_refill_reads_once_it_is_done,
 		 180)
 {
 	uint64_t base, sectors, persists = 0, n;
-	char devno[32], table[512], key[32];
+	char devno[32], table[512];
 	struct rp_get g = { 0 };
 	struct fkv *kv;
 	pthread_t tid;
@@ -2813,13 +2796,7 @@ FKV_TEST_TIMEOUT(an_offline_shard_frees_an_entry_a_refill_reads_once_it_is_done,
 	dm_swap(DLY_NAME, table);
 	FKV_ASSERT_EQ(pthread_create(&tid, NULL, rp_get_x, &g), 0);
 	wait_ring_pinned("rp-x", 0, 100, "X");
-	for (i = 0; fkv_sysfs("ssd_shards_offline") == 0; i++) {
-		FKV_ASSERT(i < OR_ERRORS + 8, "%d failed persists, shard still "
-			   "online", i);
-		snprintf(key, sizeof(key), "or-%d", i);
-		put_pattern(kv, key, 4096, i);
-		wait_persists(++persists);
-	}
+	i = put_until_offline(kv, "or", &persists);
 	pins = ring_pins("rp-x", NULL);
 	n = fkv_sysfs("kv_ssd_meta_bytes");
 	fkv_diag("offline after %d failed persists; X pins %d, entries' "
@@ -2845,8 +2822,8 @@ FKV_TEST_TIMEOUT(an_offline_shard_frees_an_entry_a_refill_reads_once_it_is_done,
 	/* unpinned: the shard's entries, then the shard, are freed */
 	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_meta_bytes", 0);
 	FKV_ASSERT_SYSFS_SETTLES("ssd_shards_reclaimed", 1);
-	if (debugfs_ring_shards() >= 0)
-		FKV_ASSERT_EQ(debugfs_ring_shards(), 0);
+	if (rings_shards() >= 0)
+		FKV_ASSERT_EQ(rings_shards(), 0);
 	snprintf(table, sizeof(table), "0 %" PRIu64 " linear %s 0\n", sectors,
 		 devno);
 	dm_swap(DLY_NAME, table);
@@ -2854,10 +2831,7 @@ FKV_TEST_TIMEOUT(an_offline_shard_frees_an_entry_a_refill_reads_once_it_is_done,
 
 	delete_any(kv, "rp-x");
 	delete_any(kv, "rp-fill");
-	for (i = 0; i < OR_ERRORS + 8; i++) {
-		snprintf(key, sizeof(key), "or-%d", i);
-		delete_any(kv, key);
-	}
+	delete_put_until_offline(kv, "or");
 	fkv_close(kv);
 	teardown(base);
 	dm_remove(DLY_NAME);
