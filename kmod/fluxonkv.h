@@ -32,8 +32,10 @@
  *       -> fluxonkv_ssd.index_lock, fluxonkv_ssd.notice_lock
  *     fluxonkv_compact_mutex (segment.c) -> fluxonkv_seg.lock
  *     fluxonkv_sessions_lock (holder.c) -> a session's holders (xa lock)
- *   Spinlocks, innermost: fluxonkv_seg.lock, fluxonkv_index_lock,
- *     fluxonkv_ssd.index_lock, notice_lock, a device's dev->lock, the
+ *   Spinlocks: fluxonkv_ssd.index_lock -> a device's dev->lock (the kick
+ *     of an entry that stops being busy, fluxonkv_shard_kick(), which
+ *     also queues works).  Innermost: fluxonkv_seg.lock,
+ *     fluxonkv_index_lock, notice_lock, a device's dev->lock, the
  *     pending-upcall and handle-table xa locks, the per-CPU access-note
  *     locks and the workers' list locks take no other lock.
  *     fluxonkv_seg.room_wq's lock: taken after the segment lock is let go;
@@ -620,6 +622,7 @@ struct fluxonkv_ssd_stats {
 	atomic64_t meta_evictions;	/* entries evicted for the memory cap */
 	atomic64_t meta_refused;	/* persists refused by the memory cap */
 	atomic64_t shards_offline;	/* shards taken out for IO errors */
+	atomic64_t shards_reclaimed;	/* offline shards freed, slot back */
 };
 
 extern struct fluxonkv_ssd_stats fluxonkv_ssd_stats;

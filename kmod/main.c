@@ -304,6 +304,7 @@ FLUXONKV_ATTR_SSD(csum_errors);
 FLUXONKV_ATTR_SSD(meta_evictions);
 FLUXONKV_ATTR_SSD(meta_refused);
 FLUXONKV_ATTR_SSD(shards_offline);
+FLUXONKV_ATTR_SSD(shards_reclaimed);
 
 static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_version.attr,
@@ -369,6 +370,7 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_ssd_meta_evictions.attr,
 	&fluxonkv_attr_ssd_meta_refused.attr,
 	&fluxonkv_attr_ssd_shards_offline.attr,
+	&fluxonkv_attr_ssd_shards_reclaimed.attr,
 	NULL,
 };
 

@@ -577,9 +577,10 @@ int fluxonkv_segment_victims(u64 len, u64 *handles, bool *pinned)
  * in, a refill, a target the daemon writes) never move.  Readers find the
  * bytes through @offset, which only pinners read; a pinner that comes
  * while the bytes move waits in fluxonkv_alloc_settle() for the new
- * @offset.  The bytes move with the segment lock dropped: the hole below
- * is taken out of the free tree first, so nothing is allocated into what
- * the move writes.
+ * @offset.  The bytes move with the segment lock dropped: what the move
+ * writes of the hole below (the value's length of it, from the hole's
+ * start) is taken out of the free tree first, so nothing is allocated
+ * into it; the rest of a longer hole stays allocatable meanwhile.
  */
 
 /* One slide at a time: two would pick the same holes and values. */
@@ -791,19 +792,63 @@ static void fluxonkv_compact_copy(u64 dst, u64 src, u64 len)
 }
 
 /*
+ * Take out of the free tree what moving @a down onto @hole (the free
+ * extent just below it) writes: [hole->start, hole->start + @a->span),
+ * or the whole hole when the value is not shorter than it (the move then
+ * writes it all, and @a's own first bytes).  The part of a longer hole
+ * that the move does not write stays free to allocate while the bytes
+ * move: @hole keeps it, and @spare (if it is not NULL) is kept for the
+ * range the move gives back.  Without a @spare the whole hole goes, as
+ * then the hole itself is the extent given back.  Returns the extent to
+ * hand to fluxonkv_extent_free() at the end.  Segment lock held.
+ */
+static struct fluxonkv_extent *fluxonkv_compact_take(struct fluxonkv_extent *hole,
+						    struct fluxonkv_alloc *a,
+						    struct fluxonkv_extent **spare)
+{
+	struct fluxonkv_extent *give;
+
+	lockdep_assert_held(&fluxonkv_seg.lock);
+
+	if (hole->size <= a->span || !*spare) {
+		fluxonkv_extent_erase(hole);
+		return hole;
+	}
+	/* the rest stays where it was in the order by offset */
+	hole->start += a->span;
+	hole->size -= a->span;
+	fluxonkv_extent_cb_propagate(&hole->node, NULL);
+	give = *spare;
+	*spare = NULL;
+	return give;
+}
+
+/*
  * Slide every alloc in [@from, @to) down onto the free extent just below
  * it, lowest first; what cannot move (pinned since the pick, or new)
- * stays and the slide goes on above it.  Returns the bytes moved.
+ * stays and the slide goes on above it.  Only the bytes a move writes are
+ * out of the free tree while it copies (fluxonkv_compact_take()): a put
+ * may take the rest of a longer hole meanwhile, and lies then between the
+ * value's new and old offsets (the value is entered in the address tree
+ * again at its new one).  Returns the bytes moved.
  */
 static u64 fluxonkv_compact_slide(u64 from, u64 to)
 {
 	struct fluxonkv_segment *seg = &fluxonkv_seg;
-	struct fluxonkv_extent *hole, *above, *unused[2];
+	struct fluxonkv_extent *hole, *above, *give, *unused[2];
+	struct fluxonkv_extent *spare = NULL;
 	struct fluxonkv_alloc *a;
-	u64 cursor = from, moved = 0, old, dst;
+	u64 cursor = from, moved = 0, old, dst, back;
 	struct rb_node *n;
 
 	for (;;) {
+		/*
+		 * The extent a move into part of a hole gives back; none
+		 * (allocation failed): the move takes the whole hole.
+		 */
+		if (!spare)
+			spare = kmem_cache_alloc(fluxonkv_extent_cache,
+						 GFP_KERNEL);
 		spin_lock(&seg->lock);
 		n = fluxonkv_alloc_from(cursor);
 		a = n ? rb_entry(n, struct fluxonkv_alloc, node) : NULL;
@@ -819,10 +864,12 @@ static u64 fluxonkv_compact_slide(u64 from, u64 to)
 			spin_unlock(&seg->lock);
 			continue;
 		}
-		/* what the move writes is no longer free to allocate */
-		fluxonkv_extent_erase(hole);
 		old = a->offset;
 		dst = hole->start;
+		/* what the move writes is no longer free to allocate */
+		give = fluxonkv_compact_take(hole, a, &spare);
+		/* given back: above what it writes, or the source alone */
+		back = give == hole ? dst + a->span : old;
 		spin_unlock(&seg->lock);
 
 		fluxonkv_compact_copy(dst, old, a->span);
@@ -830,9 +877,14 @@ static u64 fluxonkv_compact_slide(u64 from, u64 to)
 			msleep(min(READ_ONCE(fluxonkv_compact_stall_ms), 10000U));
 
 		spin_lock(&seg->lock);
-		/* no alloc lies between @dst and @old: the order holds */
+		/*
+		 * What was allocated meanwhile in the hole's rest lies
+		 * between @dst and @old: @a goes before it in the tree.
+		 */
+		rb_erase(&a->node, &seg->allocs);
 		WRITE_ONCE(a->offset, dst);
-		fluxonkv_extent_free(dst + a->span, old - dst, hole, unused);
+		fluxonkv_alloc_link(a);
+		fluxonkv_extent_free(back, old + a->span - back, give, unused);
 		fluxonkv_compact_thaw(a);
 		spin_unlock(&seg->lock);
 		if (unused[0])
@@ -843,6 +895,8 @@ static u64 fluxonkv_compact_slide(u64 from, u64 to)
 		cursor = dst + a->span;
 		fluxonkv_alloc_put(a);	/* the slide's reference */
 	}
+	if (spare)
+		kmem_cache_free(fluxonkv_extent_cache, spare);
 	return moved;
 }
 

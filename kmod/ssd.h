@@ -14,6 +14,7 @@
 #define _FLUXONKV_SSD_H
 
 #include <linux/bio.h>
+#include <linux/bitmap.h>
 #include <linux/jhash.h>
 #include <linux/rhashtable.h>
 
@@ -50,7 +51,8 @@ struct fluxonkv_ssd_dev;
  *	size if larger.
  * @offset: where the ring starts in @file.
  * @capacity: ring bytes (multiple of 4096).
- * @index: shard number, as returned by attach.
+ * @index: shard number, as returned by attach: its slot in
+ *	fluxonkv_ssd.slots, given back when the shard is reclaimed.
  * @dev: the device queue it belongs to.
  * @lock: protects @entries, @head and @tail; held while reserving space.
  * @entries: ring order, oldest first.
@@ -64,9 +66,26 @@ struct fluxonkv_ssd_dev;
  * @inflight: IOs issued on it and not completed (an offline shard's range
  *	is attached again only once this is 0).
  * @offline: taken out after FLUXONKV_SSD_OFFLINE_ERRORS errors in a row
- *	(set under the attach mutex; read with READ_ONCE): no new entries,
- *	none routed, its capacity withdrawn.
+ *	(set under the attach mutex; read with READ_ONCE): no new entries
+ *	(fluxonkv_ring_reserve() refuses them), none routed, its capacity
+ *	withdrawn; its entries freed as they stop being busy and then the
+ *	shard itself (@reclaim_work).
  * @offline_work: takes it out (the IO path cannot sleep on the locks).
+ * @ref: the tier's (while on its device's list), and one for each user
+ *	that found it under the attach mutex and goes on without that mutex
+ *	(a write reserving its entry).  Entries hold none: the shard leaves
+ *	the list only once it has no entry, and an entry's users touch the
+ *	shard only while the entry is busy -- or, for the unpin that ends
+ *	that, under the SSD index lock, which the reclaim's look at busy
+ *	takes too.  The last put queues @free_work.
+ * @reclaim_work: an offline shard's reclaim (fluxonkv_shard_reclaim_work):
+ *	frees its idle dead entries; once none is left, takes it off its
+ *	device's list, gives back its slot and drops the tier's @ref.
+ *	Queued by the offline pass and by every entry of it that stops
+ *	being busy (fluxonkv_shard_kick()).
+ * @detached: off the list, slot given back (attach mutex).
+ * @free_work: closes the file, drops the claim, frees the shard (it may
+ *	sleep: the last put may come from any context).
  */
 struct fluxonkv_shard {
 	struct file *file;
@@ -76,6 +95,7 @@ struct fluxonkv_shard {
 	u64 offset;
 	u64 capacity;
 	unsigned int index;
+	u64 serial;		/* attaches so far, at its own: never reused */
 	struct fluxonkv_ssd_dev *dev;
 	struct mutex lock;
 	struct list_head entries;
@@ -88,6 +108,10 @@ struct fluxonkv_shard {
 	u64 meta;		/* its entries' memory (shard lock) */
 	bool offline;
 	struct work_struct offline_work;
+	struct kref ref;
+	struct work_struct reclaim_work;
+	bool detached;
+	struct work_struct free_work;
 };
 
 /**
@@ -217,10 +241,16 @@ struct fluxonkv_ssd_dev {
 
 /* The tier's state, one instance (ssd_shard.c). */
 struct fluxonkv_ssd_tier {
-	/* Protects devs, nshards, next_dev and every dev's shard list. */
+	/*
+	 * Protects devs, nshards, slots, next_dev and every dev's shard list
+	 * (and each shard's @offline, @detached).
+	 */
 	struct mutex attach_lock;
 	struct list_head devs;
-	unsigned int nshards;
+	unsigned int nshards;		/* on the lists, offline ones too */
+	/* shard numbers in use: an attach takes the lowest free one */
+	DECLARE_BITMAP(slots, FLUXONKV_SSD_MAX_SHARDS);
+	u64 serial;			/* attaches so far */
 	struct fluxonkv_ssd_dev *next_dev;
 	u64 capacity;			/* sum of shard capacities */
 	atomic64_t meta_bytes;		/* every entry's @meta */
@@ -307,6 +337,8 @@ int fluxonkv_ssd_index(struct fluxonkv_ssd_entry *e);
 
 /* ssd_shard.c */
 void fluxonkv_shard_offline_work(struct work_struct *work);
+void fluxonkv_shard_reclaim_work(struct work_struct *work);
+void fluxonkv_shard_put(struct fluxonkv_shard *sh);
 
 /* ssd_io.c */
 void fluxonkv_ssd_poke(struct fluxonkv_ssd_dev *dev);

@@ -13,11 +13,22 @@
 
 #include "ssd.h"
 
-/* An entry of @sh may have stopped being busy: resume parked writes. */
+/*
+ * An entry of @sh may have stopped being busy: resume parked writes; an
+ * offline shard's reclaim may free it now.  Called with the SSD index
+ * lock held, right where the entry stopped being busy: the reclaim looks
+ * at busy under that lock, so it frees the entry -- and then maybe @sh --
+ * only after this is done with @sh.  Takes dev->lock (a spinlock) and
+ * queues works: nothing sleeps.
+ */
 void fluxonkv_shard_kick(struct fluxonkv_shard *sh)
 {
+	lockdep_assert_held(&fluxonkv_ssd.index_lock);
+
 	atomic_inc(&sh->unpin_seq);
 	fluxonkv_ssd_poke(sh->dev);
+	if (READ_ONCE(sh->offline))
+		queue_work(fluxonkv_ssd.wq, &sh->reclaim_work);
 }
 
 void fluxonkv_ssd_notice_add(const struct fluxonkv_ssd_entry *e)
@@ -423,7 +434,7 @@ int fluxonkv_ssd_dump(struct sk_buff *skb, struct netlink_callback *cb,
 	int ret = 1;
 
 	mutex_lock(&fluxonkv_ssd.attach_lock);
-	for (; *shard < (long)fluxonkv_ssd.nshards && ret; (*shard)++, *pos = 0) {
+	for (; *shard < FLUXONKV_SSD_MAX_SHARDS && ret; (*shard)++, *pos = 0) {
 		sh = fluxonkv_ssd_shard(*shard);
 		if (!sh)
 			continue;
@@ -459,13 +470,15 @@ int fluxonkv_ssd_dump(struct sk_buff *skb, struct netlink_callback *cb,
 
 void fluxonkv_ssd_unpin(struct fluxonkv_ssd_entry *e)
 {
-	/* Once unpinned, a writer may free @e: shards live until exit. */
-	struct fluxonkv_shard *sh = e->shard;
-
+	/*
+	 * Once unpinned, a writer (or an offline shard's reclaim) may free
+	 * @e, and the reclaim then @e's shard: the kick is done under the
+	 * same hold of the index lock (fluxonkv_shard_kick()).
+	 */
 	spin_lock(&fluxonkv_ssd.index_lock);
 	e->pins--;
+	fluxonkv_shard_kick(e->shard);
 	spin_unlock(&fluxonkv_ssd.index_lock);
-	fluxonkv_shard_kick(sh);
 }
 
 u64 fluxonkv_ssd_entry_len(const struct fluxonkv_ssd_entry *e)

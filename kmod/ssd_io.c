@@ -288,17 +288,25 @@ static int fluxonkv_ssd_io_result(struct fluxonkv_ssd_worker *w)
 			    w->write ? "write" : "read", w->alen, w->pos,
 			    sh->index, ret);
 	if (atomic_inc_return(&sh->err_run) == FLUXONKV_SSD_OFFLINE_ERRORS)
-		schedule_work(&sh->offline_work);
+		queue_work(fluxonkv_ssd.wq, &sh->offline_work);
 	return ret;
 }
 
-/* Pick the next online shard of @dev, round-robin; NULL if none is. */
+/*
+ * Pick the next online shard of @dev, round-robin, with a reference (put
+ * it with fluxonkv_shard_put()); NULL if none is (its shards may all have
+ * been reclaimed since the persist chose @dev).
+ */
 static struct fluxonkv_shard *fluxonkv_ssd_next_shard(struct fluxonkv_ssd_dev *dev)
 {
 	struct fluxonkv_shard *sh, *first;
 
 	mutex_lock(&fluxonkv_ssd.attach_lock);
 	first = dev->next_shard;
+	if (!first) {
+		mutex_unlock(&fluxonkv_ssd.attach_lock);
+		return NULL;
+	}
 	do {
 		sh = dev->next_shard;
 		dev->next_shard = list_is_last(&sh->node, &dev->shards) ?
@@ -306,8 +314,12 @@ static struct fluxonkv_shard *fluxonkv_ssd_next_shard(struct fluxonkv_ssd_dev *d
 					 node) :
 			list_next_entry(sh, node);
 	} while (sh->offline && dev->next_shard != first);
+	if (sh->offline)
+		sh = NULL;
+	else
+		kref_get(&sh->ref);	/* used after the mutex: the write's */
 	mutex_unlock(&fluxonkv_ssd.attach_lock);
-	return sh->offline ? NULL : sh;
+	return sh;
 }
 
 /*
@@ -356,9 +368,11 @@ static bool fluxonkv_ssd_write_start(struct fluxonkv_ssd_worker *w,
 	if (PTR_ERR_OR_ZERO(e) == -EAGAIN &&
 	    (!job->parked_at || time_before(jiffies, job->parked_at + patience))) {
 		fluxonkv_ssd_park(w->dev, job, sh, seen);
+		fluxonkv_shard_put(sh);
 		return false;
 	}
 	if (IS_ERR(e)) {
+		fluxonkv_shard_put(sh);
 		fluxonkv_ssd_persist_failed(job->key, job->key_len, job->put_id,
 					    job->alloc->len, PTR_ERR(e));
 		goto release;
@@ -367,6 +381,8 @@ static bool fluxonkv_ssd_write_start(struct fluxonkv_ssd_worker *w,
 	fluxonkv_entry_csum_fill(e, job->alloc);
 	w->job = job;
 	w->entry = e;
+	/* the WRITING entry keeps @sh on its list from here */
+	fluxonkv_shard_put(sh);
 	fluxonkv_ssd_submit(w, sh, true, job->alloc, e->alen,
 			    e->start % sh->capacity);
 	return true;
@@ -400,12 +416,14 @@ static void fluxonkv_ssd_write_done(struct fluxonkv_ssd_job *job,
 			e->pins++;	/* commit pin: until the master answers */
 		}
 	}
-	if (ret)
+	if (ret) {
 		e->state = FLUXONKV_SSD_DEAD;
+		/* not busy now: under the lock, as the reclaim looks (@sh) */
+		fluxonkv_shard_kick(sh);
+	}
 	spin_unlock(&fluxonkv_ssd.index_lock);
 	fluxonkv_removal_end(e->key, e->key_len);
 	if (ret) {
-		fluxonkv_shard_kick(sh);
 		fluxonkv_ssd_persist_failed(job->key, job->key_len, job->put_id,
 					    job->alloc->len, ret);
 	} else {

@@ -165,7 +165,8 @@ static bool fluxonkv_ssd_meta_over(size_t size)
  * (BlockedByBusyIo): -EAGAIN, with @seen set to the shard's unpin_seq
  * observed under its lock, so the caller can park the job instead of
  * blocking an IO worker that the pin holder may need.  -ENOSPC: the budget
- * is taken by other shards' entries.  The entry is charged to @memcg.
+ * is taken by other shards' entries.  -ENODEV: @sh is offline.  The entry
+ * is charged to @memcg.
  */
 struct fluxonkv_ssd_entry *
 fluxonkv_ring_reserve(struct fluxonkv_shard *sh, const u8 *key, u32 key_len,
@@ -194,6 +195,15 @@ fluxonkv_ring_reserve(struct fluxonkv_shard *sh, const u8 *key, u32 key_len,
 	e->state = FLUXONKV_SSD_WRITING;
 
 	mutex_lock(&sh->lock);
+	/*
+	 * Taken out since the write picked it: no entry joins an offline
+	 * shard (its reclaim frees what it has, then the shard).
+	 */
+	if (READ_ONCE(sh->offline)) {
+		mutex_unlock(&sh->lock);
+		kfree(e);
+		return ERR_PTR(-ENODEV);
+	}
 	/*
 	 * Sampled before looking at the tail: an unpin after this point
 	 * bumps it, so a park decided on a stale view is retried at once.

@@ -71,6 +71,8 @@ MODULE_PARM_DESC(ssd_meta_max_kb,
 
 struct fluxonkv_ssd_tier fluxonkv_ssd;
 
+static void fluxonkv_shard_free_work(struct work_struct *work);
+
 static const char *const fluxonkv_ssd_state_names[] = {
 	"writing", "committed", "dead",
 };
@@ -264,8 +266,12 @@ int fluxonkv_ssd_attach(int fd, u64 offset, u64 capacity, u32 device,
 	atomic_set(&sh->err_run, 0);
 	atomic_set(&sh->inflight, 0);
 	INIT_WORK(&sh->offline_work, fluxonkv_shard_offline_work);
+	INIT_WORK(&sh->reclaim_work, fluxonkv_shard_reclaim_work);
+	INIT_WORK(&sh->free_work, fluxonkv_shard_free_work);
+	kref_init(&sh->ref);		/* the tier's, from the list_add on */
 
 	mutex_lock(&fluxonkv_ssd.attach_lock);
+	/* every slot taken: reclaimed offline shards gave theirs back */
 	if (fluxonkv_ssd.nshards >= FLUXONKV_SSD_MAX_SHARDS) {
 		ret = -ENOSPC;
 		goto err_unlock;
@@ -283,7 +289,11 @@ int fluxonkv_ssd_attach(int fd, u64 offset, u64 capacity, u32 device,
 		goto err_unlock;
 	}
 	sh->dev = dev;
-	sh->index = fluxonkv_ssd.nshards++;
+	sh->serial = ++fluxonkv_ssd.serial;
+	sh->index = find_first_zero_bit(fluxonkv_ssd.slots,
+					FLUXONKV_SSD_MAX_SHARDS);
+	__set_bit(sh->index, fluxonkv_ssd.slots);
+	fluxonkv_ssd.nshards++;
 	list_add_tail(&sh->node, &dev->shards);
 	if (!dev->next_shard)
 		dev->next_shard = sh;
@@ -309,11 +319,13 @@ err_fput:
 
 /*
  * @sh failed FLUXONKV_SSD_OFFLINE_ERRORS IOs in a row: take it out.  No
- * new entry goes there (fluxonkv_ssd_next_shard() skips it, a write in
- * flight ends DEAD), every committed entry is forgotten (the master hears
- * SSD_EVICTED and drops its routes), its capacity is withdrawn and the
- * master told (SSD_STATE).  It stays attached, unused, until the module
- * goes; its range may be attached again.
+ * new entry goes there (fluxonkv_ssd_next_shard() skips it,
+ * fluxonkv_ring_reserve() refuses it, a write in flight ends DEAD), every
+ * committed entry is forgotten (the master hears SSD_EVICTED and drops
+ * its routes), its capacity is withdrawn and the master told (SSD_STATE);
+ * then its reclaim frees what it holds (fluxonkv_shard_reclaim_work()).
+ * Its range may be attached again at once (once no IO of it is in
+ * flight), its slot once it is reclaimed.
  */
 void fluxonkv_shard_offline_work(struct work_struct *work)
 {
@@ -353,13 +365,128 @@ void fluxonkv_shard_offline_work(struct work_struct *work)
 	       sh->index, FLUXONKV_SSD_OFFLINE_ERRORS, sh->capacity >> 20,
 	       forgotten);
 	fluxonkv_notify_ssd_state();
+	/* every entry is dead now: free them, and the shard */
+	queue_work(fluxonkv_ssd.wq, &sh->reclaim_work);
+}
+
+/*
+ * An offline shard's reclaim (queued by its offline pass, and again by
+ * every entry of it that stops being busy): free its entries that are
+ * dead and not busy, from the tail on, and, once it has none, take it off
+ * its device's list and give its number back (a later attach may take
+ * it), then drop the tier's reference.  A busy entry (a read in flight, a
+ * commit the master has not answered, a write in flight) stops the pass
+ * until its kick queues it again.
+ */
+void fluxonkv_shard_reclaim_work(struct work_struct *work)
+{
+	struct fluxonkv_shard *sh = container_of(work, struct fluxonkv_shard,
+						 reclaim_work);
+	struct fluxonkv_ssd_dev *dev = sh->dev;
+	struct fluxonkv_ssd_entry *e;
+	bool free, empty;
+
+	mutex_lock(&sh->lock);
+	/*
+	 * From the tail, as a ring gives entries up: the debugfs cursor
+	 * trusts an entry at or past the tail to be alive.
+	 */
+	while ((e = list_first_entry_or_null(&sh->entries,
+					     struct fluxonkv_ssd_entry,
+					     ring_node))) {
+		/*
+		 * Dead: unindexed, never routed again (the offline pass
+		 * forgot the committed ones; a write that ends now ends
+		 * DEAD).  Not busy: nobody holds it, and its last unpin's
+		 * kick is over (done under this lock).
+		 */
+		spin_lock(&fluxonkv_ssd.index_lock);
+		free = e->state == FLUXONKV_SSD_DEAD && !fluxonkv_entry_busy(e);
+		spin_unlock(&fluxonkv_ssd.index_lock);
+		if (!free)
+			break;
+		list_del(&e->ring_node);
+		sh->meta -= e->meta;
+		WRITE_ONCE(sh->tail, list_empty(&sh->entries) ? sh->head :
+			   list_first_entry(&sh->entries,
+					    struct fluxonkv_ssd_entry,
+					    ring_node)->start);
+		fluxonkv_entry_free(e);
+		cond_resched();		/* a ring may hold many */
+	}
+	empty = list_empty(&sh->entries);
+	mutex_unlock(&sh->lock);
+	if (!empty)
+		return;
+
+	mutex_lock(&fluxonkv_ssd.attach_lock);
+	if (sh->detached) {
+		/* queued again by a kick while the last pass ran */
+		mutex_unlock(&fluxonkv_ssd.attach_lock);
+		return;
+	}
+	/*
+	 * Empty for good: no entry joins an offline shard (checked under
+	 * the shard lock).  Nothing reaches @sh now but through the list,
+	 * and a write that picked it holds its own reference.
+	 */
+	if (dev->next_shard == sh)
+		dev->next_shard = list_is_last(&sh->node, &dev->shards) ?
+			list_first_entry(&dev->shards, struct fluxonkv_shard,
+					 node) :
+			list_next_entry(sh, node);
+	list_del(&sh->node);
+	if (list_empty(&dev->shards))
+		dev->next_shard = NULL;
+	__clear_bit(sh->index, fluxonkv_ssd.slots);
+	fluxonkv_ssd.nshards--;
+	sh->detached = true;
+	mutex_unlock(&fluxonkv_ssd.attach_lock);
+	atomic64_inc(&fluxonkv_ssd_stats.shards_reclaimed);
+	pr_info("SSD shard %u: offline shard reclaimed, its number is free\n",
+		sh->index);
+	fluxonkv_shard_put(sh);
+}
+
+/* The last reference went: close, unclaim and free (process context). */
+static void fluxonkv_shard_free_work(struct work_struct *work)
+{
+	struct fluxonkv_shard *sh = container_of(work, struct fluxonkv_shard,
+						 free_work);
+
+	/*
+	 * Neither can be queued again: both come from IO or entries of
+	 * @sh, and it has neither (the offline pass queues the reclaim).
+	 */
+	cancel_work_sync(&sh->offline_work);
+	cancel_work_sync(&sh->reclaim_work);
+	if (sh->claim)
+		fluxonkv_bdev_unclaim(sh->claim, &fluxonkv_ssd);
+	fput(sh->file);
+	kfree(sh);
+}
+
+static void fluxonkv_shard_release(struct kref *ref)
+{
+	struct fluxonkv_shard *sh = container_of(ref, struct fluxonkv_shard,
+						 ref);
+
+	/* the fput and the unclaim may sleep: the caller may not */
+	queue_work(fluxonkv_ssd.wq, &sh->free_work);
+}
+
+void fluxonkv_shard_put(struct fluxonkv_shard *sh)
+{
+	kref_put(&sh->ref, fluxonkv_shard_release);
 }
 
 /*
  * debugfs `rings`: per device a line, per shard a line, then its entries in
  * ring order -- a seq_file whose cursor is a record (device, shard, or an
  * entry's ring position).  The attach mutex is held for one buffer fill
- * (devices and shards are never freed before exit), a shard's lock only
+ * (devices are never freed before exit; a reclaimed offline shard is: the
+ * next fill finds the cursor's shard on its list by its serial, else
+ * counts again from the first record), a shard's lock only
  * while one record is printed, the index lock only while one entry's state
  * is read: persists and refills never wait for the whole table.  Entries
  * leave a ring only at its tail, so an entry whose position is still at
@@ -372,6 +499,7 @@ struct fluxonkv_rings_iter {
 	int kind;			/* FLUXONKV_RINGS_* */
 	struct fluxonkv_ssd_dev *dev;	/* NULL: past the end */
 	struct fluxonkv_shard *sh;	/* SHARD, ENTRY */
+	u64 serial;			/* @sh's, seen under the attach mutex */
 	struct fluxonkv_ssd_entry *e;	/* ENTRY: alive while pos >= tail */
 	u64 pos;			/* ENTRY: e->start */
 };
@@ -388,6 +516,7 @@ static void fluxonkv_rings_next_shard(struct fluxonkv_rings_iter *it)
 {
 	if (!list_is_last(&it->sh->node, &it->dev->shards)) {
 		it->sh = list_next_entry(it->sh, node);
+		it->serial = it->sh->serial;
 		it->kind = FLUXONKV_RINGS_SHARD;
 	} else if (!list_is_last(&it->dev->node, &fluxonkv_ssd.devs)) {
 		it->dev = list_next_entry(it->dev, node);
@@ -440,6 +569,7 @@ static void fluxonkv_rings_advance(struct fluxonkv_rings_iter *it)
 		}
 		it->sh = list_first_entry(&it->dev->shards,
 					  struct fluxonkv_shard, node);
+		it->serial = it->sh->serial;
 		it->kind = FLUXONKV_RINGS_SHARD;
 		return;
 	case FLUXONKV_RINGS_SHARD:
@@ -461,13 +591,32 @@ static void fluxonkv_rings_advance(struct fluxonkv_rings_iter *it)
 	mutex_unlock(&sh->lock);
 }
 
+/*
+ * The cursor's shard is still attached (the attach mutex was let go since
+ * the last fill): that pointer on its device's list, with its serial (a
+ * new shard may have the memory of a reclaimed one).
+ */
+static bool fluxonkv_rings_valid(struct fluxonkv_rings_iter *it)
+{
+	struct fluxonkv_shard *sh;
+
+	lockdep_assert_held(&fluxonkv_ssd.attach_lock);
+
+	if (!it->dev || it->kind == FLUXONKV_RINGS_DEV)
+		return true;
+	list_for_each_entry(sh, &it->dev->shards, node)
+		if (sh == it->sh && sh->serial == it->serial)
+			return true;
+	return false;
+}
+
 static void *fluxonkv_rings_start(struct seq_file *m, loff_t *pos)
 {
 	struct fluxonkv_rings_iter *it = m->private;
 	loff_t i;
 
 	mutex_lock(&fluxonkv_ssd.attach_lock);
-	if (*pos != it->index || !*pos) {
+	if (*pos != it->index || !*pos || !fluxonkv_rings_valid(it)) {
 		/* the beginning, or a seek: count from the first record */
 		fluxonkv_rings_first(it);
 		for (i = 0; it->dev && i < *pos; i++)
@@ -608,15 +757,14 @@ void fluxonkv_ssd_exit(void)
 	/*
 	 * Slots finish queued IO (commits fail fast without a daemon); an IO
 	 * in flight queues its slot's work when it ends: every slot idle
-	 * first, then the workqueue may go.
+	 * first, then the workqueue may go.  Its destruction runs what is
+	 * queued on it and what that queues: offline passes (their IO errors
+	 * scheduled them), the reclaims they queue and the frees those end
+	 * with -- no shard leaves the lists after this.
 	 */
 	list_for_each_entry(dev, &fluxonkv_ssd.devs, node)
 		wait_event(fluxonkv_ssd.slots_idle, fluxonkv_ssd_dev_idle(dev));
 	destroy_workqueue(fluxonkv_ssd.wq);
-	/* their IO errors may have scheduled a shard's offline pass */
-	list_for_each_entry(dev, &fluxonkv_ssd.devs, node)
-		list_for_each_entry(sh, &dev->shards, node)
-			cancel_work_sync(&sh->offline_work);
 	cancel_delayed_work_sync(&fluxonkv_ssd.notice_work);
 	fluxonkv_ssd_notice_free_list(&fluxonkv_ssd.notices);
 

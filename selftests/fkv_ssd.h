@@ -246,6 +246,22 @@ static inline void dm_remove(const char *name)
 
 /* ---- debugfs `rings` ------------------------------------------------------ */
 
+/* Shards in debugfs `rings` (offline ones too); -1 without debugfs. */
+static inline int rings_shards(void)
+{
+	FILE *f = fopen(FKV_DEBUGFS_DIR "/rings", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "shard ", 6))
+			n++;
+	fclose(f);
+	return n;
+}
+
 /*
  * Pins of KEY's ring entry in debugfs `rings` (read pins + commit pin):
  * of version WANT, or of the newest entry if WANT is 0; -1 if there is
@@ -330,6 +346,44 @@ static inline uint64_t put_writers_until_busy(struct fkv *kv,
 		FKV_FAIL_AT(1, "ssd_busy_waits %" PRIu64 ": W%d did not wait "
 			    "for the pinned X", busy, n);
 	return persists_done();
+}
+
+/* ---- a shard taken offline by IO errors ---------------------------------- */
+
+#define SSD_OFFLINE_ERRORS	32	/* FLUXONKV_SSD_OFFLINE_ERRORS */
+
+/*
+ * The shard under the persists fails every IO now: put 4 KiB values
+ * PREFIX-0, -1, ... (salt i), each persist waited for (*PERSISTED counts
+ * them), until a shard is offline; returns how many it took.
+ */
+static inline int put_until_offline(struct fkv *kv, const char *prefix,
+				    uint64_t *persisted)
+{
+	char key[64];
+	int i;
+
+	for (i = 0; fkv_sysfs("ssd_shards_offline") == 0; i++) {
+		FKV_ASSERT(i < SSD_OFFLINE_ERRORS + 8, "%d failed persists, "
+			   "shard still online (%" PRIu64 " IO errors)", i,
+			   fkv_sysfs("ssd_io_errors"));
+		snprintf(key, sizeof(key), "%s-%d", prefix, i);
+		put_pattern(kv, key, 4096, i);
+		wait_persists(++*persisted);
+	}
+	return i;
+}
+
+/* Delete what put_until_offline(KV, PREFIX) may have put. */
+static inline void delete_put_until_offline(struct fkv *kv, const char *prefix)
+{
+	char key[64];
+	int i;
+
+	for (i = 0; i < SSD_OFFLINE_ERRORS + 8; i++) {
+		snprintf(key, sizeof(key), "%s-%d", prefix, i);
+		delete_any(kv, key);
+	}
 }
 
 #endif /* FKV_SSD_H */

@@ -150,22 +150,6 @@ static void config_attach(const char *cfg)
 	FKV_ASSERT_EQ(ret, 0);
 }
 
-/* Shards listed by debugfs `rings`, or -1 without debugfs. */
-static int debugfs_ring_shards(void)
-{
-	FILE *f = fopen(FKV_DEBUGFS_DIR "/rings", "r");
-	char line[512];
-	int n = 0;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "shard ", 6))
-			n++;
-	fclose(f);
-	return n;
-}
-
 /* ---- 1. attach validation ---- */
 
 enum unpriv { UNPRIV_NO_CAP_SYS_ADMIN, UNPRIV_NOBODY };
@@ -349,8 +333,8 @@ FKV_TEST(attach_validates_privilege_descriptor_range_and_overlap)
 
 	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_capacity_bytes"), 12 * FKV_MIB);
 	FKV_ASSERT_EQ(fkv_sysfs("kv_ssd_used_bytes"), 0);
-	if (debugfs_ring_shards() >= 0)
-		FKV_ASSERT_EQ(debugfs_ring_shards(), 4);
+	if (rings_shards() >= 0)
+		FKV_ASSERT_EQ(rings_shards(), 4);
 	close(fa);
 	close(dev);
 }
@@ -2762,6 +2746,92 @@ FKV_TEST(ring_writer_waits_for_a_slow_refill_pinning_the_tail)
 		delete_any(kv, key);
 	}
 	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
+	fkv_close(kv);
+	teardown(base);
+	dm_remove(DLY_NAME);
+}
+
+/* ---- 12. an offline shard's entry a refill still reads ---- */
+
+#define OR_READ_MS	4000	/* X's read: the shard goes offline during it */
+#define OR_RING		(32 * FKV_MIB)
+
+/*
+ * A raw shard over dm: X (1 MiB) is only on it.  Then the table becomes a
+ * slow delay over X's MiB and errors past it: a refill of X reads for
+ * 4 s, and meanwhile 32 failed writes take the shard offline.  X's entry
+ * is forgotten (dead) but read-pinned: it and its kernel memory stay
+ * until the read is over (the refill hands X's bytes whole, or misses);
+ * then the shard is reclaimed -- entries' memory 0, out of debugfs, its
+ * number 0 free for the healthy range attached again.  Before, the
+ * offline shard kept its entries until the unload.
+ */
+FKV_TEST_TIMEOUT(an_offline_shard_frees_an_entry_a_refill_reads_once_it_is_done,
+		 180)
+{
+	uint64_t base, sectors, persists = 0, n;
+	char devno[32], table[512];
+	struct rp_get g = { 0 };
+	struct fkv *kv;
+	pthread_t tid;
+	int i, pins;
+
+	base = setup("segment_mb=4");
+	sectors = dm_disk("dm-delay", devno, sizeof(devno));
+	FKV_ASSERT_GE(sectors * 512, OR_RING);
+	snprintf(table, sizeof(table), "0 %" PRIu64 " linear %s 0\n", sectors,
+		 devno);
+	dm_create(DLY_NAME, table);
+	kv = kv_open();
+	FKV_ASSERT_EQ(attach_file(kv, DLY_PATH, 0, OR_RING), 0);
+	g.put_id = put_pattern(kv, "rp-x", RP_V, 1);
+	wait_persists(++persists);
+	FKV_ASSERT_EQ(ring_offset("rp-x"), 0);	/* sectors [0, 2048) */
+	fill_segment(kv, base, "rp-fill", 2, &persists);
+
+	/* X's MiB (ring offset 0) slow to read, everything past it failing */
+	snprintf(table, sizeof(table),
+		 "0 2048 delay %s 0 %u %s 0 0\n2048 %" PRIu64 " error\n",
+		 devno, OR_READ_MS, devno, sectors - 2048);
+	dm_swap(DLY_NAME, table);
+	FKV_ASSERT_EQ(pthread_create(&tid, NULL, rp_get_x, &g), 0);
+	wait_ring_pinned("rp-x", 0, 100, "X");
+	i = put_until_offline(kv, "or", &persists);
+	pins = ring_pins("rp-x", NULL);
+	n = fkv_sysfs("kv_ssd_meta_bytes");
+	fkv_diag("offline after %d failed persists; X pins %d, entries' "
+		 "memory %" PRIu64 " bytes, refill %s", i, pins, n,
+		 __atomic_load_n(&g.done, __ATOMIC_ACQUIRE) ? "done" :
+		 "reading");
+	FKV_ASSERT(!__atomic_load_n(&g.done, __ATOMIC_ACQUIRE),
+		   "X's read ended before the shard went offline: raise "
+		   "OR_READ_MS");
+	/* the pinned entry and the dead ones behind it are still there */
+	if (pins != -2)
+		FKV_ASSERT_GT(pins, 0);
+	FKV_ASSERT_GT(n, 0);
+
+	pthread_join(tid, NULL);
+	fkv_diag("refill of X: %s after %" PRId64 " ms", g.ret ?
+		 fkv_strerror(g.ret) : "hit", g.ms);
+	/* a hit is X's bytes (checked in rp_get_x), else a clean miss */
+	FKV_ASSERT(g.ret == 0 || g.ret == -ENOENT, "get of X: %s",
+		   fkv_strerror(g.ret));
+	if (!g.ret)
+		FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_SSD);
+	/* unpinned: the shard's entries, then the shard, are freed */
+	FKV_ASSERT_SYSFS_SETTLES("kv_ssd_meta_bytes", 0);
+	FKV_ASSERT_SYSFS_SETTLES("ssd_shards_reclaimed", 1);
+	if (rings_shards() >= 0)
+		FKV_ASSERT_EQ(rings_shards(), 0);
+	snprintf(table, sizeof(table), "0 %" PRIu64 " linear %s 0\n", sectors,
+		 devno);
+	dm_swap(DLY_NAME, table);
+	FKV_ASSERT_EQ(attach_file(kv, DLY_PATH, 0, OR_RING), 0);
+
+	delete_any(kv, "rp-x");
+	delete_any(kv, "rp-fill");
+	delete_put_until_offline(kv, "or");
 	fkv_close(kv);
 	teardown(base);
 	dm_remove(DLY_NAME);
