@@ -113,6 +113,7 @@ static void fake_module(void)
 	put_file("ssd_meta_evictions", "35\n");
 	put_file("ssd_meta_refused", "36\n");
 	put_file("ssd_shards_offline", "0\n");
+	put_file("ssd_shards_reclaimed", "0\n");
 }
 
 /* A module older than the SSD tier: none of its files. */
@@ -125,7 +126,7 @@ static void fake_module_without_ssd(void)
 		"ssd_busy_waits", "ssd_queue_waits", "ssd_commits_published",
 		"ssd_commits_ignored", "ssd_notices_dropped", "ssd_revokes",
 		"ssd_unrouted", "ssd_csum_errors", "kv_ssd_meta_bytes", "ssd_meta_evictions",
-		"ssd_meta_refused", "ssd_shards_offline",
+		"ssd_meta_refused", "ssd_shards_offline", "ssd_shards_reclaimed",
 	};
 	char path[128];
 	size_t i;
@@ -313,7 +314,7 @@ FKV_TEST(the_snapshot_covers_every_attribute_the_module_documents)
 		"ssd_busy_waits", "ssd_queue_waits", "ssd_commits_published",
 		"ssd_commits_ignored", "ssd_notices_dropped", "ssd_revokes",
 		"ssd_unrouted", "ssd_csum_errors", "kv_ssd_meta_bytes", "ssd_meta_evictions",
-		"ssd_meta_refused", "ssd_shards_offline",
+		"ssd_meta_refused", "ssd_shards_offline", "ssd_shards_reclaimed",
 	};
 	struct ctl_stats st;
 	size_t i;
@@ -375,7 +376,8 @@ FKV_TEST(stats_as_json_are_one_flat_object_with_null_for_unreadable_files)
 		"\"ssd_revokes\":32,\"ssd_unrouted\":37,"
 		"\"ssd_csum_errors\":33,"
 		"\"kv_ssd_meta_bytes\":34816,\"ssd_meta_evictions\":35,"
-		"\"ssd_meta_refused\":36,\"ssd_shards_offline\":0}\n");
+		"\"ssd_meta_refused\":36,\"ssd_shards_offline\":0,"
+		"\"ssd_shards_reclaimed\":0}\n");
 	free(out);
 	ctl_stats_free(&st);
 	fake_remove();
@@ -677,7 +679,7 @@ FKV_TEST(stats_carry_the_latency_histograms_in_every_format)
 	free(out);
 
 	out = CAPTURE(ctl_render_stats_json(f, &st, &lat));
-	ASSERT_HAS(out, "\"ssd_shards_offline\":0,\"latency\":{"
+	ASSERT_HAS(out, "\"ssd_shards_reclaimed\":0,\"latency\":{"
 		"\"put\":{\"count\":4,\"sum_ns\":6000,\"mean_ns\":1500,"
 		"\"p50_ns\":2048,\"p95_ns\":null,\"p99_ns\":null},"
 		"\"get_memory\":{\"count\":0,\"sum_ns\":0,\"mean_ns\":null,"
@@ -685,7 +687,7 @@ FKV_TEST(stats_carry_the_latency_histograms_in_every_format)
 	free(out);
 
 	out = CAPTURE(ctl_render_stats_human(f, &st, &lat));
-	ASSERT_HAS(out, "ssd_shards_offline       0\n\nlatency (");
+	ASSERT_HAS(out, "ssd_shards_reclaimed     0\n\nlatency (");
 	ASSERT_HAS(out, "\nput                     4      1.5 us      2.0 us     >2.0 us     >2.0 us\n");
 	free(out);
 	ctl_stats_free(&st);
@@ -709,7 +711,7 @@ FKV_TEST(stats_without_debugfs_say_latency_is_unavailable_and_still_work)
 	free(out);
 
 	out = CAPTURE(ctl_render_stats_json(f, &st, &lat));
-	ASSERT_HAS(out, "\"ssd_shards_offline\":0,\"latency\":null}\n");
+	ASSERT_HAS(out, "\"ssd_shards_reclaimed\":0,\"latency\":null}\n");
 	free(out);
 
 	out = CAPTURE(ctl_render_stats_prometheus(f, &st, &lat));

@@ -138,6 +138,8 @@ const struct ctl_stat_def ctl_stat_defs[] = {
 	  "SSD writes refused because other shards' entries hold ssd_meta_max_kb." },
 	{ "ssd_shards_offline", CTL_STAT_COUNTER, false, false, NULL,
 	  "SSD shards taken offline after repeated IO errors (capacity withdrawn)." },
+	{ "ssd_shards_reclaimed", CTL_STAT_COUNTER, false, false, NULL,
+	  "Offline SSD shards freed, their entries gone and their number free again." },
 };
 const size_t ctl_stat_ndefs = sizeof(ctl_stat_defs) / sizeof(ctl_stat_defs[0]);
 
