@@ -1017,6 +1017,29 @@ FKV_TEST_TIMEOUT(etcd_over_tls_verifies_both_ends, 60)
 	FKV_ASSERT_EQ(fkv_etcd_open(&e, ep, 1, 500, err, sizeof(err)), -EINVAL);
 	fkv_diag("%s", err);
 
+	/* fluxond from its YAML: our CA wrong, exit 1 saying so; right, it leads */
+	for (int good = 0; good < 2; good++) {
+		char yaml[2048], out[4096];
+
+		snprintf(yaml, sizeof(yaml),
+			 "fluxonkv_spec:\n  instance: n1\n  cluster:\n"
+			 "    listen: 127.0.0.1:7471\n    secret: \"0123456789abcdef\"\n"
+			 "    master: 127.0.0.1:7470\n    master_candidate: true\n"
+			 "    state_dir: /tmp/fkv-etcd-state\n"
+			 "    etcd:\n      endpoints: [\"%s\"]\n      prefix: /t-tls\n"
+			 "      lease_ttl_ms: 1000\n"
+			 "      tls: {ca_file: %s/%s.pem, cert_file: %s/cli.pem,"
+			 " key_file: %s/cli.key}\n",
+			 url, dir, good ? "ca" : "other-ca", dir, dir);
+		if (good && !access("/sys/kernel/fluxonkv", F_OK))
+			break;	/* no second daemon next to a loaded module */
+		rc = run_fluxond(yaml, out, sizeof(out));
+		fkv_diag("exit %d: %s", rc, out);
+		FKV_ASSERT_EQ(rc, 1);
+		FKV_ASSERT(strstr(out, good ? "etcd election: leading as n1" :
+				  "SSL certificate problem"));
+	}
+
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

@@ -342,8 +342,12 @@ int fkv_failover_start(struct fkv_failover **out,
 		uint64_t now = mono_ms();
 
 		if (!reexec) {
-			fkv_err("cluster.etcd: no endpoint answers (%s); is etcd running there, and is this its client URL?",
-				fkv_etcd_error(fo->etcd));
+			fkv_err("cluster.etcd: no endpoint answers (%s); %s",
+				fkv_etcd_error(fo->etcd),
+				err == -EKEYREJECTED ||
+				(cc->etcd_ca_file && err == -EIO) ?
+				"do cluster.etcd.tls's files match etcd's certificates (and name its host)?" :
+				"is etcd running there, and is this its client URL?");
 			goto fail;
 		}
 		/* A role change's image: etcd was there; wait for it. */
