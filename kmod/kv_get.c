@@ -409,7 +409,8 @@ int fluxonkv_get_refill_finish(struct fluxonkv_session *s,
  * found no daemon (fluxonkv_get_alone()): room only where it is free now
  * (nobody to ask for more), no replica made (nobody to offer it to).
  * Return: 0 with a holder, -EAGAIN inline, -ENOTCONN where a daemon
- * would have been asked (no room, the copy went), or -errno of the read.
+ * would have been asked (no room, the copy went), -EIO / -EBADMSG (the
+ * copy's bytes are bad: unrouted), -EINTR, -ENOMEM.
  */
 static int fluxonkv_get_alone_ssd(struct fluxonkv_session *s, const u8 *key,
 				  u32 key_len, u64 put_id, u64 len,
@@ -441,11 +442,16 @@ static int fluxonkv_get_alone_ssd(struct fluxonkv_session *s, const u8 *key,
 		goto err_alloc;
 	}
 	ret = fluxonkv_ssd_read(e, a);	/* unpins e; checks every MiB */
-	if (ret) {
-		if (ret != -EINTR)
-			fluxonkv_ssd_revoke_local(key, key_len, put_id);
+	/* An interrupted read says nothing about the SSD copy. */
+	if (ret && signal_pending(current))
+		ret = -EINTR;
+	if (ret == -EIO || ret == -EBADMSG)
+		/* bad bytes on the device: no later get reads that copy */
+		fluxonkv_ssd_revoke_local(key, key_len, put_id);
+	else if (ret && ret != -EINTR && ret != -ENOMEM)
+		ret = -ENOTCONN;	/* the ring overtook it: as not here */
+	if (ret)
 		goto err_alloc;
-	}
 	fluxonkv_user_uncharge(s->user, span);	/* the holder's from here */
 	ret = fluxonkv_grant(s, a, put_id, FLUXONKV_SOURCE_SSD, res);
 	if (!ret) {

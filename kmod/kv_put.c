@@ -78,24 +78,22 @@ static void fluxonkv_put_abort(const u8 *key, u32 key_len, u64 put_id,
 	fluxonkv_notify(FLUXONKV_CMD_PUT_ABORT, &args, NULL, 0);
 }
 
+/* The putter's bytes go through a bounce buffer this large. */
+#define FLUXONKV_PLACE_PIECE	(64 * 1024)
+
 /*
- * Send @len bytes of the putter's buffer @buf on @sock, from the putter's
- * context (the pages are the caller's; nothing is staged in the segment).
- * The socket's own send timeout (SO_SNDTIMEO, which fluxond sets; the
- * file's O_NONBLOCK does not apply) bounds each wait: -ETIMEDOUT; a
- * signal ends it: -EINTR.
+ * Send all of @v (@len bytes, kernel memory) on @sock.  The socket's own
+ * send timeout (SO_SNDTIMEO, which fluxond sets; the file's O_NONBLOCK
+ * does not apply) bounds each wait: -ETIMEDOUT; a signal ends it: -EINTR.
  */
-static int fluxonkv_sock_send_user(struct socket *sock, const void __user *buf,
-				   u64 len)
+static int fluxonkv_sock_send_all(struct socket *sock, const void *v,
+				  size_t len)
 {
+	struct kvec k = { .iov_base = (void *)v, .iov_len = len };
 	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
-	struct iovec iov;
 	int ret;
 
-	ret = import_single_range(WRITE, (void __user *)buf, len, &iov,
-				  &msg.msg_iter);
-	if (ret)
-		return ret;
+	iov_iter_kvec(&msg.msg_iter, WRITE, &k, 1, len);
 	while (msg_data_left(&msg)) {
 		ret = sock_sendmsg(sock, &msg);
 		if (ret == -ERESTARTSYS)
@@ -110,63 +108,45 @@ static int fluxonkv_sock_send_user(struct socket *sock, const void __user *buf,
 	return 0;
 }
 
-/* The putter's bytes are read this much at a time for their sum. */
-#define FLUXONKV_PLACE_SUM_PIECE	(64 * 1024)
-
 /*
- * XXH64 (seed 0) of the putter's @len bytes at @buf into *@sum: read in
- * pieces through a bounce buffer (the kernel's xxh64 reads kernel memory
- * only).  A buffer the putter changes meanwhile gets a sum that its bytes
- * on the wire do not match: the target refuses them, the put fails.
+ * Send @len bytes of the putter's buffer @buf on @sock from the putter's
+ * context, then their XXH64 (seed 0; 8 bytes, little endian), which the
+ * target checks its replica against before it says every byte is in.
+ * One pass: each piece is copied from the putter into a bounce buffer,
+ * summed and sent from there (the kernel's xxh64 reads kernel memory
+ * only), so the sum is of exactly the bytes sent, whatever the putter
+ * does to its buffer meanwhile.  Nothing is staged in the segment.
+ * Return: 0, -EFAULT, -ENOMEM, -EINTR, -ETIMEDOUT, -EPIPE or the
+ * socket's error.
  */
-static int fluxonkv_user_xxh64(const void __user *buf, u64 len, u64 *sum)
+static int fluxonkv_sock_send_user(struct socket *sock, const void __user *buf,
+				   u64 len)
 {
 	struct xxh64_state st;
+	__le64 sum;
 	u64 off, n;
-	u8 *b;
 	int ret = 0;
+	u8 *b;
 
-	b = kmalloc(FLUXONKV_PLACE_SUM_PIECE, GFP_KERNEL);
+	b = kvmalloc(FLUXONKV_PLACE_PIECE, GFP_KERNEL);
 	if (!b)
 		return -ENOMEM;
 	xxh64_reset(&st, 0);
-	for (off = 0; off < len; off += n) {
-		n = min_t(u64, len - off, FLUXONKV_PLACE_SUM_PIECE);
+	for (off = 0; off < len && !ret; off += n) {
+		n = min_t(u64, len - off, FLUXONKV_PLACE_PIECE);
 		if (copy_from_user(b, buf + off, n)) {
 			ret = -EFAULT;
 			break;
 		}
 		xxh64_update(&st, b, n);
-		if (fatal_signal_pending(current)) {
-			ret = -EINTR;
-			break;
-		}
-		cond_resched();
+		ret = fluxonkv_sock_send_all(sock, b, n);
 	}
-	*sum = xxh64_digest(&st);
-	kfree(b);
+	if (!ret) {
+		sum = cpu_to_le64(xxh64_digest(&st));
+		ret = fluxonkv_sock_send_all(sock, &sum, sizeof(sum));
+	}
+	kvfree(b);
 	return ret;
-}
-
-/*
- * After a placed value's bytes, their XXH64 (8 bytes, little endian): the
- * target checks its replica against it before it says every byte is in.
- */
-static int fluxonkv_sock_send_sum(struct socket *sock, u64 sum)
-{
-	__le64 le = cpu_to_le64(sum);
-	struct kvec v = { .iov_base = &le, .iov_len = sizeof(le) };
-	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
-	int ret;
-
-	ret = kernel_sendmsg(sock, &msg, &v, 1, sizeof(le));
-	if (ret == -ERESTARTSYS)
-		return -EINTR;
-	if (ret == -EAGAIN)
-		return -ETIMEDOUT;
-	if (ret < 0)
-		return ret;
-	return ret == sizeof(le) ? 0 : -EPIPE;
 }
 
 /*
@@ -187,7 +167,7 @@ static int fluxonkv_put_remote(const u8 *key, u32 key_len,
 		.key = key, .key_len = key_len, .len = len, .put_id = put_id,
 	};
 	struct fluxonkv_upcall place = {}, done = {};
-	u64 t0 = fluxonkv_clock(), sum;
+	u64 t0 = fluxonkv_clock();
 	int ret;
 
 	fluxonkv_stat_inc(puts_placed);
@@ -204,11 +184,7 @@ static int fluxonkv_put_remote(const u8 *key, u32 key_len,
 		ret = -EPROTO;	/* a remote replica must be another node's */
 		goto err_sock;
 	}
-	ret = fluxonkv_user_xxh64(value, len, &sum);
-	if (!ret)
-		ret = fluxonkv_sock_send_user(place.sock, value, len);
-	if (!ret)
-		ret = fluxonkv_sock_send_sum(place.sock, sum);
+	ret = fluxonkv_sock_send_user(place.sock, value, len);
 	if (ret)
 		goto err_sock;
 	sockfd_put(place.sock);

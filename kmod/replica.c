@@ -84,23 +84,27 @@ static bool fluxonkv_lease_holds(void)
 
 /*
  * The daemon went with FLUXONKV_UNREGISTER_F_LEASED: local hits go on
- * without it while fluxonkv_lease_until (kept as it was) holds.  Written
- * under the daemon lock by detach (set or cleared) and registration
- * (cleared, before the lease is reset); read locklessly by a get that
- * found no daemon: one racing a registration reads either value, and
- * either way the lease it then checks is the master's.
+ * without it until this CLOCK_MONOTONIC ns (its lease's deadline as it
+ * left); 0: none.  One word, compared once: a registration racing a get
+ * that found no daemon resets fluxonkv_lease_until (to U64_MAX without
+ * F_LEASE), which must not make a lease that ran out look alive again.
+ * Written under the daemon lock by detach (set or cleared) and by
+ * registration (cleared, before the lease is reset); read locklessly.
  */
-static bool fluxonkv_lease_alone;
+static u64 fluxonkv_lease_alone_until;
 
 void fluxonkv_lease_set_alone(bool alone)
 {
-	WRITE_ONCE(fluxonkv_lease_alone, alone);
+	WRITE_ONCE(fluxonkv_lease_alone_until,
+		   alone ? READ_ONCE(fluxonkv_lease_until) : 0);
 }
 
-/* No daemon, but its lease still covers this node's local hits. */
+/* No daemon, but the lease it left still covers this node's hits. */
 bool fluxonkv_lease_serves_alone(void)
 {
-	return READ_ONCE(fluxonkv_lease_alone) && fluxonkv_lease_holds();
+	u64 until = READ_ONCE(fluxonkv_lease_alone_until);
+
+	return until && ktime_get_ns() < until;
 }
 
 /*

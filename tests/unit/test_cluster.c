@@ -1245,9 +1245,10 @@ static void record_lost(void *arg, bool peer_gone)
 			  !getpeername(pfd[0].fd, (struct sockaddr *)&ss, &sl);
 }
 
-static void record_expelled(void *arg, const struct fkv_member *m)
+static void record_down(void *arg, const struct fkv_member *m)
 {
-	((struct close_rec *)arg)->expelled++;
+	if (m->last_left == FKV_LEFT_EXPELLED)
+		((struct close_rec *)arg)->expelled++;
 }
 
 /* The node alone (its master stopped) for @ms. */
@@ -1278,7 +1279,7 @@ static void spin_node(struct fkv_cctl *n, int ms)
 FKV_TEST_TIMEOUT(cctl_who_closes_a_nodes_connection_decides_its_lease, 60)
 {
 	static const struct fkv_cctl_ops mops = {
-		.member_expelled = record_expelled,
+		.member_down = record_down,
 	};
 	static const struct fkv_cctl_ops nops = { .lost = record_lost };
 	struct fkv_cluster_config mc, nc;

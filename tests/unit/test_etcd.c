@@ -709,6 +709,42 @@ FKV_TEST(fences_kept_in_etcd_reach_the_next_leader)
 	fkv_etcd_close(eb);
 }
 
+/*
+ * A new master waits out an earlier master's leases by its own lease_ms,
+ * so every fluxond of a cluster must run the same (review, session 21):
+ * the first writes <prefix>/lease_ms, another value refuses to start.
+ */
+FKV_TEST(fluxonds_of_a_cluster_must_agree_on_the_lease)
+{
+	char out[4096], yaml[1024];
+	struct fkv_etcd *e = client();
+	struct fkv_etcd_kv kv;
+	int rc;
+
+	FKV_ASSERT_EQ(fkv_etcd_put(e, "/t8/lease_ms", "99999", 5, 0), 0);
+	snprintf(yaml, sizeof(yaml), FLUXOND_YAML("%s"), etcd_url);
+	/* the same YAML, its prefix /t8 */
+	{
+		char *p = strstr(yaml, "prefix: /t7");
+
+		FKV_ASSERT(p);
+		p[strlen("prefix: /t")] = '8';
+	}
+	rc = run_fluxond(yaml, out, sizeof(out));
+	fkv_diag("exit %d: %s", rc, out);
+	FKV_ASSERT_EQ(rc, 1);
+	FKV_ASSERT(strstr(out, "but this cluster's fluxonds run 99999"));
+	/* the first one writes its own (then stops here: no module) */
+	strstr(yaml, "prefix: /t8")[strlen("prefix: /t")] = '9';
+	rc = run_fluxond(yaml, out, sizeof(out));
+	fkv_diag("exit %d: %s", rc, out);
+	FKV_ASSERT_EQ(fkv_etcd_get(e, "/t9/lease_ms", &kv), 0);
+	FKV_ASSERT(kv.value_len > 0 && strtoul(kv.value, NULL, 10) > 0,
+		   "lease_ms \"%s\"", kv.value);
+	fkv_etcd_kv_free(&kv);
+	fkv_etcd_close(e);
+}
+
 /* ---- the watch on the leader key ---- */
 
 struct watch_run {

@@ -301,9 +301,6 @@ static void member_left(void *arg, const struct fkv_member *m,
 	t->st.member_left++;
 	if (t->cfg.ops && t->cfg.ops->member_down && m->id != t->self_id)
 		t->cfg.ops->member_down(t->cfg.arg, m);
-	if (why == FKV_LEFT_EXPELLED && t->cfg.ops &&
-	    t->cfg.ops->member_expelled && m->id != t->self_id)
-		t->cfg.ops->member_expelled(t->cfg.arg, m);
 	/*
 	 * Every route to this incarnation is dead from here on (its tomb
 	 * tag is no longer live); the master forgets its replicas and its
@@ -326,6 +323,21 @@ static const struct fkv_members_ops members_ops = {
 	.left = member_left,
 	.busy = member_busy,
 };
+
+/*
+ * Master: we close joined member @c's connection (a refusal, a malformed
+ * message, a full queue).  It leaves at once (FKV_LEFT_EXPELLED), not when
+ * the bytes queued before drained: meanwhile nothing more reaches it (a
+ * DROP_REPLICA neither), while it serves on its lease -- the daemon must
+ * know now, to wait that lease out before it answers a write.
+ */
+static void master_expel(struct fkv_cctl *t, struct cconn *c)
+{
+	c->state = C_CLOSING;
+	if (t->master && c->id)
+		fkv_members_leave(&t->members, c->id, c->incarnation,
+				  FKV_LEFT_EXPELLED);
+}
 
 /* Close @c's siblings that speak for member @id (a replaced instance). */
 static void close_member_conns(struct fkv_cctl *t, struct cconn *c,
@@ -592,7 +604,7 @@ static void master_msg(struct fkv_cctl *t, struct cconn *c,
 	if (fkv_wire_parse(nlh, tb, cctl_policy)) {
 		fkv_warn("cluster: malformed message %u from %s: closing",
 			 cmd, c->peer);
-		c->state = C_CLOSING;
+		master_expel(t, c);
 		return;
 	}
 	if (cmd == FKV_CCMD_JOIN) {
@@ -626,6 +638,8 @@ static void master_msg(struct fkv_cctl *t, struct cconn *c,
 				msg = NULL;
 			}
 			conn_send(c, msg);
+			if (c->state == C_CLOSING)
+				master_expel(t, c);
 		}
 		break;
 	case FKV_CCMD_DROP_ACK:
@@ -1449,9 +1463,19 @@ int fkv_cctl_pollfds(struct fkv_cctl *t, struct pollfd *pfd, int max)
 	return n;
 }
 
-/* An error of @c's socket that says its peer closed or reset it. */
-static bool peer_closed(int err)
+/*
+ * An error of a control socket that says its peer closed it.  A node
+ * takes the master's end closing or resetting for the master's doing
+ * (a reset by anything in the path too: it may then serve alone, which
+ * the master's side below makes safe).  The master takes only a clean end
+ * of stream read (@read, -EPIPE: fkv_wire_read()'s "0 bytes") for the
+ * node's: a reset or a failed send may be a middlebox's or its own, with
+ * the node still alive and serving on its lease (EXPELLED).
+ */
+static bool peer_closed(const struct fkv_cctl *t, int err, bool read)
 {
+	if (t->master)
+		return read && err == -EPIPE;
 	return err == -EPIPE || err == -ECONNRESET;
 }
 
@@ -1472,7 +1496,9 @@ static void conn_lost(struct fkv_cctl *t, struct cconn *c, bool peer_gone)
 			fkv_members_leave(&t->members, c->id, c->incarnation,
 					  peer_gone ? FKV_LEFT_CLOSED :
 					  FKV_LEFT_EXPELLED);
-	} else if (c->state == C_JOINED) {
+	} else if (c->state == C_JOINED ||
+		   (c->state == C_CLOSING && t->node_id)) {
+		/* (C_CLOSING: we refused something of the master's) */
 		fkv_warn("cluster: lost the connection to the master (%s); "
 			 "reconnecting", peer_gone ? "its end closed" :
 			 "closing ours");
@@ -1513,7 +1539,7 @@ static void conn_io(struct fkv_cctl *t, struct cconn *c, short revents)
 	if (revents & POLLOUT)
 		err = fkv_wire_flush(&c->w);
 	if (err && err != -EAGAIN) {
-		conn_lost(t, c, peer_closed(err));
+		conn_lost(t, c, peer_closed(t, err, false));
 		return;
 	}
 	if (revents & (POLLIN | POLLHUP | POLLERR)) {
@@ -1538,7 +1564,7 @@ static void conn_io(struct fkv_cctl *t, struct cconn *c, short revents)
 			err = ferr;
 		}
 		if (err && err != -EAGAIN) {
-			conn_lost(t, c, peer_closed(err));
+			conn_lost(t, c, !ferr && peer_closed(t, err, true));
 			return;
 		}
 	}
@@ -1768,7 +1794,7 @@ int fkv_cctl_send(struct fkv_cctl *t, uint32_t id, struct nl_msg *msg)
 			if (fkv_wire_send(&c->w, msg) == -ENOBUFS) {
 				fkv_warn("cluster: node %u does not read: "
 					 "closing", id);
-				c->state = C_CLOSING;
+				master_expel(t, c);
 				return -ENOBUFS;
 			}
 			return 0;

@@ -32,15 +32,14 @@ struct nl_msg;
 
 /* What the daemon does with membership and with the messages it routes. */
 struct fkv_cctl_ops {
-	/* master: member @m (not the master's own node) joined / left */
-	void (*member_up)(void *arg, const struct fkv_member *m);
-	void (*member_down)(void *arg, const struct fkv_member *m);
 	/*
-	 * master, optional: we closed the connection of member @m while it
-	 * lived (FKV_LEFT_EXPELLED): it may serve its local hits on the
+	 * master: member @m (not the master's own node) joined / left; its
+	 * last_left says why: FKV_LEFT_EXPELLED (we closed its connection
+	 * while it lived) leaves a node that may serve its local hits on the
 	 * lease we granted it until that runs out (->lost's @peer_gone)
 	 */
-	void (*member_expelled)(void *arg, const struct fkv_member *m);
+	void (*member_up)(void *arg, const struct fkv_member *m);
+	void (*member_down)(void *arg, const struct fkv_member *m);
 	/*
 	 * master, optional: member id @id's departed instance is still
 	 * being cleaned up; a JOIN that would take @id waits (EAGAIN)

@@ -77,6 +77,11 @@ struct sync_wait {
 	uint64_t bbatch[FKV_SYNC_NODES];	/* up to this batch */
 	unsigned int nbnodes;
 	uint64_t deadline_ms;
+	/*
+	 * Not answered before this either, acks or not: the leases nodes we
+	 * do not hear may still serve on (leases_may_run(); 0: none).
+	 */
+	uint64_t hold_until_ms;
 	uint32_t caller;		/* whose upcall is answered */
 	uint8_t cmd;
 	uint64_t req_id;
@@ -993,6 +998,16 @@ static void sync_complete(struct fkv_clusterd *cd, struct sync_wait *sw)
 	free(sw);
 }
 
+/*
+ * Answer @sw if nothing holds it any more: no node owes an ack and the
+ * leases it waits out ran out (else the tick answers it at its time).
+ */
+static void sync_maybe_complete(struct fkv_clusterd *cd, struct sync_wait *sw)
+{
+	if (!sw->nnodes && !sw->nbnodes && now_ms() >= sw->hold_until_ms)
+		sync_complete(cd, sw);
+}
+
 /* Node @node no longer owes @sw an ack (it acked, or it left). */
 static void sync_node_done(struct fkv_clusterd *cd, struct sync_wait *sw,
 			   uint32_t node)
@@ -1005,8 +1020,7 @@ static void sync_node_done(struct fkv_clusterd *cd, struct sync_wait *sw,
 		sw->nodes[i] = sw->nodes[--sw->nnodes];
 		break;
 	}
-	if (!sw->nnodes && !sw->nbnodes)
-		sync_complete(cd, sw);
+	sync_maybe_complete(cd, sw);
 }
 
 /*
@@ -1029,8 +1043,7 @@ static void sync_batches_done(struct fkv_clusterd *cd, uint32_t node,
 			sw->bbatch[i] = sw->bbatch[sw->nbnodes];
 			break;
 		}
-		if (!sw->nnodes && !sw->nbnodes)
-			sync_complete(cd, sw);
+		sync_maybe_complete(cd, sw);
 	}
 }
 
@@ -1158,13 +1171,12 @@ static bool master_answer(struct fkv_clusterd *cd, uint32_t node,
 		sw->r = *r;
 		sw->epoch = cd->epoch;
 		sw->deadline_ms = now_ms() + cd->cc->lease_ms;
-		if (sw->nnodes || sw->nbnodes) {
+		/* (at most lease_ms ahead too: within the module's budget) */
+		sw->hold_until_ms = cd->write_hold_ms;
+		if (sw->nnodes || sw->nbnodes)
 			cd->st.syncs_held++;
-		} else {
-			/* no node owes an ack: only the leases we wait out */
-			sw->deadline_ms = cd->write_hold_ms;
+		if (now_ms() < sw->hold_until_ms)
 			cd->st.lease_holds++;
-		}
 		sw->next = cd->syncs;
 		cd->syncs = sw;
 		return false;
@@ -1267,14 +1279,31 @@ static void member_down(void *arg, const struct fkv_member *m)
 {
 	struct fkv_clusterd *cd = arg;
 	struct sync_wait *sw, *next;
+	char why[128];
 
+	/*
+	 * A node whose connection we closed while it lived serves on its
+	 * lease yet (alone, FLUXONKV_UNREGISTER_F_LEASED): every write waits
+	 * it out, from before its replicas are forgotten below.
+	 */
+	if (m->last_left == FKV_LEFT_EXPELLED) {
+		snprintf(why, sizeof(why), "we closed node '%s''s connection",
+			 m->name);
+		leases_may_run(cd, why);
+	}
 	fence_node(cd, m->name);
 	cd->unfence[m->id].sync = 0;
 	fkv_master_node_down(cd->master, m->id);
 	fkv_adopted_free(&cd->reported[m->id]);
 	/* Its replicas are forgotten, and the drops it was owed. */
 	drops_clear(cd, m->id);
-	/* Its copies are forgotten with it: nothing to wait for. */
+	/*
+	 * Its copies are forgotten with it: nothing to wait for -- unless it
+	 * may still serve them (expelled): the answers that wait for its
+	 * drops wait out their deadline, its lease (the tick's timeout).
+	 */
+	if (m->last_left == FKV_LEFT_EXPELLED)
+		return;
 	sync_batches_done(cd, m->id, UINT64_MAX);
 	for (sw = cd->syncs; sw; sw = next) {
 		next = sw->next;
@@ -2464,19 +2493,9 @@ static bool route_upcall(struct fkv_clusterd *cd, const struct fkv_upcall *u,
 
 /* ---- lifecycle ---- */
 
-static void member_expelled(void *arg, const struct fkv_member *m)
-{
-	struct fkv_clusterd *cd = arg;
-	char why[128];
-
-	snprintf(why, sizeof(why), "we closed node '%s''s connection", m->name);
-	leases_may_run(cd, why);
-}
-
 static const struct fkv_cctl_ops cctl_ops = {
 	.member_up = member_up,
 	.member_down = member_down,
-	.member_expelled = member_expelled,
 	.member_busy = member_busy,
 	.member_msg = member_msg,
 	.drop_ack = drop_ack,
@@ -2792,12 +2811,13 @@ void fkv_clusterd_tick(struct fkv_clusterd *cd)
 		drops_pump(cd);
 	for (struct sync_wait *sw = cd->syncs, *next; sw; sw = next) {
 		next = sw->next;
-		if (now < sw->deadline_ms)
-			continue;
-		if (!sw->nnodes && !sw->nbnodes) {	/* the leases ran out */
-			sync_complete(cd, sw);
+		if (!sw->nnodes && !sw->nbnodes) {	/* only leases hold it */
+			if (now >= sw->hold_until_ms)
+				sync_complete(cd, sw);
 			continue;
 		}
+		if (now < sw->deadline_ms)
+			continue;
 		fkv_warn("cluster: %u node(s) did not acknowledge a drop in %u ms: "
 			 "their lease is over, answering", sw->nnodes,
 			 cd->cc->lease_ms);
@@ -2828,6 +2848,14 @@ void fkv_clusterd_tick(struct fkv_clusterd *cd)
 struct fkv_master *fkv_clusterd_master(struct fkv_clusterd *cd)
 {
 	return cd->master;
+}
+
+uint64_t fkv_clusterd_write_hold_left(const struct fkv_clusterd *cd)
+{
+	uint64_t now = now_ms();
+
+	return cd->master && now < cd->write_hold_ms ?
+	       cd->write_hold_ms - now : 0;
 }
 
 bool fkv_clusterd_registered(const struct fkv_clusterd *cd)

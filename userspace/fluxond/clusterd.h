@@ -85,6 +85,11 @@ struct fkv_master *fkv_clusterd_master(struct fkv_clusterd *cd);
 void fkv_clusterd_quiesce(struct fkv_clusterd *cd);
 /* Registered with the module right now. */
 bool fkv_clusterd_registered(const struct fkv_clusterd *cd);
+/*
+ * Master: ms before writes are answered again (a new master, a node we
+ * let go: leases nodes may still serve on), 0 when none is held.
+ */
+uint64_t fkv_clusterd_write_hold_left(const struct fkv_clusterd *cd);
 /* The answer to fluxonctl's STATS (ctlsock.h); 0 or -EMSGSIZE. */
 struct nl_msg;
 int fkv_clusterd_stats(struct fkv_clusterd *cd, struct nl_msg *msg);

@@ -257,6 +257,8 @@ static void answer_clear(struct fkv_ctlsock *c, struct ctl_conn *cc,
 		err = c->clear_fn(c->clear_arg, pattern, &removed);
 		if (err == -EINVAL)
 			why = "not a POSIX extended regular expression";
+		else if (err == -EAGAIN)
+			why = "a new master waits out the leases nodes may still serve on (cluster.lease_ms): retry";
 		else if (err == -EOPNOTSUPP)
 			why = "this daemon runs no master";
 	}

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <curl/curl.h>
 #include <json-c/json.h>
@@ -264,6 +265,17 @@ static size_t fkv_etcd_write(char *ptr, size_t size, size_t nmemb, void *ud)
 }
 
 /*
+ * Sockets close on exec: fluxond re-executes itself on a role change
+ * while the watch thread may be dialing (libcurl before 8.11 opens them
+ * without SOCK_CLOEXEC).
+ */
+static curl_socket_t fkv_etcd_socket(void *arg, curlsocktype purpose,
+				     struct curl_sockaddr *a)
+{
+	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+/*
  * What every request sets after curl_easy_reset(): the scheme the handle
  * speaks, TLS, signals, proxies, and e->curlerr for the detailed reason
  * of a failure (a TLS alert says more than its code).
@@ -274,6 +286,7 @@ static void fkv_etcd_setopt_conn(struct fkv_etcd *e)
 	curl_easy_setopt(e->curl, CURLOPT_ERRORBUFFER, e->curlerr);
 	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e->curl, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(e->curl, CURLOPT_OPENSOCKETFUNCTION, fkv_etcd_socket);
 	curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR,
 			 e->ca ? "https" : "http");
 	if (!e->ca)

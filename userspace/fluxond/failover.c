@@ -268,6 +268,39 @@ static int fo_pause(struct fkv_failover *fo, const sigset_t *stop_sigs)
 	return 0;
 }
 
+/*
+ * Every fluxond of a cluster runs the same cluster.lease_ms: a new master
+ * waits out the leases an earlier one granted by its own (cluster.md,
+ * "What is served while no leader exists"), so a shorter one on any
+ * candidate would answer writes while a node still serves on a longer
+ * lease.  The first fluxond writes it to <prefix>/lease_ms; any other
+ * value refuses to start.
+ */
+static int fo_lease_agreed(struct fkv_failover *fo)
+{
+	struct fkv_etcd_kv cur = { 0 };
+	char key[FKV_ELECT_KEY_BUF + 16], val[16];
+	int n, err;
+
+	snprintf(key, sizeof(key), "%s/lease_ms", fo->prefix);
+	n = snprintf(val, sizeof(val), "%u", fo->cc->lease_ms);
+	err = fkv_etcd_create(fo->etcd, key, val, (size_t)n, 0, NULL, &cur);
+	if (err < 0) {
+		fkv_err("cluster.etcd: cannot read %s: %s", key,
+			fkv_etcd_error(fo->etcd));
+		return err;
+	}
+	if (err == 0 && (cur.value_len != (size_t)n ||
+			 memcmp(cur.value, val, (size_t)n))) {
+		fkv_err("cluster.lease_ms: %u, but this cluster's fluxonds run %.*s (%s): every fluxond of a cluster must use the same lease (set heartbeat_ms, dead_after_ms or lease_ms alike)",
+			fo->cc->lease_ms, (int)cur.value_len, cur.value, key);
+		fkv_etcd_kv_free(&cur);
+		return -EINVAL;
+	}
+	fkv_etcd_kv_free(&cur);
+	return 0;
+}
+
 /* Resume a leadership carried across our own exec. */
 static bool fo_resume(struct fkv_failover *fo)
 {
@@ -385,6 +418,9 @@ int fkv_failover_start(struct fkv_failover **out,
 		fkv_err("cluster.etcd: %s", err_s);
 		goto fail;
 	}
+	err = fo_lease_agreed(fo);
+	if (err)
+		goto fail;
 	fkv_info("etcd %s (version %s), election under %s, lease TTL %u ms, %s",
 		 fkv_etcd_endpoint(fo->etcd), ver, fo->prefix,
 		 cc->etcd_lease_ttl_ms,

@@ -475,6 +475,15 @@ static int control_clear(void *arg, const char *pattern, uint64_t *removed)
 
 	if (!d->master)
 		return -EOPNOTSUPP;
+	/*
+	 * Not while nodes may serve on leases we wait out: their copies are
+	 * not in our routes, so no drop would reach them (cluster.md).
+	 */
+	if (d->cd && fkv_clusterd_write_hold_left(d->cd)) {
+		fkv_info("CLEAR refused for %llu ms more: leases nodes may still serve on run",
+			 (unsigned long long)fkv_clusterd_write_hold_left(d->cd));
+		return -EAGAIN;
+	}
 	err = fkv_nl_process(d->nl);
 	if (err && err != -EAGAIN)
 		fkv_warn("CLEAR: netlink: %s", strerror(-err));
