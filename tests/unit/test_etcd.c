@@ -80,11 +80,59 @@ static void etcd_stop(void)
 	}
 }
 
+/*
+ * Fork an etcd serving @url (its peer port @peer), data and log in @dir;
+ * with @tls_dir, TLS from its srv.pem / srv.key and client certificates
+ * of its ca.pem.  The child dies with us.
+ */
+static pid_t etcd_spawn(const char *url, const char *peer, const char *dir,
+			const char *tls_dir)
+{
+	char data[160], cluster[96], log[160], f[3][160];
+	pid_t pid = fork();
+	int fd;
+
+	if (pid)
+		return pid;
+	snprintf(log, sizeof(log), "%s/etcd.log", dir);
+	fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (fd >= 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+	}
+	snprintf(data, sizeof(data), "%s/data", dir);
+	snprintf(cluster, sizeof(cluster), "default=%s", peer);
+	if (!tls_dir)
+		execl(ETCD_BIN, ETCD_BIN, "--data-dir", data,
+		      "--listen-client-urls", url,
+		      "--advertise-client-urls", url,
+		      "--listen-peer-urls", peer,
+		      "--initial-advertise-peer-urls", peer,
+		      "--initial-cluster", cluster,
+		      "--heartbeat-interval", "100",
+		      "--election-timeout", "500", (char *)NULL);
+	snprintf(f[0], sizeof(f[0]), "%s/srv.pem", tls_dir);
+	snprintf(f[1], sizeof(f[1]), "%s/srv.key", tls_dir);
+	snprintf(f[2], sizeof(f[2]), "%s/ca.pem", tls_dir);
+	execl(ETCD_BIN, ETCD_BIN, "--data-dir", data,
+	      "--listen-client-urls", url,
+	      "--advertise-client-urls", url,
+	      "--listen-peer-urls", peer,
+	      "--initial-advertise-peer-urls", peer,
+	      "--initial-cluster", cluster,
+	      "--cert-file", f[0], "--key-file", f[1],
+	      "--trusted-ca-file", f[2], "--client-cert-auth",
+	      "--heartbeat-interval", "100",
+	      "--election-timeout", "500", (char *)NULL);
+	_exit(127);
+}
+
 static int etcd_setup(const char **why)
 {
 	const char *ep[1];
 	struct fkv_etcd *e;
-	char err[FKV_ETCD_ERR_BUF], peer[64], log[96];
+	char err[FKV_ETCD_ERR_BUF], peer[64];
 	int cport, pport, rc = -ETIMEDOUT;
 
 	if (access(ETCD_BIN, X_OK)) {
@@ -106,32 +154,10 @@ static int etcd_setup(const char **why)
 	}
 	snprintf(etcd_url, sizeof(etcd_url), "http://127.0.0.1:%d", cport);
 	snprintf(peer, sizeof(peer), "http://127.0.0.1:%d", pport);
-	snprintf(log, sizeof(log), "%s/etcd.log", etcd_dir);
 	atexit(etcd_stop);
-	etcd_pid = fork();
+	etcd_pid = etcd_spawn(etcd_url, peer, etcd_dir, NULL);
 	if (etcd_pid < 0)
 		return -errno;
-	if (etcd_pid == 0) {
-		char data[96], cluster[96];
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		snprintf(data, sizeof(data), "%s/data", etcd_dir);
-		snprintf(cluster, sizeof(cluster), "default=%s", peer);
-		execl(ETCD_BIN, ETCD_BIN, "--data-dir", data,
-		      "--listen-client-urls", etcd_url,
-		      "--advertise-client-urls", etcd_url,
-		      "--listen-peer-urls", peer,
-		      "--initial-advertise-peer-urls", peer,
-		      "--initial-cluster", cluster,
-		      "--heartbeat-interval", "100",
-		      "--election-timeout", "500", (char *)NULL);
-		_exit(127);
-	}
 	ep[0] = etcd_url;
 	if (fkv_etcd_open(&e, ep, 1, 500, err, sizeof(err))) {
 		*why = "fkv_etcd_open failed";
@@ -925,41 +951,10 @@ static pid_t tls_etcd_start(const char *dir, char *url, size_t urllen)
 {
 	int cport = free_port(), pport = free_port();
 	char peer[64];
-	pid_t pid;
 
 	snprintf(url, urllen, "https://127.0.0.1:%d", cport);
 	snprintf(peer, sizeof(peer), "http://127.0.0.1:%d", pport);
-	pid = fork();
-	if (pid)
-		return pid;
-	{
-		char data[160], cluster[96], f[4][160], log[160];
-		int fd;
-
-		snprintf(log, sizeof(log), "%s/etcd.log", dir);
-		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		snprintf(data, sizeof(data), "%s/data", dir);
-		snprintf(cluster, sizeof(cluster), "default=%s", peer);
-		snprintf(f[0], sizeof(f[0]), "%s/srv.pem", dir);
-		snprintf(f[1], sizeof(f[1]), "%s/srv.key", dir);
-		snprintf(f[2], sizeof(f[2]), "%s/ca.pem", dir);
-		execl(ETCD_BIN, ETCD_BIN, "--data-dir", data,
-		      "--listen-client-urls", url,
-		      "--advertise-client-urls", url,
-		      "--listen-peer-urls", peer,
-		      "--initial-advertise-peer-urls", peer,
-		      "--initial-cluster", cluster,
-		      "--cert-file", f[0], "--key-file", f[1],
-		      "--trusted-ca-file", f[2], "--client-cert-auth",
-		      "--heartbeat-interval", "100",
-		      "--election-timeout", "500", (char *)NULL);
-		_exit(127);
-	}
+	return etcd_spawn(url, peer, dir, dir);
 }
 
 /* A TLS handle on @url with @ca, and @who's certificate (NULL: none). */

@@ -300,6 +300,26 @@ static void fkv_etcd_setopt_conn(struct fkv_etcd *e)
 	}
 }
 
+/*
+ * A fresh POST of JSON @txt (@hdr: its Content-Type) to @url, the answer
+ * to @write(@data), connecting within the handle's timeout.
+ */
+static void fkv_etcd_setopt_post(struct fkv_etcd *e, const char *url,
+				 const char *txt, struct curl_slist *hdr,
+				 curl_write_callback write, void *data)
+{
+	curl_easy_reset(e->curl);
+	fkv_etcd_setopt_conn(e);
+	curl_easy_setopt(e->curl, CURLOPT_URL, url);
+	curl_easy_setopt(e->curl, CURLOPT_POST, 1L);
+	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, txt);
+	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, write);
+	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, data);
+	curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)e->timeout_ms);
+}
+
 /* curl's reason: its error buffer when it says something, else the code's. */
 static const char *fkv_etcd_why(CURLcode rc, const char *errbuf)
 {
@@ -363,17 +383,8 @@ static int fkv_etcd_call(struct fkv_etcd *e, const char *path,
 		json_object *j, *jerr;
 
 		snprintf(url, sizeof(url), "%s/v3/%s", e->ep[i], path);
-		curl_easy_reset(e->curl);
-		fkv_etcd_setopt_conn(e);
-		curl_easy_setopt(e->curl, CURLOPT_URL, url);
-		curl_easy_setopt(e->curl, CURLOPT_POST, 1L);
-		curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, txt);
-		curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, hdr);
-		curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, fkv_etcd_write);
-		curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &b);
+		fkv_etcd_setopt_post(e, url, txt, hdr, fkv_etcd_write, &b);
 		curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
-		curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS,
-				 (long)e->timeout_ms);
 		rc = curl_easy_perform(e->curl);
 		if (rc != CURLE_OK) {
 			err = b.overflow ? -EPROTO : fkv_etcd_curl_errno(rc);
@@ -1085,20 +1096,11 @@ int fkv_etcd_watch(struct fkv_etcd *e, const char *key,
 		return fkv_etcd_nomem(e, q);
 	}
 	snprintf(url, sizeof(url), "%s/v3/watch", st.ep);
-	curl_easy_reset(e->curl);
-	fkv_etcd_setopt_conn(e);
-	curl_easy_setopt(e->curl, CURLOPT_URL, url);
-	curl_easy_setopt(e->curl, CURLOPT_POST, 1L);
-	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, txt);
-	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, fkv_etcd_watch_write);
-	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &st);
+	fkv_etcd_setopt_post(e, url, txt, hdr, fkv_etcd_watch_write, &st);
 	curl_easy_setopt(e->curl, CURLOPT_XFERINFOFUNCTION,
 			 fkv_etcd_watch_progress);
 	curl_easy_setopt(e->curl, CURLOPT_XFERINFODATA, &st);
 	curl_easy_setopt(e->curl, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS,
-			 (long)e->timeout_ms);
 	curl_easy_setopt(e->curl, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(e->curl, CURLOPT_TCP_KEEPIDLE, 2L);
 	curl_easy_setopt(e->curl, CURLOPT_TCP_KEEPINTVL, 1L);
