@@ -103,28 +103,33 @@ static pid_t etcd_spawn(const char *url, const char *peer, const char *dir,
 	}
 	snprintf(data, sizeof(data), "%s/data", dir);
 	snprintf(cluster, sizeof(cluster), "default=%s", peer);
-	if (!tls_dir)
-		execl(ETCD_BIN, ETCD_BIN, "--data-dir", data,
-		      "--listen-client-urls", url,
-		      "--advertise-client-urls", url,
-		      "--listen-peer-urls", peer,
-		      "--initial-advertise-peer-urls", peer,
-		      "--initial-cluster", cluster,
-		      "--heartbeat-interval", "100",
-		      "--election-timeout", "500", (char *)NULL);
-	snprintf(f[0], sizeof(f[0]), "%s/srv.pem", tls_dir);
-	snprintf(f[1], sizeof(f[1]), "%s/srv.key", tls_dir);
-	snprintf(f[2], sizeof(f[2]), "%s/ca.pem", tls_dir);
-	execl(ETCD_BIN, ETCD_BIN, "--data-dir", data,
-	      "--listen-client-urls", url,
-	      "--advertise-client-urls", url,
-	      "--listen-peer-urls", peer,
-	      "--initial-advertise-peer-urls", peer,
-	      "--initial-cluster", cluster,
-	      "--cert-file", f[0], "--key-file", f[1],
-	      "--trusted-ca-file", f[2], "--client-cert-auth",
-	      "--heartbeat-interval", "100",
-	      "--election-timeout", "500", (char *)NULL);
+	{
+		char *argv[32] = {
+			(char *)ETCD_BIN, (char *)"--data-dir", data,
+			(char *)"--listen-client-urls", (char *)url,
+			(char *)"--advertise-client-urls", (char *)url,
+			(char *)"--listen-peer-urls", (char *)peer,
+			(char *)"--initial-advertise-peer-urls", (char *)peer,
+			(char *)"--initial-cluster", cluster,
+			(char *)"--heartbeat-interval", (char *)"100",
+			(char *)"--election-timeout", (char *)"500",
+		};
+		int n = 17;
+
+		if (tls_dir) {
+			snprintf(f[0], sizeof(f[0]), "%s/srv.pem", tls_dir);
+			snprintf(f[1], sizeof(f[1]), "%s/srv.key", tls_dir);
+			snprintf(f[2], sizeof(f[2]), "%s/ca.pem", tls_dir);
+			argv[n++] = (char *)"--cert-file";
+			argv[n++] = f[0];
+			argv[n++] = (char *)"--key-file";
+			argv[n++] = f[1];
+			argv[n++] = (char *)"--trusted-ca-file";
+			argv[n++] = f[2];
+			argv[n++] = (char *)"--client-cert-auth";
+		}
+		execv(ETCD_BIN, argv);
+	}
 	_exit(127);
 }
 
