@@ -182,7 +182,7 @@ fuzz:
 
 vm-test: all
 	@rm -rf $(O)/results/vm && mkdir -p $(O)/results/vm
-	tools/vm/run --mem 2G --cpus 2 --timeout 900 --results $(O)/results/vm \
+	tools/vm/run --mem 2G --cpus 2 --timeout 1800 --results $(O)/results/vm \
 		--disk ssd0:1G --disk ssd1:512M --disk ssd2:256M \
 		-- selftests/run_tests $(O)
 
