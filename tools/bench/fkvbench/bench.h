@@ -48,6 +48,7 @@ struct bench_opts {
 	unsigned int batch;		/* keys a call */
 	unsigned int pieces;		/* buffers a key */
 	bool batch_put;			/* --op put */
+	bool vm_copy;			/* --copy vm: process_vm_writev */
 	unsigned long min_calls;	/* counted calls, whatever the window */
 	/* trace */
 	const char *ranges;		/* "first:count,..." per worker */

@@ -59,6 +59,8 @@ static void usage(FILE *f)
 "                   memcpy of each piece, RELEASE -- or a gathered PUT)\n"
 "  --op O           batch: get (default) | put (needs --keys = --batch)\n"
 "  --min-calls N    batch: the window lasts until N calls were counted\n"
+"  --copy C         batch, --pieces > 1: memcpy (default) | vm: one checked\n"
+"                   process_vm_writev a key, as the Python adapter copies\n"
 "  --label JSON     members added to the output object, e.g. '\"ssd\":\"on\"'\n");
 }
 
@@ -77,6 +79,7 @@ int main(int argc, char **argv)
 		{ "pattern", 1, NULL, 'A' }, { "qd", 1, NULL, 'q' },
 		{ "batch", 1, NULL, 'B' }, { "pieces", 1, NULL, 'N' },
 		{ "op", 1, NULL, 'O' }, { "min-calls", 1, NULL, 'C' },
+		{ "copy", 1, NULL, 'Y' },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	struct bench_opts o = {
@@ -117,6 +120,12 @@ int main(int argc, char **argv)
 		case 'B': o.batch = strtoul(optarg, NULL, 0); break;
 		case 'N': o.pieces = strtoul(optarg, NULL, 0); break;
 		case 'C': o.min_calls = strtoul(optarg, NULL, 0); break;
+		case 'Y':
+			if (!strcmp(optarg, "vm"))
+				o.vm_copy = true;
+			else if (strcmp(optarg, "memcpy"))
+				goto bad;
+			break;
 		case 'O':
 			if (!strcmp(optarg, "put"))
 				o.batch_put = true;

@@ -15,8 +15,10 @@
  *                of slot i at region l + i * (size / P), the P regions one
  *                page apart so no two pieces touch (vLLM's per-layer
  *                caches).  get: one fkv_batch of B GETs, the pieces copied
- *                out of each holder with memcpy, one fkv_batch of B
- *                RELEASEs (the adapter's batch_get_into_multi_buffers);
+ *                out of each holder with memcpy (--copy vm: with one
+ *                process_vm_writev a key, the checked copy the adapter
+ *                makes), one fkv_batch of B RELEASEs (the adapter's
+ *                batch_get_into_multi_buffers);
  *                put: the pieces gathered into a staging buffer, one
  *                fkv_batch of B PUTs from it (its
  *                batch_upsert_from_multi_buffers).
@@ -37,6 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <fluxonkv.h>
 
@@ -53,6 +57,7 @@ struct batch_ctx {
 	char (*names)[BENCH_KEY_MAX];
 	size_t *name_len;
 	struct fkv_op *ops, *rel;
+	struct iovec *iov;	/* --copy vm: one key's pieces */
 	uint64_t errors, bad;
 };
 
@@ -109,6 +114,21 @@ static int batch_call(struct batch_ctx *c, uint64_t first)
 		}
 		if (o->batch_put || P == 1)
 			continue;
+		if (o->vm_copy) {
+			struct iovec src = {
+				.iov_base = (void *)op->holder.data,
+				.iov_len = o->size,
+			};
+
+			for (l = 0; l < P; l++) {
+				c->iov[l].iov_base = batch_piece(c, i, l);
+				c->iov[l].iov_len = c->piece;
+			}
+			if (process_vm_writev(getpid(), &src, 1, c->iov, P, 0) !=
+			    (ssize_t)o->size)
+				c->errors++;
+			continue;
+		}
 		for (l = 0; l < P; l++)
 			memcpy(batch_piece(c, i, l),
 			       (const unsigned char *)op->holder.data +
@@ -157,7 +177,8 @@ int bench_run_batch(const struct bench_opts *o)
 	unsigned long k;
 	int err;
 
-	if (!o->batch || !o->pieces || o->size % (8 * o->pieces) ||
+	if (!o->batch || !o->pieces || o->pieces > 1024 ||
+	    o->size % (8 * o->pieces) ||
 	    o->batch > o->keys || (o->batch_put && o->batch != o->keys))
 		return -EINVAL;
 	c.piece = o->size / o->pieces;
@@ -174,10 +195,11 @@ int bench_run_batch(const struct bench_opts *o)
 	c.name_len = calloc(o->keys, sizeof(*c.name_len));
 	c.ops = calloc(o->batch, sizeof(*c.ops));
 	c.rel = calloc(o->batch, sizeof(*c.rel));
+	c.iov = calloc(o->pieces, sizeof(*c.iov));
 	if (o->batch_put && o->pieces > 1)
 		c.staging = malloc(o->batch * o->size);
 	err = -ENOMEM;
-	if (!c.names || !c.name_len || !c.ops || !c.rel ||
+	if (!c.names || !c.name_len || !c.ops || !c.rel || !c.iov ||
 	    (o->batch_put && o->pieces > 1 && !c.staging))
 		goto out;
 	if (o->batch_put && o->pieces > 1)
@@ -225,12 +247,13 @@ int bench_run_batch(const struct bench_opts *o)
 	if (!o->batch_put)
 		batch_check(&c, last);
 	printf("{\"phase\":\"batch\",\"backend\":\"fluxonkv\",%s%s"
-	       "\"op\":\"%s\",\"batch\":%u,\"pieces\":%u,\"keys\":%lu,"
+	       "\"op\":\"%s\",\"copy\":\"%s\",\"batch\":%u,\"pieces\":%u,\"keys\":%lu,"
 	       "\"size\":%zu,\"calls\":%" PRIu64 ",\"secs\":%.3f,"
 	       "\"us_per_call\":%.2f,\"us_per_key\":%.3f,\"hit_gib_s\":%.4f,"
 	       "\"errors\":%" PRIu64 ",\"content_errors\":%" PRIu64 "}\n",
 	       o->label ? o->label : "", o->label ? "," : "",
-	       o->batch_put ? "put" : "get", o->batch, o->pieces, o->keys,
+	       o->batch_put ? "put" : "get", o->vm_copy ? "vm" : "memcpy",
+	       o->batch, o->pieces, o->keys,
 	       o->size, counted, secs,
 	       counted ? secs * 1e6 / counted : 0,
 	       counted ? secs * 1e6 / counted / o->batch : 0,
@@ -247,6 +270,7 @@ out:
 	free(c.name_len);
 	free(c.ops);
 	free(c.rel);
+	free(c.iov);
 	free(c.staging);
 	return err;
 }
