@@ -49,6 +49,7 @@ struct bench_opts {
 	unsigned int pieces;		/* buffers a key */
 	bool batch_put;			/* --op put */
 	bool vm_copy;			/* --copy vm: process_vm_writev */
+	bool serve;			/* --serve: turns read from stdin */
 	unsigned long min_calls;	/* counted calls, whatever the window */
 	/* trace */
 	const char *ranges;		/* "first:count,..." per worker */

@@ -60,7 +60,9 @@ static void usage(FILE *f)
 "  --op O           batch: get (default) | put (needs --keys = --batch)\n"
 "  --min-calls N    batch: the window lasts until N calls were counted\n"
 "  --copy C         batch, --pieces > 1: memcpy (default) | vm: one checked\n"
-"                   process_vm_writev a key, as the Python adapter copies\n"
+"                   process_vm_writev (get) / _readv (put) a key, as the\n"
+"                   Python adapter copies\n"
+"  --serve          batch: turns from stdin (N: N calls, their ns printed)\n"
 "  --label JSON     members added to the output object, e.g. '\"ssd\":\"on\"'\n");
 }
 
@@ -79,7 +81,7 @@ int main(int argc, char **argv)
 		{ "pattern", 1, NULL, 'A' }, { "qd", 1, NULL, 'q' },
 		{ "batch", 1, NULL, 'B' }, { "pieces", 1, NULL, 'N' },
 		{ "op", 1, NULL, 'O' }, { "min-calls", 1, NULL, 'C' },
-		{ "copy", 1, NULL, 'Y' },
+		{ "copy", 1, NULL, 'Y' }, { "serve", 0, NULL, 'V' },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	struct bench_opts o = {
@@ -120,6 +122,7 @@ int main(int argc, char **argv)
 		case 'B': o.batch = strtoul(optarg, NULL, 0); break;
 		case 'N': o.pieces = strtoul(optarg, NULL, 0); break;
 		case 'C': o.min_calls = strtoul(optarg, NULL, 0); break;
+		case 'V': o.serve = true; break;
 		case 'Y':
 			if (!strcmp(optarg, "vm"))
 				o.vm_copy = true;

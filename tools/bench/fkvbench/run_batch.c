@@ -19,9 +19,9 @@
  *                process_vm_writev a key, the checked copy the adapter
  *                makes), one fkv_batch of B RELEASEs (the adapter's
  *                batch_get_into_multi_buffers);
- *                put: the pieces gathered into a staging buffer, one
- *                fkv_batch of B PUTs from it (its
- *                batch_upsert_from_multi_buffers).
+ *                put: the pieces gathered into a staging buffer (memcpy,
+ *                or --copy vm: one process_vm_readv a key), one fkv_batch
+ *                of B PUTs from it (its batch_upsert_from_multi_buffers).
  *
  * --size is a multiple of 8 bytes a piece.  A get needs the values there
  * already (pybench puts them through the adapter: zeroes but for fkvbench's
@@ -31,7 +31,10 @@
  * were counted; after it, the last call's
  * slots are checked (get) and every result must be a hit of --size bytes.
  * Prints one JSON line: calls, per call and per key microseconds, GiB/s of
- * hit payload.
+ * hit payload.  --serve: no window; turns read from stdin instead (a
+ * number N: N calls made, their nanoseconds printed on a line; 0 or EOF
+ * ends), so that a driver can alternate turns with its own calls at a
+ * fine grain -- a shared host's slow spells then fall on both alike.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -67,6 +70,17 @@ static unsigned char *batch_piece(struct batch_ctx *c, unsigned int slot,
 	return c->pool + l * c->stride + slot * c->piece;
 }
 
+/* c->iov: the pieces of slot @i. */
+static void batch_iov(struct batch_ctx *c, unsigned int i)
+{
+	unsigned int l;
+
+	for (l = 0; l < c->o->pieces; l++) {
+		c->iov[l].iov_base = batch_piece(c, i, l);
+		c->iov[l].iov_len = c->piece;
+	}
+}
+
 /* One call of B keys starting at key @first; 0 or the batch's -errno. */
 static int batch_call(struct batch_ctx *c, uint64_t first)
 {
@@ -86,6 +100,17 @@ static int batch_call(struct batch_ctx *c, uint64_t first)
 			op->buf_len = o->size;
 			if (P == 1) {
 				op->value = batch_piece(c, i, 0);
+			} else if (o->vm_copy) {
+				struct iovec dst = {
+					.iov_base = c->staging + i * o->size,
+					.iov_len = o->size,
+				};
+
+				batch_iov(c, i);
+				if (process_vm_readv(getpid(), &dst, 1, c->iov,
+						     P, 0) != (ssize_t)o->size)
+					c->errors++;
+				op->value = dst.iov_base;
 			} else {
 				unsigned char *v = c->staging + i * o->size;
 
@@ -120,10 +145,7 @@ static int batch_call(struct batch_ctx *c, uint64_t first)
 				.iov_len = o->size,
 			};
 
-			for (l = 0; l < P; l++) {
-				c->iov[l].iov_base = batch_piece(c, i, l);
-				c->iov[l].iov_len = c->piece;
-			}
+			batch_iov(c, i);
 			if (process_vm_writev(getpid(), &src, 1, c->iov, P, 0) !=
 			    (ssize_t)o->size)
 				c->errors++;
@@ -224,6 +246,30 @@ int bench_run_batch(const struct bench_opts *o)
 			       &b, 8);
 		}
 	}
+	if (o->serve) {
+		/* turns: read N, make N calls, answer their nanoseconds */
+		unsigned long turn;
+		uint64_t ns = 0;
+
+		while (scanf("%lu", &turn) == 1 && turn) {
+			uint64_t a = bench_now_ns();
+
+			for (; turn; turn--) {
+				err = batch_call(&c, first);
+				if (err)
+					goto out;
+				counted++;
+				last = first;
+				first = (first + o->batch) % o->keys;
+			}
+			a = bench_now_ns() - a;
+			ns += a;
+			printf("%" PRIu64 "\n", a);
+			fflush(stdout);
+		}
+		secs = ns / 1e9;
+		goto done;
+	}
 	t0 = bench_now_ns();
 	warm_end = t0 + (uint64_t)(o->warmup_s * 1e9);
 	win_end = warm_end + (uint64_t)(o->window_s * 1e9);
@@ -244,6 +290,7 @@ int bench_run_batch(const struct bench_opts *o)
 		}
 	}
 	secs = counted ? (now - t_count) / 1e9 : 0;
+done:
 	if (!o->batch_put)
 		batch_check(&c, last);
 	printf("{\"phase\":\"batch\",\"backend\":\"fluxonkv\",%s%s"
