@@ -288,8 +288,8 @@ bench-master: $(O)/masterscale
 # no slub_debug): Store.get + release vs the C library's, 2 threads vs 1,
 # the pressure workload driven from Python next to its fkvbench twin, and
 # the Mooncake adapter as SGLang / vLLM call it next to fkvbench batch;
-# results in $(O)/bench-python/<timestamp>/.  ~7 min.  bench runs it too.
-# bench-adapter: the adapter case alone (~3 min).
+# results in $(O)/bench-python/<timestamp>/.  ~13 min.  bench runs it too.
+# bench-adapter: the adapter case alone (~9 min).
 .PHONY: bench-python bench-adapter
 bench-python: module userspace python $(O)/fkvbench
 	tools/bench/pybench --build $(O)
