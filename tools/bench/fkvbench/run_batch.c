@@ -61,6 +61,7 @@ struct batch_ctx {
 	size_t *name_len;
 	struct fkv_op *ops, *rel;
 	struct iovec *iov;	/* --copy vm: one key's pieces */
+	uint64_t first, last;	/* the next call's first key, the last one's */
 	uint64_t errors, bad;
 };
 
@@ -81,12 +82,19 @@ static void batch_iov(struct batch_ctx *c, unsigned int i)
 	}
 }
 
-/* One call of B keys starting at key @first; 0 or the batch's -errno. */
-static int batch_call(struct batch_ctx *c, uint64_t first)
+/*
+ * One call of B keys starting at key c->first (then the next B); 0 or the
+ * batch's -errno.
+ */
+static int batch_call(struct batch_ctx *c)
 {
 	const struct bench_opts *o = c->o;
 	unsigned int i, l, n, P = o->pieces;
+	uint64_t first = c->first;
 	int err;
+
+	c->last = first;
+	c->first = (first + o->batch) % o->keys;
 
 	for (i = 0; i < o->batch; i++) {
 		uint64_t k = (first + i) % o->keys;
@@ -193,8 +201,7 @@ static void batch_check(struct batch_ctx *c, uint64_t first)
 int bench_run_batch(const struct bench_opts *o)
 {
 	struct batch_ctx c = { .o = o };
-	uint64_t t0, warm_end, win_end, now, first = 0, last = 0;
-	uint64_t calls = 0, counted = 0, t_count = 0;
+	uint64_t t0, warm_end, win_end, now, counted = 0, t_count = 0;
 	double secs;
 	unsigned long k;
 	int err;
@@ -254,13 +261,10 @@ int bench_run_batch(const struct bench_opts *o)
 		while (scanf("%lu", &turn) == 1 && turn) {
 			uint64_t a = bench_now_ns();
 
-			for (; turn; turn--) {
-				err = batch_call(&c, first);
+			for (; turn; turn--, counted++) {
+				err = batch_call(&c);
 				if (err)
 					goto out;
-				counted++;
-				last = first;
-				first = (first + o->batch) % o->keys;
 			}
 			a = bench_now_ns() - a;
 			ns += a;
@@ -277,12 +281,9 @@ int bench_run_batch(const struct bench_opts *o)
 		now = bench_now_ns();
 		if (now >= win_end && counted >= o->min_calls)
 			break;
-		err = batch_call(&c, first);
+		err = batch_call(&c);
 		if (err)
 			goto out;
-		calls++;
-		last = first;
-		first = (first + o->batch) % o->keys;
 		if (now >= warm_end) {
 			if (!counted)
 				t_count = now;
@@ -292,7 +293,7 @@ int bench_run_batch(const struct bench_opts *o)
 	secs = counted ? (now - t_count) / 1e9 : 0;
 done:
 	if (!o->batch_put)
-		batch_check(&c, last);
+		batch_check(&c, c.last);
 	printf("{\"phase\":\"batch\",\"backend\":\"fluxonkv\",%s%s"
 	       "\"op\":\"%s\",\"copy\":\"%s\",\"batch\":%u,\"pieces\":%u,\"keys\":%lu,"
 	       "\"size\":%zu,\"calls\":%" PRIu64 ",\"secs\":%.3f,"
