@@ -62,6 +62,7 @@ help:
 	@echo "  make unit       native unit tests"
 	@echo "  make python     the Python extension in place (userspace/python/fluxonkv/_native*.so)"
 	@echo "  make bench-python  the Python client benchmark in the guest (tools/bench/pybench)"
+	@echo "  make bench-adapter the Mooncake adapter vs the C library alone (pybench --steps adapter)"
 	@echo "  make vm-test    boot the guest and run selftests/run_tests there"
 	@echo "  make stress     the attack suite at length (storms of 1e6 ops, the fault matrix x20, the history checker x10, fluxond killed x100)"
 	@echo "  make cluster-test  several guests on one network: selftests/cluster/*.sh (make check: failover.sh in its short run)"
@@ -287,11 +288,15 @@ bench-master: $(O)/masterscale
 
 # The Python client benchmark (tools/bench/pybench, one guest boot, 2 vCPUs,
 # no slub_debug): Store.get + release vs the C library's, 2 threads vs 1,
-# and the pressure workload driven from Python next to its fkvbench twin;
-# results in $(O)/bench-python/<timestamp>/.  ~4 min.  bench runs it too.
-.PHONY: bench-python
+# the pressure workload driven from Python next to its fkvbench twin, and
+# the Mooncake adapter as SGLang / vLLM call it next to fkvbench batch;
+# results in $(O)/bench-python/<timestamp>/.  ~13 min.  bench runs it too.
+# bench-adapter: the adapter case alone (~9 min).
+.PHONY: bench-python bench-adapter
 bench-python: module userspace python $(O)/fkvbench
 	tools/bench/pybench --build $(O)
+bench-adapter: module userspace python $(O)/fkvbench
+	tools/bench/pybench --build $(O) --steps adapter $(PYBENCH_ARGS)
 bench: bench-python
 
 # The cluster benchmark: remote gets between two guests, the link (iperf3)

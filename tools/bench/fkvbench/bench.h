@@ -44,6 +44,13 @@ struct bench_opts {
 	bool bytes_mode;
 	double warmup_s, window_s;
 	const char *disk;		/* /proc/diskstats name to sample, or NULL */
+	/* batch */
+	unsigned int batch;		/* keys a call */
+	unsigned int pieces;		/* buffers a key */
+	bool batch_put;			/* --op put */
+	bool vm_copy;			/* --copy vm: process_vm_writev */
+	bool serve;			/* --serve: turns read from stdin */
+	unsigned long min_calls;	/* counted calls, whatever the window */
 	/* trace */
 	const char *ranges;		/* "first:count,..." per worker */
 	/* memcpy */
@@ -140,6 +147,7 @@ int bench_run_fill(const struct bench_opts *o, const struct bench_backend *be);
 int bench_run_memcpy(const struct bench_opts *o);
 int bench_run_loopback(const struct bench_opts *o);
 int bench_run_floor(const struct bench_opts *o);
+int bench_run_batch(const struct bench_opts *o);
 
 /* diskstats.c */
 struct bench_disk {

@@ -9,6 +9,8 @@
  *   fkvbench loopback [opts] TCP loopback request/response bandwidth of --size
  *   fkvbench fill   [opts]   segment fill factor under a 1..--size MiB put mix
  *   fkvbench floor  [opts]   per-call costs against the no-op ioctl and memcpy
+ *   fkvbench batch  [opts]   batches of GET_INTO / GET + copy / PUT into host
+ *                            buffers (the Mooncake adapter's C twin)
  *
  * Each prints one JSON line on stdout.  Exit status: 0; 1 on errors
  * (including any get error or content mismatch); 2 on usage errors.
@@ -25,7 +27,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: fkvbench put|get|trace|memcpy|loopback|fill|floor [options]\n"
+"usage: fkvbench put|get|trace|memcpy|loopback|fill|floor|batch [options]\n"
 "  --backend B      fluxonkv (default) | memcached\n"
 "  --server H:P     memcached address (default 127.0.0.1:11211; /path: UNIX)\n"
 "  --keys N         dataset keys (default 320)\n"
@@ -52,6 +54,15 @@ static void usage(FILE *f)
 "  --seconds S      memcpy, loopback, fill, floor: duration (default 2)\n"
 "                   (fill: puts of 1 MiB..--size to --keys keys, counted\n"
 "                   once the segment is full; --warmup caps that in minutes)\n"
+"  --batch N        batch: keys a call (default 16; keys (c*N+i) mod --keys)\n"
+"  --pieces P       batch: buffers a key (default 1: GET_INTO; more: GET,\n"
+"                   memcpy of each piece, RELEASE -- or a gathered PUT)\n"
+"  --op O           batch: get (default) | put (needs --keys = --batch)\n"
+"  --min-calls N    batch: the window lasts until N calls were counted\n"
+"  --copy C         batch, --pieces > 1: memcpy (default) | vm: one checked\n"
+"                   process_vm_writev (get) / _readv (put) a key, as the\n"
+"                   Python adapter copies\n"
+"  --serve          batch: turns from stdin (N: N calls, their ns printed)\n"
 "  --label JSON     members added to the output object, e.g. '\"ssd\":\"on\"'\n");
 }
 
@@ -68,13 +79,16 @@ int main(int argc, char **argv)
 		{ "disk", 1, NULL, 'd' }, { "ranges", 1, NULL, 'g' },
 		{ "seconds", 1, NULL, 'e' }, { "label", 1, NULL, 'l' },
 		{ "pattern", 1, NULL, 'A' }, { "qd", 1, NULL, 'q' },
+		{ "batch", 1, NULL, 'B' }, { "pieces", 1, NULL, 'N' },
+		{ "op", 1, NULL, 'O' }, { "min-calls", 1, NULL, 'C' },
+		{ "copy", 1, NULL, 'Y' }, { "serve", 0, NULL, 'V' },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	struct bench_opts o = {
 		.backend = "fluxonkv", .server = "127.0.0.1:11211", .keys = 320,
 		.size = (1 << 20) - 128, .zipf = 0.99, .seed = 1, .shuffle = true,
 		.prefix = "fkvbench-", .workers = 1, .warmup_s = 1, .window_s = 5,
-		.seconds = 2,
+		.seconds = 2, .batch = 16, .pieces = 1,
 	};
 	const struct bench_backend *be;
 	const char *cmd;
@@ -105,6 +119,22 @@ int main(int argc, char **argv)
 		case 'g': o.ranges = optarg; break;
 		case 'e': o.seconds = strtod(optarg, NULL); break;
 		case 'l': o.label = optarg; break;
+		case 'B': o.batch = strtoul(optarg, NULL, 0); break;
+		case 'N': o.pieces = strtoul(optarg, NULL, 0); break;
+		case 'C': o.min_calls = strtoul(optarg, NULL, 0); break;
+		case 'V': o.serve = true; break;
+		case 'Y':
+			if (!strcmp(optarg, "vm"))
+				o.vm_copy = true;
+			else if (strcmp(optarg, "memcpy"))
+				goto bad;
+			break;
+		case 'O':
+			if (!strcmp(optarg, "put"))
+				o.batch_put = true;
+			else if (strcmp(optarg, "get"))
+				goto bad;
+			break;
 		case 'r':
 			if (!strcmp(optarg, "identity"))
 				o.shuffle = false;
@@ -153,6 +183,8 @@ int main(int argc, char **argv)
 		err = bench_run_fill(&o, be);
 	else if (!strcmp(cmd, "floor"))
 		err = bench_run_floor(&o);
+	else if (!strcmp(cmd, "batch"))
+		err = bench_run_batch(&o);
 	else
 		goto bad;
 	if (err == -EINVAL)

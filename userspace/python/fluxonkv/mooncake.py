@@ -274,10 +274,6 @@ BufferHandle = MemHolder
 # Where a seccomp filter refuses those calls (ENOSYS / EPERM) the copies
 # fall back to ctypes.memmove, which trusts every address.
 
-class _IOVec(ctypes.Structure):
-    _fields_ = [("iov_base", ctypes.c_void_p), ("iov_len", ctypes.c_size_t)]
-
-
 _IOV_MAX = 1024     # iovecs per process_vm_* call (UIO_MAXIOV)
 
 
@@ -288,13 +284,18 @@ def _vm_functions():
     except (OSError, AttributeError):
         return None
     for f in fns:
-        f.argtypes = [ctypes.c_int, ctypes.POINTER(_IOVec), ctypes.c_ulong,
-                      ctypes.POINTER(_IOVec), ctypes.c_ulong, ctypes.c_ulong]
+        # the iovec arrays go as flat size_t arrays (base, length pairs:
+        # struct iovec's layout) filled by slice assignment, several times
+        # cheaper than arrays of a ctypes Structure built from tuples
+        f.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong,
+                      ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
         f.restype = ctypes.c_ssize_t
     return fns
 
 
 _vm_rw = _vm_functions()
+_ADDR = operator.itemgetter(0)
+_LEN = operator.itemgetter(1)
 
 
 def _vm_copy(local, pieces, write):
@@ -306,10 +307,13 @@ def _vm_copy(local, pieces, write):
     off = 0
     for s in range(0, len(pieces), _IOV_MAX):
         part = pieces[s:s + _IOV_MAX]
-        n = sum(length for _, length in part)
-        liov = _IOVec(local + off, n)
-        riov = (_IOVec * len(part))(*part)
-        r = fn(pid, ctypes.byref(liov), 1, riov, len(part), 0)
+        lens = list(map(_LEN, part))
+        n = sum(lens)
+        liov = (ctypes.c_size_t * 2)(local + off, n)
+        riov = (ctypes.c_size_t * (2 * len(part)))()
+        riov[0::2] = list(map(_ADDR, part))
+        riov[1::2] = lens
+        r = fn(pid, liov, 1, riov, len(part), 0)
         if r < 0:
             err = ctypes.get_errno()
             if s == 0 and err in (errno.ENOSYS, errno.EPERM):
@@ -833,7 +837,7 @@ class MooncakeDistributedStore:
             end, staged = start, 0
             while end < len(plan) and end - start < _MULTI_KEYS:
                 pieces = plan[end][2]
-                need = sum(length for _, length in pieces) if len(pieces) > 1 else 0
+                need = sum(map(_LEN, pieces)) if len(pieces) > 1 else 0
                 if end > start and staged + need > _STAGING_MAX:
                     break
                 staged += need
@@ -858,7 +862,7 @@ class MooncakeDistributedStore:
         """Put one round of the multi-buffer puts: one put_from_many for
         its keys, those with several ranges gathered one after the other
         into this thread's staging buffer."""
-        need = sum(sum(length for _, length in pieces)
+        need = sum(sum(map(_LEN, pieces))
                    for _, _, pieces in plan if len(pieces) > 1)
         base, owner = self._staging(need) if need else (0, None)
         off = 0
@@ -868,7 +872,7 @@ class MooncakeDistributedStore:
                 addr, size = pieces[0]      # one range: put from it directly
             else:
                 addr = base + off
-                size = sum(length for _, length in pieces)
+                size = sum(map(_LEN, pieces))
                 err = _copy_pieces(addr, pieces, write=False)
                 if err:
                     out[i] = self._fail(FluxonKVError(
@@ -963,7 +967,7 @@ class MooncakeDistributedStore:
             src = h.ptr()
         except ValueError as e:     # released: the store was closed meanwhile
             return self._fail(e)
-        room = sum(length for _, length in pieces)
+        room = sum(map(_LEN, pieces))
         if vlen > room:
             return self._fail(FluxonKVError(
                 errno.ENOBUFS, f"{key!r}: value of {vlen} bytes does not fit "
