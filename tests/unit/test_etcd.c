@@ -740,6 +740,16 @@ FKV_TEST(fences_kept_in_etcd_reach_the_next_leader)
 	fkv_etcd_close(eb);
 }
 
+/* @yaml (FLUXOND_YAML) with its etcd prefix /t7 made @prefix. */
+static void yaml_prefix(char *yaml, size_t len, const char *prefix)
+{
+	char *p = strstr(yaml, "prefix: /t7,"), rest[512];
+
+	FKV_ASSERT(p);
+	snprintf(rest, sizeof(rest), "%s", p + strlen("prefix: /t7,"));
+	snprintf(p, len - (size_t)(p - yaml), "prefix: %s,%s", prefix, rest);
+}
+
 /*
  * A new master waits out an earlier master's leases by its own lease_ms,
  * so every fluxond of a cluster must run the same (review, session 21):
@@ -752,24 +762,19 @@ FKV_TEST(fluxonds_of_a_cluster_must_agree_on_the_lease)
 	struct fkv_etcd_kv kv;
 	int rc;
 
-	FKV_ASSERT_EQ(fkv_etcd_put(e, "/t8/lease_ms", "99999", 5, 0), 0);
+	FKV_ASSERT_EQ(fkv_etcd_put(e, "/t11/lease_ms", "99999", 5, 0), 0);
 	snprintf(yaml, sizeof(yaml), FLUXOND_YAML("%s"), etcd_url);
-	/* the same YAML, its prefix /t8 */
-	{
-		char *p = strstr(yaml, "prefix: /t7");
-
-		FKV_ASSERT(p);
-		p[strlen("prefix: /t")] = '8';
-	}
+	yaml_prefix(yaml, sizeof(yaml), "/t11");
 	rc = run_fluxond(yaml, out, sizeof(out));
 	fkv_diag("exit %d: %s", rc, out);
 	FKV_ASSERT_EQ(rc, 1);
 	FKV_ASSERT(strstr(out, "but this cluster's fluxonds run 99999"));
 	/* the first one writes its own (then stops here: no module) */
-	strstr(yaml, "prefix: /t8")[strlen("prefix: /t")] = '9';
+	snprintf(yaml, sizeof(yaml), FLUXOND_YAML("%s"), etcd_url);
+	yaml_prefix(yaml, sizeof(yaml), "/t12");
 	rc = run_fluxond(yaml, out, sizeof(out));
 	fkv_diag("exit %d: %s", rc, out);
-	FKV_ASSERT_EQ(fkv_etcd_get(e, "/t9/lease_ms", &kv), 0);
+	FKV_ASSERT_EQ(fkv_etcd_get(e, "/t12/lease_ms", &kv), 0);
 	FKV_ASSERT(kv.value_len > 0 && strtoul(kv.value, NULL, 10) > 0,
 		   "lease_ms \"%s\"", kv.value);
 	fkv_etcd_kv_free(&kv);
@@ -991,7 +996,8 @@ static int tls_client(struct fkv_etcd **e, const char *url, const char *dir,
  */
 FKV_TEST_TIMEOUT(etcd_over_tls_verifies_both_ends, 60)
 {
-	char dir[] = "/tmp/fkv-etcd-tls-XXXXXX", url[64], cmd[128], err[256];
+	char dir[] = "/tmp/fkv-etcd-tls-XXXXXX", url[64], cmd[128];
+	char err[FKV_ETCD_ERR_BUF];
 	struct fkv_etcd *e = NULL;
 	struct fkv_etcd_kv kv;
 	const char *ep[1];
