@@ -37,7 +37,9 @@
  *     also queues works).  Innermost: fluxonkv_seg.lock,
  *     fluxonkv_index_lock, notice_lock, a device's dev->lock, the
  *     pending-upcall and handle-table xa locks, the per-CPU access-note
- *     locks and the workers' list locks take no other lock.
+ *     locks and the workers' list locks take no other lock, nor do
+ *     the clean drops' hand lock and drop-note lock (replica.c,
+ *     notes.c).
  *     fluxonkv_seg.room_wq's lock: taken after the segment lock is let go;
  *     a refill's async room wait's wake function, run under it, only
  *     queues a work (workqueue internals).
@@ -223,6 +225,11 @@ struct fluxonkv_replica {
 	 */
 	bool adopting;
 	/*
+	 * Hit since the clean drops' CLOCK hand last passed (replica.c):
+	 * set locklessly by lookups that pin the bytes, cleared by the hand.
+	 */
+	bool accessed;
+	/*
 	 * A local put's PUT_LOCAL note (notes.c): on the note queue, under
 	 * its lock, with a reference; the daemon link generation it was
 	 * taken in (fluxonkv_daemon_link_generation()) and its
@@ -273,6 +280,10 @@ struct fluxonkv_alloc *fluxonkv_handle_lookup(u64 handle, const u8 *key,
 struct fluxonkv_replica *fluxonkv_handle_replica(u64 handle, u64 put_id);
 unsigned long fluxonkv_replica_count(void);
 unsigned long fluxonkv_replica_drop_unindexed(void);
+u64 fluxonkv_clean_drop(u64 want);
+/* kv_room.c: the free reserve clean drops keep (module parameter) */
+extern unsigned int fluxonkv_clean_reserve_pct;
+void fluxonkv_clean_reserve_check(void);
 struct sk_buff;
 struct netlink_callback;
 struct genl_family;
@@ -478,6 +489,10 @@ void fluxonkv_notes_quiesce(void);
 void fluxonkv_notes_exit(void);
 void fluxonkv_access_note(u64 handle);
 void fluxonkv_access_forget(void);
+bool fluxonkv_drop_note_reserve(void);
+void fluxonkv_drop_note_cancel(void);
+void fluxonkv_drop_note_commit(u64 handle);
+void fluxonkv_drop_notes_forget(void);
 void fluxonkv_get_done_offer(struct fluxonkv_replica *r, u32 source);
 void fluxonkv_put_note(struct fluxonkv_replica *r, u32 flags, u64 gen);
 int fluxonkv_put_notes_flush(void);
@@ -566,6 +581,7 @@ bool fluxonkv_daemon_connected(void);
 bool fluxonkv_daemon_local_routes(void);
 bool fluxonkv_daemon_placement(void);
 bool fluxonkv_daemon_local_puts(void);
+bool fluxonkv_daemon_clean_drops(void);
 bool fluxonkv_daemon_one_trip(void);
 u64 fluxonkv_daemon_generation(void);
 void fluxonkv_daemon_assert_locked(void);
@@ -588,6 +604,7 @@ struct sk_buff *fluxonkv_genl_new(u8 cmd, size_t size, void **hdr);
 int fluxonkv_genl_send(struct sk_buff *skb, void *hdr);
 void fluxonkv_notify_ssd_state(void);
 int fluxonkv_notify_ssd_evicted(struct list_head *batch);
+int fluxonkv_notify_dropped(const u64 *handles, unsigned int n);
 int fluxonkv_notify_put_local(struct list_head *batch, u64 gen);
 
 /* ---- ssd_*.c: the SSD tier (internals: ssd.h) ---- */
@@ -697,6 +714,10 @@ struct fluxonkv_stats {
 	u64 compactions;	/* slides that made a run (segment.c) */
 	u64 compacted_bytes;	/* bytes slides moved, made a run or not */
 	u64 compact_waits;	/* pins that waited for a slide to end */
+	u64 clean_drops;	/* clean replicas the module dropped itself */
+	u64 clean_drop_bytes;	/* ... their spans */
+	u64 clean_reserve_runs;	/* background passes refilling the reserve */
+	u64 dropped_notes_full;	/* clean drops refused: notes queue full */
 };
 
 DECLARE_PER_CPU(struct fluxonkv_stats, fluxonkv_stats);

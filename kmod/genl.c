@@ -179,6 +179,13 @@ bool fluxonkv_daemon_local_puts(void)
 	       FLUXONKV_REGISTER_F_LOCAL_PUTS;
 }
 
+/* The module may drop clean replicas itself (uapi F_CLEAN_DROPS). */
+bool fluxonkv_daemon_clean_drops(void)
+{
+	return READ_ONCE(fluxonkv_daemon.flags) &
+	       FLUXONKV_REGISTER_F_CLEAN_DROPS;
+}
+
 /* A put asks once, after the copy (uapi FLUXONKV_REGISTER_F_ONE_TRIP). */
 bool fluxonkv_daemon_one_trip(void)
 {
@@ -280,6 +287,7 @@ static void fluxonkv_disconnect_work(struct work_struct *work)
 	mutex_lock(&fluxonkv_daemon.lock);
 	fluxonkv_pending_fail_all(-ENOTCONN);
 	fluxonkv_put_notes_forget();
+	fluxonkv_drop_notes_forget();
 	if (fluxonkv_daemon.gone_flags & FLUXONKV_REGISTER_F_KEEP) {
 		pr_info("daemon (port %u) gone: its %lu replicas are kept for the next one\n",
 			fluxonkv_daemon.gone_portid, fluxonkv_replica_count());
@@ -574,6 +582,26 @@ int fluxonkv_notify_put_local(struct list_head *batch, u64 gen)
 			return -EMSGSIZE;
 		}
 		nla_nest_end(skb, nest);
+	}
+	return fluxonkv_genl_send(skb, hdr);
+}
+
+/*
+ * DROPPED {HANDLES}: clean replicas the module dropped (notes.c, under
+ * its send lock: no flush here).
+ */
+int fluxonkv_notify_dropped(const u64 *handles, unsigned int n)
+{
+	struct sk_buff *skb;
+	void *hdr;
+
+	skb = fluxonkv_genl_new(FLUXONKV_CMD_DROPPED,
+				nla_total_size(n * sizeof(u64)), &hdr);
+	if (!skb)
+		return -ENOMEM;
+	if (nla_put(skb, FLUXONKV_A_HANDLES, n * sizeof(u64), handles)) {
+		nlmsg_free(skb);
+		return -EMSGSIZE;
 	}
 	return fluxonkv_genl_send(skb, hdr);
 }
@@ -978,13 +1006,14 @@ retry:
 	fluxonkv_daemon_event(pid);
 	mutex_unlock(&fluxonkv_daemon.lock);
 
-	pr_info("daemon registered: pid %d port %u node %u%s%s%s%s%s\n", pid,
+	pr_info("daemon registered: pid %d port %u node %u%s%s%s%s%s%s\n", pid,
 		info->snd_portid, node_id,
 		flags & FLUXONKV_REGISTER_F_LEASE ? ", leased local hits" : "",
 		flags & FLUXONKV_REGISTER_F_LOCAL_ROUTES ? ", local routes" : "",
 		flags & FLUXONKV_REGISTER_F_LOCAL_PUTS ? ", local puts" :
 		flags & FLUXONKV_REGISTER_F_ONE_TRIP ? ", one-trip puts" : "",
 		flags & FLUXONKV_REGISTER_F_PLACEMENT ? ", placement" : "",
+		flags & FLUXONKV_REGISTER_F_CLEAN_DROPS ? ", clean drops" : "",
 		flags & FLUXONKV_REGISTER_F_ADOPT ? ", adopting kept replicas" :
 		flags & FLUXONKV_REGISTER_F_KEEP ? ", keep" : "");
 	return ret;
@@ -1493,7 +1522,8 @@ static const struct nla_policy fluxonkv_register_policy[FLUXONKV_A_MAX + 1] = {
 					     FLUXONKV_REGISTER_F_PLACEMENT |
 					     FLUXONKV_REGISTER_F_KEEP |
 					     FLUXONKV_REGISTER_F_PUTS |
-					     FLUXONKV_REGISTER_F_LEASE),
+					     FLUXONKV_REGISTER_F_LEASE |
+					     FLUXONKV_REGISTER_F_CLEAN_DROPS),
 	[FLUXONKV_A_NODE_ID] = NLA_POLICY_MAX(NLA_U32, FLUXONKV_NODE_MAX),
 };
 

@@ -102,6 +102,7 @@ void fluxonkv_kv_flush_late(void)
 
 void fluxonkv_kv_exit(void)
 {
+	fluxonkv_clean_reserve_stop();
 	fluxonkv_notes_exit();
 	fluxonkv_kv_quiesce();
 	fluxonkv_kv_flush_late();

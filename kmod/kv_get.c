@@ -337,6 +337,9 @@ static int fluxonkv_get_from_ssd_start(struct fluxonkv_session *s,
 	rf->user = s->user;	/* the command holds the file: the session */
 	rf->charged = span;
 	a = fluxonkv_alloc_new(start->len);
+	/* clean replicas dropped inline: no room wait at all */
+	if (PTR_ERR_OR_ZERO(a) == -ENOSPC && fluxonkv_clean_room(start->len))
+		a = fluxonkv_alloc_new(start->len);
 	if (PTR_ERR_OR_ZERO(a) == -ENOSPC) {
 		fluxonkv_refill_room_wait(rf, start->len);
 		return -EIOCBQUEUED;

@@ -14,6 +14,75 @@
 #include "kv.h"
 
 /*
+ * Clean drops (FLUXONKV_REGISTER_F_CLEAN_DROPS, replica.c) make room without
+ * the daemon: an allocation short of free bytes drops clean replicas for
+ * the difference before it compacts or asks the master, and a background
+ * pass keeps clean_reserve_pct of the segment free, so refills at
+ * io_uring's inline issue find room without waiting at all.
+ */
+unsigned int fluxonkv_clean_reserve_pct = 5;
+
+static void fluxonkv_clean_reserve_run(struct work_struct *work);
+static DECLARE_WORK(fluxonkv_clean_reserve_work, fluxonkv_clean_reserve_run);
+
+static u64 fluxonkv_clean_reserve(void)
+{
+	return div_u64((u64)fluxonkv_seg.size *
+		       READ_ONCE(fluxonkv_clean_reserve_pct), 100);
+}
+
+static u64 fluxonkv_free_bytes(void)
+{
+	return fluxonkv_seg.size - fluxonkv_segment_used();
+}
+
+static void fluxonkv_clean_reserve_run(struct work_struct *work)
+{
+	u64 reserve = fluxonkv_clean_reserve(), free_bytes;
+
+	free_bytes = fluxonkv_free_bytes();
+	if (free_bytes >= reserve)
+		return;
+	fluxonkv_stat_inc(clean_reserve_runs);
+	fluxonkv_clean_drop(reserve - free_bytes);
+}
+
+/*
+ * After an allocation (segment.c): below the reserve, a pass drops clean
+ * replicas in the background.  Any context that may queue a work.
+ */
+void fluxonkv_clean_reserve_check(void)
+{
+	if (likely(fluxonkv_free_bytes() >= fluxonkv_clean_reserve()) ||
+	    !fluxonkv_daemon_clean_drops())
+		return;
+	queue_work(system_unbound_wq, &fluxonkv_clean_reserve_work);
+}
+
+void fluxonkv_clean_reserve_stop(void)
+{
+	cancel_work_sync(&fluxonkv_clean_reserve_work);
+}
+
+/**
+ * fluxonkv_clean_room() - clean drops for an allocation of @len that failed.
+ * @len: the value's length.
+ *
+ * Only when the free bytes fall short of @len (with enough free bytes
+ * that are not in one run, compaction moves values instead).  Sleeps
+ * nowhere (io_uring's inline issue calls it).
+ *
+ * Return: true if anything was dropped: try the allocation again.
+ */
+bool fluxonkv_clean_room(u64 len)
+{
+	u64 need = round_up(len, FLUXONKV_SEGMENT_ALIGN), free_bytes;
+
+	free_bytes = fluxonkv_free_bytes();
+	return free_bytes < need && fluxonkv_clean_drop(need - free_bytes);
+}
+
+/*
  * NEED_ROOM for @len bytes that did not fit (and that no compaction could
  * make a run for).  If every window of @len bytes holds bytes no eviction
  * frees, nothing is asked: evicting would not help.  Short of free bytes,
@@ -85,6 +154,8 @@ struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable)
 			break;
 		if (fatal_signal_pending(current))
 			return ERR_PTR(-EINTR);
+		if (fluxonkv_clean_room(len))
+			continue;
 		/* again only once more bytes are free than when it failed */
 		free_bytes = fluxonkv_seg.size - fluxonkv_segment_used();
 		if (free_bytes >= need && free_bytes > compact_failed) {
@@ -219,6 +290,8 @@ static void fluxonkv_refill_room_run(struct work_struct *work)
 			fluxonkv_refill_room_fail(rf, -ENOSPC);
 			return;
 		}
+		if (fluxonkv_clean_room(rw->len))
+			continue;
 		/* again only once more bytes are free than when it failed */
 		free_bytes = fluxonkv_seg.size - fluxonkv_segment_used();
 		if (free_bytes >= need && free_bytes > rw->compact_failed) {

@@ -176,6 +176,23 @@ module_param_cb(request_timeout_ms, &fluxonkv_timeout_ops,
 MODULE_PARM_DESC(request_timeout_ms,
 		 "How long to wait for the daemon's answer (10..600000, default 5000)");
 
+static int fluxonkv_clean_reserve_set(const char *val,
+				      const struct kernel_param *kp)
+{
+	return fluxonkv_param_set_range(val, kp, 0, 50);
+}
+
+static const struct kernel_param_ops fluxonkv_clean_reserve_ops = {
+	.set = fluxonkv_clean_reserve_set,
+	.get = param_get_uint,
+};
+
+/* Writable at run time: read at every check (kv_room.c). */
+module_param_cb(clean_reserve_pct, &fluxonkv_clean_reserve_ops,
+		&fluxonkv_clean_reserve_pct, 0644);
+MODULE_PARM_DESC(clean_reserve_pct,
+		 "Share of the segment kept free by dropping clean replicas in the background (0..50, default 5)");
+
 /* ---- misc device ---- */
 
 static int fluxonkv_open(struct inode *inode, struct file *file)
@@ -274,6 +291,10 @@ FLUXONKV_ATTR_STAT(puts_local);
 FLUXONKV_ATTR_STAT(puts_one_trip);
 FLUXONKV_ATTR_STAT(upcall_errors);
 FLUXONKV_ATTR_STAT(room_waits);
+FLUXONKV_ATTR_STAT(clean_drops);
+FLUXONKV_ATTR_STAT(clean_drop_bytes);
+FLUXONKV_ATTR_STAT(clean_reserve_runs);
+FLUXONKV_ATTR_STAT(dropped_notes_full);
 FLUXONKV_ATTR_STAT(room_by_address);
 FLUXONKV_ATTR_STAT(room_pinned);
 FLUXONKV_ATTR_STAT(compactions);
@@ -344,6 +365,10 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_puts_one_trip.attr,
 	&fluxonkv_attr_upcall_errors.attr,
 	&fluxonkv_attr_room_waits.attr,
+	&fluxonkv_attr_clean_drops.attr,
+	&fluxonkv_attr_clean_drop_bytes.attr,
+	&fluxonkv_attr_clean_reserve_runs.attr,
+	&fluxonkv_attr_dropped_notes_full.attr,
 	&fluxonkv_attr_room_by_address.attr,
 	&fluxonkv_attr_room_pinned.attr,
 	&fluxonkv_attr_compactions.attr,

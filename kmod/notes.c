@@ -10,7 +10,10 @@
  *   PUT_LOCAL puts the module published itself, sent in batches from a
  *             worker -- and before any other message to the daemon, so
  *             the master never reads of a delete, a commit or a room
- *             request before the put it follows.
+ *             request before the put it follows;
+ *   DROPPED   clean replicas the module dropped itself (replica.c), sent
+ *             in batches from a worker; never lost while the daemon stays
+ *             registered: a drop first reserves its note's place.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -205,6 +208,127 @@ void fluxonkv_get_done_offer(struct fluxonkv_replica *r, u32 source)
 }
 
 /*
+ * DROPPED notes: handles of clean replicas the module dropped, sent to the
+ * master in batches of FLUXONKV_DROP_NOTE_BATCH, FLUXONKV_PUT_NOTE_DELAY_MS
+ * after the first one.  A drop reserves its place before it erases the
+ * handle (fluxonkv_drop_note_reserve()), so a full queue refuses drops
+ * rather than losing notes: the master would route gets to, and count
+ * bytes of, a replica that is gone.  A handle the master no longer knows
+ * (it dropped the replica meanwhile) is ignored there.
+ */
+#define FLUXONKV_DROP_NOTE_MAX		4096
+#define FLUXONKV_DROP_NOTE_BATCH	256
+
+static struct {
+	spinlock_t lock;		/* protects handles[], head, n */
+	u64 handles[FLUXONKV_DROP_NOTE_MAX];	/* a ring from head */
+	unsigned int head, n;
+	/* places taken: n plus drops between reserve and commit/cancel */
+	atomic_t reserved;
+	/* moved by a forget: a batch sent across it is not taken off again */
+	unsigned int epoch;
+	struct delayed_work work;
+} fluxonkv_drop_notes;
+
+bool fluxonkv_drop_note_reserve(void)
+{
+	if (atomic_inc_return(&fluxonkv_drop_notes.reserved) >
+	    FLUXONKV_DROP_NOTE_MAX) {
+		atomic_dec(&fluxonkv_drop_notes.reserved);
+		fluxonkv_stat_inc(dropped_notes_full);
+		return false;
+	}
+	return true;
+}
+
+void fluxonkv_drop_note_cancel(void)
+{
+	atomic_dec(&fluxonkv_drop_notes.reserved);
+}
+
+void fluxonkv_drop_note_commit(u64 handle)
+{
+	unsigned int n;
+
+	spin_lock(&fluxonkv_drop_notes.lock);
+	n = fluxonkv_drop_notes.n++;
+	fluxonkv_drop_notes.handles[(fluxonkv_drop_notes.head + n) %
+				    FLUXONKV_DROP_NOTE_MAX] = handle;
+	spin_unlock(&fluxonkv_drop_notes.lock);
+	/* The first note arms the flush, a full batch runs it now. */
+	if (n == 0)
+		schedule_delayed_work(&fluxonkv_drop_notes.work,
+				      msecs_to_jiffies(FLUXONKV_PUT_NOTE_DELAY_MS));
+	else if (n + 1 == FLUXONKV_DROP_NOTE_BATCH)
+		mod_delayed_work(system_wq, &fluxonkv_drop_notes.work, 0);
+}
+
+/*
+ * Send every queued DROPPED note; called by fluxonkv_put_notes_flush()
+ * with the send lock held, so drops go out before the PUT_LOCAL notes
+ * queued with them and before any other message: the master's eviction
+ * after a local put counts the room the drops made (it would evict more
+ * than needed otherwise, dirty replicas among them).  Return: 0, or
+ * -EAGAIN with notes still queued (a full daemon socket, no memory).
+ */
+static int fluxonkv_drop_notes_send_locked(void)
+{
+	/* only under the send lock */
+	static u64 batch[FLUXONKV_DROP_NOTE_BATCH];
+	unsigned int n, i, epoch;
+	int ret;
+
+	for (;;) {
+		spin_lock(&fluxonkv_drop_notes.lock);
+		n = min_t(unsigned int, fluxonkv_drop_notes.n,
+			  FLUXONKV_DROP_NOTE_BATCH);
+		for (i = 0; i < n; i++)
+			batch[i] = fluxonkv_drop_notes.handles[
+				(fluxonkv_drop_notes.head + i) %
+				FLUXONKV_DROP_NOTE_MAX];
+		epoch = fluxonkv_drop_notes.epoch;
+		spin_unlock(&fluxonkv_drop_notes.lock);
+		if (!n)
+			return 0;
+		ret = fluxonkv_notify_dropped(batch, n);
+		if (ret == -EAGAIN || ret == -ENOMEM)
+			return -EAGAIN;	/* kept, in order */
+		/* Sent, or no daemon: its routes went with it.  Off the queue. */
+		if (ret && ret != -ENOTCONN)
+			pr_warn_ratelimited("%u clean drop notes lost: %d\n",
+					    n, ret);
+		spin_lock(&fluxonkv_drop_notes.lock);
+		if (fluxonkv_drop_notes.epoch == epoch) {
+			fluxonkv_drop_notes.head = (fluxonkv_drop_notes.head + n) %
+						   FLUXONKV_DROP_NOTE_MAX;
+			fluxonkv_drop_notes.n -= n;
+			atomic_sub(n, &fluxonkv_drop_notes.reserved);
+		}
+		spin_unlock(&fluxonkv_drop_notes.lock);
+	}
+}
+
+static void fluxonkv_drop_notes_run(struct work_struct *work)
+{
+	fluxonkv_put_notes_flush();
+}
+
+/*
+ * The daemon went (daemon lock held), or the module goes: the notes were
+ * for its routes, gone with it (a successor adopts only replicas still in
+ * the handle table).
+ */
+void fluxonkv_drop_notes_forget(void)
+{
+	spin_lock(&fluxonkv_drop_notes.lock);
+	atomic_sub(fluxonkv_drop_notes.n, &fluxonkv_drop_notes.reserved);
+	fluxonkv_drop_notes.n = 0;
+	fluxonkv_drop_notes.head = 0;
+	fluxonkv_drop_notes.epoch++;
+	spin_unlock(&fluxonkv_drop_notes.lock);
+}
+
+/*
  * Local puts the master has not been told of yet (PUT_LOCAL), in
  * publication order.  Unlike ACCESS notes they are never dropped while
  * the daemon that delegated the puts is registered: a put the master
@@ -261,9 +385,17 @@ int fluxonkv_put_notes_flush(void)
 	int ret = 0;
 	u64 gen;
 
-	if (!atomic_read(&fluxonkv_put_notes.pending))
+	if (!atomic_read(&fluxonkv_put_notes.pending) &&
+	    !READ_ONCE(fluxonkv_drop_notes.n))
 		return 0;
 	mutex_lock(&fluxonkv_put_notes.send_lock);
+	if (fluxonkv_drop_notes_send_locked()) {
+		/* the worker tries again; a sender retries (fluxonkv_send()) */
+		schedule_delayed_work(&fluxonkv_drop_notes.work,
+				      msecs_to_jiffies(FLUXONKV_PUT_NOTE_DELAY_MS));
+		mutex_unlock(&fluxonkv_put_notes.send_lock);
+		return -EAGAIN;
+	}
 	/* read under the lock: a flush that waited must not use a stale one */
 	gen = fluxonkv_daemon_link_generation();
 	for (;;) {
@@ -373,6 +505,8 @@ int fluxonkv_notes_init(void)
 	INIT_LIST_HEAD(&fluxonkv_put_notes.list);
 	mutex_init(&fluxonkv_put_notes.send_lock);
 	INIT_DELAYED_WORK(&fluxonkv_put_notes.work, fluxonkv_put_notes_run);
+	spin_lock_init(&fluxonkv_drop_notes.lock);
+	INIT_DELAYED_WORK(&fluxonkv_drop_notes.work, fluxonkv_drop_notes_run);
 	return 0;
 }
 
@@ -386,6 +520,8 @@ void fluxonkv_notes_exit(void)
 {
 	cancel_delayed_work_sync(&fluxonkv_put_notes.work);
 	fluxonkv_put_notes_forget();
+	cancel_delayed_work_sync(&fluxonkv_drop_notes.work);
+	fluxonkv_drop_notes_forget();
 	cancel_delayed_work_sync(&fluxonkv_access_work);
 	fluxonkv_notes_quiesce();
 	free_percpu(fluxonkv_access_cpu);

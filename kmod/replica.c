@@ -720,6 +720,13 @@ void fluxonkv_index_forget(const u8 *key, u32 key_len, u64 put_id)
 	fluxonkv_removal_end(key, key_len);
 }
 
+/* A hit: the clean drops' CLOCK passes @r over once (written only if clear). */
+static inline void fluxonkv_replica_touch(struct fluxonkv_replica *r)
+{
+	if (!READ_ONCE(r->accessed))
+		WRITE_ONCE(r->accessed, true);
+}
+
 /* The indexed replica of @key with a reference, or NULL: RCU only. */
 static struct fluxonkv_replica *fluxonkv_index_get(const u8 *key, u32 key_len)
 {
@@ -766,6 +773,7 @@ struct fluxonkv_alloc *fluxonkv_index_lookup(const u8 *key, u32 key_len,
 	/* Our reference keeps the replica, and the replica its alloc. */
 	a = cur->alloc;
 	fluxonkv_alloc_get(a);
+	fluxonkv_replica_touch(cur);
 	*put_id = cur->put_id;
 	*handle = cur->handle;
 	fluxonkv_replica_put(cur);
@@ -835,6 +843,7 @@ struct fluxonkv_alloc *fluxonkv_handle_lookup(u64 handle, const u8 *key,
 	    fluxonkv_key_eq(r, key, key_len)) {
 		a = r->alloc;
 		fluxonkv_alloc_get(a);
+		fluxonkv_replica_touch(r);
 	}
 	xa_unlock(&fluxonkv_handles);
 	return a;
@@ -990,3 +999,152 @@ const struct seq_operations fluxonkv_replicas_seq_ops = {
 	.stop = fluxonkv_replicas_stop,
 	.show = fluxonkv_replicas_show_one,
 };
+
+/*
+ * Clean drops (FLUXONKV_REGISTER_F_CLEAN_DROPS, design.md "Clean drops").
+ *
+ * A clean replica is one whose loss loses nothing: its key's current
+ * (indexed) version, adopted, with no reference on its bytes but its own
+ * (no holder, no slide, no transfer), and a committed SSD copy of the
+ * same put_id that the master routes to.  The module drops such replicas
+ * itself when an allocation finds no room, and in the background to keep
+ * a free reserve, without a round trip to the daemon; the master hears of
+ * them in DROPPED notes (notes.c) and keeps routing to the SSD copy.
+ *
+ * Victims are chosen by CLOCK over the handle table: slots are allocated
+ * cyclically, so their order is the order replicas were made; the hand
+ * goes round it, and a replica hit since the hand last passed (->accessed,
+ * set by every lookup that pins its bytes) gets a second chance instead.
+ * The look is lockless (RCU; replicas are freed after a grace period) and
+ * only a hint: the drop itself is the handle table's erase, which exactly
+ * one of a clean drop, the master's DROP_REPLICA and a teardown wins, and
+ * the SSD copy is looked at again just before it.  A copy that leaves the
+ * ring after that look leaves the key with no copy -- a miss, as when the
+ * master evicts the DRAM replica and the ring then overwrites the copy.
+ * A replica whose SSD copy left the ring (or was never routed) is dirty
+ * and stays for the master's eviction.
+ */
+
+/* The hand: the next slot the CLOCK looks at (clean_lock). */
+static unsigned long fluxonkv_clean_hand;
+/* Protects fluxonkv_clean_hand only; never held across a drop. */
+static DEFINE_SPINLOCK(fluxonkv_clean_lock);
+
+/* Replicas one call of fluxonkv_clean_drop() looks at, at most. */
+#define FLUXONKV_CLEAN_SCAN	1024
+/* Victims taken per look (each dropped outside RCU). */
+#define FLUXONKV_CLEAN_BATCH	16
+
+/* Called with a reference on @r (which keeps its alloc). */
+static bool fluxonkv_replica_clean(const struct fluxonkv_replica *r)
+{
+	u64 put_id, len;
+
+	return READ_ONCE(r->indexed) && !READ_ONCE(r->adopting) &&
+	       READ_ONCE(r->put_id) &&
+	       kref_read(&r->alloc->ref) == 1 &&
+	       fluxonkv_ssd_lookup_routed(r->key, r->key_len, &put_id, &len) &&
+	       put_id == READ_ONCE(r->put_id);
+}
+
+/* Drop @r (the caller holds a reference) if it is clean; its span, or 0. */
+static u64 fluxonkv_clean_drop_one(struct fluxonkv_replica *r)
+{
+	u64 span = r->alloc->span;
+
+	if (!fluxonkv_replica_clean(r))
+		return 0;
+	/* Room for its note first: the master must hear of every drop. */
+	if (!fluxonkv_drop_note_reserve())
+		return 0;
+	if (fluxonkv_handle_erase(r->handle) != r) {
+		fluxonkv_drop_note_cancel();	/* dropped by someone else */
+		return 0;
+	}
+	fluxonkv_drop_note_commit(r->handle);
+	fluxonkv_unindex(r);
+	fluxonkv_replica_put(r);	/* the handle table's reference */
+	fluxonkv_stat_inc(clean_drops);
+	fluxonkv_stat_add(clean_drop_bytes, span);
+	return span;
+}
+
+/**
+ * fluxonkv_clean_drop() - drop clean replicas for @want bytes.
+ * @want: bytes of segment to give back (spans).
+ *
+ * Process context; takes only spinlocks and sleeps nowhere, so io_uring's
+ * inline issue may call it.  Looks at FLUXONKV_CLEAN_SCAN replicas at
+ * most.  The bytes are free when this returns (a victim had no other
+ * reference when it was looked at; one that a get pinned just before its
+ * erase frees them when that holder goes).
+ *
+ * Return: bytes dropped (0: nothing clean found).
+ */
+u64 fluxonkv_clean_drop(u64 want)
+{
+	struct fluxonkv_replica *batch[FLUXONKV_CLEAN_BATCH], *r;
+	unsigned long start, slot, looked = 0, last;
+	bool second = false, end;
+	u64 dropped = 0, taking;
+	unsigned int n, i;
+
+	if (!want || !fluxonkv_daemon_clean_drops())
+		return 0;
+	spin_lock(&fluxonkv_clean_lock);
+	start = fluxonkv_clean_hand;
+	spin_unlock(&fluxonkv_clean_lock);
+	slot = start;
+
+	/* From the hand to the table's end, then from its start to the hand. */
+	while (dropped < want && looked < FLUXONKV_CLEAN_SCAN) {
+		XA_STATE(xas, &fluxonkv_handles, slot);
+
+		last = second ? start - 1 : ULONG_MAX;
+		n = 0;
+		taking = 0;
+		end = true;
+		rcu_read_lock();
+		xas_for_each(&xas, r, last) {
+			if (xas_retry(&xas, r))
+				continue;
+			slot = xas.xa_index + 1;
+			if (READ_ONCE(r->accessed)) {
+				WRITE_ONCE(r->accessed, false);	/* second chance */
+			} else if (READ_ONCE(r->indexed) &&
+				   kref_get_unless_zero(&r->ref)) {
+				/*
+				 * Referenced: its alloc is ours to look at
+				 * now; let go (maybe the last reference) only
+				 * outside RCU, below.
+				 */
+				batch[n++] = r;
+				if (fluxonkv_replica_clean(r))
+					taking += r->alloc->span;
+			}
+			if (++looked >= FLUXONKV_CLEAN_SCAN ||
+			    n == FLUXONKV_CLEAN_BATCH ||
+			    dropped + taking >= want) {
+				end = false;
+				break;
+			}
+		}
+		rcu_read_unlock();
+
+		for (i = 0; i < n; i++) {
+			dropped += fluxonkv_clean_drop_one(batch[i]);
+			fluxonkv_replica_put(batch[i]);
+		}
+		if (end) {
+			if (second || !start)
+				break;		/* all the way round */
+			second = true;
+			slot = 0;
+		}
+	}
+
+	spin_lock(&fluxonkv_clean_lock);
+	fluxonkv_clean_hand = slot;
+	spin_unlock(&fluxonkv_clean_lock);
+	return dropped;
+}

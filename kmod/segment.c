@@ -1029,6 +1029,7 @@ struct fluxonkv_alloc *fluxonkv_alloc_new(u64 len)
 
 	/* Padding after the value is visible through the mapping: clear it. */
 	memset(fluxonkv_alloc_vaddr(a) + len, 0, a->span - len);
+	fluxonkv_clean_reserve_check();
 	return a;
 }
 

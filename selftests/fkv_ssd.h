@@ -386,4 +386,53 @@ static inline void delete_put_until_offline(struct fkv *kv, const char *prefix)
 	}
 }
 
+
+/* ---- values through libfluxonkv (include after fkv_kv.h) ------------------- */
+
+/* H holds version put_id of KEY: the pattern of (len, salt), in the map. */
+static inline void check_holder(struct fkv *kv, const struct fkv_holder *h,
+				const char *key, size_t len, uint64_t salt,
+				uint64_t put_id)
+{
+	const uint8_t *base = fkv_segment_base(kv);
+	const uint8_t *data = h->data;
+
+	FKV_ASSERT(h->put_id == put_id, "'%s': put_id %" PRIu64 ", want %"
+		   PRIu64, key, h->put_id, put_id);
+	FKV_ASSERT(h->len == len, "'%s': %zu bytes, want %zu", key, h->len,
+		   len);
+	FKV_ASSERT(data >= base && data + len <= base + fkv_segment_size(kv),
+		   "'%s': holder data %p outside the mapping", key, h->data);
+	FKV_ASSERT(h->source == FLUXONKV_SOURCE_MEMORY ||
+		   h->source == FLUXONKV_SOURCE_SSD, "'%s': source %u", key,
+		   h->source);
+	FKV_ASSERT_PATTERN(data, len, key, strlen(key), salt);
+}
+
+/* get KEY, which must hit version put_id; returns its source. */
+static inline unsigned int get_check(struct fkv *kv, const char *key,
+				     size_t len, uint64_t salt,
+				     uint64_t put_id, struct fkv_holder *h)
+{
+	int ret = fkv_get(kv, key, strlen(key), h);
+
+	FKV_ASSERT(ret == 0, "get '%s': %s", key, fkv_strerror(ret));
+	check_holder(kv, h, key, len, salt, put_id);
+	return h->source;
+}
+
+/* Attach [offset, offset + capacity) of PATH through libfluxonkv. */
+static inline uint32_t attach_file(struct fkv *kv, const char *path,
+				   uint64_t offset, uint64_t capacity)
+{
+	int fd = open_shard(path), ret;
+	uint32_t shard = UINT32_MAX;
+
+	ret = fkv_ssd_attach(kv, fd, offset, capacity, 0, &shard);
+	close(fd);
+	FKV_ASSERT(ret == 0, "attach %s [%" PRIu64 ", +%" PRIu64 "): %s",
+		   path, offset, capacity, fkv_strerror(ret));
+	return shard;
+}
+
 #endif /* FKV_SSD_H */

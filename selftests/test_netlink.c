@@ -920,7 +920,7 @@ FKV_TEST(local_routes_answer_misses_alone_but_ask_during_an_overwrite)
 	FKV_LOAD("segment_mb=32 request_timeout_ms=8000");
 	nl_open(&nl);
 	/* an unknown flag is refused by the policy */
-	FKV_ASSERT_EQ(register_daemon_flags(&nl, 1U << 7, tb), -EINVAL);
+	FKV_ASSERT_EQ(register_daemon_flags(&nl, 1U << 8, tb), -EINVAL);
 	FKV_ASSERT_EQ(register_daemon_flags(&nl,
 					    FLUXONKV_REGISTER_F_LOCAL_ROUTES,
 					    tb), 0);

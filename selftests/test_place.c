@@ -343,7 +343,7 @@ FKV_TEST(register_flag_placement_is_echoed_and_unknown_flags_refused)
 	/* ADOPT is the module's word in the answer, never asked for */
 	FKV_ASSERT_EQ(master_register_as(&m, FLUXONKV_REGISTER_F_ADOPT, NODE,
 					 tb), -EINVAL);
-	FKV_ASSERT_EQ(master_register_as(&m, 1U << 7, NODE, tb), -EINVAL);
+	FKV_ASSERT_EQ(master_register_as(&m, 1U << 8, NODE, tb), -EINVAL);
 	/* a put placed elsewhere was never published here */
 	FKV_ASSERT_EQ(master_register_as(&m, FLUXONKV_REGISTER_F_PLACEMENT |
 					 FLUXONKV_REGISTER_F_LOCAL_PUTS, NODE,
@@ -361,7 +361,7 @@ FKV_TEST(register_flag_placement_is_echoed_and_unknown_flags_refused)
 	/* ADOPT is the module's word in the answer, never asked for */
 	FKV_ASSERT_EQ(master_register_as(&m, FLUXONKV_REGISTER_F_ADOPT, NODE,
 					 tb), -EINVAL);
-	FKV_ASSERT_EQ(master_register_as(&m, 1U << 7, NODE, tb), -EINVAL);
+	FKV_ASSERT_EQ(master_register_as(&m, 1U << 8, NODE, tb), -EINVAL);
 	FKV_ASSERT_EQ(fkv_sysfs("daemon_pid"), getpid());
 
 	errs = fkv_sysfs("upcall_errors");

@@ -91,6 +91,10 @@ static void fake_module(void)
 	put_file("compactions", "3\n");
 	put_file("compacted_bytes", "12582912\n");
 	put_file("compact_waits", "0\n");
+	put_file("clean_drops", "4\n");
+	put_file("clean_drop_bytes", "4194304\n");
+	put_file("clean_reserve_runs", "1\n");
+	put_file("dropped_notes_full", "0\n");
 	/* an SSD tier of 4 GiB, a quarter used */
 	put_file("kv_ssd_capacity_bytes", "4294967296\n");
 	put_file("kv_ssd_used_bytes", "1073741824\n");
@@ -308,6 +312,8 @@ FKV_TEST(the_snapshot_covers_every_attribute_the_module_documents)
 		"room_waits",
 		"room_by_address", "room_pinned", "compactions",
 		"compacted_bytes", "compact_waits",
+		"clean_drops", "clean_drop_bytes", "clean_reserve_runs",
+		"dropped_notes_full",
 		"kv_ssd_capacity_bytes", "kv_ssd_used_bytes", "ssd_writes",
 		"ssd_write_bytes", "ssd_reads", "ssd_read_bytes",
 		"ssd_io_errors", "ssd_persist_errors", "ssd_evictions",
@@ -365,6 +371,8 @@ FKV_TEST(stats_as_json_are_one_flat_object_with_null_for_unreadable_files)
 		"\"room_by_address\":2,\"room_pinned\":1,"
 		"\"compactions\":3,\"compacted_bytes\":12582912,"
 		"\"compact_waits\":0,"
+		"\"clean_drops\":4,\"clean_drop_bytes\":4194304,"
+		"\"clean_reserve_runs\":1,\"dropped_notes_full\":0,"
 		"\"kv_ssd_capacity_bytes\":4294967296,"
 		"\"kv_ssd_used_bytes\":1073741824,\"ssd_writes\":21,"
 		"\"ssd_write_bytes\":22020096,\"ssd_reads\":23,"

@@ -702,6 +702,15 @@ FKV_TEST(dispatch_does_not_answer_notifications)
 	u.nhandles = 3;
 	FKV_ASSERT(!fkv_dispatch(F.m, &u, &r));
 	FKV_ASSERT_EQ(stats().accesses, 3);
+	/* DROPPED, unanswered: b (its second mention gone already), a */
+	memcpy(raw + 1, &h2, 8);
+	u = up(FLUXONKV_CMD_DROPPED, A(HANDLES), NULL);
+	u.handles = raw + 1;
+	u.nhandles = 3;
+	FKV_ASSERT(!fkv_dispatch(F.m, &u, &r));
+	FKV_ASSERT_EQ(stats().clean_dropped, 2);
+	FKV_ASSERT_EQ(stats().clean_dropped_gone, 1);
+	FKV_ASSERT_EQ(stats().mem_replicas, 0);
 
 	u = up(FLUXONKV_CMD_PUT_ABORT, A(PUT_ID), "k");
 	u.put_id = 12;

@@ -442,6 +442,45 @@ FKV_TEST(eviction_keeps_an_ssd_backed_route_and_drops_only_memory)
 	fkv_master_destroy(F.m);
 }
 
+/*
+ * DROPPED: the module dropped a clean replica itself.  The master forgets
+ * the DRAM replica (policy and bytes), keeps the SSD route, sends nothing
+ * back; a handle it no longer routes to, or none, is only counted.
+ */
+FKV_TEST(a_clean_drop_forgets_the_memory_replica_and_keeps_the_ssd_route)
+{
+	struct fkv_get_result g;
+	uint64_t id, h, h2;
+
+	mk(100 * U, SSD, "lru", 100, 100);
+	id = put_committed("k", 2 * U, &h);
+	put_committed("j", U, &h2);
+	fkv_master_dropped(F.m, h);
+	FKV_ASSERT_EQ(F.ndrops, 0);
+	FKV_ASSERT(local("k") != NULL);
+	FKV_ASSERT_EQ(local("k")->mem_handle, 0);
+	FKV_ASSERT(local("k")->ssd);
+	FKV_ASSERT(fkv_routes_by_handle(fkv_master_routes(F.m), h) == NULL);
+	FKV_ASSERT_EQ(stats().clean_dropped, 1);
+	FKV_ASSERT_EQ(stats().mem_replicas, 1);
+	FKV_ASSERT_EQ(stats().used, U);
+	FKV_ASSERT_EQ(fkv_master_get_start(F.m, K("k"), &g), 0);
+	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_SSD);
+	FKV_ASSERT_EQ(g.put_id, id);
+	/* twice, or after the master evicted it itself: nothing more */
+	fkv_master_dropped(F.m, h);
+	evict_oldest(h2);
+	fkv_master_dropped(F.m, h2);
+	fkv_master_dropped(F.m, 0);
+	FKV_ASSERT_EQ(F.ndrops, 1);
+	FKV_ASSERT_EQ(stats().clean_dropped, 1);
+	FKV_ASSERT_EQ(stats().clean_dropped_gone, 2);
+	/* the policy no longer names it: nothing in memory to evict */
+	FKV_ASSERT_EQ(fkv_master_need_room(F.m, U, 0), -ENOSPC);
+	check_consistent();
+	fkv_master_destroy(F.m);
+}
+
 FKV_TEST(watermark_eviction_keeps_ssd_backed_routes)
 {
 	struct fkv_get_result g;

@@ -106,6 +106,15 @@ FKV_TEST(need_room_and_notifications_decode)
 	FKV_ASSERT_EQ(fkv_upcall_handle(&u, 2), 33);
 	nlmsg_free(msg);
 
+	/* DROPPED: HANDLES as ACCESS */
+	msg = upcall(FLUXONKV_CMD_DROPPED);
+	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_HANDLES, sizeof(hs), hs), 0);
+	FKV_ASSERT_EQ(decode(msg, &u), 0);
+	FKV_ASSERT_EQ(u.cmd, FLUXONKV_CMD_DROPPED);
+	FKV_ASSERT_EQ(u.nhandles, 3);
+	FKV_ASSERT_EQ(fkv_upcall_handle(&u, 1), 22);
+	nlmsg_free(msg);
+
 	msg = upcall(FLUXONKV_CMD_PUT_ABORT);
 	FKV_ASSERT_EQ(nla_put(msg, FLUXONKV_A_KEY, 2, "ab"), 0);
 	put_u64(msg, FLUXONKV_A_PUT_ID, 9);

@@ -653,6 +653,14 @@ enum fluxonkv_cmd {
 	 * anyone but the registered daemon, EINVAL without F_LEASE or
 	 * DEADLINE, ERANGE further than an hour. */
 	FLUXONKV_CMD_LEASE,
+	/* notify HANDLES: replicas the module dropped itself to make room
+	 * (a daemon registered with FLUXONKV_REGISTER_F_CLEAN_DROPS): each
+	 * was its key's current version with a committed SSD copy of the
+	 * same put_id that the master routes to, and no holder.  The master
+	 * forgets the DRAM replica and keeps routing to the SSD copy; it
+	 * sends no DROP_REPLICA for them.  Batched like ACCESS, never lost
+	 * while the daemon stays registered. */
+	FLUXONKV_CMD_DROPPED,
 
 	__FLUXONKV_CMD_MAX,
 	FLUXONKV_CMD_MAX = __FLUXONKV_CMD_MAX - 1
@@ -753,6 +761,17 @@ enum fluxonkv_attr {
  * lease_refused.
  */
 #define FLUXONKV_REGISTER_F_LEASE		(1U << 6)
+/*
+ * ... and the module may make room itself by dropping clean replicas: a
+ * key's current DRAM replica with no holder whose version also has a
+ * committed SSD copy the master routes to (dropping it loses nothing).
+ * It picks them by CLOCK (a hit gives a replica a second chance), when an
+ * allocation finds no room and, in the background, to keep
+ * clean_reserve_bytes free; it tells the master in DROPPED notes.  Dirty
+ * replicas (no routed SSD copy yet, or the copy left the ring) still go
+ * only through the master (NEED_ROOM).  Counted in clean_drops.
+ */
+#define FLUXONKV_REGISTER_F_CLEAN_DROPS		(1U << 7)
 
 /*
  * FLUXONKV_A_FLAGS of DAEMON_UNREGISTER: the daemon lost its master (the

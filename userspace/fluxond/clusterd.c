@@ -1716,9 +1716,23 @@ static int cluster_register(struct fkv_clusterd *cd, uint32_t id)
 			 FLUXONKV_REGISTER_F_KEEP;
 	int err;
 
+	if (!cd->cfg.no_clean_drops)
+		flags |= FLUXONKV_REGISTER_F_CLEAN_DROPS;
+
 	/* A node's local hits live on the master's lease (not the master's). */
 	if (!cd->master_role)
 		flags |= FLUXONKV_REGISTER_F_LEASE;
+	if (flags & FLUXONKV_REGISTER_F_CLEAN_DROPS) {
+		err = fkv_nl_register(cd->nl, flags |
+				      (cd->cfg.put_via_master ? 0 :
+				       FLUXONKV_REGISTER_F_ONE_TRIP), id,
+				      &cd->reg);
+		if (err != -EINVAL)
+			return err;
+		fkv_warn("module refused REGISTER_F_CLEAN_DROPS: room is made "
+			 "only by the master's eviction");
+		flags &= ~FLUXONKV_REGISTER_F_CLEAN_DROPS;
+	}
 	if (!cd->cfg.put_via_master) {
 		err = fkv_nl_register(cd->nl,
 				      flags | FLUXONKV_REGISTER_F_ONE_TRIP, id,

@@ -31,6 +31,7 @@ struct fkv_clusterd_config {
 	const char *policy;
 	unsigned int high_pct, low_pct;
 	bool put_via_master;			/* PUT_START + PUT_DONE */
+	bool no_clean_drops;			/* no REGISTER_F_CLEAN_DROPS */
 	/*
 	 * cluster.etcd (failover.h): the master's term agreed with etcd --
 	 * term_floor reads etcd's before the local term is taken above it,

@@ -85,6 +85,8 @@ int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m)
 		{ "master_deletes", st.deletes },
 		{ "master_evictions", st.evictions },
 		{ "master_evicted_bytes", st.evicted_bytes },
+		{ "master_clean_dropped", st.clean_dropped },
+		{ "master_clean_dropped_gone", st.clean_dropped_gone },
 		{ "master_revokes", st.revokes },
 		{ "master_revokes_refused", st.revokes_refused },
 		{ "master_remote_gets", st.remote_gets },
@@ -106,6 +108,7 @@ int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m)
 		{ "master_tomb_floor", st.tomb_floor },
 		{ "master_repersisted", st.repersisted },
 		{ "master_place_refused", st.place_refused },
+		{ "master_mem_replicas", st.mem_replicas },
 		{ "master_ssd_replicas", st.ssd_replicas },
 		{ "master_ssd_bytes", st.ssd_bytes },
 	};

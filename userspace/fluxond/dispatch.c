@@ -53,6 +53,8 @@ static const struct {
 	[FLUXONKV_CMD_PUT] = { "PUT",
 		A(REQ_ID) | A(KEY) | A(HANDLE) | A(LEN), true },
 	[FLUXONKV_CMD_ADOPT_DONE] = { "ADOPT_DONE", 0, false },
+	[FLUXONKV_CMD_LEASE] = { "LEASE", 0, false },
+	[FLUXONKV_CMD_DROPPED] = { "DROPPED", A(HANDLES), false },
 };
 
 #define NCMDS	(sizeof(cmds) / sizeof(cmds[0]))
@@ -224,6 +226,10 @@ bool fkv_dispatch(struct fkv_master *m, const struct fkv_upcall *u,
 	case FLUXONKV_CMD_ACCESS:
 		for (i = 0; i < u->nhandles; i++)
 			fkv_master_access(m, fkv_upcall_handle(u, i));
+		break;
+	case FLUXONKV_CMD_DROPPED:
+		for (i = 0; i < u->nhandles; i++)
+			fkv_master_dropped(m, fkv_upcall_handle(u, i));
 		break;
 	case FLUXONKV_CMD_SSD_COMMIT:
 		if (ssd_commit_failed(u))

@@ -170,6 +170,7 @@ static int start_cluster(struct fluxond *d)
 		.policy = d->opt.policy,
 		.high_pct = d->opt.high_pct,
 		.put_via_master = d->opt.put_via_master,
+		.no_clean_drops = d->opt.no_clean_drops,
 		.low_pct = d->opt.low_pct,
 	};
 
@@ -293,11 +294,21 @@ static int open_and_register(struct fluxond *d)
 	/*
 	 * KEEP: a crash or upgrade of fluxond loses no cached value.
 	 * LOCAL_PUTS: the module publishes puts and tells us afterwards.
+	 * CLEAN_DROPS: it drops replicas with a routed SSD copy for room
+	 * itself and tells us afterwards (DROPPED).
 	 */
 	flags = FLUXONKV_REGISTER_F_KEEP |
+		(d->opt.no_clean_drops ? 0 : FLUXONKV_REGISTER_F_CLEAN_DROPS) |
 		(d->opt.ask_on_miss ? 0 : FLUXONKV_REGISTER_F_LOCAL_ROUTES) |
 		(d->opt.put_via_master ? 0 : FLUXONKV_REGISTER_F_LOCAL_PUTS);
 	err = fkv_nl_register(d->nl, flags, 0, &d->reg);
+	if (err == -EINVAL && (flags & FLUXONKV_REGISTER_F_CLEAN_DROPS)) {
+		/* A module that predates a flag refuses the attribute. */
+		fkv_warn("module refused REGISTER_F_CLEAN_DROPS: room is made "
+			 "only by this daemon's eviction");
+		flags &= ~FLUXONKV_REGISTER_F_CLEAN_DROPS;
+		err = fkv_nl_register(d->nl, flags, 0, &d->reg);
+	}
 	if (err == -EINVAL && (flags & FLUXONKV_REGISTER_F_LOCAL_PUTS)) {
 		/* A module that predates a flag refuses the attribute. */
 		fkv_warn("module refused REGISTER_F_LOCAL_PUTS: every put "
@@ -347,7 +358,7 @@ static int open_and_register(struct fluxond *d)
 	}
 	fkv_info("registered: segment %llu bytes (%llu MiB, %llu used), "
 		 "SSD %llu MiB, incarnation %#llx, policy %s, watermarks "
-		 "%u%%/%u%%, %s, %s",
+		 "%u%%/%u%%, %s, %s%s",
 		 (unsigned long long)d->reg.segment_size,
 		 (unsigned long long)(d->reg.segment_size >> 20),
 		 (unsigned long long)d->reg.segment_used,
@@ -357,7 +368,9 @@ static int open_and_register(struct fluxond *d)
 		 d->reg.flags & FLUXONKV_REGISTER_F_LOCAL_ROUTES ?
 		 "misses answered by the module" : "every miss asks this master",
 		 d->reg.flags & FLUXONKV_REGISTER_F_LOCAL_PUTS ?
-		 "puts published by the module" : "every put asks this master");
+		 "puts published by the module" : "every put asks this master",
+		 d->reg.flags & FLUXONKV_REGISTER_F_CLEAN_DROPS ?
+		 ", clean replicas dropped by the module" : "");
 	if (d->reg.flags & FLUXONKV_REGISTER_F_ADOPT)
 		fkv_adopt_kept(d->master, d->nl, "single node");
 	else if (d->reg.segment_used)

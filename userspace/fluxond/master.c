@@ -1640,6 +1640,29 @@ void fkv_master_access(struct fkv_master *m, uint64_t handle)
 	fkv_evict_touch(m->nodes[node_of(m, handle)].policy, handle);
 }
 
+/*
+ * DROPPED: the caller's module dropped a clean replica itself (its SSD
+ * copy of the same version stays routed).  Forgotten like an eviction,
+ * but no DROP_REPLICA goes back (route_drop: dropped_by_module).  A
+ * handle no route names any more was dropped here meanwhile (an
+ * overwrite, a delete, an eviction whose DROP_REPLICA the module found
+ * gone): nothing to do.
+ */
+void fkv_master_dropped(struct fkv_master *m, uint64_t handle)
+{
+	if (!handle || !handle_is_callers(m, handle)) {
+		fkv_warn("DROPPED from node %u names handle %#llx",
+			 m->caller, (unsigned long long)handle);
+		return;
+	}
+	m->dropped_by_module = handle;
+	if (fkv_routes_drop_handle(m->routes, handle) == 0)
+		m->st.clean_dropped++;
+	else
+		m->st.clean_dropped_gone++;
+	m->dropped_by_module = 0;
+}
+
 void fkv_master_tick(struct fkv_master *m)
 {
 	m->st.holds_expired += holds_expire(m, fkv_routes_now_ms(m->routes));

@@ -131,6 +131,9 @@ struct fkv_master_stats {
 	uint64_t puts_one_trip;		/* PUTs (in puts too) */
 	uint64_t gets, get_misses, lookups, deletes, accesses;
 	uint64_t evictions, evicted_bytes, drops;
+	/* DROPPED: clean replicas modules dropped themselves; of those,
+	 * handles no route named any more */
+	uint64_t clean_dropped, clean_dropped_gone;
 	uint64_t need_room, need_room_enospc, need_room_by_address;
 	uint64_t need_room_pending;	/* asked again while it was evicting */
 	uint64_t ssd_capacity, ssd_bytes;
@@ -465,6 +468,12 @@ int fkv_master_need_room(struct fkv_master *m, uint64_t bytes,
  */
 int fkv_master_need_room_of(struct fkv_master *m, const void *handles,
 			    size_t n);
+/*
+ * DROPPED {HANDLES}: one clean replica the caller's module dropped itself
+ * (FLUXONKV_REGISTER_F_CLEAN_DROPS); its SSD copy stays routed.
+ */
+void fkv_master_dropped(struct fkv_master *m, uint64_t handle);
+
 /* ACCESS {HANDLES}: one handle hit through the kernel's fast path. */
 void fkv_master_access(struct fkv_master *m, uint64_t handle);
 

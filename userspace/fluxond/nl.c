@@ -237,6 +237,7 @@ static const struct nla_policy *upcall_policy(uint8_t cmd)
 	case FLUXONKV_CMD_DELETE:	return delete_policy;
 	case FLUXONKV_CMD_NEED_ROOM:	return need_room_policy;
 	case FLUXONKV_CMD_ACCESS:	return access_policy;
+	case FLUXONKV_CMD_DROPPED:	return access_policy;
 	case FLUXONKV_CMD_SSD_COMMIT:	return ssd_commit_policy;
 	case FLUXONKV_CMD_SSD_EVICTED:	return ssd_evicted_policy;
 	case FLUXONKV_CMD_SSD_STATE:	return ssd_state_policy;

@@ -26,6 +26,7 @@ enum {
 	OPT_LOG_LEVEL,
 	OPT_ASK_ON_MISS,
 	OPT_PUT_VIA_MASTER,
+	OPT_NO_CLEAN_DROPS,
 	OPT_CONTROL,
 };
 
@@ -40,6 +41,7 @@ static const struct option long_opts[] = {
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "ask-on-miss", no_argument, NULL, OPT_ASK_ON_MISS },
 	{ "put-via-master", no_argument, NULL, OPT_PUT_VIA_MASTER },
+	{ "no-clean-drops", no_argument, NULL, OPT_NO_CLEAN_DROPS },
 	{ "control", required_argument, NULL, OPT_CONTROL },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -74,6 +76,10 @@ void fkv_options_usage(FILE *f, const char *prog)
 		"                           trips) instead of the module publishing it\n"
 		"                           and telling the daemon afterwards (one node)\n"
 		"                           or asking the master once (PUT, a cluster)\n"
+		"      --no-clean-drops     the module makes room only through this\n"
+		"                           daemon's eviction (NEED_ROOM), never by\n"
+		"                           dropping DRAM replicas that have a routed SSD\n"
+		"                           copy itself\n"
 		"  -h, --help               show this help\n"
 		"  -V, --version            show the version\n"
 		"\n"
@@ -177,6 +183,9 @@ int fkv_options_parse(struct fkv_options *o, int argc, char **argv,
 			break;
 		case OPT_PUT_VIA_MASTER:
 			o->put_via_master = true;
+			break;
+		case OPT_NO_CLEAN_DROPS:
+			o->no_clean_drops = true;
 			break;
 		case OPT_HELP:
 			o->help = true;

@@ -45,6 +45,7 @@ struct fkv_options {
 	bool policy_set, high_set, low_set, log_level_set;
 	bool ask_on_miss;		/* --ask-on-miss: no local routes */
 	bool put_via_master;		/* --put-via-master: no local puts */
+	bool no_clean_drops;		/* --no-clean-drops */
 	bool help;
 	bool version;
 };
