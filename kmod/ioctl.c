@@ -114,12 +114,6 @@ static long fluxonkv_ioc_info(void __user *uarg)
 }
 
 /*
- * The operations a client runs, shared by the single ioctls, FLUXONKV_IOC_BATCH
- * and io_uring (uring.c).  @flags: FLUXONKV_GR_NOWAIT makes whatever would
- * wait for the daemon, the SSD or a peer return -EAGAIN before it has any
- * effect (io_uring then runs the command again from its workers).
- */
-/*
  * The pieces of a gather put: @count struct fluxonkv_iovec at @iov_ptr,
  * @value_len bytes in all, read once into @iov (@fast when they fit,
  * else allocated: *@alloc, for the caller to kvfree).  Everything is
@@ -180,6 +174,11 @@ err:
 #define FLUXONKV_FAST_IOV	8
 
 /*
+ * The operations a client runs, shared by the single ioctls, FLUXONKV_IOC_BATCH
+ * and io_uring (uring.c).  @flags: FLUXONKV_GR_NOWAIT makes whatever would
+ * wait for the daemon, the SSD or a peer return -EAGAIN before it has any
+ * effect (io_uring then runs the command again from its workers).
+ *
  * @value_ptr: the value, or with @iov_count (a gather put) its pieces
  * (struct fluxonkv_iovec); @value_len bytes either way.
  */
