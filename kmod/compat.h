@@ -48,4 +48,11 @@ static inline void fluxonkv_vm_flags_mod(struct vm_area_struct *vma,
 #endif
 }
 
+/* The direction of an iov_iter the kernel reads from: named in 6.2. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+#define FLUXONKV_ITER_SOURCE	ITER_SOURCE
+#else
+#define FLUXONKV_ITER_SOURCE	WRITE
+#endif
+
 #endif /* _FLUXONKV_COMPAT_H */

@@ -460,8 +460,9 @@ int fluxonkv_kv_init(void);
 void fluxonkv_kv_quiesce(void);
 void fluxonkv_kv_flush_late(void);
 void fluxonkv_kv_exit(void);
+struct iov_iter;
 int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
-		 const void __user *value, u64 len, u64 *put_id);
+		 const struct iov_iter *value, u64 *put_id);
 int fluxonkv_get(struct fluxonkv_session *s, const u8 *key, u32 key_len,
 		 struct fluxonkv_get_result *res);
 int fluxonkv_get_refill_finish(struct fluxonkv_session *s,

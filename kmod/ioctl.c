@@ -12,13 +12,18 @@
 #include <linux/fs.h>
 #include <linux/io_uring.h>
 #include <linux/minmax.h>
+#include <linux/mm.h>
+#include <linux/overflow.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
+#include <linux/uio.h>
 
+#include "compat.h"
 #include "fluxonkv.h"
 
 static_assert(sizeof(struct fluxonkv_info) == FLUXONKV_INFO_SIZE_VER0);
-static_assert(sizeof(struct fluxonkv_put) == FLUXONKV_PUT_SIZE_VER0);
+static_assert(sizeof(struct fluxonkv_put) == FLUXONKV_PUT_SIZE_VER1);
+static_assert(sizeof(struct fluxonkv_iovec) == 16);
 static_assert(sizeof(struct fluxonkv_get) == FLUXONKV_GET_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_release) == FLUXONKV_RELEASE_SIZE_VER0);
 static_assert(sizeof(struct fluxonkv_delete) == FLUXONKV_DELETE_SIZE_VER0);
@@ -103,21 +108,87 @@ static long fluxonkv_ioc_info(void __user *uarg)
 	info.value_max = fluxonkv_value_max();
 	info.key_max = FLUXONKV_KEY_MAX;
 	info.flags = fluxonkv_daemon_connected() ? FLUXONKV_INFO_DAEMON : 0;
+	info.flags |= FLUXONKV_INFO_PUT_IOV;
 	info.segment_used = fluxonkv_segment_used();
 	return fluxonkv_copy_out(uarg, &info, sizeof(info), usize);
 }
+
+/*
+ * The pieces of a gather put: @count struct fluxonkv_iovec at @iov_ptr,
+ * @value_len bytes in all, read once into @iov (@fast when they fit,
+ * else allocated: *@alloc, for the caller to kvfree).  Everything is
+ * checked before the master is asked: the count (EINVAL), each piece's
+ * end and the running total for overflow (EINVAL), the total against
+ * @value_len (EINVAL), then every piece against the caller's address
+ * space (EFAULT).  A piece that is in range but not mapped faults in the
+ * copy (EFAULT then, nothing stored).
+ */
+static int fluxonkv_iov_in(u64 iov_ptr, u32 count, u64 value_len,
+			   struct iovec *fast, unsigned int nfast,
+			   struct iovec **iov, struct iovec **alloc)
+{
+	const struct fluxonkv_iovec __user *uiov = u64_to_user_ptr(iov_ptr);
+	struct fluxonkv_iovec piece;
+	struct iovec *v = fast;
+	u64 total = 0, end;
+	u32 i;
+	int ret;
+
+	*alloc = NULL;
+	if (!count || count > FLUXONKV_IOV_MAX)
+		return -EINVAL;
+	if (count > nfast) {
+		v = kvmalloc_array(count, sizeof(*v), GFP_KERNEL);
+		if (!v)
+			return -ENOMEM;
+		*alloc = v;
+	}
+	for (i = 0; i < count; i++) {
+		ret = -EFAULT;
+		if (copy_from_user(&piece, &uiov[i], sizeof(piece)))
+			goto err;
+		ret = -EINVAL;
+		if (check_add_overflow(piece.base, piece.len, &end) ||
+		    check_add_overflow(total, piece.len, &total) ||
+		    total > value_len)
+			goto err;
+		v[i].iov_base = u64_to_user_ptr(piece.base);
+		v[i].iov_len = piece.len;
+	}
+	if (total != value_len)
+		goto err;
+	ret = -EFAULT;
+	for (i = 0; i < count; i++)
+		if (!access_ok(v[i].iov_base, v[i].iov_len))
+			goto err;
+	*iov = v;
+	return 0;
+
+err:
+	kvfree(*alloc);
+	*alloc = NULL;
+	return ret;
+}
+
+/* Pieces of a gather put kept on the stack (more are allocated). */
+#define FLUXONKV_FAST_IOV	8
 
 /*
  * The operations a client runs, shared by the single ioctls, FLUXONKV_IOC_BATCH
  * and io_uring (uring.c).  @flags: FLUXONKV_GR_NOWAIT makes whatever would
  * wait for the daemon, the SSD or a peer return -EAGAIN before it has any
  * effect (io_uring then runs the command again from its workers).
+ *
+ * @value_ptr: the value, or with @iov_count (a gather put) its pieces
+ * (struct fluxonkv_iovec); @value_len bytes either way.
  */
 static int fluxonkv_do_put(struct fluxonkv_session *s, u32 key_len,
 			   u64 key_ptr, u64 value_ptr, u64 value_len,
-			   unsigned int flags, u64 *put_id)
+			   u32 iov_count, unsigned int flags, u64 *put_id)
 {
+	struct iovec fast[FLUXONKV_FAST_IOV], *iov = fast, *alloc = NULL;
 	u8 key[FLUXONKV_KEY_MAX];
+	struct iov_iter value;
 	u64 t0;
 	int ret;
 
@@ -131,20 +202,34 @@ static int fluxonkv_do_put(struct fluxonkv_session *s, u32 key_len,
 	if (ret)
 		return ret;
 	/* Fail a bad value pointer before asking the master for anything. */
-	if (!access_ok(u64_to_user_ptr(value_ptr), value_len))
-		return -EFAULT;
+	if (iov_count) {
+		ret = fluxonkv_iov_in(value_ptr, iov_count, value_len, fast,
+				      ARRAY_SIZE(fast), &iov, &alloc);
+		if (ret)
+			return ret;
+	} else {
+		if (!access_ok(u64_to_user_ptr(value_ptr), value_len))
+			return -EFAULT;
+		fast[0].iov_base = u64_to_user_ptr(value_ptr);
+		fast[0].iov_len = value_len;
+		iov_count = 1;
+	}
 	/*
 	 * A put copies the whole value and may wait for room or the master:
 	 * from an io-wq worker, never at submission.
 	 */
-	if (flags & FLUXONKV_GR_NOWAIT)
-		return -EAGAIN;
+	if (flags & FLUXONKV_GR_NOWAIT) {
+		ret = -EAGAIN;
+		goto out;
+	}
+	iov_iter_init(&value, FLUXONKV_ITER_SOURCE, iov, iov_count, value_len);
 
 	t0 = fluxonkv_clock();
-	ret = fluxonkv_put(s->user, key, key_len, u64_to_user_ptr(value_ptr),
-			   value_len, put_id);
+	ret = fluxonkv_put(s->user, key, key_len, &value, put_id);
 	if (!ret)
 		fluxonkv_lat_record(FLUXONKV_LAT_PUT, t0);
+out:
+	kvfree(alloc);
 	return ret;
 }
 
@@ -298,11 +383,16 @@ static long fluxonkv_ioc_put(struct fluxonkv_session *s, void __user *uarg,
 				 uarg);
 	if (usize < 0)
 		return usize;
-	if (put.flags || put.put_id ||
+	if ((put.flags & ~(u64)FLUXONKV_PUT_F_IOV) || put.put_id ||
+	    put.reserved1 ||
 	    !fluxonkv_zero(put.reserved, ARRAY_SIZE(put.reserved)))
 		return -EINVAL;
+	/* a gather put names its pieces; a plain one has none */
+	if (!(put.flags & FLUXONKV_PUT_F_IOV) != !put.iov_count)
+		return -EINVAL;
 	ret = fluxonkv_do_put(s, put.key_len, put.key_ptr, put.value_ptr,
-			      put.value_len, flags, &put.put_id);
+			      put.value_len, put.iov_count, flags,
+			      &put.put_id);
 	if (ret)
 		return ret;
 	return fluxonkv_copy_out(uarg, &put, sizeof(put), usize);
@@ -564,12 +654,15 @@ static int fluxonkv_batch_one(struct fluxonkv_session *s,
 	struct fluxonkv_get_result res = { .refill = rf };
 	bool keyed = op->opcode != FLUXONKV_OP_RELEASE;
 	bool buf = op->opcode == FLUXONKV_OP_PUT ||
+		   op->opcode == FLUXONKV_OP_PUT_IOV ||
 		   op->opcode == FLUXONKV_OP_GET_INTO;
+	bool gather = op->opcode == FLUXONKV_OP_PUT_IOV;
 	int ret;
 
 	if (op->opcode == FLUXONKV_OP_NONE || op->opcode >= FLUXONKV_OP_MAX ||
 	    op->offset || op->len || op->put_id || op->source || op->result ||
-	    op->reserved || (op->holder_id && keyed) ||
+	    op->reserved || !gather != !op->iov_count ||
+	    (op->holder_id && keyed) ||
 	    (!keyed && (op->key_len || op->key_ptr)) ||
 	    (!buf && (op->buf_ptr || op->buf_len)))
 		return -EINVAL;
@@ -589,9 +682,10 @@ static int fluxonkv_batch_one(struct fluxonkv_session *s,
 		ret = fluxonkv_do_lookup(op->key_len, op->key_ptr, flags, &res);
 		break;
 	case FLUXONKV_OP_PUT:
+	case FLUXONKV_OP_PUT_IOV:
 		return fluxonkv_do_put(s, op->key_len, op->key_ptr,
-				       op->buf_ptr, op->buf_len, flags,
-				       &op->put_id);
+				       op->buf_ptr, op->buf_len, op->iov_count,
+				       flags, &op->put_id);
 	default:	/* FLUXONKV_OP_DELETE */
 		return fluxonkv_do_delete(s, op->key_len, op->key_ptr, flags);
 	}

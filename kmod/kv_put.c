@@ -109,7 +109,7 @@ static int fluxonkv_sock_send_all(struct socket *sock, const void *v,
 }
 
 /*
- * Send @len bytes of the putter's buffer @buf on @sock from the putter's
+ * Send the putter's bytes @value (its buffer or pieces) on @sock from its
  * context, then their XXH64 (seed 0; 8 bytes, little endian), which the
  * target checks its replica against before it says every byte is in.
  * One pass: each piece is copied from the putter into a bounce buffer,
@@ -119,9 +119,11 @@ static int fluxonkv_sock_send_all(struct socket *sock, const void *v,
  * Return: 0, -EFAULT, -ENOMEM, -EINTR, -ETIMEDOUT, -EPIPE or the
  * socket's error.
  */
-static int fluxonkv_sock_send_user(struct socket *sock, const void __user *buf,
-				   u64 len)
+static int fluxonkv_sock_send_user(struct socket *sock,
+				   const struct iov_iter *value)
 {
+	struct iov_iter it = *value;	/* ours to advance */
+	u64 len = iov_iter_count(value);
 	struct xxh64_state st;
 	__le64 sum;
 	u64 off, n;
@@ -134,7 +136,7 @@ static int fluxonkv_sock_send_user(struct socket *sock, const void __user *buf,
 	xxh64_reset(&st, 0);
 	for (off = 0; off < len && !ret; off += n) {
 		n = min_t(u64, len - off, FLUXONKV_PLACE_PIECE);
-		if (copy_from_user(b, buf + off, n)) {
+		if (copy_from_iter(b, n, &it) != n) {
 			ret = -EFAULT;
 			break;
 		}
@@ -161,8 +163,9 @@ static int fluxonkv_sock_send_user(struct socket *sock, const void __user *buf,
  * master drops the remote replica.
  */
 static int fluxonkv_put_remote(const u8 *key, u32 key_len,
-			       const void __user *value, u64 len, u64 put_id)
+			       const struct iov_iter *value, u64 put_id)
 {
+	u64 len = iov_iter_count(value);
 	struct fluxonkv_upcall_args args = {
 		.key = key, .key_len = key_len, .len = len, .put_id = put_id,
 	};
@@ -184,7 +187,7 @@ static int fluxonkv_put_remote(const u8 *key, u32 key_len,
 		ret = -EPROTO;	/* a remote replica must be another node's */
 		goto err_sock;
 	}
-	ret = fluxonkv_sock_send_user(place.sock, value, len);
+	ret = fluxonkv_sock_send_user(place.sock, value);
 	if (ret)
 		goto err_sock;
 	sockfd_put(place.sock);
@@ -400,21 +403,24 @@ static int fluxonkv_put_done(struct fluxonkv_replica *r,
 }
 
 /*
- * Copy a put's value in, a chunk at a time: a putter killed meanwhile
- * stops at the next chunk (-EINTR), one whose pages fault for good gets
- * -EFAULT.
+ * Copy a put's value in (from one buffer or, a gather put, from each of
+ * its pieces in turn), a chunk at a time: a putter killed meanwhile stops
+ * at the next chunk (-EINTR), one whose pages fault for good gets -EFAULT.
+ * @value is left as it is (a copy of it advances).
  */
 #define FLUXONKV_COPY_CHUNK	(1ULL << 20)
 
-static int fluxonkv_copy_value(void *dst, const void __user *src, u64 len)
+static int fluxonkv_copy_value(void *dst, const struct iov_iter *value)
 {
+	struct iov_iter it = *value;
+	u64 len = iov_iter_count(value);
 	u64 off, n;
 
 	for (off = 0; off < len; off += n) {
 		n = min_t(u64, len - off, FLUXONKV_COPY_CHUNK);
 		if (fatal_signal_pending(current))
 			return -EINTR;
-		if (copy_from_user(dst + off, src + off, n))
+		if (copy_from_iter(dst + off, n, &it) != n)
 			return -EFAULT;
 		cond_resched();
 	}
@@ -430,10 +436,11 @@ static int fluxonkv_copy_value(void *dst, const void __user *src, u64 len)
  * stopped waiting too.  The caller charged @span to @user.
  */
 static int fluxonkv_put_one_trip(struct fluxonkv_user *user, const u8 *key,
-				 u32 key_len, const void __user *value,
-				 u64 len, u64 span, struct fluxonkv_alloc *a,
+				 u32 key_len, const struct iov_iter *value,
+				 u64 span, struct fluxonkv_alloc *a,
 				 u64 *put_id)
 {
+	u64 len = iov_iter_count(value);
 	struct fluxonkv_upcall_args args = {
 		.key = key, .key_len = key_len, .len = len,
 	};
@@ -442,7 +449,7 @@ static int fluxonkv_put_one_trip(struct fluxonkv_user *user, const u8 *key,
 	u64 ssd;
 	int ret;
 
-	ret = fluxonkv_copy_value(fluxonkv_alloc_vaddr(a), value, len);
+	ret = fluxonkv_copy_value(fluxonkv_alloc_vaddr(a), value);
 	fluxonkv_user_uncharge(user, span);	/* the cache's bytes now */
 	if (ret)
 		goto err_alloc;
@@ -521,9 +528,10 @@ static void fluxonkv_put_local_delay(void)
  * the SSD_COMMIT that follows.  The caller charged @span to @user.
  */
 static int fluxonkv_put_local(struct fluxonkv_user *user, const u8 *key,
-			      u32 key_len, const void __user *value, u64 len,
+			      u32 key_len, const struct iov_iter *value,
 			      u64 span, u64 gen, u64 *put_id)
 {
+	u64 len = iov_iter_count(value);
 	struct fluxonkv_replica *r;
 	struct fluxonkv_alloc *a;
 	u64 ssd, id, link;
@@ -535,7 +543,7 @@ static int fluxonkv_put_local(struct fluxonkv_user *user, const u8 *key,
 		ret = PTR_ERR(a);
 		goto err_uncharge;
 	}
-	ret = fluxonkv_copy_value(fluxonkv_alloc_vaddr(a), value, len);
+	ret = fluxonkv_copy_value(fluxonkv_alloc_vaddr(a), value);
 	if (ret)
 		goto err_alloc;
 	fluxonkv_user_uncharge(user, span);	/* the cache's bytes now */
@@ -585,13 +593,14 @@ err_uncharge:
 }
 
 /**
- * fluxonkv_put() - store @len bytes from @value under @key.
+ * fluxonkv_put() - store the bytes of @value under @key.
  * @user: whose budget the bytes count in while they are copied in (NULL:
  *	a privileged session, not charged); -EDQUOT when it is spent.
  * @key: kernel copy of the key (validated length).
  * @key_len: 1..FLUXONKV_KEY_MAX.
- * @value: user pointer.
- * @len: 1..min(FLUXONKV_VALUE_MAX, segment size).
+ * @value: the putter's bytes, a user-backed iterator (one buffer or a
+ *	gather put's pieces, access_ok checked) of
+ *	1..min(FLUXONKV_VALUE_MAX, segment size) bytes; not advanced.
  * @put_id: out: the version the master assigned.
  *
  * Return: 0 once a DRAM replica is readable, or -errno (nothing is left
@@ -601,8 +610,9 @@ err_uncharge:
  * the previous version stays readable.
  */
 int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
-		 const void __user *value, u64 len, u64 *put_id)
+		 const struct iov_iter *value, u64 *put_id)
 {
+	u64 len = iov_iter_count(value);
 	struct fluxonkv_upcall_args args = {
 		.key = key, .key_len = key_len, .len = len,
 	};
@@ -626,14 +636,14 @@ int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
 		smp_rmb();
 		if (unlikely(READ_ONCE(fluxonkv_put_local_delay_ms)))
 			fluxonkv_put_local_delay();
-		return fluxonkv_put_local(user, key, key_len, value, len, span,
+		return fluxonkv_put_local(user, key, key_len, value, span,
 					  fluxonkv_daemon_generation(), put_id);
 	}
 	if (fluxonkv_daemon_one_trip()) {
 		a = fluxonkv_alloc_room_for(len, fluxonkv_daemon_placement());
 		if (!IS_ERR(a))
 			return fluxonkv_put_one_trip(user, key, key_len, value,
-						     len, span, a, put_id);
+						     span, a, put_id);
 		ret = PTR_ERR(a);
 		if (ret != -ENOSPC || !fluxonkv_daemon_placement())
 			goto err_uncharge;
@@ -653,8 +663,7 @@ int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
 		a = fluxonkv_alloc_room_for(len, fluxonkv_daemon_placement());
 	if (IS_ERR(a) && PTR_ERR(a) == -ENOSPC &&
 	    fluxonkv_daemon_placement()) {
-		ret = fluxonkv_put_remote(key, key_len, value, len,
-					  start.put_id);
+		ret = fluxonkv_put_remote(key, key_len, value, start.put_id);
 		if (ret != -ENOSPC) {
 			fluxonkv_user_uncharge(user, span);
 			goto out;
@@ -666,7 +675,7 @@ int fluxonkv_put(struct fluxonkv_user *user, const u8 *key, u32 key_len,
 		ret = PTR_ERR(a);
 		goto err_abort;
 	}
-	ret = fluxonkv_copy_value(fluxonkv_alloc_vaddr(a), value, len);
+	ret = fluxonkv_copy_value(fluxonkv_alloc_vaddr(a), value);
 	if (ret)
 		goto err_alloc;
 	fluxonkv_user_uncharge(user, span);	/* the cache's bytes now */

@@ -9,6 +9,7 @@
  * started: nothing leaks.
  */
 #include <pthread.h>
+#include <sys/uio.h>
 
 #include <fluxonkv.h>
 
@@ -198,6 +199,242 @@ FKV_TEST(overwrite_gets_a_larger_put_id_and_new_bytes)
 	get_check(kv, "ow", 20000, 3, id3, &h);
 	release(kv, &h);
 	delete_key(kv, "ow");
+	fkv_close(kv);
+	teardown(base);
+}
+
+/* ---- gather puts (FLUXONKV_PUT_F_IOV) ---- */
+
+/*
+ * The value @v (@len bytes) cut into @n pieces of uneven lengths (0 and 1
+ * byte ones among them), each copied to its own place in @area with a
+ * gap after it, so that no two pieces are adjacent.  @iov gets them.
+ */
+static void scatter_pieces(const uint8_t *v, size_t len, uint8_t *area,
+			   struct iovec *iov, size_t n)
+{
+	size_t i, off = 0, at = 0;
+
+	for (i = 0; i < n; i++) {
+		size_t want = i + 1 == n ? len - off :
+			      i % 7 == 3 ? 0 : i % 5 == 1 ? 1 :
+			      (len / n) + (i % 3) * 17;
+
+		if (want > len - off)
+			want = len - off;
+		memcpy(area + at, v + off, want);
+		iov[i].iov_base = area + at;
+		iov[i].iov_len = want;
+		off += want;
+		at += want + 64;	/* a gap: never adjacent */
+	}
+	FKV_ASSERT_EQ(off, len);
+}
+
+/* A raw FLUXONKV_IOC_PUT of @key with the given fields; 0 or errno. */
+static int raw_put(struct fkv *kv, const char *key, uint64_t value_ptr,
+		   uint64_t value_len, uint64_t flags, uint32_t iov_count)
+{
+	struct fluxonkv_put p = {
+		.size = sizeof(p), .key_len = strlen(key),
+		.key_ptr = (uintptr_t)key, .value_ptr = value_ptr,
+		.value_len = value_len, .flags = flags, .iov_count = iov_count,
+	};
+
+	return ioctl(fkv_fd(kv), FLUXONKV_IOC_PUT, &p) ? errno : 0;
+}
+
+FKV_TEST_TIMEOUT(gather_puts_store_their_pieces_in_order_byte_exact, 180)
+{
+	static const size_t counts[] = { 2, 3, 64, FLUXONKV_IOV_MAX };
+	size_t len = 3 * FKV_MIB + 12345, i;
+	struct iovec *iov;
+	struct fkv_op ops[3];
+	struct fkv_holder h;
+	uint64_t base, put_id;
+	uint8_t *v, *area;
+	struct fkv *kv;
+	char key[64];
+
+	base = setup("segment_mb=64");
+	kv = kv_open();
+	iov = calloc(FLUXONKV_IOV_MAX, sizeof(*iov));
+	area = malloc(len + FLUXONKV_IOV_MAX * 64);
+	FKV_ASSERT(iov && area);
+	for (i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		snprintf(key, sizeof(key), "gather-%zu", counts[i]);
+		v = pattern(key, len, i);
+		scatter_pieces(v, len, area, iov, counts[i]);
+		free(v);
+		put_id = 0;
+		FKV_ASSERT_EQ(fkv_put_iov(kv, key, strlen(key), iov, counts[i],
+					  &put_id), 0);
+		FKV_ASSERT_GT(put_id, 0);
+		/* the pieces were read at the call: scribbling now is harmless */
+		memset(area, 0xa5, len + FLUXONKV_IOV_MAX * 64);
+		get_check(kv, key, len, i, put_id, &h);
+		release(kv, &h);
+		FKV_ASSERT_EQ(fkv_sysfs("segment_used_bytes"),
+			      base + FKV_ALIGN_UP(len));
+		delete_key(kv, key);
+	}
+
+	/* three gather puts in one FLUXONKV_IOC_BATCH, one of 1 piece */
+	{
+		static const size_t lens[] = { 70000, 1, 300001 };
+		static const size_t pieces[] = { 5, 1, 64 };
+		struct iovec *at = iov;
+		uint8_t *ar = area;
+
+		memset(ops, 0, sizeof(ops));
+		for (i = 0; i < 3; i++) {
+			snprintf(key, sizeof(key), "gather-batch-%zu", i);
+			v = pattern(key, lens[i], 10 + i);
+			scatter_pieces(v, lens[i], ar, at, pieces[i]);
+			free(v);
+			ops[i].opcode = FLUXONKV_OP_PUT_IOV;
+			ops[i].key = strdup(key);
+			ops[i].key_len = strlen(key);
+			ops[i].value = at;
+			ops[i].buf_len = pieces[i];
+			at += pieces[i];
+			ar += lens[i] + pieces[i] * 64;
+		}
+		FKV_ASSERT_EQ(fkv_batch(kv, ops, 3), 0);
+		for (i = 0; i < 3; i++) {
+			FKV_ASSERT(ops[i].result == 0, "op %zu: %s", i,
+				   fkv_strerror(ops[i].result));
+			get_check(kv, ops[i].key, lens[i], 10 + i,
+				  ops[i].put_id, &h);
+			release(kv, &h);
+			delete_key(kv, ops[i].key);
+			free((void *)ops[i].key);
+		}
+	}
+	free(iov);
+	free(area);
+	fkv_close(kv);
+	teardown(base);
+}
+
+FKV_TEST(bad_gather_puts_fail_with_a_precise_errno_and_store_nothing)
+{
+	struct fluxonkv_iovec fi[4], *many;
+	uint64_t base, puts;
+	uint8_t buf[3][4096];
+	uint8_t *hole;
+	struct fkv *kv;
+	const char *k = "gather-bad";
+	size_t i;
+
+	base = setup("segment_mb=32");
+	kv = kv_open();
+	puts = fkv_sysfs("puts");
+	for (i = 0; i < 3; i++) {
+		memset(buf[i], 'a' + i, sizeof(buf[i]));
+		fi[i].base = (uintptr_t)buf[i];
+		fi[i].len = sizeof(buf[i]);
+	}
+	/* a hole: mapped, then unmapped (in range, but faults in the copy) */
+	hole = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	FKV_ASSERT(hole != MAP_FAILED);
+	FKV_ASSERT_EQ(munmap(hole, 4096), 0);
+	many = calloc(FLUXONKV_IOV_MAX + 1, sizeof(*many));
+	FKV_ASSERT(many);
+	for (i = 0; i <= FLUXONKV_IOV_MAX; i++) {
+		many[i].base = (uintptr_t)buf[0];
+		many[i].len = 1;
+	}
+
+	/* the good one works: the checks below are about what is wrong */
+	FKV_EXPECT_EQ(raw_put(kv, k, (uintptr_t)fi, 3 * 4096,
+			      FLUXONKV_PUT_F_IOV, 3), 0);
+	delete_key(kv, k);
+	puts = fkv_sysfs("puts");
+
+	/* the count: none, past FLUXONKV_IOV_MAX, without the flag */
+	FKV_EXPECT_EQ(raw_put(kv, k, (uintptr_t)fi, 3 * 4096,
+			      FLUXONKV_PUT_F_IOV, 0), EINVAL);
+	FKV_EXPECT_EQ(raw_put(kv, k, (uintptr_t)many, FLUXONKV_IOV_MAX + 1,
+			      FLUXONKV_PUT_F_IOV, FLUXONKV_IOV_MAX + 1), EINVAL);
+	FKV_EXPECT_EQ(raw_put(kv, k, (uintptr_t)buf[0], 4096, 0, 1), EINVAL);
+	/* FLUXONKV_IOV_MAX itself is fine */
+	FKV_EXPECT_EQ(raw_put(kv, k, (uintptr_t)many, FLUXONKV_IOV_MAX,
+			      FLUXONKV_PUT_F_IOV, FLUXONKV_IOV_MAX), 0);
+	delete_key(kv, k);
+	puts = fkv_sysfs("puts");
+	/* unknown flags */
+	FKV_EXPECT_EQ(raw_put(kv, k, (uintptr_t)fi, 3 * 4096,
+			      FLUXONKV_PUT_F_IOV | (1ULL << 40), 3), EINVAL);
+	/* the total against value_len: short, long */
+	FKV_EXPECT_EQ(raw_put(kv, k, (uintptr_t)fi, 3 * 4096 - 1,
+			      FLUXONKV_PUT_F_IOV, 3), EINVAL);
+	FKV_EXPECT_EQ(raw_put(kv, k, (uintptr_t)fi, 3 * 4096 + 1,
+			      FLUXONKV_PUT_F_IOV, 3), EINVAL);
+	/* a piece whose end overflows; a total that overflows */
+	fi[3].base = (uintptr_t)buf[0];
+	fi[3].len = UINT64_MAX - 100;
+	FKV_EXPECT_EQ(raw_put(kv, k, (uintptr_t)&fi[3], 4096,
+			      FLUXONKV_PUT_F_IOV, 1), EINVAL);
+	fi[0].len = 1ULL << 63;
+	fi[1].len = 1ULL << 63;
+	fi[2].len = 4096;
+	FKV_EXPECT_EQ(raw_put(kv, k, (uintptr_t)fi, 4096,
+			      FLUXONKV_PUT_F_IOV, 3), EINVAL);
+	fi[0].len = fi[1].len = 4096;
+	/* the array itself unreadable; running off a mapping */
+	FKV_EXPECT_EQ(raw_put(kv, k, 8, 3 * 4096, FLUXONKV_PUT_F_IOV, 3),
+		      EFAULT);
+	/* a piece outside the user address space */
+	fi[1].base = 0xffff888000000000ULL;
+	FKV_EXPECT_EQ(raw_put(kv, k, (uintptr_t)fi, 3 * 4096,
+			      FLUXONKV_PUT_F_IOV, 3), EFAULT);
+	/* a piece in range but not mapped: faults in the copy */
+	fi[1].base = (uintptr_t)hole;
+	FKV_EXPECT_EQ(raw_put(kv, k, (uintptr_t)fi, 3 * 4096,
+			      FLUXONKV_PUT_F_IOV, 3), EFAULT);
+	fi[1].base = 0;
+	FKV_EXPECT_EQ(raw_put(kv, k, (uintptr_t)fi, 3 * 4096,
+			      FLUXONKV_PUT_F_IOV, 3), EFAULT);
+	fi[1].base = (uintptr_t)buf[1];
+
+	/* the same checks for an entry of a batch */
+	{
+		struct fluxonkv_op op[3];
+		struct fluxonkv_batch b = {
+			.size = sizeof(b), .count = 3, .ops_ptr = (uintptr_t)op,
+			.op_size = sizeof(op[0]),
+		};
+
+		memset(op, 0, sizeof(op));
+		for (i = 0; i < 3; i++) {
+			op[i].opcode = FLUXONKV_OP_PUT_IOV;
+			op[i].key_len = strlen(k);
+			op[i].key_ptr = (uintptr_t)k;
+			op[i].buf_ptr = (uintptr_t)fi;
+			op[i].buf_len = 3 * 4096;
+			op[i].iov_count = 3;
+		}
+		op[0].iov_count = 0;			/* no pieces */
+		op[1].buf_len = 3 * 4096 + 1;		/* total differs */
+		op[2].opcode = FLUXONKV_OP_PUT;		/* pieces on a PUT */
+		FKV_ASSERT_EQ(ioctl(fkv_fd(kv), FLUXONKV_IOC_BATCH, &b), 0);
+		FKV_EXPECT_EQ(b.done, 3);
+		for (i = 0; i < 3; i++)
+			FKV_EXPECT(op[i].result == -EINVAL, "op %zu: %d", i,
+				   op[i].result);
+	}
+	/* the library refuses what it can see */
+	FKV_EXPECT_EQ(fkv_put_iov(kv, k, strlen(k), NULL, 3, NULL), -EINVAL);
+	FKV_EXPECT_EQ(fkv_put_iov(kv, k, strlen(k), (struct iovec *)fi, 0, NULL),
+		      -EINVAL);
+
+	/* nothing of all that was stored */
+	lookup_miss(kv, k);
+	FKV_EXPECT_EQ(fkv_sysfs("puts"), puts);
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+	free(many);
 	fkv_close(kv);
 	teardown(base);
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 
 #include <fluxonkv.h>
 
@@ -91,8 +92,10 @@ static int fake_ioctl(unsigned long req, void *arg)
 		struct fluxonkv_put *p = arg;
 
 		fake.put = *p;
-		if (p->size != sizeof(*p) || p->flags || p->put_id ||
-		    !fake_reserved_zero(p->reserved, 2))
+		if (p->size != sizeof(*p) ||
+		    (p->flags & ~(__u64)FLUXONKV_PUT_F_IOV) || p->put_id ||
+		    !(p->flags & FLUXONKV_PUT_F_IOV) != !p->iov_count ||
+		    p->reserved1 || !fake_reserved_zero(p->reserved, 2))
 			return fake_fail(EINVAL);
 		if (fake.put_err)
 			return fake_fail(fake.put_err);
@@ -305,6 +308,47 @@ FKV_TEST(put_hands_key_and_value_to_the_module_and_returns_its_put_id)
 	FKV_ASSERT_EQ(fake.put.value_len, 10);
 	/* put_id may be NULL */
 	FKV_ASSERT_EQ(fkv_put(kv, key, 7, value, 10, NULL), 0);
+	fkv_close(kv);
+}
+
+FKV_TEST(put_iov_names_the_pieces_and_their_total_to_the_module)
+{
+	struct fkv *kv = open_fake();
+	static const char key[] = "block:8";
+	static char a[100], b[3], c[4000];
+	struct iovec iov[4] = {
+		{ a, sizeof(a) }, { b, 0 }, { b, sizeof(b) }, { c, sizeof(c) },
+	};
+	unsigned int puts = fake.calls[_IOC_NR(FLUXONKV_IOC_PUT)];
+	struct iovec *many;
+	uint64_t put_id = 0;
+
+	FKV_ASSERT_EQ(fkv_put_iov(kv, key, 7, iov, 4, &put_id), 0);
+	FKV_ASSERT_EQ(put_id, 41);
+	FKV_ASSERT_EQ(fake.put.size, sizeof(struct fluxonkv_put));
+	FKV_ASSERT_EQ(fake.put.flags, FLUXONKV_PUT_F_IOV);
+	FKV_ASSERT_EQ(fake.put.iov_count, 4);
+	FKV_ASSERT_EQ(fake.put.value_len, 100 + 3 + 4000);
+	/* struct iovec is struct fluxonkv_iovec here: the array as it is */
+	FKV_ASSERT_EQ(fake.put.value_ptr, (uintptr_t)iov);
+	FKV_ASSERT_EQ(fake.calls[_IOC_NR(FLUXONKV_IOC_PUT)], puts + 1);
+
+	/* refused before the kernel: no pieces, too many, 0 bytes, too big */
+	FKV_ASSERT_EQ(fkv_put_iov(kv, key, 7, NULL, 4, NULL), -EINVAL);
+	FKV_ASSERT_EQ(fkv_put_iov(kv, key, 7, iov, 0, NULL), -EINVAL);
+	many = calloc(FLUXONKV_IOV_MAX + 1, sizeof(*many));
+	FKV_ASSERT(many);
+	FKV_ASSERT_EQ(fkv_put_iov(kv, key, 7, many, FLUXONKV_IOV_MAX + 1,
+				  NULL), -EINVAL);
+	FKV_ASSERT_EQ(fkv_put_iov(kv, key, 7, many, FLUXONKV_IOV_MAX, NULL),
+		      -EINVAL);		/* all empty: 0 bytes */
+	free(many);
+	iov[3].iov_len = 8192;		/* value_max is 8192 here */
+	FKV_ASSERT_EQ(fkv_put_iov(kv, key, 7, iov, 4, NULL), -E2BIG);
+	iov[0].iov_len = SIZE_MAX;	/* the total overflows */
+	FKV_ASSERT_EQ(fkv_put_iov(kv, key, 7, iov, 4, NULL), -EINVAL);
+	FKV_ASSERT_EQ(fkv_put_iov(kv, key, 0, iov, 4, NULL), -EINVAL);
+	FKV_ASSERT_EQ(fake.calls[_IOC_NR(FLUXONKV_IOC_PUT)], puts + 1);
 	fkv_close(kv);
 }
 

@@ -71,19 +71,35 @@ struct fluxonkv_info {
 };
 #define FLUXONKV_INFO_SIZE_VER0		56
 #define FLUXONKV_INFO_DAEMON		(1U << 0)	/* a daemon is registered */
+#define FLUXONKV_INFO_PUT_IOV		(1U << 1)	/* gather puts (FLUXONKV_PUT_F_IOV) */
 
 /**
  * struct fluxonkv_put - FLUXONKV_IOC_PUT: store a value under a key.
  * @size: in: sizeof(struct fluxonkv_put).
  * @key_len: in: 1..FLUXONKV_KEY_MAX.
  * @key_ptr: in: user pointer to the key bytes.
- * @value_ptr: in: user pointer to the value bytes.
- * @value_len: in: 1..value_max.
- * @flags: in: must be zero.
+ * @value_ptr: in: user pointer to the value bytes; with FLUXONKV_PUT_F_IOV,
+ *	to @iov_count struct fluxonkv_iovec whose bytes, in order, are the value.
+ * @value_len: in: 1..value_max (with FLUXONKV_PUT_F_IOV: the sum of the
+ *	pieces' lengths, EINVAL otherwise).
+ * @flags: in: 0 or FLUXONKV_PUT_F_IOV (other bits: EINVAL).
  * @put_id: out: version the master assigned to this put.
  * @reserved: must be zero.
+ * @iov_count: in: FLUXONKV_PUT_F_IOV: pieces at @value_ptr,
+ *	1..FLUXONKV_IOV_MAX (EINVAL otherwise); zero without the flag.
+ *	(Added in FLUXONKV_PUT_SIZE_VER1; a VER0 caller has none.)
+ * @reserved1: must be zero.
  *
  * Returns once a DRAM replica is readable by any later get.
+ *
+ * A gather put (FLUXONKV_PUT_F_IOV) stores the concatenation of the
+ * pieces, copied from each straight into the segment (no staging).  The
+ * array is read once, at the call: EINVAL for a count of 0 or past
+ * FLUXONKV_IOV_MAX, a piece whose end or a running total that overflows
+ * 64 bits, or a total other than @value_len; EFAULT for an array that
+ * cannot be read or a piece outside the caller's address space (checked
+ * before the master is asked), or one whose pages fault during the copy.
+ * A put that fails leaves nothing stored.  Pieces of length 0 are allowed.
  */
 struct fluxonkv_put {
 	__u32 size;
@@ -94,8 +110,30 @@ struct fluxonkv_put {
 	__u64 flags;
 	__u64 put_id;
 	__u64 reserved[2];
+	__u32 iov_count;
+	__u32 reserved1;
 };
 #define FLUXONKV_PUT_SIZE_VER0		64
+#define FLUXONKV_PUT_SIZE_VER1		72	/* iov_count */
+
+/* struct fluxonkv_put.flags (the ioctl's; a bit of its own, apart from
+ * the netlink FLUXONKV_PUT_F_PERSIST / _PUBLISHED): a gather put. */
+#define FLUXONKV_PUT_F_IOV		(1U << 2)
+
+/* Most pieces of one gather put (UIO_MAXIOV). */
+#define FLUXONKV_IOV_MAX		1024
+
+/**
+ * struct fluxonkv_iovec - one piece of a gather put's value.
+ * @base: user pointer to the piece.
+ * @len: its length in bytes (may be 0).
+ *
+ * The layout of struct iovec on 64-bit, for any caller.
+ */
+struct fluxonkv_iovec {
+	__u64 base;
+	__u64 len;
+};
 
 /**
  * struct fluxonkv_get - FLUXONKV_IOC_GET: pin the current value of a key.
@@ -401,6 +439,7 @@ enum fluxonkv_opcode {
 	FLUXONKV_OP_LOOKUP,	/* as FLUXONKV_IOC_LOOKUP */
 	FLUXONKV_OP_PUT,	/* as FLUXONKV_IOC_PUT */
 	FLUXONKV_OP_DELETE,	/* as FLUXONKV_IOC_DELETE */
+	FLUXONKV_OP_PUT_IOV,	/* as FLUXONKV_IOC_PUT with FLUXONKV_PUT_F_IOV */
 	FLUXONKV_OP_MAX,
 };
 
@@ -409,14 +448,18 @@ enum fluxonkv_opcode {
  * @opcode: in: enum fluxonkv_opcode.
  * @key_len: in: 1..FLUXONKV_KEY_MAX (RELEASE: zero).
  * @key_ptr: in: user pointer to the key bytes (RELEASE: zero).
- * @buf_ptr: in: PUT: the value; GET_INTO: the destination; else zero.
- * @buf_len: in: PUT: the value's length; GET_INTO: room at @buf_ptr.
+ * @buf_ptr: in: PUT: the value; PUT_IOV: @iov_count struct fluxonkv_iovec;
+ *	GET_INTO: the destination; else zero.
+ * @buf_len: in: PUT, PUT_IOV: the value's length; GET_INTO: room at
+ *	@buf_ptr.
  * @holder_id: GET: out, the new holder; RELEASE: in, the holder to drop.
  * @offset: out: GET: where the value starts in the segment mapping.
  * @len: out: the value's length (GET, GET_INTO, LOOKUP).
  * @put_id: out: its version (GET, GET_INTO, LOOKUP, PUT).
  * @source: out: enum fluxonkv_source (GET, GET_INTO, LOOKUP).
  * @result: out: 0 or the negative errno the single call would return.
+ * @iov_count: in: PUT_IOV: pieces at @buf_ptr, 1..FLUXONKV_IOV_MAX; else
+ *	zero.  (It and @reserved were one reserved __u64, zero before.)
  * @reserved: must be zero.
  *
  * Outputs must be zero on input (as for the single calls).
@@ -433,7 +476,8 @@ struct fluxonkv_op {
 	__u64 put_id;
 	__u32 source;
 	__s32 result;
-	__u64 reserved;
+	__u32 iov_count;
+	__u32 reserved;
 };
 #define FLUXONKV_OP_SIZE_VER0		80
 

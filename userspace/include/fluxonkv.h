@@ -97,6 +97,18 @@ int fkv_put(struct fkv *kv, const void *key, size_t key_len,
 	    const void *value, size_t value_len, uint64_t *put_id);
 
 /*
+ * A gather put: store the concatenation of the @iovcnt pieces at @iov
+ * (1..FLUXONKV_IOV_MAX, empty pieces allowed) under @key, each copied by
+ * the kernel straight into the cache (no staging copy).  As fkv_put()
+ * otherwise; -EINVAL: no pieces, too many, a total of 0 or one that
+ * overflows; -EFAULT: a piece the kernel cannot read (nothing is stored).
+ * -EINVAL from a module that predates gather puts (FLUXONKV_PUT_F_IOV).
+ */
+struct iovec;
+int fkv_put_iov(struct fkv *kv, const void *key, size_t key_len,
+		const struct iovec *iov, size_t iovcnt, uint64_t *put_id);
+
+/*
  * Pin the current value of @key into @out (zeroed first, also on failure).
  * -ENOENT on a miss; -EIO if the kernel named bytes outside the mapping (the
  * holder is then released again).
@@ -137,12 +149,15 @@ int fkv_get_into(struct fkv *kv, const void *key, size_t key_len, void *buf,
  */
 struct fkv_op {
 	unsigned int opcode;	/* FLUXONKV_OP_GET, _GET_INTO, _RELEASE,
-				 * _LOOKUP, _PUT, _DELETE */
+				 * _LOOKUP, _PUT, _PUT_IOV, _DELETE */
 	const void *key;	/* all but RELEASE */
 	size_t key_len;
-	const void *value;	/* PUT */
+	const void *value;	/* PUT: the value; PUT_IOV: its pieces, an
+				 * array of struct iovec (64-bit only:
+				 * -EOPNOTSUPP elsewhere) */
 	void *buf;		/* GET_INTO: destination */
-	size_t buf_len;		/* PUT: value length; GET_INTO: room at @buf */
+	size_t buf_len;		/* PUT: value length; PUT_IOV: pieces at
+				 * @value; GET_INTO: room at @buf */
 	struct fkv_holder holder;	/* GET: out; RELEASE: in (zeroed) */
 	size_t len;		/* out: GET, GET_INTO, LOOKUP */
 	uint64_t put_id;	/* out: GET, GET_INTO, LOOKUP, PUT */

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <fluxonkv.h>
@@ -177,6 +178,79 @@ int fkv_put(struct fkv *kv, const void *key, size_t key_len,
 	p.value_ptr = (uintptr_t)value;
 	p.value_len = value_len;
 	err = fkv_ioctl(kv->fd, FLUXONKV_IOC_PUT, &p);
+	if (err)
+		return err;
+	if (put_id)
+		*put_id = p.put_id;
+	return 0;
+}
+
+/*
+ * struct iovec is struct fluxonkv_iovec on LP64: the kernel reads the
+ * caller's array as it is.  Elsewhere fkv_put_iov() converts it.
+ */
+#define FKV_IOV_NATIVE	(sizeof(struct iovec) == sizeof(struct fluxonkv_iovec) && \
+			 sizeof(void *) == sizeof(uint64_t) && \
+			 sizeof(size_t) == sizeof(uint64_t))
+
+/* The total length of @n pieces, or -EINVAL (@n, or overflow). */
+static int fkv_iov_total(const struct iovec *iov, size_t n, size_t *total)
+{
+	size_t i, t = 0;
+
+	if (!iov || !n || n > FLUXONKV_IOV_MAX)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (t + iov[i].iov_len < t)
+			return -EINVAL;
+		t += iov[i].iov_len;
+	}
+	*total = t;
+	return 0;
+}
+
+int fkv_put_iov(struct fkv *kv, const void *key, size_t key_len,
+		const struct iovec *iov, size_t iovcnt, uint64_t *put_id)
+{
+	struct fluxonkv_iovec *conv = NULL;
+	struct fluxonkv_put p;
+	size_t total, i;
+	int err;
+
+	if (!kv)
+		return -EINVAL;
+	err = fkv_check_key(kv, key, key_len);
+	if (err)
+		return err;
+	err = fkv_iov_total(iov, iovcnt, &total);
+	if (err)
+		return err;
+	if (!total)
+		return -EINVAL;
+	if (total > kv->value_max)
+		return -E2BIG;
+
+	memset(&p, 0, sizeof(p));
+	p.size = sizeof(p);
+	p.key_len = key_len;
+	p.key_ptr = (uintptr_t)key;
+	p.value_len = total;
+	p.flags = FLUXONKV_PUT_F_IOV;
+	p.iov_count = iovcnt;
+	if (FKV_IOV_NATIVE) {
+		p.value_ptr = (uintptr_t)iov;
+	} else {
+		conv = calloc(iovcnt, sizeof(*conv));
+		if (!conv)
+			return -ENOMEM;
+		for (i = 0; i < iovcnt; i++) {
+			conv[i].base = (uintptr_t)iov[i].iov_base;
+			conv[i].len = iov[i].iov_len;
+		}
+		p.value_ptr = (uintptr_t)conv;
+	}
+	err = fkv_ioctl(kv->fd, FLUXONKV_IOC_PUT, &p);
+	free(conv);
 	if (err)
 		return err;
 	if (put_id)
@@ -356,6 +430,21 @@ int fkv_op_check(const struct fkv *kv, const struct fkv_op *op)
 		if (op->buf_len > kv->value_max)
 			return -E2BIG;
 		break;
+	case FLUXONKV_OP_PUT_IOV: {
+		size_t total;
+		int err;
+
+		if (!FKV_IOV_NATIVE)
+			return -EOPNOTSUPP;	/* fkv_put_iov() converts */
+		err = fkv_iov_total(op->value, op->buf_len, &total);
+		if (err)
+			return err;
+		if (!total)
+			return -EINVAL;
+		if (total > kv->value_max)
+			return -E2BIG;
+		break;
+	}
 	case FLUXONKV_OP_GET_INTO:
 		if (!op->buf || !op->buf_len)
 			return -EINVAL;
@@ -385,6 +474,15 @@ void fkv_op_encode(struct fluxonkv_op *k, const struct fkv_op *op,
 	if (op->opcode == FLUXONKV_OP_PUT) {
 		k->buf_ptr = (uintptr_t)op->value;
 		k->buf_len = op->buf_len;
+	} else if (op->opcode == FLUXONKV_OP_PUT_IOV) {
+		/* checked by fkv_op_check(): native layout, no overflow */
+		const struct iovec *iov = op->value;
+		size_t i;
+
+		k->buf_ptr = (uintptr_t)iov;
+		k->iov_count = op->buf_len;
+		for (i = 0; i < op->buf_len; i++)
+			k->buf_len += iov[i].iov_len;
 	} else if (op->opcode == FLUXONKV_OP_GET_INTO) {
 		k->buf_ptr = (uintptr_t)op->buf;
 		k->buf_len = op->buf_len;

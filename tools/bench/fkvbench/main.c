@@ -59,9 +59,9 @@ static void usage(FILE *f)
 "                   memcpy of each piece, RELEASE -- or a gathered PUT)\n"
 "  --op O           batch: get (default) | put (needs --keys = --batch)\n"
 "  --min-calls N    batch: the window lasts until N calls were counted\n"
-"  --copy C         batch, --pieces > 1: memcpy (default) | vm: one checked\n"
-"                   process_vm_writev (get) / _readv (put) a key, as the\n"
-"                   Python adapter copies\n"
+"  --copy C         batch, --pieces > 1: memcpy (default) | vm: as the\n"
+"                   Python adapter copies: one checked process_vm_writev a\n"
+"                   key (get), a gather put, FLUXONKV_OP_PUT_IOV (put)\n"
 "  --serve          batch: turns from stdin (N: N calls, their ns printed)\n"
 "  --label JSON     members added to the output object, e.g. '\"ssd\":\"on\"'\n");
 }

@@ -19,9 +19,11 @@
  *                process_vm_writev a key, the checked copy the adapter
  *                makes), one fkv_batch of B RELEASEs (the adapter's
  *                batch_get_into_multi_buffers);
- *                put: the pieces gathered into a staging buffer (memcpy,
- *                or --copy vm: one process_vm_readv a key), one fkv_batch
- *                of B PUTs from it (its batch_upsert_from_multi_buffers).
+ *                put: the pieces gathered into a staging buffer with
+ *                memcpy, one fkv_batch of B PUTs from it; --copy vm: one
+ *                fkv_batch of B gather puts (FLUXONKV_OP_PUT_IOV: the
+ *                module reads the pieces, as the adapter's
+ *                batch_upsert_from_multi_buffers does).
  *
  * --size is a multiple of 8 bytes a piece.  A get needs the values there
  * already (pybench puts them through the adapter: zeroes but for fkvbench's
@@ -60,7 +62,8 @@ struct batch_ctx {
 	char (*names)[BENCH_KEY_MAX];
 	size_t *name_len;
 	struct fkv_op *ops, *rel;
-	struct iovec *iov;	/* --copy vm: one key's pieces */
+	struct iovec *iov;	/* --copy vm: the pieces (get: one key's,
+				 * put: every key's, P a key) */
 	uint64_t first, last;	/* the next call's first key, the last one's */
 	uint64_t errors, bad;
 };
@@ -71,14 +74,14 @@ static unsigned char *batch_piece(struct batch_ctx *c, unsigned int slot,
 	return c->pool + l * c->stride + slot * c->piece;
 }
 
-/* c->iov: the pieces of slot @i. */
-static void batch_iov(struct batch_ctx *c, unsigned int i)
+/* @iov: the pieces of slot @i. */
+static void batch_iov(struct batch_ctx *c, unsigned int i, struct iovec *iov)
 {
 	unsigned int l;
 
 	for (l = 0; l < c->o->pieces; l++) {
-		c->iov[l].iov_base = batch_piece(c, i, l);
-		c->iov[l].iov_len = c->piece;
+		iov[l].iov_base = batch_piece(c, i, l);
+		iov[l].iov_len = c->piece;
 	}
 }
 
@@ -109,16 +112,11 @@ static int batch_call(struct batch_ctx *c)
 			if (P == 1) {
 				op->value = batch_piece(c, i, 0);
 			} else if (o->vm_copy) {
-				struct iovec dst = {
-					.iov_base = c->staging + i * o->size,
-					.iov_len = o->size,
-				};
-
-				batch_iov(c, i);
-				if (process_vm_readv(getpid(), &dst, 1, c->iov,
-						     P, 0) != (ssize_t)o->size)
-					c->errors++;
-				op->value = dst.iov_base;
+				/* a gather put: the module reads the pieces */
+				batch_iov(c, i, c->iov + i * P);
+				op->opcode = FLUXONKV_OP_PUT_IOV;
+				op->value = c->iov + i * P;
+				op->buf_len = P;
 			} else {
 				unsigned char *v = c->staging + i * o->size;
 
@@ -153,7 +151,7 @@ static int batch_call(struct batch_ctx *c)
 				.iov_len = o->size,
 			};
 
-			batch_iov(c, i);
+			batch_iov(c, i, c->iov);
 			if (process_vm_writev(getpid(), &src, 1, c->iov, P, 0) !=
 			    (ssize_t)o->size)
 				c->errors++;
@@ -224,14 +222,14 @@ int bench_run_batch(const struct bench_opts *o)
 	c.name_len = calloc(o->keys, sizeof(*c.name_len));
 	c.ops = calloc(o->batch, sizeof(*c.ops));
 	c.rel = calloc(o->batch, sizeof(*c.rel));
-	c.iov = calloc(o->pieces, sizeof(*c.iov));
-	if (o->batch_put && o->pieces > 1)
+	c.iov = calloc((size_t)o->pieces * o->batch, sizeof(*c.iov));
+	if (o->batch_put && o->pieces > 1 && !o->vm_copy)
 		c.staging = malloc(o->batch * o->size);
 	err = -ENOMEM;
 	if (!c.names || !c.name_len || !c.ops || !c.rel || !c.iov ||
-	    (o->batch_put && o->pieces > 1 && !c.staging))
+	    (o->batch_put && o->pieces > 1 && !o->vm_copy && !c.staging))
 		goto out;
-	if (o->batch_put && o->pieces > 1)
+	if (c.staging)
 		memset(c.staging, 0, o->batch * o->size);
 	for (k = 0; k < o->keys; k++)
 		c.name_len[k] = bench_key_name(c.names[k], BENCH_KEY_MAX,

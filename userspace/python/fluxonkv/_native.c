@@ -35,7 +35,10 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <fluxonkv.h>
 
@@ -49,6 +52,7 @@ struct fkvpy_dev {
 	Py_ssize_t users;	/* protected by the GIL */
 	const char *base;
 	size_t size;
+	int put_iov;		/* the module takes gather puts */
 };
 
 static void dev_put(struct fkvpy_dev *dev)
@@ -750,6 +754,7 @@ static int store_init(StoreObject *s, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"device", NULL};
 	PyObject *device = Py_None, *path = NULL;
+	struct fluxonkv_info info;
 	struct fkvpy_dev *dev;
 	const char *cpath = NULL;
 	struct fkv *kv;
@@ -784,6 +789,8 @@ static int store_init(StoreObject *s, PyObject *args, PyObject *kw)
 		goto err_close;
 	dev->kv = kv;
 	dev->users = 1;
+	dev->put_iov = !fkv_info(kv, &info) &&
+		       (info.flags & FLUXONKV_INFO_PUT_IOV);
 	dev->base = fkv_segment_base(kv);
 	dev->size = fkv_segment_size(kv);
 	s->dev = dev;
@@ -1540,6 +1547,539 @@ static PyObject *store_get_into_many(StoreObject *s, PyObject *args)
 	return store_addr_batch(s, args, 0);
 }
 
+/* ---- multi-buffer batches (the Mooncake adapter's *_multi_buffers) ----- */
+
+/*
+ * The copies between a holder (or a staging buffer) and a caller's pieces
+ * go through process_vm_writev / process_vm_readv on this very process:
+ * the kernel does the copy, so an address not mapped here (a GPU device
+ * pointer, a freed buffer) is -EFAULT for that key where memcpy would
+ * kill the process.  Where a seccomp filter refuses them (ENOSYS /
+ * EPERM), memcpy, which trusts every address.  Written with the GIL
+ * released: an int read and set whole.
+ */
+enum { VM_UNKNOWN, VM_WORKS, VM_REFUSED };
+static volatile int vm_state = VM_UNKNOWN;
+
+/*
+ * Copy between @len contiguous bytes at @local and the @n pieces @iov
+ * (their lengths add up to @len): @write scatters @local over them,
+ * otherwise they are gathered into @local.  0 or -EFAULT.
+ */
+static int mb_copy(char *local, size_t len, const struct iovec *iov,
+		   size_t n, int write)
+{
+	pid_t pid = getpid();
+	size_t s, m, off = 0;
+
+	if (vm_state != VM_REFUSED) {
+		for (s = 0; s < n; s += m) {
+			struct iovec liov;
+			size_t part = 0, i;
+			ssize_t r;
+
+			m = n - s < FLUXONKV_IOV_MAX ? n - s : FLUXONKV_IOV_MAX;
+			for (i = 0; i < m; i++)
+				part += iov[s + i].iov_len;
+			liov.iov_base = local + off;
+			liov.iov_len = part;
+			r = write ? process_vm_writev(pid, &liov, 1, iov + s, m, 0)
+				  : process_vm_readv(pid, &liov, 1, iov + s, m, 0);
+			if (r < 0 && s == 0 && (errno == ENOSYS || errno == EPERM)) {
+				vm_state = VM_REFUSED;
+				break;
+			}
+			if (r < 0 || (size_t)r != part)
+				return -EFAULT;	/* stopped at an unmapped address */
+			vm_state = VM_WORKS;
+			off += part;
+		}
+		if (vm_state != VM_REFUSED)
+			return 0;
+	}
+	for (s = 0, off = 0; s < n && off < len; s++) {
+		if (write)
+			memcpy(iov[s].iov_base, local + off, iov[s].iov_len);
+		else
+			memcpy(local + off, iov[s].iov_base, iov[s].iov_len);
+		off += iov[s].iov_len;
+	}
+	return 0;
+}
+
+/* _checked_copies() -> bool: whether the multi-buffer copies check
+ * addresses here (process_vm_* allowed), probed on a byte of our own. */
+static PyObject *native_checked_copies(PyObject *mod, PyObject *unused)
+{
+	char a = 'a', b = 0;
+	struct iovec iov = { .iov_base = &b, .iov_len = 1 };
+
+	if (vm_state == VM_UNKNOWN)
+		mb_copy(&a, 1, &iov, 1, 1);
+	return PyBool_FromLong(vm_state == VM_WORKS);
+}
+
+/*
+ * The pieces of every key of a multi-buffer batch, in one array: key i
+ * has pieces [first[i], first[i] + n[i]) (adjacent ones merged, empty
+ * ones dropped) and room[i] bytes, or err[i] < 0 (malformed buffers:
+ * -EINVAL, with nothing of it in the array).
+ */
+struct mb_plan {
+	struct iovec *iov;
+	size_t niov, cap;
+	Py_ssize_t nkeys;
+	size_t *first, *n, *room;
+	long long *res;			/* per key: the call's result */
+};
+
+static void mb_plan_done(struct mb_plan *p)
+{
+	PyMem_Free(p->iov);
+	PyMem_Free(p->first);
+	PyMem_Free(p->n);
+	PyMem_Free(p->room);
+	PyMem_Free(p->res);
+}
+
+/* An int (an int subclass, or what __index__ makes one) as a u64. */
+static int mb_u64(PyObject *o, unsigned long long *v)
+{
+	PyObject *i;
+
+	if (PyLong_CheckExact(o)) {
+		*v = PyLong_AsUnsignedLongLong(o);
+		return *v == (unsigned long long)-1 && PyErr_Occurred() ? -1 : 0;
+	}
+	i = PyNumber_Index(o);		/* floats and str: TypeError */
+	if (!i)
+		return -1;
+	*v = PyLong_AsUnsignedLongLong(i);	/* negative: OverflowError */
+	Py_DECREF(i);
+	return *v == (unsigned long long)-1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* Key @k's buffers (@ptrs, @sizes: sequences of ints) into @p; -1 only
+ * for no memory, a malformed key gets res -EINVAL. */
+static int mb_key(struct mb_plan *p, Py_ssize_t k, PyObject *ptrs,
+		  PyObject *sizes)
+{
+	PyObject *fp = NULL, *fs = NULL;
+	Py_ssize_t j, m;
+	size_t room = 0;
+	int ret = 0;
+
+	p->first[k] = p->niov;
+	fp = PySequence_Fast(ptrs, "a key's buffer addresses are a sequence");
+	fs = fp ? PySequence_Fast(sizes, "a key's sizes are a sequence") : NULL;
+	if (!fs)
+		goto bad;
+	m = PySequence_Fast_GET_SIZE(fp);
+	if (m != PySequence_Fast_GET_SIZE(fs))
+		goto bad;
+	for (j = 0; j < m; j++) {
+		unsigned long long a, n;
+		struct iovec *last;
+
+		if (mb_u64(PySequence_Fast_GET_ITEM(fp, j), &a) < 0 ||
+		    mb_u64(PySequence_Fast_GET_ITEM(fs, j), &n) < 0 ||
+		    a > UINTPTR_MAX || n > SIZE_MAX || a + n < a ||
+		    room + n < room)
+			goto bad;
+		if (!n)
+			continue;
+		room += n;
+		last = p->niov > p->first[k] ? &p->iov[p->niov - 1] : NULL;
+		if (last && (uintptr_t)last->iov_base + last->iov_len == a) {
+			last->iov_len += n;
+			continue;
+		}
+		if (p->niov == p->cap) {
+			size_t cap = p->cap ? 2 * p->cap : 256;
+			struct iovec *v = PyMem_Realloc(p->iov, cap * sizeof(*v));
+
+			if (!v) {
+				PyErr_NoMemory();
+				ret = -1;
+				goto out;
+			}
+			p->iov = v;
+			p->cap = cap;
+		}
+		p->iov[p->niov].iov_base = (void *)(uintptr_t)a;
+		p->iov[p->niov++].iov_len = n;
+	}
+	p->n[k] = p->niov - p->first[k];
+	p->room[k] = room;
+	goto out;
+bad:
+	if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError) &&
+	    !PyErr_ExceptionMatches(PyExc_ValueError) &&
+	    !PyErr_ExceptionMatches(PyExc_OverflowError)) {
+		ret = -1;	/* MemoryError, KeyboardInterrupt... */
+		goto out;
+	}
+	PyErr_Clear();
+	p->niov = p->first[k];
+	p->n[k] = 0;
+	p->room[k] = 0;
+	p->res[k] = -EINVAL;
+out:
+	Py_XDECREF(fp);
+	Py_XDECREF(fs);
+	return ret;
+}
+
+/*
+ * The plan of a multi-buffer batch of @b.n keys: (@all_ptrs[i],
+ * @all_sizes[i]) per key.  -1 with an exception (arguments that are not
+ * sequences of b.n items: ValueError / TypeError, nothing done).
+ */
+static int mb_plan_make(struct mb_plan *p, Py_ssize_t nkeys,
+			PyObject *all_ptrs, PyObject *all_sizes)
+{
+	PyObject *fp, *fs = NULL;
+	Py_ssize_t k;
+	int ret = -1;
+
+	memset(p, 0, sizeof(*p));
+	fp = PySequence_Fast(all_ptrs, "addresses: a sequence of sequences");
+	fs = fp ? PySequence_Fast(all_sizes, "sizes: a sequence of sequences")
+		: NULL;
+	if (!fs)
+		goto out;
+	if (PySequence_Fast_GET_SIZE(fp) != nkeys ||
+	    PySequence_Fast_GET_SIZE(fs) != nkeys) {
+		PyErr_SetString(PyExc_ValueError,
+				"keys, addresses and sizes differ in length");
+		goto out;
+	}
+	p->nkeys = nkeys;
+	p->first = PyMem_Calloc(nkeys ? nkeys : 1, sizeof(*p->first));
+	p->n = PyMem_Calloc(nkeys ? nkeys : 1, sizeof(*p->n));
+	p->room = PyMem_Calloc(nkeys ? nkeys : 1, sizeof(*p->room));
+	p->res = PyMem_Calloc(nkeys ? nkeys : 1, sizeof(*p->res));
+	if (!p->first || !p->n || !p->room || !p->res) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	for (k = 0; k < nkeys; k++)
+		if (mb_key(p, k, PySequence_Fast_GET_ITEM(fp, k),
+			   PySequence_Fast_GET_ITEM(fs, k)) < 0)
+			goto out;
+	ret = 0;
+out:
+	Py_XDECREF(fp);
+	Py_XDECREF(fs);
+	return ret;
+}
+
+/*
+ * fkv_batch @ops; operations a failed batch did not run (-ECANCELED) are
+ * run one by one, so every operation has its own result.
+ */
+static void mb_batch(struct fkv *kv, struct fkv_op *ops, size_t n)
+{
+	size_t i;
+
+	if (!fkv_batch(kv, ops, n))
+		return;
+	for (i = 0; i < n; i++)
+		if (ops[i].result == -ECANCELED)
+			fkv_batch(kv, &ops[i], 1);
+}
+
+/* A trace entry (the tests' view of the copies): (what, address, pieces) */
+static int mb_trace(PyObject *trace, const char *what, const void *addr,
+		    const struct iovec *iov, size_t n)
+{
+	PyObject *pieces, *t;
+	size_t i;
+
+	if (!trace)
+		return 0;
+	pieces = PyList_New(n);
+	if (!pieces)
+		return -1;
+	for (i = 0; i < n; i++) {
+		PyObject *x = Py_BuildValue("(KK)",
+				(unsigned long long)(uintptr_t)iov[i].iov_base,
+				(unsigned long long)iov[i].iov_len);
+
+		if (!x) {
+			Py_DECREF(pieces);
+			return -1;
+		}
+		PyList_SET_ITEM(pieces, i, x);
+	}
+	t = Py_BuildValue("(sKN)", what, (unsigned long long)(uintptr_t)addr,
+			  pieces);
+	if (!t)
+		return -1;
+	i = PyList_Append(trace, t);
+	Py_DECREF(t);
+	return (int)i;
+}
+
+/*
+ * get_into_multi(keys, all_addresses, all_sizes, trace=None): scatter each
+ * key's value over its buffers (all_addresses[i][j], all_sizes[i][j]
+ * bytes), in order, all in one call with the GIL released.  Per key: the
+ * bytes copied (a value shorter than the buffers fills a prefix) or a
+ * negative errno: -ENOENT a miss, -ENOBUFS a value longer than the
+ * buffers (nothing copied) or no buffer bytes, -EINVAL malformed buffers,
+ * -EFAULT an address not mapped here.  A key whose buffers are one range
+ * is a GET_INTO (the module copies); the others take a holder in the
+ * batch and copy from it, in the segment mapping, straight into each
+ * buffer (one copy), then release it.  @trace (a list, for the tests)
+ * gets ("get_into" | "scatter", source address, pieces) per key copied.
+ */
+static PyObject *store_get_into_multi(StoreObject *s, PyObject *args,
+				      PyObject *kw)
+{
+	static char *kwlist[] = {"keys", "addresses", "sizes", "trace", NULL};
+	PyObject *keys, *addrs, *sizes, *trace = Py_None, *out = NULL;
+	struct fkv_op *ops = NULL, *rel = NULL;
+	struct fkvpy_dev *dev;
+	struct mb_plan p;
+	struct batch b;
+	Py_ssize_t i;
+	size_t nops = 0, nrel = 0, j;
+	size_t *opk = NULL;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|O:get_into_multi",
+					 kwlist, &keys, &addrs, &sizes, &trace))
+		return NULL;
+	if (trace != Py_None && !PyList_Check(trace))
+		return PyErr_Format(PyExc_TypeError, "trace must be a list");
+	if (trace == Py_None)
+		trace = NULL;
+	memset(&p, 0, sizeof(p));
+	if (batch_keys(&b, keys, 0) < 0)
+		goto out;
+	if (mb_plan_make(&p, b.n, addrs, sizes) < 0)
+		goto out;
+	ops = PyMem_Calloc(b.n ? b.n : 1, sizeof(*ops));
+	rel = PyMem_Calloc(b.n ? b.n : 1, sizeof(*rel));
+	opk = PyMem_Calloc(b.n ? b.n : 1, sizeof(*opk));
+	if (!ops || !rel || !opk) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	for (i = 0; i < b.n; i++) {
+		struct fkv_op *op;
+
+		if (p.res[i])
+			continue;	/* malformed */
+		if (!p.n[i]) {
+			p.res[i] = -ENOBUFS;	/* no buffer room at all */
+			continue;
+		}
+		op = &ops[nops];
+		opk[nops++] = i;
+		op->key = b.keys[i].p;
+		op->key_len = b.keys[i].n;
+		if (p.n[i] == 1) {
+			op->opcode = FLUXONKV_OP_GET_INTO;
+			op->buf = p.iov[p.first[i]].iov_base;
+			op->buf_len = p.iov[p.first[i]].iov_len;
+		} else {
+			op->opcode = FLUXONKV_OP_GET;
+		}
+	}
+	dev = store_enter(s);
+	if (!dev)
+		goto out;
+	Py_BEGIN_ALLOW_THREADS
+	/* one FLUXONKV_IOC_BATCH per 64 keys; each op has its own result */
+	mb_batch(dev->kv, ops, nops);
+	for (j = 0; j < nops; j++) {
+		struct fkv_op *op = &ops[j];
+		size_t k = opk[j], left, m, len;
+		struct iovec *v = &p.iov[p.first[k]];
+
+		if (op->result) {
+			p.res[k] = op->result == -EMSGSIZE ? -ENOBUFS : op->result;
+			continue;
+		}
+		if (op->opcode == FLUXONKV_OP_GET_INTO) {
+			p.res[k] = op->len;
+			continue;
+		}
+		rel[nrel].opcode = FLUXONKV_OP_RELEASE;
+		rel[nrel++].holder = op->holder;
+		len = op->holder.len;
+		if (len > p.room[k]) {
+			p.res[k] = -ENOBUFS;	/* nothing copied */
+			continue;
+		}
+		/* a shorter value fills a prefix of the buffers */
+		for (m = 0, left = len; left > v[m].iov_len; m++)
+			left -= v[m].iov_len;
+		p.n[k] = m + 1;
+		v[m].iov_len = left;
+		p.res[k] = mb_copy((char *)op->holder.data, len, v, m + 1, 1);
+		if (!p.res[k])
+			p.res[k] = len;
+	}
+	if (nrel)
+		mb_batch(dev->kv, rel, nrel);
+	Py_END_ALLOW_THREADS
+	dev_put(dev);
+	for (j = 0; trace && j < nops; j++) {
+		size_t k = opk[j];
+
+		if (p.res[k] < 0)
+			continue;
+		if (mb_trace(trace, ops[j].opcode == FLUXONKV_OP_GET_INTO ?
+			     "get_into" : "scatter",
+			     ops[j].opcode == FLUXONKV_OP_GET_INTO ? NULL :
+			     ops[j].holder.data, &p.iov[p.first[k]], p.n[k]) < 0)
+			goto out;
+	}
+	out = int_list(p.res, b.n);
+out:
+	PyMem_Free(ops);
+	PyMem_Free(rel);
+	PyMem_Free(opk);
+	mb_plan_done(&p);
+	batch_done(&b);
+	return out;
+}
+
+/*
+ * put_from_multi(keys, all_addresses, all_sizes, trace=None): store for
+ * each key the concatenation of its buffers, in one call with the GIL
+ * released.  Per key: the put_id, 0 for 0 bytes (nothing stored), or a
+ * negative errno (-EINVAL malformed buffers, -EFAULT an address not
+ * mapped here: nothing stored).  A key whose buffers are one range is a
+ * PUT; the others a gather put (FLUXONKV_OP_PUT_IOV: the module copies
+ * each piece into the segment, no staging).  Where the module has no
+ * gather puts, or a key has more than FLUXONKV_IOV_MAX pieces, its pieces
+ * are gathered into a staging buffer first (one copy more).  @trace gets
+ * ("put" | "put_iov" | "staged", address, pieces) per key sent.
+ */
+static PyObject *store_put_from_multi(StoreObject *s, PyObject *args,
+				      PyObject *kw)
+{
+	static char *kwlist[] = {"keys", "addresses", "sizes", "trace", NULL};
+	PyObject *keys, *addrs, *sizes, *trace = Py_None, *out = NULL;
+	struct fkv_op *ops = NULL;
+	struct fkvpy_dev *dev;
+	struct mb_plan p;
+	struct batch b;
+	char **stage = NULL;
+	unsigned char *staged = NULL;	/* per op: gather into stage[] */
+	Py_ssize_t i;
+	size_t nops = 0, j;
+	size_t *opk = NULL;
+	int gather;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|O:put_from_multi",
+					 kwlist, &keys, &addrs, &sizes, &trace))
+		return NULL;
+	if (trace != Py_None && !PyList_Check(trace))
+		return PyErr_Format(PyExc_TypeError, "trace must be a list");
+	if (trace == Py_None)
+		trace = NULL;
+	memset(&p, 0, sizeof(p));
+	if (batch_keys(&b, keys, 0) < 0)
+		goto out;
+	if (mb_plan_make(&p, b.n, addrs, sizes) < 0)
+		goto out;
+	ops = PyMem_Calloc(b.n ? b.n : 1, sizeof(*ops));
+	opk = PyMem_Calloc(b.n ? b.n : 1, sizeof(*opk));
+	stage = PyMem_Calloc(b.n ? b.n : 1, sizeof(*stage));
+	staged = PyMem_Calloc(b.n ? b.n : 1, sizeof(*staged));
+	if (!ops || !opk || !stage || !staged) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	dev = store_enter(s);
+	if (!dev)
+		goto out;
+	gather = dev->put_iov;
+	for (i = 0; i < b.n; i++) {
+		struct fkv_op *op;
+
+		if (p.res[i] || !p.n[i])
+			continue;	/* malformed, or 0 bytes: nothing stored */
+		op = &ops[nops];
+		opk[nops++] = i;
+		op->key = b.keys[i].p;
+		op->key_len = b.keys[i].n;
+		if (p.n[i] == 1) {
+			op->opcode = FLUXONKV_OP_PUT;
+			op->value = p.iov[p.first[i]].iov_base;
+			op->buf_len = p.iov[p.first[i]].iov_len;
+		} else if (gather && p.n[i] <= FLUXONKV_IOV_MAX) {
+			op->opcode = FLUXONKV_OP_PUT_IOV;
+			op->value = &p.iov[p.first[i]];
+			op->buf_len = p.n[i];
+		} else {
+			op->opcode = FLUXONKV_OP_PUT;	/* staged below */
+			op->buf_len = p.room[i];
+			staged[nops - 1] = 1;
+		}
+	}
+	Py_BEGIN_ALLOW_THREADS
+	for (j = 0; j < nops; j++) {
+		size_t k = opk[j];
+
+		if (!staged[j])
+			continue;
+		stage[k] = malloc(p.room[k]);
+		ops[j].result = stage[k] ? mb_copy(stage[k], p.room[k],
+						   &p.iov[p.first[k]], p.n[k], 0)
+					 : -ENOMEM;
+		ops[j].value = stage[k];
+	}
+	/* the keys whose staging failed are not sent */
+	for (j = 0; j < nops; j++) {
+		size_t k = opk[j];
+
+		if (ops[j].result) {
+			p.res[k] = ops[j].result;
+			ops[j].opcode = FLUXONKV_OP_NONE;	/* skipped */
+		}
+	}
+	mb_batch(dev->kv, ops, nops);
+	for (j = 0; j < nops; j++) {
+		size_t k = opk[j];
+
+		if (ops[j].opcode == FLUXONKV_OP_NONE)
+			continue;
+		p.res[k] = ops[j].result ? ops[j].result
+					 : (long long)ops[j].put_id;
+	}
+	Py_END_ALLOW_THREADS
+	dev_put(dev);
+	for (j = 0; trace && j < nops; j++) {
+		size_t k = opk[j];
+
+		if (ops[j].opcode == FLUXONKV_OP_NONE)
+			continue;
+		if (mb_trace(trace, ops[j].opcode == FLUXONKV_OP_PUT_IOV ?
+			     "put_iov" : stage[k] ? "staged" : "put",
+			     stage[k] ? stage[k] : ops[j].opcode ==
+			     FLUXONKV_OP_PUT ? ops[j].value : NULL,
+			     &p.iov[p.first[k]], p.n[k]) < 0)
+			goto out;
+	}
+	out = int_list(p.res, b.n);
+out:
+	if (stage)
+		for (i = 0; i < b.n; i++)
+			free(stage[i]);
+	PyMem_Free(stage);
+	PyMem_Free(staged);
+	PyMem_Free(ops);
+	PyMem_Free(opk);
+	mb_plan_done(&p);
+	batch_done(&b);
+	return out;
+}
+
 /*
  * get_many(keys): a list of MemHolder-or-None, in order; one call, the
  * GIL released across the gets.  On an error nothing is kept: the
@@ -1810,6 +2350,15 @@ static PyObject *store_delete_many(StoreObject *s, PyObject *keys)
 	return store_key_batch(s, keys, OP_DELETE);
 }
 
+static PyObject *store_gather_puts(StoreObject *s, PyObject *unused)
+{
+	if (!s->dev) {
+		PyErr_SetString(PyExc_ValueError, closed_msg);
+		return NULL;
+	}
+	return PyBool_FromLong(s->dev->put_iov);
+}
+
 static PyObject *store_enter_ctx(StoreObject *s, PyObject *unused)
 {
 	Py_INCREF(s);
@@ -1897,6 +2446,16 @@ static PyMethodDef store_methods[] = {
 	 "put_from_many(keys, addresses, sizes) -> [put_id or -errno]."},
 	{"get_into_many", (PyCFunction)store_get_into_many, METH_VARARGS,
 	 "get_into_many(keys, addresses, sizes) -> [length or -errno]."},
+	{"get_into_multi", (PyCFunction)(void (*)(void))store_get_into_multi,
+	 METH_VARARGS | METH_KEYWORDS,
+	 "get_into_multi(keys, all_addresses, all_sizes) -> [length or -errno]:\n"
+	 "each value scattered over its key's buffers (one copy)."},
+	{"put_from_multi", (PyCFunction)(void (*)(void))store_put_from_multi,
+	 METH_VARARGS | METH_KEYWORDS,
+	 "put_from_multi(keys, all_addresses, all_sizes) -> [put_id, 0 or\n"
+	 "-errno]: each key's buffers stored as one value (a gather put)."},
+	{"gather_puts", (PyCFunction)store_gather_puts, METH_NOARGS,
+	 "Whether the module takes gather puts (FLUXONKV_PUT_F_IOV)."},
 	{"_info", (PyCFunction)store_info_raw, METH_NOARGS, NULL},
 	{"close", (PyCFunction)store_close, METH_NOARGS,
 	 "Close; idempotent.  Releases every holder taken through this store;\n"
@@ -1960,6 +2519,8 @@ static PyObject *native_strerror(PyObject *mod, PyObject *arg)
 static PyMethodDef module_methods[] = {
 	{"strerror", native_strerror, METH_O,
 	 "fkv_strerror(): what an errno means for fluxonkv."},
+	{"_checked_copies", native_checked_copies, METH_NOARGS,
+	 "Whether the multi-buffer copies check addresses here."},
 	{NULL}
 };
 

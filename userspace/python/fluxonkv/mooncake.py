@@ -36,10 +36,12 @@ into the extension (the GIL released across the batch).
 ``batch_put_from_multi_buffers`` / ``batch_get_into_multi_buffers`` (vLLM's
 Mooncake store connector, SGLang's MLA ``layer_first`` and hybrid pools)
 take a list of (address, size) buffers per key: the value is their
-concatenation.  The module takes one contiguous value per put and copies a
-get into one contiguous destination, so a get scatters from a holder on
-the segment (one copy, straight into each buffer) and a put gathers into
-one staging buffer (one copy) unless the buffers are one single range.
+concatenation.  Each is one call into the extension for the whole batch
+(``Store.put_from_multi`` / ``get_into_multi``: the buffers parsed, one
+FLUXONKV_IOC_BATCH, the copies, the GIL released): a put is a gather put
+(FLUXONKV_PUT_F_IOV: the module copies each buffer straight into the
+segment, no staging), a get scatters from a holder on the segment (one
+copy, straight into each buffer; a key with one buffer is a GET_INTO).
 
 ``remove_all`` / ``remove_by_regex`` are the master's: fluxond's control
 socket (``_control``, CLEAR) removes every process's keys.  The adapter
@@ -56,7 +58,7 @@ import os
 import re
 import socket
 import threading
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Union
 
 from . import _control
 from .errors import FluxonKVError
@@ -263,117 +265,14 @@ class MooncakeHostMemAllocator:
 BufferHandle = MemHolder
 
 
-# ---- copies between one contiguous range and a list of buffers -------------
+# ---- the multi-buffer calls ----------------------------------------------
 #
-# The multi-buffer calls copy between the caller's buffers and one range
-# (a holder's bytes on the segment, or a staging buffer) with
-# process_vm_readv / process_vm_writev on this very process: the kernel
-# does the copy, so an address that is not mapped here (a GPU device
-# pointer, a freed buffer) gives EFAULT and a negative code, as
-# batch_get_into does, where a memmove would kill the process with SIGSEGV.
-# Where a seccomp filter refuses those calls (ENOSYS / EPERM) the copies
-# fall back to ctypes.memmove, which trusts every address.
-
-_IOV_MAX = 1024     # iovecs per process_vm_* call (UIO_MAXIOV)
-
-
-def _vm_functions():
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        fns = (libc.process_vm_readv, libc.process_vm_writev)
-    except (OSError, AttributeError):
-        return None
-    for f in fns:
-        # the iovec arrays go as flat size_t arrays (base, length pairs:
-        # struct iovec's layout) filled by slice assignment, several times
-        # cheaper than arrays of a ctypes Structure built from tuples
-        f.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong,
-                      ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
-        f.restype = ctypes.c_ssize_t
-    return fns
-
-
-_vm_rw = _vm_functions()
-_ADDR = operator.itemgetter(0)
-_LEN = operator.itemgetter(1)
-
-
-def _vm_copy(local, pieces, write):
-    """process_vm_* between @local and @pieces: 0, an errno, or None when
-    the calls are refused in this process (nothing was copied)."""
-    global _vm_rw
-    fn = _vm_rw[1] if write else _vm_rw[0]
-    pid = os.getpid()
-    off = 0
-    for s in range(0, len(pieces), _IOV_MAX):
-        part = pieces[s:s + _IOV_MAX]
-        lens = list(map(_LEN, part))
-        n = sum(lens)
-        liov = (ctypes.c_size_t * 2)(local + off, n)
-        riov = (ctypes.c_size_t * (2 * len(part)))()
-        riov[0::2] = list(map(_ADDR, part))
-        riov[1::2] = lens
-        r = fn(pid, liov, 1, riov, len(part), 0)
-        if r < 0:
-            err = ctypes.get_errno()
-            if s == 0 and err in (errno.ENOSYS, errno.EPERM):
-                _vm_rw = None
-                log.warning("process_vm_readv/writev refused (%s): the "
-                            "multi-buffer calls copy with memmove, which does "
-                            "not check addresses", errno.errorcode.get(err, err))
-                return None
-            return err or errno.EFAULT
-        if r != n:          # stopped at an address that is not mapped
-            return errno.EFAULT
-        off += n
-    return 0
-
-
-def _copy_pieces(local: int, pieces: List[Tuple[int, int]], write: bool) -> int:
-    """Copy between the contiguous bytes at address @local and @pieces,
-    (address, length) pairs in order: @write scatters @local into the
-    pieces, otherwise the pieces are gathered into @local.  Returns 0 or a
-    positive errno (EFAULT: an address not mapped in this process)."""
-    if _vm_rw is not None:
-        r = _vm_copy(local, pieces, write)
-        if r is not None:
-            return r
-    off = 0
-    for addr, length in pieces:
-        if write:
-            ctypes.memmove(addr, local + off, length)
-        else:
-            ctypes.memmove(local + off, addr, length)
-        off += length
-    return 0
-
-
-def _pieces(ptrs, sizes):
-    """The (address, length) pairs of one key's buffers, adjacent ones
-    merged and empty ones dropped; ValueError / TypeError if malformed."""
-    ptrs = list(ptrs)
-    sizes = list(sizes)
-    if len(ptrs) != len(sizes):
-        raise ValueError("a key's buffer addresses and sizes differ in length")
-    out = []
-    for p, n in zip(ptrs, sizes):
-        p = operator.index(p)   # ints (numpy's too), never floats or str
-        n = operator.index(n)
-        if p < 0 or n < 0:
-            raise ValueError("negative buffer address or size")
-        if n == 0:
-            continue
-        if out and out[-1][0] + out[-1][1] == p:
-            out[-1] = (out[-1][0], out[-1][1] + n)
-        else:
-            out.append((p, n))
-    return out
-
-
-# Keys per get_many / staging round of the multi-buffer calls (one
-# FLUXONKV_IOC_BATCH), and the staging bytes one put round may gather.
-_MULTI_KEYS = 64
-_STAGING_MAX = 64 << 20
+# The extension parses each key's buffers, runs the batch and does the
+# copies with process_vm_readv / process_vm_writev on this very process:
+# an address not mapped here (a GPU device pointer, a freed buffer) is
+# EFAULT for that key (-1), where a memmove would kill the process with
+# SIGSEGV.  Where a seccomp filter refuses those calls it copies with
+# memcpy, which trusts every address (_native._checked_copies() says).
 
 
 _ERRORS = (FluxonKVError, TypeError, ValueError, OverflowError)
@@ -395,7 +294,6 @@ class MooncakeDistributedStore:
         self._store = None
         self._hostname = ""
         self._port_sock = None          # holds the port get_hostname() names
-        self._tls = threading.local()   # per thread: the gather staging buffer
         self.last_error = None
 
     # ---- setup / teardown ----------------------------------------------
@@ -481,7 +379,6 @@ class MooncakeDistributedStore:
             self._port_sock.close()
             self._port_sock = None
         self._hostname = ""
-        self._tls = threading.local()   # drops the staging buffers
         return OK
 
     def get_hostname(self) -> str:
@@ -794,10 +691,12 @@ class MooncakeDistributedStore:
         or negative (INVALID_PARAMS for that key's malformed buffers, -1
         for an address not mapped here).
 
-        The module stores one contiguous range per put: a key whose
-        buffers are one range (a single buffer, or adjacent ones) is put
-        from it directly, the others are gathered into a staging buffer
-        first (one copy; at most _STAGING_MAX bytes staged at a time).
+        One call into the extension: a key whose buffers are one range
+        (a single buffer, or adjacent ones) is a plain put from it, the
+        others a gather put (the module copies each buffer into the
+        segment: one copy, no staging).  A module without gather puts,
+        or a key of more than 1,024 separate buffers, is gathered into a
+        staging buffer first (one copy more).
         """
         return self._put_multi(keys, all_buffer_ptrs, all_sizes, True)
 
@@ -813,82 +712,22 @@ class MooncakeDistributedStore:
         if self._kv() is None:
             return [INTERNAL_ERROR] * n
         idx, nkeys, out = self._map_keys(keys, INVALID_PARAMS)
-        plan = []       # (index, module key, pieces) of the keys to put
-        for i, nk in zip(idx, nkeys):
-            try:
-                pieces = _pieces(all_buffer_ptrs[i], all_sizes[i])
-            except (TypeError, ValueError, OverflowError) as e:
-                out[i] = self._fail(e)
-                continue
-            if not pieces:
-                out[i] = OK     # 0 bytes: nothing stored, as Mooncake
-                continue
-            plan.append((i, nk, pieces))
-        if keep_first and plan:
-            absent = self._absent([nk for _, nk, _ in plan])
+        if keep_first and idx:
+            absent = self._absent(nkeys)
             if absent is not None:
-                for (i, _, _), a in zip(plan, absent):
+                for i, a in zip(idx, absent):
                     if not a:
                         out[i] = OK
-                plan = [p for p, a in zip(plan, absent) if a]
-        start = 0
-        while start < len(plan):
-            # a round: up to _MULTI_KEYS keys and _STAGING_MAX staged bytes
-            end, staged = start, 0
-            while end < len(plan) and end - start < _MULTI_KEYS:
-                pieces = plan[end][2]
-                need = sum(map(_LEN, pieces)) if len(pieces) > 1 else 0
-                if end > start and staged + need > _STAGING_MAX:
-                    break
-                staged += need
-                end += 1
-            self._put_round(plan[start:end], out)
-            start = end
-        return out
-
-    def _staging(self, size):
-        """Address of @size writable bytes for this thread's gathers: a
-        buffer kept per thread and reused (no allocation or zeroing per
-        call), up to _STAGING_MAX bytes; beyond, a one-off buffer.
-        Returns (address, the object that owns the bytes)."""
-        buf = getattr(self._tls, "staging", None)
-        if buf is None or len(buf) < size:
-            buf = (ctypes.c_char * size)()
-            if size <= _STAGING_MAX:
-                self._tls.staging = buf
-        return ctypes.addressof(buf), buf
-
-    def _put_round(self, plan, out):
-        """Put one round of the multi-buffer puts: one put_from_many for
-        its keys, those with several ranges gathered one after the other
-        into this thread's staging buffer."""
-        need = sum(sum(map(_LEN, pieces))
-                   for _, _, pieces in plan if len(pieces) > 1)
-        base, owner = self._staging(need) if need else (0, None)
-        off = 0
-        idx, rkeys, addrs, sizes = [], [], [], []
-        for i, nk, pieces in plan:
-            if len(pieces) == 1:
-                addr, size = pieces[0]      # one range: put from it directly
-            else:
-                addr = base + off
-                size = sum(map(_LEN, pieces))
-                err = _copy_pieces(addr, pieces, write=False)
-                if err:
-                    out[i] = self._fail(FluxonKVError(
-                        err, f"{nk!r}: reading its buffers: errno {err}",
-                        op="put"))
-                    continue
-                off += size
-            idx.append(i)
-            rkeys.append(nk)
-            addrs.append(addr)
-            sizes.append(size)
+                idx = [i for i, a in zip(idx, absent) if a]
+                nkeys = [k for k, a in zip(nkeys, absent) if a]
         if idx:
-            codes = self._each(Store.put_from_many, rkeys, [addrs, sizes], True)
+            ok, r = self._call(Store.put_from_multi, nkeys,
+                               [all_buffer_ptrs[i] for i in idx],
+                               [all_sizes[i] for i in idx])
+            codes = self._codes(r, nkeys, True) if ok else [r] * len(idx)
             for i, c in zip(idx, codes):
                 out[i] = c
-        del owner   # the puts copied the values out of the staging buffer
+        return out
 
     def batch_get_into_multi_buffers(self, keys: Sequence[Key],
                                      all_buffer_ptrs: Sequence[Sequence[int]],
@@ -902,7 +741,8 @@ class MooncakeDistributedStore:
         buffers together (nothing copied) or the buffers are malformed, -1
         for an address not mapped here.
 
-        A key with one buffer is a GET_INTO (the module copies into it, as
+        One call into the extension for the batch: a key with one buffer
+        (or adjacent ones) is a GET_INTO (the module copies into it, as
         batch_get_into); the others take a holder on the segment and copy
         from it straight into each buffer (one copy, no intermediate).
         """
@@ -913,78 +753,14 @@ class MooncakeDistributedStore:
         if self._kv() is None:
             return [INTERNAL_ERROR] * n
         idx, nkeys, out = self._map_keys(keys, INVALID_PARAMS)
-        single, multi = [], []
-        for i, nk in zip(idx, nkeys):
-            try:
-                pieces = _pieces(all_buffer_ptrs[i], all_sizes[i])
-            except (TypeError, ValueError, OverflowError) as e:
-                out[i] = self._fail(e)
-                continue
-            if len(pieces) == 1:
-                single.append((i, nk, pieces[0]))
-            elif pieces:
-                multi.append((i, nk, pieces))
-            else:
-                out[i] = self._fail(FluxonKVError(
-                    errno.ENOBUFS, f"{keys[i]!r}: no buffer room", op="get"))
-        if single:
-            codes = self._each(Store.get_into_many, [nk for _, nk, _ in single],
-                               [[p for _, _, (p, _) in single],
-                                [s for _, _, (_, s) in single]], False)
-            for (i, _, _), c in zip(single, codes):
+        if idx:
+            ok, r = self._call(Store.get_into_multi, nkeys,
+                               [all_buffer_ptrs[i] for i in idx],
+                               [all_sizes[i] for i in idx])
+            codes = self._codes(r, nkeys, False) if ok else [r] * len(idx)
+            for i, c in zip(idx, codes):
                 out[i] = c
-        for s in range(0, len(multi), _MULTI_KEYS):
-            self._get_round(multi[s:s + _MULTI_KEYS], out)
         return out
-
-    def _get_round(self, plan, out):
-        ok, hs = self._call(Store.get_many, [nk for _, nk, _ in plan])
-        if not ok:
-            if len(plan) > 1:   # each key on its own: its own code
-                for p in plan:
-                    self._get_round([p], out)
-            else:
-                out[plan[0][0]] = hs
-            return
-        try:
-            for (i, nk, pieces), h in zip(plan, hs):
-                out[i] = self._scatter(nk, h, pieces)
-        finally:
-            try:
-                self._store.release_many([h for h in hs if h is not None])
-            except (FluxonKVError, ValueError, AttributeError):
-                pass    # closed meanwhile: close() released them
-
-    def _scatter(self, key, h, pieces):
-        """Copy holder @h (None: a miss) over @pieces in order: the bytes
-        copied, or a Mooncake code."""
-        if h is None:
-            self.last_error = FluxonKVError(errno.ENOENT, f"{key!r}: no value",
-                                            op="get")
-            return OBJECT_NOT_FOUND
-        try:
-            vlen = h.size()
-            src = h.ptr()
-        except ValueError as e:     # released: the store was closed meanwhile
-            return self._fail(e)
-        room = sum(map(_LEN, pieces))
-        if vlen > room:
-            return self._fail(FluxonKVError(
-                errno.ENOBUFS, f"{key!r}: value of {vlen} bytes does not fit "
-                f"in {room}", op="get"))
-        if vlen < room:     # a prefix of the buffers
-            left, fill = vlen, []
-            for addr, length in pieces:
-                if left == 0:
-                    break
-                fill.append((addr, min(length, left)))
-                left -= fill[-1][1]
-            pieces = fill
-        err = _copy_pieces(src, pieces, write=True)
-        if err:
-            return self._fail(FluxonKVError(
-                err, f"{key!r}: writing its buffers: errno {err}", op="get"))
-        return vlen
 
     # ---- reads -----------------------------------------------------------
 

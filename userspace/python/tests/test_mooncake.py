@@ -26,7 +26,7 @@ import threading
 import pytest
 
 from conftest import pattern
-from fluxonkv import mooncake
+from fluxonkv import _native, mooncake
 from fluxonkv.mooncake import (INTERNAL_ERROR, INVALID_PARAMS,
                                NO_AVAILABLE_HANDLE, OBJECT_NOT_FOUND,
                                MooncakeDistributedStore,
@@ -439,9 +439,9 @@ def test_multi_buffers_bad_arguments(mc, key):
     assert mc.remove(k2) == 0
 
 
-@pytest.mark.skipif(mooncake._vm_rw is None,
+@pytest.mark.skipif(not _native._checked_copies(),
                     reason="process_vm_readv/writev refused here: the copies "
-                           "fall back to memmove, which trusts addresses")
+                           "fall back to memcpy, which trusts addresses")
 def test_multi_buffers_unmapped_address_is_a_code_not_a_crash(mc, key, fluxon_env):
     base = fluxon_env.sysfs("holders")
     k, ok = key(), key()
@@ -769,19 +769,19 @@ def test_gets_copy_once_from_the_segment_into_the_callers_buffers(mc, key,
     """A registered (pinned host) buffer is written straight from the
     segment: the multi-buffer get copies from the holder's bytes in the
     segment mapping into the caller's buffers, one copy, no staging; a
-    one-buffer get is the module's GET_INTO into the caller's address."""
+    one-buffer get is the module's GET_INTO into the caller's address.
+    The extension's trace names the source and the pieces of each copy."""
     k = key()
     value = pattern(3 << 20, 9)
     assert mc.put(k, value) == 0
     copies = []
-    real = mooncake._copy_pieces
+    seg = mc._store
+    real = type(seg).get_into_multi
 
-    def spy(local, pieces, write):
-        copies.append((local, list(pieces), write))
-        return real(local, pieces, write)
+    def spy(store, keys, ptrs, sizes):
+        return real(store, keys, ptrs, sizes, trace=copies)
 
-    monkeypatch.setattr(mooncake, "_copy_pieces", spy)
-    monkeypatch.setattr(mc, "_staging", lambda size: pytest.fail("staged"))
+    monkeypatch.setattr(type(seg), "get_into_multi", spy)
     reg = (ctypes.c_char * (4 << 20))()     # the "registered" host buffer
     base = ctypes.addressof(reg)
     assert mc.register_buffer(base, len(reg)) == 0
@@ -789,15 +789,52 @@ def test_gets_copy_once_from_the_segment_into_the_callers_buffers(mc, key,
     got = mc.batch_get_into_multi_buffers([k], [[p for p, _ in parts]],
                                           [[n for _, n in parts]])
     assert got == [len(value)]
-    seg = mc._store
-    ((src, pieces, write),) = copies
-    assert write and pieces == parts
+    ((what, src, pieces),) = copies
+    assert what == "scatter" and pieces == parts
     assert seg.segment_base <= src < seg.segment_base + seg.segment_size
     assert reg.raw[4096:4096 + (1 << 20)] + reg.raw[2 << 20:] == value
+    # one buffer: the module's GET_INTO, straight into the address
+    copies.clear()
+    got = mc.batch_get_into_multi_buffers([k], [[base]], [[len(reg)]])
+    assert got == [len(value)]
+    assert copies == [("get_into", 0, [(base, len(reg))])]
+    assert reg.raw[:len(value)] == value
     assert mc.batch_get_into([k], [base], [len(reg)]) == [len(value)]
-    assert reg.raw[:len(value)] == value and len(copies) == 1
     assert mc.unregister_buffer(base) == 0
     assert mc.remove(k) == 0
+
+
+def test_multi_buffer_puts_gather_in_the_module(mc, key, monkeypatch):
+    """A put of separate buffers is one gather put (FLUXONKV_PUT_F_IOV):
+    the module reads each buffer, nothing is staged; a key of one range
+    is a plain put; more than 1,024 separate buffers are staged."""
+    if not mc._store.gather_puts():
+        pytest.skip("the module has no gather puts")
+    sent = []
+    seg = mc._store
+    real = type(seg).put_from_multi
+
+    def spy(store, keys, ptrs, sizes):
+        return real(store, keys, ptrs, sizes, trace=sent)
+
+    monkeypatch.setattr(type(seg), "put_from_multi", spy)
+    k1, k2, k3 = key(), key(), key()
+    a = layout([pattern(70_000, 1), pattern(1, 2), pattern(300_001, 3)])
+    blob = (ctypes.c_char * 20_000).from_buffer_copy(pattern(20_000, 4))
+    at = ctypes.addressof(blob)
+    many = [(ctypes.c_char * 3).from_buffer_copy(pattern(3, 5 + i))
+            for i in range(1100)]
+    res = mc.batch_put_from_multi_buffers(
+        [k1, k2, k3], [a[1], [at, at + 5_000], [ctypes.addressof(m) for m in many]],
+        [a[2], [5_000, 15_000], [3] * len(many)])
+    assert res == [0, 0, 0]
+    assert [w for w, _, _ in sent] == ["put_iov", "put", "staged"]
+    assert sent[0][1] == 0 and sent[0][2] == list(zip(a[1], a[2]))
+    assert sent[1][1] == at and sent[1][2] == [(at, 20_000)]
+    assert mc.get(k1) == b"".join(x.raw for x in a[0])
+    assert mc.get(k2) == blob.raw
+    assert mc.get(k3) == b"".join(m.raw for m in many)
+    assert mc.batch_remove([k1, k2, k3]) == [0, 0, 0]
 
 
 def test_get_buffer_bytes_live_exactly_as_long_as_the_handle(mc, key, fluxon_env):

@@ -146,3 +146,48 @@ def test_put_many_and_get_many_keep_order_and_report_misses(kv, key):
     assert len(kv.put_many([(keys[0], b"again")])) == 1
     with kv.get(keys[0]) as h:
         assert bytes(h) == b"again"
+
+
+def test_gather_puts_round_trip_many_pieces_and_refuse_bad_ones(kv, key,
+                                                               fluxon_env):
+    """put_from_multi: one gather put per key (FLUXONKV_PUT_F_IOV), byte
+    exact up to FLUXONKV_IOV_MAX separate pieces; a piece the module
+    cannot read fails that key (-EFAULT), malformed ones -EINVAL, and
+    neither stores anything; get_into_multi scatters them back."""
+    import ctypes
+    import errno
+    assert kv.gather_puts()
+    used = fluxon_env.sysfs("segment_used_bytes")
+    # 1024 separate pieces of 1..97 bytes (each its own ctypes array)
+    lens = [1 + (i * 37) % 97 for i in range(1024)]
+    value = pattern(sum(lens), 61)
+    arrs, off = [], 0
+    for n in lens:
+        arrs.append((ctypes.c_char * n).from_buffer_copy(value[off:off + n]))
+        off += n
+    ptrs = [ctypes.addressof(a) for a in arrs]
+    ok, efault, kaddr, einval = key(), key(), key(), key()
+    hole = mmap.mmap(-1, 4096)
+    gone = address_of(hole)
+    hole.close()                # unmapped: in range, faults in the copy
+    trace = []
+    res = kv.put_from_multi(
+        [ok, efault, kaddr, einval],
+        [ptrs, [ptrs[0], gone], [ptrs[0], 0xffff888000000000], [ptrs[0], -1]],
+        [lens, [lens[0], 100], [lens[0], 100], [lens[0], 100]], trace=trace)
+    assert res[0] > 0 and res[1:] == [-errno.EFAULT, -errno.EFAULT,
+                                      -errno.EINVAL]
+    # sent as gather puts (the malformed key was not sent at all)
+    assert [w for w, _, _ in trace] == ["put_iov"] * 3
+    with kv.get(ok) as h:
+        assert bytes(h) == value
+    assert not kv.exists(efault) and not kv.exists(kaddr) and \
+        not kv.exists(einval)
+    # back into other separate pieces, in order
+    outs = [(ctypes.c_char * n)() for n in lens]
+    got = kv.get_into_multi([ok], [[ctypes.addressof(o) for o in outs]],
+                            [lens])
+    assert got == [len(value)]
+    assert b"".join(o.raw for o in outs) == value
+    assert kv.delete(ok)
+    assert fluxon_env.wait_sysfs("segment_used_bytes", used) == used
