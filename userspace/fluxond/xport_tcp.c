@@ -984,6 +984,9 @@ static int tcp_pull_one(struct fkv_xport *x, int fd,
 		return -EPROTO;
 	if (rdma)
 		return rdma_recv_pull(x, fd, rcp, p, tb, broken);
+	/* the module frees a FETCH's target at its DEADLINE: none past it */
+	if (p->until_ms && mono_ms() >= p->until_ms)
+		return -ETIMEDOUT;
 	/* Straight into the target: no intermediate buffer. */
 	err = read_until(fd, x->seg.base + p->dst_off, p->len,
 			 pull_until(x, p));
