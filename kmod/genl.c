@@ -507,17 +507,19 @@ static unsigned long fluxonkv_until(u64 deadline)
  * A full daemon socket (-EAGAIN) is back-pressure, not failure: wait for
  * the daemon's activity (fluxonkv_daemon_act: it answered something, or
  * went) or a backoff of 1 ms doubling to 32 ms, whichever comes first,
- * and try again, until the request's @deadline (the request timeout from
- * now for a notify).  Killable.  Return: the last send's result: -EAGAIN
- * when the socket stayed full until then (or the caller was killed),
- * -ENOTCONN once the daemon went.
+ * and try again, until the request's @deadline or request_timeout_ms from
+ * now, whichever is sooner (a FETCH's deadline is later: its getter waits
+ * no longer for the send than for any upcall).  Killable.  Return: the
+ * last send's result: -EAGAIN when the socket stayed full until then (or
+ * the caller was killed), -ENOTCONN once the daemon went.
  */
 static int fluxonkv_send(u8 cmd, u64 req_id, u64 deadline,
 			 const struct fluxonkv_upcall_args *args,
 			 const u64 *handles, unsigned int nhandles)
 {
-	unsigned long until = jiffies + (deadline ? fluxonkv_until(deadline) :
-			      msecs_to_jiffies(fluxonkv_request_timeout_ms));
+	unsigned long wait = msecs_to_jiffies(fluxonkv_request_timeout_ms);
+	unsigned long until = jiffies + (deadline ?
+			      min(fluxonkv_until(deadline), wait) : wait);
 	unsigned int backoff = FLUXONKV_SEND_WAIT_MIN_MS;
 	bool waited = false;
 	long left;

@@ -120,8 +120,8 @@ static u32 fluxonkv_fetch_expire_ms(u64 len)
  * the charge is ours to undo, now or once the daemon answered.
  * Return: the daemon's status,
  * -ETIMEDOUT / -EINTR (the target stays allocated until the daemon
- * answers or the FETCH expires), -ENOTCONN, -EAGAIN (the request could not be sent), -EBUSY
- * (too many FETCHes out) or -ENOMEM.  *@answered: the status is the
+ * answers or the FETCH expires), -ENOTCONN, -EAGAIN (the request could
+ * not be sent), -EBUSY (too many FETCHes out) or -ENOMEM.  *@answered: the status is the
  * daemon's (whatever its errno, the transfer from that source failed).
  */
 static int fluxonkv_fetch(const u8 *key, u32 key_len,
