@@ -190,6 +190,14 @@ long fluxonkv_segment_wait_free(unsigned int frees, unsigned long timeout);
 int fluxonkv_segment_mmap(struct file *file, struct vm_area_struct *vma);
 /* Outstanding FETCHes (targets the daemon may be writing), at most: */
 #define FLUXONKV_FETCH_MAX	1024
+/*
+ * An abandoned FETCH target is freed (and the daemon's late answer
+ * refused, -ENOENT) this many request timeouts after the FETCH was sent,
+ * plus FLUXONKV_FETCH_EXPIRE_MS_PER_MIB per MiB of the value; the FETCH's
+ * DEADLINE says when, and the daemon writes the target no later.
+ */
+#define FLUXONKV_FETCH_EXPIRE_TIMEOUTS	4
+#define FLUXONKV_FETCH_EXPIRE_MS_PER_MIB	1000
 
 /* ---- replica.c: replicas, handles and the local index ---- */
 
@@ -527,9 +535,11 @@ int fluxonkv_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
  * @deadline: asynchronous upcalls: jiffies after which the sweep fails it
  *	with -ETIMEDOUT (xa lock).
  * @sending: asynchronous upcalls: not sent yet, the sweep skips it (xa lock).
- * @no_expire: asynchronous upcalls the sweep never times out (FETCH: the
- *	daemon may be writing the target until it answers); ended only by
- *	the answer or a daemon disconnect.
+ * @no_expire: asynchronous upcalls the sweep never times out (PUT_DONE,
+ *	PUT); ended only by the answer or a daemon disconnect.
+ * @expire_ms: asynchronous upcalls: the sweep times it out this long
+ *	after the send instead of request_timeout_ms (FETCH: the daemon may
+ *	write the target until the DEADLINE the request carries).
  * @send_retry: asynchronous upcalls whose caller waits anyway (FETCH):
  *	a full daemon socket is retried up to the request timeout.
  * @send_failed: set when @end runs because the module could not send
@@ -546,6 +556,7 @@ struct fluxonkv_upcall {
 	unsigned long deadline;
 	bool sending;
 	bool no_expire;
+	u32 expire_ms;		/* async: its own expiry (0: the timeout) */
 	bool send_retry;	/* async: wait out a full daemon socket */
 	bool send_failed;	/* async: ended by our own send error */
 	int status;
@@ -663,6 +674,9 @@ void fluxonkv_ssd_unroute(const u8 *key, u32 key_len, u64 max_put_id);
 void fluxonkv_ssd_unroute_all(void);
 u64 fluxonkv_ssd_entry_len(const struct fluxonkv_ssd_entry *e);
 int fluxonkv_ssd_read(struct fluxonkv_ssd_entry *e, struct fluxonkv_alloc *a);
+int fluxonkv_ssd_read_charged(struct fluxonkv_ssd_entry *e,
+			      struct fluxonkv_alloc *a,
+			      struct fluxonkv_user *user, u64 *charged);
 int fluxonkv_ssd_read_range(struct fluxonkv_ssd_entry *e,
 			    struct fluxonkv_alloc *a, u64 off, u64 len);
 int fluxonkv_ssd_read_async(struct fluxonkv_ssd_entry *e,
@@ -672,7 +686,7 @@ u64 fluxonkv_ssd_capacity(void);
 u64 fluxonkv_ssd_used(void);
 u64 fluxonkv_ssd_meta_bytes(void);
 int fluxonkv_ssd_dump(struct sk_buff *skb, struct netlink_callback *cb,
-		      long *bkt, long *pos);
+		      long *shard, long *pos, long *serial);
 int fluxonkv_rings_open(struct inode *inode, struct file *file);
 
 /* ---- main.c: module state shared by all files ---- */
@@ -687,6 +701,7 @@ struct fluxonkv_stats {
 	u64 fetches;		/* FETCH upcalls sent */
 	u64 fetch_errors;	/* FETCHes that failed (revoked) */
 	u64 fetch_abandoned;	/* gets that gave up on a FETCH */
+	u64 fetch_expired;	/* abandoned targets freed unanswered */
 	u64 puts_placed;		/* puts sent to another node's target */
 	u64 place_errors;	/* ... that failed */
 	u64 puts_targeted;	/* targets made for other nodes' puts */
@@ -709,6 +724,7 @@ struct fluxonkv_stats {
 	u64 puts_local;		/* puts published without a round trip */
 	u64 puts_one_trip;	/* puts the master published in one PUT */
 	u64 upcall_errors;
+	u64 send_waits;		/* sends that found the daemon's socket full */
 	u64 room_waits;
 	u64 room_by_address;	/* NEED_ROOMs naming a window's victims */
 	u64 room_pinned;		/* room asks no eviction could help */

@@ -16,7 +16,6 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/delay.h>
 #include <linux/net.h>
 #include <linux/notifier.h>
 #include <linux/sched/signal.h>
@@ -64,6 +63,39 @@ static struct {
 	.lock = __MUTEX_INITIALIZER(fluxonkv_daemon.lock),
 	.sk_lock = __SPIN_LOCK_UNLOCKED(fluxonkv_daemon.sk_lock),
 };
+
+/*
+ * Daemon activity, for senders that found the daemon's socket full
+ * (fluxonkv_send()).  6.1 gives a module no way to wait on another
+ * socket's receive room: netlink_unicast() waits on it only for a sender
+ * socket with a send timeout (the family's kernel socket sends
+ * non-blocking, genlmsg_unicast()), interruptibly (any signal), and
+ * netlink_attachskb() and the receiver's wait queue (nlk->wait, in
+ * net/netlink/af_netlink.h) are private.  So the senders wait here
+ * instead: @activity moves and @wq is woken whenever the daemon's socket
+ * sends us a message (a daemon that answers reads its socket: room may
+ * have come), when a daemon registers and when it goes; a bounded
+ * backoff covers a daemon that reads without sending.  @wq's lock is the
+ * waitqueue's own, taken by no one holding another lock.
+ */
+static struct {
+	wait_queue_head_t wq;
+	atomic_t activity;
+} fluxonkv_daemon_act = {
+	.wq = __WAIT_QUEUE_HEAD_INITIALIZER(fluxonkv_daemon_act.wq),
+};
+
+/* Senders waiting for room: first after 1 ms, doubling up to 32 ms. */
+#define FLUXONKV_SEND_WAIT_MIN_MS	1
+#define FLUXONKV_SEND_WAIT_MAX_MS	32
+
+static void fluxonkv_daemon_active(void)
+{
+	atomic_inc(&fluxonkv_daemon_act.activity);
+	/* (a full barrier, then the look: a new sleeper saw the increment) */
+	if (wq_has_sleeper(&fluxonkv_daemon_act.wq))
+		wake_up_all(&fluxonkv_daemon_act.wq);
+}
 
 /*
  * Set (daemon lock) once the module is going away: registrations are
@@ -274,6 +306,7 @@ static void fluxonkv_async_sweep(struct work_struct *work)
 			fluxonkv_stat_inc(upcall_timeouts);
 			pr_warn_ratelimited("daemon did not answer cmd %u (req %llu) in %u ms\n",
 					    expired->cmd, expired->id,
+					    expired->expire_ms ?:
 					    fluxonkv_request_timeout_ms);
 			fluxonkv_upcall_finish(expired, -ETIMEDOUT);
 		}
@@ -359,6 +392,8 @@ static void fluxonkv_daemon_detach(bool alone)
 	WRITE_ONCE(fluxonkv_daemon.flags, 0);
 	atomic64_inc_return(&fluxonkv_daemon_link);
 	atomic64_inc_return(&fluxonkv_daemon_gen);
+	/* senders waiting for room find no daemon now: ENOTCONN */
+	fluxonkv_daemon_active();
 	schedule_work(&fluxonkv_daemon.disconnect_work);
 }
 
@@ -477,24 +512,47 @@ static unsigned long fluxonkv_until(u64 deadline)
 }
 
 /*
- * A full daemon socket (-EAGAIN) is back-pressure, not failure: retry for
- * up to the request timeout while the daemon drains it.
+ * A full daemon socket (-EAGAIN) is back-pressure, not failure: wait for
+ * the daemon's activity (fluxonkv_daemon_act: it answered something, or
+ * went) or a backoff of 1 ms doubling to 32 ms, whichever comes first,
+ * and try again, until the request's @deadline or request_timeout_ms from
+ * now, whichever is sooner (a FETCH's deadline is later: its getter waits
+ * no longer for the send than for any upcall).  Killable.  Return: the
+ * last send's result: -EAGAIN when the socket stayed full until then (or
+ * the caller was killed), -ENOTCONN once the daemon went.
  */
 static int fluxonkv_send(u8 cmd, u64 req_id, u64 deadline,
 			 const struct fluxonkv_upcall_args *args,
 			 const u64 *handles, unsigned int nhandles)
 {
-	unsigned long until = jiffies +
-			      msecs_to_jiffies(fluxonkv_request_timeout_ms);
-	int ret;
+	unsigned long wait = msecs_to_jiffies(fluxonkv_request_timeout_ms);
+	unsigned long until = jiffies + (deadline ?
+			      min(fluxonkv_until(deadline), wait) : wait);
+	unsigned int backoff = FLUXONKV_SEND_WAIT_MIN_MS;
+	bool waited = false;
+	long left;
+	int seen, ret;
 
 	for (;;) {
+		/* before the send: activity after its failure wakes us */
+		seen = atomic_read(&fluxonkv_daemon_act.activity);
 		ret = fluxonkv_send_once(cmd, req_id, deadline, args, handles,
 					 nhandles);
-		if (ret != -EAGAIN || time_after(jiffies, until) ||
-		    fatal_signal_pending(current))
+		left = (long)(until - jiffies);
+		if (ret != -EAGAIN || left <= 0)
 			return ret;
-		usleep_range(1000, 2000);
+		if (!waited) {
+			waited = true;
+			fluxonkv_stat_inc(send_waits);
+		}
+		left = wait_event_killable_timeout(fluxonkv_daemon_act.wq,
+				atomic_read(&fluxonkv_daemon_act.activity) != seen,
+				min_t(long, left, msecs_to_jiffies(backoff)));
+		if (left < 0)
+			return ret;	/* killed */
+		/* the daemon moved: soon again; else wait longer next time */
+		backoff = left ? FLUXONKV_SEND_WAIT_MIN_MS :
+			  min(backoff * 2, FLUXONKV_SEND_WAIT_MAX_MS);
 	}
 }
 
@@ -766,7 +824,8 @@ void fluxonkv_upcall_cancel(u64 id)
  * @up->end runs exactly once: from the answer handler (after what it does
  * for @cmd, e.g. publishing a promoted replica), on a send failure (a full
  * daemon socket included: nothing waits for room), when the daemon goes
- * away (-ENOTCONN) or request_timeout_ms after the send (-ETIMEDOUT).
+ * away (-ENOTCONN) or request_timeout_ms (@up->expire_ms if set) after
+ * the send (-ETIMEDOUT; never with @up->no_expire).
  * May sleep (allocation).
  */
 void fluxonkv_upcall_async(u8 cmd, const struct fluxonkv_upcall_args *args,
@@ -783,7 +842,12 @@ void fluxonkv_upcall_async(u8 cmd, const struct fluxonkv_upcall_args *args,
 		up->send_failed = true;
 		goto end;
 	}
-	deadline = up->no_expire ? 0 : fluxonkv_upcall_deadline();
+	if (up->no_expire)
+		deadline = 0;
+	else if (up->expire_ms)
+		deadline = ktime_get_ns() + (u64)up->expire_ms * NSEC_PER_MSEC;
+	else
+		deadline = fluxonkv_upcall_deadline();
 	ret = up->send_retry ? fluxonkv_send(cmd, id, deadline, args, NULL, 0) :
 			       fluxonkv_send_once(cmd, id, deadline, args, NULL,
 						  0);
@@ -1001,6 +1065,7 @@ retry:
 	WRITE_ONCE(fluxonkv_daemon.portid, info->snd_portid);
 	/* Last: a pid seen means a daemon reached (fluxonkv_daemon_pid()). */
 	smp_store_release(&fluxonkv_daemon.pid, pid);
+	fluxonkv_daemon_active();	/* another socket: try it */
 	/* Answered under the lock: see fluxonkv_notify_ssd_state(). */
 	ret = fluxonkv_reply_simple(info, FLUXONKV_CMD_DAEMON_REGISTER, true);
 	fluxonkv_daemon_event(pid);
@@ -1063,6 +1128,8 @@ static int fluxonkv_from_daemon(struct sk_buff *skb, struct genl_info *info)
 		NL_SET_ERR_MSG(info->extack, "sender is not the registered daemon");
 		return -EPERM;
 	}
+	/* it reads its socket: senders waiting for room try again */
+	fluxonkv_daemon_active();
 	return 0;
 }
 
@@ -1440,7 +1507,7 @@ static int fluxonkv_nl_lease(struct sk_buff *skb, struct genl_info *info)
 /*
  * DUMP: every replica of the handle table, then every routed SSD entry;
  * cb->args[0] the phase, [1] the next handle slot, [2]/[3] the next SSD
- * bucket and position in it.
+ * shard number and ring position in it, [4] that shard's serial.
  */
 /*
  * DUMP returns every key this node holds: the rule of registering as the
@@ -1466,7 +1533,8 @@ static int fluxonkv_nl_dump(struct sk_buff *skb, struct netlink_callback *cb)
 			return ret < 0 ? ret : skb->len;
 		cb->args[0] = 1;
 	}
-	return fluxonkv_ssd_dump(skb, cb, &cb->args[2], &cb->args[3]) < 0 ?
+	return fluxonkv_ssd_dump(skb, cb, &cb->args[2], &cb->args[3],
+				 &cb->args[4]) < 0 ?
 	       -EMSGSIZE : skb->len;
 }
 

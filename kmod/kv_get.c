@@ -212,7 +212,10 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 	if (!start->len || start->len > min_t(u64, FLUXONKV_VALUE_MAX,
 					      fluxonkv_seg.size))
 		return -EPROTO;
-	/* The target is the getter's pin while it is read (its budget). */
+	/*
+	 * The target is the getter's pin while it is read (its budget), a
+	 * read that goes on after the getter was killed included.
+	 */
 	span = round_up(start->len, FLUXONKV_SEGMENT_ALIGN);
 	ret = fluxonkv_user_charge(s->user, span);
 	if (ret)
@@ -236,7 +239,8 @@ static int fluxonkv_get_from_ssd(struct fluxonkv_session *s, const u8 *key,
 		goto err_alloc;
 	}
 	t0 = fluxonkv_clock();
-	ret = fluxonkv_ssd_read(e, a);	/* unpins e */
+	/* unpins e; a killed getter's read keeps the charge (span = 0) */
+	ret = fluxonkv_ssd_read_charged(e, a, s->user, &span);
 	fluxonkv_lat_record(FLUXONKV_LAT_REFILL_READ, t0);
 	/* An interrupted read says nothing about the SSD copy: no revoke. */
 	if (ret && signal_pending(current))
@@ -444,7 +448,8 @@ static int fluxonkv_get_alone_ssd(struct fluxonkv_session *s, const u8 *key,
 		ret = -ENOTCONN;	/* the ring overtook it */
 		goto err_alloc;
 	}
-	ret = fluxonkv_ssd_read(e, a);	/* unpins e; checks every MiB */
+	/* unpins e; checks every MiB; a killed getter's read keeps the charge */
+	ret = fluxonkv_ssd_read_charged(e, a, s->user, &span);
 	/* An interrupted read says nothing about the SSD copy. */
 	if (ret && signal_pending(current))
 		ret = -EINTR;

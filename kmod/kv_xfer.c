@@ -45,13 +45,15 @@ void fluxonkv_publish_persists_flush(void)
 
 /*
  * A target the daemon fills from another node (FETCH).  Shared by the get
- * waiting for it and by the upcall.  The upcall ends only with the
- * daemon's answer or its disconnect, never with a timeout: until then the
- * daemon may still be writing the target through its mapping, so the
- * range stays allocated (@alloc) even when the get has given up.
+ * waiting for it and by the upcall.  The upcall ends with the daemon's
+ * answer, its disconnect or its expiry (fluxonkv_fetch_expire_ms(), the
+ * FETCH's DEADLINE): until then the daemon may still be writing the
+ * target through its mapping, so the range stays allocated (@alloc) even
+ * when the get has given up.  After the expiry the sweep ends it, the
+ * range is freed and a late answer finds no request (-ENOENT).
  */
 struct fluxonkv_fetch {
-	struct fluxonkv_upcall up;	/* asynchronous, no_expire */
+	struct fluxonkv_upcall up;	/* asynchronous, expire_ms */
 	struct completion done;		/* the upcall ended */
 	refcount_t users;		/* the waiting get + the upcall */
 	struct fluxonkv_alloc *alloc;	/* the target: one reference */
@@ -81,6 +83,13 @@ static void fluxonkv_fetch_end(struct fluxonkv_upcall *up)
 {
 	struct fluxonkv_fetch *f = container_of(up, struct fluxonkv_fetch, up);
 
+	/* The sweep's: nobody answered by the DEADLINE the FETCH carried. */
+	if (up->status == -ETIMEDOUT && !up->send_failed) {
+		fluxonkv_stat_inc(fetch_expired);
+		pr_warn_ratelimited("FETCH of a %llu byte target unanswered for %u ms: target freed, a late answer is refused\n",
+				    f->alloc->len, up->expire_ms);
+	}
+
 	/*
 	 * The daemon is done with the target: from here only the get (if
 	 * it still waits) has it, and its holder is charged on its own.
@@ -91,13 +100,28 @@ static void fluxonkv_fetch_end(struct fluxonkv_upcall *up)
 }
 
 /*
+ * How long the daemon may take to fill a target of @len bytes, from the
+ * FETCH's send: FLUXONKV_FETCH_EXPIRE_TIMEOUTS request timeouts plus
+ * FLUXONKV_FETCH_EXPIRE_MS_PER_MIB per MiB (a pull's own bound in fluxond
+ * is its IO timeout plus a second per MiB).  Sent as the FETCH's DEADLINE.
+ */
+static u32 fluxonkv_fetch_expire_ms(u64 len)
+{
+	u64 ms = (u64)fluxonkv_request_timeout_ms *
+		 FLUXONKV_FETCH_EXPIRE_TIMEOUTS +
+		 (len >> 20) * FLUXONKV_FETCH_EXPIRE_MS_PER_MIB;
+
+	return min_t(u64, ms, U32_MAX);
+}
+
+/*
  * Ask the daemon to fill @a with the remote source @start names, and wait
  * (killable) at most request_timeout_ms.  @user was charged @a's span:
  * the charge is ours to undo, now or once the daemon answered.
  * Return: the daemon's status,
  * -ETIMEDOUT / -EINTR (the target stays allocated until the daemon
- * answers), -ENOTCONN, -EAGAIN (the request could not be sent), -EBUSY
- * (too many FETCHes out) or -ENOMEM.  *@answered: the status is the
+ * answers or the FETCH expires), -ENOTCONN, -EAGAIN (the request could
+ * not be sent), -EBUSY (too many FETCHes out) or -ENOMEM.  *@answered: the status is the
  * daemon's (whatever its errno, the transfer from that source failed).
  */
 static int fluxonkv_fetch(const u8 *key, u32 key_len,
@@ -132,7 +156,7 @@ static int fluxonkv_fetch(const u8 *key, u32 key_len,
 	f->alloc = a;
 	f->user = fluxonkv_user_hold(user);	/* the charge is the fetch's */
 	f->up.end = fluxonkv_fetch_end;
-	f->up.no_expire = true;
+	f->up.expire_ms = fluxonkv_fetch_expire_ms(start->len);
 	f->up.send_retry = true;
 	fluxonkv_stat_inc(fetches);
 	fluxonkv_upcall_async(FLUXONKV_CMD_FETCH, &args, &f->up);
@@ -148,8 +172,9 @@ static int fluxonkv_fetch(const u8 *key, u32 key_len,
 	} else {
 		ret = left ? -EINTR : -ETIMEDOUT;
 		fluxonkv_stat_inc(fetch_abandoned);
-		pr_warn_ratelimited("daemon did not fill a %llu byte target in %u ms; it stays allocated until it answers\n",
-				    start->len, fluxonkv_request_timeout_ms);
+		pr_warn_ratelimited("daemon did not fill a %llu byte target in %u ms; it stays allocated until it answers (at most %u ms)\n",
+				    start->len, fluxonkv_request_timeout_ms,
+				    f->up.expire_ms);
 	}
 	fluxonkv_fetch_put(f);
 	return ret;

@@ -269,6 +269,7 @@ FLUXONKV_ATTR_STAT(hits_remote);
 FLUXONKV_ATTR_STAT(fetches);
 FLUXONKV_ATTR_STAT(fetch_errors);
 FLUXONKV_ATTR_STAT(fetch_abandoned);
+FLUXONKV_ATTR_STAT(fetch_expired);
 FLUXONKV_ATTR_STAT(puts_placed);
 FLUXONKV_ATTR_STAT(place_errors);
 FLUXONKV_ATTR_STAT(puts_targeted);
@@ -290,6 +291,7 @@ FLUXONKV_ATTR_STAT(puts_abandoned);
 FLUXONKV_ATTR_STAT(puts_local);
 FLUXONKV_ATTR_STAT(puts_one_trip);
 FLUXONKV_ATTR_STAT(upcall_errors);
+FLUXONKV_ATTR_STAT(send_waits);
 FLUXONKV_ATTR_STAT(room_waits);
 FLUXONKV_ATTR_STAT(clean_drops);
 FLUXONKV_ATTR_STAT(clean_drop_bytes);
@@ -343,6 +345,7 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_fetches.attr,
 	&fluxonkv_attr_fetch_errors.attr,
 	&fluxonkv_attr_fetch_abandoned.attr,
+	&fluxonkv_attr_fetch_expired.attr,
 	&fluxonkv_attr_puts_placed.attr,
 	&fluxonkv_attr_place_errors.attr,
 	&fluxonkv_attr_puts_targeted.attr,
@@ -364,6 +367,7 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_puts_local.attr,
 	&fluxonkv_attr_puts_one_trip.attr,
 	&fluxonkv_attr_upcall_errors.attr,
+	&fluxonkv_attr_send_waits.attr,
 	&fluxonkv_attr_room_waits.attr,
 	&fluxonkv_attr_clean_drops.attr,
 	&fluxonkv_attr_clean_drop_bytes.attr,

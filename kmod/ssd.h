@@ -174,6 +174,12 @@ struct fluxonkv_ssd_job {
 	unsigned long parked_at;	/* write: first found the ring busy */
 	int ret;
 	struct kref ref;		/* read: the slot's (+ a waiter's) */
+	/*
+	 * read: a killed waiter's user, charged @charged bytes for @alloc
+	 * until the read ends (the job's release uncharges; one reference)
+	 */
+	struct fluxonkv_user *user;
+	u64 charged;
 	u64 put_id;			/* write */
 	struct mem_cgroup *memcg;	/* write: the putter's, charged */
 	u32 key_len;			/* write */

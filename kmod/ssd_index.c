@@ -421,23 +421,33 @@ static struct fluxonkv_shard *fluxonkv_ssd_shard(long index)
 /*
  * DUMP, the routed SSD entries, shard by shard in ring order from shard
  * *@shard, ring position *@pos on (positions only grow: the cursor stays
- * right while rings move).  Locks: attach, then each shard's, then the
- * index lock per entry, never a whole table under one.
+ * right while rings move).  *@serial is the serial of the shard *@pos is
+ * a position of: a number freed by an offline shard's reclaim and taken
+ * by a new attach meanwhile names another ring, whose positions start
+ * again at 0, so the walk starts it from its first entry.  Locks: attach,
+ * then each shard's, then the index lock per entry, never a whole table
+ * under one.
  * Return: 1 when all are in, 0 when @skb is full (the cursors say where
  * to go on), or -errno.
  */
 int fluxonkv_ssd_dump(struct sk_buff *skb, struct netlink_callback *cb,
-		      long *shard, long *pos)
+		      long *shard, long *pos, long *serial)
 {
 	struct fluxonkv_ssd_entry *e;
 	struct fluxonkv_shard *sh;
 	int ret = 1;
 
 	mutex_lock(&fluxonkv_ssd.attach_lock);
-	for (; *shard < FLUXONKV_SSD_MAX_SHARDS && ret; (*shard)++, *pos = 0) {
+	for (; *shard < FLUXONKV_SSD_MAX_SHARDS && ret;
+	     (*shard)++, *pos = 0, *serial = 0) {
 		sh = fluxonkv_ssd_shard(*shard);
 		if (!sh)
 			continue;
+		/* another shard under the number than *@pos was taken in */
+		if (*serial != (long)sh->serial) {
+			*pos = 0;
+			*serial = (long)sh->serial;
+		}
 		mutex_lock(&sh->lock);
 		list_for_each_entry(e, &sh->entries, ring_node) {
 			struct fluxonkv_dump_rec rec = {

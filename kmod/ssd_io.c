@@ -504,6 +504,9 @@ void fluxonkv_ssd_job_release(struct kref *ref)
 						    ref);
 
 	fluxonkv_alloc_put(job->alloc);
+	/* a killed reader's target leaves its user's budget with the read */
+	fluxonkv_user_uncharge(job->user, job->charged);
+	fluxonkv_user_release(job->user);
 	mem_cgroup_put(job->memcg);
 	kfree(job);
 }
@@ -870,6 +873,31 @@ int fluxonkv_ssd_read(struct fluxonkv_ssd_entry *e, struct fluxonkv_alloc *a)
 	return fluxonkv_ssd_read_range(e, a, 0, e->len);
 }
 
+static int fluxonkv_ssd_read_user(struct fluxonkv_ssd_entry *e,
+				  struct fluxonkv_alloc *a, u64 off, u64 len,
+				  struct fluxonkv_user *user, u64 *charged);
+
+/**
+ * fluxonkv_ssd_read_charged() - fluxonkv_ssd_read() for a getter whose
+ *	target counts in its user's pin budget.
+ * @e: as fluxonkv_ssd_read()'s.
+ * @a: as fluxonkv_ssd_read()'s.
+ * @user: the getter's user (NULL: not charged), charged *@charged bytes
+ *	for @a by the caller.
+ * @charged: set to 0 when the read took the charge over: the getter was
+ *	killed while its queued read goes on into @a, which stays allocated
+ *	and charged to @user until the device ends the read.
+ *
+ * Return: as fluxonkv_ssd_read(); the caller uncharges what *@charged
+ * still says.
+ */
+int fluxonkv_ssd_read_charged(struct fluxonkv_ssd_entry *e,
+			      struct fluxonkv_alloc *a,
+			      struct fluxonkv_user *user, u64 *charged)
+{
+	return fluxonkv_ssd_read_user(e, a, 0, e->len, user, charged);
+}
+
 /**
  * fluxonkv_ssd_read_range() - read part of a pinned entry into @a.
  * @e: the entry, read-pinned by the caller; unpinned here.
@@ -884,6 +912,15 @@ int fluxonkv_ssd_read(struct fluxonkv_ssd_entry *e, struct fluxonkv_alloc *a)
  */
 int fluxonkv_ssd_read_range(struct fluxonkv_ssd_entry *e,
 			    struct fluxonkv_alloc *a, u64 off, u64 len)
+{
+	u64 charged = 0;
+
+	return fluxonkv_ssd_read_user(e, a, off, len, NULL, &charged);
+}
+
+static int fluxonkv_ssd_read_user(struct fluxonkv_ssd_entry *e,
+				  struct fluxonkv_alloc *a, u64 off, u64 len,
+				  struct fluxonkv_user *user, u64 *charged)
 {
 	struct fluxonkv_ssd_dev *dev = e->shard->dev;
 	struct fluxonkv_ssd_job *job;
@@ -929,6 +966,16 @@ int fluxonkv_ssd_read_range(struct fluxonkv_ssd_entry *e,
 	fluxonkv_ssd_queue(dev, job, false);	/* reads are never refused */
 
 	ret = wait_for_completion_killable(&job->done);
+	if (ret && user && *charged) {
+		/*
+		 * Killed, the read goes on into @a: its bytes stay the
+		 * getter's user's until the read ends (the job's release,
+		 * after our reference or the slot's, whichever is last).
+		 */
+		job->user = fluxonkv_user_hold(user);
+		job->charged = *charged;
+		*charged = 0;
+	}
 	ret = ret ? -EINTR : job->ret;
 	kref_put(&job->ref, fluxonkv_ssd_job_release);
 	return ret;

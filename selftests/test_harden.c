@@ -934,6 +934,209 @@ FKV_TEST_TIMEOUT(an_offline_shard_gives_back_its_entries_and_its_slot, 240)
 	dm_remove(OFF_NAME);
 }
 
+/* ---- a DUMP across a shard number's reuse ---- */
+
+#define DC_OLD		60	/* SSD entries of the first shard 0 */
+#define DC_NEW		5	/* ... and of the new one under number 0 */
+#define DC_SEQ		0x64756d70u
+
+/* A DUMP read one datagram at a time; the SSD records' keys kept. */
+struct dc_dump {
+	int fd, family;
+	uint32_t pid;
+	bool done;
+	char (*ssd)[FLUXONKV_KEY_MAX + 1];
+	int nssd, nrec;
+};
+
+static void dc_dump_start(struct dc_dump *d)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct timeval tv = { .tv_sec = 10 };
+	socklen_t salen = sizeof(sa);
+	struct {
+		struct nlmsghdr n;
+		struct genlmsghdr g;
+	} req;
+	struct fkv_nl nl;
+
+	memset(d, 0, sizeof(*d));
+	FKV_ASSERT_EQ(fkv_nl_open(&nl), 0);
+	d->family = nl.family;
+	fkv_nl_close(&nl);
+	d->ssd = calloc(DC_OLD + DC_NEW + 64, sizeof(*d->ssd));
+	FKV_ASSERT(d->ssd);
+	d->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
+	FKV_ASSERT(d->fd >= 0, "netlink socket: %s", strerror(errno));
+	FKV_ASSERT_EQ(bind(d->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	FKV_ASSERT_EQ(getsockname(d->fd, (struct sockaddr *)&sa, &salen), 0);
+	d->pid = sa.nl_pid;
+	FKV_ASSERT_EQ(setsockopt(d->fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
+				 sizeof(tv)), 0);
+	memset(&req, 0, sizeof(req));
+	req.n.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
+	req.n.nlmsg_type = (uint16_t)d->family;
+	req.n.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	req.n.nlmsg_seq = DC_SEQ;
+	req.g.cmd = FLUXONKV_CMD_DUMP;
+	req.g.version = FLUXONKV_GENL_VERSION;
+	FKV_ASSERT_EQ(send(d->fd, &req, req.n.nlmsg_len, 0), req.n.nlmsg_len);
+}
+
+/*
+ * Read one datagram of the dump with one recv() of 4 KiB: the kernel
+ * sizes the dump's next datagram by the largest read so far (so each
+ * holds about a dozen records) and builds it in that recv() (one
+ * datagram ahead; a MSG_PEEK would build another).  Returns the SSD
+ * records in it.
+ */
+static int dc_dump_read(struct dc_dump *d)
+{
+	static uint8_t buf[4096];
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct nlmsghdr *h;
+	int n, ssd = 0;
+
+	n = (int)recv(d->fd, buf, sizeof(buf), MSG_TRUNC);
+	FKV_ASSERT(n > 0, "dump: recv: %s", strerror(errno));
+	FKV_ASSERT_LE(n, sizeof(buf));
+	for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
+		FKV_ASSERT_EQ(h->nlmsg_seq, DC_SEQ);
+		if (h->nlmsg_type == NLMSG_DONE) {
+			FKV_ASSERT_EQ(*(int *)NLMSG_DATA(h), 0);
+			d->done = true;
+			break;
+		}
+		FKV_ASSERT(h->nlmsg_type != NLMSG_ERROR, "dump error %d",
+			   ((struct nlmsgerr *)NLMSG_DATA(h))->error);
+		FKV_ASSERT_EQ(genlmsg_parse(h, 0, tb, FLUXONKV_A_MAX, NULL), 0);
+		FKV_ASSERT(tb[FLUXONKV_A_KEY] && tb[FLUXONKV_A_SOURCE]);
+		d->nrec++;
+		if (fkv_nla_u32(tb[FLUXONKV_A_SOURCE]) != FLUXONKV_SOURCE_SSD)
+			continue;
+		FKV_ASSERT_LT(d->nssd, DC_OLD + DC_NEW + 64);
+		memcpy(d->ssd[d->nssd], nla_data(tb[FLUXONKV_A_KEY]),
+		       (size_t)nla_len(tb[FLUXONKV_A_KEY]));
+		d->nssd++;
+		ssd++;
+	}
+	return ssd;
+}
+
+static bool dc_dump_has(const struct dc_dump *d, const char *k)
+{
+	int i;
+
+	for (i = 0; i < d->nssd; i++)
+		if (!strcmp(d->ssd[i], k))
+			return true;
+	return false;
+}
+
+/* Long keys: a dozen records fill one of the dump's datagrams. */
+static void dc_key(char *buf, size_t n, const char *what, int i)
+{
+	snprintf(buf, n, "dc-%s-%03d-%0180d", what, i, 0);
+}
+
+/*
+ * A DUMP paused inside shard 0's SSD entries while shard 0 goes offline,
+ * is reclaimed and its number is taken by a new attach (issue 29): the
+ * dump goes on with the new shard 0 from its first entry -- its ring
+ * positions start again at 0, below where the cursor stopped in the old
+ * one.  Before: the cursor kept the old ring's position and skipped the
+ * new shard's first entries.
+ */
+FKV_TEST_TIMEOUT(a_dump_paused_while_its_shard_number_is_reused_lists_the_new_shard,
+		 300)
+{
+	char key[FLUXONKV_KEY_MAX + 1];
+	struct dc_dump d, d2;
+	uint64_t persisted, pub;
+	struct off_env o;
+	int i, seen, chunks = 0, missing = 0;
+	struct fkv *kv;
+
+	FKV_REQUIRE_DAEMON();
+	off_begin(&o, OFF_CAP, "dc-before");
+	kv = o.kv;
+	for (i = 0; i < DC_OLD; i++) {
+		dc_key(key, sizeof(key), "old", i);
+		put_pattern(kv, key, 4096, i);
+		wait_persists(++o.persisted);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), DC_OLD + 1);
+
+	/* the dump: DRAM replicas first, then read into shard 0's entries */
+	dc_dump_start(&d);
+	do {
+		seen = dc_dump_read(&d);
+		chunks++;
+	} while (!seen && !d.done);
+	fkv_diag("paused after %d datagrams, %d records, %d of them SSD",
+		 chunks, d.nrec, d.nssd);
+	FKV_ASSERT(!d.done && d.nssd < DC_OLD / 2, "the dump did not pause "
+		   "inside shard 0 (%d SSD records read)", d.nssd);
+
+	/* shard 0 fails, goes offline, is reclaimed; its number is reused */
+	dm_swap(OFF_NAME, o.error);
+	put_until_offline(kv, "dcx", &o.persisted);
+	FKV_ASSERT_SYSFS_SETTLES("ssd_shards_reclaimed", 1);
+	dm_swap(OFF_NAME, o.linear);
+	FKV_ASSERT_EQ(off_attach_at(kv, 0, OFF_CAP), 0);
+	fkv_msleep(300);	/* the master hears SSD_STATE */
+	persisted = persists_done();
+	pub = fkv_sysfs("ssd_commits_published");
+	for (i = 0; i < DC_NEW; i++) {
+		dc_key(key, sizeof(key), "new", i);
+		put_pattern(kv, key, 4096, 100 + i);
+		wait_persists(++persisted);
+	}
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_commits_published"), pub + DC_NEW);
+	/* a fresh dump lists them (the test's own check) */
+	dc_dump_start(&d2);
+	while (!d2.done)
+		dc_dump_read(&d2);
+	for (i = 0; i < DC_NEW; i++) {
+		dc_key(key, sizeof(key), "new", i);
+		FKV_ASSERT(dc_dump_has(&d2, key), "a fresh dump lacks "
+			   "dc-new-%03d (%d SSD records)", i, d2.nssd);
+	}
+	close(d2.fd);
+	free(d2.ssd);
+
+	/* the rest of the dump: every entry of the new shard 0 */
+	seen = d.nssd;
+	while (!d.done)
+		dc_dump_read(&d);
+	fkv_diag("%d SSD records after the pause", d.nssd - seen);
+	for (i = 0; i < DC_NEW; i++) {
+		dc_key(key, sizeof(key), "new", i);
+		if (!dc_dump_has(&d, key)) {
+			fkv_diag("not in the dump: dc-new-%03d", i);
+			missing++;
+		}
+	}
+	close(d.fd);
+	free(d.ssd);
+	FKV_ASSERT(!missing, "the dump skipped %d of the new shard 0's %d "
+		   "entries", missing, DC_NEW);
+
+	delete_put_until_offline(kv, "dcx");
+	for (i = 0; i < DC_OLD; i++) {
+		dc_key(key, sizeof(key), "old", i);
+		delete_any(kv, key);
+	}
+	for (i = 0; i < DC_NEW; i++) {
+		dc_key(key, sizeof(key), "new", i);
+		delete_any(kv, key);
+	}
+	delete_any(kv, "dc-before");
+	fkv_close(kv);
+	teardown(o.base);
+	dm_remove(OFF_NAME);
+}
+
 /* ---- pins: a budget per user ---- */
 
 #define PIN_PARAMS	"segment_mb=16 pin_max_pct=25"	/* 4 MiB per user */

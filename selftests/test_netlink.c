@@ -1481,3 +1481,128 @@ FKV_TEST(ssd_commit_of_an_older_version_answered_late_routes_nothing)
 	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", 0);
 	fkv_nl_close(&nl);
 }
+
+/* ---- senders facing a full daemon socket ---- */
+
+/* Voluntary context switches of PID so far (its sleeps); -1 unreadable. */
+static long sleeps_of(pid_t pid)
+{
+	char path[64], line[128];
+	long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+#define FULL_CLIENTS	12
+#define FULL_TIMEOUT_MS	5000
+
+/*
+ * FULL_CLIENTS gets against a daemon whose socket holds a few messages
+ * (SO_RCVBUF at its minimum) and is not read: the ones whose GET_START
+ * does not fit wait; the most any of them sleeps and wakes in 1.5 s;
+ * their pids in @pids.  Returns that most.
+ */
+static long full_socket_gets(struct client *c, const char *prefix)
+{
+	long s0[FULL_CLIENTS], s1, most = 0;
+	char k[32];
+	int i;
+
+	for (i = 0; i < FULL_CLIENTS; i++) {
+		snprintf(k, sizeof(k), "%s-%d", prefix, i);
+		c[i] = client_start(CLIENT_GET, k, 0);
+	}
+	fkv_msleep(500);
+	for (i = 0; i < FULL_CLIENTS; i++)
+		s0[i] = sleeps_of(c[i].pid);
+	fkv_msleep(1500);
+	for (i = 0; i < FULL_CLIENTS; i++) {
+		s1 = sleeps_of(c[i].pid);
+		if (s0[i] >= 0 && s1 >= s0[i] && s1 - s0[i] > most)
+			most = s1 - s0[i];
+	}
+	return most;
+}
+
+/*
+ * fluxonkv_send() facing a full daemon socket (issue 29): a sender waits
+ * for the daemon's activity (any message from it) or a backoff doubling
+ * to 32 ms, never polls every millisecond; it is counted (send_waits).
+ * A daemon that stops reading and resumes: every get completes with the
+ * daemon's answer (ENOENT) within the request timeout.  A daemon that
+ * never reads again: every get fails within the request timeout, EAGAIN
+ * (its GET_START never fit) or ETIMEDOUT (it did, unanswered).  Before:
+ * usleep_range(1000, 2000) between tries, hundreds of wake-ups a second.
+ */
+FKV_TEST_TIMEOUT(a_sender_waits_for_a_full_daemon_socket_without_spinning, 90)
+{
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct answer a = { .cmd = FLUXONKV_CMD_GET_START, .has_req_id = true,
+			    .has_status = true, .status = -ENOENT,
+			    .no_ack = true };
+	struct client c[FULL_CLIENTS];
+	struct client_result r;
+	int i, one = 1, eagain = 0, etimedout = 0;
+	int64_t t0, ms;
+	struct fkv_nl nl;
+	uint64_t waits;
+	long most;
+
+	FKV_LOAD("segment_mb=32 request_timeout_ms=5000");
+	nl_open(&nl);
+	FKV_ASSERT_EQ(register_daemon(&nl, tb), 0);
+	FKV_ASSERT_EQ(setsockopt(nl_socket_get_fd(nl.sk), SOL_SOCKET,
+				 SO_RCVBUF, &one, sizeof(one)), 0);
+
+	/* 1. the daemon stops reading, then resumes */
+	t0 = fkv_now_ms();
+	most = full_socket_gets(c, "full");
+	fkv_diag("the most a waiting get slept and woke in 1.5 s: %ld", most);
+	FKV_ASSERT(most < 100, "a get waiting to send to a full daemon socket "
+		   "slept and woke %ld times in 1.5 s", most);
+	waits = fkv_sysfs("send_waits");
+	FKV_ASSERT(waits >= 1, "no send waited: the socket never filled");
+	for (i = 0; i < FULL_CLIENTS; i++) {
+		a.req_id = expect_upcall(&nl, FLUXONKV_CMD_GET_START, tb);
+		FKV_ASSERT_EQ(send_answer(&nl, &a), 0);
+	}
+	for (i = 0; i < FULL_CLIENTS; i++) {
+		r = client_wait(&c[i]);
+		FKV_ASSERT(r.err == ENOENT, "get %d: %s", i, strerror(r.err));
+	}
+	ms = fkv_now_ms() - t0;
+	FKV_ASSERT(ms < FULL_TIMEOUT_MS, "the gets took %" PRId64 " ms", ms);
+	FKV_ASSERT_EQ(fkv_sysfs("upcall_timeouts"), 0);
+
+	/* 2. it never reads again: each fails within the request timeout */
+	t0 = fkv_now_ms();
+	most = full_socket_gets(c, "stuck");
+	FKV_ASSERT(most < 100, "a get waiting to send to a full daemon socket "
+		   "slept and woke %ld times in 1.5 s", most);
+	FKV_ASSERT_GT(fkv_sysfs("send_waits"), waits);
+	for (i = 0; i < FULL_CLIENTS; i++) {
+		r = client_wait(&c[i]);
+		if (r.err == EAGAIN)
+			eagain++;
+		else if (r.err == ETIMEDOUT)
+			etimedout++;
+		else
+			FKV_ASSERT(0, "get %d: %s", i, strerror(r.err));
+	}
+	ms = fkv_now_ms() - t0;
+	fkv_diag("stuck: %d EAGAIN, %d ETIMEDOUT in %" PRId64 " ms", eagain,
+		 etimedout, ms);
+	FKV_ASSERT_GE(eagain, 1);
+	FKV_ASSERT_LT(ms, FULL_TIMEOUT_MS + 1500);
+	fkv_nl_close(&nl);
+	FKV_ASSERT_SYSFS_SETTLES("daemon_pid", 0);
+}

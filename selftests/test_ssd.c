@@ -2913,3 +2913,150 @@ FKV_TEST_TIMEOUT(local_routes_and_ask_on_miss_serve_the_same_versions, 180)
 	local_routes_mode(NULL);
 	local_routes_mode("--ask-on-miss");
 }
+
+/* ---- a killed getter's read stays in its user's budget ---- */
+
+#define KR_READ_MS	3000	/* each read of the dm-delay device */
+
+struct kr_get {
+	const char *key;
+	int ret;
+};
+
+/* Root's get of g->key (privileged: charged to nobody), released. */
+static void *kr_get_root(void *arg)
+{
+	struct kr_get *g = arg;
+	struct fkv *kv = kv_open();
+	struct fkv_holder h;
+
+	g->ret = fkv_get(kv, g->key, strlen(g->key), &h);
+	if (!g->ret)
+		release(kv, &h);
+	fkv_close(kv);
+	return NULL;
+}
+
+/*
+ * Bytes uid @uid pins in debugfs `users`; -1 without a row (its last
+ * session and every hold of it gone), -2 without debugfs.
+ */
+static long long user_pinned(unsigned int uid)
+{
+	FILE *f = fopen(FKV_DEBUGFS_DIR "/users", "r");
+	unsigned int u, sessions;
+	long long pinned, ret = -1;
+	char line[128];
+
+	if (!f)
+		return -2;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%u\t%u\t%lld", &u, &sessions, &pinned) == 3 &&
+		    u == uid)
+			ret = pinned;
+	fclose(f);
+	return ret;
+}
+
+/*
+ * A synchronous refill whose getter is killed while its read is queued
+ * (issue 29, "pins outside the per-uid budget"): the read goes on into
+ * the target until the device ends it, and the target stays charged to
+ * the getter's user until then -- not only while the getter waited.  Four
+ * root gets hold the device's four IO slots (reads delayed 3 s); uid
+ * 65534's get of a fifth value queues behind them and is SIGKILLed.
+ * Before: its user's pin was dropped at the kill while the target stayed
+ * allocated for the read, outside any budget.
+ */
+FKV_TEST_TIMEOUT(a_killed_getters_queued_refill_stays_in_its_users_budget,
+		 180)
+{
+	const uint64_t span = FKV_ALIGN_UP(RR_LEN);
+	uint64_t base, ids[RR_KEYS], persists = 0;
+	struct kr_get g[RR_KEYS];
+	pthread_t tid[RR_KEYS];
+	long long pinned;
+	int64_t t_kill, t_free;
+	char key[16];
+	struct fkv *kv;
+	int i, status;
+	pid_t pid;
+
+	base = rr_begin("segment_mb=16 pin_max_pct=25", KR_READ_MS, &kv, ids,
+			&persists);
+	if (user_pinned(0) == -2)
+		FKV_SKIP("no debugfs users");
+	put_pattern(kv, "kr-x", RR_LEN, 77);
+	wait_persists(++persists);
+	rr_ssd_only(kv, base, &persists);
+
+	/* four slow refills fill the device's IO slots */
+	for (i = 0; i < RR_KEYS; i++) {
+		static char keys[RR_KEYS][16];
+
+		snprintf(keys[i], sizeof(keys[i]), "rr-%d", i);
+		g[i].key = keys[i];
+		FKV_ASSERT_EQ(pthread_create(&tid[i], NULL, kr_get_root,
+					     &g[i]), 0);
+	}
+	for (i = 0; i < RR_KEYS; i++) {
+		snprintf(key, sizeof(key), "rr-%d", i);
+		wait_ring_pinned(key, 0, 500, key);
+	}
+
+	/* uid 65534's refill of kr-x queues behind them */
+	FKV_ASSERT_EQ(chmod(FKV_DEV_PATH, 0666), 0);
+	fflush(stdout);
+	pid = fork();
+	FKV_ASSERT(pid >= 0);
+	if (!pid) {
+		struct fkv *nkv = NULL;
+		struct fkv_holder h;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(2);
+		if (fkv_open(FKV_DEV_PATH, &nkv))
+			_exit(3);
+		fkv_get(nkv, "kr-x", 4, &h);
+		_exit(4);
+	}
+	for (i = 0; i < 100 && user_pinned(65534) != (long long)span; i++)
+		fkv_msleep(20);
+	FKV_ASSERT_EQ(user_pinned(65534), (long long)span);
+	fkv_msleep(200);	/* its read is queued: no slot is free */
+	FKV_ASSERT_EQ(kill(pid, SIGKILL), 0);
+	FKV_ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	t_kill = fkv_now_ms();
+	FKV_ASSERT(WIFSIGNALED(status), "the getter's status %#x", status);
+	FKV_ASSERT_EQ(chmod(FKV_DEV_PATH, 0660), 0);
+
+	/* the read goes on: its target is still the user's */
+	fkv_msleep(100);
+	pinned = user_pinned(65534);
+	FKV_ASSERT(pinned == (long long)span, "uid 65534 pins %lld bytes "
+		   "after its getter was killed with its read queued, want "
+		   "%" PRIu64 " until the read ends", pinned, span);
+	/* until the device ends it: then nothing */
+	while ((pinned = user_pinned(65534)) > 0 &&
+	       fkv_now_ms() - t_kill < 4 * KR_READ_MS)
+		fkv_msleep(50);
+	t_free = fkv_now_ms() - t_kill;
+	FKV_ASSERT(pinned <= 0, "uid 65534 still pins %lld bytes %" PRId64
+		   " ms after the kill", pinned, t_free);
+	FKV_ASSERT_GE(t_free, KR_READ_MS / 2);
+
+	for (i = 0; i < RR_KEYS; i++) {
+		pthread_join(tid[i], NULL);
+		FKV_ASSERT(g[i].ret == 0, "get %s: %s", g[i].key,
+			   fkv_strerror(g[i].ret));
+	}
+	FKV_ASSERT_SYSFS_SETTLES("holders", 0);
+	delete_any(kv, "kr-x");
+	for (i = 0; i < RR_KEYS; i++) {
+		snprintf(key, sizeof(key), "rr-%d", i);
+		delete_any(kv, key);
+	}
+	fkv_close(kv);
+	teardown(base);
+	dm_remove(DLY_NAME);
+}

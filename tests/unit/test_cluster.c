@@ -2859,6 +2859,52 @@ static int pull_once(struct fkv_xport *xd, struct fkv_xport *xs,
 }
 
 /*
+ * A FETCH's pull ends at the FETCH's DEADLINE (issue 29): the module
+ * frees the target then, so a pull whose until_ms has passed writes no
+ * byte of it (-ETIMEDOUT); the same pull without one lands whole.
+ */
+FKV_TEST_TIMEOUT(tcp_a_fetch_past_its_deadline_writes_nothing_into_its_target,
+		 60)
+{
+	static struct fake_seg src, dst;
+	struct fkv_xport_config cs = { .listen_host = "127.0.0.1",
+				       .node_name = "src" };
+	struct fkv_xport_config cd = { .node_name = "dst" };
+	struct fkv_pull p = { .key = "key", .key_len = 3, .done = pull_done };
+	struct fkv_xport *xs, *xd;
+	struct timespec ts;
+	uint64_t i;
+	int done = 0;
+
+	fake_segs_init(&src, &dst);
+	src.off = 8192;
+	src.len = 100000;
+	xs = make_xport_cfg(&src, &fkv_xport_tcp, &cs);
+	xd = make_xport_cfg(&dst, &fkv_xport_tcp, &cd);
+	snprintf(p.peer, sizeof(p.peer), "127.0.0.1:%u", fkv_xport_port(xs));
+	p.handle = src.handle;
+	p.put_id = src.put_id;
+	p.len = src.len;
+	p.dst_off = 0;
+	p.arg = &done;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	p.until_ms = (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - 1;
+	FKV_ASSERT_EQ(fkv_xport_pull(xd, &p), 0);
+	wait_done(xd, &done, 1);
+	FKV_ASSERT_EQ(p.status, -ETIMEDOUT);
+	for (i = 0; i < src.len; i++)
+		FKV_ASSERT(!dst.mem[i], "byte %llu of the target written "
+			   "past the FETCH's deadline", (unsigned long long)i);
+	/* without a deadline of its own: whole */
+	FKV_ASSERT_EQ(pull_once(xd, xs, &src, 1u << 20), 0);
+	FKV_ASSERT(!memcmp(dst.mem + (1u << 20), src.mem + src.off, src.len));
+	fkv_xport_destroy(xd);
+	fkv_xport_destroy(xs);
+	free(src.mem);
+	free(dst.mem);
+}
+
+/*
  * A served connection nobody asks anything of is closed (issue 28, idle
  * connections closed): after FKV_XPORT_IDLE_MS without a request (here
  * 300 ms, the config's serve_idle_ms) the source closes it and counts

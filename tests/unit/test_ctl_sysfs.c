@@ -68,6 +68,7 @@ static void fake_module(void)
 	put_file("fetches", "3\n");
 	put_file("fetch_errors", "1\n");
 	put_file("fetch_abandoned", "0\n");
+	put_file("fetch_expired", "0\n");
 	put_file("misses", "4\n");
 	put_file("local_misses", "3\n");
 	put_file("local_refills", "1\n");
@@ -85,6 +86,7 @@ static void fake_module(void)
 	put_file("puts_local", "12\n");
 	put_file("puts_one_trip", "13\n");
 	put_file("upcall_errors", "8\n");
+	put_file("send_waits", "4\n");
 	put_file("room_waits", "9\n");
 	put_file("room_by_address", "2\n");
 	put_file("room_pinned", "1\n");
@@ -301,7 +303,8 @@ FKV_TEST(the_snapshot_covers_every_attribute_the_module_documents)
 		"version", "abi_version", "segment_capacity_bytes",
 		"segment_used_bytes", "daemon_pid", "replicas", "holders",
 		"puts", "gets", "hits_memory", "hits_ssd", "hits_remote",
-		"fetches", "fetch_errors", "fetch_abandoned", "misses",
+		"fetches", "fetch_errors", "fetch_abandoned", "fetch_expired",
+		"misses",
 		"local_misses", "local_refills", "refills_async", "local_unsure",
 		"lease_refused",
 		"hits_alone",
@@ -309,6 +312,7 @@ FKV_TEST(the_snapshot_covers_every_attribute_the_module_documents)
 		"promotions_refused", "deletes",
 		"evictions", "replica_drops", "upcall_timeouts",
 		"puts_abandoned", "puts_local", "puts_one_trip", "upcall_errors",
+		"send_waits",
 		"room_waits",
 		"room_by_address", "room_pinned", "compactions",
 		"compacted_bytes", "compact_waits",
@@ -359,6 +363,7 @@ FKV_TEST(stats_as_json_are_one_flat_object_with_null_for_unreadable_files)
 		"\"replicas\":3,\"holders\":2,\"puts\":10,\"gets\":20,"
 		"\"hits_memory\":15,\"hits_ssd\":null,\"hits_remote\":2,"
 		"\"fetches\":3,\"fetch_errors\":1,\"fetch_abandoned\":0,"
+		"\"fetch_expired\":0,"
 		"\"misses\":4,"
 		"\"local_misses\":3,\"local_refills\":1,\"refills_async\":1,"
 		"\"local_unsure\":0,\"lease_refused\":2,\"hits_alone\":3,"
@@ -367,7 +372,7 @@ FKV_TEST(stats_as_json_are_one_flat_object_with_null_for_unreadable_files)
 		"\"deletes\":5,\"evictions\":6,\"replica_drops\":11,"
 		"\"upcall_timeouts\":7,\"puts_abandoned\":1,\"puts_local\":12,"
 		"\"puts_one_trip\":13,"
-		"\"upcall_errors\":8,\"room_waits\":9,"
+		"\"upcall_errors\":8,\"send_waits\":4,\"room_waits\":9,"
 		"\"room_by_address\":2,\"room_pinned\":1,"
 		"\"compactions\":3,\"compacted_bytes\":12582912,"
 		"\"compact_waits\":0,"

@@ -2187,6 +2187,9 @@ static bool fetch(struct fkv_clusterd *cd, const struct fkv_upcall *u,
 	t->pull.put_id = t->put_id;
 	t->pull.len = t->len;
 	t->pull.dst_off = u->offset;
+	/* the module frees the target at the FETCH's DEADLINE: not later */
+	if (u->present & A(DEADLINE))
+		t->pull.until_ms = u->deadline / 1000000;
 	t->pull.done = pull_done;
 	t->pull.arg = t;
 	t->fetch_req = u->req_id;

@@ -111,6 +111,11 @@ struct fkv_pull {
 	uint64_t put_id;
 	uint64_t len;
 	uint64_t dst_off;		/* the local target */
+	/*
+	 * FETCH: CLOCK_MONOTONIC ms after which the module frees the target
+	 * (the FETCH's DEADLINE): no byte lands in it later.  0: none.
+	 */
+	uint64_t until_ms;
 	/* PLACE: the master's ticket for it, checked by the target node */
 	uint8_t ticket[FKV_MAC_LEN];
 	int status;			/* outcome: 0 or -errno */

@@ -287,6 +287,14 @@ static uint64_t pull_deadline(const struct fkv_xport *x, uint64_t len)
 	return mono_ms() + x->cfg.io_timeout_ms + (len >> 20) * 1000;
 }
 
+/* A pull's deadline: the one above, or its target's end if sooner. */
+static uint64_t pull_until(const struct fkv_xport *x, const struct fkv_pull *p)
+{
+	uint64_t d = pull_deadline(x, p->len);
+
+	return p->until_ms && p->until_ms < d ? p->until_ms : d;
+}
+
 /*
  * The RELEASE of a range we exposed (a window over a pinned replica or a
  * staged chunk) is due by the requester's own READ deadline for it (the
@@ -718,7 +726,7 @@ static int wire_status(struct nlattr *a)
 static int tcp_recv_push(struct fkv_xport *x, int fd, struct fkv_pull *p,
 			 uint8_t *buf, bool *broken)
 {
-	uint64_t deadline = pull_deadline(x, p->len);
+	uint64_t deadline = pull_until(x, p);
 	struct nlattr *tb[FKV_CA_MAX + 1];
 	uint64_t got = 0;
 	int err, bad = 0;
@@ -789,7 +797,7 @@ static int rdma_recv_pull(struct fkv_xport *x, int fd,
 {
 	/* Up to 16 MiB in one post list (4 READs, one completion). */
 	const uint64_t batch = FKV_RDMA_DEPTH * FKV_PUSH_CHUNK;
-	uint64_t deadline = pull_deadline(x, p->len), raddr, tag, off;
+	uint64_t deadline = pull_until(x, p), raddr, tag, off;
 	struct fkv_rdma_conn *rc = *rcp;
 	uint64_t sum = nla_get_u64(tb[FKV_CA_CSUM]);
 	uint32_t rkey;
@@ -843,7 +851,7 @@ static int rdma_recv_push(struct fkv_xport *x, int fd,
 {
 	unsigned int n = (unsigned int)((p->len + FKV_PUSH_CHUNK - 1) /
 					FKV_PUSH_CHUNK);
-	uint64_t deadline = pull_deadline(x, p->len), tag;
+	uint64_t deadline = pull_until(x, p), tag;
 	struct fkv_rdma_conn *rc = *rcp;
 	struct nlattr *tb[FKV_CA_MAX + 1];
 	unsigned int heads = 0, done = 0;
@@ -976,9 +984,12 @@ static int tcp_pull_one(struct fkv_xport *x, int fd,
 		return -EPROTO;
 	if (rdma)
 		return rdma_recv_pull(x, fd, rcp, p, tb, broken);
+	/* the module frees a FETCH's target at its DEADLINE: none past it */
+	if (p->until_ms && mono_ms() >= p->until_ms)
+		return -ETIMEDOUT;
 	/* Straight into the target: no intermediate buffer. */
 	err = read_until(fd, x->seg.base + p->dst_off, p->len,
-			 pull_deadline(x, p->len));
+			 pull_until(x, p));
 	if (err)
 		return err;
 	*broken = false;
