@@ -116,7 +116,8 @@ static void fkvb_describe(const struct bench_opts *o, char *buf, size_t cap)
 		 "\"replicas\":%llu,\"evictions\":%llu,\"room_waits\":%llu,"
 		 "\"room_by_address\":%llu,\"room_pinned\":%llu,"
 		 "\"upcall_timeouts\":%llu,\"ssd_busy_waits\":%llu,"
-		 "\"ssd_revokes\":%llu",
+		 "\"ssd_revokes\":%llu,\"clean_drops\":%llu,"
+		 "\"refills_room_async\":%llu",
 		 (unsigned long long)sysfs_u64("segment_capacity_bytes"),
 		 (unsigned long long)sysfs_u64("segment_used_bytes"),
 		 (unsigned long long)sysfs_u64("kv_ssd_capacity_bytes"),
@@ -128,7 +129,9 @@ static void fkvb_describe(const struct bench_opts *o, char *buf, size_t cap)
 		 (unsigned long long)sysfs_u64("room_pinned"),
 		 (unsigned long long)sysfs_u64("upcall_timeouts"),
 		 (unsigned long long)sysfs_u64("ssd_busy_waits"),
-		 (unsigned long long)sysfs_u64("ssd_revokes"));
+		 (unsigned long long)sysfs_u64("ssd_revokes"),
+		 (unsigned long long)sysfs_u64("clean_drops"),
+		 (unsigned long long)sysfs_u64("refills_room_async"));
 }
 
 static int fkvb_ring_open(void *conn, unsigned int depth, void **ring)
