@@ -774,6 +774,7 @@ enum fluxonkv_lat_op {
 	FLUXONKV_LAT_GET_REMOTE,	/* a get answered from another node */
 	FLUXONKV_LAT_FETCH,		/* FETCH sent until the target is full */
 	FLUXONKV_LAT_PLACE_SEND,	/* PUT_PLACE + sending the value */
+	FLUXONKV_LAT_SSD_CSUM,		/* a read's XXH64 check, after its IO */
 	FLUXONKV_LAT_NR,
 };
 

@@ -55,6 +55,7 @@ static const char *const fluxonkv_lat_names[FLUXONKV_LAT_NR] = {
 	[FLUXONKV_LAT_GET_REMOTE] = "get_remote",
 	[FLUXONKV_LAT_FETCH] = "fetch",
 	[FLUXONKV_LAT_PLACE_SEND] = "place_send",
+	[FLUXONKV_LAT_SSD_CSUM] = "ssd_csum",
 };
 
 void fluxonkv_lat_record(enum fluxonkv_lat_op op, u64 start_ns)

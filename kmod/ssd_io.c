@@ -465,8 +465,11 @@ static void fluxonkv_ssd_read_done(struct fluxonkv_ssd_job *job, int ret)
 		mutex_unlock(&sh->lock);
 	}
 	if (!ret) {
+		u64 t0 = fluxonkv_clock();
+
 		ret = fluxonkv_entry_csum_check(e, job->alloc, job->io_off,
 						job->io_alen);
+		fluxonkv_lat_record(FLUXONKV_LAT_SSD_CSUM, t0);
 		if (ret)
 			fluxonkv_ssd_corrupt(e);
 	}
