@@ -292,6 +292,7 @@ u64 fluxonkv_clean_drop(u64 want);
 /* kv_room.c: the free reserve clean drops keep (module parameter) */
 extern unsigned int fluxonkv_clean_reserve_pct;
 void fluxonkv_clean_reserve_check(void);
+void fluxonkv_clean_reserve_stop(void);
 struct sk_buff;
 struct netlink_callback;
 struct genl_family;
@@ -500,7 +501,7 @@ void fluxonkv_access_note(u64 handle);
 void fluxonkv_access_forget(void);
 bool fluxonkv_drop_note_reserve(void);
 void fluxonkv_drop_note_cancel(void);
-void fluxonkv_drop_note_commit(u64 handle);
+void fluxonkv_drop_note_commit(u64 handle, u64 gen);
 void fluxonkv_drop_notes_forget(void);
 void fluxonkv_get_done_offer(struct fluxonkv_replica *r, u32 source);
 void fluxonkv_put_note(struct fluxonkv_replica *r, u32 flags, u64 gen);

@@ -15,7 +15,6 @@ struct fluxonkv_alloc *fluxonkv_alloc_room_for(u64 len, bool placeable);
 struct fluxonkv_alloc *fluxonkv_alloc_room(u64 len);
 void fluxonkv_refill_room_wait(struct fluxonkv_refill *rf, u64 len);
 bool fluxonkv_clean_room(u64 len);
-void fluxonkv_clean_reserve_stop(void);
 
 /* kv_put.c */
 void fluxonkv_put_late_init(void);

@@ -593,6 +593,11 @@ static void __exit fluxonkv_exit(void)
 	 * until the family went, may still persist: before the SSD tier goes.
 	 */
 	fluxonkv_kv_flush_late();
+	/*
+	 * No daemon, no clean drops (genl's exit cleared the flags): a
+	 * reserve pass still running looks at the SSD index, which goes next.
+	 */
+	fluxonkv_clean_reserve_stop();
 	debugfs_remove_recursive(fluxonkv_debugfs);
 	fluxonkv_sysfs_exit();
 	fluxonkv_ssd_exit();

@@ -220,8 +220,10 @@ void fluxonkv_get_done_offer(struct fluxonkv_replica *r, u32 source)
 #define FLUXONKV_DROP_NOTE_BATCH	256
 
 static struct {
-	spinlock_t lock;		/* protects handles[], head, n */
+	spinlock_t lock;		/* protects handles[], gens[], head, n */
 	u64 handles[FLUXONKV_DROP_NOTE_MAX];	/* a ring from head */
+	/* the daemon link generation each drop was made for */
+	u64 gens[FLUXONKV_DROP_NOTE_MAX];
 	unsigned int head, n;
 	/* places taken: n plus drops between reserve and commit/cancel */
 	atomic_t reserved;
@@ -246,14 +248,15 @@ void fluxonkv_drop_note_cancel(void)
 	atomic_dec(&fluxonkv_drop_notes.reserved);
 }
 
-void fluxonkv_drop_note_commit(u64 handle)
+void fluxonkv_drop_note_commit(u64 handle, u64 gen)
 {
-	unsigned int n;
+	unsigned int n, i;
 
 	spin_lock(&fluxonkv_drop_notes.lock);
 	n = fluxonkv_drop_notes.n++;
-	fluxonkv_drop_notes.handles[(fluxonkv_drop_notes.head + n) %
-				    FLUXONKV_DROP_NOTE_MAX] = handle;
+	i = (fluxonkv_drop_notes.head + n) % FLUXONKV_DROP_NOTE_MAX;
+	fluxonkv_drop_notes.handles[i] = handle;
+	fluxonkv_drop_notes.gens[i] = gen;
 	spin_unlock(&fluxonkv_drop_notes.lock);
 	/* The first note arms the flush, a full batch runs it now. */
 	if (n == 0)
@@ -275,28 +278,32 @@ static int fluxonkv_drop_notes_send_locked(void)
 {
 	/* only under the send lock */
 	static u64 batch[FLUXONKV_DROP_NOTE_BATCH];
-	unsigned int n, i, epoch;
+	u64 gen = fluxonkv_daemon_link_generation();
+	unsigned int n, i, j, m, epoch;
 	int ret;
 
 	for (;;) {
 		spin_lock(&fluxonkv_drop_notes.lock);
 		n = min_t(unsigned int, fluxonkv_drop_notes.n,
 			  FLUXONKV_DROP_NOTE_BATCH);
-		for (i = 0; i < n; i++)
-			batch[i] = fluxonkv_drop_notes.handles[
-				(fluxonkv_drop_notes.head + i) %
-				FLUXONKV_DROP_NOTE_MAX];
+		/* a previous daemon's notes are left out (its routes went) */
+		for (i = 0, m = 0; i < n; i++) {
+			j = (fluxonkv_drop_notes.head + i) %
+			    FLUXONKV_DROP_NOTE_MAX;
+			if (fluxonkv_drop_notes.gens[j] == gen)
+				batch[m++] = fluxonkv_drop_notes.handles[j];
+		}
 		epoch = fluxonkv_drop_notes.epoch;
 		spin_unlock(&fluxonkv_drop_notes.lock);
 		if (!n)
 			return 0;
-		ret = fluxonkv_notify_dropped(batch, n);
+		ret = m ? fluxonkv_notify_dropped(batch, m) : 0;
 		if (ret == -EAGAIN || ret == -ENOMEM)
 			return -EAGAIN;	/* kept, in order */
 		/* Sent, or no daemon: its routes went with it.  Off the queue. */
 		if (ret && ret != -ENOTCONN)
 			pr_warn_ratelimited("%u clean drop notes lost: %d\n",
-					    n, ret);
+					    m, ret);
 		spin_lock(&fluxonkv_drop_notes.lock);
 		if (fluxonkv_drop_notes.epoch == epoch) {
 			fluxonkv_drop_notes.head = (fluxonkv_drop_notes.head + n) %

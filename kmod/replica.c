@@ -1040,8 +1040,12 @@ static bool fluxonkv_replica_clean(const struct fluxonkv_replica *r)
 {
 	u64 put_id, len;
 
+	/*
+	 * Not while kept replicas wait for their adoption: a registration
+	 * publishes its flags before it marks them ->adopting.
+	 */
 	return READ_ONCE(r->indexed) && !READ_ONCE(r->adopting) &&
-	       READ_ONCE(r->put_id) &&
+	       !READ_ONCE(fluxonkv_adopting) && READ_ONCE(r->put_id) &&
 	       kref_read(&r->alloc->ref) == 1 &&
 	       fluxonkv_ssd_lookup_routed(r->key, r->key_len, &put_id, &len) &&
 	       put_id == READ_ONCE(r->put_id);
@@ -1050,18 +1054,23 @@ static bool fluxonkv_replica_clean(const struct fluxonkv_replica *r)
 /* Drop @r (the caller holds a reference) if it is clean; its span, or 0. */
 static u64 fluxonkv_clean_drop_one(struct fluxonkv_replica *r)
 {
-	u64 span = r->alloc->span;
+	u64 span = r->alloc->span, gen;
 
 	if (!fluxonkv_replica_clean(r))
 		return 0;
-	/* Room for its note first: the master must hear of every drop. */
-	if (!fluxonkv_drop_note_reserve())
+	/*
+	 * Room for its note first: the master must hear of every drop.  The
+	 * note is for the daemon connected now (a detach in between makes
+	 * it one the sender leaves out, as the drop's look at the flag says).
+	 */
+	gen = fluxonkv_daemon_link_generation();
+	if (!fluxonkv_daemon_clean_drops() || !fluxonkv_drop_note_reserve())
 		return 0;
 	if (fluxonkv_handle_erase(r->handle) != r) {
 		fluxonkv_drop_note_cancel();	/* dropped by someone else */
 		return 0;
 	}
-	fluxonkv_drop_note_commit(r->handle);
+	fluxonkv_drop_note_commit(r->handle, gen);
 	fluxonkv_unindex(r);
 	fluxonkv_replica_put(r);	/* the handle table's reference */
 	fluxonkv_stat_inc(clean_drops);
@@ -1096,8 +1105,12 @@ u64 fluxonkv_clean_drop(u64 want)
 	spin_unlock(&fluxonkv_clean_lock);
 	slot = start;
 
-	/* From the hand to the table's end, then from its start to the hand. */
-	while (dropped < want && looked < FLUXONKV_CLEAN_SCAN) {
+	/*
+	 * From the hand to the table's end, then from its start to the hand;
+	 * not past a detach (the flag is looked at again each batch).
+	 */
+	while (dropped < want && looked < FLUXONKV_CLEAN_SCAN &&
+	       fluxonkv_daemon_clean_drops()) {
 		XA_STATE(xas, &fluxonkv_handles, slot);
 
 		last = second ? start - 1 : ULONG_MAX;

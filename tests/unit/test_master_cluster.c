@@ -360,10 +360,19 @@ FKV_TEST(a_value_only_on_bs_ssd_is_pushed_and_a_failed_push_drops_it)
 	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "t", 1, &g), 0);
 	FKV_ASSERT_EQ(g.source, FLUXONKV_SOURCE_REMOTE_SSD);
 	fkv_master_get_stats(F.m, &st);
+	F.nssd_drops = 0;
 	FKV_ASSERT_EQ(fkv_master_get_revoke(F.m, "t", 1, pid,
 					    FLUXONKV_SOURCE_REMOTE_SSD, B,
 					    -EIO), 0);
 	FKV_ASSERT_EQ(fkv_master_get_start(F.m, "t", 1, &g), -ENOENT);
+	/*
+	 * ... and B's module is told: routed there still, that copy would
+	 * make a DRAM replica of the version clean (dropped for room).
+	 */
+	FKV_ASSERT_EQ(F.nssd_drops, 1);
+	FKV_ASSERT_EQ(F.ssd_drop_node, B);
+	FKV_ASSERT_EQ(F.ssd_drop_put_id, pid);
+	FKV_ASSERT_EQ(strcmp(F.ssd_drop_key, "t"), 0);
 	fkv_master_destroy(F.m);
 }
 

@@ -2500,6 +2500,17 @@ static bool route_upcall(struct fkv_clusterd *cd, const struct fkv_upcall *u,
 		return reply;
 	}
 	err = forward(cd, u, src_handle);
+	if (err && u->cmd == FLUXONKV_CMD_DROPPED && err != -ENOTCONN) {
+		/*
+		 * A notify has no answer to retry on, and a master that never
+		 * hears of a clean drop routes to, and counts, a replica that
+		 * is gone: start over, so that it rebuilds this node's routes
+		 * from the report of what the module still holds.
+		 */
+		fkv_err("cluster: a DROPPED note could not go to the master "
+			"(%s): reconnecting", strerror(-err));
+		fkv_cctl_reset(cd->cctl);
+	}
 	if (err) {
 		cd->st.refused_unjoined++;
 		r->status = err == -ENOBUFS ? -EAGAIN : -ENOTCONN;

@@ -1516,6 +1516,14 @@ int fkv_master_get_revoke(struct fkv_master *m, const void *key,
 				     key_len, put_id)) {
 		m->st.ssd_revoked++;
 		cleared = true;
+		/*
+		 * ... and its module no longer counts it routed: a DRAM
+		 * replica of that version there is not clean (it would drop
+		 * it for room, the last copy the master knows of).
+		 */
+		if (m->ops->send_ssd_drop)
+			m->ops->send_ssd_drop(m->arg, (uint32_t)handle, key,
+					      key_len, put_id);
 	}
 	fkv_dbg("GET_REVOKE put %llu of key '%s' source %u (%d): %s",
 		(unsigned long long)put_id, fkv_key_fmt(kb, key, key_len),
