@@ -54,7 +54,8 @@ enum fluxonkv_source {
  * @abi_version: out: FLUXONKV_ABI_VERSION of the module.
  * @segment_size: out: bytes to mmap (offset 0, PROT_READ, MAP_SHARED).
  * @value_max: out: largest value a put accepts.
- * @key_max: out: FLUXONKV_KEY_MAX.
+ * @key_max: out: the longest key this description may use:
+ *	FLUXONKV_KEY_MAX, less FLUXONKV_TENANT_PREFIX_LEN once bound to a tenant.
  * @flags: out: FLUXONKV_INFO_* bits.
  * @segment_used: out: bytes of the segment currently allocated.
  * @reserved: must be zero.
@@ -72,6 +73,57 @@ struct fluxonkv_info {
 #define FLUXONKV_INFO_SIZE_VER0		56
 #define FLUXONKV_INFO_DAEMON		(1U << 0)	/* a daemon is registered */
 #define FLUXONKV_INFO_PUT_IOV		(1U << 1)	/* gather puts (FLUXONKV_PUT_F_IOV) */
+#define FLUXONKV_INFO_TENANTS		(1U << 2)	/* FLUXONKV_IOC_TENANT exists */
+#define FLUXONKV_INFO_ISOLATED		(1U << 3)	/* a tenant table is loaded:
+							 * mappings show only the
+							 * caller's tenant's values */
+
+/*
+ * Tenants.  A tenant is a key space of its own: tenant T's key K and
+ * tenant 0's key K are different keys.  Tenant 0 (the default) is what a
+ * description has until FLUXONKV_IOC_TENANT binds it to another; ids
+ * 1..FLUXONKV_TENANT_ID_MAX come from a table the daemon loads
+ * (FLUXONKV_CMD_TENANTS) with, for each id, the uids and gids that may
+ * bind to it (CAP_SYS_ADMIN may bind to any id in the table).
+ *
+ * Internally (in the module's index, the daemon's routes, the SSD ring and
+ * between nodes) tenant T's key K is the bytes
+ *	0x00 'T' <T as 4 bytes, big-endian> K
+ * so a bound description's keys are at most FLUXONKV_KEY_MAX -
+ * FLUXONKV_TENANT_PREFIX_LEN bytes (FLUXONKV_IOC_INFO's key_max says so),
+ * and keys starting with 0x00 'T' are refused (EINVAL) to every
+ * unprivileged description: no one names another tenant's keys.
+ */
+#define FLUXONKV_TENANT_ID_MAX		65535
+#define FLUXONKV_TENANT_PREFIX_LEN	6
+#define FLUXONKV_TENANT_TAG0		0x00
+#define FLUXONKV_TENANT_TAG1		'T'
+/* Table limits: entries, and uids / gids per entry. */
+#define FLUXONKV_TENANTS_MAX		256
+#define FLUXONKV_TENANT_IDS_MAX		64
+
+/**
+ * struct fluxonkv_tenant - FLUXONKV_IOC_TENANT: bind this description to
+ *	a tenant, once, before it holds anything.
+ * @size: in: sizeof(struct fluxonkv_tenant).
+ * @flags: in: must be zero.
+ * @tenant: in: 1..FLUXONKV_TENANT_ID_MAX, an id of the loaded table.
+ * @key_max: out: the longest key this description may use now.
+ * @reserved: must be zero.
+ *
+ * Errors: EINVAL (id 0 or past the max, flags, reserved), ENOENT (no such
+ * id in the table), EPERM (the caller's fsuid / groups are not among the
+ * id's and it lacks CAP_SYS_ADMIN), EBUSY (already bound, or holders
+ * open), EACCES (a privileged description: the daemon's stays tenant-less).
+ */
+struct fluxonkv_tenant {
+	__u32 size;
+	__u32 flags;
+	__u32 tenant;
+	__u32 key_max;
+	__u64 reserved[2];
+};
+#define FLUXONKV_TENANT_SIZE_VER0	32
 
 /**
  * struct fluxonkv_put - FLUXONKV_IOC_PUT: store a value under a key.
@@ -561,6 +613,7 @@ struct fluxonkv_uring_cmd {
 #define FLUXONKV_IOC_LOOKUP	_IOWR(FLUXONKV_IOC_MAGIC, 0x0a, struct fluxonkv_lookup)
 #define FLUXONKV_IOC_GET_INTO	_IOWR(FLUXONKV_IOC_MAGIC, 0x0b, struct fluxonkv_get_into)
 #define FLUXONKV_IOC_BATCH	_IOWR(FLUXONKV_IOC_MAGIC, 0x0c, struct fluxonkv_batch)
+#define FLUXONKV_IOC_TENANT	_IOWR(FLUXONKV_IOC_MAGIC, 0x0d, struct fluxonkv_tenant)
 
 /*
  * mmap of the device: read-only for everyone but a file description opened
@@ -705,6 +758,10 @@ enum fluxonkv_cmd {
 	 * sends no DROP_REPLICA for them.  Batched like ACCESS, never lost
 	 * while the daemon stays registered. */
 	FLUXONKV_CMD_DROPPED,
+	/* daemon -> module (admin): replace the tenant table with the
+	 * TENANT_ENTRY nests of the message (none: no table, no isolation).
+	 * Each entry: TENANT_ID, and UIDS / GIDS that may bind to it. */
+	FLUXONKV_CMD_TENANTS,
 
 	__FLUXONKV_CMD_MAX,
 	FLUXONKV_CMD_MAX = __FLUXONKV_CMD_MAX - 1
@@ -743,6 +800,10 @@ enum fluxonkv_attr {
 					 * module dropped itself */
 	FLUXONKV_A_HANDLE_LAYOUT,	/* u32: GET_VERSION: the module's
 					 * FLUXONKV_HANDLE_LAYOUT (absent: 1) */
+	FLUXONKV_A_TENANT_ENTRY,	/* nested: TENANT_ID, UIDS, GIDS */
+	FLUXONKV_A_TENANT_ID,		/* u32: 1..FLUXONKV_TENANT_ID_MAX */
+	FLUXONKV_A_UIDS,		/* binary: array of __u32 uids */
+	FLUXONKV_A_GIDS,		/* binary: array of __u32 gids */
 
 	__FLUXONKV_A_MAX,
 	FLUXONKV_A_MAX = __FLUXONKV_A_MAX - 1

@@ -168,6 +168,15 @@ enum fkv_cluster_cmd {
 	 * (keys removed); MESSAGE says why on failure.
 	 */
 	FKV_CCMD_CLEAR,
+	/*
+	 * a client -> fluxond on the local control socket: the id of the
+	 * tenant TENANT_NAME (config `tenants:`).  Answer TENANT with STATUS
+	 * (0, -ENOENT no such tenant) and, on 0, TENANT_ID.  CLEAR with
+	 * TENANT_ID clears that tenant's keys only (without it: tenant 0's,
+	 * the keys without a tenant prefix); the asker (SO_PEERCRED) must be
+	 * root or one of the tenant's uids / gids (-EPERM otherwise).
+	 */
+	FKV_CCMD_TENANT,
 	__FKV_CCMD_MAX,
 };
 
@@ -203,6 +212,10 @@ enum fkv_cluster_attr {
 	FKV_CA_PLACE_TICKET,
 	FKV_CA_CSUM,		/* u64: XXH3-64 of the bytes that follow */
 	FKV_CA_CANDIDATE,	/* nested: NODE_NAME, MASTER (etcd candidate) */
+	FKV_CA_TENANT_NAME,	/* string: a tenant's name (TENANT, STATS) */
+	FKV_CA_TENANT_ID,	/* u32: 1..FLUXONKV_TENANT_ID_MAX (0: default) */
+	FKV_CA_TENANT,		/* nested: TENANT_NAME, TENANT_ID, STATs
+				 * (STATS: one per tenant) */
 	__FKV_CA_MAX,
 	FKV_CA_MAX = __FKV_CA_MAX - 1
 };
