@@ -64,10 +64,12 @@
 #include <linux/rhashtable-types.h>
 #include <linux/sched/clock.h>
 #include <linux/spinlock.h>
+#include <linux/srcu.h>
 #include <linux/types.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
+#include <net/netlink.h>
 #include <linux/fluxonkv.h>
 
 #define FLUXONKV_VERSION	"0.1.0"
@@ -132,6 +134,10 @@ struct fluxonkv_segment {
  *	set only while the owner's is the one reference; whoever pins the
  *	range then reads @offset or the bytes only after
  *	fluxonkv_alloc_settle().  Written under the segment lock.
+ * @tenant: whose description may map these pages while the segment is
+ *	isolated (tenant.c): FLUXONKV_TENANT_NONE until the first
+ *	unprivileged holder sets its session's tenant (cmpxchg); read by
+ *	the fault handler under the segment lock.
  */
 struct fluxonkv_alloc {
 	struct kref ref;
@@ -142,7 +148,10 @@ struct fluxonkv_alloc {
 	u64 owner;
 	struct fluxonkv_extent *spare;
 	bool moving;
+	u32 tenant;
 };
+
+#define FLUXONKV_TENANT_NONE	U32_MAX
 
 int fluxonkv_segment_init(size_t size);
 void fluxonkv_segment_free_stats(unsigned long *extents, u64 *largest);
@@ -373,6 +382,12 @@ struct fluxonkv_session {
 	 * and pin replicas by handle (the node daemon's data plane).
 	 */
 	bool privileged;
+	/*
+	 * 0, or the tenant FLUXONKV_IOC_TENANT bound it to (once, cmpxchg):
+	 * its keys get that tenant's prefix, its faults map that tenant's
+	 * values only (tenant.c).
+	 */
+	u32 tenant;
 };
 
 struct fluxonkv_session *fluxonkv_session_new(bool writable, bool privileged);
@@ -736,6 +751,9 @@ struct fluxonkv_stats {
 	u64 clean_drop_bytes;	/* ... their spans */
 	u64 clean_reserve_runs;	/* background passes refilling the reserve */
 	u64 dropped_notes_full;	/* clean drops refused: notes queue full */
+	u64 faults_refused;	/* isolated faults outside the tenant's values */
+	u64 tenant_binds;	/* FLUXONKV_IOC_TENANT binds */
+	u64 tenant_binds_refused;	/* ... refused: ENOENT / EPERM */
 };
 
 DECLARE_PER_CPU(struct fluxonkv_stats, fluxonkv_stats);
@@ -799,6 +817,22 @@ static inline u64 fluxonkv_clock(void)
 
 void fluxonkv_lat_record(enum fluxonkv_lat_op op, u64 start_ns);
 int fluxonkv_latency_show(struct seq_file *m, void *unused);
+/* ---- tenant.c: key spaces, the bind table, isolated mappings ---- */
+void fluxonkv_tenant_prefix(u8 *key, u32 tenant);
+bool fluxonkv_key_reserved(const u8 *key, u32 key_len);
+int fluxonkv_tenant_may_bind(u32 tenant);
+extern const struct nla_policy fluxonkv_tenants_policy[FLUXONKV_A_MAX + 1];
+struct genl_info;
+int fluxonkv_nl_tenants(struct sk_buff *skb, struct genl_info *info);
+int fluxonkv_tenants_show(struct seq_file *m, void *unused);
+extern bool fluxonkv_isolated;
+/* Faults read fluxonkv_isolated inside it (tenant.c says why). */
+extern struct srcu_struct fluxonkv_fault_srcu;
+void fluxonkv_tenant_file_open(struct file *file);
+void fluxonkv_segment_zap(u64 off, u64 len);
+int fluxonkv_tenant_init(void);
+void fluxonkv_tenant_exit(void);
+
 extern struct fluxonkv_segment fluxonkv_seg;
 extern unsigned int fluxonkv_request_timeout_ms;
 extern u64 fluxonkv_incarnation;

@@ -1722,6 +1722,8 @@ static const struct genl_ops fluxonkv_genl_ops[] = {
 		    fluxonkv_empty_policy, GENL_ADMIN_PERM),
 	FLUXONKV_OP(FLUXONKV_CMD_LEASE, fluxonkv_nl_lease,
 		    fluxonkv_lease_policy, GENL_ADMIN_PERM),
+	FLUXONKV_OP(FLUXONKV_CMD_TENANTS, fluxonkv_nl_tenants,
+		    fluxonkv_tenants_policy, GENL_ADMIN_PERM),
 	{
 		.cmd = FLUXONKV_CMD_DUMP,
 		.start = fluxonkv_nl_dump_start,

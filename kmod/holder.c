@@ -262,6 +262,9 @@ int fluxonkv_holder_add(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 		xa_lock(&s->holders);
 	}
 	h->a = a;
+	/* the first holder says whose the value is (tenant.c) */
+	if (!s->privileged || READ_ONCE(s->tenant))
+		cmpxchg(&a->tenant, FLUXONKV_TENANT_NONE, READ_ONCE(s->tenant));
 	/*
 	 * May drop the lock to allocate a node; slots below are reused.  One
 	 * slot more than the cap: FLUXONKV_HOLDER_KEEP_SLOT is never a holder.

@@ -76,12 +76,29 @@ static bool fluxonkv_zero(const u64 *v, size_t n)
 	return true;
 }
 
-static int fluxonkv_key_in(u8 *key, u32 key_len, u64 key_ptr)
+/*
+ * The key at @key_ptr (@key_len bytes) as the module names it, into @key
+ * (FLUXONKV_KEY_MAX bytes): a bound description's keys get its tenant's
+ * prefix (@key_len grows by it); an unprivileged description may not name
+ * a tenant's key itself.  The daemon's (privileged) descriptions pass the
+ * keys of every tenant as they are.
+ */
+static int fluxonkv_key_in(const struct fluxonkv_session *s, u8 *key,
+			   u32 *key_len, u64 key_ptr)
 {
-	if (!key_len || key_len > FLUXONKV_KEY_MAX)
+	u32 tenant = READ_ONCE(s->tenant);
+	u32 len = *key_len, pre = tenant ? FLUXONKV_TENANT_PREFIX_LEN : 0;
+
+	if (!len || len > FLUXONKV_KEY_MAX - pre)
 		return -EINVAL;
-	if (copy_from_user(key, u64_to_user_ptr(key_ptr), key_len))
+	if (copy_from_user(key + pre, u64_to_user_ptr(key_ptr), len))
 		return -EFAULT;
+	if (pre) {
+		fluxonkv_tenant_prefix(key, tenant);
+		*key_len = len + pre;
+	} else if (!s->privileged && fluxonkv_key_reserved(key, len)) {
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -90,7 +107,7 @@ static u64 fluxonkv_value_max(void)
 	return min_t(u64, FLUXONKV_VALUE_MAX, fluxonkv_seg.size);
 }
 
-static long fluxonkv_ioc_info(void __user *uarg)
+static long fluxonkv_ioc_info(struct fluxonkv_session *s, void __user *uarg)
 {
 	struct fluxonkv_info info;
 	long usize;
@@ -106,9 +123,12 @@ static long fluxonkv_ioc_info(void __user *uarg)
 	info.abi_version = FLUXONKV_ABI_VERSION;
 	info.segment_size = fluxonkv_seg.size;
 	info.value_max = fluxonkv_value_max();
-	info.key_max = FLUXONKV_KEY_MAX;
+	info.key_max = FLUXONKV_KEY_MAX -
+		       (READ_ONCE(s->tenant) ? FLUXONKV_TENANT_PREFIX_LEN : 0);
 	info.flags = fluxonkv_daemon_connected() ? FLUXONKV_INFO_DAEMON : 0;
-	info.flags |= FLUXONKV_INFO_PUT_IOV;
+	info.flags |= FLUXONKV_INFO_PUT_IOV | FLUXONKV_INFO_TENANTS;
+	if (READ_ONCE(fluxonkv_isolated))
+		info.flags |= FLUXONKV_INFO_ISOLATED;
 	info.segment_used = fluxonkv_segment_used();
 	return fluxonkv_copy_out(uarg, &info, sizeof(info), usize);
 }
@@ -198,7 +218,7 @@ static int fluxonkv_do_put(struct fluxonkv_session *s, u32 key_len,
 		return -EINVAL;
 	if (value_len > fluxonkv_value_max())
 		return -E2BIG;
-	ret = fluxonkv_key_in(key, key_len, key_ptr);
+	ret = fluxonkv_key_in(s, key, &key_len, key_ptr);
 	if (ret)
 		return ret;
 	/* Fail a bad value pointer before asking the master for anything. */
@@ -255,7 +275,7 @@ static int fluxonkv_do_get(struct fluxonkv_session *s, u32 key_len,
 	u64 t0;
 	int ret;
 
-	ret = fluxonkv_key_in(key, key_len, key_ptr);
+	ret = fluxonkv_key_in(s, key, &key_len, key_ptr);
 	if (ret)
 		return ret;
 	t0 = fluxonkv_clock();
@@ -293,7 +313,7 @@ static int fluxonkv_do_get_into(struct fluxonkv_session *s, u32 key_len,
 
 	if (!buf_len || !access_ok(buf, buf_len))
 		return buf_len ? -EFAULT : -EINVAL;
-	ret = fluxonkv_key_in(key, key_len, key_ptr);
+	ret = fluxonkv_key_in(s, key, &key_len, key_ptr);
 	if (ret)
 		return ret;
 	/* A peek has no effect: no access counted, nothing pinned. */
@@ -336,13 +356,14 @@ out:
 	return ret;
 }
 
-static int fluxonkv_do_lookup(u32 key_len, u64 key_ptr, unsigned int flags,
+static int fluxonkv_do_lookup(struct fluxonkv_session *s, u32 key_len,
+			      u64 key_ptr, unsigned int flags,
 			      struct fluxonkv_get_result *res)
 {
 	u8 key[FLUXONKV_KEY_MAX];
 	int ret;
 
-	ret = fluxonkv_key_in(key, key_len, key_ptr);
+	ret = fluxonkv_key_in(s, key, &key_len, key_ptr);
 	if (ret)
 		return ret;
 	res->flags = flags & FLUXONKV_GR_NOWAIT;
@@ -358,7 +379,7 @@ static int fluxonkv_do_delete(struct fluxonkv_session *s, u32 key_len,
 
 	if (!s->writable)
 		return -EBADF;
-	ret = fluxonkv_key_in(key, key_len, key_ptr);
+	ret = fluxonkv_key_in(s, key, &key_len, key_ptr);
 	if (ret)
 		return ret;
 	if (flags & FLUXONKV_GR_NOWAIT)
@@ -454,7 +475,8 @@ static long fluxonkv_ioc_get_into(struct fluxonkv_session *s,
 	return fluxonkv_copy_out(uarg, &gi, sizeof(gi), usize) ?: ret;
 }
 
-static long fluxonkv_ioc_lookup(void __user *uarg, unsigned int flags)
+static long fluxonkv_ioc_lookup(struct fluxonkv_session *s, void __user *uarg,
+				unsigned int flags)
 {
 	struct fluxonkv_get_result res = {};
 	struct fluxonkv_lookup lk;
@@ -468,7 +490,7 @@ static long fluxonkv_ioc_lookup(void __user *uarg, unsigned int flags)
 	if (lk.flags || lk.len || lk.put_id || lk.source || lk.reserved0 ||
 	    !fluxonkv_zero(lk.reserved, ARRAY_SIZE(lk.reserved)))
 		return -EINVAL;
-	ret = fluxonkv_do_lookup(lk.key_len, lk.key_ptr, flags, &res);
+	ret = fluxonkv_do_lookup(s, lk.key_len, lk.key_ptr, flags, &res);
 	if (ret)
 		return ret;
 	lk.len = res.len;
@@ -495,7 +517,7 @@ static long fluxonkv_ioc_hold(struct fluxonkv_session *s, void __user *uarg)
 	    !hold.handle || !hold.put_id ||
 	    !fluxonkv_zero(hold.reserved, ARRAY_SIZE(hold.reserved)))
 		return -EINVAL;
-	ret = fluxonkv_key_in(key, hold.key_len, hold.key_ptr);
+	ret = fluxonkv_key_in(s, key, &hold.key_len, hold.key_ptr);
 	if (ret)
 		return ret;
 	ret = fluxonkv_hold(s, key, hold.key_len, hold.handle, hold.put_id,
@@ -531,7 +553,7 @@ static long fluxonkv_ioc_ssd_stage(struct fluxonkv_session *s,
 	    st.offset % FLUXONKV_SSD_CSUM_CHUNK ||
 	    !fluxonkv_zero(st.reserved, ARRAY_SIZE(st.reserved)))
 		return -EINVAL;
-	ret = fluxonkv_key_in(key, st.key_len, st.key_ptr);
+	ret = fluxonkv_key_in(s, key, &st.key_len, st.key_ptr);
 	if (ret)
 		return ret;
 	ret = fluxonkv_ssd_stage(s, key, st.key_len, st.put_id, st.offset,
@@ -564,7 +586,7 @@ static long fluxonkv_ioc_target(struct fluxonkv_session *s, void __user *uarg)
 		return -EINVAL;
 	if (t.len > fluxonkv_value_max())
 		return -E2BIG;
-	ret = fluxonkv_key_in(key, t.key_len, t.key_ptr);
+	ret = fluxonkv_key_in(s, key, &t.key_len, t.key_ptr);
 	if (ret)
 		return ret;
 	ret = fluxonkv_target(s, key, t.key_len, t.put_id, t.len, &res,
@@ -679,7 +701,7 @@ static int fluxonkv_batch_one(struct fluxonkv_session *s,
 	case FLUXONKV_OP_RELEASE:
 		return fluxonkv_holder_release(s, op->holder_id);
 	case FLUXONKV_OP_LOOKUP:
-		ret = fluxonkv_do_lookup(op->key_len, op->key_ptr, flags, &res);
+		ret = fluxonkv_do_lookup(s, op->key_len, op->key_ptr, flags, &res);
 		break;
 	case FLUXONKV_OP_PUT:
 	case FLUXONKV_OP_PUT_IOV:
@@ -906,6 +928,34 @@ static long fluxonkv_ioc_ssd_attach(void __user *uarg)
 #define FLUXONKV_IOC_NOSIZE(cmd) ((cmd) & ~(_IOC_SIZEMASK << _IOC_SIZESHIFT))
 
 /*
+ * Bind @s to a tenant (tenant.c): once, before it holds anything.  From
+ * then on its keys are the tenant's.  A privileged description (root's
+ * O_RDWR) may bind too: its keys are then the tenant's, its mapping stays
+ * unchecked (it is trusted with the segment, as the daemon is).
+ */
+static long fluxonkv_ioc_tenant(struct fluxonkv_session *s, void __user *uarg)
+{
+	struct fluxonkv_tenant t;
+	long usize;
+	int ret;
+
+	usize = fluxonkv_copy_in(&t, sizeof(t), FLUXONKV_TENANT_SIZE_VER0, uarg);
+	if (usize < 0)
+		return usize;
+	if (t.flags || t.key_max || !t.tenant ||
+	    t.tenant > FLUXONKV_TENANT_ID_MAX ||
+	    !fluxonkv_zero(t.reserved, ARRAY_SIZE(t.reserved)))
+		return -EINVAL;
+	ret = fluxonkv_tenant_may_bind(t.tenant);
+	if (ret)
+		return ret;
+	if (atomic_read(&s->nholders) || cmpxchg(&s->tenant, 0, t.tenant))
+		return -EBUSY;
+	t.key_max = FLUXONKV_KEY_MAX - FLUXONKV_TENANT_PREFIX_LEN;
+	return fluxonkv_copy_out(uarg, &t, sizeof(t), usize);
+}
+
+/*
  * One command for the ioctl or io_uring (@flags: FLUXONKV_GR_NOWAIT from
  * io_uring's inline issue, @ioucmd then its command).  @uring: the daemon's
  * commands are EOPNOTSUPP there (unknown numbers ENOTTY, as for the ioctl).
@@ -916,7 +966,7 @@ static long fluxonkv_dispatch(struct fluxonkv_session *s, unsigned int cmd,
 {
 	switch (FLUXONKV_IOC_NOSIZE(cmd)) {
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_INFO):
-		return fluxonkv_ioc_info(uarg);
+		return fluxonkv_ioc_info(s, uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_PUT):
 		return fluxonkv_ioc_put(s, uarg, flags);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_GET):
@@ -928,7 +978,7 @@ static long fluxonkv_dispatch(struct fluxonkv_session *s, unsigned int cmd,
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_DELETE):
 		return fluxonkv_ioc_delete(s, uarg, flags);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_LOOKUP):
-		return fluxonkv_ioc_lookup(uarg, flags);
+		return fluxonkv_ioc_lookup(s, uarg, flags);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_BATCH):
 		return fluxonkv_ioc_batch(s, uarg, flags, ioucmd);
 	}
@@ -943,6 +993,8 @@ static long fluxonkv_dispatch(struct fluxonkv_session *s, unsigned int cmd,
 		return uring ? -EOPNOTSUPP : fluxonkv_ioc_target(s, uarg);
 	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_PUBLISH):
 		return uring ? -EOPNOTSUPP : fluxonkv_ioc_publish(s, uarg);
+	case FLUXONKV_IOC_NOSIZE(FLUXONKV_IOC_TENANT):
+		return uring ? -EOPNOTSUPP : fluxonkv_ioc_tenant(s, uarg);
 	default:
 		return -ENOTTY;
 	}

@@ -207,6 +207,8 @@ static int fluxonkv_open(struct inode *inode, struct file *file)
 	if (!s)
 		return -ENOMEM;
 	file->private_data = s;
+	/* one address_space for every open: isolation unmaps through it */
+	fluxonkv_tenant_file_open(file);
 	return 0;
 }
 
@@ -298,6 +300,9 @@ FLUXONKV_ATTR_STAT(clean_drops);
 FLUXONKV_ATTR_STAT(clean_drop_bytes);
 FLUXONKV_ATTR_STAT(clean_reserve_runs);
 FLUXONKV_ATTR_STAT(dropped_notes_full);
+FLUXONKV_ATTR_STAT(faults_refused);
+FLUXONKV_ATTR_STAT(tenant_binds);
+FLUXONKV_ATTR_STAT(tenant_binds_refused);
 FLUXONKV_ATTR_STAT(room_by_address);
 FLUXONKV_ATTR_STAT(room_pinned);
 FLUXONKV_ATTR_STAT(compactions);
@@ -374,6 +379,9 @@ static struct attribute *fluxonkv_attrs[] = {
 	&fluxonkv_attr_clean_drop_bytes.attr,
 	&fluxonkv_attr_clean_reserve_runs.attr,
 	&fluxonkv_attr_dropped_notes_full.attr,
+	&fluxonkv_attr_faults_refused.attr,
+	&fluxonkv_attr_tenant_binds.attr,
+	&fluxonkv_attr_tenant_binds_refused.attr,
 	&fluxonkv_attr_room_by_address.attr,
 	&fluxonkv_attr_room_pinned.attr,
 	&fluxonkv_attr_compactions.attr,
@@ -488,6 +496,7 @@ static const struct file_operations fluxonkv_dbg_rings_fops = {
 };
 FLUXONKV_DEBUGFS_SHOW(dbg_latency, fluxonkv_latency_show);
 FLUXONKV_DEBUGFS_SHOW(dbg_users, fluxonkv_users_show);
+FLUXONKV_DEBUGFS_SHOW(dbg_tenants, fluxonkv_tenants_show);
 
 static void fluxonkv_debugfs_init(void)
 {
@@ -507,6 +516,8 @@ static void fluxonkv_debugfs_init(void)
 			    &fluxonkv_dbg_latency_fops);
 	debugfs_create_file("users", 0400, fluxonkv_debugfs, NULL,
 			    &fluxonkv_dbg_users_fops);
+	debugfs_create_file("tenants", 0400, fluxonkv_debugfs, NULL,
+			    &fluxonkv_dbg_tenants_fops);
 	debugfs_create_u32("compact_stall_ms", 0600, fluxonkv_debugfs,
 			   &fluxonkv_compact_stall_ms);
 	debugfs_create_u32("compact_freeze_delay_ms", 0600, fluxonkv_debugfs,
@@ -550,9 +561,12 @@ static int __init fluxonkv_init(void)
 	ret = fluxonkv_ssd_init();
 	if (ret)
 		goto err_kv;
-	ret = fluxonkv_sysfs_init();
+	ret = fluxonkv_tenant_init();
 	if (ret)
 		goto err_ssd;
+	ret = fluxonkv_sysfs_init();
+	if (ret)
+		goto err_tenant;
 	fluxonkv_debugfs_init();
 	ret = fluxonkv_genl_init();
 	if (ret)
@@ -569,6 +583,8 @@ err_genl:
 err_debugfs:
 	debugfs_remove_recursive(fluxonkv_debugfs);
 	fluxonkv_sysfs_exit();
+err_tenant:
+	fluxonkv_tenant_exit();
 err_ssd:
 	fluxonkv_ssd_exit();
 err_kv:
@@ -600,6 +616,7 @@ static void __exit fluxonkv_exit(void)
 	fluxonkv_clean_reserve_stop();
 	debugfs_remove_recursive(fluxonkv_debugfs);
 	fluxonkv_sysfs_exit();
+	fluxonkv_tenant_exit();
 	fluxonkv_ssd_exit();
 	fluxonkv_kv_exit();
 	fluxonkv_replica_exit();

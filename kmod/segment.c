@@ -872,6 +872,8 @@ static u64 fluxonkv_compact_slide(u64 from, u64 to)
 		back = give == hole ? dst + a->span : old;
 		spin_unlock(&seg->lock);
 
+		/* isolated: no view of what @dst held stays on @a's bytes */
+		fluxonkv_segment_zap(dst, a->span);
 		fluxonkv_compact_copy(dst, old, a->span);
 		if (READ_ONCE(fluxonkv_compact_stall_ms))
 			msleep(min(READ_ONCE(fluxonkv_compact_stall_ms), 10000U));
@@ -1022,10 +1024,14 @@ struct fluxonkv_alloc *fluxonkv_alloc_new(u64 len)
 	a->len = len;
 	a->owner = 0;
 	a->moving = false;
+	a->tenant = FLUXONKV_TENANT_NONE;
 	fluxonkv_alloc_link(a);
 	spin_unlock(&seg->lock);
 	if (used_up)
 		kmem_cache_free(fluxonkv_extent_cache, used_up);
+
+	/* Isolated: nobody keeps a view of what the range held before. */
+	fluxonkv_segment_zap(a->offset, a->span);
 
 	/* Padding after the value is visible through the mapping: clear it. */
 	memset(fluxonkv_alloc_vaddr(a) + len, 0, a->span - len);
@@ -1092,30 +1098,95 @@ long fluxonkv_segment_wait_free(unsigned int frees, unsigned long timeout)
  */
 #define FLUXONKV_FAULT_AROUND	(2UL << 20)
 
+/*
+ * Insert the segment's pages [@first, @first + @num) at @addr; a page
+ * already there (a racing fault) leaves only the faulting page to map.
+ */
+static vm_fault_t fluxonkv_vm_insert(struct vm_fault *vmf, unsigned long addr,
+				     pgoff_t first, unsigned long num)
+{
+	int ret;
+
+	ret = vm_insert_pages(vmf->vma, addr, &fluxonkv_seg.pages[first], &num);
+	if (!ret)
+		return VM_FAULT_NOPAGE;
+	ret = vm_insert_page(vmf->vma, vmf->address & PAGE_MASK,
+			     fluxonkv_seg.pages[vmf->pgoff]);
+	if (ret && ret != -EBUSY)
+		return vmf_error(ret);
+	return VM_FAULT_NOPAGE;
+}
+
+/*
+ * An isolated segment (tenant.c): map only the pages of the value at the
+ * fault, and only if @tenant's description may see it (its tenant holds
+ * or held it).  The value is pinned while its pages are inserted, so its
+ * range cannot become another value's meanwhile (whose alloc would unmap
+ * it again anyway); a value compaction is moving is nobody's to map.
+ */
+static vm_fault_t fluxonkv_vm_fault_isolated(struct vm_fault *vmf,
+					     u32 tenant, unsigned long addr,
+					     unsigned long end)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct fluxonkv_segment *seg = &fluxonkv_seg;
+	u64 off = (u64)vmf->pgoff << PAGE_SHIFT;
+	struct fluxonkv_alloc *a = NULL;
+	pgoff_t first, last;
+	struct rb_node *n;
+	vm_fault_t ret;
+
+	spin_lock(&seg->lock);
+	n = fluxonkv_alloc_from(off);
+	if (n) {
+		a = rb_entry(n, struct fluxonkv_alloc, node);
+		if (a->offset > off || a->moving ||
+		    READ_ONCE(a->tenant) != tenant || !kref_get_unless_zero(&a->ref))
+			a = NULL;
+	}
+	spin_unlock(&seg->lock);
+	if (!a) {
+		fluxonkv_stat_inc(faults_refused);
+		return VM_FAULT_SIGBUS;
+	}
+	/* the window's pages that are the value's */
+	first = max_t(pgoff_t, vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT),
+		      a->offset >> PAGE_SHIFT);
+	last = min_t(pgoff_t, vma->vm_pgoff + ((end - vma->vm_start) >> PAGE_SHIFT),
+		     (a->offset + a->span) >> PAGE_SHIFT);
+	addr = vma->vm_start + ((first - vma->vm_pgoff) << PAGE_SHIFT);
+	ret = fluxonkv_vm_insert(vmf, addr, first, last - first);
+	fluxonkv_alloc_put(a);
+	return ret;
+}
+
 static vm_fault_t fluxonkv_vm_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
+	struct fluxonkv_session *s = vma->vm_file->private_data;
 	unsigned long addr = ALIGN_DOWN(vmf->address, FLUXONKV_FAULT_AROUND);
-	unsigned long end = addr + FLUXONKV_FAULT_AROUND, num;
+	unsigned long end = addr + FLUXONKV_FAULT_AROUND;
+	vm_fault_t ret;
 	pgoff_t first;
-	int ret;
+	int idx;
 
 	if (vmf->pgoff >= fluxonkv_seg.npages)
 		return VM_FAULT_SIGBUS;
 	addr = max(addr, vma->vm_start);
 	end = min(end, vma->vm_end);
-	/* mmap checked that the whole vma lies within the segment */
-	first = vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT);
-	num = (end - addr) >> PAGE_SHIFT;
-	ret = vm_insert_pages(vma, addr, &fluxonkv_seg.pages[first], &num);
-	if (!ret)
-		return VM_FAULT_NOPAGE;
-	/* Part of the window is mapped (a racing fault): map this page. */
-	ret = vm_insert_page(vma, vmf->address & PAGE_MASK,
-			     fluxonkv_seg.pages[vmf->pgoff]);
-	if (ret && ret != -EBUSY)
-		return vmf_error(ret);
-	return VM_FAULT_NOPAGE;
+	/* isolation switched on waits for this section (tenant.c) */
+	idx = srcu_read_lock(&fluxonkv_fault_srcu);
+	if (READ_ONCE(fluxonkv_isolated) && !s->privileged) {
+		ret = fluxonkv_vm_fault_isolated(vmf, READ_ONCE(s->tenant),
+						 addr, end);
+	} else {
+		/* mmap checked that the whole vma lies within the segment */
+		first = vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT);
+		ret = fluxonkv_vm_insert(vmf, addr, first,
+					 (end - addr) >> PAGE_SHIFT);
+	}
+	srcu_read_unlock(&fluxonkv_fault_srcu, idx);
+	return ret;
 }
 
 static const struct vm_operations_struct fluxonkv_vm_ops = {

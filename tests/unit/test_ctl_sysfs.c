@@ -97,6 +97,9 @@ static void fake_module(void)
 	put_file("clean_drop_bytes", "4194304\n");
 	put_file("clean_reserve_runs", "1\n");
 	put_file("dropped_notes_full", "0\n");
+	put_file("faults_refused", "3\n");
+	put_file("tenant_binds", "5\n");
+	put_file("tenant_binds_refused", "2\n");
 	/* an SSD tier of 4 GiB, a quarter used */
 	put_file("kv_ssd_capacity_bytes", "4294967296\n");
 	put_file("kv_ssd_used_bytes", "1073741824\n");
@@ -318,6 +321,7 @@ FKV_TEST(the_snapshot_covers_every_attribute_the_module_documents)
 		"compacted_bytes", "compact_waits",
 		"clean_drops", "clean_drop_bytes", "clean_reserve_runs",
 		"dropped_notes_full",
+		"faults_refused", "tenant_binds", "tenant_binds_refused",
 		"kv_ssd_capacity_bytes", "kv_ssd_used_bytes", "ssd_writes",
 		"ssd_write_bytes", "ssd_reads", "ssd_read_bytes",
 		"ssd_io_errors", "ssd_persist_errors", "ssd_evictions",
@@ -378,6 +382,8 @@ FKV_TEST(stats_as_json_are_one_flat_object_with_null_for_unreadable_files)
 		"\"compact_waits\":0,"
 		"\"clean_drops\":4,\"clean_drop_bytes\":4194304,"
 		"\"clean_reserve_runs\":1,\"dropped_notes_full\":0,"
+		"\"faults_refused\":3,\"tenant_binds\":5,"
+		"\"tenant_binds_refused\":2,"
 		"\"kv_ssd_capacity_bytes\":4294967296,"
 		"\"kv_ssd_used_bytes\":1073741824,\"ssd_writes\":21,"
 		"\"ssd_write_bytes\":22020096,\"ssd_reads\":23,"

@@ -114,7 +114,8 @@ struct fluxonkv_info {
  * Errors: EINVAL (id 0 or past the max, flags, reserved), ENOENT (no such
  * id in the table), EPERM (the caller's fsuid / groups are not among the
  * id's and it lacks CAP_SYS_ADMIN), EBUSY (already bound, or holders
- * open), EACCES (a privileged description: the daemon's stays tenant-less).
+ * open).  A privileged description (opened O_RDWR with CAP_SYS_ADMIN) may
+ * bind too; its mapping stays unchecked, as the daemon's.
  */
 struct fluxonkv_tenant {
 	__u32 size;

@@ -105,6 +105,13 @@ const struct ctl_stat_def ctl_stat_defs[] = {
 	  "Background passes that dropped clean replicas to keep the free reserve." },
 	{ "dropped_notes_full", CTL_STAT_COUNTER, false, false, NULL,
 	  "Clean drops refused because the master had not yet read 4096 earlier drop notes." },
+	/* tenants (uapi.md "Tenants") */
+	{ "faults_refused", CTL_STAT_COUNTER, false, false, NULL,
+	  "Page faults refused (SIGBUS) outside the values the faulting tenant holds, while a tenant table isolates the segment." },
+	{ "tenant_binds", CTL_STAT_COUNTER, false, false, NULL,
+	  "Open descriptions bound to a tenant (FLUXONKV_IOC_TENANT)." },
+	{ "tenant_binds_refused", CTL_STAT_COUNTER, false, false, NULL,
+	  "Binds refused: no such tenant in the table, or the caller is not one of its uids or groups." },
 	/* the SSD tier (reference section 2.4 names the two gauges) */
 	{ "kv_ssd_capacity_bytes", CTL_STAT_GAUGE, false, true,
 	  "kv_ssd_capacity_bytes",
