@@ -909,3 +909,35 @@ FKV_TEST(open_tenant_leaves_nothing_open_when_a_step_fails)
 	ctl_stop();
 	unlink(path);
 }
+
+/* The value of "NAME = NUMBER" in the Python file @path; -1 if absent. */
+static long py_const(const char *path, const char *name)
+{
+	size_t n = strlen(name);
+	char line[256];
+	long v = -1;
+	FILE *f = fopen(path, "r");
+
+	FKV_ASSERT(f != NULL, "%s (run from the tree's root)", path);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, n) && line[n] == ' ' &&
+		    sscanf(line + n, " = %li", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/*
+ * The Python client resolves tenants and clears one on the control socket
+ * with numbers of its own (_control.py): they must be the headers'.
+ */
+FKV_TEST(the_python_tenant_client_uses_the_headers_numbers)
+{
+	const char *p = "userspace/python/fluxonkv/_control.py";
+
+	FKV_ASSERT_EQ(py_const(p, "_CCMD_TENANT"), FKV_CCMD_TENANT);
+	FKV_ASSERT_EQ(py_const(p, "_CA_TENANT_NAME"), FKV_CA_TENANT_NAME);
+	FKV_ASSERT_EQ(py_const(p, "_CA_TENANT_ID"), FKV_CA_TENANT_ID);
+	FKV_ASSERT_EQ(py_const(p, "TENANT_ID_MAX"), FLUXONKV_TENANT_ID_MAX);
+	FKV_ASSERT_EQ(py_const(p, "_TENANT_NAME_MAX"), FKV_TENANT_NAME_MAX);
+}
