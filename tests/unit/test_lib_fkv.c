@@ -26,6 +26,7 @@
 
 #include "../../selftests/fkv_test.h"
 #include "../../userspace/common/cluster_msg.h"
+#include "py_const.h"
 
 #define FAKE_SEG_SIZE	(1u << 20)
 
@@ -908,23 +909,6 @@ FKV_TEST(open_tenant_leaves_nothing_open_when_a_step_fails)
 	FKV_ASSERT_EQ(count_fds(), fds);
 	ctl_stop();
 	unlink(path);
-}
-
-/* The value of "NAME = NUMBER" in the Python file @path; -1 if absent. */
-static long py_const(const char *path, const char *name)
-{
-	size_t n = strlen(name);
-	char line[256];
-	long v = -1;
-	FILE *f = fopen(path, "r");
-
-	FKV_ASSERT(f != NULL, "%s (run from the tree's root)", path);
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, name, n) && line[n] == ' ' &&
-		    sscanf(line + n, " = %li", &v) == 1)
-			break;
-	fclose(f);
-	return v;
 }
 
 /*
