@@ -10,6 +10,11 @@
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <linux/genetlink.h>
+#include <linux/netlink.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -20,16 +25,19 @@
 #include <fluxonkv.h>
 
 #include "../../selftests/fkv_test.h"
+#include "../../userspace/common/cluster_msg.h"
+#include "py_const.h"
 
 #define FAKE_SEG_SIZE	(1u << 20)
 
 static struct {
 	bool enabled;
 	int eintr;			/* fail this many calls with EINTR */
-	unsigned int calls[8];		/* by ioctl nr */
+	unsigned int calls[16];		/* by ioctl nr */
 	uint32_t abi;
 	uint64_t seg_size, seg_used;
-	int put_err, get_err, rel_err, del_err;
+	int put_err, get_err, rel_err, del_err, tenant_err;
+	uint32_t tenant_key_max;	/* TENANT's answer */
 	uint64_t put_id;
 	uint64_t get_offset, get_len, get_put_id;
 	unsigned int get_source;
@@ -41,12 +49,14 @@ static struct {
 	struct fluxonkv_get get;
 	struct fluxonkv_release rel;
 	struct fluxonkv_delete del;
+	struct fluxonkv_tenant tenant;
 } fake = {
 	.enabled = true,
 	.abi = FLUXONKV_ABI_VERSION,
 	.seg_size = FAKE_SEG_SIZE,
 	.put_id = 41,
 	.next_holder = 100,
+	.tenant_key_max = FLUXONKV_KEY_MAX - FLUXONKV_TENANT_PREFIX_LEN,
 };
 
 static int fake_fail(int e)
@@ -143,6 +153,19 @@ static int fake_ioctl(unsigned long req, void *arg)
 		    !fake_reserved_zero(d->reserved, 2))
 			return fake_fail(EINVAL);
 		return fake.del_err ? fake_fail(fake.del_err) : 0;
+	}
+	case FLUXONKV_IOC_TENANT: {
+		struct fluxonkv_tenant *t = arg;
+
+		fake.tenant = *t;
+		if (t->size != sizeof(*t) || t->flags || t->key_max ||
+		    !fake_reserved_zero(t->reserved, 2) || !t->tenant ||
+		    t->tenant > FLUXONKV_TENANT_ID_MAX)
+			return fake_fail(EINVAL);
+		if (fake.tenant_err)
+			return fake_fail(fake.tenant_err);
+		t->key_max = fake.tenant_key_max;
+		return 0;
 	}
 	}
 	return fake_fail(ENOTTY);
@@ -588,4 +611,317 @@ FKV_TEST(strerror_explains_errors_in_fluxonkv_terms)
 	FKV_ASSERT(!strcmp(fkv_strerror(-EHOSTDOWN), "Host is down"));
 	FKV_ASSERT(!strcmp(fkv_strerror(-100000), "unknown error"));
 	FKV_ASSERT(!strcmp(fkv_strerror(0), "success"));
+}
+
+/* ---- tenants ----------------------------------------------------------- */
+
+FKV_TEST(bind_tenant_sends_the_id_and_keys_follow_the_lower_key_max)
+{
+	struct fkv *kv = open_fake();
+	char key[FLUXONKV_KEY_MAX] = { 'k' };
+	unsigned int puts;
+
+	FKV_ASSERT_EQ(fkv_key_max(kv), FLUXONKV_KEY_MAX);
+	FKV_ASSERT_EQ(fkv_tenant(kv), 0);
+	FKV_ASSERT_EQ(fkv_bind_tenant(kv, 7), 0);
+	FKV_ASSERT_EQ(fake.tenant.size, sizeof(struct fluxonkv_tenant));
+	FKV_ASSERT_EQ(fake.tenant.tenant, 7);
+	FKV_ASSERT_EQ(fkv_tenant(kv), 7);
+	FKV_ASSERT_EQ(fkv_key_max(kv), 250);
+	/* 251..256 bytes: refused before the kernel now */
+	puts = fake.calls[NR(FLUXONKV_IOC_PUT)];
+	FKV_ASSERT_EQ(fkv_put(kv, key, 251, "v", 1, NULL), -E2BIG);
+	FKV_ASSERT_EQ(fkv_delete(kv, key, 256), -E2BIG);
+	FKV_ASSERT_EQ(fake.calls[NR(FLUXONKV_IOC_PUT)], puts);
+	FKV_ASSERT_EQ(fkv_put(kv, key, 250, "v", 1, NULL), 0);
+	FKV_ASSERT_EQ(fake.put.key_len, 250);
+	fkv_close(kv);
+}
+
+FKV_TEST(bind_tenant_refuses_id_0_and_past_the_max_before_the_kernel)
+{
+	struct fkv *kv = open_fake();
+
+	FKV_ASSERT_EQ(fkv_bind_tenant(kv, 0), -EINVAL);
+	FKV_ASSERT_EQ(fkv_bind_tenant(kv, FLUXONKV_TENANT_ID_MAX + 1), -EINVAL);
+	FKV_ASSERT_EQ(fkv_bind_tenant(NULL, 1), -EINVAL);
+	FKV_ASSERT_EQ(fake.calls[NR(FLUXONKV_IOC_TENANT)], 0);
+	FKV_ASSERT_EQ(fkv_bind_tenant(kv, FLUXONKV_TENANT_ID_MAX), 0);
+	FKV_ASSERT_EQ(fkv_tenant(kv), FLUXONKV_TENANT_ID_MAX);
+	fkv_close(kv);
+}
+
+FKV_TEST(a_refused_bind_leaves_the_handle_in_tenant_0_with_the_full_key_max)
+{
+	static const int errs[] = { EPERM, EBUSY, ENOENT, EACCES };
+	struct fkv *kv = open_fake();
+	size_t i;
+
+	for (i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
+		fake.tenant_err = errs[i];
+		FKV_ASSERT_EQ(fkv_bind_tenant(kv, 1), -errs[i]);
+		FKV_ASSERT_EQ(fkv_tenant(kv), 0);
+		FKV_ASSERT_EQ(fkv_key_max(kv), FLUXONKV_KEY_MAX);
+	}
+	/* a module without the ioctl: not supported, not "not a device" */
+	fake.tenant_err = ENOTTY;
+	FKV_ASSERT_EQ(fkv_bind_tenant(kv, 1), -EOPNOTSUPP);
+	FKV_ASSERT(strstr(fkv_strerror(-EOPNOTSUPP), "not supported") != NULL);
+	FKV_ASSERT(strstr(fkv_strerror(-EPERM), "tenant") != NULL);
+	FKV_ASSERT(strstr(fkv_strerror(-EBUSY), "bound") != NULL);
+	fkv_close(kv);
+}
+
+FKV_TEST(bind_tenant_without_a_key_max_in_the_answer_asks_info)
+{
+	struct fkv *kv = open_fake();
+
+	fake.tenant_key_max = 0;	/* the fake INFO says 256 */
+	FKV_ASSERT_EQ(fkv_bind_tenant(kv, 3), 0);
+	FKV_ASSERT_EQ(fkv_key_max(kv), FLUXONKV_KEY_MAX);
+	FKV_ASSERT_EQ(fake.calls[NR(FLUXONKV_IOC_INFO)], 2);
+	fkv_close(kv);
+}
+
+/*
+ * A fake fluxond control socket: answers one connection per request as
+ * @mode says, and records what it was asked.
+ */
+enum ctl_mode {
+	CTL_ANSWER,		/* STATUS = status, TENANT_ID = id on 0 */
+	CTL_CLOSE,		/* no answer (a daemon that predates TENANT) */
+	CTL_WRONG_CMD,		/* an answer to another command */
+	CTL_NO_ID,		/* STATUS 0 without TENANT_ID */
+};
+
+static struct {
+	char path[108];
+	int lfd;
+	enum ctl_mode mode;
+	int32_t status;
+	uint32_t id;
+	int requests, done;	/* connections accepted, closed */
+	uint8_t cmd;
+	uint16_t type;
+	char name[300];
+} ctl;
+
+static size_t put_attr(unsigned char *buf, size_t off, uint16_t type,
+		       const void *p, size_t n)
+{
+	struct nlattr a = { .nla_len = NLA_HDRLEN + n, .nla_type = type };
+
+	memcpy(buf + off, &a, sizeof(a));
+	memcpy(buf + off + NLA_HDRLEN, p, n);
+	return off + NLA_ALIGN(a.nla_len);
+}
+
+static void *ctl_thread(void *arg)
+{
+	unsigned char buf[4096];
+	int fd;
+
+	while ((fd = accept(ctl.lfd, NULL, NULL)) >= 0) {
+		struct nlmsghdr nlh;
+		struct genlmsghdr g;
+		struct nlattr a;
+		size_t off;
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+		__atomic_add_fetch(&ctl.requests, 1, __ATOMIC_RELEASE);
+		if (n >= (ssize_t)(NLMSG_HDRLEN + GENL_HDRLEN + NLA_HDRLEN)) {
+			memcpy(&nlh, buf, sizeof(nlh));
+			memcpy(&g, buf + NLMSG_HDRLEN, sizeof(g));
+			memcpy(&a, buf + NLMSG_HDRLEN + GENL_HDRLEN, sizeof(a));
+			ctl.type = nlh.nlmsg_type;
+			ctl.cmd = g.cmd;
+			if (a.nla_type == FKV_CA_TENANT_NAME &&
+			    (size_t)(a.nla_len - NLA_HDRLEN) < sizeof(ctl.name))
+				memcpy(ctl.name, buf + NLMSG_HDRLEN + GENL_HDRLEN +
+				       NLA_HDRLEN, a.nla_len - NLA_HDRLEN);
+		}
+		if (ctl.mode == CTL_CLOSE) {
+			close(fd);
+			__atomic_add_fetch(&ctl.done, 1, __ATOMIC_RELEASE);
+			continue;
+		}
+		memset(buf, 0, sizeof(buf));
+		off = NLMSG_HDRLEN + GENL_HDRLEN;
+		off = put_attr(buf, off, FLUXONKV_A_STATUS, &ctl.status, 4);
+		if (!ctl.status && ctl.mode != CTL_NO_ID)
+			off = put_attr(buf, off, FKV_CA_TENANT_ID, &ctl.id, 4);
+		memset(&nlh, 0, sizeof(nlh));
+		nlh.nlmsg_len = off;
+		nlh.nlmsg_type = FKV_WIRE_TYPE;
+		memcpy(buf, &nlh, sizeof(nlh));
+		memset(&g, 0, sizeof(g));
+		g.cmd = ctl.mode == CTL_WRONG_CMD ? FKV_CCMD_CLEAR : FKV_CCMD_TENANT;
+		g.version = FLUXONKV_GENL_VERSION;
+		memcpy(buf + NLMSG_HDRLEN, &g, sizeof(g));
+		/* in two pieces: the client must reassemble */
+		FKV_ASSERT_EQ(send(fd, buf, 10, 0), 10);
+		usleep(1000);
+		FKV_ASSERT_EQ(send(fd, buf + 10, off - 10, 0), (ssize_t)off - 10);
+		close(fd);
+		__atomic_add_fetch(&ctl.done, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static void ctl_start(void)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	pthread_t t;
+
+	snprintf(ctl.path, sizeof(ctl.path), "/tmp/fkv-fake-ctl-%d", getpid());
+	unlink(ctl.path);
+	strcpy(sun.sun_path, ctl.path);
+	ctl.lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	FKV_ASSERT(ctl.lfd >= 0);
+	FKV_ASSERT_EQ(bind(ctl.lfd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	FKV_ASSERT_EQ(listen(ctl.lfd, 4), 0);
+	FKV_ASSERT_EQ(pthread_create(&t, NULL, ctl_thread, NULL), 0);
+	pthread_detach(t);
+}
+
+/* Wait until the server closed every connection it accepted. */
+static void ctl_quiesce(void)
+{
+	while (__atomic_load_n(&ctl.done, __ATOMIC_ACQUIRE) !=
+	       __atomic_load_n(&ctl.requests, __ATOMIC_ACQUIRE))
+		usleep(1000);
+}
+
+static void ctl_stop(void)
+{
+	unlink(ctl.path);
+}
+
+FKV_TEST(tenant_id_asks_the_daemon_by_name_and_returns_its_id)
+{
+	uint32_t id = 0;
+
+	ctl_start();
+	ctl.id = 2;
+	FKV_ASSERT_EQ(fkv_tenant_id(ctl.path, "beta", &id), 0);
+	FKV_ASSERT_EQ(id, 2);
+	FKV_ASSERT_EQ(ctl.type, FKV_WIRE_TYPE);
+	FKV_ASSERT_EQ(ctl.cmd, FKV_CCMD_TENANT);
+	FKV_ASSERT(!strcmp(ctl.name, "beta"));
+	/* NULL: $FLUXOND_CONTROL */
+	setenv("FLUXOND_CONTROL", ctl.path, 1);
+	ctl.id = 1;
+	FKV_ASSERT_EQ(fkv_tenant_id(NULL, "alpha", &id), 0);
+	FKV_ASSERT_EQ(id, 1);
+	FKV_ASSERT_EQ(ctl.requests, 2);
+	/* "default" is tenant 0, without asking */
+	FKV_ASSERT_EQ(fkv_tenant_id(NULL, "default", &id), 0);
+	FKV_ASSERT_EQ(id, 0);
+	FKV_ASSERT_EQ(ctl.requests, 2);
+	ctl_stop();
+}
+
+FKV_TEST(tenant_id_reports_each_failure_with_its_own_errno)
+{
+	char longname[FKV_TENANT_NAME_MAX + 2];
+	uint32_t id = 99;
+
+	ctl_start();
+	ctl.status = -ENOENT;
+	FKV_ASSERT_EQ(fkv_tenant_id(ctl.path, "nobody", &id), -ENOENT);
+	ctl.status = -EPERM;
+	FKV_ASSERT_EQ(fkv_tenant_id(ctl.path, "alpha", &id), -EPERM);
+	ctl.status = 0;
+	ctl.mode = CTL_CLOSE;
+	FKV_ASSERT_EQ(fkv_tenant_id(ctl.path, "alpha", &id), -EOPNOTSUPP);
+	ctl.mode = CTL_WRONG_CMD;
+	FKV_ASSERT_EQ(fkv_tenant_id(ctl.path, "alpha", &id), -EBADMSG);
+	ctl.mode = CTL_NO_ID;
+	FKV_ASSERT_EQ(fkv_tenant_id(ctl.path, "alpha", &id), -EBADMSG);
+	ctl.mode = CTL_ANSWER;
+	ctl.id = FLUXONKV_TENANT_ID_MAX + 1;	/* not an id */
+	FKV_ASSERT_EQ(fkv_tenant_id(ctl.path, "alpha", &id), -EBADMSG);
+	FKV_ASSERT_EQ(id, 99);			/* untouched on failure */
+	FKV_ASSERT_EQ(ctl.requests, 6);
+	ctl_stop();
+	/* nothing listens: no daemon */
+	FKV_ASSERT_EQ(fkv_tenant_id(ctl.path, "alpha", &id), -ENOTCONN);
+	FKV_ASSERT_EQ(fkv_tenant_id("/nonexistent/fluxond.sock", "alpha", &id),
+		      -ENOTCONN);
+	/* refused before any connection */
+	memset(longname, 'n', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = 0;
+	FKV_ASSERT_EQ(fkv_tenant_id(NULL, longname, &id), -EINVAL);
+	FKV_ASSERT_EQ(fkv_tenant_id(NULL, "", &id), -EINVAL);
+	FKV_ASSERT_EQ(fkv_tenant_id(NULL, NULL, &id), -EINVAL);
+	FKV_ASSERT_EQ(fkv_tenant_id(NULL, "a", NULL), -EINVAL);
+	memset(longname, '/', sizeof(longname) - 1);
+	FKV_ASSERT_EQ(fkv_tenant_id(longname, "a", &id), -ENAMETOOLONG);
+	FKV_ASSERT(strstr(fkv_strerror(-ENOENT), "no such tenant") != NULL);
+	FKV_ASSERT(strstr(fkv_strerror(-EBADMSG), "fluxond") != NULL);
+}
+
+FKV_TEST(open_tenant_resolves_opens_and_binds)
+{
+	char *path = fake_device();
+	struct fkv *kv;
+
+	ctl_start();
+	setenv("FLUXOND_CONTROL", ctl.path, 1);
+	ctl.id = 2;
+	FKV_ASSERT_EQ(fkv_open_tenant(path, "beta", &kv), 0);
+	FKV_ASSERT_EQ(fake.tenant.tenant, 2);
+	FKV_ASSERT_EQ(fkv_tenant(kv), 2);
+	FKV_ASSERT_EQ(fkv_key_max(kv), 250);
+	fkv_close(kv);
+	/* "default" and NULL: a plain open, neither asked nor bound */
+	FKV_ASSERT_EQ(fkv_open_tenant(path, "default", &kv), 0);
+	FKV_ASSERT_EQ(fkv_tenant(kv), 0);
+	fkv_close(kv);
+	FKV_ASSERT_EQ(fkv_open_tenant(path, NULL, &kv), 0);
+	fkv_close(kv);
+	FKV_ASSERT_EQ(ctl.requests, 1);
+	FKV_ASSERT_EQ(fake.calls[NR(FLUXONKV_IOC_TENANT)], 1);
+	ctl_stop();
+	unlink(path);
+}
+
+FKV_TEST(open_tenant_leaves_nothing_open_when_a_step_fails)
+{
+	char *path = fake_device();
+	struct fkv *kv = (struct fkv *)1;
+	int fds;
+
+	ctl_start();
+	setenv("FLUXOND_CONTROL", ctl.path, 1);
+	fds = count_fds();
+	ctl.status = -ENOENT;
+	FKV_ASSERT_EQ(fkv_open_tenant(path, "nobody", &kv), -ENOENT);
+	FKV_ASSERT(kv == NULL);
+	FKV_ASSERT_EQ(fake.calls[NR(FLUXONKV_IOC_INFO)], 0);	/* not opened */
+	ctl.status = 0;
+	ctl.id = 1;
+	fake.tenant_err = EPERM;
+	kv = (struct fkv *)1;
+	FKV_ASSERT_EQ(fkv_open_tenant(path, "alpha", &kv), -EPERM);
+	FKV_ASSERT(kv == NULL);
+	ctl_quiesce();
+	FKV_ASSERT_EQ(count_fds(), fds);
+	ctl_stop();
+	unlink(path);
+}
+
+/*
+ * The Python client resolves tenants and clears one on the control socket
+ * with numbers of its own (_control.py): they must be the headers'.
+ */
+FKV_TEST(the_python_tenant_client_uses_the_headers_numbers)
+{
+	const char *p = "userspace/python/fluxonkv/_control.py";
+
+	FKV_ASSERT_EQ(py_const(p, "_CCMD_TENANT"), FKV_CCMD_TENANT);
+	FKV_ASSERT_EQ(py_const(p, "_CA_TENANT_NAME"), FKV_CA_TENANT_NAME);
+	FKV_ASSERT_EQ(py_const(p, "_CA_TENANT_ID"), FKV_CA_TENANT_ID);
+	FKV_ASSERT_EQ(py_const(p, "TENANT_ID_MAX"), FLUXONKV_TENANT_ID_MAX);
+	FKV_ASSERT_EQ(py_const(p, "_TENANT_NAME_MAX"), FKV_TENANT_NAME_MAX);
 }

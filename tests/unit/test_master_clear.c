@@ -16,6 +16,7 @@
 #include "../../userspace/common/cluster_msg.h"
 #include "../../userspace/fluxond/master.h"
 #include "master_fx.h"
+#include "py_const.h"
 
 static const uint8_t secret[16] = "master-secret-16";
 
@@ -126,25 +127,6 @@ FKV_TEST(remove_matching_refuses_a_bad_pattern_and_removes_nothing)
 	FKV_ASSERT(present(S("x")));
 	FKV_ASSERT_EQ(F.ndrops, 0);
 	fkv_master_destroy(F.m);
-}
-
-/* The value of "NAME = NUMBER" in the Python file @path; -1 if absent. */
-static long py_const(const char *path, const char *name)
-{
-	char line[256];
-	long v = -1;
-	FILE *f = fopen(path, "r");
-
-	FKV_ASSERT(f != NULL, "%s (run from the tree's root)", path);
-	while (fgets(line, sizeof(line), f)) {
-		size_t n = strlen(name);
-
-		if (!strncmp(line, name, n) && line[n] == ' ' &&
-		    sscanf(line + n, " = %li", &v) == 1)
-			break;
-	}
-	fclose(f);
-	return v;
 }
 
 /*

@@ -77,6 +77,56 @@ int fkv_open(const char *dev, struct fkv **out);
 /* Unmap and close.  The kernel releases holders that are still held. */
 void fkv_close(struct fkv *kv);
 
+/*
+ * Tenants (Documentation/fluxonkv/uapi.md "Tenants").  A tenant is a key
+ * space of its own: tenant 1's key "k" and tenant 0's "k" are different
+ * keys.  A handle starts in tenant 0 (the default, "default" by name) and
+ * may be bound, once, to another: every key operation through it is then
+ * in that tenant's key space, its keys at most FLUXONKV_KEY_MAX -
+ * FLUXONKV_TENANT_PREFIX_LEN (250) bytes (fkv_key_max()).  The operator
+ * names tenants and the uids / gids that may use each in fluxond's
+ * configuration (`tenants:`); root (CAP_SYS_ADMIN) may bind to any.
+ */
+#define FKV_TENANT_DEFAULT	"default"	/* tenant 0's name */
+#define FKV_TENANT_NAME_MAX	255
+
+/*
+ * Bind @kv to tenant @tenant (1..FLUXONKV_TENANT_ID_MAX), before it holds
+ * anything.  -EINVAL: @tenant 0 or past the max; -ENOENT: no such tenant
+ * in the table the daemon loaded; -EPERM: the caller's uid / groups are
+ * not the tenant's (and it lacks CAP_SYS_ADMIN); -EBUSY: @kv is already
+ * bound, or has holders open; -EACCES: a privileged (daemon) handle;
+ * -EOPNOTSUPP: the module predates tenants (no FLUXONKV_INFO_TENANTS).
+ * Call it before sharing @kv with other threads: operations that race the
+ * bind run in either key space.
+ */
+int fkv_bind_tenant(struct fkv *kv, uint32_t tenant);
+
+/*
+ * The id of the tenant @name, asked of fluxond over its control socket
+ * @ctl_path (NULL: $FLUXOND_CONTROL, else FKV_CONTROL_PATH,
+ * /run/fluxonkv/fluxond.sock).  "default" is 0 without asking.  -EINVAL:
+ * @name empty or longer than FKV_TENANT_NAME_MAX; -ENOENT: the daemon has
+ * no such tenant; -ENOTCONN: no daemon listens at the socket; -EACCES: no
+ * permission on the socket; -ETIMEDOUT: no answer in 10 s; -EOPNOTSUPP:
+ * the daemon closed without an answer (it predates tenants); -EBADMSG: an
+ * answer that is not one; -ENAMETOOLONG: @ctl_path does not fit a UNIX
+ * socket address.
+ */
+int fkv_tenant_id(const char *ctl_path, const char *name, uint32_t *id);
+
+/*
+ * fkv_tenant_id(NULL, @name), fkv_open(@dev) and fkv_bind_tenant() in one:
+ * a handle in tenant @name's key space (@name NULL or "default": tenant
+ * 0, no bind, exactly fkv_open()).  Any step's error; nothing stays open
+ * on failure (*@out NULL).
+ */
+int fkv_open_tenant(const char *dev, const char *name, struct fkv **out);
+
+/* The tenant @kv is bound to (0: none), and the longest key it may use. */
+uint32_t fkv_tenant(const struct fkv *kv);
+size_t fkv_key_max(const struct fkv *kv);
+
 /* A fresh FLUXONKV_IOC_INFO (segment_used, daemon flag are live values). */
 int fkv_info(struct fkv *kv, struct fluxonkv_info *info);
 
@@ -86,8 +136,9 @@ const void *fkv_segment_base(const struct fkv *kv);
 
 /*
  * Store @value under @key; returns once any later get sees it.  @put_id
- * (may be NULL) receives the version assigned.  Keys are 1..key_max bytes,
- * values 1..value_max bytes (struct fluxonkv_info): -EINVAL for a NULL or
+ * (may be NULL) receives the version assigned.  Keys are 1..key_max bytes
+ * (fkv_key_max(): 256, 250 once bound to a tenant), values 1..value_max
+ * bytes (struct fluxonkv_info): -EINVAL for a NULL or
  * empty key/value, -E2BIG past a limit.  -EBADF: opened read-only.
  * -ENOTCONN: no daemon; -ENOSPC:
  * nothing could be evicted to make room; -ETIMEDOUT: the daemon did not

@@ -5,7 +5,9 @@
  *
  * The handle is immutable after fkv_open() (fd, mapping, limits), so
  * concurrent calls need no lock: each is one ioctl on a struct on the
- * caller's stack, and the kernel serialises what it must.
+ * caller's stack, and the kernel serialises what it must.  The one
+ * exception, fkv_bind_tenant(), lowers key_max and sets tenant: both are
+ * read and written atomically.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +27,9 @@ struct fkv {
 	int fd;
 	const unsigned char *base;	/* PROT_READ, MAP_SHARED */
 	size_t size;
-	size_t key_max;
+	size_t key_max;			/* atomic: fkv_bind_tenant() */
 	uint64_t value_max;
+	uint32_t tenant;		/* atomic: 0 until bound */
 };
 
 /* One ioctl, restarted when a signal interrupted it; 0 or -errno. */
@@ -44,7 +47,7 @@ static int fkv_check_key(const struct fkv *kv, const void *key, size_t len)
 {
 	if (!key || !len)
 		return -EINVAL;
-	if (len > kv->key_max)
+	if (len > __atomic_load_n(&kv->key_max, __ATOMIC_RELAXED))
 		return -E2BIG;
 	return 0;
 }
@@ -136,6 +139,43 @@ void fkv_close(struct fkv *kv)
 	munmap((void *)kv->base, kv->size);
 	close(kv->fd);
 	free(kv);
+}
+
+int fkv_bind_tenant(struct fkv *kv, uint32_t tenant)
+{
+	struct fluxonkv_tenant t;
+	struct fluxonkv_info info;
+	size_t key_max;
+	int err;
+
+	if (!kv || !tenant || tenant > FLUXONKV_TENANT_ID_MAX)
+		return -EINVAL;
+	memset(&t, 0, sizeof(t));
+	t.size = sizeof(t);
+	t.tenant = tenant;
+	err = fkv_ioctl(kv->fd, FLUXONKV_IOC_TENANT, &t);
+	if (err == -ENOTTY)
+		return -EOPNOTSUPP;	/* the module predates tenants */
+	if (err)
+		return err;
+	key_max = t.key_max;
+	if (!key_max)
+		key_max = !fkv_query_info(kv->fd, &info) && info.key_max ?
+			  info.key_max :
+			  FLUXONKV_KEY_MAX - FLUXONKV_TENANT_PREFIX_LEN;
+	__atomic_store_n(&kv->key_max, key_max, __ATOMIC_RELAXED);
+	__atomic_store_n(&kv->tenant, tenant, __ATOMIC_RELEASE);
+	return 0;
+}
+
+uint32_t fkv_tenant(const struct fkv *kv)
+{
+	return kv ? __atomic_load_n(&kv->tenant, __ATOMIC_ACQUIRE) : 0;
+}
+
+size_t fkv_key_max(const struct fkv *kv)
+{
+	return kv ? __atomic_load_n(&kv->key_max, __ATOMIC_RELAXED) : 0;
 }
 
 int fkv_info(struct fkv *kv, struct fluxonkv_info *info)

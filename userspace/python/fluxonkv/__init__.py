@@ -11,10 +11,15 @@ libfluxonkv; see README.md next to this package)::
         with kv.get("layer0/kv") as h:             # None on a miss
             consume(memoryview(h))                 # zero-copy, read-only
         kv.delete("layer0/kv")                     # False if it was missing
+
+    with fluxonkv.Store(tenant="alpha") as kv:     # a tenant's own key space
+        ...
 """
 from .errors import FluxonKVError
 from ._native import Lookup, MemHolder
 from .store import Info, Store
+from ._control import clear, tenant_id
 
-__all__ = ["Store", "MemHolder", "Lookup", "FluxonKVError", "Info"]
+__all__ = ["Store", "MemHolder", "Lookup", "FluxonKVError", "Info", "clear",
+           "tenant_id"]
 __version__ = "0.1.0"

@@ -1190,11 +1190,51 @@ static PyObject *store_info_raw(StoreObject *s, PyObject *unused)
 	dev_put(dev);
 	if (rc)
 		return raise_errno(rc, "info");
-	return Py_BuildValue("(IKKKIN)", info.abi_version,
+	return Py_BuildValue("(IKKKINNN)", info.abi_version,
 			     (unsigned long long)info.segment_size,
 			     (unsigned long long)info.segment_used,
 			     (unsigned long long)info.value_max, info.key_max,
-			     PyBool_FromLong(info.flags & FLUXONKV_INFO_DAEMON));
+			     PyBool_FromLong(info.flags & FLUXONKV_INFO_DAEMON),
+			     PyBool_FromLong(info.flags & FLUXONKV_INFO_TENANTS),
+			     PyBool_FromLong(info.flags & FLUXONKV_INFO_ISOLATED));
+}
+
+/*
+ * _bind_tenant(id): FLUXONKV_IOC_TENANT through fkv_bind_tenant(), the
+ * GIL released around the ioctl like every call into the kernel.  The
+ * module refuses it (EBUSY) once this description holds a value.
+ */
+static PyObject *store_bind_tenant(StoreObject *s, PyObject *arg)
+{
+	struct fkvpy_dev *dev;
+	unsigned long id;
+	int rc;
+
+	if (!PyLong_Check(arg) || PyBool_Check(arg))
+		return PyErr_Format(PyExc_TypeError,
+				    "tenant id must be an int, not %.100s",
+				    Py_TYPE(arg)->tp_name);
+	id = PyLong_AsUnsignedLong(arg);
+	if (id == (unsigned long)-1 && PyErr_Occurred()) {
+		if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+			return NULL;
+		PyErr_Clear();
+		return raise_errno_msg(EINVAL, "tenant",
+				       "a tenant id is 1..65535");
+	}
+	if (!id || id > FLUXONKV_TENANT_ID_MAX)
+		return raise_errno_msg(EINVAL, "tenant",
+				       "a tenant id is 1..65535");
+	dev = store_enter(s);
+	if (!dev)
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	rc = fkv_bind_tenant(dev->kv, (uint32_t)id);
+	Py_END_ALLOW_THREADS
+	dev_put(dev);
+	if (rc)
+		return raise_errno(rc, "tenant");
+	Py_RETURN_NONE;
 }
 
 /* ---- batches ------------------------------------------------------------ */
@@ -2393,6 +2433,24 @@ static PyObject *store_get_size(StoreObject *s, void *closure)
 	return PyLong_FromSize_t(s->dev->size);
 }
 
+static PyObject *store_get_key_max(StoreObject *s, void *closure)
+{
+	if (!s->dev) {
+		PyErr_SetString(PyExc_ValueError, closed_msg);
+		return NULL;
+	}
+	return PyLong_FromSize_t(fkv_key_max(s->dev->kv));
+}
+
+static PyObject *store_get_tenant(StoreObject *s, void *closure)
+{
+	if (!s->dev) {
+		PyErr_SetString(PyExc_ValueError, closed_msg);
+		return NULL;
+	}
+	return PyLong_FromUnsignedLong(fkv_tenant(s->dev->kv));
+}
+
 static PyObject *store_get_device(StoreObject *s, void *closure)
 {
 	PyObject *d = s->device ? s->device : Py_None;
@@ -2457,6 +2515,9 @@ static PyMethodDef store_methods[] = {
 	{"gather_puts", (PyCFunction)store_gather_puts, METH_NOARGS,
 	 "Whether the module takes gather puts (FLUXONKV_PUT_F_IOV)."},
 	{"_info", (PyCFunction)store_info_raw, METH_NOARGS, NULL},
+	{"_bind_tenant", (PyCFunction)store_bind_tenant, METH_O,
+	 "_bind_tenant(id): bind to tenant @id (1..65535), once, before\n"
+	 "anything is held (Store(tenant=) resolves names and calls it)."},
 	{"close", (PyCFunction)store_close, METH_NOARGS,
 	 "Close; idempotent.  Releases every holder taken through this store;\n"
 	 "exported ones stay pinned and keep the device open (ResourceWarning)."},
@@ -2472,6 +2533,11 @@ static PyGetSetDef store_getset[] = {
 	{"segment_size", (getter)store_get_size, NULL,
 	 "Size of the segment mapping.", NULL},
 	{"device", (getter)store_get_device, NULL, "The device path.", NULL},
+	{"key_max", (getter)store_get_key_max, NULL,
+	 "The longest key this store may use: 256, 250 once bound to a\n"
+	 "tenant (FLUXONKV_IOC_INFO's key_max for this description).", NULL},
+	{"tenant_id", (getter)store_get_tenant, NULL,
+	 "The tenant this store is bound to (0: the default tenant).", NULL},
 	{"_holders", (getter)store_get_nholders, NULL,
 	 "Holders taken and not yet released (diagnostics).", NULL},
 	{NULL}

@@ -24,8 +24,9 @@ the bytes read or a negative code; ``get`` b"" and ``get_buffer`` None on
 a miss.  No method raises for a store failure; ``last_error`` keeps the
 error behind the most recent one.  ``put*`` keep the first value of a key
 (0, nothing stored, if it has one), ``upsert*`` replace it; a put of 0
-bytes stores nothing and returns 0.  Keys past KEY_MAX bytes are stored
-under a reserved SHA-256 name (``native_key``).
+bytes stores nothing and returns 0.  Keys past the store's key_max (256
+bytes, 250 in a tenant) are stored under a reserved SHA-256 name
+(``native_key``).
 
 ``is_exist``, ``batch_is_exist``, ``get_size`` and
 ``batch_get_replica_desc`` never read the value: they are lookups
@@ -44,8 +45,17 @@ segment, no staging), a get scatters from a holder on the segment (one
 copy, straight into each buffer; a key with one buffer is a GET_INTO).
 
 ``remove_all`` / ``remove_by_regex`` are the master's: fluxond's control
-socket (``_control``, CLEAR) removes every process's keys.  The adapter
-keeps no state per key.
+socket (``_control``, CLEAR) removes every process's keys of the adapter's
+tenant.  The adapter keeps no state per key.
+
+Tenants: ``setup(..., tenant_id="name")`` (SGLang's ``tenant_id``) binds
+the store to that tenant of fluxond's ``tenants:`` configuration, a key
+space of its own; "default" (or none) is tenant 0, the key space of
+every store without one.  An unknown name makes setup() return
+INVALID_PARAMS (SGLang: "Failed to setup Mooncake store"); a module or
+daemon without tenants raises the TypeError an old Mooncake raises for
+``tenant_id`` (SGLang: "does not support tenant_id"), so a tenant is never
+served from the default key space.
 """
 import ctypes
 import enum
@@ -98,7 +108,8 @@ def _code(err):
 
 # ---- keys longer than the module takes ---------------------------------------
 #
-# The module takes keys of 1..KEY_MAX bytes.  A longer key (LMCache's carry
+# The module takes keys of 1..key_max bytes: KEY_MAX, TENANT_KEY_MAX for a
+# store bound to a tenant (Store.key_max).  A longer key (LMCache's carry
 # model names and hashes) is stored under HASHED_PREFIX + the hex SHA-256 of
 # its UTF-8 bytes: 81 bytes.  No key a caller passes is ever stored under
 # such a name: keys that start with RESERVED_PREFIX are refused
@@ -106,19 +117,21 @@ def _code(err):
 # and two long keys share a value only through a SHA-256 collision.
 
 KEY_MAX = 256                       # FLUXONKV_KEY_MAX
+TENANT_KEY_MAX = 250                # FLUXONKV_KEY_MAX - FLUXONKV_TENANT_PREFIX_LEN
 RESERVED_PREFIX = b"\x00fluxonkv/"  # the adapter's own names
 HASHED_PREFIX = RESERVED_PREFIX + b"sha256/"
 _RESERVED_STR = RESERVED_PREFIX.decode()
 _BARRIER_KEY = RESERVED_PREFIX + b"barrier"    # never stored
 
 
-def native_key(key: "Key") -> "Key":
+def native_key(key: "Key", key_max: int = KEY_MAX) -> "Key":
     """The key the module stores for Mooncake key @key (str or bytes):
-    @key itself up to KEY_MAX bytes, beyond that its hashed name.
+    @key itself up to @key_max bytes (the store's: KEY_MAX, TENANT_KEY_MAX
+    in a tenant), beyond that its hashed name.
     ValueError for a key in the reserved namespace, TypeError for a key
     that is neither str nor bytes."""
     if isinstance(key, str):
-        if len(key) <= KEY_MAX // 4 and not key.startswith("\x00"):
+        if len(key) <= key_max // 4 and not key.startswith("\x00"):
             return key              # UTF-8: at most 4 bytes a character
         if key.startswith(_RESERVED_STR):
             raise ValueError("keys starting with \\x00fluxonkv/ are "
@@ -131,7 +144,7 @@ def native_key(key: "Key") -> "Key":
                              "reserved (hashed long keys)")
     else:
         raise TypeError(f"a key is str or bytes, not {type(key).__name__}")
-    if len(raw) <= KEY_MAX:
+    if len(raw) <= key_max:
         return key
     return HASHED_PREFIX + hashlib.sha256(raw).hexdigest().encode()
 
@@ -292,6 +305,9 @@ class MooncakeDistributedStore:
     def __init__(self, device: Optional[str] = None) -> None:
         self._device = device
         self._store = None
+        self._tenant = 0                # the bound tenant's id
+        self._tenant_name = DEFAULT_TENANT_ID
+        self._key_max = KEY_MAX         # the store's (TENANT_KEY_MAX bound)
         self._hostname = ""
         self._port_sock = None          # holds the port get_hostname() names
         self.last_error = None
@@ -311,21 +327,43 @@ class MooncakeDistributedStore:
         segment, fluxond is the master and owns the SSD tier.  Returns 0,
         or a negative code if the device cannot be opened.
 
-        ``tenant_id`` other than "default" raises TypeError, as a Mooncake
-        without tenants does: fluxonkv has one key space per node (tenants
-        are not built), and SGLang then refuses to run a non-default tenant
-        instead of sharing pages with other tenants.
+        ``tenant_id`` (a name of fluxond's ``tenants:`` configuration)
+        binds the store to that tenant: its keys, gets and remove_all()
+        are that tenant's only.  None, "" and "default" are tenant 0.  An
+        unknown name returns INVALID_PARAMS, a tenant this user may not
+        use (not among its uids / gids) INTERNAL_ERROR, each with
+        ``last_error`` saying why; a module or fluxond that predates
+        tenants raises TypeError naming ``tenant_id``, as a Mooncake
+        without tenants does (SGLang then refuses to run the tenant
+        rather than share the default key space).  A second setup() keeps
+        the open store: with another tenant it returns INVALID_PARAMS.
         """
         tenant = kwargs.get("tenant_id")
-        if tenant not in (None, "", DEFAULT_TENANT_ID):
-            raise TypeError(
-                "setup() got an unexpected keyword argument 'tenant_id': "
-                "fluxonkv has no tenants yet (one key space per node)")
+        if tenant in (None, ""):
+            tenant = DEFAULT_TENANT_ID
+        if not isinstance(tenant, str):
+            return self._fail(TypeError("tenant_id is a str, not "
+                                        f"{type(tenant).__name__}"))
         if self._store is None:
             try:
-                self._store = Store(self._device)
+                self._store = Store(self._device, tenant=tenant)
             except FluxonKVError as e:
+                if e.errno == errno.EOPNOTSUPP and tenant != DEFAULT_TENANT_ID:
+                    raise TypeError(
+                        "setup() got an unexpected keyword argument "
+                        f"'tenant_id': {e}") from e
+                log.warning("setup(tenant_id=%r): %s", tenant, e)
+                if e.op == "tenant" and e.errno == errno.ENOENT:
+                    self.last_error = e
+                    return INVALID_PARAMS   # no such tenant
                 return self._fail(e)
+            self._tenant_name = tenant
+            self._tenant = self._store.tenant_id
+            self._key_max = self._store.key_max
+        elif tenant != self._tenant_name:
+            return self._fail(ValueError(
+                f"setup(tenant_id={tenant!r}): this store is open in tenant "
+                f"{self._tenant_name!r}"))
         if not self._hostname:
             self._hostname = self._host_with_port(local_hostname)
         return OK
@@ -379,6 +417,9 @@ class MooncakeDistributedStore:
             self._port_sock.close()
             self._port_sock = None
         self._hostname = ""
+        self._tenant = 0
+        self._tenant_name = DEFAULT_TENANT_ID
+        self._key_max = KEY_MAX
         return OK
 
     def get_hostname(self) -> str:
@@ -421,7 +462,7 @@ class MooncakeDistributedStore:
     def _key(self, key):
         """(True, the module's key) or (False, INVALID_PARAMS)."""
         try:
-            return True, native_key(key)
+            return True, native_key(key, self._key_max)
         except (TypeError, ValueError) as e:
             return False, self._fail(e)
 
@@ -646,9 +687,11 @@ class MooncakeDistributedStore:
         that is not a POSIX extended regular expression).
 
         The master does it (fluxond's control socket, CLEAR), across every
-        process's keys.  The pattern is POSIX ERE, not ECMAScript: \\d and
-        lazy quantifiers are not known.  Keys longer than 256 bytes are
-        stored under their SHA-256 name: only remove_all() removes them.
+        process's keys of this store's tenant (setup's tenant_id; others'
+        are not touched).  The pattern is POSIX ERE, not ECMAScript: \\d
+        and lazy quantifiers are not known.  Keys longer than key_max (256
+        bytes, 250 in a tenant) are stored under their SHA-256 name: only
+        remove_all() removes them.
         """
         if not isinstance(regex_pattern, str):
             return self._fail(TypeError("a pattern is a str"))
@@ -656,7 +699,8 @@ class MooncakeDistributedStore:
 
     def remove_all(self, force: bool = False) -> int:
         """Remove every key of the store, every process's (Mooncake's
-        remove_all: SGLang's clear(), vLLM's reset), and return how many;
+        remove_all: SGLang's clear(), vLLM's reset) -- of this store's
+        tenant only (tenant 0 without one) -- and return how many;
         a negative code on failure (RPC_FAIL: no fluxond listens on its
         control socket, UNAVAILABLE_IN_CURRENT_MODE: that daemon is a
         cluster node, not the master).  Values held by a get stay readable
@@ -672,7 +716,7 @@ class MooncakeDistributedStore:
             # before a DELETE upcall, so once this returns the master knows
             # every put that returned before it (any process's).
             kv.delete(_BARRIER_KEY)
-            return _control.clear(pattern)
+            return _control.clear(pattern, tenant=self._tenant)
         except FluxonKVError as e:
             e.op = op
             log.warning("%s: %s", op, e)

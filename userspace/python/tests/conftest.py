@@ -19,6 +19,7 @@ module at the end.  The daemon log is /tmp/fluxonkv-pytest-fluxond.log and is
 printed when the daemon fails to start.
 """
 import ctypes
+import errno
 import itertools
 import os
 import signal
@@ -204,6 +205,86 @@ def puts_via_master(fluxon_env):
         yield
     finally:
         fluxon_env.restart_daemon([])
+
+
+# The tenants of test_tenants.py: fluxond's `tenants:` section.  uid
+# NOBODY may use alpha, not beta (root, CAP_SYS_ADMIN, may bind to any).
+NOBODY = 65534
+TENANTS = {"alpha": 1, "beta": 2}
+TENANTS_YAML = f"""\
+fluxonkv_spec:
+  tenants:
+    - {{name: alpha, id: 1, uids: [0, {NOBODY}], gids: []}}
+    - {{name: beta, id: 2, uids: [0], gids: []}}
+"""
+TENANTS_CONFIG = "/tmp/fluxonkv-pytest-tenants.yaml"
+
+
+@pytest.fixture(scope="module")
+def tenants(fluxon_env):
+    """fluxond restarted with TENANTS_YAML for one test module (a warm
+    restart: it loads the tenant table into the module), back to no
+    configuration after it.  Skips where the module has no tenants
+    (FLUXONKV_INFO_TENANTS) or fluxond does not resolve them.  Yields
+    TENANTS (name -> id)."""
+    import fluxonkv
+    from fluxonkv import FluxonKVError
+
+    with fluxonkv.Store() as kv:
+        if not kv.info().tenants:
+            pytest.skip("the module has no tenants (FLUXONKV_INFO_TENANTS "
+                        "unset: it predates FLUXONKV_IOC_TENANT)")
+    Path(TENANTS_CONFIG).write_text(TENANTS_YAML)
+    fluxon_env.restart_daemon(["--config", TENANTS_CONFIG])
+    try:
+        end = time.monotonic() + 5
+        while True:
+            try:
+                if fluxonkv.tenant_id("alpha") == TENANTS["alpha"]:
+                    break
+            except FluxonKVError as e:
+                if e.errno == errno.EOPNOTSUPP:
+                    pytest.skip(f"fluxond has no tenants: {e}")
+                if time.monotonic() > end:
+                    pytest.fail(f"fluxond does not resolve tenant alpha: {e}"
+                                "\n" + Path(DAEMON_LOG).read_text())
+            time.sleep(0.05)
+        yield TENANTS
+    finally:
+        fluxon_env.restart_daemon([])
+
+
+def in_child_as(uid, fn):
+    """Run @fn() in a forked child as @uid (gid too, no groups) with
+    /dev/fluxonkv open to everyone meanwhile; fail with the child's
+    traceback if it raised."""
+    import traceback
+
+    mode = DEV.stat().st_mode & 0o7777
+    os.chmod(DEV, 0o666)
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+        if pid == 0:        # the child: never returns into pytest
+            os.close(r)
+            code = 0
+            try:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+                fn()
+            except BaseException:
+                os.write(w, traceback.format_exc().encode())
+                code = 1
+            os._exit(code)
+        os.close(w)
+        with os.fdopen(r, "rb") as f:
+            report = f.read().decode(errors="replace")
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.chmod(DEV, mode)
+    assert os.waitstatus_to_exitcode(status) == 0, \
+        f"the child as uid {uid} failed:\n{report}"
 
 
 @pytest.fixture

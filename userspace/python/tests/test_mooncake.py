@@ -751,14 +751,17 @@ def test_get_hostname_names_a_port(new_store):
     assert a.get_hostname() == ""
 
 
-def test_a_non_default_tenant_is_refused(new_store):
-    """SGLang passes tenant_id only when it is not the default, and turns
-    a TypeError naming it into "does not support tenant_id": fluxonkv has
-    one key space (no tenants yet), so it refuses rather than mix them."""
+def test_an_unknown_tenant_fails_setup_with_a_code_not_a_typeerror(new_store):
+    """SGLang passes tenant_id only when it is not the default; a TypeError
+    would read as "Mooncake without tenants", a nonzero code as "Failed to
+    setup Mooncake store" (mooncake_store.py).  This session's fluxond has
+    no ``tenants:`` (test_tenants.py has the tenants): any name is unknown,
+    INVALID_PARAMS, and the store stays unopened."""
     s = new_store()
-    with pytest.raises(TypeError, match="tenant_id"):
-        s.setup("h", "P2PHANDSHAKE", 1 << 30, 1 << 20, "tcp", "", "m:1",
-                None, tenant_id="team-b")
+    assert s.setup("h", "P2PHANDSHAKE", 1 << 30, 1 << 20, "tcp", "", "m:1",
+                   None, tenant_id="team-b") == INVALID_PARAMS
+    assert s.last_error.errno == errno.ENOENT and "team-b" in str(s.last_error)
+    assert s.put("k", b"v") == INTERNAL_ERROR        # not set up
     assert s.setup("h", "P2PHANDSHAKE", 1 << 30, 1 << 20, "tcp", "", "m:1",
                    None, tenant_id="default") == 0
     assert s.close() == 0
