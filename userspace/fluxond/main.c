@@ -166,6 +166,8 @@ static int start_cluster(struct fluxond *d)
 {
 	struct fkv_clusterd_config c = {
 		.cc = &d->cfg.cluster,
+		.tenants = d->cfg.tenants,
+		.ntenants = d->cfg.ntenants,
 		.nl = d->nl,
 		.policy = d->opt.policy,
 		.high_pct = d->opt.high_pct,
@@ -341,6 +343,13 @@ static int open_and_register(struct fluxond *d)
 		return err;
 	}
 
+	/* A table of a previous daemon is replaced (or cleared). */
+	err = fkv_nl_load_tenants(d->nl, d->cfg.tenants, d->cfg.ntenants);
+	if (err) {
+		fkv_nl_unregister(d->nl);
+		return err;
+	}
+
 	mc.capacity = d->reg.segment_size;
 	mc.incarnation = d->reg.incarnation;
 	mc.ssd_capacity = d->reg.ssd_capacity;
@@ -404,6 +413,31 @@ static int load_config(struct fluxond *d)
 	return 0;
 }
 
+/* The same tenants, in the same order. */
+static bool tenants_equal(const struct fkv_config *a,
+			  const struct fkv_config *b)
+{
+	size_t i;
+
+	if (a->ntenants != b->ntenants)
+		return false;
+	for (i = 0; i < a->ntenants; i++) {
+		const struct fkv_tenant_config *x = &a->tenants[i];
+		const struct fkv_tenant_config *y = &b->tenants[i];
+
+		if (strcmp(x->name, y->name) || x->id != y->id ||
+		    x->nuids != y->nuids || x->ngids != y->ngids ||
+		    x->dram_bytes != y->dram_bytes ||
+		    x->ssd_bytes != y->ssd_bytes ||
+		    (x->nuids && memcmp(x->uids, y->uids,
+					x->nuids * sizeof(*x->uids))) ||
+		    (x->ngids && memcmp(x->gids, y->gids,
+					x->ngids * sizeof(*x->gids))))
+			return false;
+	}
+	return true;
+}
+
 /*
  * SIGHUP: read --config again and apply what can change live (watermarks,
  * log level) where the command line did not set it; say what needs a
@@ -445,6 +479,9 @@ static void reload_config(struct fluxond *d)
 	    cfg.cluster.present != d->cfg.cluster.present)
 		fkv_warn("SIGHUP: segment, SSD tier and cluster settings change "
 			 "only with a restart (of the module for segment_mb)");
+	if (!tenants_equal(&cfg, &d->cfg))
+		fkv_warn("SIGHUP: the tenants section changes only with a "
+			 "restart of fluxond (the table stays as loaded)");
 	if (d->master && (o.high_pct != d->opt.high_pct ||
 			  o.low_pct != d->opt.low_pct)) {
 		fkv_master_set_watermarks(d->master, o.high_pct, o.low_pct);
