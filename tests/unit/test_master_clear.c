@@ -15,6 +15,9 @@
 #include "../../userspace/fluxond/log.h"
 #include "../../userspace/common/cluster_msg.h"
 #include "../../userspace/fluxond/master.h"
+#include "../../userspace/fluxond/ctlsock.h"
+#include "../../userspace/common/tenant.h"
+#include "fluxonkv_config.h"
 #include "master_fx.h"
 
 static const uint8_t secret[16] = "master-secret-16";
@@ -66,16 +69,16 @@ FKV_TEST(remove_matching_deletes_only_the_keys_the_pattern_finds)
 	mk();
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		put(S(keys[i]));
-	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, "^sess1/", &n), 0);
+	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, 0, "^sess1/", &n), 0);
 	FKV_ASSERT_EQ(n, 2);
 	FKV_ASSERT_EQ(F.ndrops, 2);
 	FKV_ASSERT(!present(S("sess1/a")) && !present(S("sess1/b")));
 	FKV_ASSERT(present(S("sess2/a")));
 	/* anywhere in the key, ERE syntax */
-	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, "tp_rank:[1-9]", &n), 0);
+	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, 0, "tp_rank:[1-9]", &n), 0);
 	FKV_ASSERT_EQ(n, 1);
 	FKV_ASSERT(present(S(keys[0])) && !present(S(keys[1])));
-	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, "no such key", &n), 0);
+	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, 0, "no such key", &n), 0);
 	FKV_ASSERT_EQ(n, 0);
 	FKV_ASSERT_EQ(F.ndrops, 3);
 	fkv_master_destroy(F.m);
@@ -97,9 +100,9 @@ FKV_TEST(remove_matching_without_a_pattern_clears_every_key)
 	}
 	put(nul_key, sizeof(nul_key));
 	/* a regex never matches a key with a NUL byte; the clear does */
-	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, "a", &n), 0);
+	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, 0, "a", &n), 0);
 	FKV_ASSERT_EQ(n, 0);
-	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, NULL, &n), 0);
+	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, 0, NULL, &n), 0);
 	FKV_ASSERT_EQ(n, 5001);
 	FKV_ASSERT_EQ(F.ndrops, 5001);
 	fkv_master_get_stats(F.m, &st);
@@ -107,7 +110,7 @@ FKV_TEST(remove_matching_without_a_pattern_clears_every_key)
 	FKV_ASSERT_EQ(st.used, 0);
 	FKV_ASSERT_EQ(st.deletes, 5001);
 	FKV_ASSERT(!present(nul_key, sizeof(nul_key)));
-	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, NULL, &n), 0);
+	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, 0, NULL, &n), 0);
 	FKV_ASSERT_EQ(n, 0);
 	/* keys put after a clear are kept by it no longer */
 	put(S("again"));
@@ -121,11 +124,115 @@ FKV_TEST(remove_matching_refuses_a_bad_pattern_and_removes_nothing)
 
 	mk();
 	put(S("x"));
-	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, "(", &n), -EINVAL);
+	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, 0, "(", &n), -EINVAL);
 	FKV_ASSERT_EQ(n, 0);
 	FKV_ASSERT(present(S("x")));
 	FKV_ASSERT_EQ(F.ndrops, 0);
 	fkv_master_destroy(F.m);
+}
+
+/* @key in tenant @tenant's key space: the internal key (@buf). */
+static size_t tkey(uint8_t *buf, uint32_t tenant, const char *key)
+{
+	size_t n = strlen(key);
+
+	if (!tenant) {
+		memcpy(buf, key, n);
+		return n;
+	}
+	fkv_tenant_prefix(buf, tenant);
+	memcpy(buf + FLUXONKV_TENANT_PREFIX_LEN, key, n);
+	return FLUXONKV_TENANT_PREFIX_LEN + n;
+}
+
+static void tput(uint32_t tenant, const char *key)
+{
+	uint8_t b[FLUXONKV_KEY_MAX];
+
+	put(b, tkey(b, tenant, key));
+}
+
+static bool tpresent(uint32_t tenant, const char *key)
+{
+	uint8_t b[FLUXONKV_KEY_MAX];
+
+	return present(b, tkey(b, tenant, key));
+}
+
+FKV_TEST(a_tenants_clear_removes_only_its_keys_the_regex_seeing_them_unprefixed)
+{
+	static const char *keys[] = { "sess1/a", "sess1/b", "sess2/a" };
+	static const uint32_t tenants[] = { 0, 1, 2, 0x010203 };
+	uint8_t b[64];
+	uint64_t n = 99;
+	size_t i, j;
+
+	mk();
+	for (i = 0; i < 4; i++)
+		for (j = 0; j < 3; j++)
+			tput(tenants[i], keys[j]);
+	/* the prefix parses back to the tenant */
+	FKV_ASSERT_EQ(fkv_key_tenant(b, tkey(b, 0x010203, "k"), &j), 0x010203);
+	FKV_ASSERT_EQ(j, FLUXONKV_TENANT_PREFIX_LEN);
+	FKV_ASSERT_EQ(fkv_key_tenant("sess1/a", 7, &j), 0);
+	FKV_ASSERT_EQ(j, 0);
+	/* too short for a prefix and a byte: tenant 0's */
+	FKV_ASSERT_EQ(fkv_key_tenant("\0T\0\0\0\1", 6, NULL), 0);
+
+	/* "^sess1/" anchors at the tenant's own key, after the prefix */
+	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, 1, "^sess1/", &n), 0);
+	FKV_ASSERT_EQ(n, 2);
+	FKV_ASSERT(!tpresent(1, "sess1/a") && !tpresent(1, "sess1/b"));
+	FKV_ASSERT(tpresent(1, "sess2/a"));
+	for (i = 0; i < 4; i++)
+		if (tenants[i] != 1)
+			FKV_ASSERT(tpresent(tenants[i], "sess1/a") &&
+				   tpresent(tenants[i], "sess1/b"));
+	/* everything of tenant 2, nothing of the others */
+	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, 2, NULL, &n), 0);
+	FKV_ASSERT_EQ(n, 3);
+	FKV_ASSERT(!tpresent(2, "sess2/a"));
+	FKV_ASSERT(tpresent(0, "sess2/a") && tpresent(1, "sess2/a") &&
+		   tpresent(0x010203, "sess2/a"));
+	/* tenant 0: only the keys without a prefix */
+	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, 0, NULL, &n), 0);
+	FKV_ASSERT_EQ(n, 3);
+	FKV_ASSERT(!tpresent(0, "sess1/a") && !tpresent(0, "sess2/a"));
+	FKV_ASSERT(tpresent(1, "sess2/a") && tpresent(0x010203, "sess1/a"));
+	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, 0, NULL, &n), 0);
+	FKV_ASSERT_EQ(n, 0);
+	FKV_ASSERT_EQ(F.ndrops, 8);
+	fkv_master_destroy(F.m);
+}
+
+FKV_TEST(who_may_clear_a_tenant_root_its_uids_and_its_gids)
+{
+	uint32_t uids[] = { 1001 }, gids[] = { 500, 600 };
+	struct fkv_tenant_config t[] = {
+		{ .name = (char *)"a", .id = 1, .uids = uids, .nuids = 1,
+		  .gids = gids, .ngids = 2 },
+		{ .name = (char *)"b", .id = 2 },
+	};
+	uint32_t groups[] = { 10, 600 };
+
+	/* tenant 0: whoever reached the socket */
+	FKV_ASSERT_EQ(fkv_ctl_tenant_permitted(t, 2, 0, 4000, 4000, NULL, 0), 0);
+	/* root: every tenant, even one no longer configured */
+	FKV_ASSERT_EQ(fkv_ctl_tenant_permitted(t, 2, 2, 0, 0, NULL, 0), 0);
+	FKV_ASSERT_EQ(fkv_ctl_tenant_permitted(t, 2, 77, 0, 0, NULL, 0), 0);
+	/* a listed uid, a listed primary gid, a listed supplementary group */
+	FKV_ASSERT_EQ(fkv_ctl_tenant_permitted(t, 2, 1, 1001, 4000, NULL, 0), 0);
+	FKV_ASSERT_EQ(fkv_ctl_tenant_permitted(t, 2, 1, 4000, 500, NULL, 0), 0);
+	FKV_ASSERT_EQ(fkv_ctl_tenant_permitted(t, 2, 1, 4000, 4000, groups, 2), 0);
+	/* anyone else, and the other tenant for them */
+	FKV_ASSERT_EQ(fkv_ctl_tenant_permitted(t, 2, 1, 4000, 4000, groups, 1),
+		      -EPERM);
+	FKV_ASSERT_EQ(fkv_ctl_tenant_permitted(t, 2, 2, 1001, 500, groups, 2),
+		      -EPERM);
+	FKV_ASSERT_EQ(fkv_ctl_tenant_permitted(t, 2, 77, 1001, 500, NULL, 0),
+		      -ENOENT);
+	FKV_ASSERT_EQ(fkv_ctl_tenant_permitted(t, 2, FLUXONKV_TENANT_ID_MAX + 1,
+					       0, 0, NULL, 0), -EINVAL);
 }
 
 /* The value of "NAME = NUMBER" in the Python file @path; -1 if absent. */

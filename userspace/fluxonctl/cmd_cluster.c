@@ -41,10 +41,20 @@ int ctl_cmd_clear(const struct ctl_opts *o)
 {
 	char why[256];
 	uint64_t removed = 0;
-	int err;
+	uint32_t tenant = 0;
+	int err = 0;
 
-	err = ctl_clear(NULL, CTL_CLEAR_TIMEOUT_MS, o->regex, &removed, why,
-			sizeof(why));
+	if (o->tenant)
+		err = ctl_tenant_id(NULL, 3000, o->tenant, &tenant, why,
+				    sizeof(why));
+	if (err == -ESRCH) {
+		fprintf(stderr, "fluxonctl clear: %s\n", why[0] ? why :
+			"no such tenant in fluxond's configuration");
+		return CTL_EXIT_ERROR;
+	}
+	if (!err)
+		err = ctl_clear(NULL, CTL_CLEAR_TIMEOUT_MS, tenant, o->regex,
+				&removed, why, sizeof(why));
 	if (err == -ENOENT || err == -ECONNREFUSED) {
 		fprintf(stderr, "fluxonctl clear: fluxond is not running here "
 			"(no control socket; see fluxond --control)\n");

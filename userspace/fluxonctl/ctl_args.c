@@ -24,8 +24,8 @@ const char ctl_usage_main[] =
 	"  put KEY [FILE|-]     store a value read from FILE, stdin or --value\n"
 	"  get KEY [-o FILE]    write a value to stdout or FILE\n"
 	"  delete KEY           remove a key\n"
-	"  clear [--regex RE]   remove every key of the cluster (or those RE\n"
-	"                       matches) through fluxond's master\n"
+	"  clear [--regex RE]   remove every key of a tenant (--tenant; or those\n"
+	"                       RE matches) through fluxond's master\n"
 	"  status               module, daemon, segment and SSD tier state\n"
 	"  stats                every counter and operation latency (human,\n"
 	"                       --json or --prometheus)\n"
@@ -86,23 +86,28 @@ const char ctl_usage_delete[] =
 	"4 module or daemon absent.\n";
 
 const char ctl_usage_clear[] =
-	"Usage: fluxonctl clear [--regex RE] [--json]\n"
+	"Usage: fluxonctl clear [--tenant NAME] [--regex RE] [--json]\n"
 	"\n"
-	"Remove every key of the store, or with --regex every key the POSIX\n"
+	"Remove every key of a tenant, or with --regex every key of it the POSIX\n"
 	"extended regular expression RE matches anywhere in it (Mooncake's\n"
-	"remove_all / remove_by_regex).  The local fluxond's master does it\n"
+	"remove_all / remove_by_regex).  Without --tenant: the default tenant's\n"
+	"keys (those of no tenant); --tenant NAME: that tenant's only, RE seeing\n"
+	"its keys as the tenant wrote them.  A tenant's keys may be cleared by\n"
+	"root and by the tenant's uids and gids (the configuration's tenants).  The local fluxond's master does it\n"
 	"(control socket " FKV_CONTROL_PATH "; $FLUXOND_CONTROL overrides), on\n"
 	"every node of a cluster: each key goes as a delete does, with its\n"
 	"replicas and SSD copies.  Values pinned by holders stay readable until\n"
 	"released.  Run it on the master's host.\n"
 	"\n"
+	"      --tenant NAME    that tenant's keys (default: the default tenant)\n"
 	"      --regex RE       only the keys RE matches (keys with NUL bytes\n"
 	"                       never match)\n"
 	"  -j, --json           {\"removed\": N}\n"
 	"  -h, --help           show this help\n"
 	"\n"
-	"Exit status: 0 done (N removed), 1 error (a bad RE, or this fluxond\n"
-	"is not the master), 2 usage, 4 no fluxond running here.\n";
+	"Exit status: 0 done (N removed), 1 error (a bad RE, an unknown tenant,\n"
+	"not allowed, or this fluxond is not the master), 2 usage, 4 no fluxond\n"
+	"running here.\n";
 
 const char ctl_usage_status[] =
 	"Usage: fluxonctl status [--json]\n"
@@ -260,6 +265,7 @@ enum {
 	CTL_OPT_ITERATIONS = 'n',
 	CTL_OPT_INTERVAL = 256,
 	CTL_OPT_REGEX,
+	CTL_OPT_TENANT,
 };
 
 #define CTL_LONG_KEY							\
@@ -354,6 +360,9 @@ static int ctl_getopt(int argc, char **argv, const char *shortopts,
 			break;
 		case CTL_OPT_REGEX:
 			o->regex = optarg;
+			break;
+		case CTL_OPT_TENANT:
+			o->tenant = optarg;
 			break;
 		case CTL_OPT_INTERVAL:
 			if (ctl_parse_interval(optarg, &o->interval))
@@ -507,6 +516,7 @@ int ctl_parse_clear(int argc, char **argv, struct ctl_opts *o, FILE *err)
 {
 	static const struct option longopts[] = {
 		{ "regex", required_argument, NULL, CTL_OPT_REGEX },
+		{ "tenant", required_argument, NULL, CTL_OPT_TENANT },
 		{ "json", no_argument, NULL, CTL_OPT_JSON },
 		{ "help", no_argument, NULL, CTL_OPT_HELP },
 		{ 0 }
@@ -519,6 +529,9 @@ int ctl_parse_clear(int argc, char **argv, struct ctl_opts *o, FILE *err)
 	if (o->regex && !o->regex[0])
 		return ctl_usage_error(err, argv[0],
 				       "--regex wants a pattern (without it every key goes)");
+	if (o->tenant && !o->tenant[0])
+		return ctl_usage_error(err, argv[0],
+				       "--tenant wants a tenant name (see fluxonctl tenants)");
 	return ctl_no_more(argc, argv, i, err);
 }
 

@@ -41,6 +41,7 @@ struct ctl_opts {
 	const char *output;	/* get -o FILE; NULL or "-" = stdout */
 	const char *what;	/* dump WHAT; config: its sub-command */
 	const char *regex;	/* clear --regex */
+	const char *tenant;	/* clear --tenant, tenants NAME */
 	double interval;	/* top --interval, seconds */
 	unsigned long iterations;	/* top --iterations, 0 = until killed */
 };

@@ -278,19 +278,75 @@ static int decode_clear(struct nlmsghdr *nlh, void *arg)
 	return 0;
 }
 
-int ctl_clear(const char *path, int timeout_ms, const char *pattern,
-	      uint64_t *removed, char *why, size_t why_len)
+int ctl_clear(const char *path, int timeout_ms, uint32_t tenant,
+	      const char *pattern, uint64_t *removed, char *why,
+	      size_t why_len)
 {
 	struct clear_answer a = { removed, why, why_len };
 	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_CLEAR);
 
 	if (why_len)
 		why[0] = '\0';
-	if (msg && pattern && nla_put_string(msg, FKV_CA_PATTERN, pattern)) {
+	if (msg && ((pattern && nla_put_string(msg, FKV_CA_PATTERN, pattern)) ||
+		    (tenant && nla_put_u32(msg, FKV_CA_TENANT_ID, tenant)))) {
 		nlmsg_free(msg);
 		msg = NULL;
 	}
 	return ctl_control_call(path, timeout_ms, msg, decode_clear, &a);
+}
+
+static const struct nla_policy tenant_answer_policy[FKV_CA_MAX + 1] = {
+	[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
+	[FKV_CA_TENANT_ID] = { .type = NLA_U32 },
+	[FKV_CA_MESSAGE] = { .type = NLA_NUL_STRING, .maxlen = 512 },
+};
+
+struct tenant_answer {
+	uint32_t *id;
+	char *why;
+	size_t why_len;
+};
+
+static int decode_tenant(struct nlmsghdr *nlh, void *arg)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	struct tenant_answer *a = arg;
+	int status;
+
+	if (fkv_wire_cmd(nlh) != FKV_CCMD_TENANT ||
+	    fkv_wire_parse(nlh, tb, tenant_answer_policy) ||
+	    !tb[FLUXONKV_A_STATUS])
+		return -EPROTO;
+	status = (int32_t)nla_get_u32(tb[FLUXONKV_A_STATUS]);
+	if (tb[FKV_CA_MESSAGE])
+		snprintf(a->why, a->why_len, "%s",
+			 nla_get_string(tb[FKV_CA_MESSAGE]));
+	if (status > 0)
+		return -EPROTO;
+	if (status == -ENOENT)
+		return -ESRCH;	/* -ENOENT: no daemon there */
+	if (status)
+		return status;
+	if (!tb[FKV_CA_TENANT_ID] ||
+	    nla_get_u32(tb[FKV_CA_TENANT_ID]) > FLUXONKV_TENANT_ID_MAX)
+		return -EPROTO;
+	*a->id = nla_get_u32(tb[FKV_CA_TENANT_ID]);
+	return 0;
+}
+
+int ctl_tenant_id(const char *path, int timeout_ms, const char *name,
+		  uint32_t *id, char *why, size_t why_len)
+{
+	struct tenant_answer a = { id, why, why_len };
+	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_TENANT);
+
+	if (why_len)
+		why[0] = '\0';
+	if (msg && nla_put_string(msg, FKV_CA_TENANT_NAME, name)) {
+		nlmsg_free(msg);
+		msg = NULL;
+	}
+	return ctl_control_call(path, timeout_ms, msg, decode_tenant, &a);
 }
 
 const struct ctl_cstat *ctl_cluster_stat(const struct ctl_cstat *st,

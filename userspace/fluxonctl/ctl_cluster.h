@@ -69,13 +69,23 @@ int ctl_cluster_decode(struct nlmsghdr *nlh, struct ctl_cluster *c);
  */
 int ctl_cluster_query(const char *path, int timeout_ms, struct ctl_cluster *c);
 /*
- * CLEAR over the control socket: remove every key, or those the POSIX ERE
- * @pattern matches; *@removed on 0.  -EINVAL (a bad pattern), -EOPNOTSUPP
+ * CLEAR over the control socket: remove every key of tenant @tenant (0:
+ * the keys of no tenant; TENANT_ID is sent only when not 0), or those the
+ * POSIX ERE @pattern matches; *@removed on 0.  -EINVAL (a bad pattern),
+ * -EPERM (not this tenant's), -ENOENT (no such tenant id), -EOPNOTSUPP
  * (that daemon runs no master), or as ctl_cluster_query; @why gets the
  * daemon's reason when it gave one.
  */
-int ctl_clear(const char *path, int timeout_ms, const char *pattern,
-	      uint64_t *removed, char *why, size_t why_len);
+int ctl_clear(const char *path, int timeout_ms, uint32_t tenant,
+	      const char *pattern, uint64_t *removed, char *why,
+	      size_t why_len);
+/*
+ * TENANT over the control socket: the id of the tenant @name ("default":
+ * 0).  0 and *@id; -ESRCH when the daemon has no such tenant (-ENOENT
+ * stays "no daemon there"), or as ctl_cluster_query; @why as ctl_clear.
+ */
+int ctl_tenant_id(const char *path, int timeout_ms, const char *name,
+		  uint32_t *id, char *why, size_t why_len);
 /* A statistic by name, or NULL. */
 const struct ctl_cstat *ctl_cluster_stat(const struct ctl_cstat *st,
 					 unsigned int n, const char *name);

@@ -518,7 +518,8 @@ static int control_stats(void *arg, struct nl_msg *msg)
  * flushed) are handled first; the adapter makes the module flush its
  * notes before it asks (a DELETE upcall goes after them).
  */
-static int control_clear(void *arg, const char *pattern, uint64_t *removed)
+static int control_clear(void *arg, uint32_t tenant, const char *pattern,
+			 uint64_t *removed)
 {
 	struct fluxond *d = arg;
 	int err;
@@ -537,7 +538,7 @@ static int control_clear(void *arg, const char *pattern, uint64_t *removed)
 	err = fkv_nl_process(d->nl);
 	if (err && err != -EAGAIN)
 		fkv_warn("CLEAR: netlink: %s", strerror(-err));
-	return fkv_master_remove_matching(d->master, pattern, removed);
+	return fkv_master_remove_matching(d->master, tenant, pattern, removed);
 }
 
 static void open_control(struct fluxond *d)
@@ -551,8 +552,11 @@ static void open_control(struct fluxond *d)
 	err = fkv_ctlsock_open(&d->ctl, d->opt.control_path,
 			       stat("/dev/fluxonkv", &st) ? (gid_t)-1 : st.st_gid,
 			       control_stats, d);
-	if (!err)
+	if (!err) {
 		fkv_ctlsock_set_clear(d->ctl, control_clear, d);
+		fkv_ctlsock_set_tenants(d->ctl, d->cfg.tenants,
+					d->cfg.ntenants);
+	}
 	if (err)
 		fkv_warn("control socket %s: %s (fluxonctl cluster will not "
 			 "reach this daemon)", d->opt.control_path,

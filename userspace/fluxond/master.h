@@ -435,15 +435,17 @@ int fkv_master_get_revoke(struct fkv_master *m, const void *key,
 int fkv_master_for_each_key(const struct fkv_master *m, fkv_routes_key_fn fn,
 			    void *arg);
 /*
- * Delete every key (@pattern NULL) or every key a POSIX extended regular
- * expression @pattern finds a match in (regexec: anywhere in the key, as
- * Mooncake's regex_search; keys with a NUL byte never match), as
- * fkv_master_delete() each: their replicas are dropped.  *@removed: how
+ * Delete every key of tenant @tenant (@pattern NULL) or every one of them
+ * a POSIX extended regular expression @pattern finds a match in (regexec:
+ * anywhere in the key without its tenant prefix, as Mooncake's
+ * regex_search; keys with a NUL byte never match), as fkv_master_delete()
+ * each: their replicas are dropped.  Tenant T's keys are those with T's
+ * prefix (common/tenant.h); tenant 0's those without any.  *@removed: how
  * many.  0, -EINVAL for a pattern regcomp() refuses, -ENOMEM
  * (master_clear.c).
  */
-int fkv_master_remove_matching(struct fkv_master *m, const char *pattern,
-			       uint64_t *removed);
+int fkv_master_remove_matching(struct fkv_master *m, uint32_t tenant,
+			       const char *pattern, uint64_t *removed);
 /* DELETE {KEY} -> PUT_ID (the version deleted) or -ENOENT. */
 int fkv_master_delete(struct fkv_master *m, const void *key, size_t key_len,
 		      uint64_t *put_id);
