@@ -18,6 +18,12 @@
 #include "../../userspace/fluxond/ctlsock.h"
 #include "../../userspace/common/tenant.h"
 #include "fluxonkv_config.h"
+#include "../../userspace/common/wire.h"
+#include "../../userspace/fluxond/route.h"
+#include "../../userspace/fluxonctl/ctl_cluster.h"
+#include "prom_expo.h"
+#include <netlink/msg.h>
+#include <netlink/attr.h>
 #include "master_fx.h"
 
 static const uint8_t secret[16] = "master-secret-16";
@@ -233,6 +239,151 @@ FKV_TEST(who_may_clear_a_tenant_root_its_uids_and_its_gids)
 		      -ENOENT);
 	FKV_ASSERT_EQ(fkv_ctl_tenant_permitted(t, 2, FLUXONKV_TENANT_ID_MAX + 1,
 					       0, 0, NULL, 0), -EINVAL);
+}
+
+static bool tget(uint32_t tenant, const char *key, struct fkv_get_result *g)
+{
+	uint8_t b[FLUXONKV_KEY_MAX];
+
+	return fkv_master_get_start(F.m, b, tkey(b, tenant, key), g) == 0;
+}
+
+/* Puts and gets of tenants 0, 1 and 9 (9: in keys, not configured). */
+static void tenant_traffic(void)
+{
+	struct fkv_get_result g;
+
+	tput(0, "a");
+	tput(0, "b");
+	tput(1, "a");
+	tput(9, "z");
+	tput(9, "z");	/* a second version: one key, two puts */
+	FKV_ASSERT(tget(1, "a", &g) && g.source == FLUXONKV_SOURCE_MEMORY);
+	FKV_ASSERT(!tget(1, "b", &g));
+	FKV_ASSERT(!tget(1, "z", &g));	/* tenant 9's key, not 1's */
+	FKV_ASSERT(tget(0, "a", &g));
+}
+
+FKV_TEST(the_master_counts_and_measures_per_tenant_and_they_add_up)
+{
+	struct fkv_tenant_stats *v;
+	struct fkv_master_stats st;
+	uint64_t dram = 0, keys = 0, puts = 0, gets = 0;
+	size_t n, i;
+
+	mk();
+	tenant_traffic();
+	FKV_ASSERT_EQ(fkv_master_tenant_stats(F.m, &v, &n), 0);
+	FKV_ASSERT_EQ(n, 3);
+	FKV_ASSERT_EQ(v[0].tenant, 0);
+	FKV_ASSERT_EQ(v[1].tenant, 1);
+	FKV_ASSERT_EQ(v[2].tenant, 9);
+	FKV_ASSERT_EQ(v[0].puts, 2);
+	FKV_ASSERT_EQ(v[0].keys, 2);
+	FKV_ASSERT_EQ(v[0].gets, 1);
+	FKV_ASSERT_EQ(v[0].mem_hits, 1);
+	FKV_ASSERT_EQ(v[0].dram_bytes, 2 * fkv_weight(U));
+	FKV_ASSERT_EQ(v[1].puts, 1);
+	FKV_ASSERT_EQ(v[1].gets, 3);
+	FKV_ASSERT_EQ(v[1].mem_hits, 1);
+	FKV_ASSERT_EQ(v[1].misses, 2);
+	FKV_ASSERT_EQ(v[1].ssd_hits + v[1].remote_hits, 0);
+	FKV_ASSERT_EQ(v[1].keys, 1);
+	FKV_ASSERT_EQ(v[2].puts, 2);
+	FKV_ASSERT_EQ(v[2].keys, 1);
+	FKV_ASSERT_EQ(v[2].dram_bytes, fkv_weight(U));
+	fkv_master_get_stats(F.m, &st);
+	for (i = 0; i < n; i++) {
+		dram += v[i].dram_bytes;
+		keys += v[i].keys;
+		puts += v[i].puts;
+		gets += v[i].gets;
+		FKV_ASSERT_EQ(v[i].gets, v[i].mem_hits + v[i].ssd_hits +
+			      v[i].remote_hits + v[i].misses);
+	}
+	/* the totals the master keeps anyway */
+	FKV_ASSERT_EQ(dram, st.used);
+	FKV_ASSERT_EQ(keys, st.routes);
+	FKV_ASSERT_EQ(puts, st.puts);
+	FKV_ASSERT_EQ(gets, st.gets);
+	free(v);
+	/* a cleared tenant keeps its counters, loses its keys and bytes */
+	FKV_ASSERT_EQ(fkv_master_remove_matching(F.m, 9, NULL, &keys), 0);
+	FKV_ASSERT_EQ(fkv_master_tenant_stats(F.m, &v, &n), 0);
+	FKV_ASSERT_EQ(n, 3);
+	FKV_ASSERT_EQ(v[2].puts, 2);
+	FKV_ASSERT_EQ(v[2].keys + v[2].dram_bytes, 0);
+	free(v);
+	fkv_master_destroy(F.m);
+}
+
+FKV_TEST(stats_carry_a_nest_per_tenant_that_fluxonctl_renders)
+{
+	static struct ctl_cluster cl;
+	struct fkv_tenant_config t = {
+		.name = (char *)"sglang", .id = 1, .dram_bytes = 1 << 20,
+	};
+	const struct ctl_ctenant *ct;
+	struct prom_expo_result r;
+	char *out = NULL;
+	size_t len = 0;
+	struct nl_msg *msg;
+	FILE *f;
+
+	mk();
+	tenant_traffic();
+	msg = fkv_wire_msg_stats(FKV_CCMD_STATS);
+	FKV_ASSERT(msg != NULL);
+	FKV_ASSERT_EQ(nla_put_string(msg, FKV_CA_ROLE, "single"), 0);
+	FKV_ASSERT_EQ(fkv_ctl_put_tenants(msg, F.m, &t, 1), 0);
+	FKV_ASSERT_EQ(ctl_cluster_decode(nlmsg_hdr(msg), &cl), 0);
+	nlmsg_free(msg);
+	fkv_master_destroy(F.m);
+
+	FKV_ASSERT_EQ(cl.ntenants, 3);
+	FKV_ASSERT(!strcmp(cl.tenants[0].name, "default"));
+	FKV_ASSERT(!strcmp(cl.tenants[1].name, "sglang"));
+	FKV_ASSERT(!strcmp(cl.tenants[2].name, "tenant-9"));
+	FKV_ASSERT_EQ(cl.tenants[2].id, 9);
+	ct = ctl_cluster_tenant(&cl, "sglang");
+	FKV_ASSERT(ct == &cl.tenants[1]);
+	FKV_ASSERT_EQ(ctl_cluster_stat(ct->st, ct->nst, "misses")->value, 2);
+	FKV_ASSERT_EQ(ctl_cluster_stat(ct->st, ct->nst,
+				       "dram_quota_bytes")->value, 1 << 20);
+	FKV_ASSERT(ctl_cluster_stat(cl.tenants[0].st, cl.tenants[0].nst,
+				    "dram_quota_bytes") == NULL);
+	FKV_ASSERT(ctl_cluster_tenant(&cl, "nope") == NULL);
+
+	f = open_memstream(&out, &len);
+	ctl_render_tenants_human(f, &cl, NULL);
+	fclose(f);
+	FKV_ASSERT(strstr(out, "TENANT ") == out, "%s", out);
+	FKV_ASSERT(strstr(out, "\nsglang ") && strstr(out, "\ndefault ") &&
+		   strstr(out, "\ntenant-9 "), "%s", out);
+	FKV_ASSERT(strstr(out, "1.0 MiB"), "%s", out);	/* the quota */
+	free(out);
+
+	out = NULL;
+	f = open_memstream(&out, &len);
+	ctl_render_tenants_json(f, &cl, "sglang");
+	fclose(f);
+	FKV_ASSERT(strstr(out, "\"name\":\"sglang\"") &&
+		   strstr(out, "\"misses\":2") &&
+		   strstr(out, "\"ssd_quota_bytes\":null") &&
+		   !strstr(out, "default"), "%s", out);
+	free(out);
+
+	out = NULL;
+	f = open_memstream(&out, &len);
+	ctl_render_tenants_prometheus(f, &cl, NULL);
+	fclose(f);
+	FKV_ASSERT(strstr(out, "fluxonkv_tenant_puts_total{tenant=\"tenant-9\",id=\"9\"} 2\n") &&
+		   strstr(out, "fluxonkv_tenant_misses_total{tenant=\"sglang\",id=\"1\"} 2\n") &&
+		   strstr(out, "fluxonkv_tenant_dram_quota_bytes{tenant=\"sglang\",id=\"1\"} 1048576\n") &&
+		   strstr(out, "# TYPE fluxonkv_tenant_keys gauge\n"), "%s", out);
+	r = prom_expo_check(out);
+	FKV_ASSERT_EQ(r.samples, 3 * 9 + 1);
+	free(out);
 }
 
 /* The value of "NAME = NUMBER" in the Python file @path; -1 if absent. */

@@ -34,6 +34,8 @@ const char ctl_usage_main[] =
 	"  top                  live rates and segment use, refreshed\n"
 	"  cluster              fluxond's view of the cluster: nodes, liveness,\n"
 	"                       remote transfers (human, --json or --prometheus)\n"
+	"  tenants [NAME]       the master's per-tenant statistics (human, --json\n"
+	"                       or --prometheus)\n"
 	"  config check FILE    validate a configuration, show its SSD plan\n"
 	"  config attach FILE   create the SSD shards of FILE, attach them\n"
 	"\n"
@@ -108,6 +110,26 @@ const char ctl_usage_clear[] =
 	"Exit status: 0 done (N removed), 1 error (a bad RE, an unknown tenant,\n"
 	"not allowed, or this fluxond is not the master), 2 usage, 4 no fluxond\n"
 	"running here.\n";
+
+const char ctl_usage_tenants[] =
+	"Usage: fluxonctl tenants [--json | --prometheus] [NAME]\n"
+	"\n"
+	"The per-tenant statistics of the local fluxond's master (control socket\n"
+	FKV_CONTROL_PATH "; $FLUXOND_CONTROL overrides): every tenant of the\n"
+	"configuration with keys or counts, \"default\" (tenant 0, the keys of no\n"
+	"tenant) and \"tenant-<id>\" for ids found in keys but not configured; or\n"
+	"only the tenant NAME.  keys, dram_bytes (the eviction weights of the\n"
+	"tenant's DRAM replicas on every node), ssd_bytes and the quotas are\n"
+	"gauges; puts, gets, mem_hits, ssd_hits, remote_hits and misses count\n"
+	"what reached the master (gets a module answers from its own index, the\n"
+	"single node default, are not seen).\n"
+	"\n"
+	"  -j, --json           {\"tenants\": [{\"name\", \"id\", STAT: N...}]}\n"
+	"  -p, --prometheus     fluxonkv_tenant_STAT{tenant=\"NAME\",id=\"ID\"}\n"
+	"  -h, --help           show this help\n"
+	"\n"
+	"Exit status: 0 ok, 1 error (no such tenant, or this fluxond runs no\n"
+	"master), 2 usage, 4 no fluxond running here.\n";
 
 const char ctl_usage_status[] =
 	"Usage: fluxonctl status [--json]\n"
@@ -568,6 +590,30 @@ int ctl_parse_stats(int argc, char **argv, struct ctl_opts *o, FILE *err)
 	return ctl_no_more(argc, argv, i, err);
 }
 
+int ctl_parse_tenants(int argc, char **argv, struct ctl_opts *o, FILE *err)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, CTL_OPT_JSON },
+		{ "prometheus", no_argument, NULL, CTL_OPT_PROMETHEUS },
+		{ "help", no_argument, NULL, CTL_OPT_HELP },
+		{ 0 }
+	};
+	int i;
+
+	i = ctl_getopt(argc, argv, ":jph", longopts, o, err);
+	if (i < 0 || o->help)
+		return i < 0 ? i : 0;
+	if (ctl_one_format_check(argv[0], o, err))
+		return -EINVAL;
+	if (i < argc) {
+		o->tenant = argv[i++];
+		if (!o->tenant[0])
+			return ctl_usage_error(err, argv[0],
+					       "NAME is empty");
+	}
+	return ctl_no_more(argc, argv, i, err);
+}
+
 int ctl_parse_dump(int argc, char **argv, struct ctl_opts *o, FILE *err)
 {
 	static const struct option longopts[] = {
@@ -614,7 +660,8 @@ int ctl_global_json(const char *cmd, struct ctl_opts *o, FILE *err)
 	o->json = true;
 	if (!strcmp(cmd, "get"))
 		return ctl_get_info_check(cmd, o, err);
-	if (!strcmp(cmd, "stats") || !strcmp(cmd, "cluster"))
+	if (!strcmp(cmd, "stats") || !strcmp(cmd, "cluster") ||
+	    !strcmp(cmd, "tenants"))
 		return ctl_one_format_check(cmd, o, err);
 	if (!strcmp(cmd, "status") || !strcmp(cmd, "dump") ||
 	    !strcmp(cmd, "config") || !strcmp(cmd, "clear"))

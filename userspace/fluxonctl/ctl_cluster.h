@@ -43,6 +43,17 @@ struct ctl_ccand {
 	char addr[FKV_ADDR_MAX];
 };
 
+/* A tenant of the master's STATS (issue 30). */
+#define CTL_TENANTS_MAX		512	/* more are dropped */
+#define CTL_TENANT_STATS	16
+#define CTL_TENANT_NAME_MAX	63
+struct ctl_ctenant {
+	uint32_t id;
+	char name[CTL_TENANT_NAME_MAX + 1];
+	struct ctl_cstat st[CTL_TENANT_STATS];
+	unsigned int nst;
+};
+
 struct ctl_cluster {
 	char role[16];		/* single | master | node */
 	char name[FKV_NODE_NAME_MAX + 1];
@@ -56,6 +67,8 @@ struct ctl_cluster {
 	unsigned int nnodes;
 	struct ctl_ccand cands[CTL_CLUSTER_CANDS];	/* etcd's */
 	unsigned int ncands;
+	struct ctl_ctenant tenants[CTL_TENANTS_MAX];	/* the master's */
+	unsigned int ntenants;
 };
 
 struct nlmsghdr;
@@ -93,5 +106,21 @@ const struct ctl_cstat *ctl_cluster_stat(const struct ctl_cstat *st,
 void ctl_render_cluster_human(FILE *f, const struct ctl_cluster *c);
 void ctl_render_cluster_json(FILE *f, const struct ctl_cluster *c);
 void ctl_render_cluster_prometheus(FILE *f, const struct ctl_cluster *c);
+
+/* The tenant named @name of @c, or NULL. */
+const struct ctl_ctenant *ctl_cluster_tenant(const struct ctl_cluster *c,
+					     const char *name);
+/*
+ * fluxonctl tenants: the master's per-tenant statistics, every tenant or
+ * only @only (NULL: all).  Human: one line per tenant; JSON: {"tenants":
+ * [{"name", "id", "<stat>": N...}]}; Prometheus: one family per
+ * statistic, fluxonkv_tenant_<stat>[_total]{tenant="NAME",id="ID"}.
+ */
+void ctl_render_tenants_human(FILE *f, const struct ctl_cluster *c,
+			      const char *only);
+void ctl_render_tenants_json(FILE *f, const struct ctl_cluster *c,
+			     const char *only);
+void ctl_render_tenants_prometheus(FILE *f, const struct ctl_cluster *c,
+				   const char *only);
 
 #endif /* FLUXONKV_CTL_CLUSTER_H */

@@ -128,6 +128,64 @@ int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m)
 	return err;
 }
 
+int fkv_ctl_put_tenants(struct nl_msg *msg, const struct fkv_master *m,
+			const struct fkv_tenant_config *t, size_t n)
+{
+	const struct fkv_tenant_config *tc;
+	struct fkv_tenant_stats *v;
+	char name[FKV_TENANT_NAME_MAX + 1];
+	size_t i, k, nv;
+	int err;
+
+	err = fkv_master_tenant_stats(m, &v, &nv);
+	if (err)
+		return err;
+	for (i = 0; i < nv && !err; i++) {
+		const struct fkv_tenant_stats *s = &v[i];
+		const struct {
+			const char *name;
+			uint64_t v;
+		} st[] = {
+			{ "puts", s->puts },
+			{ "gets", s->gets },
+			{ "mem_hits", s->mem_hits },
+			{ "ssd_hits", s->ssd_hits },
+			{ "remote_hits", s->remote_hits },
+			{ "misses", s->misses },
+			{ "keys", s->keys },
+			{ "dram_bytes", s->dram_bytes },
+			{ "ssd_bytes", s->ssd_bytes },
+		};
+		struct nlattr *nest;
+
+		tc = fkv_tenant_by_id(t, n, s->tenant);
+		if (tc)
+			snprintf(name, sizeof(name), "%s", tc->name);
+		else if (!s->tenant)
+			snprintf(name, sizeof(name), FKV_TENANT_DEFAULT);
+		else
+			snprintf(name, sizeof(name), "tenant-%u", s->tenant);
+		nest = nla_nest_start(msg, FKV_CA_TENANT);
+		if (!nest || nla_put_string(msg, FKV_CA_TENANT_NAME, name) ||
+		    nla_put_u32(msg, FKV_CA_TENANT_ID, s->tenant)) {
+			err = -EMSGSIZE;
+			break;
+		}
+		for (k = 0; k < sizeof(st) / sizeof(st[0]) && !err; k++)
+			err = fkv_ctl_put_stat(msg, st[k].name, st[k].v);
+		if (!err && tc && tc->dram_bytes)
+			err = fkv_ctl_put_stat(msg, "dram_quota_bytes",
+					       tc->dram_bytes);
+		if (!err && tc && tc->ssd_bytes)
+			err = fkv_ctl_put_stat(msg, "ssd_quota_bytes",
+					       tc->ssd_bytes);
+		if (!err)
+			nla_nest_end(msg, nest);
+	}
+	free(v);
+	return err;
+}
+
 /* Is something answering at @path? */
 static bool socket_alive(const struct sockaddr_un *sun)
 {

@@ -68,4 +68,16 @@ int fkv_ctl_put_stat(struct nl_msg *msg, const char *name, uint64_t value);
 struct fkv_master;
 int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m);
 
+/*
+ * The master's per-tenant statistics (fkv_master_tenant_stats()) as one
+ * TENANT {TENANT_NAME, TENANT_ID, STAT...} nest each: the name from @t
+ * (@n), "default" for tenant 0, "tenant-<id>" for an id no tenant of @t
+ * has (keys left by a tenant since removed from the configuration).
+ * STATs: puts, gets, mem_hits, ssd_hits, remote_hits, misses (counters),
+ * keys, dram_bytes, ssd_bytes (gauges), and the configured quotas
+ * dram_quota_bytes / ssd_quota_bytes when set.  0 or -errno.
+ */
+int fkv_ctl_put_tenants(struct nl_msg *msg, const struct fkv_master *m,
+			const struct fkv_tenant_config *t, size_t n);
+
 #endif /* FLUXOND_CTLSOCK_H */

@@ -504,12 +504,19 @@ static void reload_config(struct fluxond *d)
 static int control_stats(void *arg, struct nl_msg *msg)
 {
 	struct fluxond *d = arg;
+	int err;
 
 	if (d->cd)
-		return fkv_clusterd_stats(d->cd, msg);
-	if (nla_put_string(msg, FKV_CA_ROLE, "single"))
-		return -EMSGSIZE;
-	return d->master ? fkv_ctl_put_master(msg, d->master) : 0;
+		err = fkv_clusterd_stats(d->cd, msg);
+	else if (nla_put_string(msg, FKV_CA_ROLE, "single"))
+		err = -EMSGSIZE;
+	else
+		err = d->master ? fkv_ctl_put_master(msg, d->master) : 0;
+	/* The master's per-tenant view (issue 30). */
+	if (!err && d->master)
+		err = fkv_ctl_put_tenants(msg, d->master, d->cfg.tenants,
+					  d->cfg.ntenants);
+	return err;
 }
 
 /*

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/tenant.h"
 #include "list.h"
 #include "log.h"
 #include "master.h"
@@ -98,6 +99,10 @@ struct fkv_master {
 	/* ... and how many of them each held handle has, for eviction. */
 	struct fkv_u64map held_count;
 	struct fkv_master_stats st;	/* counters only; see get_stats */
+	/* per tenant: counters only (fkv_master_tenant_stats) */
+	struct fkv_tenant_stats *tst;
+	size_t ntst, captst;
+	bool tst_full_logged;
 	uint64_t term;		/* a cluster master's term; 0 on a single node */
 };
 
@@ -470,7 +475,135 @@ void fkv_master_destroy(struct fkv_master *m)
 	fkv_routes_destroy(m->routes);
 	for (i = 0; i < FKV_ROUTE_NODES; i++)
 		fkv_evict_destroy(m->nodes[i].policy);
+	free(m->tst);
 	free(m);
+}
+
+/* The counters of @tenant: found, added, or a scratch entry when full. */
+static struct fkv_tenant_stats *tenant_entry(struct fkv_master *m,
+					     uint32_t tenant)
+{
+	static struct fkv_tenant_stats scratch;
+	struct fkv_tenant_stats *n;
+	size_t i;
+
+	for (i = 0; i < m->ntst; i++)
+		if (m->tst[i].tenant == tenant)
+			return &m->tst[i];
+	if (m->ntst == m->captst) {
+		size_t cap = m->captst ? 2 * m->captst : 8;
+
+		n = m->ntst < FKV_MASTER_TENANTS ?
+		    realloc(m->tst, cap * sizeof(*n)) : NULL;
+		if (!n) {
+			if (!m->tst_full_logged)
+				fkv_warn("tenant %u: %zu tenants counted already (or no memory): not counted",
+					 tenant, m->ntst);
+			m->tst_full_logged = true;
+			return &scratch;
+		}
+		m->tst = n;
+		m->captst = cap;
+	}
+	n = &m->tst[m->ntst++];
+	memset(n, 0, sizeof(*n));
+	n->tenant = tenant;
+	return n;
+}
+
+static struct fkv_tenant_stats *key_tenant(struct fkv_master *m,
+					   const void *key, size_t key_len)
+{
+	return tenant_entry(m, fkv_key_tenant(key, key_len, NULL));
+}
+
+static int tenant_cmp(const void *a, const void *b)
+{
+	uint32_t x = ((const struct fkv_tenant_stats *)a)->tenant;
+	uint32_t y = ((const struct fkv_tenant_stats *)b)->tenant;
+
+	return x < y ? -1 : x > y;
+}
+
+struct tenant_walk {
+	struct fkv_tenant_stats *v;
+	size_t n, cap;
+};
+
+static struct fkv_tenant_stats *walk_entry(struct tenant_walk *w,
+					   uint32_t tenant)
+{
+	struct fkv_tenant_stats *n;
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		if (w->v[i].tenant == tenant)
+			return &w->v[i];
+	if (w->n == w->cap) {
+		n = realloc(w->v, 2 * w->cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		w->v = n;
+		w->cap *= 2;
+	}
+	n = &w->v[w->n++];
+	memset(n, 0, sizeof(*n));
+	n->tenant = tenant;
+	return n;
+}
+
+static int tenant_gauges(void *arg, const struct fkv_route *r)
+{
+	struct tenant_walk *w = arg;
+	struct fkv_tenant_stats *t;
+	uint32_t i;
+
+	t = walk_entry(w, fkv_key_tenant(r->key, r->key_len, NULL));
+	if (!t)
+		return -ENOMEM;
+	t->keys++;
+	for (i = 0; i < r->nreplicas; i++) {
+		const struct fkv_replica *rep = &r->replicas[i];
+
+		if (rep->mem_handle)
+			t->dram_bytes += fkv_weight(rep->mem_len);
+		if (rep->ssd)
+			t->ssd_bytes += rep->ssd_len;
+	}
+	return 0;
+}
+
+int fkv_master_tenant_stats(const struct fkv_master *m,
+			    struct fkv_tenant_stats **out, size_t *n)
+{
+	struct tenant_walk w = { .cap = m->ntst + 1 };
+	size_t i;
+	int err;
+
+	*out = NULL;
+	*n = 0;
+	w.v = malloc(w.cap * sizeof(*w.v));
+	if (!w.v)
+		return -ENOMEM;
+	/* tenant 0 and the counted ones first, then those found in keys */
+	memset(w.v, 0, sizeof(*w.v));
+	w.n = 1;
+	for (i = 0; i < m->ntst; i++) {
+		if (!m->tst[i].tenant) {
+			w.v[0] = m->tst[i];
+			continue;
+		}
+		w.v[w.n++] = m->tst[i];
+	}
+	err = fkv_routes_for_each_route(m->routes, tenant_gauges, &w);
+	if (err) {
+		free(w.v);
+		return err;
+	}
+	qsort(w.v, w.n, sizeof(*w.v), tenant_cmp);
+	*out = w.v;
+	*n = w.n;
+	return 0;
 }
 
 int fkv_master_node_up(struct fkv_master *m, uint32_t node,
@@ -763,6 +896,7 @@ int fkv_master_put_start(struct fkv_master *m, const void *key,
 	if (err)
 		return err;
 	m->st.puts++;
+	key_tenant(m, key, key_len)->puts++;
 	if (persist) {
 		m->st.persist_puts++;
 		*flags = FLUXONKV_PUT_F_PERSIST;
@@ -952,10 +1086,12 @@ int fkv_master_put_local(struct fkv_master *m, const void *key,
 	if (ret == 0) {
 		/* superseded: nobody references it */
 		m->st.puts++;
+		key_tenant(m, key, key_len)->puts++;
 		m->st.superseded++;
 		m->ops->send_drop(m->arg, handle, 0);
 	} else if (ret == 1) {
 		m->st.puts++;
+		key_tenant(m, key, key_len)->puts++;
 		if (persist)
 			m->st.persist_puts++;
 		/*
@@ -1352,37 +1488,45 @@ static void pick_source(const struct fkv_master *m, const struct fkv_route *r,
 int fkv_master_get_start(struct fkv_master *m, const void *key,
 			 size_t key_len, struct fkv_get_result *res)
 {
+	struct fkv_tenant_stats *ts;
 	const struct fkv_route *r;
 
 	memset(res, 0, sizeof(*res));
 	if (!fkv_key_valid(key, key_len))
 		return -EINVAL;
 	m->st.gets++;
+	ts = key_tenant(m, key, key_len);
+	ts->gets++;
 	r = fkv_routes_lookup(m->routes, key, key_len);
 	if (r)
 		pick_source(m, r, res);
 	switch (res->source) {
 	case FLUXONKV_SOURCE_MEMORY:
 		fkv_evict_touch(caller(m)->policy, res->handle);
+		ts->mem_hits++;
 		break;
 	case FLUXONKV_SOURCE_REMOTE:
 		fkv_evict_touch(m->nodes[res->node].policy, res->handle);
 		hold_add(m, res->handle, m->caller, r->put_id, false);
 		m->st.remote_gets++;
 		m->nodes[res->node].remote_gets++;
+		ts->remote_hits++;
 		break;
 	case FLUXONKV_SOURCE_SSD:
 		m->st.ssd_gets++;
+		ts->ssd_hits++;
 		break;
 	case FLUXONKV_SOURCE_REMOTE_SSD:
 		/* The SSD owner pushes it in chunks (reference §5.3). */
 		hold_add(m, res->node, m->caller, r->put_id, true);
 		m->st.remote_ssd_gets++;
 		m->nodes[res->node].remote_gets++;
+		ts->remote_hits++;
 		break;
 	default:
 		memset(res, 0, sizeof(*res));
 		m->st.get_misses++;
+		ts->misses++;
 		return -ENOENT;
 	}
 	return 0;
