@@ -2252,7 +2252,7 @@ FKV_TEST(ctl_config_check_json_is_one_object)
 		 "\"kind\":\"dir\",\"device\":\"%s\",\"cache_root\":\"%s/c1_cluster_kv_ssd_storage/n1\",\"exists\":false,\"limit_bytes\":2147483648,\"capacity_bytes\":2147483648,",
 		 dev, a);
 	ASSERT_HAS(r.out, want);
-	ASSERT_HAS(r.out, "\"shards\":2,\"shard_bytes\":1073741824,\"first_shard\":0}],\"cluster\":null,\"warnings\":[],\"errors\":[]}\n");
+	ASSERT_HAS(r.out, "\"shards\":2,\"shard_bytes\":1073741824,\"first_shard\":0}],\"cluster\":null,\"tenants\":[],\"warnings\":[],\"errors\":[]}\n");
 }
 
 FKV_TEST(ctl_config_check_lists_every_error_and_exits_1)
@@ -2310,7 +2310,7 @@ FKV_TEST(ctl_config_check_shows_the_cluster_but_never_the_secret)
 	FKV_ASSERT(!strstr(r.out, "never-shown") && !strstr(r.err, "never-shown"));
 	ctl(&r, "check", "--json", yaml);
 	FKV_ASSERT(r.status == 0, "status %d, stderr: %s", r.status, r.err);
-	ASSERT_HAS(r.out, "\"roots\":[],\"cluster\":{\"node_name\":\"a\",\"node_name_default\":true,\"role\":\"master\",\"master\":\"10.77.0.1:7470\",\"listen\":\"0.0.0.0:7471\",\"advertise\":\"10.77.0.1:7471\",\"advertise_default\":false,\"transport\":\"tcp\",\"heartbeat_ms\":1000,\"lease_ms\":3500,\"dead_after_ms\":5000,\"secret_bytes\":25,\"secret_source\":\"inline\",\"secret_file\":null,\"state_dir\":\"/var/lib/fluxonkv\"},\"warnings\":[],\"errors\":[]}\n");
+	ASSERT_HAS(r.out, "\"roots\":[],\"cluster\":{\"node_name\":\"a\",\"node_name_default\":true,\"role\":\"master\",\"master\":\"10.77.0.1:7470\",\"listen\":\"0.0.0.0:7471\",\"advertise\":\"10.77.0.1:7471\",\"advertise_default\":false,\"transport\":\"tcp\",\"heartbeat_ms\":1000,\"lease_ms\":3500,\"dead_after_ms\":5000,\"secret_bytes\":25,\"secret_source\":\"inline\",\"secret_file\":null,\"state_dir\":\"/var/lib/fluxonkv\"},\"tenants\":[],\"warnings\":[],\"errors\":[]}\n");
 	FKV_ASSERT(!strstr(r.out, "never-shown"));
 
 	/* node b: secret from a file, IPv6, defaults */

@@ -76,6 +76,12 @@ struct fkv_hold {
 /* Held victims one eviction pass sets aside at most. */
 #define FKV_HOLD_SKIP	64
 
+/* Per-tenant statistics, unsorted, found by a scan (few tenants). */
+struct tenant_vec {
+	struct fkv_tenant_stats *v;
+	size_t n, cap;
+};
+
 struct fkv_master {
 	const struct fkv_master_ops *ops;
 	void *arg;
@@ -100,8 +106,7 @@ struct fkv_master {
 	struct fkv_u64map held_count;
 	struct fkv_master_stats st;	/* counters only; see get_stats */
 	/* per tenant: counters only (fkv_master_tenant_stats) */
-	struct fkv_tenant_stats *tst;
-	size_t ntst, captst;
+	struct tenant_vec tst;
 	bool tst_full_logged;
 	uint64_t term;		/* a cluster master's term; 0 on a single node */
 };
@@ -475,46 +480,56 @@ void fkv_master_destroy(struct fkv_master *m)
 	fkv_routes_destroy(m->routes);
 	for (i = 0; i < FKV_ROUTE_NODES; i++)
 		fkv_evict_destroy(m->nodes[i].policy);
-	free(m->tst);
+	free(m->tst.v);
 	free(m);
 }
 
-/* The counters of @tenant: found, added, or a scratch entry when full. */
-static struct fkv_tenant_stats *tenant_entry(struct fkv_master *m,
-					     uint32_t tenant)
+/*
+ * The entry of @tenant in @w, added (zeroed) if missing; NULL when @w has
+ * @max entries already or memory runs out.
+ */
+static struct fkv_tenant_stats *tenant_vec_get(struct tenant_vec *w,
+					       uint32_t tenant, size_t max)
 {
-	static struct fkv_tenant_stats scratch;
 	struct fkv_tenant_stats *n;
 	size_t i;
 
-	for (i = 0; i < m->ntst; i++)
-		if (m->tst[i].tenant == tenant)
-			return &m->tst[i];
-	if (m->ntst == m->captst) {
-		size_t cap = m->captst ? 2 * m->captst : 8;
+	for (i = 0; i < w->n; i++)
+		if (w->v[i].tenant == tenant)
+			return &w->v[i];
+	if (w->n == max)
+		return NULL;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 8;
 
-		n = m->ntst < FKV_MASTER_TENANTS ?
-		    realloc(m->tst, cap * sizeof(*n)) : NULL;
-		if (!n) {
-			if (!m->tst_full_logged)
-				fkv_warn("tenant %u: %zu tenants counted already (or no memory): not counted",
-					 tenant, m->ntst);
-			m->tst_full_logged = true;
-			return &scratch;
-		}
-		m->tst = n;
-		m->captst = cap;
+		n = realloc(w->v, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		w->v = n;
+		w->cap = cap;
 	}
-	n = &m->tst[m->ntst++];
+	n = &w->v[w->n++];
 	memset(n, 0, sizeof(*n));
 	n->tenant = tenant;
 	return n;
 }
 
+/* The counters of @key's tenant, or a scratch entry when full. */
 static struct fkv_tenant_stats *key_tenant(struct fkv_master *m,
 					   const void *key, size_t key_len)
 {
-	return tenant_entry(m, fkv_key_tenant(key, key_len, NULL));
+	static struct fkv_tenant_stats scratch;
+	uint32_t tenant = fkv_key_tenant(key, key_len, NULL);
+	struct fkv_tenant_stats *t;
+
+	t = tenant_vec_get(&m->tst, tenant, FKV_MASTER_TENANTS);
+	if (t)
+		return t;
+	if (!m->tst_full_logged)
+		fkv_warn("tenant %u: %zu tenants counted already (or no memory): not counted",
+			 tenant, m->tst.n);
+	m->tst_full_logged = true;
+	return &scratch;
 }
 
 static int tenant_cmp(const void *a, const void *b)
@@ -525,40 +540,14 @@ static int tenant_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-struct tenant_walk {
-	struct fkv_tenant_stats *v;
-	size_t n, cap;
-};
-
-static struct fkv_tenant_stats *walk_entry(struct tenant_walk *w,
-					   uint32_t tenant)
-{
-	struct fkv_tenant_stats *n;
-	size_t i;
-
-	for (i = 0; i < w->n; i++)
-		if (w->v[i].tenant == tenant)
-			return &w->v[i];
-	if (w->n == w->cap) {
-		n = realloc(w->v, 2 * w->cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		w->v = n;
-		w->cap *= 2;
-	}
-	n = &w->v[w->n++];
-	memset(n, 0, sizeof(*n));
-	n->tenant = tenant;
-	return n;
-}
-
 static int tenant_gauges(void *arg, const struct fkv_route *r)
 {
-	struct tenant_walk *w = arg;
+	struct tenant_vec *w = arg;
 	struct fkv_tenant_stats *t;
 	uint32_t i;
 
-	t = walk_entry(w, fkv_key_tenant(r->key, r->key_len, NULL));
+	t = tenant_vec_get(w, fkv_key_tenant(r->key, r->key_len, NULL),
+			   SIZE_MAX);
 	if (!t)
 		return -ENOMEM;
 	t->keys++;
@@ -576,34 +565,33 @@ static int tenant_gauges(void *arg, const struct fkv_route *r)
 int fkv_master_tenant_stats(const struct fkv_master *m,
 			    struct fkv_tenant_stats **out, size_t *n)
 {
-	struct tenant_walk w = { .cap = m->ntst + 1 };
+	struct tenant_vec w = { 0 };
 	size_t i;
-	int err;
+	int err = -ENOMEM;
 
 	*out = NULL;
 	*n = 0;
-	w.v = malloc(w.cap * sizeof(*w.v));
-	if (!w.v)
-		return -ENOMEM;
-	/* tenant 0 and the counted ones first, then those found in keys */
-	memset(w.v, 0, sizeof(*w.v));
-	w.n = 1;
-	for (i = 0; i < m->ntst; i++) {
-		if (!m->tst[i].tenant) {
-			w.v[0] = m->tst[i];
-			continue;
-		}
-		w.v[w.n++] = m->tst[i];
+	/* tenant 0 always, the counted ones, then those found in keys */
+	if (!tenant_vec_get(&w, 0, SIZE_MAX))
+		goto fail;
+	for (i = 0; i < m->tst.n; i++) {
+		struct fkv_tenant_stats *t;
+
+		t = tenant_vec_get(&w, m->tst.v[i].tenant, SIZE_MAX);
+		if (!t)
+			goto fail;
+		*t = m->tst.v[i];
 	}
 	err = fkv_routes_for_each_route(m->routes, tenant_gauges, &w);
-	if (err) {
-		free(w.v);
-		return err;
-	}
+	if (err)
+		goto fail;
 	qsort(w.v, w.n, sizeof(*w.v), tenant_cmp);
 	*out = w.v;
 	*n = w.n;
 	return 0;
+fail:
+	free(w.v);
+	return err;
 }
 
 int fkv_master_node_up(struct fkv_master *m, uint32_t node,

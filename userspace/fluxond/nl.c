@@ -294,10 +294,11 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* @size 0: libnl's default (a page). */
 static struct nl_msg *new_msg_size(int family, uint8_t cmd, int flags,
 				   size_t size)
 {
-	struct nl_msg *msg = nlmsg_alloc_size(size);
+	struct nl_msg *msg = size ? nlmsg_alloc_size(size) : nlmsg_alloc();
 
 	if (!msg)
 		return NULL;
@@ -311,16 +312,7 @@ static struct nl_msg *new_msg_size(int family, uint8_t cmd, int flags,
 
 static struct nl_msg *new_msg(int family, uint8_t cmd, int flags)
 {
-	struct nl_msg *msg = nlmsg_alloc();
-
-	if (!msg)
-		return NULL;
-	if (!genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, flags,
-			 cmd, FLUXONKV_GENL_VERSION)) {
-		nlmsg_free(msg);
-		return NULL;
-	}
-	return msg;
+	return new_msg_size(family, cmd, flags, 0);
 }
 
 static int send_msg(struct fkv_nl *nl, struct nl_msg *msg)
