@@ -116,7 +116,7 @@ FKV_TEST(unknown_ioctls_are_enotty)
 	FKV_ASSERT_ERRNO(ioctl(fd, _IO('x', 1), 0), ENOTTY);
 	FKV_ASSERT_ERRNO(ioctl(fd, TCGETS, &info), ENOTTY);
 	/* fluxonkv's magic, numbers it does not define */
-	FKV_ASSERT_ERRNO(ioctl(fd, _IOWR(FLUXONKV_IOC_MAGIC, 0x0d,
+	FKV_ASSERT_ERRNO(ioctl(fd, _IOWR(FLUXONKV_IOC_MAGIC, 0x0e,
 					 struct fluxonkv_info), &info), ENOTTY);
 	FKV_ASSERT_ERRNO(ioctl(fd, _IOWR(FLUXONKV_IOC_MAGIC, 0x3f,
 					 struct fluxonkv_info), &info), ENOTTY);

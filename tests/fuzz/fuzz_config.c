@@ -235,6 +235,29 @@ static void check_cluster(const struct fkv_cluster_config *cl)
 	      cl->dead_after_ms <= FKV_DEAD_AFTER_MS_MAX);
 }
 
+/* The promises of a valid configuration's tenants section. */
+static void check_tenants(const struct fkv_config *c)
+{
+	size_t i, j;
+
+	CHECK(c->ntenants <= FKV_TENANTS_MAX);
+	CHECK(!c->ntenants == !c->tenants);
+	for (i = 0; i < c->ntenants; i++) {
+		const struct fkv_tenant_config *t = &c->tenants[i];
+
+		CHECK(t->name && !fkv_tenant_name_problem(t->name));
+		CHECK(t->id >= 1 && t->id <= FKV_TENANT_ID_MAX);
+		CHECK(t->nuids <= FKV_TENANT_IDS_MAX &&
+		      t->ngids <= FKV_TENANT_IDS_MAX);
+		CHECK(!t->dram_bytes || t->dram_bytes >= FKV_SIZE_MIN);
+		CHECK(!t->ssd_bytes || t->ssd_bytes >= FKV_SIZE_MIN);
+		CHECK(fkv_tenant_by_name(c->tenants, c->ntenants, t->name) == t);
+		CHECK(fkv_tenant_by_id(c->tenants, c->ntenants, t->id) == t);
+		for (j = 0; j < t->nuids; j++)
+			CHECK(t->uids[j] != UINT32_MAX);
+	}
+}
+
 static void fuzz_yaml(const uint8_t *data, size_t size)
 {
 	struct fkv_config c;
@@ -270,6 +293,7 @@ static void fuzz_yaml(const uint8_t *data, size_t size)
 				      c.limits[i] <= FKV_SIZE_MAX);
 		}
 		check_cluster(&c.cluster);
+		check_tenants(&c);
 	}
 	fkv_config_free(&c);
 

@@ -5,7 +5,8 @@
  *
  * Every family has HELP then TYPE (gauge, counter, untyped or histogram),
  * once; names are valid; counters and only counters end in _total; a
- * gauge/counter/untyped family has one sample named as the family.  A
+ * gauge/counter/untyped family has samples named as the family, one per
+ * label set (one only without labels).  A
  * histogram family has, per label set, _bucket samples with le strictly
  * increasing and ending at "+Inf", cumulative counts that never decrease,
  * then _sum, then _count equal to the +Inf bucket.
@@ -135,7 +136,15 @@ static struct prom_expo_result prom_expo_check(char *text)
 		if (strcmp(type, "histogram")) {
 			FKV_ASSERT(!strcmp(name, family),
 				   "sample outside its family: %s", line);
-			FKV_ASSERT_EQ(family_samples, 1);
+			/* one sample per label set (unlabelled: just one) */
+			prom_expo_labels(line, series, sizeof(series));
+			snprintf(key, sizeof(key), "|%s|", series);
+			FKV_ASSERT(family_samples == 1 ||
+				   (series[0] && !strstr(seen_series, key)),
+				   "sample twice: %s", line);
+			FKV_ASSERT(strlen(seen_series) + strlen(key) <
+				   sizeof(seen_series));
+			strcat(seen_series, key + 1);
 			continue;
 		}
 

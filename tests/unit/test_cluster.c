@@ -2211,6 +2211,10 @@ FKV_TEST_TIMEOUT(tcp_push_streams_staged_chunks_in_order, 60)
 
 #include "../../userspace/fluxonctl/ctl_cluster.h"
 #include "../../userspace/fluxond/ctlsock.h"
+#include "fluxonkv_config.h"
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 /*
  * The master's STATS answer: 2 members, or *@arg members shaped as
@@ -2453,6 +2457,125 @@ FKV_TEST_TIMEOUT(control_socket_answers_the_stats_of_1024_members, 30)
 	FKV_ASSERT_EQ(cl.nodes[1023].id, 1024);
 	FKV_ASSERT_EQ(ctl_cluster_stat(cl.nodes[1023].st, cl.nodes[1023].nst,
 				       "seen_ms_ago")->value, 250);
+	ctl_stop = 1;
+	pthread_join(th, NULL);
+	fkv_ctlsock_close(c);
+	*strrchr(path, '/') = '\0';
+	rmdir(path);
+}
+
+/* ---- tenants on the control socket (issue 30) ---- */
+
+static uint32_t cleared_tenant;
+static char cleared_pattern[64];
+
+static int fake_clear(void *arg, uint32_t tenant, const char *pattern,
+		      uint64_t *removed)
+{
+	cleared_tenant = tenant;
+	snprintf(cleared_pattern, sizeof(cleared_pattern), "%s",
+		 pattern ? pattern : "(none)");
+	*removed = 10 * tenant + 1;
+	return 0;
+}
+
+/*
+ * The asker's CLEARs of tenants 0, 1 (not its) and 2 (its gid's), as
+ * "ok" / errno numbers in @out; the reason for 1 in @why.
+ */
+static void clears_as(const char *path, int *out, char *why, size_t len)
+{
+	uint64_t n;
+	int i;
+
+	for (i = 0; i < 3; i++)
+		out[i] = ctl_clear(path, 3000, i, NULL, &n,
+				   i == 1 ? why : NULL, i == 1 ? len : 0);
+}
+
+FKV_TEST_TIMEOUT(control_socket_resolves_tenants_and_clears_only_what_the_asker_may, 30)
+{
+	uint32_t uids_a[] = { 12345 }, gids_b[1];
+	struct fkv_tenant_config t[2] = {
+		{ .name = (char *)"a", .id = 1, .uids = uids_a, .nuids = 1 },
+		{ .name = (char *)"b", .id = 2, .gids = gids_b, .ngids = 1 },
+	};
+	struct { int r[3]; char why[256]; } res;
+	char path[64], why[256];
+	struct fkv_ctlsock *c;
+	uint64_t removed = 0;
+	uint32_t id = 99;
+	bool root = getuid() == 0;
+	pthread_t th;
+	int pipefd[2], status;
+	pid_t pid;
+
+	/* the asker: ourselves, or a child that is nobody when we are root */
+	gids_b[0] = root ? 65534 : getgid();
+	snprintf(path, sizeof(path), "/tmp/fkv-ctl-%d/fluxond.sock", getpid());
+	FKV_ASSERT_EQ(fkv_ctlsock_open(&c, path, (gid_t)-1, fake_stats, NULL),
+		      0);
+	FKV_ASSERT_EQ(chmod(path, 0666), 0);
+	fkv_ctlsock_set_clear(c, fake_clear, NULL);
+	fkv_ctlsock_set_tenants(c, t, 2);
+	ctl_stop = 0;
+	FKV_ASSERT_EQ(pthread_create(&th, NULL, ctl_server, c), 0);
+
+	FKV_ASSERT_EQ(ctl_tenant_id(path, 3000, "b", &id, why, sizeof(why)), 0);
+	FKV_ASSERT_EQ(id, 2);
+	FKV_ASSERT_EQ(ctl_tenant_id(path, 3000, "default", &id, why,
+				    sizeof(why)), 0);
+	FKV_ASSERT_EQ(id, 0);
+	FKV_ASSERT_EQ(ctl_tenant_id(path, 3000, "nope", &id, why, sizeof(why)),
+		      -ESRCH);
+	FKV_ASSERT(strstr(why, "no tenant \"nope\" in this daemon's configuration (2 tenants)"),
+		   "%s", why);
+
+	/* the clear function gets the tenant and the pattern */
+	if (root) {
+		FKV_ASSERT_EQ(ctl_clear(path, 3000, 1, "^x", &removed, why,
+					sizeof(why)), 0);
+		FKV_ASSERT_EQ(removed, 11);
+		FKV_ASSERT_EQ(cleared_tenant, 1);
+		FKV_ASSERT(!strcmp(cleared_pattern, "^x"));
+		/* root: even an id no longer configured */
+		FKV_ASSERT_EQ(ctl_clear(path, 3000, 7, NULL, &removed, why,
+					sizeof(why)), 0);
+		FKV_ASSERT_EQ(cleared_tenant, 7);
+	}
+	FKV_ASSERT_EQ(ctl_clear(path, 3000, FLUXONKV_TENANT_ID_MAX + 1, NULL,
+				&removed, why, sizeof(why)), -EINVAL);
+
+	memset(&res, 0, sizeof(res));
+	if (root) {
+		FKV_ASSERT_EQ(pipe(pipefd), 0);
+		pid = fork();
+		FKV_ASSERT(pid >= 0);
+		if (!pid) {
+			close(pipefd[0]);
+			if (setgroups(0, NULL) || setgid(65534) ||
+			    setuid(65534))
+				_exit(2);
+			clears_as(path, res.r, res.why, sizeof(res.why));
+			_exit(write(pipefd[1], &res, sizeof(res)) ==
+			      sizeof(res) ? 0 : 3);
+		}
+		close(pipefd[1]);
+		FKV_ASSERT_EQ(read(pipefd[0], &res, sizeof(res)),
+			      (ssize_t)sizeof(res));
+		close(pipefd[0]);
+		FKV_ASSERT_EQ(waitpid(pid, &status, 0), pid);
+		FKV_ASSERT(WIFEXITED(status) && !WEXITSTATUS(status));
+	} else {
+		clears_as(path, res.r, res.why, sizeof(res.why));
+	}
+	FKV_ASSERT_EQ(res.r[0], 0);		/* tenant 0: as before */
+	FKV_ASSERT_EQ(res.r[1], -EPERM);	/* tenant 1: not its */
+	FKV_ASSERT(strstr(res.why, "may not clear tenant 1 (not root, nor one of its uids or gids)"),
+		   "%s", res.why);
+	FKV_ASSERT_EQ(res.r[2], 0);		/* tenant 2: its gid's */
+	FKV_ASSERT_EQ(cleared_tenant, 2);
+
 	ctl_stop = 1;
 	pthread_join(th, NULL);
 	fkv_ctlsock_close(c);

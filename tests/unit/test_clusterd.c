@@ -21,6 +21,7 @@
 #define fkv_nl_send_adopt_done	fake_nl_send_adopt_done
 #define fkv_nl_send_lease	fake_nl_send_lease
 #define fkv_nl_register		fake_nl_register
+#define fkv_nl_load_tenants	fake_nl_load_tenants
 #define fkv_nl_unregister	fake_nl_unregister
 #define fkv_nl_unregister_leased fake_nl_unregister_leased
 #define fkv_nl_dump_module	fake_nl_dump_module
@@ -41,6 +42,8 @@ static const char secret[] = "test-clusterd-secret-0123456789";
 struct fake_mod {
 	uint64_t drops, evicted_drops, replies, leases;
 	uint64_t unregisters, leased_unregisters;
+	uint64_t tenant_loads;	/* TENANTS after a registration */
+	size_t tenants;		/* ... with this many entries */
 	uint32_t node_id;
 	uint64_t watch;		/* a handle whose drop is looked for */
 	bool watch_dropped;
@@ -100,6 +103,14 @@ int fake_nl_register(struct fkv_nl *nl, uint32_t flags, uint32_t node_id,
 	info->flags = flags & ~FLUXONKV_REGISTER_F_ADOPT;
 	info->node_id = node_id;
 	mod()->node_id = node_id;
+	return 0;
+}
+
+int fake_nl_load_tenants(struct fkv_nl *nl, const struct fkv_tenant_config *t,
+			 size_t n)
+{
+	mod()->tenant_loads++;
+	mod()->tenants = n;
 	return 0;
 }
 
@@ -311,6 +322,11 @@ static void start_pair(void)
 	for (k = 0; k < 100 && !(id = fkv_cctl_node_id(cds[1]->cctl)); k++)
 		spin(20);
 	FKV_ASSERT_EQ(id, 2);
+	/* each registration loads the (here empty) tenant table */
+	for (k = 0; k < 100 && !mods[1].tenant_loads; k++)
+		spin(20);
+	FKV_ASSERT_EQ(mods[1].tenant_loads, 1);
+	FKV_ASSERT_EQ(mods[1].tenants, 0);
 }
 
 /* The node's module asks for room: NEED_ROOM {BYTES} forwarded. */

@@ -572,7 +572,7 @@ FKV_TEST(config_unknown_and_duplicate_keys_are_refused)
 
 	parse_bad("fluxonkv_spec:\n  large_file_path: [/a]\n", &c, err,
 		  sizeof(err));
-	ASSERT_HAS(err, "t.yaml:2:3: fluxonkv_spec: unknown key \"large_file_path\" (known: cluster_name, instance, segment_mb, large_file_paths, large_limit_size, cluster, policy, high_watermark, low_watermark, log_level)");
+	ASSERT_HAS(err, "t.yaml:2:3: fluxonkv_spec: unknown key \"large_file_path\" (known: cluster_name, instance, segment_mb, large_file_paths, large_limit_size, cluster, policy, high_watermark, low_watermark, log_level, tenants)");
 	fkv_config_free(&c);
 
 	parse_bad("fluxonkv_spec:\n  instance: a\n  instance: b\n", &c, err,
@@ -1189,7 +1189,7 @@ FKV_TEST(cluster_unknown_and_duplicate_keys_are_refused)
 	       "t.yaml:8:3: fluxonkv_spec: duplicate key cluster");
 	/* fluxonkv_spec's list of known keys names cluster */
 	cl_bad("fluxonkv_spec:\n  clusters: ~\n",
-	       "fluxonkv_spec: unknown key \"clusters\" (known: cluster_name, instance, segment_mb, large_file_paths, large_limit_size, cluster, policy, high_watermark, low_watermark, log_level)");
+	       "fluxonkv_spec: unknown key \"clusters\" (known: cluster_name, instance, segment_mb, large_file_paths, large_limit_size, cluster, policy, high_watermark, low_watermark, log_level, tenants)");
 }
 
 FKV_TEST(cluster_role_and_transport_are_closed_lists)
@@ -2252,7 +2252,7 @@ FKV_TEST(ctl_config_check_json_is_one_object)
 		 "\"kind\":\"dir\",\"device\":\"%s\",\"cache_root\":\"%s/c1_cluster_kv_ssd_storage/n1\",\"exists\":false,\"limit_bytes\":2147483648,\"capacity_bytes\":2147483648,",
 		 dev, a);
 	ASSERT_HAS(r.out, want);
-	ASSERT_HAS(r.out, "\"shards\":2,\"shard_bytes\":1073741824,\"first_shard\":0}],\"cluster\":null,\"warnings\":[],\"errors\":[]}\n");
+	ASSERT_HAS(r.out, "\"shards\":2,\"shard_bytes\":1073741824,\"first_shard\":0}],\"cluster\":null,\"tenants\":[],\"warnings\":[],\"errors\":[]}\n");
 }
 
 FKV_TEST(ctl_config_check_lists_every_error_and_exits_1)
@@ -2310,7 +2310,7 @@ FKV_TEST(ctl_config_check_shows_the_cluster_but_never_the_secret)
 	FKV_ASSERT(!strstr(r.out, "never-shown") && !strstr(r.err, "never-shown"));
 	ctl(&r, "check", "--json", yaml);
 	FKV_ASSERT(r.status == 0, "status %d, stderr: %s", r.status, r.err);
-	ASSERT_HAS(r.out, "\"roots\":[],\"cluster\":{\"node_name\":\"a\",\"node_name_default\":true,\"role\":\"master\",\"master\":\"10.77.0.1:7470\",\"listen\":\"0.0.0.0:7471\",\"advertise\":\"10.77.0.1:7471\",\"advertise_default\":false,\"transport\":\"tcp\",\"heartbeat_ms\":1000,\"lease_ms\":3500,\"dead_after_ms\":5000,\"secret_bytes\":25,\"secret_source\":\"inline\",\"secret_file\":null,\"state_dir\":\"/var/lib/fluxonkv\"},\"warnings\":[],\"errors\":[]}\n");
+	ASSERT_HAS(r.out, "\"roots\":[],\"cluster\":{\"node_name\":\"a\",\"node_name_default\":true,\"role\":\"master\",\"master\":\"10.77.0.1:7470\",\"listen\":\"0.0.0.0:7471\",\"advertise\":\"10.77.0.1:7471\",\"advertise_default\":false,\"transport\":\"tcp\",\"heartbeat_ms\":1000,\"lease_ms\":3500,\"dead_after_ms\":5000,\"secret_bytes\":25,\"secret_source\":\"inline\",\"secret_file\":null,\"state_dir\":\"/var/lib/fluxonkv\"},\"tenants\":[],\"warnings\":[],\"errors\":[]}\n");
 	FKV_ASSERT(!strstr(r.out, "never-shown"));
 
 	/* node b: secret from a file, IPv6, defaults */
@@ -2586,4 +2586,212 @@ FKV_TEST(cluster_etcd_tls_files_and_schemes_are_checked)
 	       "      endpoints: [\"https://10.77.0.9:2379\"]\n"
 	       "      tls: yes\n",
 	       "cluster.etcd.tls: must be a mapping (ca_file, cert_file, key_file)");
+}
+
+/* ---- tenants (issue 30) ------------------------------------------------ */
+
+#define TSPEC	"fluxonkv_spec:\n  instance: n1\n  tenants:\n"
+
+/* @yaml must be refused with @want among its messages. */
+static void tenants_bad(const char *yaml, const char *want)
+{
+	struct fkv_config c;
+	char err[2048];
+
+	parse_bad(yaml, &c, err, sizeof(err));
+	ASSERT_HAS(err, want);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(tenants_section_is_parsed_with_names_sizes_and_ids)
+{
+	struct fkv_config c;
+	const struct fkv_tenant_config *t;
+
+	parse_ok(TSPEC
+		 "    - name: sglang\n"
+		 "      id: 1\n"
+		 "      uids: [1001, root]\n"
+		 "      gids: [0, 4242]\n"
+		 "      dram_bytes: 64GB\n"
+		 "      ssd_bytes: 1099511627776\n"
+		 "    - {name: vllm.a_b-2, id: 65535, uids: [7], dram_bytes: ~}\n",
+		 &c);
+	FKV_ASSERT_EQ(c.ntenants, 2);
+	t = &c.tenants[0];
+	ASSERT_STREQ(t->name, "sglang");
+	FKV_ASSERT_EQ(t->id, 1);
+	FKV_ASSERT_EQ(t->nuids, 2);
+	FKV_ASSERT_EQ(t->uids[0], 1001);
+	FKV_ASSERT_EQ(t->uids[1], 0);	/* "root", resolved */
+	FKV_ASSERT_EQ(t->ngids, 2);
+	FKV_ASSERT_EQ(t->gids[1], 4242);
+	FKV_ASSERT_EQ(t->dram_bytes, 64 * GiB);
+	FKV_ASSERT_EQ(t->ssd_bytes, TiB);
+	t = &c.tenants[1];
+	ASSERT_STREQ(t->name, "vllm.a_b-2");
+	FKV_ASSERT_EQ(t->id, 65535);
+	FKV_ASSERT_EQ(t->ngids, 0);
+	FKV_ASSERT_EQ(t->dram_bytes, 0);	/* null: no quota */
+	FKV_ASSERT_EQ(t->ssd_bytes, 0);
+	FKV_ASSERT(fkv_tenant_by_name(c.tenants, c.ntenants, "vllm.a_b-2") ==
+		   &c.tenants[1]);
+	FKV_ASSERT(fkv_tenant_by_id(c.tenants, c.ntenants, 1) == &c.tenants[0]);
+	FKV_ASSERT(fkv_tenant_by_id(c.tenants, c.ntenants, 0) == NULL);
+	FKV_ASSERT(fkv_tenant_by_name(c.tenants, c.ntenants, "x") == NULL);
+	FKV_ASSERT_EQ(c.warnings.n, 0);
+	fkv_config_free(&c);
+}
+
+FKV_TEST(tenants_absent_null_or_empty_mean_none)
+{
+	static const char *const docs[] = {
+		"fluxonkv_spec:\n  instance: n1\n",
+		TSPEC,
+		"fluxonkv_spec:\n  instance: n1\n  tenants: []\n",
+	};
+	struct fkv_config c;
+	size_t i;
+
+	for (i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		parse_ok(docs[i], &c);
+		FKV_ASSERT_EQ(c.ntenants, 0);
+		FKV_ASSERT(c.tenants == NULL);
+		fkv_config_free(&c);
+	}
+}
+
+FKV_TEST(tenants_without_uids_or_gids_warn_root_only)
+{
+	struct fkv_config c;
+
+	parse_ok(TSPEC "    - {name: ops, id: 9}\n", &c);
+	FKV_ASSERT_EQ(c.warnings.n, 1);
+	ASSERT_HAS(c.warnings.v[0],
+		   "t.yaml:4:7: tenants[0] (\"ops\"): neither uids nor gids: only root may use it");
+	fkv_config_free(&c);
+}
+
+FKV_TEST(tenant_names_are_checked_and_default_is_reserved)
+{
+	char long_name[80], yaml[256];
+
+	tenants_bad(TSPEC "    - {name: default, id: 1}\n",
+		    "t.yaml:4:14: tenants[0].name: \"default\": is reserved (tenant 0, the keys of no tenant)");
+	tenants_bad(TSPEC "    - {name: \"a/b\", id: 1}\n",
+		    "tenants[0].name: \"a/b\": may only contain letters, digits, '.', '_' and '-'");
+	tenants_bad(TSPEC "    - {name: \"\", id: 1}\n",
+		    "tenants[0].name: \"\": is empty");
+	memset(long_name, 'n', 64);
+	long_name[64] = '\0';
+	FMT(yaml, TSPEC "    - {name: %s, id: 1}\n", long_name);
+	tenants_bad(yaml, "is longer than 63 bytes");
+	long_name[63] = '\0';	/* 63: the longest */
+	FMT(yaml, TSPEC "    - {name: %s, id: 1, uids: [1]}\n", long_name);
+	{
+		struct fkv_config c;
+
+		parse_ok(yaml, &c);
+		FKV_ASSERT_EQ(strlen(c.tenants[0].name), 63);
+		fkv_config_free(&c);
+	}
+	tenants_bad(TSPEC "    - {id: 1}\n", "t.yaml:4:7: tenants[0]: name is required");
+	tenants_bad(TSPEC "    - {name: a}\n",
+		    "t.yaml:4:7: tenants[0]: id is required (1 to 65535)");
+}
+
+FKV_TEST(tenant_ids_are_1_to_65535_and_unique_as_are_names)
+{
+	tenants_bad(TSPEC "    - {name: a, id: 0}\n",
+		    "tenants[0].id: \"0\": must be an integer from 1 to 65535 (a tenant id; 0 is the default tenant)");
+	tenants_bad(TSPEC "    - {name: a, id: 65536}\n",
+		    "tenants[0].id: \"65536\": must be an integer from 1 to 65535");
+	tenants_bad(TSPEC "    - {name: a, id: -1}\n",
+		    "tenants[0].id: \"-1\": must be an integer");
+	tenants_bad(TSPEC "    - {name: a, id: 3}\n    - {name: b, id: 3}\n",
+		    "t.yaml:5:7: tenants[1].id: 3 is already tenants[0]'s (\"a\")");
+	tenants_bad(TSPEC "    - {name: a, id: 3}\n    - {name: a, id: 4}\n",
+		    "t.yaml:5:7: tenants[1].name: \"a\" is already tenants[0]'s");
+}
+
+FKV_TEST(tenant_sections_are_strict_mappings_and_lists)
+{
+	tenants_bad(TSPEC "    - {name: a, id: 1, quota: 5}\n",
+		    "tenants[0]: unknown key \"quota\" (known: name, id, uids, gids, dram_bytes, ssd_bytes)");
+	tenants_bad(TSPEC "    - {name: a, id: 1, id: 2}\n",
+		    "tenants[0]: duplicate key id");
+	tenants_bad(TSPEC "    - a\n",
+		    "tenants[0]: must be a mapping (name, id, uids, gids, dram_bytes, ssd_bytes)");
+	tenants_bad("fluxonkv_spec:\n  tenants: {name: a, id: 1}\n",
+		    "tenants: must be a list");
+	tenants_bad(TSPEC "    - {name: a, id: 1, uids: 5}\n",
+		    "tenants[0].uids: must be a list");
+}
+
+FKV_TEST(tenant_uids_and_gids_are_numbers_or_known_names)
+{
+	tenants_bad(TSPEC "    - {name: a, id: 1, uids: [no-such-user-fkv]}\n",
+		    "tenants[0].uids[0]: \"no-such-user-fkv\": no such user");
+	tenants_bad(TSPEC "    - {name: a, id: 1, gids: [no-such-group-fkv]}\n",
+		    "tenants[0].gids[0]: \"no-such-group-fkv\": no such group");
+	tenants_bad(TSPEC "    - {name: a, id: 1, uids: [4294967295]}\n",
+		    "tenants[0].uids[0]: \"4294967295\": must be an integer from 0 to 4294967294 (a uid)");
+	tenants_bad(TSPEC "    - {name: a, id: 1, gids: [5, 6, 5]}\n",
+		    "tenants[0].gids[2]: gid 5 is listed twice");
+	tenants_bad(TSPEC "    - {name: a, id: 1, uids: [0, root]}\n",
+		    "tenants[0].uids[1]: uid 0 is listed twice");
+	tenants_bad(TSPEC "    - {name: a, id: 1, uids: [~]}\n",
+		    "tenants[0].uids[0]: is empty");
+}
+
+FKV_TEST(tenant_quotas_use_the_size_grammar)
+{
+	tenants_bad(TSPEC "    - {name: a, id: 1, dram_bytes: 5XB}\n",
+		    "tenants[0].dram_bytes: \"5XB\": unknown unit \"XB\"");
+	tenants_bad(TSPEC "    - {name: a, id: 1, ssd_bytes: 100}\n",
+		    "tenants[0].ssd_bytes: \"100\":");
+	tenants_bad(TSPEC "    - {name: a, id: 1, ssd_bytes: [1]}\n",
+		    "tenants[0].ssd_bytes: must be an integer (bytes) or a size string such as \"64GB\"");
+}
+
+/* A list of @n tenants, each with @ids uids. */
+static char *tenants_yaml(int n, int ids)
+{
+	char *yaml = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&yaml, &len);
+	int i, j;
+
+	FKV_ASSERT(f);
+	fputs(TSPEC, f);
+	for (i = 0; i < n; i++) {
+		fprintf(f, "    - {name: t%d, id: %d, uids: [", i, i + 1);
+		for (j = 0; j < ids; j++)
+			fprintf(f, "%s%d", j ? ", " : "", 1000 + j);
+		fputs("]}\n", f);
+	}
+	FKV_ASSERT_EQ(fclose(f), 0);
+	return yaml;
+}
+
+FKV_TEST(tenants_are_limited_to_256_with_64_uids_and_gids_each)
+{
+	struct fkv_config c;
+	char *yaml;
+
+	yaml = tenants_yaml(FKV_TENANTS_MAX, FKV_TENANT_IDS_MAX);
+	parse_ok(yaml, &c);
+	FKV_ASSERT_EQ(c.ntenants, FKV_TENANTS_MAX);
+	FKV_ASSERT_EQ(c.tenants[255].nuids, FKV_TENANT_IDS_MAX);
+	fkv_config_free(&c);
+	free(yaml);
+	yaml = tenants_yaml(FKV_TENANTS_MAX + 1, 1);
+	tenants_bad(yaml, "t.yaml:4:5: tenants: 257 entries (at most 256)");
+	free(yaml);
+	yaml = tenants_yaml(1, FKV_TENANT_IDS_MAX + 1);
+	tenants_bad(yaml, "tenants[0].uids: 65 entries (at most 64)");
+	free(yaml);
+	/* the uapi's limits are the parser's */
+	FKV_ASSERT_EQ(FKV_TENANTS_MAX, 256);
+	FKV_ASSERT_EQ(FKV_TENANT_IDS_MAX, 64);
 }

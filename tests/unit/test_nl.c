@@ -15,6 +15,7 @@
 #include <netlink/genl/genl.h>
 #include <netlink/msg.h>
 
+#include "fluxonkv_config.h"
 #include "../../selftests/fkv_test.h"
 #include "../../userspace/fluxond/dispatch.h"
 #include "../../userspace/fluxond/log.h"
@@ -244,6 +245,112 @@ FKV_TEST(drop_replica_carries_handle_and_flags)
 		      FLUXONKV_DROP_F_EVICTED);
 	FKV_ASSERT(tb[FLUXONKV_A_REQ_ID] == NULL);
 	nlmsg_free(msg);
+}
+
+/* The TENANT_ENTRY nests of a TENANTS message, checked attribute by attribute. */
+static size_t tenant_entries(struct nl_msg *msg, struct nlattr **ent,
+			     size_t max)
+{
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
+	struct genlmsghdr *gh = genlmsg_hdr(nlh);
+	struct nlattr *a;
+	size_t n = 0;
+	int rem;
+
+	FKV_ASSERT_EQ(nlh->nlmsg_type, FAMILY);
+	FKV_ASSERT(nlh->nlmsg_flags & NLM_F_ACK);
+	FKV_ASSERT_EQ(gh->cmd, FLUXONKV_CMD_TENANTS);
+	nla_for_each_attr(a, genlmsg_attrdata(gh, 0), genlmsg_attrlen(gh, 0),
+			  rem) {
+		FKV_ASSERT_EQ(nla_type(a), FLUXONKV_A_TENANT_ENTRY);
+		FKV_ASSERT(n < max);
+		ent[n++] = a;
+	}
+	FKV_ASSERT_EQ(rem, 0);
+	return n;
+}
+
+FKV_TEST(tenants_carries_one_entry_per_tenant_with_its_uids_and_gids)
+{
+	uint32_t uids0[] = { 1001, 0 }, gids0[] = { 4242 }, uids1[] = { 7 };
+	struct fkv_tenant_config t[2] = {
+		{ .name = (char *)"a", .id = 1, .uids = uids0, .nuids = 2,
+		  .gids = gids0, .ngids = 1, .dram_bytes = 1 << 20 },
+		{ .name = (char *)"b", .id = 65535, .uids = uids1, .nuids = 1 },
+	};
+	struct nlattr *ent[4], *tb[FLUXONKV_A_MAX + 1];
+	struct nl_msg *msg = fkv_nl_tenants_msg(FAMILY, t, 2);
+
+	FKV_ASSERT(msg != NULL);
+	FKV_ASSERT_EQ(tenant_entries(msg, ent, 4), 2);
+	FKV_ASSERT_EQ(nla_parse_nested(tb, FLUXONKV_A_MAX, ent[0], NULL), 0);
+	FKV_ASSERT_EQ(nla_get_u32(tb[FLUXONKV_A_TENANT_ID]), 1);
+	FKV_ASSERT_EQ(nla_len(tb[FLUXONKV_A_UIDS]), 8);
+	FKV_ASSERT(!memcmp(nla_data(tb[FLUXONKV_A_UIDS]), uids0, 8));
+	FKV_ASSERT_EQ(nla_len(tb[FLUXONKV_A_GIDS]), 4);
+	FKV_ASSERT(!memcmp(nla_data(tb[FLUXONKV_A_GIDS]), gids0, 4));
+	FKV_ASSERT_EQ(nla_parse_nested(tb, FLUXONKV_A_MAX, ent[1], NULL), 0);
+	FKV_ASSERT_EQ(nla_get_u32(tb[FLUXONKV_A_TENANT_ID]), 65535);
+	FKV_ASSERT_EQ(nla_len(tb[FLUXONKV_A_UIDS]), 4);
+	FKV_ASSERT(tb[FLUXONKV_A_GIDS] == NULL);	/* empty: left out */
+	nlmsg_free(msg);
+
+	/* no tenants: an empty table (the module's is cleared) */
+	msg = fkv_nl_tenants_msg(FAMILY, NULL, 0);
+	FKV_ASSERT(msg != NULL);
+	FKV_ASSERT_EQ(tenant_entries(msg, ent, 4), 0);
+	nlmsg_free(msg);
+}
+
+FKV_TEST(tenants_at_the_uapi_limits_fit_and_past_them_are_refused)
+{
+	static struct fkv_tenant_config t[FLUXONKV_TENANTS_MAX + 1];
+	static uint32_t ids[FLUXONKV_TENANT_IDS_MAX + 1];
+	static struct nlattr *ent[FLUXONKV_TENANTS_MAX];
+	struct nlattr *tb[FLUXONKV_A_MAX + 1];
+	struct nl_msg *msg;
+	size_t i;
+
+	for (i = 0; i <= FLUXONKV_TENANT_IDS_MAX; i++)
+		ids[i] = 1000 + i;
+	for (i = 0; i <= FLUXONKV_TENANTS_MAX; i++)
+		t[i] = (struct fkv_tenant_config){
+			.id = i + 1, .uids = ids, .gids = ids,
+			.nuids = FLUXONKV_TENANT_IDS_MAX,
+			.ngids = FLUXONKV_TENANT_IDS_MAX,
+		};
+	msg = fkv_nl_tenants_msg(FAMILY, t, FLUXONKV_TENANTS_MAX);
+	FKV_ASSERT(msg != NULL);
+	FKV_ASSERT_EQ(tenant_entries(msg, ent, FLUXONKV_TENANTS_MAX),
+		      FLUXONKV_TENANTS_MAX);
+	FKV_ASSERT_EQ(nla_parse_nested(tb, FLUXONKV_A_MAX,
+				       ent[FLUXONKV_TENANTS_MAX - 1], NULL), 0);
+	FKV_ASSERT_EQ(nla_get_u32(tb[FLUXONKV_A_TENANT_ID]),
+		      FLUXONKV_TENANTS_MAX);
+	FKV_ASSERT_EQ(nla_len(tb[FLUXONKV_A_GIDS]),
+		      4 * FLUXONKV_TENANT_IDS_MAX);
+	FKV_ASSERT(!memcmp(nla_data(tb[FLUXONKV_A_GIDS]), ids,
+			   4 * FLUXONKV_TENANT_IDS_MAX));
+	nlmsg_free(msg);
+
+	errno = 0;
+	FKV_ASSERT(fkv_nl_tenants_msg(FAMILY, t, FLUXONKV_TENANTS_MAX + 1) ==
+		   NULL);
+	FKV_ASSERT_EQ(errno, E2BIG);
+	t[3].nuids = FLUXONKV_TENANT_IDS_MAX + 1;
+	FKV_ASSERT(fkv_nl_tenants_msg(FAMILY, t, 4) == NULL);
+	FKV_ASSERT_EQ(errno, EINVAL);
+	t[3].nuids = 1;
+	t[3].id = 0;
+	FKV_ASSERT(fkv_nl_tenants_msg(FAMILY, t, 4) == NULL);
+	FKV_ASSERT_EQ(errno, EINVAL);
+	t[3].id = FLUXONKV_TENANT_ID_MAX + 1;
+	FKV_ASSERT(fkv_nl_tenants_msg(FAMILY, t, 4) == NULL);
+	FKV_ASSERT_EQ(errno, EINVAL);
+	/* the configuration's limits are the uapi's */
+	FKV_ASSERT_EQ(FKV_TENANTS_MAX, FLUXONKV_TENANTS_MAX);
+	FKV_ASSERT_EQ(FKV_TENANT_IDS_MAX, FLUXONKV_TENANT_IDS_MAX);
+	FKV_ASSERT_EQ(FKV_TENANT_ID_MAX, FLUXONKV_TENANT_ID_MAX);
 }
 
 static void no_drop(void *arg, uint64_t handle, uint32_t flags)

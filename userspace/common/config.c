@@ -9,8 +9,10 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1514,6 +1516,331 @@ static void fkv_cfg_cluster(struct fkv_cfg_ctx *x, yaml_node_t *map)
 	fkv_cfg_cluster_check(x, map, vals, ok);
 }
 
+/* ---- the tenants section (issue 30) ------------------------------------ */
+
+const char *fkv_tenant_name_problem(const char *s)
+{
+	const char *p;
+
+	if (!*s)
+		return "is empty";
+	if (strlen(s) > FKV_TENANT_NAME_MAX)
+		return "is longer than 63 bytes";
+	for (p = s; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("._-", *p))
+			return "may only contain letters, digits, '.', '_' and '-'";
+	if (!strcmp(s, FKV_TENANT_DEFAULT))
+		return "is reserved (tenant 0, the keys of no tenant)";
+	return NULL;
+}
+
+const struct fkv_tenant_config *
+fkv_tenant_by_name(const struct fkv_tenant_config *t, size_t n,
+		   const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < n; i++)
+		if (t[i].name && !strcmp(t[i].name, name))
+			return &t[i];
+	return NULL;
+}
+
+const struct fkv_tenant_config *
+fkv_tenant_by_id(const struct fkv_tenant_config *t, size_t n, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; id && i < n; i++)
+		if (t[i].id == id)
+			return &t[i];
+	return NULL;
+}
+
+/* A user or group name's number (getpwnam_r / getgrnam_r); -errno. */
+static int fkv_resolve_id(const char *name, bool group, uint32_t *out)
+{
+	char buf[16384];
+	int ret;
+
+	if (group) {
+		struct group gr, *res = NULL;
+
+		ret = getgrnam_r(name, &gr, buf, sizeof(buf), &res);
+		if (!ret && res)
+			*out = res->gr_gid;
+	} else {
+		struct passwd pw, *res = NULL;
+
+		ret = getpwnam_r(name, &pw, buf, sizeof(buf), &res);
+		if (!ret && res)
+			*out = res->pw_uid;
+	}
+	if (ret)
+		return -ret;
+	return *out == UINT32_MAX ? -ENOENT : 0;
+}
+
+/* tenants[i].uids / .gids: numbers or names, at most 64, no repeats. */
+static bool fkv_cfg_tenant_ids(struct fkv_cfg_ctx *x, yaml_node_t *n,
+			       const char *what, bool group, uint32_t **out,
+			       size_t *nout)
+{
+	char q[FKV_QUOTE_BUF], item_what[80];
+	bool ok = true;
+	int count, i;
+	size_t j;
+
+	if (fkv_is_null(n))
+		return true;
+	count = fkv_cfg_list(x, n, what);
+	if (count < 0)
+		return false;
+	if (count > FKV_TENANT_IDS_MAX) {
+		fkv_cfg_err(x, n, "%s: %d entries (at most %d)", what, count,
+			    FKV_TENANT_IDS_MAX);
+		return false;
+	}
+	*out = calloc(count ? count : 1, sizeof(**out));
+	if (!*out) {
+		x->oom = 1;
+		return false;
+	}
+	for (i = 0; i < count; i++) {
+		yaml_node_t *item = yaml_document_get_node(x->doc,
+				n->data.sequence.items.start[i]);
+		uint32_t v = UINT32_MAX;
+		unsigned int num;
+		const char *s;
+		int ret;
+
+		snprintf(item_what, sizeof(item_what), "%s[%d]", what, i);
+		if (fkv_is_null(item)) {
+			fkv_cfg_err(x, item, "%s: is empty", item_what);
+			ok = false;
+			continue;
+		}
+		s = fkv_cfg_string(x, item, item_what);
+		if (!s) {
+			ok = false;
+			continue;
+		}
+		if (isdigit((unsigned char)s[0])) {
+			if (!fkv_cfg_uint(x, item, item_what, 0, UINT32_MAX - 1,
+					  group ? "a gid" : "a uid", &num)) {
+				ok = false;
+				continue;
+			}
+			v = num;
+		} else {
+			ret = fkv_resolve_id(s, group, &v);
+			if (ret) {
+				fkv_cfg_err(x, item, "%s: %s: %s", item_what,
+					    fkv_quote(q, s), ret == -ENOENT ?
+					    (group ? "no such group" :
+						     "no such user") :
+					    strerror(-ret));
+				ok = false;
+				continue;
+			}
+		}
+		for (j = 0; j < *nout && (*out)[j] != v; j++)
+			;
+		if (j < *nout) {
+			fkv_cfg_err(x, item, "%s: %s %u is listed twice",
+				    item_what, group ? "gid" : "uid", v);
+			ok = false;
+			continue;
+		}
+		(*out)[(*nout)++] = v;
+	}
+	return ok;
+}
+
+/* tenants[i].dram_bytes / .ssd_bytes: a size, or null (no quota). */
+static bool fkv_cfg_tenant_size(struct fkv_cfg_ctx *x, yaml_node_t *n,
+				const char *what, uint64_t *out)
+{
+	char q[FKV_QUOTE_BUF], why[160];
+	const char *v;
+
+	if (fkv_is_null(n))
+		return true;
+	if (n->type != YAML_SCALAR_NODE) {
+		fkv_cfg_err(x, n, "%s: must be an integer (bytes) or a size string such as \"64GB\"",
+			    what);
+		return false;
+	}
+	v = fkv_cfg_string(x, n, what);
+	if (!v)
+		return false;
+	if (fkv_parse_size(v, out, why, sizeof(why))) {
+		fkv_cfg_err(x, n, "%s: %s: %s", what, fkv_quote(q, v), why);
+		return false;
+	}
+	return true;
+}
+
+enum fkv_tenant_key {
+	FKV_TK_NAME,
+	FKV_TK_ID,
+	FKV_TK_UIDS,
+	FKV_TK_GIDS,
+	FKV_TK_DRAM,
+	FKV_TK_SSD,
+	FKV_TK_NR
+};
+
+static const char *const fkv_tenant_keys[FKV_TK_NR] = {
+	[FKV_TK_NAME] = "name",
+	[FKV_TK_ID] = "id",
+	[FKV_TK_UIDS] = "uids",
+	[FKV_TK_GIDS] = "gids",
+	[FKV_TK_DRAM] = "dram_bytes",
+	[FKV_TK_SSD] = "ssd_bytes",
+};
+
+/* One entry of tenants; false after an error. */
+static bool fkv_cfg_tenant(struct fkv_cfg_ctx *x, yaml_node_t *map, int i,
+			   struct fkv_tenant_config *t)
+{
+	yaml_node_t *vals[FKV_TK_NR] = { NULL };
+	char sect[32], what[64], q[FKV_QUOTE_BUF];
+	yaml_node_pair_t *pair;
+	unsigned int id = 0;
+	bool ok = true;
+	const char *s, *why;
+	int k;
+
+	snprintf(sect, sizeof(sect), "tenants[%d]", i);
+	if (map->type != YAML_MAPPING_NODE) {
+		fkv_cfg_err(x, map, "%s: must be a mapping (name, id, uids, gids, dram_bytes, ssd_bytes)",
+			    sect);
+		return false;
+	}
+	for (pair = map->data.mapping.pairs.start;
+	     pair < map->data.mapping.pairs.top; pair++) {
+		yaml_node_t *key = yaml_document_get_node(x->doc, pair->key);
+		yaml_node_t *val = yaml_document_get_node(x->doc, pair->value);
+
+		k = fkv_cfg_key(x, sect, key, fkv_tenant_keys, FKV_TK_NR,
+				vals);
+		if (k < 0) {
+			ok = false;
+			continue;
+		}
+		vals[k] = val;
+		snprintf(what, sizeof(what), "%s.%s", sect,
+			 fkv_tenant_keys[k]);
+		switch (k) {
+		case FKV_TK_NAME:
+			if (fkv_is_null(val))
+				break;	/* reported as missing below */
+			s = fkv_cfg_string(x, val, what);
+			if (!s) {
+				ok = false;
+				break;
+			}
+			why = fkv_tenant_name_problem(s);
+			if (why) {
+				fkv_cfg_err(x, val, "%s: %s: %s", what,
+					    fkv_quote(q, s), why);
+				ok = false;
+				break;
+			}
+			t->name = strdup(s);
+			if (!t->name)
+				x->oom = 1;
+			break;
+		case FKV_TK_ID:
+			if (fkv_is_null(val))
+				break;
+			if (fkv_cfg_uint(x, val, what, 1, FKV_TENANT_ID_MAX,
+					 "a tenant id; 0 is the default tenant",
+					 &id))
+				t->id = id;
+			else
+				ok = false;
+			break;
+		case FKV_TK_UIDS:
+			ok &= fkv_cfg_tenant_ids(x, val, what, false, &t->uids,
+						 &t->nuids);
+			break;
+		case FKV_TK_GIDS:
+			ok &= fkv_cfg_tenant_ids(x, val, what, true, &t->gids,
+						 &t->ngids);
+			break;
+		case FKV_TK_DRAM:
+			ok &= fkv_cfg_tenant_size(x, val, what, &t->dram_bytes);
+			break;
+		case FKV_TK_SSD:
+			ok &= fkv_cfg_tenant_size(x, val, what, &t->ssd_bytes);
+			break;
+		}
+	}
+	if (!vals[FKV_TK_NAME] || fkv_is_null(vals[FKV_TK_NAME])) {
+		fkv_cfg_err(x, map, "%s: name is required", sect);
+		ok = false;
+	}
+	if (!vals[FKV_TK_ID] || fkv_is_null(vals[FKV_TK_ID])) {
+		fkv_cfg_err(x, map, "%s: id is required (1 to %d)", sect,
+			    FKV_TENANT_ID_MAX);
+		ok = false;
+	}
+	return ok;
+}
+
+/* fluxonkv_spec.tenants: a list of tenants, names and ids unique. */
+static void fkv_cfg_tenants(struct fkv_cfg_ctx *x, yaml_node_t *n)
+{
+	struct fkv_config *c = x->c;
+	char q[FKV_QUOTE_BUF];
+	int count, i, j;
+
+	if (fkv_is_null(n))
+		return;
+	count = fkv_cfg_list(x, n, "tenants");
+	if (count <= 0)
+		return;
+	if (count > FKV_TENANTS_MAX) {
+		fkv_cfg_err(x, n, "tenants: %d entries (at most %d)", count,
+			    FKV_TENANTS_MAX);
+		return;
+	}
+	c->tenants = calloc(count, sizeof(*c->tenants));
+	if (!c->tenants) {
+		x->oom = 1;
+		return;
+	}
+	c->ntenants = count;
+	for (i = 0; i < count; i++) {
+		yaml_node_t *item = yaml_document_get_node(x->doc,
+				n->data.sequence.items.start[i]);
+		struct fkv_tenant_config *t = &c->tenants[i];
+
+		if (!fkv_cfg_tenant(x, item, i, t))
+			continue;
+		for (j = 0; j < i; j++) {
+			const struct fkv_tenant_config *o = &c->tenants[j];
+
+			if (o->name && !strcmp(o->name, t->name))
+				fkv_cfg_err(x, item, "tenants[%d].name: %s is already tenants[%d]'s",
+					    i, fkv_quote(q, t->name), j);
+			if (o->id == t->id)
+				fkv_cfg_err(x, item, "tenants[%d].id: %u is already tenants[%d]'s (%s)",
+					    i, t->id, j, fkv_quote(q, o->name ?
+								   o->name : "?"));
+		}
+		if (!t->nuids && !t->ngids &&
+		    fkv_msgs_add(&c->warnings,
+				 "%s:%zu:%zu: tenants[%d] (%s): neither uids nor gids: only root may use it",
+				 x->name, item->start_mark.line + 1,
+				 item->start_mark.column + 1, i,
+				 fkv_quote(q, t->name)))
+			x->oom = 1;
+	}
+}
+
 /* ---- fluxonkv_spec ----------------------------------------------------- */
 
 enum fkv_spec_key {
@@ -1527,6 +1854,7 @@ enum fkv_spec_key {
 	FKV_KEY_HIGH,
 	FKV_KEY_LOW,
 	FKV_KEY_LOG_LEVEL,
+	FKV_KEY_TENANTS,
 	FKV_KEY_NR
 };
 
@@ -1541,6 +1869,7 @@ static const char *const fkv_spec_keys[FKV_KEY_NR] = {
 	[FKV_KEY_HIGH] = "high_watermark",
 	[FKV_KEY_LOW] = "low_watermark",
 	[FKV_KEY_LOG_LEVEL] = "log_level",
+	[FKV_KEY_TENANTS] = "tenants",
 };
 
 /* @n's string if it is one of the NULL-terminated @names, else an error. */
@@ -1631,6 +1960,9 @@ static void fkv_cfg_spec_keys(struct fkv_cfg_ctx *x, yaml_node_t *spec,
 			fkv_cfg_choice(x, val, "log_level", fkv_log_levels,
 				       "error, warn, info, debug",
 				       &c->log_level);
+			break;
+		case FKV_KEY_TENANTS:
+			fkv_cfg_tenants(x, val);
 			break;
 		}
 	}
@@ -1873,6 +2205,12 @@ void fkv_config_free(struct fkv_config *c)
 	free(c->cluster.etcd_ca_file);
 	free(c->cluster.etcd_cert_file);
 	free(c->cluster.etcd_key_file);
+	for (i = 0; i < c->ntenants; i++) {
+		free(c->tenants[i].name);
+		free(c->tenants[i].uids);
+		free(c->tenants[i].gids);
+	}
+	free(c->tenants);
 	fkv_msgs_free(&c->warnings);
 	fkv_msgs_free(&c->errors);
 	memset(c, 0, sizeof(*c));

@@ -34,6 +34,42 @@ int ctl_cmd_cluster(const struct ctl_opts *o)
 	return fflush(stdout) ? CTL_EXIT_ERROR : CTL_EXIT_OK;
 }
 
+int ctl_cmd_tenants(const struct ctl_opts *o)
+{
+	static struct ctl_cluster c;	/* large: not on the stack */
+	int err;
+
+	err = ctl_cluster_query(NULL, 3000, &c);
+	if (err == -ENOENT || err == -ECONNREFUSED) {
+		fprintf(stderr, "fluxonctl tenants: fluxond is not running here "
+			"(no control socket; see fluxond --control)\n");
+		return CTL_EXIT_ABSENT;
+	}
+	if (err) {
+		fprintf(stderr, "fluxonctl tenants: %s\n", strerror(-err));
+		return CTL_EXIT_ERROR;
+	}
+	/* tenant 0 is always there when a master answers */
+	if (!c.ntenants) {
+		fprintf(stderr, "fluxonctl tenants: this fluxond runs no master "
+			"(role %s): ask on the master's host\n", c.role);
+		return CTL_EXIT_ERROR;
+	}
+	if (o->tenant && !ctl_cluster_tenant(&c, o->tenant)) {
+		fprintf(stderr, "fluxonctl tenants: no tenant \"%s\" in the "
+			"master's statistics (not configured, and no key of "
+			"it)\n", o->tenant);
+		return CTL_EXIT_ERROR;
+	}
+	if (o->json)
+		ctl_render_tenants_json(stdout, &c, o->tenant);
+	else if (o->prometheus)
+		ctl_render_tenants_prometheus(stdout, &c, o->tenant);
+	else
+		ctl_render_tenants_human(stdout, &c, o->tenant);
+	return fflush(stdout) ? CTL_EXIT_ERROR : CTL_EXIT_OK;
+}
+
 /* A clear of millions of keys takes its time: the master deletes each. */
 #define CTL_CLEAR_TIMEOUT_MS	120000
 
@@ -41,10 +77,20 @@ int ctl_cmd_clear(const struct ctl_opts *o)
 {
 	char why[256];
 	uint64_t removed = 0;
-	int err;
+	uint32_t tenant = 0;
+	int err = 0;
 
-	err = ctl_clear(NULL, CTL_CLEAR_TIMEOUT_MS, o->regex, &removed, why,
-			sizeof(why));
+	if (o->tenant)
+		err = ctl_tenant_id(NULL, 3000, o->tenant, &tenant, why,
+				    sizeof(why));
+	if (err == -ESRCH) {
+		fprintf(stderr, "fluxonctl clear: %s\n", why[0] ? why :
+			"no such tenant in fluxond's configuration");
+		return CTL_EXIT_ERROR;
+	}
+	if (!err)
+		err = ctl_clear(NULL, CTL_CLEAR_TIMEOUT_MS, tenant, o->regex,
+				&removed, why, sizeof(why));
 	if (err == -ENOENT || err == -ECONNREFUSED) {
 		fprintf(stderr, "fluxonctl clear: fluxond is not running here "
 			"(no control socket; see fluxond --control)\n");

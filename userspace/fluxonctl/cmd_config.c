@@ -160,6 +160,80 @@ static void ctl_cluster_human(FILE *f, const struct fkv_cluster_config *cl)
 		cl->secret_file ? cl->secret_file : "");
 }
 
+static void ctl_ids_human(FILE *f, const char *what, const uint32_t *v,
+			  size_t n)
+{
+	size_t i;
+
+	fprintf(f, "%s ", what);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s%u", i ? "," : "", v[i]);
+	if (!n)
+		fputs("-", f);
+}
+
+/* tenants: one line each, in file order. */
+static void ctl_tenants_human(FILE *f, const struct fkv_config *c)
+{
+	char b[64];
+	size_t i;
+
+	if (!c->ntenants) {
+		fprintf(f, "  tenants       none (every key in the default tenant)\n");
+		return;
+	}
+	fprintf(f, "  tenants       %zu\n", c->ntenants);
+	for (i = 0; i < c->ntenants; i++) {
+		const struct fkv_tenant_config *t = &c->tenants[i];
+
+		fprintf(f, "    %s (id %u): ", t->name, t->id);
+		ctl_ids_human(f, "uids", t->uids, t->nuids);
+		ctl_ids_human(f, "; gids", t->gids, t->ngids);
+		fprintf(f, "; dram quota %s", t->dram_bytes ?
+			fkv_bytes(b, sizeof(b), t->dram_bytes) : "none");
+		fprintf(f, "; ssd quota %s\n", t->ssd_bytes ?
+			fkv_bytes(b, sizeof(b), t->ssd_bytes) : "none");
+	}
+}
+
+static void ctl_ids_json(FILE *f, const char *key, const uint32_t *v,
+			 size_t n)
+{
+	size_t i;
+
+	fprintf(f, ",\"%s\":[", key);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s%u", i ? "," : "", v[i]);
+	fputc(']', f);
+}
+
+static void ctl_tenants_json(FILE *f, const struct fkv_config *c)
+{
+	size_t i;
+
+	fputs(",\"tenants\":[", f);
+	for (i = 0; i < c->ntenants; i++) {
+		const struct fkv_tenant_config *t = &c->tenants[i];
+
+		fprintf(f, "%s{\"name\":", i ? "," : "");
+		ctl_json_quote(f, t->name);
+		fprintf(f, ",\"id\":%u", t->id);
+		ctl_ids_json(f, "uids", t->uids, t->nuids);
+		ctl_ids_json(f, "gids", t->gids, t->ngids);
+		if (t->dram_bytes)
+			fprintf(f, ",\"dram_bytes\":%llu",
+				(unsigned long long)t->dram_bytes);
+		else
+			fputs(",\"dram_bytes\":null", f);
+		if (t->ssd_bytes)
+			fprintf(f, ",\"ssd_bytes\":%llu}",
+				(unsigned long long)t->ssd_bytes);
+		else
+			fputs(",\"ssd_bytes\":null}", f);
+	}
+	fputc(']', f);
+}
+
 static void ctl_config_human(FILE *f, const char *file,
 			     const struct fkv_config *c,
 			     const struct fkv_ssd_plan *p)
@@ -224,6 +298,7 @@ static void ctl_config_human(FILE *f, const char *file,
 			r->nshards > 1 ? b2 : "");
 	}
 	ctl_cluster_human(f, &c->cluster);
+	ctl_tenants_human(f, c);
 }
 
 static void ctl_json_list(FILE *f, const char *key,
@@ -341,6 +416,7 @@ static void ctl_config_json(FILE *f, const char *file,
 		}
 		fputc(']', f);
 		ctl_cluster_json(f, &c->cluster);
+		ctl_tenants_json(f, c);
 	}
 	ctl_json_list(f, "warnings", &c->warnings, &p->warnings);
 	ctl_json_list(f, "errors", errors, &none);

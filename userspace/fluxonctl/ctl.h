@@ -15,6 +15,7 @@ int ctl_cmd_status(const struct ctl_opts *o);
 int ctl_cmd_stats(const struct ctl_opts *o);
 int ctl_cmd_cluster(const struct ctl_opts *o);
 int ctl_cmd_clear(const struct ctl_opts *o);
+int ctl_cmd_tenants(const struct ctl_opts *o);
 int ctl_cmd_dump(const struct ctl_opts *o);
 int ctl_cmd_top(const struct ctl_opts *o);
 

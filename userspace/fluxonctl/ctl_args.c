@@ -24,8 +24,8 @@ const char ctl_usage_main[] =
 	"  put KEY [FILE|-]     store a value read from FILE, stdin or --value\n"
 	"  get KEY [-o FILE]    write a value to stdout or FILE\n"
 	"  delete KEY           remove a key\n"
-	"  clear [--regex RE]   remove every key of the cluster (or those RE\n"
-	"                       matches) through fluxond's master\n"
+	"  clear [--regex RE]   remove every key of a tenant (--tenant; or those\n"
+	"                       RE matches) through fluxond's master\n"
 	"  status               module, daemon, segment and SSD tier state\n"
 	"  stats                every counter and operation latency (human,\n"
 	"                       --json or --prometheus)\n"
@@ -34,6 +34,8 @@ const char ctl_usage_main[] =
 	"  top                  live rates and segment use, refreshed\n"
 	"  cluster              fluxond's view of the cluster: nodes, liveness,\n"
 	"                       remote transfers (human, --json or --prometheus)\n"
+	"  tenants [NAME]       the master's per-tenant statistics (human, --json\n"
+	"                       or --prometheus)\n"
 	"  config check FILE    validate a configuration, show its SSD plan\n"
 	"  config attach FILE   create the SSD shards of FILE, attach them\n"
 	"\n"
@@ -86,23 +88,48 @@ const char ctl_usage_delete[] =
 	"4 module or daemon absent.\n";
 
 const char ctl_usage_clear[] =
-	"Usage: fluxonctl clear [--regex RE] [--json]\n"
+	"Usage: fluxonctl clear [--tenant NAME] [--regex RE] [--json]\n"
 	"\n"
-	"Remove every key of the store, or with --regex every key the POSIX\n"
+	"Remove every key of a tenant, or with --regex every key of it the POSIX\n"
 	"extended regular expression RE matches anywhere in it (Mooncake's\n"
-	"remove_all / remove_by_regex).  The local fluxond's master does it\n"
+	"remove_all / remove_by_regex).  Without --tenant: the default tenant's\n"
+	"keys (those of no tenant); --tenant NAME: that tenant's only, RE seeing\n"
+	"its keys as the tenant wrote them.  A tenant's keys may be cleared by\n"
+	"root and by the tenant's uids and gids (the configuration's tenants).  The local fluxond's master does it\n"
 	"(control socket " FKV_CONTROL_PATH "; $FLUXOND_CONTROL overrides), on\n"
 	"every node of a cluster: each key goes as a delete does, with its\n"
 	"replicas and SSD copies.  Values pinned by holders stay readable until\n"
 	"released.  Run it on the master's host.\n"
 	"\n"
+	"      --tenant NAME    that tenant's keys (default: the default tenant)\n"
 	"      --regex RE       only the keys RE matches (keys with NUL bytes\n"
 	"                       never match)\n"
 	"  -j, --json           {\"removed\": N}\n"
 	"  -h, --help           show this help\n"
 	"\n"
-	"Exit status: 0 done (N removed), 1 error (a bad RE, or this fluxond\n"
-	"is not the master), 2 usage, 4 no fluxond running here.\n";
+	"Exit status: 0 done (N removed), 1 error (a bad RE, an unknown tenant,\n"
+	"not allowed, or this fluxond is not the master), 2 usage, 4 no fluxond\n"
+	"running here.\n";
+
+const char ctl_usage_tenants[] =
+	"Usage: fluxonctl tenants [--json | --prometheus] [NAME]\n"
+	"\n"
+	"The per-tenant statistics of the local fluxond's master (control socket\n"
+	FKV_CONTROL_PATH "; $FLUXOND_CONTROL overrides): every tenant of the\n"
+	"configuration with keys or counts, \"default\" (tenant 0, the keys of no\n"
+	"tenant) and \"tenant-<id>\" for ids found in keys but not configured; or\n"
+	"only the tenant NAME.  keys, dram_bytes (the eviction weights of the\n"
+	"tenant's DRAM replicas on every node), ssd_bytes and the quotas are\n"
+	"gauges; puts, gets, mem_hits, ssd_hits, remote_hits and misses count\n"
+	"what reached the master (gets a module answers from its own index, the\n"
+	"single node default, are not seen).\n"
+	"\n"
+	"  -j, --json           {\"tenants\": [{\"name\", \"id\", STAT: N...}]}\n"
+	"  -p, --prometheus     fluxonkv_tenant_STAT{tenant=\"NAME\",id=\"ID\"}\n"
+	"  -h, --help           show this help\n"
+	"\n"
+	"Exit status: 0 ok, 1 error (no such tenant, or this fluxond runs no\n"
+	"master), 2 usage, 4 no fluxond running here.\n";
 
 const char ctl_usage_status[] =
 	"Usage: fluxonctl status [--json]\n"
@@ -260,6 +287,7 @@ enum {
 	CTL_OPT_ITERATIONS = 'n',
 	CTL_OPT_INTERVAL = 256,
 	CTL_OPT_REGEX,
+	CTL_OPT_TENANT,
 };
 
 #define CTL_LONG_KEY							\
@@ -354,6 +382,9 @@ static int ctl_getopt(int argc, char **argv, const char *shortopts,
 			break;
 		case CTL_OPT_REGEX:
 			o->regex = optarg;
+			break;
+		case CTL_OPT_TENANT:
+			o->tenant = optarg;
 			break;
 		case CTL_OPT_INTERVAL:
 			if (ctl_parse_interval(optarg, &o->interval))
@@ -507,6 +538,7 @@ int ctl_parse_clear(int argc, char **argv, struct ctl_opts *o, FILE *err)
 {
 	static const struct option longopts[] = {
 		{ "regex", required_argument, NULL, CTL_OPT_REGEX },
+		{ "tenant", required_argument, NULL, CTL_OPT_TENANT },
 		{ "json", no_argument, NULL, CTL_OPT_JSON },
 		{ "help", no_argument, NULL, CTL_OPT_HELP },
 		{ 0 }
@@ -519,6 +551,9 @@ int ctl_parse_clear(int argc, char **argv, struct ctl_opts *o, FILE *err)
 	if (o->regex && !o->regex[0])
 		return ctl_usage_error(err, argv[0],
 				       "--regex wants a pattern (without it every key goes)");
+	if (o->tenant && !o->tenant[0])
+		return ctl_usage_error(err, argv[0],
+				       "--tenant wants a tenant name (see fluxonctl tenants)");
 	return ctl_no_more(argc, argv, i, err);
 }
 
@@ -552,6 +587,30 @@ int ctl_parse_stats(int argc, char **argv, struct ctl_opts *o, FILE *err)
 		return i < 0 ? i : 0;
 	if (ctl_one_format_check(argv[0], o, err))
 		return -EINVAL;
+	return ctl_no_more(argc, argv, i, err);
+}
+
+int ctl_parse_tenants(int argc, char **argv, struct ctl_opts *o, FILE *err)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, CTL_OPT_JSON },
+		{ "prometheus", no_argument, NULL, CTL_OPT_PROMETHEUS },
+		{ "help", no_argument, NULL, CTL_OPT_HELP },
+		{ 0 }
+	};
+	int i;
+
+	i = ctl_getopt(argc, argv, ":jph", longopts, o, err);
+	if (i < 0 || o->help)
+		return i < 0 ? i : 0;
+	if (ctl_one_format_check(argv[0], o, err))
+		return -EINVAL;
+	if (i < argc) {
+		o->tenant = argv[i++];
+		if (!o->tenant[0])
+			return ctl_usage_error(err, argv[0],
+					       "NAME is empty");
+	}
 	return ctl_no_more(argc, argv, i, err);
 }
 
@@ -601,7 +660,8 @@ int ctl_global_json(const char *cmd, struct ctl_opts *o, FILE *err)
 	o->json = true;
 	if (!strcmp(cmd, "get"))
 		return ctl_get_info_check(cmd, o, err);
-	if (!strcmp(cmd, "stats") || !strcmp(cmd, "cluster"))
+	if (!strcmp(cmd, "stats") || !strcmp(cmd, "cluster") ||
+	    !strcmp(cmd, "tenants"))
 		return ctl_one_format_check(cmd, o, err);
 	if (!strcmp(cmd, "status") || !strcmp(cmd, "dump") ||
 	    !strcmp(cmd, "config") || !strcmp(cmd, "clear"))

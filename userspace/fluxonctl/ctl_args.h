@@ -41,6 +41,7 @@ struct ctl_opts {
 	const char *output;	/* get -o FILE; NULL or "-" = stdout */
 	const char *what;	/* dump WHAT; config: its sub-command */
 	const char *regex;	/* clear --regex */
+	const char *tenant;	/* clear --tenant, tenants NAME */
 	double interval;	/* top --interval, seconds */
 	unsigned long iterations;	/* top --iterations, 0 = until killed */
 };
@@ -62,6 +63,7 @@ int ctl_parse_clear(int argc, char **argv, struct ctl_opts *o, FILE *err);
 int ctl_parse_stats(int argc, char **argv, struct ctl_opts *o, FILE *err);
 int ctl_parse_dump(int argc, char **argv, struct ctl_opts *o, FILE *err);
 int ctl_parse_top(int argc, char **argv, struct ctl_opts *o, FILE *err);
+int ctl_parse_tenants(int argc, char **argv, struct ctl_opts *o, FILE *err);
 
 /*
  * The global -j/--json (before the command) applied to @cmd's parsed
@@ -82,6 +84,7 @@ extern const char ctl_usage_dump[];
 extern const char ctl_usage_top[];
 extern const char ctl_usage_cluster[];
 extern const char ctl_usage_clear[];
+extern const char ctl_usage_tenants[];
 
 /*
  * The exit status for a negative errno from libfluxonkv: -ENOENT is a miss,

@@ -38,6 +38,8 @@ static const struct nla_policy top_policy[FKV_CA_MAX + 1] = {
 	[FKV_CA_LEFT_REASON] = { .type = NLA_STRING, .maxlen = 48 },
 	[FKV_CA_STAT_NAME] = { .type = NLA_STRING, .maxlen = 48 },
 	[FKV_CA_STAT_VALUE] = { .type = NLA_U64 },
+	[FKV_CA_TENANT_NAME] = { .type = NLA_STRING, .maxlen = 64 },
+	[FKV_CA_TENANT_ID] = { .type = NLA_U32 },
 };
 
 static void copy_str(char *dst, size_t size, const struct nlattr *a)
@@ -116,6 +118,27 @@ static int decode_cand(struct nlattr *nest, struct ctl_ccand *cd)
 	return 0;
 }
 
+static int decode_tenant_nest(struct nlattr *nest, struct ctl_ctenant *t)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1], *a;
+	int rem;
+
+	if (nla_parse_nested(tb, FKV_CA_MAX, nest,
+			     (struct nla_policy *)top_policy) < 0 ||
+	    !tb[FKV_CA_TENANT_ID] || !tb[FKV_CA_TENANT_NAME])
+		return -EPROTO;
+	memset(t, 0, sizeof(*t));
+	t->id = nla_get_u32(tb[FKV_CA_TENANT_ID]);
+	copy_str(t->name, sizeof(t->name), tb[FKV_CA_TENANT_NAME]);
+	if (!t->name[0])
+		return -EPROTO;
+	nla_for_each_nested(a, nest, rem)
+		if (nla_type(a) == FKV_CA_STAT &&
+		    decode_stat(a, t->st, &t->nst, CTL_TENANT_STATS))
+			return -EPROTO;
+	return 0;
+}
+
 int ctl_cluster_decode(struct nlmsghdr *nlh, struct ctl_cluster *c)
 {
 	struct nlattr *tb[FKV_CA_MAX + 1], *a;
@@ -148,6 +171,12 @@ int ctl_cluster_decode(struct nlmsghdr *nlh, struct ctl_cluster *c)
 			if (decode_cand(a, &c->cands[c->ncands]))
 				return -EPROTO;
 			c->ncands++;
+		}
+		if (nla_type(a) == FKV_CA_TENANT &&
+		    c->ntenants < CTL_TENANTS_MAX) {
+			if (decode_tenant_nest(a, &c->tenants[c->ntenants]))
+				return -EPROTO;
+			c->ntenants++;
 		}
 	}
 	return 0;
@@ -278,19 +307,75 @@ static int decode_clear(struct nlmsghdr *nlh, void *arg)
 	return 0;
 }
 
-int ctl_clear(const char *path, int timeout_ms, const char *pattern,
-	      uint64_t *removed, char *why, size_t why_len)
+int ctl_clear(const char *path, int timeout_ms, uint32_t tenant,
+	      const char *pattern, uint64_t *removed, char *why,
+	      size_t why_len)
 {
 	struct clear_answer a = { removed, why, why_len };
 	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_CLEAR);
 
 	if (why_len)
 		why[0] = '\0';
-	if (msg && pattern && nla_put_string(msg, FKV_CA_PATTERN, pattern)) {
+	if (msg && ((pattern && nla_put_string(msg, FKV_CA_PATTERN, pattern)) ||
+		    (tenant && nla_put_u32(msg, FKV_CA_TENANT_ID, tenant)))) {
 		nlmsg_free(msg);
 		msg = NULL;
 	}
 	return ctl_control_call(path, timeout_ms, msg, decode_clear, &a);
+}
+
+static const struct nla_policy tenant_answer_policy[FKV_CA_MAX + 1] = {
+	[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
+	[FKV_CA_TENANT_ID] = { .type = NLA_U32 },
+	[FKV_CA_MESSAGE] = { .type = NLA_NUL_STRING, .maxlen = 512 },
+};
+
+struct tenant_answer {
+	uint32_t *id;
+	char *why;
+	size_t why_len;
+};
+
+static int decode_tenant(struct nlmsghdr *nlh, void *arg)
+{
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	struct tenant_answer *a = arg;
+	int status;
+
+	if (fkv_wire_cmd(nlh) != FKV_CCMD_TENANT ||
+	    fkv_wire_parse(nlh, tb, tenant_answer_policy) ||
+	    !tb[FLUXONKV_A_STATUS])
+		return -EPROTO;
+	status = (int32_t)nla_get_u32(tb[FLUXONKV_A_STATUS]);
+	if (tb[FKV_CA_MESSAGE])
+		snprintf(a->why, a->why_len, "%s",
+			 nla_get_string(tb[FKV_CA_MESSAGE]));
+	if (status > 0)
+		return -EPROTO;
+	if (status == -ENOENT)
+		return -ESRCH;	/* -ENOENT: no daemon there */
+	if (status)
+		return status;
+	if (!tb[FKV_CA_TENANT_ID] ||
+	    nla_get_u32(tb[FKV_CA_TENANT_ID]) > FLUXONKV_TENANT_ID_MAX)
+		return -EPROTO;
+	*a->id = nla_get_u32(tb[FKV_CA_TENANT_ID]);
+	return 0;
+}
+
+int ctl_tenant_id(const char *path, int timeout_ms, const char *name,
+		  uint32_t *id, char *why, size_t why_len)
+{
+	struct tenant_answer a = { id, why, why_len };
+	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_TENANT);
+
+	if (why_len)
+		why[0] = '\0';
+	if (msg && nla_put_string(msg, FKV_CA_TENANT_NAME, name)) {
+		nlmsg_free(msg);
+		msg = NULL;
+	}
+	return ctl_control_call(path, timeout_ms, msg, decode_tenant, &a);
 }
 
 const struct ctl_cstat *ctl_cluster_stat(const struct ctl_cstat *st,
@@ -539,6 +624,158 @@ void ctl_render_cluster_prometheus(FILE *f, const struct ctl_cluster *c)
 				 n->name, n->id);
 			fprintf(f, "fluxonkv_cluster_node_%s%s%s %llu\n", name,
 				gauge ? "" : "_total", labels,
+				(unsigned long long)s->value);
+		}
+	}
+}
+
+/* ---- tenants (issue 30) ------------------------------------------------ */
+
+const struct ctl_ctenant *ctl_cluster_tenant(const struct ctl_cluster *c,
+					     const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->ntenants; i++)
+		if (!strcmp(c->tenants[i].name, name))
+			return &c->tenants[i];
+	return NULL;
+}
+
+static bool tenant_shown(const struct ctl_ctenant *t, const char *only)
+{
+	return !only || !strcmp(t->name, only);
+}
+
+/* The statistics of a tenant, in the order shown; gauges first. */
+static const struct {
+	const char *name;
+	bool gauge;
+	const char *help;
+} tenant_stats[] = {
+	{ "keys", true, "Keys of the tenant the master routes." },
+	{ "dram_bytes", true, "DRAM bytes of the tenant's replicas (eviction weights, every node)." },
+	{ "ssd_bytes", true, "SSD bytes of the tenant's replicas." },
+	{ "dram_quota_bytes", true, "The tenant's DRAM quota (absent: none)." },
+	{ "ssd_quota_bytes", true, "The tenant's SSD quota (absent: none)." },
+	{ "puts", false, "Puts of the tenant the master saw." },
+	{ "gets", false, "Gets of the tenant the master answered." },
+	{ "mem_hits", false, "Of them, served from the asking node's DRAM." },
+	{ "ssd_hits", false, "Of them, served from the asking node's SSD." },
+	{ "remote_hits", false, "Of them, served from another node (DRAM or SSD)." },
+	{ "misses", false, "Of them, misses." },
+};
+#define NTENANT_STATS	(sizeof(tenant_stats) / sizeof(tenant_stats[0]))
+
+void ctl_render_tenants_human(FILE *f, const struct ctl_cluster *c,
+			      const char *only)
+{
+	char b[4][CTL_SIZE_BUFLEN];
+	unsigned int i;
+
+	fprintf(f, "%-20s %5s %8s %10s %10s %10s %10s %10s %10s %10s %10s %10s %10s\n",
+		"TENANT", "ID", "KEYS", "DRAM", "DRAM_QUOTA", "SSD",
+		"SSD_QUOTA", "PUTS", "GETS", "MEM_HITS", "SSD_HITS", "REMOTE",
+		"MISSES");
+	for (i = 0; i < c->ntenants; i++) {
+		const struct ctl_ctenant *t = &c->tenants[i];
+		const struct ctl_cstat *dq, *sq;
+
+		if (!tenant_shown(t, only))
+			continue;
+		dq = ctl_cluster_stat(t->st, t->nst, "dram_quota_bytes");
+		sq = ctl_cluster_stat(t->st, t->nst, "ssd_quota_bytes");
+		fprintf(f, "%-20s %5u %8llu %10s %10s %10s %10s %10llu %10llu %10llu %10llu %10llu %10llu\n",
+			t->name, t->id,
+			(unsigned long long)stat_of(t->st, t->nst, "keys"),
+			ctl_format_size(stat_of(t->st, t->nst, "dram_bytes"),
+					b[0], sizeof(b[0])),
+			dq ? ctl_format_size(dq->value, b[1], sizeof(b[1])) : "-",
+			ctl_format_size(stat_of(t->st, t->nst, "ssd_bytes"),
+					b[2], sizeof(b[2])),
+			sq ? ctl_format_size(sq->value, b[3], sizeof(b[3])) : "-",
+			(unsigned long long)stat_of(t->st, t->nst, "puts"),
+			(unsigned long long)stat_of(t->st, t->nst, "gets"),
+			(unsigned long long)stat_of(t->st, t->nst, "mem_hits"),
+			(unsigned long long)stat_of(t->st, t->nst, "ssd_hits"),
+			(unsigned long long)stat_of(t->st, t->nst, "remote_hits"),
+			(unsigned long long)stat_of(t->st, t->nst, "misses"));
+	}
+}
+
+void ctl_render_tenants_json(FILE *f, const struct ctl_cluster *c,
+			     const char *only)
+{
+	struct ctl_json j;
+	unsigned int i, k;
+
+	ctl_json_init(&j, f);
+	ctl_json_open(&j, NULL);
+	ctl_json_array_open(&j, "tenants");
+	for (i = 0; i < c->ntenants; i++) {
+		const struct ctl_ctenant *t = &c->tenants[i];
+
+		if (!tenant_shown(t, only))
+			continue;
+		ctl_json_open(&j, NULL);
+		ctl_json_str(&j, "name", t->name);
+		ctl_json_u64(&j, "id", t->id);
+		for (k = 0; k < NTENANT_STATS; k++) {
+			const struct ctl_cstat *s;
+
+			s = ctl_cluster_stat(t->st, t->nst,
+					     tenant_stats[k].name);
+			if (s)
+				ctl_json_u64(&j, s->name, s->value);
+			else
+				ctl_json_null(&j, tenant_stats[k].name);
+		}
+		ctl_json_close(&j);
+	}
+	ctl_json_array_close(&j);
+	ctl_json_close(&j);
+}
+
+/* @s as a Prometheus label value (\\, \" and \n escaped). */
+static void prom_label(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fputc('\\', f);
+		if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+void ctl_render_tenants_prometheus(FILE *f, const struct ctl_cluster *c,
+				   const char *only)
+{
+	unsigned int i, k;
+
+	for (k = 0; k < NTENANT_STATS; k++) {
+		const char *name = tenant_stats[k].name;
+		const char *sfx = tenant_stats[k].gauge ? "" : "_total";
+		bool any = false;
+
+		for (i = 0; i < c->ntenants; i++) {
+			const struct ctl_ctenant *t = &c->tenants[i];
+			const struct ctl_cstat *s;
+
+			s = ctl_cluster_stat(t->st, t->nst, name);
+			if (!s || !tenant_shown(t, only))
+				continue;
+			if (!any)
+				fprintf(f, "# HELP fluxonkv_tenant_%s%s %s\n"
+					"# TYPE fluxonkv_tenant_%s%s %s\n",
+					name, sfx, tenant_stats[k].help, name,
+					sfx, tenant_stats[k].gauge ?
+					"gauge" : "counter");
+			any = true;
+			fprintf(f, "fluxonkv_tenant_%s%s{tenant=\"", name, sfx);
+			prom_label(f, t->name);
+			fprintf(f, "\",id=\"%u\"} %llu\n", t->id,
 				(unsigned long long)s->value);
 		}
 	}

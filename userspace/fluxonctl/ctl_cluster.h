@@ -43,6 +43,17 @@ struct ctl_ccand {
 	char addr[FKV_ADDR_MAX];
 };
 
+/* A tenant of the master's STATS (issue 30). */
+#define CTL_TENANTS_MAX		512	/* more are dropped */
+#define CTL_TENANT_STATS	16
+#define CTL_TENANT_NAME_MAX	63
+struct ctl_ctenant {
+	uint32_t id;
+	char name[CTL_TENANT_NAME_MAX + 1];
+	struct ctl_cstat st[CTL_TENANT_STATS];
+	unsigned int nst;
+};
+
 struct ctl_cluster {
 	char role[16];		/* single | master | node */
 	char name[FKV_NODE_NAME_MAX + 1];
@@ -56,6 +67,8 @@ struct ctl_cluster {
 	unsigned int nnodes;
 	struct ctl_ccand cands[CTL_CLUSTER_CANDS];	/* etcd's */
 	unsigned int ncands;
+	struct ctl_ctenant tenants[CTL_TENANTS_MAX];	/* the master's */
+	unsigned int ntenants;
 };
 
 struct nlmsghdr;
@@ -69,13 +82,23 @@ int ctl_cluster_decode(struct nlmsghdr *nlh, struct ctl_cluster *c);
  */
 int ctl_cluster_query(const char *path, int timeout_ms, struct ctl_cluster *c);
 /*
- * CLEAR over the control socket: remove every key, or those the POSIX ERE
- * @pattern matches; *@removed on 0.  -EINVAL (a bad pattern), -EOPNOTSUPP
+ * CLEAR over the control socket: remove every key of tenant @tenant (0:
+ * the keys of no tenant; TENANT_ID is sent only when not 0), or those the
+ * POSIX ERE @pattern matches; *@removed on 0.  -EINVAL (a bad pattern),
+ * -EPERM (not this tenant's), -ENOENT (no such tenant id), -EOPNOTSUPP
  * (that daemon runs no master), or as ctl_cluster_query; @why gets the
  * daemon's reason when it gave one.
  */
-int ctl_clear(const char *path, int timeout_ms, const char *pattern,
-	      uint64_t *removed, char *why, size_t why_len);
+int ctl_clear(const char *path, int timeout_ms, uint32_t tenant,
+	      const char *pattern, uint64_t *removed, char *why,
+	      size_t why_len);
+/*
+ * TENANT over the control socket: the id of the tenant @name ("default":
+ * 0).  0 and *@id; -ESRCH when the daemon has no such tenant (-ENOENT
+ * stays "no daemon there"), or as ctl_cluster_query; @why as ctl_clear.
+ */
+int ctl_tenant_id(const char *path, int timeout_ms, const char *name,
+		  uint32_t *id, char *why, size_t why_len);
 /* A statistic by name, or NULL. */
 const struct ctl_cstat *ctl_cluster_stat(const struct ctl_cstat *st,
 					 unsigned int n, const char *name);
@@ -83,5 +106,21 @@ const struct ctl_cstat *ctl_cluster_stat(const struct ctl_cstat *st,
 void ctl_render_cluster_human(FILE *f, const struct ctl_cluster *c);
 void ctl_render_cluster_json(FILE *f, const struct ctl_cluster *c);
 void ctl_render_cluster_prometheus(FILE *f, const struct ctl_cluster *c);
+
+/* The tenant named @name of @c, or NULL. */
+const struct ctl_ctenant *ctl_cluster_tenant(const struct ctl_cluster *c,
+					     const char *name);
+/*
+ * fluxonctl tenants: the master's per-tenant statistics, every tenant or
+ * only @only (NULL: all).  Human: one line per tenant; JSON: {"tenants":
+ * [{"name", "id", "<stat>": N...}]}; Prometheus: one family per
+ * statistic, fluxonkv_tenant_<stat>[_total]{tenant="NAME",id="ID"}.
+ */
+void ctl_render_tenants_human(FILE *f, const struct ctl_cluster *c,
+			      const char *only);
+void ctl_render_tenants_json(FILE *f, const struct ctl_cluster *c,
+			     const char *only);
+void ctl_render_tenants_prometheus(FILE *f, const struct ctl_cluster *c,
+				   const char *only);
 
 #endif /* FLUXONKV_CTL_CLUSTER_H */

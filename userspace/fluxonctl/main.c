@@ -32,6 +32,7 @@ static const struct ctl_command ctl_commands[] = {
 	{ "top", ctl_parse_top, ctl_cmd_top, ctl_usage_top },
 	{ "cluster", ctl_parse_stats, ctl_cmd_cluster, ctl_usage_cluster },
 	{ "clear", ctl_parse_clear, ctl_cmd_clear, ctl_usage_clear },
+	{ "tenants", ctl_parse_tenants, ctl_cmd_tenants, ctl_usage_tenants },
 	{ "config", ctl_parse_config, ctl_cmd_config, ctl_usage_config },
 };
 

@@ -1757,6 +1757,13 @@ static void node_register(struct fkv_clusterd *cd, uint32_t id)
 			strerror(-err));
 		return;
 	}
+	/* A table of a previous daemon is replaced (or cleared). */
+	err = fkv_nl_load_tenants(cd->nl, cd->cfg.tenants, cd->cfg.ntenants);
+	if (err) {
+		/* Registered moments ago: no pull, no target of ours yet. */
+		fkv_nl_unregister(cd->nl);
+		exit(EXIT_FAILURE);
+	}
 	cd->self = id;
 	cd->registered = true;
 	cd->epoch++;

@@ -26,6 +26,9 @@ struct fkv_fences;
 
 struct fkv_clusterd_config {
 	const struct fkv_cluster_config *cc;	/* must outlive the runtime */
+	/* tenants: loaded into the module after each DAEMON_REGISTER */
+	const struct fkv_tenant_config *tenants;	/* must outlive it too */
+	size_t ntenants;
 	struct fkv_nl *nl;			/* opened, not registered */
 	const char *device;			/* NULL: /dev/fluxonkv */
 	const char *policy;

@@ -17,6 +17,7 @@
 
 #include "../common/cluster_msg.h"
 #include "../common/wire.h"
+#include "fluxonkv_config.h"
 #include "ctlsock.h"
 #include "log.h"
 #include "master.h"
@@ -25,10 +26,17 @@
 /* A client that sends nothing useful in this long is dropped. */
 #define FKV_CTL_TIMEOUT_MS	2000
 
+/* Supplementary groups of a peer kept for the permission check. */
+#define FKV_CTL_GROUPS		64
+
 struct ctl_conn {
 	struct fkv_wire w;
 	bool used, answered;
 	uint64_t since_ms;
+	bool cred;		/* SO_PEERCRED worked */
+	uint32_t uid, gid;
+	uint32_t groups[FKV_CTL_GROUPS];
+	size_t ngroups;
 };
 
 struct fkv_ctlsock {
@@ -38,6 +46,8 @@ struct fkv_ctlsock {
 	void *arg;
 	fkv_ctlsock_clear_fn clear_fn;
 	void *clear_arg;
+	const struct fkv_tenant_config *tenants;
+	size_t ntenants;
 	struct ctl_conn conns[FKV_CTL_CONNS];
 };
 
@@ -115,6 +125,64 @@ int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m)
 
 	for (i = 0; i < sizeof(v) / sizeof(v[0]) && !err; i++)
 		err = fkv_ctl_put_stat(msg, v[i].name, v[i].v);
+	return err;
+}
+
+int fkv_ctl_put_tenants(struct nl_msg *msg, const struct fkv_master *m,
+			const struct fkv_tenant_config *t, size_t n)
+{
+	const struct fkv_tenant_config *tc;
+	struct fkv_tenant_stats *v;
+	char name[FKV_TENANT_NAME_MAX + 1];
+	size_t i, k, nv;
+	int err;
+
+	err = fkv_master_tenant_stats(m, &v, &nv);
+	if (err)
+		return err;
+	for (i = 0; i < nv && !err; i++) {
+		const struct fkv_tenant_stats *s = &v[i];
+		const struct {
+			const char *name;
+			uint64_t v;
+		} st[] = {
+			{ "puts", s->puts },
+			{ "gets", s->gets },
+			{ "mem_hits", s->mem_hits },
+			{ "ssd_hits", s->ssd_hits },
+			{ "remote_hits", s->remote_hits },
+			{ "misses", s->misses },
+			{ "keys", s->keys },
+			{ "dram_bytes", s->dram_bytes },
+			{ "ssd_bytes", s->ssd_bytes },
+		};
+		struct nlattr *nest;
+
+		tc = fkv_tenant_by_id(t, n, s->tenant);
+		if (tc)
+			snprintf(name, sizeof(name), "%s", tc->name);
+		else if (!s->tenant)
+			snprintf(name, sizeof(name), FKV_TENANT_DEFAULT);
+		else
+			snprintf(name, sizeof(name), "tenant-%u", s->tenant);
+		nest = nla_nest_start(msg, FKV_CA_TENANT);
+		if (!nest || nla_put_string(msg, FKV_CA_TENANT_NAME, name) ||
+		    nla_put_u32(msg, FKV_CA_TENANT_ID, s->tenant)) {
+			err = -EMSGSIZE;
+			break;
+		}
+		for (k = 0; k < sizeof(st) / sizeof(st[0]) && !err; k++)
+			err = fkv_ctl_put_stat(msg, st[k].name, st[k].v);
+		if (!err && tc && tc->dram_bytes)
+			err = fkv_ctl_put_stat(msg, "dram_quota_bytes",
+					       tc->dram_bytes);
+		if (!err && tc && tc->ssd_bytes)
+			err = fkv_ctl_put_stat(msg, "ssd_quota_bytes",
+					       tc->ssd_bytes);
+		if (!err)
+			nla_nest_end(msg, nest);
+	}
+	free(v);
 	return err;
 }
 
@@ -235,8 +303,135 @@ void fkv_ctlsock_set_clear(struct fkv_ctlsock *c, fkv_ctlsock_clear_fn fn,
 	c->clear_arg = arg;
 }
 
+void fkv_ctlsock_set_tenants(struct fkv_ctlsock *c,
+			     const struct fkv_tenant_config *t, size_t n)
+{
+	c->tenants = t;
+	c->ntenants = n;
+}
+
+static bool id_listed(const uint32_t *v, size_t n, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i] == id)
+			return true;
+	return false;
+}
+
+int fkv_ctl_tenant_permitted(const struct fkv_tenant_config *t, size_t n,
+			     uint32_t tenant, uint32_t uid, uint32_t gid,
+			     const uint32_t *groups, size_t ngroups)
+{
+	const struct fkv_tenant_config *e;
+	size_t i;
+
+	if (tenant > FLUXONKV_TENANT_ID_MAX)
+		return -EINVAL;
+	if (!tenant)
+		return 0;
+	e = fkv_tenant_by_id(t, n, tenant);
+	if (!uid)
+		return 0;
+	if (!e)
+		return -ENOENT;
+	if (id_listed(e->uids, e->nuids, uid) ||
+	    id_listed(e->gids, e->ngids, gid))
+		return 0;
+	for (i = 0; i < ngroups; i++)
+		if (id_listed(e->gids, e->ngids, groups[i]))
+			return 0;
+	return -EPERM;
+}
+
+/*
+ * The peer's credentials: SO_PEERCRED, and the supplementary groups of
+ * its process from /proc/<pid>/status (read now, at accept: the process
+ * that connected).  Without them (no /proc) only uid and gid count.
+ */
+static void peer_creds(struct ctl_conn *cc, int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	char path[64], line[1024];
+	FILE *f;
+
+	cc->cred = false;
+	cc->ngroups = 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) ||
+	    len != sizeof(cr))
+		return;
+	cc->cred = true;
+	cc->uid = cr.uid;
+	cc->gid = cr.gid;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)cr.pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *p, *end;
+		unsigned long g;
+
+		if (strncmp(line, "Groups:", 7))
+			continue;
+		for (p = line + 7; cc->ngroups < FKV_CTL_GROUPS; p = end) {
+			g = strtoul(p, &end, 10);
+			if (end == p)
+				break;
+			cc->groups[cc->ngroups++] = (uint32_t)g;
+		}
+		break;
+	}
+	fclose(f);
+}
+
+static const struct nla_policy tenant_policy[FKV_CA_MAX + 1] = {
+	[FKV_CA_TENANT_NAME] = { .type = NLA_NUL_STRING, .maxlen = 64 },
+};
+
+/* TENANT {TENANT_NAME} -> {STATUS, TENANT_ID | MESSAGE}. */
+static void answer_tenant(struct fkv_ctlsock *c, struct ctl_conn *cc,
+			  struct nlmsghdr *nlh)
+{
+	const struct fkv_tenant_config *t = NULL;
+	struct nlattr *tb[FKV_CA_MAX + 1];
+	const char *name = NULL;
+	char why[160] = "";
+	uint32_t id = 0;
+	struct nl_msg *msg;
+	int err;
+
+	err = fkv_wire_parse(nlh, tb, tenant_policy);
+	if (!err && !tb[FKV_CA_TENANT_NAME])
+		err = -EINVAL;
+	if (err) {
+		snprintf(why, sizeof(why), "malformed TENANT (TENANT_NAME, a string of at most 63 bytes, is required)");
+	} else {
+		name = nla_get_string(tb[FKV_CA_TENANT_NAME]);
+		t = fkv_tenant_by_name(c->tenants, c->ntenants, name);
+		if (t) {
+			id = t->id;
+		} else if (strcmp(name, FKV_TENANT_DEFAULT)) {
+			err = -ENOENT;
+			snprintf(why, sizeof(why),
+				 "no tenant \"%.63s\" in this daemon's configuration (%zu tenant%s)",
+				 name, c->ntenants, c->ntenants == 1 ? "" : "s");
+		}
+	}
+	msg = fkv_wire_msg(FKV_CCMD_TENANT);
+	if (!msg || nla_put_u32(msg, FLUXONKV_A_STATUS, (uint32_t)err) ||
+	    (!err && nla_put_u32(msg, FKV_CA_TENANT_ID, id)) ||
+	    (why[0] && nla_put_string(msg, FKV_CA_MESSAGE, why)) ||
+	    fkv_wire_send(&cc->w, msg))
+		fkv_warn("control socket: cannot answer TENANT");
+	nlmsg_free(msg);
+	cc->answered = true;
+}
+
 static const struct nla_policy clear_policy[FKV_CA_MAX + 1] = {
 	[FKV_CA_PATTERN] = { .type = NLA_NUL_STRING, .maxlen = 4096 },
+	[FKV_CA_TENANT_ID] = { .type = NLA_U32 },
 };
 
 static void answer_clear(struct fkv_ctlsock *c, struct ctl_conn *cc,
@@ -245,19 +440,42 @@ static void answer_clear(struct fkv_ctlsock *c, struct ctl_conn *cc,
 	struct nlattr *tb[FKV_CA_MAX + 1];
 	const char *pattern = NULL, *why = NULL;
 	uint64_t removed = 0;
+	uint32_t tenant = 0;
 	struct nl_msg *msg;
+	char buf[160];
 	int err;
 
 	err = fkv_wire_parse(nlh, tb, clear_policy);
-	if (err)
+	if (!err && tb[FKV_CA_TENANT_ID])
+		tenant = nla_get_u32(tb[FKV_CA_TENANT_ID]);
+	if (err) {
 		why = "malformed CLEAR";
-	else if (!c->clear_fn) {
+	} else if (!cc->cred && tenant) {
+		err = -EPERM;
+		why = "cannot tell who asks (SO_PEERCRED failed)";
+	} else if (tenant &&
+		   (err = fkv_ctl_tenant_permitted(c->tenants, c->ntenants,
+						   tenant, cc->uid, cc->gid,
+						   cc->groups, cc->ngroups))) {
+		if (err == -EINVAL)
+			snprintf(buf, sizeof(buf), "tenant id %u is past %u",
+				 tenant, FLUXONKV_TENANT_ID_MAX);
+		else if (err == -ENOENT)
+			snprintf(buf, sizeof(buf),
+				 "no tenant %u in this daemon's configuration",
+				 tenant);
+		else
+			snprintf(buf, sizeof(buf),
+				 "uid %u may not clear tenant %u (not root, nor one of its uids or gids)",
+				 cc->uid, tenant);
+		why = buf;
+	} else if (!c->clear_fn) {
 		err = -EOPNOTSUPP;
 		why = "this daemon runs no master";
 	} else {
 		if (tb[FKV_CA_PATTERN])
 			pattern = nla_get_string(tb[FKV_CA_PATTERN]);
-		err = c->clear_fn(c->clear_arg, pattern, &removed);
+		err = c->clear_fn(c->clear_arg, tenant, pattern, &removed);
 		if (err == -EINVAL)
 			why = "not a POSIX extended regular expression";
 		else if (err == -EAGAIN)
@@ -282,6 +500,10 @@ static void answer(struct fkv_ctlsock *c, struct ctl_conn *cc,
 
 	if (fkv_wire_cmd(nlh) == FKV_CCMD_CLEAR) {
 		answer_clear(c, cc, nlh);
+		return;
+	}
+	if (fkv_wire_cmd(nlh) == FKV_CCMD_TENANT) {
+		answer_tenant(c, cc, nlh);
 		return;
 	}
 	if (fkv_wire_cmd(nlh) != FKV_CCMD_STATS) {
@@ -316,6 +538,7 @@ void fkv_ctlsock_handle(struct fkv_ctlsock *c, const struct pollfd *pfd,
 				c->conns[i].used = true;
 				c->conns[i].answered = false;
 				c->conns[i].since_ms = now_ms();
+				peer_creds(&c->conns[i], fd);
 				fd = -1;
 			}
 			if (fd >= 0)

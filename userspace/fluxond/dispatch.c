@@ -55,6 +55,8 @@ static const struct {
 	[FLUXONKV_CMD_ADOPT_DONE] = { "ADOPT_DONE", 0, false },
 	[FLUXONKV_CMD_LEASE] = { "LEASE", 0, false },
 	[FLUXONKV_CMD_DROPPED] = { "DROPPED", A(HANDLES), false },
+	/* daemon -> module only: named for the log */
+	[FLUXONKV_CMD_TENANTS] = { "TENANTS", 0, false },
 };
 
 #define NCMDS	(sizeof(cmds) / sizeof(cmds[0]))

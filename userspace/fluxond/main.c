@@ -166,6 +166,8 @@ static int start_cluster(struct fluxond *d)
 {
 	struct fkv_clusterd_config c = {
 		.cc = &d->cfg.cluster,
+		.tenants = d->cfg.tenants,
+		.ntenants = d->cfg.ntenants,
 		.nl = d->nl,
 		.policy = d->opt.policy,
 		.high_pct = d->opt.high_pct,
@@ -341,6 +343,13 @@ static int open_and_register(struct fluxond *d)
 		return err;
 	}
 
+	/* A table of a previous daemon is replaced (or cleared). */
+	err = fkv_nl_load_tenants(d->nl, d->cfg.tenants, d->cfg.ntenants);
+	if (err) {
+		fkv_nl_unregister(d->nl);
+		return err;
+	}
+
 	mc.capacity = d->reg.segment_size;
 	mc.incarnation = d->reg.incarnation;
 	mc.ssd_capacity = d->reg.ssd_capacity;
@@ -404,6 +413,31 @@ static int load_config(struct fluxond *d)
 	return 0;
 }
 
+/* The same tenants, in the same order. */
+static bool tenants_equal(const struct fkv_config *a,
+			  const struct fkv_config *b)
+{
+	size_t i;
+
+	if (a->ntenants != b->ntenants)
+		return false;
+	for (i = 0; i < a->ntenants; i++) {
+		const struct fkv_tenant_config *x = &a->tenants[i];
+		const struct fkv_tenant_config *y = &b->tenants[i];
+
+		if (strcmp(x->name, y->name) || x->id != y->id ||
+		    x->nuids != y->nuids || x->ngids != y->ngids ||
+		    x->dram_bytes != y->dram_bytes ||
+		    x->ssd_bytes != y->ssd_bytes ||
+		    (x->nuids && memcmp(x->uids, y->uids,
+					x->nuids * sizeof(*x->uids))) ||
+		    (x->ngids && memcmp(x->gids, y->gids,
+					x->ngids * sizeof(*x->gids))))
+			return false;
+	}
+	return true;
+}
+
 /*
  * SIGHUP: read --config again and apply what can change live (watermarks,
  * log level) where the command line did not set it; say what needs a
@@ -445,6 +479,9 @@ static void reload_config(struct fluxond *d)
 	    cfg.cluster.present != d->cfg.cluster.present)
 		fkv_warn("SIGHUP: segment, SSD tier and cluster settings change "
 			 "only with a restart (of the module for segment_mb)");
+	if (!tenants_equal(&cfg, &d->cfg))
+		fkv_warn("SIGHUP: the tenants section changes only with a "
+			 "restart of fluxond (the table stays as loaded)");
 	if (d->master && (o.high_pct != d->opt.high_pct ||
 			  o.low_pct != d->opt.low_pct)) {
 		fkv_master_set_watermarks(d->master, o.high_pct, o.low_pct);
@@ -467,12 +504,19 @@ static void reload_config(struct fluxond *d)
 static int control_stats(void *arg, struct nl_msg *msg)
 {
 	struct fluxond *d = arg;
+	int err;
 
 	if (d->cd)
-		return fkv_clusterd_stats(d->cd, msg);
-	if (nla_put_string(msg, FKV_CA_ROLE, "single"))
-		return -EMSGSIZE;
-	return d->master ? fkv_ctl_put_master(msg, d->master) : 0;
+		err = fkv_clusterd_stats(d->cd, msg);
+	else if (nla_put_string(msg, FKV_CA_ROLE, "single"))
+		err = -EMSGSIZE;
+	else
+		err = d->master ? fkv_ctl_put_master(msg, d->master) : 0;
+	/* The master's per-tenant view (issue 30). */
+	if (!err && d->master)
+		err = fkv_ctl_put_tenants(msg, d->master, d->cfg.tenants,
+					  d->cfg.ntenants);
+	return err;
 }
 
 /*
@@ -481,7 +525,8 @@ static int control_stats(void *arg, struct nl_msg *msg)
  * flushed) are handled first; the adapter makes the module flush its
  * notes before it asks (a DELETE upcall goes after them).
  */
-static int control_clear(void *arg, const char *pattern, uint64_t *removed)
+static int control_clear(void *arg, uint32_t tenant, const char *pattern,
+			 uint64_t *removed)
 {
 	struct fluxond *d = arg;
 	int err;
@@ -500,7 +545,7 @@ static int control_clear(void *arg, const char *pattern, uint64_t *removed)
 	err = fkv_nl_process(d->nl);
 	if (err && err != -EAGAIN)
 		fkv_warn("CLEAR: netlink: %s", strerror(-err));
-	return fkv_master_remove_matching(d->master, pattern, removed);
+	return fkv_master_remove_matching(d->master, tenant, pattern, removed);
 }
 
 static void open_control(struct fluxond *d)
@@ -514,8 +559,11 @@ static void open_control(struct fluxond *d)
 	err = fkv_ctlsock_open(&d->ctl, d->opt.control_path,
 			       stat("/dev/fluxonkv", &st) ? (gid_t)-1 : st.st_gid,
 			       control_stats, d);
-	if (!err)
+	if (!err) {
 		fkv_ctlsock_set_clear(d->ctl, control_clear, d);
+		fkv_ctlsock_set_tenants(d->ctl, d->cfg.tenants,
+					d->cfg.ntenants);
+	}
 	if (err)
 		fkv_warn("control socket %s: %s (fluxonctl cluster will not "
 			 "reach this daemon)", d->opt.control_path,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/tenant.h"
 #include "list.h"
 #include "log.h"
 #include "master.h"
@@ -75,6 +76,12 @@ struct fkv_hold {
 /* Held victims one eviction pass sets aside at most. */
 #define FKV_HOLD_SKIP	64
 
+/* Per-tenant statistics, unsorted, found by a scan (few tenants). */
+struct tenant_vec {
+	struct fkv_tenant_stats *v;
+	size_t n, cap;
+};
+
 struct fkv_master {
 	const struct fkv_master_ops *ops;
 	void *arg;
@@ -98,6 +105,9 @@ struct fkv_master {
 	/* ... and how many of them each held handle has, for eviction. */
 	struct fkv_u64map held_count;
 	struct fkv_master_stats st;	/* counters only; see get_stats */
+	/* per tenant: counters only (fkv_master_tenant_stats) */
+	struct tenant_vec tst;
+	bool tst_full_logged;
 	uint64_t term;		/* a cluster master's term; 0 on a single node */
 };
 
@@ -470,7 +480,118 @@ void fkv_master_destroy(struct fkv_master *m)
 	fkv_routes_destroy(m->routes);
 	for (i = 0; i < FKV_ROUTE_NODES; i++)
 		fkv_evict_destroy(m->nodes[i].policy);
+	free(m->tst.v);
 	free(m);
+}
+
+/*
+ * The entry of @tenant in @w, added (zeroed) if missing; NULL when @w has
+ * @max entries already or memory runs out.
+ */
+static struct fkv_tenant_stats *tenant_vec_get(struct tenant_vec *w,
+					       uint32_t tenant, size_t max)
+{
+	struct fkv_tenant_stats *n;
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		if (w->v[i].tenant == tenant)
+			return &w->v[i];
+	if (w->n == max)
+		return NULL;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 8;
+
+		n = realloc(w->v, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		w->v = n;
+		w->cap = cap;
+	}
+	n = &w->v[w->n++];
+	memset(n, 0, sizeof(*n));
+	n->tenant = tenant;
+	return n;
+}
+
+/* The counters of @key's tenant, or a scratch entry when full. */
+static struct fkv_tenant_stats *key_tenant(struct fkv_master *m,
+					   const void *key, size_t key_len)
+{
+	static struct fkv_tenant_stats scratch;
+	uint32_t tenant = fkv_key_tenant(key, key_len, NULL);
+	struct fkv_tenant_stats *t;
+
+	t = tenant_vec_get(&m->tst, tenant, FKV_MASTER_TENANTS);
+	if (t)
+		return t;
+	if (!m->tst_full_logged)
+		fkv_warn("tenant %u: %zu tenants counted already (or no memory): not counted",
+			 tenant, m->tst.n);
+	m->tst_full_logged = true;
+	return &scratch;
+}
+
+static int tenant_cmp(const void *a, const void *b)
+{
+	uint32_t x = ((const struct fkv_tenant_stats *)a)->tenant;
+	uint32_t y = ((const struct fkv_tenant_stats *)b)->tenant;
+
+	return x < y ? -1 : x > y;
+}
+
+static int tenant_gauges(void *arg, const struct fkv_route *r)
+{
+	struct tenant_vec *w = arg;
+	struct fkv_tenant_stats *t;
+	uint32_t i;
+
+	t = tenant_vec_get(w, fkv_key_tenant(r->key, r->key_len, NULL),
+			   SIZE_MAX);
+	if (!t)
+		return -ENOMEM;
+	t->keys++;
+	for (i = 0; i < r->nreplicas; i++) {
+		const struct fkv_replica *rep = &r->replicas[i];
+
+		if (rep->mem_handle)
+			t->dram_bytes += fkv_weight(rep->mem_len);
+		if (rep->ssd)
+			t->ssd_bytes += rep->ssd_len;
+	}
+	return 0;
+}
+
+int fkv_master_tenant_stats(const struct fkv_master *m,
+			    struct fkv_tenant_stats **out, size_t *n)
+{
+	struct tenant_vec w = { 0 };
+	size_t i;
+	int err = -ENOMEM;
+
+	*out = NULL;
+	*n = 0;
+	/* tenant 0 always, the counted ones, then those found in keys */
+	if (!tenant_vec_get(&w, 0, SIZE_MAX))
+		goto fail;
+	for (i = 0; i < m->tst.n; i++) {
+		struct fkv_tenant_stats *t;
+
+		t = tenant_vec_get(&w, m->tst.v[i].tenant, SIZE_MAX);
+		if (!t)
+			goto fail;
+		*t = m->tst.v[i];
+	}
+	err = fkv_routes_for_each_route(m->routes, tenant_gauges, &w);
+	if (err)
+		goto fail;
+	qsort(w.v, w.n, sizeof(*w.v), tenant_cmp);
+	*out = w.v;
+	*n = w.n;
+	return 0;
+fail:
+	free(w.v);
+	return err;
 }
 
 int fkv_master_node_up(struct fkv_master *m, uint32_t node,
@@ -763,6 +884,7 @@ int fkv_master_put_start(struct fkv_master *m, const void *key,
 	if (err)
 		return err;
 	m->st.puts++;
+	key_tenant(m, key, key_len)->puts++;
 	if (persist) {
 		m->st.persist_puts++;
 		*flags = FLUXONKV_PUT_F_PERSIST;
@@ -952,10 +1074,12 @@ int fkv_master_put_local(struct fkv_master *m, const void *key,
 	if (ret == 0) {
 		/* superseded: nobody references it */
 		m->st.puts++;
+		key_tenant(m, key, key_len)->puts++;
 		m->st.superseded++;
 		m->ops->send_drop(m->arg, handle, 0);
 	} else if (ret == 1) {
 		m->st.puts++;
+		key_tenant(m, key, key_len)->puts++;
 		if (persist)
 			m->st.persist_puts++;
 		/*
@@ -1352,37 +1476,45 @@ static void pick_source(const struct fkv_master *m, const struct fkv_route *r,
 int fkv_master_get_start(struct fkv_master *m, const void *key,
 			 size_t key_len, struct fkv_get_result *res)
 {
+	struct fkv_tenant_stats *ts;
 	const struct fkv_route *r;
 
 	memset(res, 0, sizeof(*res));
 	if (!fkv_key_valid(key, key_len))
 		return -EINVAL;
 	m->st.gets++;
+	ts = key_tenant(m, key, key_len);
+	ts->gets++;
 	r = fkv_routes_lookup(m->routes, key, key_len);
 	if (r)
 		pick_source(m, r, res);
 	switch (res->source) {
 	case FLUXONKV_SOURCE_MEMORY:
 		fkv_evict_touch(caller(m)->policy, res->handle);
+		ts->mem_hits++;
 		break;
 	case FLUXONKV_SOURCE_REMOTE:
 		fkv_evict_touch(m->nodes[res->node].policy, res->handle);
 		hold_add(m, res->handle, m->caller, r->put_id, false);
 		m->st.remote_gets++;
 		m->nodes[res->node].remote_gets++;
+		ts->remote_hits++;
 		break;
 	case FLUXONKV_SOURCE_SSD:
 		m->st.ssd_gets++;
+		ts->ssd_hits++;
 		break;
 	case FLUXONKV_SOURCE_REMOTE_SSD:
 		/* The SSD owner pushes it in chunks (reference §5.3). */
 		hold_add(m, res->node, m->caller, r->put_id, true);
 		m->st.remote_ssd_gets++;
 		m->nodes[res->node].remote_gets++;
+		ts->remote_hits++;
 		break;
 	default:
 		memset(res, 0, sizeof(*res));
 		m->st.get_misses++;
+		ts->misses++;
 		return -ENOENT;
 	}
 	return 0;

@@ -435,15 +435,42 @@ int fkv_master_get_revoke(struct fkv_master *m, const void *key,
 int fkv_master_for_each_key(const struct fkv_master *m, fkv_routes_key_fn fn,
 			    void *arg);
 /*
- * Delete every key (@pattern NULL) or every key a POSIX extended regular
- * expression @pattern finds a match in (regexec: anywhere in the key, as
- * Mooncake's regex_search; keys with a NUL byte never match), as
- * fkv_master_delete() each: their replicas are dropped.  *@removed: how
+ * Per tenant (issue 30), the tenant parsed from each key's prefix
+ * (common/tenant.h; tenant 0: keys without one).  Counters as the
+ * master's totals count them (only what reaches the master: gets the
+ * module answers from its own index are not seen): puts, gets and their
+ * outcome by tier -- mem_hits (this node's DRAM), ssd_hits (this node's
+ * SSD), remote_hits (another node's DRAM or SSD), misses.  Gauges from
+ * the route table when asked: keys (visible routes), dram_bytes (the
+ * weights of their DRAM replicas on every node, as eviction counts them),
+ * ssd_bytes (the lengths of their SSD replicas).
+ */
+struct fkv_tenant_stats {
+	uint32_t tenant;
+	uint64_t puts, gets, mem_hits, ssd_hits, remote_hits, misses;
+	uint64_t keys, dram_bytes, ssd_bytes;
+};
+/* Distinct tenants counted at most (more: not counted, and logged). */
+#define FKV_MASTER_TENANTS	1024
+/*
+ * Every tenant with a counter or a key, tenant 0 always, sorted by id,
+ * into a malloc()ed *@out of *@n entries.  0 or -ENOMEM.
+ */
+int fkv_master_tenant_stats(const struct fkv_master *m,
+			    struct fkv_tenant_stats **out, size_t *n);
+
+/*
+ * Delete every key of tenant @tenant (@pattern NULL) or every one of them
+ * a POSIX extended regular expression @pattern finds a match in (regexec:
+ * anywhere in the key without its tenant prefix, as Mooncake's
+ * regex_search; keys with a NUL byte never match), as fkv_master_delete()
+ * each: their replicas are dropped.  Tenant T's keys are those with T's
+ * prefix (common/tenant.h); tenant 0's those without any.  *@removed: how
  * many.  0, -EINVAL for a pattern regcomp() refuses, -ENOMEM
  * (master_clear.c).
  */
-int fkv_master_remove_matching(struct fkv_master *m, const char *pattern,
-			       uint64_t *removed);
+int fkv_master_remove_matching(struct fkv_master *m, uint32_t tenant,
+			       const char *pattern, uint64_t *removed);
 /* DELETE {KEY} -> PUT_ID (the version deleted) or -ENOENT. */
 int fkv_master_delete(struct fkv_master *m, const void *key, size_t key_len,
 		      uint64_t *put_id);

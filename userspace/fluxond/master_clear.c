@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * master_clear.c - remove every key, or every key a regular expression
- * matches (Mooncake's remove_all / remove_by_regex): the keys are
- * collected from the route table first, then deleted one by one as a
- * client's DELETE is (the walk must not see the table change).
+ * master_clear.c - remove every key of a tenant, or every key of it a
+ * regular expression matches (Mooncake's remove_all / remove_by_regex):
+ * the keys are collected from the route table first, then deleted one by
+ * one as a client's DELETE is (the walk must not see the table change).
+ * A tenant's keys are those with its prefix (tenant 0: those without
+ * any); the expression sees a key without its prefix, as its tenant wrote
+ * it.
  */
 #include <errno.h>
 #include <regex.h>
@@ -11,10 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/tenant.h"
 #include "log.h"
 #include "master.h"
 
 struct clear_keys {
+	uint32_t tenant;	/* only this tenant's keys */
 	const regex_t *re;	/* NULL: every key */
 	char *buf;		/* key_len (2 bytes), key bytes, ... */
 	size_t len, cap;
@@ -24,8 +29,14 @@ struct clear_keys {
 
 static bool clear_match(struct clear_keys *c, const void *key, size_t key_len)
 {
+	size_t prefix;
+
+	if (fkv_key_tenant(key, key_len, &prefix) != c->tenant)
+		return false;
 	if (!c->re)
 		return true;
+	key = (const uint8_t *)key + prefix;
+	key_len -= prefix;
 	if (memchr(key, '\0', key_len))
 		return false;	/* regexec sees C strings only */
 	memcpy(c->scratch, key, key_len);
@@ -60,10 +71,10 @@ static int clear_collect(void *arg, const void *key, size_t key_len)
 	return 0;
 }
 
-int fkv_master_remove_matching(struct fkv_master *m, const char *pattern,
-			       uint64_t *removed)
+int fkv_master_remove_matching(struct fkv_master *m, uint32_t tenant,
+			       const char *pattern, uint64_t *removed)
 {
-	struct clear_keys c = { 0 };
+	struct clear_keys c = { .tenant = tenant };
 	regex_t re;
 	uint64_t put_id;
 	size_t off;
@@ -91,8 +102,9 @@ int fkv_master_remove_matching(struct fkv_master *m, const char *pattern,
 			(*removed)++;
 		off += 2 + (size_t)l;
 	}
-	fkv_info("removed %llu of %zu key(s) %s%s", (unsigned long long)*removed,
-		 c.n, pattern ? "matching " : "(all)", pattern ? pattern : "");
+	fkv_info("removed %llu of %zu key(s) of tenant %u %s%s",
+		 (unsigned long long)*removed, c.n, tenant,
+		 pattern ? "matching " : "(all)", pattern ? pattern : "");
 out_free:
 	free(c.buf);
 	free(c.scratch);

@@ -24,6 +24,7 @@
 #include <netlink/netlink.h>
 #include <netlink/socket.h>
 
+#include "fluxonkv_config.h"
 #include "dispatch.h"
 #include "log.h"
 #include "nl.h"
@@ -293,9 +294,11 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static struct nl_msg *new_msg(int family, uint8_t cmd, int flags)
+/* @size 0: libnl's default (a page). */
+static struct nl_msg *new_msg_size(int family, uint8_t cmd, int flags,
+				   size_t size)
 {
-	struct nl_msg *msg = nlmsg_alloc();
+	struct nl_msg *msg = size ? nlmsg_alloc_size(size) : nlmsg_alloc();
 
 	if (!msg)
 		return NULL;
@@ -305,6 +308,11 @@ static struct nl_msg *new_msg(int family, uint8_t cmd, int flags)
 		return NULL;
 	}
 	return msg;
+}
+
+static struct nl_msg *new_msg(int family, uint8_t cmd, int flags)
+{
+	return new_msg_size(family, cmd, flags, 0);
 }
 
 static int send_msg(struct fkv_nl *nl, struct nl_msg *msg)
@@ -385,6 +393,112 @@ struct nl_msg *fkv_nl_persist_msg(int family, uint64_t handle, uint64_t put_id)
 		return NULL;
 	}
 	return msg;
+}
+
+static int request_msg(struct fkv_nl *nl, struct nl_msg *msg, uint8_t cmd);
+
+/* An upper bound of the TENANTS message for @t (@n entries). */
+static size_t tenants_msg_size(const struct fkv_tenant_config *t, size_t n)
+{
+	size_t i, size = NLMSG_HDRLEN + GENL_HDRLEN + 64;
+
+	for (i = 0; i < n; i++)
+		size += 3 * NLA_HDRLEN + NLA_ALIGN(sizeof(uint32_t)) + 8 +
+			NLA_ALIGN(t[i].nuids * sizeof(uint32_t)) +
+			NLA_ALIGN(t[i].ngids * sizeof(uint32_t)) + NLA_HDRLEN;
+	return size;
+}
+
+struct nl_msg *fkv_nl_tenants_msg(int family,
+				  const struct fkv_tenant_config *t, size_t n)
+{
+	struct nl_msg *msg;
+	size_t i;
+
+	if (n > FLUXONKV_TENANTS_MAX) {
+		errno = E2BIG;
+		return NULL;
+	}
+	msg = new_msg_size(family, FLUXONKV_CMD_TENANTS, NLM_F_ACK,
+			   tenants_msg_size(t, n));
+	if (!msg) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (i = 0; i < n; i++) {
+		struct nlattr *e;
+
+		if (!t[i].id || t[i].id > FLUXONKV_TENANT_ID_MAX ||
+		    t[i].nuids > FLUXONKV_TENANT_IDS_MAX ||
+		    t[i].ngids > FLUXONKV_TENANT_IDS_MAX) {
+			nlmsg_free(msg);
+			errno = EINVAL;
+			return NULL;
+		}
+		e = nla_nest_start(msg, FLUXONKV_A_TENANT_ENTRY);
+		if (!e || nla_put_u32(msg, FLUXONKV_A_TENANT_ID, t[i].id) ||
+		    (t[i].nuids &&
+		     nla_put(msg, FLUXONKV_A_UIDS,
+			     (int)(t[i].nuids * sizeof(uint32_t)),
+			     t[i].uids)) ||
+		    (t[i].ngids &&
+		     nla_put(msg, FLUXONKV_A_GIDS,
+			     (int)(t[i].ngids * sizeof(uint32_t)),
+			     t[i].gids))) {
+			nlmsg_free(msg);
+			errno = EMSGSIZE;
+			return NULL;
+		}
+		nla_nest_end(msg, e);
+	}
+	return msg;
+}
+
+int fkv_nl_set_tenants(struct fkv_nl *nl, const struct fkv_tenant_config *t,
+		       size_t n)
+{
+	struct nl_msg *msg = fkv_nl_tenants_msg(nl->family, t, n);
+	int size;
+
+	if (!msg)
+		return -errno;
+	/*
+	 * A full table is ~140 KiB, past the 32 KiB send buffer libnl sets:
+	 * grow it (SO_SNDBUFFORCE ignores net.core.wmem_max).
+	 */
+	size = 2 * (int)nlmsg_hdr(msg)->nlmsg_len;
+	if (size > 32768 &&
+	    setsockopt(fkv_nl_fd(nl), SOL_SOCKET, SO_SNDBUFFORCE, &size,
+		       sizeof(size)) &&
+	    setsockopt(fkv_nl_fd(nl), SOL_SOCKET, SO_SNDBUF, &size,
+		       sizeof(size)))
+		fkv_warn("tenants: cannot grow the netlink send buffer: %m");
+	return request_msg(nl, msg, FLUXONKV_CMD_TENANTS);
+}
+
+int fkv_nl_load_tenants(struct fkv_nl *nl, const struct fkv_tenant_config *t,
+			size_t n)
+{
+	int err = fkv_nl_set_tenants(nl, t, n);
+
+	if (!err) {
+		if (n)
+			fkv_info("tenants: %zu loaded into the module", n);
+		else
+			fkv_dbg("tenants: none configured, the module's table cleared");
+		return 0;
+	}
+	if (err == -EOPNOTSUPP && !n) {
+		fkv_dbg("tenants: the module has none (no FLUXONKV_CMD_TENANTS)");
+		return 0;
+	}
+	if (err == -EOPNOTSUPP)
+		fkv_err("the configuration declares %zu tenant%s but this fluxonkv module has no tenants (FLUXONKV_CMD_TENANTS unknown): install the module of this release, or remove the tenants section",
+			n, n == 1 ? "" : "s");
+	else
+		fkv_err("cannot load the %zu tenant%s into the module: %s", n,
+			n == 1 ? "" : "s", strerror(-err));
+	return err;
 }
 
 int fkv_nl_send_persist(struct fkv_nl *nl, uint64_t handle, uint64_t put_id)
@@ -769,8 +883,10 @@ static int on_valid(struct nl_msg *msg, void *arg)
 	case FLUXONKV_CMD_DAEMON_EVENT:
 		break;
 	default:
-		if (nl->req.active && nl->req.cmd ==
-		    FLUXONKV_CMD_DAEMON_REGISTER && stash(nl, msg))
+		/* upcalls wait while we register and load the tenants */
+		if (nl->req.active &&
+		    (nl->req.cmd == FLUXONKV_CMD_DAEMON_REGISTER ||
+		     nl->req.cmd == FLUXONKV_CMD_TENANTS) && stash(nl, msg))
 			break;
 		if (nl->batching && nl->nbatch < FKV_NL_BATCH) {
 			nlmsg_get(msg);
@@ -872,23 +988,14 @@ static int on_error(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
 }
 
 /*
- * Send a request with NLM_F_ACK (and FLAGS if @flags, NODE_ID if @node_id)
- * and wait for its answer and ACK.
+ * Send @msg (a request with NLM_F_ACK; freed here) and wait for its answer
+ * and ACK.
  */
-static int request(struct fkv_nl *nl, uint8_t cmd, uint32_t flags,
-		   uint32_t node_id)
+static int request_msg(struct fkv_nl *nl, struct nl_msg *msg, uint8_t cmd)
 {
-	struct nl_msg *msg = new_msg(nl->family, cmd, NLM_F_ACK);
 	uint64_t deadline = now_ms() + FKV_NL_TIMEOUT_MS;
 	int err;
 
-	if (!msg)
-		return -ENOMEM;
-	if ((flags && nla_put_u32(msg, FLUXONKV_A_FLAGS, flags) < 0) ||
-	    (node_id && nla_put_u32(msg, FLUXONKV_A_NODE_ID, node_id) < 0)) {
-		nlmsg_free(msg);
-		return -EMSGSIZE;
-	}
 	memset(&nl->req, 0, sizeof(nl->req));
 	err = send_msg(nl, msg);
 	if (!err) {
@@ -921,6 +1028,21 @@ static int request(struct fkv_nl *nl, uint8_t cmd, uint32_t flags,
 	}
 	nl->req.active = false;
 	return err ? err : nl->req.error;
+}
+
+static int request(struct fkv_nl *nl, uint8_t cmd, uint32_t flags,
+		   uint32_t node_id)
+{
+	struct nl_msg *msg = new_msg(nl->family, cmd, NLM_F_ACK);
+
+	if (!msg)
+		return -ENOMEM;
+	if ((flags && nla_put_u32(msg, FLUXONKV_A_FLAGS, flags) < 0) ||
+	    (node_id && nla_put_u32(msg, FLUXONKV_A_NODE_ID, node_id) < 0)) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	return request_msg(nl, msg, cmd);
 }
 
 int fkv_nl_get_version(struct fkv_nl *nl, struct fkv_nl_version *v)

@@ -8,6 +8,7 @@
 #define FLUXOND_NL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "upcall.h"
@@ -107,6 +108,22 @@ int fkv_nl_send_persist(struct fkv_nl *nl, uint64_t handle, uint64_t put_id);
  * DROP_REPLICAs were sent before): they are local hits again.
  */
 int fkv_nl_send_adopt_done(struct fkv_nl *nl);
+/*
+ * TENANTS (issue 30): replace the module's tenant table with @t (@n
+ * entries; none: no table, isolation off), waiting for the module's ack.
+ * 0, or -EOPNOTSUPP from a module without tenants, -EINVAL / -E2BIG for a
+ * table past the uapi limits, another -errno.
+ */
+struct fkv_tenant_config;
+int fkv_nl_set_tenants(struct fkv_nl *nl, const struct fkv_tenant_config *t,
+		       size_t n);
+/*
+ * The same after every DAEMON_REGISTER, with the log line: -EOPNOTSUPP
+ * with @n == 0 is 0 (an older module has no table to clear); any other
+ * error is logged as one line and returned (the caller exits 1).
+ */
+int fkv_nl_load_tenants(struct fkv_nl *nl, const struct fkv_tenant_config *t,
+			size_t n);
 /* LEASE: local hits until CLOCK_MONOTONIC @until_ns (REGISTER_F_LEASE). */
 int fkv_nl_send_lease(struct fkv_nl *nl, uint64_t until_ns);
 
@@ -166,5 +183,13 @@ struct nl_msg *fkv_nl_drop_msg(int family, uint64_t handle, uint32_t flags);
 struct nl_msg *fkv_nl_ssd_drop_msg(int family, const void *key,
 				   size_t key_len, uint64_t put_id);
 struct nl_msg *fkv_nl_persist_msg(int family, uint64_t handle, uint64_t put_id);
+/*
+ * Build TENANTS {TENANT_ENTRY {TENANT_ID, UIDS, GIDS}...} with NLM_F_ACK;
+ * UIDS / GIDS are left out when empty.  NULL with errno (E2BIG: more than
+ * FLUXONKV_TENANTS_MAX entries; EINVAL: an id or id list out of the
+ * uapi's range; ENOMEM).
+ */
+struct nl_msg *fkv_nl_tenants_msg(int family,
+				  const struct fkv_tenant_config *t, size_t n);
 
 #endif /* FLUXOND_NL_H */

@@ -1487,3 +1487,21 @@ int fkv_routes_for_each(const struct fkv_routes *t, fkv_routes_key_fn fn,
 				return err;
 	return 0;
 }
+
+int fkv_routes_for_each_route(const struct fkv_routes *t,
+			      fkv_routes_route_fn fn, void *arg)
+{
+	size_t i;
+	struct fkv_route *r;
+	int err;
+
+	for (i = t->old ? t->moved : 0; t->old && i < t->nold; i++)
+		for (r = t->old[i]; r; r = r->next)
+			if (r->nreplicas && (err = fn(arg, r)))
+				return err;
+	for (i = 0; i < t->nbuckets; i++)
+		for (r = t->buckets[i]; r; r = r->next)
+			if (r->nreplicas && (err = fn(arg, r)))
+				return err;
+	return 0;
+}

@@ -416,6 +416,10 @@ uint64_t fkv_routes_now_ms(const struct fkv_routes *t);
 typedef int (*fkv_routes_key_fn)(void *arg, const void *key, size_t key_len);
 int fkv_routes_for_each(const struct fkv_routes *t, fkv_routes_key_fn fn,
 			void *arg);
+/* The same with the whole route (visible ones only). */
+typedef int (*fkv_routes_route_fn)(void *arg, const struct fkv_route *r);
+int fkv_routes_for_each_route(const struct fkv_routes *t,
+			      fkv_routes_route_fn fn, void *arg);
 uint64_t fkv_routes_capacity(const struct fkv_routes *t);
 uint64_t fkv_routes_used(const struct fkv_routes *t);
 uint64_t fkv_routes_reserved(const struct fkv_routes *t);

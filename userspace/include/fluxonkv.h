@@ -88,7 +88,7 @@ void fkv_close(struct fkv *kv);
  * configuration (`tenants:`); root (CAP_SYS_ADMIN) may bind to any.
  */
 #define FKV_TENANT_DEFAULT	"default"	/* tenant 0's name */
-#define FKV_TENANT_NAME_MAX	255
+#define FKV_TENANT_NAME_MAX	63		/* as fluxond's config allows */
 
 /*
  * Bind @kv to tenant @tenant (1..FLUXONKV_TENANT_ID_MAX), before it holds

@@ -124,6 +124,25 @@
  * never written into a message (nor by fluxonctl): only its length and
  * source are.
  *
+ * Tenants section (fluxonkv_spec.tenants, struct fkv_tenant_config; issue
+ * 30): absent, null or [] means no tenants (every key in tenant 0, no
+ * isolation).  Otherwise a list of at most FKV_TENANTS_MAX mappings, each
+ * checked as strictly as fluxonkv_spec:
+ *
+ *	  - name: sglang               # required; [A-Za-z0-9_.-]{1,63},
+ *	                               # unique; "default" is reserved (tenant 0)
+ *	    id: 1                      # required; 1..65535, unique
+ *	    uids: [1001, svc-sglang]   # optional; who may use the tenant:
+ *	    gids: [infer]              # numbers or user / group names,
+ *	                               # resolved (getpwnam / getgrnam) when the
+ *	                               # configuration is parsed: an unknown
+ *	                               # name is an error.  At most 64 each,
+ *	                               # no repeats; 4294967295 is refused.
+ *	                               # Root may use every tenant; a tenant
+ *	                               # with neither is root's only (warning)
+ *	    dram_bytes: 64GB           # optional quotas (size grammar below);
+ *	    ssd_bytes: 1TB             # absent or null: none
+ *
  * Host:port grammar (fkv_parse_hostport()):
  *
  *	hostport := host ":" port
@@ -267,6 +286,36 @@ struct fkv_cluster_config {
 #define FKV_ETCD_LEASE_TTL_MS_DEFAULT	3000
 #define FKV_ETCD_PREFIX_MAX		200
 
+/*
+ * fluxonkv_spec.tenants[i] (issue 30): a key space of its own, loaded into
+ * the module by fluxond (FLUXONKV_CMD_TENANTS) and known to its master.
+ */
+#define FKV_TENANTS_MAX		256	/* = FLUXONKV_TENANTS_MAX */
+#define FKV_TENANT_IDS_MAX	64	/* uids, gids: = FLUXONKV_TENANT_IDS_MAX */
+#define FKV_TENANT_ID_MAX	65535	/* = FLUXONKV_TENANT_ID_MAX */
+#define FKV_TENANT_NAME_MAX	63
+#define FKV_TENANT_DEFAULT	"default"	/* tenant 0's name, reserved */
+
+struct fkv_tenant_config {
+	char *name;		/* owned, validated */
+	uint32_t id;		/* 1..FKV_TENANT_ID_MAX */
+	uint32_t *uids;		/* owned; nuids entries, resolved */
+	size_t nuids;
+	uint32_t *gids;
+	size_t ngids;
+	uint64_t dram_bytes;	/* quota; 0 = none */
+	uint64_t ssd_bytes;	/* quota; 0 = none */
+};
+
+/* @c's tenant named @name / numbered @id, or NULL. */
+const struct fkv_tenant_config *
+fkv_tenant_by_name(const struct fkv_tenant_config *t, size_t n,
+		   const char *name);
+const struct fkv_tenant_config *
+fkv_tenant_by_id(const struct fkv_tenant_config *t, size_t n, uint32_t id);
+/* The problem with @s as a tenant name ("is empty", ...), or NULL. */
+const char *fkv_tenant_name_problem(const char *s);
+
 /* Watermarks fluxond uses when neither the file nor its flags set them. */
 #define FKV_HIGH_WATERMARK_PCT	98
 #define FKV_LOW_WATERMARK_PCT	95
@@ -290,6 +339,8 @@ struct fkv_config {
 	uint64_t *limits;	/* large_limit_size in bytes, npaths entries
 				 * when ssd */
 	struct fkv_cluster_config cluster;	/* present: not single node */
+	struct fkv_tenant_config *tenants;	/* in file order; owned */
+	size_t ntenants;			/* 0..FKV_TENANTS_MAX */
 	struct fkv_msgs warnings;
 	struct fkv_msgs errors;
 };

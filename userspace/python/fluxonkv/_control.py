@@ -29,7 +29,7 @@ _CA_TENANT_NAME = 94            # FKV_CA_TENANT_NAME
 _CA_TENANT_ID = 95              # FKV_CA_TENANT_ID
 TENANT_ID_MAX = 65535           # FLUXONKV_TENANT_ID_MAX
 DEFAULT_TENANT = "default"      # tenant 0's name (FKV_TENANT_DEFAULT)
-_TENANT_NAME_MAX = 255          # FKV_TENANT_NAME_MAX
+_TENANT_NAME_MAX = 63           # FKV_TENANT_NAME_MAX
 _WIRE_MAX = 64 << 10            # FKV_WIRE_MAX
 _TIMEOUT = 60.0                 # a clear of millions of keys takes a while
 
