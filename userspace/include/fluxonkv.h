@@ -95,7 +95,7 @@ void fkv_close(struct fkv *kv);
  * anything.  -EINVAL: @tenant 0 or past the max; -ENOENT: no such tenant
  * in the table the daemon loaded; -EPERM: the caller's uid / groups are
  * not the tenant's (and it lacks CAP_SYS_ADMIN); -EBUSY: @kv is already
- * bound, or has holders open; -EACCES: a privileged (daemon) handle;
+ * bound, or has holders open;
  * -EOPNOTSUPP: the module predates tenants (no FLUXONKV_INFO_TENANTS).
  * Call it before sharing @kv with other threads: operations that race the
  * bind run in either key space.

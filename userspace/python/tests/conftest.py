@@ -255,11 +255,14 @@ def tenants(fluxon_env):
 
 
 def in_child_as(uid, fn):
-    """Run @fn() in a forked child as @uid (gid too, no groups) with
-    /dev/fluxonkv open to everyone meanwhile; fail with the child's
-    traceback if it raised."""
+    """Run @fn() in a forked child as @uid (gid too), a member of the
+    control socket's group only (as an operator adds a tenant's users to
+    fluxond's group), with /dev/fluxonkv open to everyone meanwhile; fail
+    with the child's traceback if it raised."""
     import traceback
 
+    sock = os.environ.get("FLUXOND_CONTROL", "/run/fluxonkv/fluxond.sock")
+    groups = [os.stat(sock).st_gid] if os.path.exists(sock) else []
     mode = DEV.stat().st_mode & 0o7777
     os.chmod(DEV, 0o666)
     r, w = os.pipe()
@@ -269,7 +272,7 @@ def in_child_as(uid, fn):
             os.close(r)
             code = 0
             try:
-                os.setgroups([])
+                os.setgroups(groups)
                 os.setgid(uid)
                 os.setuid(uid)
                 fn()
