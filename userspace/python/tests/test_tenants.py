@@ -164,7 +164,6 @@ def test_key_max_is_250_in_a_tenant_and_the_adapter_hashes_longer(
         assert mc.remove(k) == 0
     alpha.delete(k250)
     default.delete(k251)
-        default.delete(k)
 
 
 def test_binding_twice_is_ebusy(tenants, key):
