@@ -399,7 +399,7 @@ int fluxonkv_users_show(struct seq_file *m, void *unused);
 extern unsigned int fluxonkv_pin_max_pct;
 void fluxonkv_session_free(struct fluxonkv_session *s);
 int fluxonkv_holder_add(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
-			u64 *id);
+			u32 tenant, u64 *id);
 int fluxonkv_holder_release(struct fluxonkv_session *s, u64 id);
 int fluxonkv_holders_open(struct inode *inode, struct file *file);
 
@@ -426,6 +426,8 @@ struct fluxonkv_get_result {
 	 * asynchronously (-EIOCBQUEUED) in this context
 	 */
 	struct fluxonkv_refill *refill;
+	/* in: the tenant of the key asked for (its prefix), for holders */
+	u32 tenant;
 };
 
 /* What one room wait has asked for so far (fluxonkv_ask_room()). */
@@ -820,6 +822,9 @@ int fluxonkv_latency_show(struct seq_file *m, void *unused);
 /* ---- tenant.c: key spaces, the bind table, isolated mappings ---- */
 void fluxonkv_tenant_prefix(u8 *key, u32 tenant);
 bool fluxonkv_key_reserved(const u8 *key, u32 key_len);
+u32 fluxonkv_key_tenant(const u8 *key, u32 key_len);
+void fluxonkv_tenant_bound(struct fluxonkv_session *s);
+void fluxonkv_tenant_unbind(struct fluxonkv_session *s);
 int fluxonkv_tenant_may_bind(u32 tenant);
 extern const struct nla_policy fluxonkv_tenants_policy[FLUXONKV_A_MAX + 1];
 struct genl_info;

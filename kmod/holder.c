@@ -212,6 +212,7 @@ void fluxonkv_session_free(struct fluxonkv_session *s)
 		cond_resched();
 	}
 	xa_destroy(&s->holders);
+	fluxonkv_tenant_unbind(s);
 	while ((h = s->spare)) {
 		s->spare = h->next_spare;
 		kfree(h);
@@ -226,6 +227,9 @@ void fluxonkv_session_free(struct fluxonkv_session *s)
  * fluxonkv_holder_add() - pin @a for session @s.
  * @s: the caller's session.
  * @a: the range; the holder takes over the caller's reference on success.
+ * @tenant: the tenant of the key it was asked for: the first holder of an
+ *	unprivileged session (or of any session for a tenant's key) says
+ *	whose the value is, for isolated faults (tenant.c).
  * @id: out: the new holder id.
  *
  * Return: 0, -EMFILE if the session has FLUXONKV_HOLDERS_MAX holders
@@ -233,7 +237,7 @@ void fluxonkv_session_free(struct fluxonkv_session *s)
  * segment, or -ENOMEM (the caller keeps its reference).
  */
 int fluxonkv_holder_add(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
-			u64 *id)
+			u32 tenant, u64 *id)
 {
 	struct fluxonkv_holder *h;
 	u32 slot;
@@ -262,9 +266,6 @@ int fluxonkv_holder_add(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 		xa_lock(&s->holders);
 	}
 	h->a = a;
-	/* the first holder says whose the value is (tenant.c) */
-	if (!s->privileged || READ_ONCE(s->tenant))
-		cmpxchg(&a->tenant, FLUXONKV_TENANT_NONE, READ_ONCE(s->tenant));
 	/*
 	 * May drop the lock to allocate a node; slots below are reused.  One
 	 * slot more than the cap: FLUXONKV_HOLDER_KEEP_SLOT is never a holder.
@@ -281,6 +282,9 @@ int fluxonkv_holder_add(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 		 FLUXONKV_HOLDER_SLOT_BITS) | slot;
 	*id = h->id;
 	xa_unlock(&s->holders);
+	/* the first holder says whose the value is (tenant.c) */
+	if (!s->privileged || tenant)
+		cmpxchg(&a->tenant, FLUXONKV_TENANT_NONE, tenant);
 	fluxonkv_stat_inc(holders);
 	return 0;
 

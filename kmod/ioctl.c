@@ -280,6 +280,7 @@ static int fluxonkv_do_get(struct fluxonkv_session *s, u32 key_len,
 		return ret;
 	t0 = fluxonkv_clock();
 	res->flags = flags & FLUXONKV_GR_NOWAIT;
+	res->tenant = fluxonkv_key_tenant(key, key_len);
 	ret = fluxonkv_get(s, key, key_len, res);
 	if (ret != -EAGAIN)
 		fluxonkv_get_lat(ret, res, t0);
@@ -951,6 +952,7 @@ static long fluxonkv_ioc_tenant(struct fluxonkv_session *s, void __user *uarg)
 		return ret;
 	if (atomic_read(&s->nholders) || cmpxchg(&s->tenant, 0, t.tenant))
 		return -EBUSY;
+	fluxonkv_tenant_bound(s);
 	t.key_max = FLUXONKV_KEY_MAX - FLUXONKV_TENANT_PREFIX_LEN;
 	return fluxonkv_copy_out(uarg, &t, sizeof(t), usize);
 }

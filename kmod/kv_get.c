@@ -65,7 +65,7 @@ int fluxonkv_grant(struct fluxonkv_session *s, struct fluxonkv_alloc *a,
 	if (res->flags & FLUXONKV_GR_ALLOC) {
 		res->alloc = a;		/* the caller's reference now */
 	} else {
-		ret = fluxonkv_holder_add(s, a, &res->holder_id);
+		ret = fluxonkv_holder_add(s, a, res->tenant, &res->holder_id);
 		if (ret) {
 			fluxonkv_alloc_put(a);
 			return ret;
@@ -325,6 +325,9 @@ static int fluxonkv_get_from_ssd_start(struct fluxonkv_session *s,
 	if (!start->len || start->len > min_t(u64, FLUXONKV_VALUE_MAX,
 					      fluxonkv_seg.size))
 		return -EAGAIN;		/* the synchronous path says -EPROTO */
+	/* isolated, a new range is unmapped first (may sleep): io-wq's */
+	if (READ_ONCE(fluxonkv_isolated))
+		return -EAGAIN;
 	/*
 	 * The target is the getter's pin from before it is allocated until
 	 * the finish (the room wait included): charged to its user.

@@ -207,8 +207,13 @@ static int fluxonkv_open(struct inode *inode, struct file *file)
 	if (!s)
 		return -ENOMEM;
 	file->private_data = s;
-	/* one address_space for every open: isolation unmaps through it */
-	fluxonkv_tenant_file_open(file);
+	/*
+	 * One address_space for every unprivileged open: isolation unmaps
+	 * through it.  The daemon's (trusted, unchecked) stays apart: its
+	 * views are never unmapped for other tenants' values.
+	 */
+	if (!s->privileged)
+		fluxonkv_tenant_file_open(file);
 	return 0;
 }
 

@@ -19,6 +19,7 @@
 #include <linux/fs.h>
 #include <linux/gfp.h>
 #include <linux/mm.h>
+#include <linux/pfn_t.h>
 #include <linux/rbtree_augmented.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -1149,13 +1150,21 @@ static vm_fault_t fluxonkv_vm_fault_isolated(struct vm_fault *vmf,
 		fluxonkv_stat_inc(faults_refused);
 		return VM_FAULT_SIGBUS;
 	}
-	/* the window's pages that are the value's */
+	/*
+	 * The window's pages that are the value's, as special PTEs: no
+	 * struct page behind them for get_user_pages(), so nothing (a pipe's
+	 * vmsplice, an O_DIRECT write, a memory registration) can pin them
+	 * past the unmap that ends this view when the range is reused.
+	 */
 	first = max_t(pgoff_t, vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT),
 		      a->offset >> PAGE_SHIFT);
 	last = min_t(pgoff_t, vma->vm_pgoff + ((end - vma->vm_start) >> PAGE_SHIFT),
 		     (a->offset + a->span) >> PAGE_SHIFT);
 	addr = vma->vm_start + ((first - vma->vm_pgoff) << PAGE_SHIFT);
-	ret = fluxonkv_vm_insert(vmf, addr, first, last - first);
+	ret = VM_FAULT_NOPAGE;
+	for (; first < last && ret == VM_FAULT_NOPAGE; first++, addr += PAGE_SIZE)
+		ret = vmf_insert_mixed(vma, addr,
+				       page_to_pfn_t(fluxonkv_seg.pages[first]));
 	fluxonkv_alloc_put(a);
 	return ret;
 }

@@ -32,6 +32,7 @@
 #include <linux/uidgid.h>
 #include <asm/unaligned.h>
 #include <net/genetlink.h>
+#include <net/sock.h>
 
 #include "fluxonkv.h"
 
@@ -78,6 +79,35 @@ bool fluxonkv_key_reserved(const u8 *key, u32 key_len)
 {
 	return key_len >= 2 && key[0] == FLUXONKV_TENANT_TAG0 &&
 	       key[1] == FLUXONKV_TENANT_TAG1;
+}
+
+/* The tenant whose key (as the module names it) @key is; 0: the default. */
+u32 fluxonkv_key_tenant(const u8 *key, u32 key_len)
+{
+	if (key_len <= FLUXONKV_TENANT_PREFIX_LEN ||
+	    !fluxonkv_key_reserved(key, key_len))
+		return 0;
+	return get_unaligned_be32(key + 2);
+}
+
+/*
+ * Sessions bound to a tenant now.  Isolation stays on while any is, even
+ * when the table is emptied: a bound session's faults are never left
+ * unchecked (its binding is not revoked by a new table).
+ */
+static atomic_t fluxonkv_tenant_sessions = ATOMIC_INIT(0);
+
+void fluxonkv_tenant_bound(struct fluxonkv_session *s)
+{
+	atomic_inc(&fluxonkv_tenant_sessions);
+	fluxonkv_stat_inc(tenant_binds);
+}
+
+/* @s is going: no longer bound. */
+void fluxonkv_tenant_unbind(struct fluxonkv_session *s)
+{
+	if (s->tenant)
+		atomic_dec(&fluxonkv_tenant_sessions);
 }
 
 /* Every open of the device maps through the one shared address_space. */
@@ -139,8 +169,6 @@ int fluxonkv_tenant_may_bind(u32 tenant)
 	rcu_read_unlock();
 	if (ret)
 		fluxonkv_stat_inc(tenant_binds_refused);
-	else
-		fluxonkv_stat_inc(tenant_binds);
 	return ret;
 }
 
@@ -184,6 +212,7 @@ const struct nla_policy fluxonkv_tenants_policy[FLUXONKV_A_MAX + 1] = {
 /* One TENANT_ENTRY nest into @e; the ids in the sender's user namespace. */
 static int fluxonkv_tenant_parse(const struct nlattr *nest,
 				 struct fluxonkv_tenant_ent *e,
+				 struct user_namespace *ns,
 				 struct netlink_ext_ack *extack)
 {
 	struct nlattr *tb[FLUXONKV_A_MAX + 1];
@@ -203,7 +232,7 @@ static int fluxonkv_tenant_parse(const struct nlattr *nest,
 	if (n < 0)
 		return n;
 	for (i = 0; i < n; i++) {
-		e->uids[i] = make_kuid(current_user_ns(), raw[i]);
+		e->uids[i] = make_kuid(ns, raw[i]);
 		if (!uid_valid(e->uids[i]))
 			goto bad_id;
 	}
@@ -212,7 +241,7 @@ static int fluxonkv_tenant_parse(const struct nlattr *nest,
 	if (n < 0)
 		return n;
 	for (i = 0; i < n; i++) {
-		e->gids[i] = make_kgid(current_user_ns(), raw[i]);
+		e->gids[i] = make_kgid(ns, raw[i]);
 		if (!gid_valid(e->gids[i]))
 			goto bad_id;
 	}
@@ -229,13 +258,16 @@ bad_id:
  * FLUXONKV_CMD_TENANTS: replace the table with the message's entries.
  * Switching isolation on waits for the faults in flight, then unmaps the
  * whole segment from every process: what was mapped without the checks
- * is mapped again only through them.
+ * is mapped again only through them.  (Pages something pinned while it
+ * was off -- a pipe, an O_DIRECT write in flight -- stay pinned: load the
+ * table before tenants' clients start, as fluxond does at registration.)
+ * It stays on while sessions are bound, table or not.
  */
 int fluxonkv_nl_tenants(struct sk_buff *skb, struct genl_info *info)
 {
 	struct fluxonkv_tenant_table *t = NULL, *old;
 	const struct nlattr *nla;
-	bool was;
+	bool was, isolated;
 	u32 n = 0, i;
 	int rem, ret;
 
@@ -256,6 +288,7 @@ int fluxonkv_nl_tenants(struct sk_buff *skb, struct genl_info *info)
 			if (nla_type(nla) != FLUXONKV_A_TENANT_ENTRY)
 				continue;
 			ret = fluxonkv_tenant_parse(nla, &t->ents[t->n],
+						    sk_user_ns(NETLINK_CB(skb).sk),
 						    info->extack);
 			if (ret)
 				goto err_free;
@@ -275,8 +308,9 @@ int fluxonkv_nl_tenants(struct sk_buff *skb, struct genl_info *info)
 	old = rcu_replace_pointer(fluxonkv_tenants, t,
 				  lockdep_is_held(&fluxonkv_tenants_mutex));
 	was = fluxonkv_isolated;
-	WRITE_ONCE(fluxonkv_isolated, t != NULL);
-	if (t && !was) {
+	isolated = t || atomic_read(&fluxonkv_tenant_sessions);
+	WRITE_ONCE(fluxonkv_isolated, isolated);
+	if (isolated && !was) {
 		/* faults that saw it off are done: unmap what they mapped */
 		synchronize_srcu(&fluxonkv_fault_srcu);
 		unmap_mapping_range(fluxonkv_map_inode->i_mapping, 0, 0, 1);
@@ -285,7 +319,7 @@ int fluxonkv_nl_tenants(struct sk_buff *skb, struct genl_info *info)
 	if (old)
 		kvfree_rcu(old, rcu);
 	pr_info("tenant table: %u tenants, isolation %s\n", n,
-		t ? "on" : "off");
+		isolated ? "on" : "off");
 	return 0;
 
 err_free:
@@ -358,6 +392,7 @@ void fluxonkv_tenant_exit(void)
 
 	t = rcu_replace_pointer(fluxonkv_tenants, NULL, true);
 	kvfree(t);	/* the family is unregistered: no reader is left */
+	WRITE_ONCE(fluxonkv_isolated, false);	/* no zap after the iput */
 	iput(fluxonkv_map_inode);
 	kern_unmount(fluxonkv_mnt);
 }

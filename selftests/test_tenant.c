@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 
 #include <fluxonkv.h>
@@ -111,6 +112,16 @@ static uint64_t read_own(struct fkv *kv, const char *key, size_t len,
 	release(kv, &h);
 	free(want);
 	return off;
+}
+
+/* INFO's flags through a fresh handle. */
+static uint32_t info_flags(void)
+{
+	struct fkv *kv = kv_open();
+	uint32_t flags = info_of(kv).flags;
+
+	fkv_close(kv);
+	return flags;
 }
 
 static int lookup_ret(struct fkv *kv, const char *key, size_t key_len)
@@ -304,12 +315,12 @@ FKV_TEST(tenants_are_key_spaces_of_their_own)
 	FKV_ASSERT_EQ(fkv_delete(kv1, longkey, 250), 0);
 	FKV_ASSERT_EQ(fkv_delete(kv0, longkey, 256), 0);
 
-	/* the table gone: no isolation, a new bind finds no tenant */
+	/* the table gone, nobody bound: no isolation, no tenant to bind */
+	fkv_close(kv1);
+	fkv_close(kv2);
 	FKV_ASSERT_EQ(load_tenants(NULL, 0), 0);
 	FKV_ASSERT(!(info_of(kv0).flags & FLUXONKV_INFO_ISOLATED), "isolated");
 	fkv_close(kv0);
-	fkv_close(kv1);
-	fkv_close(kv2);
 	kv0 = kv_open();
 	FKV_ASSERT_EQ(bind_kv(kv0, 1), -ENOENT);
 	fkv_close(kv0);
@@ -330,7 +341,7 @@ FKV_TEST(an_isolated_mapping_shows_a_tenant_only_its_own_values)
 	};
 	uint64_t base, off_a, off_b, off_c, refused;
 	struct fkv *kv1, *kv2;
-	int to_child[2], to_parent[2];
+	int to_child[2], to_parent[2], st;
 	struct viewer v;
 	pid_t pid;
 	char go;
@@ -373,6 +384,29 @@ FKV_TEST(an_isolated_mapping_shows_a_tenant_only_its_own_values)
 		viewer_touch(&v, off_a, VAL);
 	}
 	expect_sigbus(pid, "tenant 0 reading tenant 1's value");
+	/*
+	 * Its own value's pages cannot be pinned (vmsplice): a pin would
+	 * outlive the unmap that ends the view when the range is reused.
+	 */
+	pid = fork();
+	FKV_ASSERT(pid >= 0);
+	if (!pid) {
+		struct iovec iov;
+		int p[2];
+
+		v = viewer_open(1);
+		viewer_read(&v, "a", 1, false);
+		iov.iov_base = (void *)(v.map + off_a);
+		iov.iov_len = 4096;
+		if (pipe(p) || vmsplice(p[1], &iov, 1, 0) >= 0)
+			_exit(5);
+		/* 6.1's get_user_pages: a PTE with no page to get */
+		_exit(errno == EEXIST || errno == EFAULT ? 0 : 100 + errno);
+	}
+	FKV_ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	FKV_ASSERT(WIFEXITED(st) && !WEXITSTATUS(st),
+		   "vmsplice of an isolated view: status %#x (5: it pinned the pages, 100 + errno: neither EEXIST nor EFAULT)",
+		   st);
 	FKV_ASSERT(fkv_sysfs("faults_refused") >= refused + 3,
 		   "faults_refused %llu, was %llu",
 		   (unsigned long long)fkv_sysfs("faults_refused"),
@@ -409,6 +443,26 @@ FKV_TEST(an_isolated_mapping_shows_a_tenant_only_its_own_values)
 		   (unsigned long long)off_c, (unsigned long long)off_a);
 	FKV_ASSERT_EQ(write(to_child[1], "g", 1), 1);
 	expect_sigbus(pid, "tenant 1's old view of a range now tenant 2's");
+
+	/*
+	 * An emptied table leaves bound sessions bound: their faults stay
+	 * checked until the last of them is gone.
+	 */
+	pid = fork();
+	FKV_ASSERT(pid >= 0);
+	if (!pid) {
+		v = viewer_open(1);
+		if (write(to_parent[1], "r", 1) != 1 ||
+		    read(to_child[0], &go, 1) != 1)
+			_exit(2);
+		viewer_touch(&v, off_b, VAL);
+	}
+	FKV_ASSERT_EQ(read(to_parent[0], &go, 1), 1);
+	FKV_ASSERT_EQ(load_tenants(NULL, 0), 0);
+	FKV_ASSERT(info_of(kv2).flags & FLUXONKV_INFO_ISOLATED,
+		   "isolation off with sessions bound");
+	FKV_ASSERT_EQ(write(to_child[1], "g", 1), 1);
+	expect_sigbus(pid, "a bound session after the table was emptied");
 	close(to_child[0]);
 	close(to_child[1]);
 	close(to_parent[0]);
@@ -418,7 +472,10 @@ FKV_TEST(an_isolated_mapping_shows_a_tenant_only_its_own_values)
 	delete_key(kv2, "c");
 	fkv_close(kv1);
 	fkv_close(kv2);
+	/* nobody bound now: an empty table ends the isolation */
 	FKV_ASSERT_EQ(load_tenants(NULL, 0), 0);
+	FKV_ASSERT(!(info_flags() & FLUXONKV_INFO_ISOLATED),
+		   "isolated with no table and nobody bound");
 	teardown(base);
 }
 
