@@ -208,7 +208,9 @@ stress: all
 # every run goes even if one fails.
 # failover_short: the etcd leader killed under load, the standby taking
 # over, the old one back as a follower (failover.sh parts 1-4, ~2.5 min).
-CLUSTER_RUNS := net:2: net:3: kv:2:--disk=ssd0:512M kv3:3: fence:2: chaos:3: rdma:2:--disk=ssd0:512M kv_rdma:2:--disk=ssd0:512M failover_short:3:--timeout=600
+# tenant: one key in three tenants put on node2, read on node1; a
+# tenant's clear reaches both nodes (~20 s).
+CLUSTER_RUNS := net:2: net:3: kv:2:--disk=ssd0:512M kv3:3: fence:2: tenant:2: chaos:3: rdma:2:--disk=ssd0:512M kv_rdma:2:--disk=ssd0:512M failover_short:3:--timeout=600
 # Longer runs, in cluster-test but not in make check's: the whole of
 # failover.sh -- also etcd restarted, the leader stopped for two TTLs and
 # cut off from etcd (issue 32; three guests, 3-5 min under TCG).

@@ -1710,7 +1710,7 @@ static void report_kept(struct fkv_clusterd *cd)
  * unless --put-via-master; a module that refuses it (EINVAL: an older
  * one) gets the two round trips.
  */
-static int cluster_register(struct fkv_clusterd *cd, uint32_t id)
+static int cluster_register_flags(struct fkv_clusterd *cd, uint32_t id)
 {
 	uint32_t flags = FLUXONKV_REGISTER_F_PLACEMENT |
 			 FLUXONKV_REGISTER_F_KEEP;
@@ -1745,6 +1745,27 @@ static int cluster_register(struct fkv_clusterd *cd, uint32_t id)
 	return fkv_nl_register(cd->nl, flags, id, &cd->reg);
 }
 
+/*
+ * Register as node @id, then load the tenant table: a table of a previous
+ * daemon is replaced (or cleared), on a master's own node as on any other.
+ * A table this module cannot take is a configuration it cannot serve:
+ * fluxond exits (fkv_nl_load_tenants() said why).
+ */
+static int cluster_register(struct fkv_clusterd *cd, uint32_t id)
+{
+	int err = cluster_register_flags(cd, id);
+
+	if (err)
+		return err;
+	err = fkv_nl_load_tenants(cd->nl, cd->cfg.tenants, cd->cfg.ntenants);
+	if (err) {
+		/* Registered moments ago: no pull, no target of ours yet. */
+		fkv_nl_unregister(cd->nl);
+		exit(EXIT_FAILURE);
+	}
+	return 0;
+}
+
 static void node_register(struct fkv_clusterd *cd, uint32_t id)
 {
 	uint8_t key[FKV_MAC_LEN];
@@ -1756,13 +1777,6 @@ static void node_register(struct fkv_clusterd *cd, uint32_t id)
 		fkv_err("cluster: DAEMON_REGISTER as node %u failed: %s", id,
 			strerror(-err));
 		return;
-	}
-	/* A table of a previous daemon is replaced (or cleared). */
-	err = fkv_nl_load_tenants(cd->nl, cd->cfg.tenants, cd->cfg.ntenants);
-	if (err) {
-		/* Registered moments ago: no pull, no target of ours yet. */
-		fkv_nl_unregister(cd->nl);
-		exit(EXIT_FAILURE);
 	}
 	cd->self = id;
 	cd->registered = true;
