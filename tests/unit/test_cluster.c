@@ -2479,28 +2479,41 @@ static int fake_clear(void *arg, uint32_t tenant, const char *pattern,
 	return 0;
 }
 
+/* An answer's STATUS into *(int *)@arg. */
+static int status_of(struct nlmsghdr *nlh, void *arg)
+{
+	struct nlattr *a = nlmsg_find_attr(nlh, GENL_HDRLEN, FLUXONKV_A_STATUS);
+
+	if (!a)
+		return -EPROTO;
+	*(int *)arg = (int32_t)nla_get_u32(a);
+	return 0;
+}
+
 /*
- * The asker's CLEARs of tenants 0, 1 (not its) and 2 (its gid's), as
- * "ok" / errno numbers in @out; the reason for 1 in @why.
+ * The asker's CLEARs of tenants 0, 1 (not its), 2 (its gid's) and 3 (one
+ * of its supplementary groups', when root made it nobody), as "ok" / errno
+ * numbers in @out; the reason for 1 in @why.
  */
 static void clears_as(const char *path, int *out, char *why, size_t len)
 {
 	uint64_t n;
 	int i;
 
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		out[i] = ctl_clear(path, 3000, i, NULL, &n,
 				   i == 1 ? why : NULL, i == 1 ? len : 0);
 }
 
 FKV_TEST_TIMEOUT(control_socket_resolves_tenants_and_clears_only_what_the_asker_may, 30)
 {
-	uint32_t uids_a[] = { 12345 }, gids_b[1];
-	struct fkv_tenant_config t[2] = {
+	uint32_t uids_a[] = { 12345 }, gids_b[1], gids_c[] = { 4242 };
+	struct fkv_tenant_config t[3] = {
 		{ .name = (char *)"a", .id = 1, .uids = uids_a, .nuids = 1 },
 		{ .name = (char *)"b", .id = 2, .gids = gids_b, .ngids = 1 },
+		{ .name = (char *)"c", .id = 3, .gids = gids_c, .ngids = 1 },
 	};
-	struct { int r[3]; char why[256]; } res;
+	struct { int r[4]; char why[256]; } res;
 	char path[64], why[256];
 	struct fkv_ctlsock *c;
 	uint64_t removed = 0;
@@ -2517,7 +2530,7 @@ FKV_TEST_TIMEOUT(control_socket_resolves_tenants_and_clears_only_what_the_asker_
 		      0);
 	FKV_ASSERT_EQ(chmod(path, 0666), 0);
 	fkv_ctlsock_set_clear(c, fake_clear, NULL);
-	fkv_ctlsock_set_tenants(c, t, 2);
+	fkv_ctlsock_set_tenants(c, t, 3);
 	ctl_stop = 0;
 	FKV_ASSERT_EQ(pthread_create(&th, NULL, ctl_server, c), 0);
 
@@ -2528,7 +2541,7 @@ FKV_TEST_TIMEOUT(control_socket_resolves_tenants_and_clears_only_what_the_asker_
 	FKV_ASSERT_EQ(id, 0);
 	FKV_ASSERT_EQ(ctl_tenant_id(path, 3000, "nope", &id, why, sizeof(why)),
 		      -ESRCH);
-	FKV_ASSERT(strstr(why, "no tenant \"nope\" in this daemon's configuration (2 tenants)"),
+	FKV_ASSERT(strstr(why, "no tenant \"nope\" in this daemon's configuration (3 tenants)"),
 		   "%s", why);
 
 	/* the clear function gets the tenant and the pattern */
@@ -2545,6 +2558,32 @@ FKV_TEST_TIMEOUT(control_socket_resolves_tenants_and_clears_only_what_the_asker_
 	}
 	FKV_ASSERT_EQ(ctl_clear(path, 3000, FLUXONKV_TENANT_ID_MAX + 1, NULL,
 				&removed, why, sizeof(why)), -EINVAL);
+	/*
+	 * A name or pattern without its NUL is malformed (EINVAL), never
+	 * read past: libnl checks NLA_STRING's last byte, not NLA_NUL_STRING's.
+	 */
+	{
+		static const uint8_t cmds[] = { FKV_CCMD_TENANT, FKV_CCMD_CLEAR };
+		static const int attrs[] = { FKV_CA_TENANT_NAME, FKV_CA_PATTERN };
+		int st, k;
+
+		for (k = 0; k < 2; k++) {
+			struct nl_msg *m = fkv_wire_msg(cmds[k]);
+
+			FKV_ASSERT(m);
+			FKV_ASSERT_EQ(nla_put(m, attrs[k], 3, "abc"), 0);
+			st = 1;
+			FKV_ASSERT_EQ(ctl_control_call(path, 3000, m,
+						       status_of, &st), 0);
+			FKV_ASSERT_EQ(st, -EINVAL);
+			m = fkv_wire_msg(cmds[k]);
+			FKV_ASSERT_EQ(nla_put(m, attrs[k], 0, ""), 0);
+			st = 1;
+			FKV_ASSERT_EQ(ctl_control_call(path, 3000, m,
+						       status_of, &st), 0);
+			FKV_ASSERT_EQ(st, -EINVAL);
+		}
+	}
 
 	memset(&res, 0, sizeof(res));
 	if (root) {
@@ -2553,7 +2592,9 @@ FKV_TEST_TIMEOUT(control_socket_resolves_tenants_and_clears_only_what_the_asker_
 		FKV_ASSERT(pid >= 0);
 		if (!pid) {
 			close(pipefd[0]);
-			if (setgroups(0, NULL) || setgid(65534) ||
+			gid_t sup = 4242;	/* tenant c's, by SO_PEERGROUPS */
+
+			if (setgroups(1, &sup) || setgid(65534) ||
 			    setuid(65534))
 				_exit(2);
 			clears_as(path, res.r, res.why, sizeof(res.why));
@@ -2574,7 +2615,8 @@ FKV_TEST_TIMEOUT(control_socket_resolves_tenants_and_clears_only_what_the_asker_
 	FKV_ASSERT(strstr(res.why, "may not clear tenant 1 (not root, nor one of its uids or gids)"),
 		   "%s", res.why);
 	FKV_ASSERT_EQ(res.r[2], 0);		/* tenant 2: its gid's */
-	FKV_ASSERT_EQ(cleared_tenant, 2);
+	if (root)	/* tenant 3: a supplementary group's */
+		FKV_ASSERT_EQ(res.r[3], 0);
 
 	ctl_stop = 1;
 	pthread_join(th, NULL);

@@ -26,7 +26,6 @@
 
 #include "../../selftests/fkv_test.h"
 #include "../../userspace/common/cluster_msg.h"
-#include "py_const.h"
 
 #define FAKE_SEG_SIZE	(1u << 20)
 
@@ -917,17 +916,3 @@ FKV_TEST(open_tenant_leaves_nothing_open_when_a_step_fails)
 	unlink(path);
 }
 
-/*
- * The Python client resolves tenants and clears one on the control socket
- * with numbers of its own (_control.py): they must be the headers'.
- */
-FKV_TEST(the_python_tenant_client_uses_the_headers_numbers)
-{
-	const char *p = "userspace/python/fluxonkv/_control.py";
-
-	FKV_ASSERT_EQ(py_const(p, "_CCMD_TENANT"), FKV_CCMD_TENANT);
-	FKV_ASSERT_EQ(py_const(p, "_CA_TENANT_NAME"), FKV_CA_TENANT_NAME);
-	FKV_ASSERT_EQ(py_const(p, "_CA_TENANT_ID"), FKV_CA_TENANT_ID);
-	FKV_ASSERT_EQ(py_const(p, "TENANT_ID_MAX"), FLUXONKV_TENANT_ID_MAX);
-	FKV_ASSERT_EQ(py_const(p, "_TENANT_NAME_MAX"), FKV_TENANT_NAME_MAX);
-}

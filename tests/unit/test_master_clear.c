@@ -388,11 +388,11 @@ FKV_TEST(stats_carry_a_nest_per_tenant_that_fluxonctl_renders)
 }
 
 /*
- * The Python client speaks CLEAR on the control socket with numbers of
- * its own (_control.py): they must be cluster_msg.h's, which grow as
- * commands and attributes are added.
+ * The Python client speaks CLEAR and TENANT on the control socket with
+ * numbers of its own (_control.py): they must be the headers', which grow
+ * as commands and attributes are added.
  */
-FKV_TEST(the_python_clear_client_uses_the_headers_numbers)
+FKV_TEST(the_python_control_client_uses_the_headers_numbers)
 {
 	const char *p = "userspace/python/fluxonkv/_control.py";
 
@@ -403,4 +403,9 @@ FKV_TEST(the_python_clear_client_uses_the_headers_numbers)
 	FKV_ASSERT_EQ(py_const(p, "_CA_COUNT"), FKV_CA_COUNT);
 	FKV_ASSERT_EQ(py_const(p, "_A_STATUS"), FLUXONKV_A_STATUS);
 	FKV_ASSERT_EQ(py_const(p, "_GENL_VERSION"), FLUXONKV_GENL_VERSION);
+	FKV_ASSERT_EQ(py_const(p, "_CCMD_TENANT"), FKV_CCMD_TENANT);
+	FKV_ASSERT_EQ(py_const(p, "_CA_TENANT_NAME"), FKV_CA_TENANT_NAME);
+	FKV_ASSERT_EQ(py_const(p, "_CA_TENANT_ID"), FKV_CA_TENANT_ID);
+	FKV_ASSERT_EQ(py_const(p, "TENANT_ID_MAX"), FLUXONKV_TENANT_ID_MAX);
+	FKV_ASSERT_EQ(py_const(p, "_TENANT_NAME_MAX"), FKV_TENANT_NAME_MAX);
 }

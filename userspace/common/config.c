@@ -1557,25 +1557,39 @@ fkv_tenant_by_id(const struct fkv_tenant_config *t, size_t n, uint32_t id)
 	return NULL;
 }
 
-/* A user or group name's number (getpwnam_r / getgrnam_r); -errno. */
+/*
+ * A user or group name's number (getpwnam_r / getgrnam_r, the buffer grown
+ * while it is too small: a directory's group may list thousands); -errno.
+ */
 static int fkv_resolve_id(const char *name, bool group, uint32_t *out)
 {
-	char buf[16384];
+	size_t len = 16384;
+	char *buf = NULL, *bigger;
 	int ret;
 
-	if (group) {
-		struct group gr, *res = NULL;
+	do {
+		bigger = len <= (64U << 20) ? realloc(buf, len) : NULL;
+		if (!bigger) {
+			free(buf);
+			return -ENOMEM;
+		}
+		buf = bigger;
+		if (group) {
+			struct group gr, *res = NULL;
 
-		ret = getgrnam_r(name, &gr, buf, sizeof(buf), &res);
-		if (!ret && res)
-			*out = res->gr_gid;
-	} else {
-		struct passwd pw, *res = NULL;
+			ret = getgrnam_r(name, &gr, buf, len, &res);
+			if (!ret && res)
+				*out = res->gr_gid;
+		} else {
+			struct passwd pw, *res = NULL;
 
-		ret = getpwnam_r(name, &pw, buf, sizeof(buf), &res);
-		if (!ret && res)
-			*out = res->pw_uid;
-	}
+			ret = getpwnam_r(name, &pw, buf, len, &res);
+			if (!ret && res)
+				*out = res->pw_uid;
+		}
+		len *= 2;
+	} while (ret == ERANGE);
+	free(buf);
 	if (ret)
 		return -ret;
 	return *out == UINT32_MAX ? -ENOENT : 0;
@@ -1625,7 +1639,8 @@ static bool fkv_cfg_tenant_ids(struct fkv_cfg_ctx *x, yaml_node_t *n,
 			ok = false;
 			continue;
 		}
-		if (isdigit((unsigned char)s[0])) {
+		/* a number only if all digits: "1svc" is a name */
+		if (s[0] && strspn(s, "0123456789") == strlen(s)) {
 			if (!fkv_cfg_uint(x, item, item_what, 0, UINT32_MAX - 1,
 					  group ? "a gid" : "a uid", &num)) {
 				ok = false;

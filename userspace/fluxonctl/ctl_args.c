@@ -572,7 +572,12 @@ int ctl_parse_status(int argc, char **argv, struct ctl_opts *o, FILE *err)
 	return ctl_no_more(argc, argv, i, err);
 }
 
-int ctl_parse_stats(int argc, char **argv, struct ctl_opts *o, FILE *err)
+/*
+ * --json, --prometheus (one of them) and --help: the index of the first
+ * operand, or -errno; with --help, 0 and o->help set.
+ */
+static int ctl_parse_formats(int argc, char **argv, struct ctl_opts *o,
+			     FILE *err)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, CTL_OPT_JSON },
@@ -587,24 +592,24 @@ int ctl_parse_stats(int argc, char **argv, struct ctl_opts *o, FILE *err)
 		return i < 0 ? i : 0;
 	if (ctl_one_format_check(argv[0], o, err))
 		return -EINVAL;
+	return i;
+}
+
+int ctl_parse_stats(int argc, char **argv, struct ctl_opts *o, FILE *err)
+{
+	int i = ctl_parse_formats(argc, argv, o, err);
+
+	if (i < 0 || o->help)
+		return i < 0 ? i : 0;
 	return ctl_no_more(argc, argv, i, err);
 }
 
 int ctl_parse_tenants(int argc, char **argv, struct ctl_opts *o, FILE *err)
 {
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, CTL_OPT_JSON },
-		{ "prometheus", no_argument, NULL, CTL_OPT_PROMETHEUS },
-		{ "help", no_argument, NULL, CTL_OPT_HELP },
-		{ 0 }
-	};
-	int i;
+	int i = ctl_parse_formats(argc, argv, o, err);
 
-	i = ctl_getopt(argc, argv, ":jph", longopts, o, err);
 	if (i < 0 || o->help)
 		return i < 0 ? i : 0;
-	if (ctl_one_format_check(argv[0], o, err))
-		return -EINVAL;
 	if (i < argc) {
 		o->tenant = argv[i++];
 		if (!o->tenant[0])

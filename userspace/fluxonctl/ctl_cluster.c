@@ -186,10 +186,8 @@ int ctl_cluster_decode(struct nlmsghdr *nlh, struct ctl_cluster *c)
  * Send @msg (freed here) to the daemon's control socket at @path and hand
  * the first answer to @decode; at most @timeout_ms in all.
  */
-static int ctl_control_call(const char *path, int timeout_ms,
-			    struct nl_msg *msg,
-			    int (*decode)(struct nlmsghdr *nlh, void *arg),
-			    void *arg)
+int ctl_control_call(const char *path, int timeout_ms, struct nl_msg *msg,
+		     int (*decode)(struct nlmsghdr *nlh, void *arg), void *arg)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct fkv_wire w;
@@ -327,7 +325,7 @@ int ctl_clear(const char *path, int timeout_ms, uint32_t tenant,
 static const struct nla_policy tenant_answer_policy[FKV_CA_MAX + 1] = {
 	[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
 	[FKV_CA_TENANT_ID] = { .type = NLA_U32 },
-	[FKV_CA_MESSAGE] = { .type = NLA_NUL_STRING, .maxlen = 512 },
+	[FKV_CA_MESSAGE] = { .type = NLA_STRING, .maxlen = 512 },
 };
 
 struct tenant_answer {

@@ -97,6 +97,14 @@ int ctl_clear(const char *path, int timeout_ms, uint32_t tenant,
  * 0).  0 and *@id; -ESRCH when the daemon has no such tenant (-ENOENT
  * stays "no daemon there"), or as ctl_cluster_query; @why as ctl_clear.
  */
+/*
+ * Send @msg (freed) to the control socket at @path (NULL: the default),
+ * hand the first answer to @decode; at most @timeout_ms in all.
+ */
+struct nl_msg;
+struct nlmsghdr;
+int ctl_control_call(const char *path, int timeout_ms, struct nl_msg *msg,
+		     int (*decode)(struct nlmsghdr *nlh, void *arg), void *arg);
 int ctl_tenant_id(const char *path, int timeout_ms, const char *name,
 		  uint32_t *id, char *why, size_t why_len);
 /* A statistic by name, or NULL. */

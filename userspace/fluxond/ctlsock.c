@@ -276,7 +276,15 @@ int fkv_ctlsock_pollfds(struct fkv_ctlsock *c, struct pollfd *pfd, int max)
 	unsigned int i;
 	int n = 0;
 
-	if (max > 0)
+	/*
+	 * Accept only into a free slot: while all are busy new clients wait
+	 * in the listen backlog (within their own timeouts), never closed
+	 * unanswered -- which a client would take for a daemon that does not
+	 * know its request.
+	 */
+	for (i = 0; i < FKV_CTL_CONNS && c->conns[i].used; i++)
+		;
+	if (max > 0 && i < FKV_CTL_CONNS)
 		pfd[n++] = (struct pollfd){ .fd = c->lfd, .events = POLLIN };
 	for (i = 0; i < FKV_CTL_CONNS && n < max; i++) {
 		struct ctl_conn *cc = &c->conns[i];
@@ -345,17 +353,32 @@ int fkv_ctl_tenant_permitted(const struct fkv_tenant_config *t, size_t n,
 	return -EPERM;
 }
 
-/*
- * The peer's credentials: SO_PEERCRED, and the supplementary groups of
- * its process from /proc/<pid>/status (read now, at accept: the process
- * that connected).  Without them (no /proc) only uid and gid count.
- */
-static void peer_creds(struct ctl_conn *cc, int fd)
+/* Is @gid one of some tenant's gids (of @t, @n)? */
+static bool tenant_group(const struct fkv_tenant_config *t, size_t n,
+			 uint32_t gid)
 {
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (id_listed(t[i].gids, t[i].ngids, gid))
+			return true;
+	return false;
+}
+
+/*
+ * The peer's credentials as they were when it connected: SO_PEERCRED, and
+ * its supplementary groups from SO_PEERGROUPS (not /proc/<pid>: the pid
+ * may be another process's by now).  Of the groups only those some tenant
+ * lists are kept (FKV_CTL_GROUPS of them at most); without SO_PEERGROUPS
+ * only uid and gid count.
+ */
+static void peer_creds(const struct fkv_ctlsock *c, struct ctl_conn *cc,
+		       int fd)
+{
+	socklen_t len = sizeof(struct ucred);
+	gid_t few[64], *g = few;
 	struct ucred cr;
-	socklen_t len = sizeof(cr);
-	char path[64], line[1024];
-	FILE *f;
+	size_t i, n;
 
 	cc->cred = false;
 	cc->ngroups = 0;
@@ -365,29 +388,22 @@ static void peer_creds(struct ctl_conn *cc, int fd)
 	cc->cred = true;
 	cc->uid = cr.uid;
 	cc->gid = cr.gid;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)cr.pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *p, *end;
-		unsigned long g;
-
-		if (strncmp(line, "Groups:", 7))
-			continue;
-		for (p = line + 7; cc->ngroups < FKV_CTL_GROUPS; p = end) {
-			g = strtoul(p, &end, 10);
-			if (end == p)
-				break;
-			cc->groups[cc->ngroups++] = (uint32_t)g;
-		}
-		break;
+	len = sizeof(few);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
+		if (errno != ERANGE || !(g = malloc(len)) ||
+		    getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len))
+			len = 0;
 	}
-	fclose(f);
+	n = len / sizeof(gid_t);
+	for (i = 0; i < n && cc->ngroups < FKV_CTL_GROUPS; i++)
+		if (tenant_group(c->tenants, c->ntenants, g[i]))
+			cc->groups[cc->ngroups++] = g[i];
+	if (g != few)
+		free(g);
 }
 
 static const struct nla_policy tenant_policy[FKV_CA_MAX + 1] = {
-	[FKV_CA_TENANT_NAME] = { .type = NLA_NUL_STRING, .maxlen = 64 },
+	[FKV_CA_TENANT_NAME] = { .type = NLA_STRING, .maxlen = 64 },
 };
 
 /* TENANT {TENANT_NAME} -> {STATUS, TENANT_ID | MESSAGE}. */
@@ -430,7 +446,7 @@ static void answer_tenant(struct fkv_ctlsock *c, struct ctl_conn *cc,
 }
 
 static const struct nla_policy clear_policy[FKV_CA_MAX + 1] = {
-	[FKV_CA_PATTERN] = { .type = NLA_NUL_STRING, .maxlen = 4096 },
+	[FKV_CA_PATTERN] = { .type = NLA_STRING, .maxlen = 4096 },
 	[FKV_CA_TENANT_ID] = { .type = NLA_U32 },
 };
 
@@ -538,11 +554,11 @@ void fkv_ctlsock_handle(struct fkv_ctlsock *c, const struct pollfd *pfd,
 				c->conns[i].used = true;
 				c->conns[i].answered = false;
 				c->conns[i].since_ms = now_ms();
-				peer_creds(&c->conns[i], fd);
+				peer_creds(c, &c->conns[i], fd);
 				fd = -1;
 			}
 			if (fd >= 0)
-				close(fd);	/* busy: the client retries */
+				close(fd);	/* not polled while busy */
 			continue;
 		}
 		for (i = 0; i < FKV_CTL_CONNS; i++) {
