@@ -362,6 +362,7 @@ FKV_TEST(stats_carry_a_nest_per_tenant_that_fluxonctl_renders)
 	FKV_ASSERT(strstr(out, "\nsglang ") && strstr(out, "\ndefault ") &&
 		   strstr(out, "\ntenant-9 "), "%s", out);
 	FKV_ASSERT(strstr(out, "1.0 MiB"), "%s", out);	/* the quota */
+	FKV_ASSERT(strstr(out, " Q_EVICTED Q_SSD_DROP\n"), "%s", out);
 	free(out);
 
 	out = NULL;
@@ -371,6 +372,8 @@ FKV_TEST(stats_carry_a_nest_per_tenant_that_fluxonctl_renders)
 	FKV_ASSERT(strstr(out, "\"name\":\"sglang\"") &&
 		   strstr(out, "\"misses\":2") &&
 		   strstr(out, "\"ssd_quota_bytes\":null") &&
+		   strstr(out, "\"quota_evictions\":0") &&
+		   strstr(out, "\"quota_ssd_drops\":0") &&
 		   !strstr(out, "default"), "%s", out);
 	free(out);
 
@@ -382,8 +385,10 @@ FKV_TEST(stats_carry_a_nest_per_tenant_that_fluxonctl_renders)
 		   strstr(out, "fluxonkv_tenant_misses_total{tenant=\"sglang\",id=\"1\"} 2\n") &&
 		   strstr(out, "fluxonkv_tenant_dram_quota_bytes{tenant=\"sglang\",id=\"1\"} 1048576\n") &&
 		   strstr(out, "# TYPE fluxonkv_tenant_keys gauge\n"), "%s", out);
+	FKV_ASSERT(strstr(out, "fluxonkv_tenant_quota_evictions_total{tenant=\"sglang\",id=\"1\"} 0\n") &&
+		   strstr(out, "# TYPE fluxonkv_tenant_quota_ssd_drops_total counter\n"), "%s", out);
 	r = prom_expo_check(out);
-	FKV_ASSERT_EQ(r.samples, 3 * 9 + 1);
+	FKV_ASSERT_EQ(r.samples, 3 * 11 + 1);
 	free(out);
 }
 

@@ -662,6 +662,8 @@ static const struct {
 	{ "ssd_hits", false, "Of them, served from the asking node's SSD." },
 	{ "remote_hits", false, "Of them, served from another node (DRAM or SSD)." },
 	{ "misses", false, "Of them, misses." },
+	{ "quota_evictions", false, "DRAM replicas evicted for the tenant's DRAM quota." },
+	{ "quota_ssd_drops", false, "SSD copies unrouted for the tenant's SSD quota." },
 };
 #define NTENANT_STATS	(sizeof(tenant_stats) / sizeof(tenant_stats[0]))
 
@@ -671,10 +673,10 @@ void ctl_render_tenants_human(FILE *f, const struct ctl_cluster *c,
 	char b[4][CTL_SIZE_BUFLEN];
 	unsigned int i;
 
-	fprintf(f, "%-20s %5s %8s %10s %10s %10s %10s %10s %10s %10s %10s %10s %10s\n",
+	fprintf(f, "%-20s %5s %8s %10s %10s %10s %10s %10s %10s %10s %10s %10s %10s %10s %10s\n",
 		"TENANT", "ID", "KEYS", "DRAM", "DRAM_QUOTA", "SSD",
 		"SSD_QUOTA", "PUTS", "GETS", "MEM_HITS", "SSD_HITS", "REMOTE",
-		"MISSES");
+		"MISSES", "Q_EVICTED", "Q_SSD_DROP");
 	for (i = 0; i < c->ntenants; i++) {
 		const struct ctl_ctenant *t = &c->tenants[i];
 		const struct ctl_cstat *dq, *sq;
@@ -683,7 +685,7 @@ void ctl_render_tenants_human(FILE *f, const struct ctl_cluster *c,
 			continue;
 		dq = ctl_cluster_stat(t->st, t->nst, "dram_quota_bytes");
 		sq = ctl_cluster_stat(t->st, t->nst, "ssd_quota_bytes");
-		fprintf(f, "%-20s %5u %8llu %10s %10s %10s %10s %10llu %10llu %10llu %10llu %10llu %10llu\n",
+		fprintf(f, "%-20s %5u %8llu %10s %10s %10s %10s %10llu %10llu %10llu %10llu %10llu %10llu %10llu %10llu\n",
 			t->name, t->id,
 			(unsigned long long)stat_of(t->st, t->nst, "keys"),
 			ctl_format_size(stat_of(t->st, t->nst, "dram_bytes"),
@@ -697,7 +699,11 @@ void ctl_render_tenants_human(FILE *f, const struct ctl_cluster *c,
 			(unsigned long long)stat_of(t->st, t->nst, "mem_hits"),
 			(unsigned long long)stat_of(t->st, t->nst, "ssd_hits"),
 			(unsigned long long)stat_of(t->st, t->nst, "remote_hits"),
-			(unsigned long long)stat_of(t->st, t->nst, "misses"));
+			(unsigned long long)stat_of(t->st, t->nst, "misses"),
+			(unsigned long long)stat_of(t->st, t->nst,
+						    "quota_evictions"),
+			(unsigned long long)stat_of(t->st, t->nst,
+						    "quota_ssd_drops"));
 	}
 }
 

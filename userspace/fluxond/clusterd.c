@@ -2653,6 +2653,8 @@ static int start_master(struct fkv_clusterd *cd)
 	mc.policy = cd->cfg.policy;
 	mc.high_pct = cd->cfg.high_pct;
 	mc.low_pct = cd->cfg.low_pct;
+	mc.tenants = cd->cfg.tenants;
+	mc.ntenants = cd->cfg.ntenants;
 	cd->master = fkv_master_create(&mc, &master_ops, cd);
 	if (!cd->master) {
 		err = -errno;

@@ -155,6 +155,8 @@ int fkv_ctl_put_tenants(struct nl_msg *msg, const struct fkv_master *m,
 			{ "keys", s->keys },
 			{ "dram_bytes", s->dram_bytes },
 			{ "ssd_bytes", s->ssd_bytes },
+			{ "quota_evictions", s->quota_evictions },
+			{ "quota_ssd_drops", s->quota_ssd_drops },
 		};
 		struct nlattr *nest;
 

@@ -74,6 +74,7 @@ int fkv_ctl_put_master(struct nl_msg *msg, const struct fkv_master *m);
  * (@n), "default" for tenant 0, "tenant-<id>" for an id no tenant of @t
  * has (keys left by a tenant since removed from the configuration).
  * STATs: puts, gets, mem_hits, ssd_hits, remote_hits, misses (counters),
+ * quota_evictions, quota_ssd_drops (counters: what the quotas took),
  * keys, dram_bytes, ssd_bytes (gauges), and the configured quotas
  * dram_quota_bytes / ssd_quota_bytes when set.  0 or -errno.
  */

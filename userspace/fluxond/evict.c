@@ -3,9 +3,11 @@
  * evict.c - policy selection and weight-driven eviction (evict.h).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "evict.h"
+#include "u64map.h"
 
 static const struct {
 	const char *name;
@@ -54,3 +56,32 @@ uint64_t fkv_evict_bytes(struct fkv_evict *e, uint64_t want,
 	}
 	return freed;
 }
+
+struct fkv_evict_group *fkv_evict_group(struct fkv_u64map *map, uint32_t id,
+					bool create)
+{
+	struct fkv_evict_group *g = fkv_u64map_get(map, id);
+
+	if (g || !create || !id)
+		return g;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	if (fkv_u64map_put(map, id, g)) {
+		free(g);
+		return NULL;
+	}
+	g->id = id;
+	fkv_list_init(&g->q[0]);
+	fkv_list_init(&g->q[1]);
+	return g;
+}
+
+void fkv_evict_group_put(struct fkv_u64map *map, struct fkv_evict_group *g)
+{
+	if (--g->count)
+		return;
+	fkv_u64map_del(map, g->id);
+	free(g);
+}
+

@@ -8,22 +8,33 @@
  * that a policy with history (S3-FIFO's ghost queue) can recognise a key
  * that comes back under a new handle.
  *
+ * An object may belong to a *group* (a tenant, issue 30; 0 = none): the
+ * policy then also keeps it on its group's own queues, in the order its
+ * global queues hold it, so that victim_of() picks the group's next victim
+ * in the policy's order in O(1) amortized, other groups' objects untouched.
+ *
  * Implementations: "s3fifo" (default; evict_s3fifo.c) and "lru"
  * (evict_lru.c).  Single threaded.
  */
 #ifndef FLUXOND_EVICT_H
 #define FLUXOND_EVICT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "list.h"
 
 struct fkv_evict;
 
 struct fkv_evict_ops {
 	const char *name;
-	/* Track a new object; -EEXIST if the handle is tracked, -ENOMEM. */
+	/*
+	 * Track a new object of @group (0: none); -EEXIST if the handle is
+	 * tracked, -ENOMEM.
+	 */
 	int (*insert)(struct fkv_evict *e, uint64_t handle, uint64_t weight,
-		      uint64_t key_hash);
+		      uint64_t key_hash, uint32_t group);
 	/* A hit; unknown handles are ignored. */
 	void (*touch)(struct fkv_evict *e, uint64_t handle);
 	/* Forget an object (overwrite, delete); 0 or -ENOENT. */
@@ -33,6 +44,12 @@ struct fkv_evict_ops {
 	 * or -ENOENT when nothing is tracked.
 	 */
 	int (*victim)(struct fkv_evict *e, uint64_t *handle, uint64_t *weight);
+	/*
+	 * The same among the objects of @group (> 0) only, in the order
+	 * victim() would take them: -ENOENT when the group has none.
+	 */
+	int (*victim_of)(struct fkv_evict *e, uint32_t group, uint64_t *handle,
+			 uint64_t *weight);
 	void (*destroy)(struct fkv_evict *e);
 };
 
@@ -66,7 +83,20 @@ static inline void fkv_evict_destroy(struct fkv_evict *e)
 static inline int fkv_evict_insert(struct fkv_evict *e, uint64_t handle,
 				   uint64_t weight, uint64_t key_hash)
 {
-	return e->ops->insert(e, handle, weight, key_hash);
+	return e->ops->insert(e, handle, weight, key_hash, 0);
+}
+
+static inline int fkv_evict_insert_group(struct fkv_evict *e, uint64_t handle,
+					 uint64_t weight, uint64_t key_hash,
+					 uint32_t group)
+{
+	return e->ops->insert(e, handle, weight, key_hash, group);
+}
+
+static inline int fkv_evict_victim_of(struct fkv_evict *e, uint32_t group,
+				      uint64_t *handle, uint64_t *weight)
+{
+	return e->ops->victim_of(e, group, handle, weight);
 }
 
 static inline void fkv_evict_touch(struct fkv_evict *e, uint64_t handle)
@@ -94,5 +124,27 @@ uint64_t fkv_evict_bytes(struct fkv_evict *e, uint64_t want,
 			 void (*fn)(void *arg, uint64_t handle,
 				    uint64_t weight),
 			 void *arg);
+
+/*
+ * For the policies: one group's queues (an LRU uses q[0]; S3-FIFO q[0]
+ * small, q[1] main), newest first like the global ones, and how many
+ * objects it has.  Kept in a struct fkv_u64map by group id; freed with
+ * its last object.
+ */
+struct fkv_u64map;
+struct fkv_evict_group {
+	struct fkv_list q[2];
+	uint64_t bytes[2];	/* the weights on q[0], q[1] */
+	size_t count;
+	uint32_t id;
+};
+/*
+ * The group @id (> 0) of @map, added with no object if @create and
+ * missing; NULL when missing (or out of memory).
+ */
+struct fkv_evict_group *fkv_evict_group(struct fkv_u64map *map, uint32_t id,
+					bool create);
+/* One object fewer in @g; the last one frees it. */
+void fkv_evict_group_put(struct fkv_u64map *map, struct fkv_evict_group *g);
 
 #endif /* FLUXOND_EVICT_H */

@@ -14,6 +14,13 @@
  *     freq - 1 (CLOCK-like second chance), the first with freq 0 goes.
  * One-hit wonders leave quickly through S and a scan cannot flush M.
  * G is bounded by bytes to M's share of the capacity.
+ *
+ * Groups (evict.h): an object of a group is also on its group's S or M
+ * queue, in the same order; victim_of() runs the same rules over the
+ * group's queues as if they were a cache of the group's bytes (S first
+ * while it holds S3_SMALL_PERCENT of them or the group has nothing in
+ * M), so a group's victims leave in the order S3-FIFO would evict them
+ * from a cache of its own, and other groups' objects are not looked at.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -30,6 +37,8 @@
 
 struct s3_obj {
 	struct fkv_list link;	/* in S or M, newest first */
+	struct fkv_list glink;	/* in its group's q[0] (S) or q[1] (M) */
+	struct fkv_evict_group *group;	/* NULL: none */
 	uint64_t handle;
 	uint64_t weight;
 	uint64_t key_hash;
@@ -51,6 +60,7 @@ struct s3fifo {
 	uint64_t ghost_target;	/* G remembers at most this many bytes */
 	struct fkv_u64map objs;		/* handle -> struct s3_obj */
 	struct fkv_u64map ghosts;	/* key hash -> struct s3_ghost */
+	struct fkv_u64map groups;	/* group id -> struct fkv_evict_group */
 };
 
 static struct s3fifo *to_s3(struct fkv_evict *e)
@@ -101,6 +111,10 @@ static void ghost_add(struct s3fifo *s, uint64_t key_hash, uint64_t weight)
 static void queue_add(struct s3fifo *s, struct s3_obj *o, bool main)
 {
 	o->in_main = main;
+	if (o->group) {
+		fkv_list_add(&o->glink, &o->group->q[main]);
+		o->group->bytes[main] += o->weight;
+	}
 	if (main) {
 		fkv_list_add(&o->link, &s->main);
 		s->main_bytes += o->weight;
@@ -113,6 +127,9 @@ static void queue_add(struct s3fifo *s, struct s3_obj *o, bool main)
 static void queue_del(struct s3fifo *s, struct s3_obj *o)
 {
 	fkv_list_del(&o->link);
+	fkv_list_del(&o->glink);
+	if (o->group)
+		o->group->bytes[o->in_main] -= o->weight;
 	if (o->in_main)
 		s->main_bytes -= o->weight;
 	else
@@ -120,21 +137,30 @@ static void queue_del(struct s3fifo *s, struct s3_obj *o)
 }
 
 static int s3_insert(struct fkv_evict *e, uint64_t handle, uint64_t weight,
-		     uint64_t key_hash)
+		     uint64_t key_hash, uint32_t group)
 {
 	struct s3fifo *s = to_s3(e);
+	struct fkv_evict_group *grp = NULL;
 	struct s3_ghost *g;
 	struct s3_obj *o;
 	int err;
 
+	if (group) {
+		grp = fkv_evict_group(&s->groups, group, true);
+		if (!grp)
+			return -ENOMEM;
+		grp->count++;
+	}
 	o = calloc(1, sizeof(*o));
-	if (!o)
-		return -ENOMEM;
-	err = fkv_u64map_put(&s->objs, handle, o);
+	err = o ? fkv_u64map_put(&s->objs, handle, o) : -ENOMEM;
 	if (err) {
 		free(o);
+		if (grp)
+			fkv_evict_group_put(&s->groups, grp);
 		return err;
 	}
+	fkv_list_init(&o->glink);
+	o->group = grp;
 	o->handle = handle;
 	o->weight = weight;
 	o->key_hash = key_hash;
@@ -158,6 +184,8 @@ static void s3_touch(struct fkv_evict *e, uint64_t handle)
 static void forget(struct s3fifo *s, struct s3_obj *o)
 {
 	queue_del(s, o);
+	if (o->group)
+		fkv_evict_group_put(&s->groups, o->group);
 	fkv_u64map_del(&s->objs, o->handle);
 	s->base.bytes -= o->weight;
 	s->base.count--;
@@ -182,9 +210,36 @@ static struct s3_obj *oldest(struct fkv_list *q)
 	return l ? fkv_container_of(l, struct s3_obj, link) : NULL;
 }
 
-static int s3_victim(struct fkv_evict *e, uint64_t *handle, uint64_t *weight)
+/* S holds its share: of the capacity, or of the group's bytes. */
+static bool s3_small_full(const struct s3fifo *s,
+			  const struct fkv_evict_group *g)
 {
-	struct s3fifo *s = to_s3(e);
+	uint64_t all;
+
+	if (!g)
+		return s->small_bytes >= s->small_target;
+	all = g->bytes[0] + g->bytes[1];
+	return g->bytes[0] >= all / 100 * S3_SMALL_PERCENT +
+			      all % 100 * S3_SMALL_PERCENT / 100;
+}
+
+static struct s3_obj *oldest_of(struct fkv_list *q)
+{
+	struct fkv_list *l = fkv_list_last(q);
+
+	return l ? fkv_container_of(l, struct s3_obj, glink) : NULL;
+}
+
+/*
+ * The next victim, among every object (@g NULL) or @g's: S3-FIFO's rules
+ * over the global queues or the group's, which hold its objects in the
+ * same order.
+ */
+static int s3_take(struct s3fifo *s, struct fkv_evict_group *g,
+		   uint64_t *handle, uint64_t *weight)
+{
+	struct fkv_list *small = g ? &g->q[0] : &s->small;
+	struct fkv_list *main = g ? &g->q[1] : &s->main;
 	struct s3_obj *o;
 
 	/*
@@ -192,11 +247,11 @@ static int s3_victim(struct fkv_evict *e, uint64_t *handle, uint64_t *weight)
 	 * count times) or lowers the freq of one in M (at most 3 * count).
 	 */
 	for (;;) {
-		bool from_small = !fkv_list_empty(&s->small) &&
-				  (s->small_bytes >= s->small_target ||
-				   fkv_list_empty(&s->main));
+		bool from_small = !fkv_list_empty(small) &&
+				  (s3_small_full(s, g) || fkv_list_empty(main));
+		struct fkv_list *q = from_small ? small : main;
 
-		o = oldest(from_small ? &s->small : &s->main);
+		o = g ? oldest_of(q) : oldest(q);
 		if (!o)
 			return -ENOENT;
 		if (from_small && o->freq >= S3_PROMOTE_FREQ) {
@@ -207,7 +262,8 @@ static int s3_victim(struct fkv_evict *e, uint64_t *handle, uint64_t *weight)
 		}
 		if (!from_small && o->freq > 0) {
 			o->freq--;
-			fkv_list_move(&o->link, &s->main);
+			queue_del(s, o);
+			queue_add(s, o, true);
 			continue;
 		}
 		break;
@@ -218,6 +274,20 @@ static int s3_victim(struct fkv_evict *e, uint64_t *handle, uint64_t *weight)
 	*weight = o->weight;
 	forget(s, o);
 	return 0;
+}
+
+static int s3_victim(struct fkv_evict *e, uint64_t *handle, uint64_t *weight)
+{
+	return s3_take(to_s3(e), NULL, handle, weight);
+}
+
+static int s3_victim_of(struct fkv_evict *e, uint32_t group, uint64_t *handle,
+			uint64_t *weight)
+{
+	struct s3fifo *s = to_s3(e);
+	struct fkv_evict_group *g = fkv_evict_group(&s->groups, group, false);
+
+	return g ? s3_take(s, g, handle, weight) : -ENOENT;
 }
 
 static void free_queue(struct fkv_list *q, size_t off)
@@ -239,6 +309,7 @@ static void s3_destroy(struct fkv_evict *e)
 	free_queue(&s->ghost, offsetof(struct s3_ghost, link));
 	fkv_u64map_fini(&s->objs);
 	fkv_u64map_fini(&s->ghosts);
+	fkv_u64map_fini_free(&s->groups);
 	free(s);
 }
 
@@ -248,6 +319,7 @@ static const struct fkv_evict_ops s3fifo_ops = {
 	.touch = s3_touch,
 	.remove = s3_remove,
 	.victim = s3_victim,
+	.victim_of = s3_victim_of,
 	.destroy = s3_destroy,
 };
 
@@ -264,6 +336,11 @@ struct fkv_evict *fkv_evict_s3fifo_create(uint64_t capacity)
 	err = fkv_u64map_init(&s->ghosts, 0);
 	if (err)
 		goto err_objs;
+	err = fkv_u64map_init(&s->groups, 0);
+	if (err) {
+		fkv_u64map_fini(&s->ghosts);
+		goto err_objs;
+	}
 	s->base.ops = &s3fifo_ops;
 	s->base.capacity = capacity;
 	s->small_target = capacity / 100 * S3_SMALL_PERCENT +

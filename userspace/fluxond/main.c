@@ -358,6 +358,8 @@ static int open_and_register(struct fluxond *d)
 	mc.policy = d->opt.policy;
 	mc.high_pct = d->opt.high_pct;
 	mc.low_pct = d->opt.low_pct;
+	mc.tenants = d->cfg.tenants;
+	mc.ntenants = d->cfg.ntenants;
 	d->master = fkv_master_create(&mc, &master_ops, d);
 	if (!d->master) {
 		err = -errno;

@@ -76,6 +76,32 @@ struct fkv_hold {
 /* Held victims one eviction pass sets aside at most. */
 #define FKV_HOLD_SKIP	64
 
+/*
+ * A tenant with a quota (issue 30).  Its DRAM replicas are a group of
+ * every node's policy (evict.h), so that its own victims come in the
+ * policy's order; its SSD copies are queued in the order of their
+ * commits (@ssd_fifo, struct quota_ssd), the oldest unrouted first.
+ * Entries of copies that went otherwise (overwritten, deleted, evicted
+ * by the ring) stay queued until they are popped or the queue is pruned
+ * (it is, when it holds twice the tenant's copies): O(1) amortized a
+ * commit.
+ */
+struct quota {
+	uint32_t tenant;
+	uint64_t dram_bytes, ssd_bytes;	/* 0: no such quota */
+	bool recheck;		/* a replica of it became evictable */
+	struct fkv_list ssd_fifo;
+	size_t nfifo;
+};
+
+struct quota_ssd {
+	struct fkv_list link;	/* in quota.ssd_fifo, oldest first */
+	uint64_t put_id;
+	uint32_t node;
+	uint16_t key_len;
+	uint8_t key[];
+};
+
 /* Per-tenant statistics, unsorted, found by a scan (few tenants). */
 struct tenant_vec {
 	struct fkv_tenant_stats *v;
@@ -108,6 +134,11 @@ struct fkv_master {
 	/* per tenant: counters only (fkv_master_tenant_stats) */
 	struct tenant_vec tst;
 	bool tst_full_logged;
+	/* tenants with a quota, sorted by id */
+	struct quota *quotas;
+	size_t nquotas;
+	bool quota_recheck;	/* some quota's recheck is set */
+	bool quota_evicting;	/* evictions now are for a quota */
 	uint64_t term;		/* a cluster master's term; 0 on a single node */
 };
 
@@ -135,6 +166,42 @@ static bool handle_is_callers(const struct fkv_master *m, uint64_t handle)
 static struct fkv_mnode *caller(struct fkv_master *m)
 {
 	return &m->nodes[m->caller];
+}
+
+static int quota_cmp(const void *a, const void *b)
+{
+	uint32_t x = ((const struct quota *)a)->tenant;
+	uint32_t y = ((const struct quota *)b)->tenant;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The quota of @tenant, or NULL (tenant 0 never has one). */
+static struct quota *quota_of(const struct fkv_master *m, uint32_t tenant)
+{
+	struct quota k = { .tenant = tenant };
+
+	if (!tenant || !m->nquotas)
+		return NULL;
+	return bsearch(&k, m->quotas, m->nquotas, sizeof(k), quota_cmp);
+}
+
+/* The policy group of @r's replicas: its tenant if it has a DRAM quota. */
+static uint32_t group_of(const struct fkv_master *m, const struct fkv_route *r)
+{
+	struct quota *q = quota_of(m, fkv_route_tenant_of(r));
+
+	return q && q->dram_bytes ? q->tenant : 0;
+}
+
+/* @node's replica @handle of @r enters its policy (evictable from now). */
+static int policy_insert(struct fkv_master *m, uint32_t node,
+			 const struct fkv_route *r, uint64_t handle,
+			 uint64_t len)
+{
+	return fkv_evict_insert_group(m->nodes[node].policy, handle,
+				      fkv_weight(len), r->hash,
+				      group_of(m, r));
 }
 
 /* route.c gave up a memory replica: forget it in the policy, tell the module. */
@@ -196,11 +263,15 @@ static void route_settled(void *arg, const struct fkv_route *r,
 			 fkv_key_fmt(kb, r->key, r->key_len),
 			 (unsigned long long)r->put_id);
 	}
-	err = fkv_evict_insert(m->nodes[rep->node].policy, rep->mem_handle,
-			       fkv_weight(rep->mem_len), r->hash);
+	err = policy_insert(m, rep->node, r, rep->mem_handle, rep->mem_len);
 	if (err)
 		fkv_err("replica %#llx persisted but not evictable: %s",
 			(unsigned long long)rep->mem_handle, strerror(-err));
+	/* Its tenant may be past its quota with nothing evictable till now. */
+	if (group_of(m, r)) {
+		quota_of(m, fkv_route_tenant_of(r))->recheck = true;
+		m->quota_recheck = true;
+	}
 }
 
 /* A newer version or a delete retired @node's SSD copy: tell its module. */
@@ -229,6 +300,52 @@ static const struct fkv_route_ops master_route_ops = {
 	.drop_ssd = route_drop_ssd,
 };
 
+/* The configured quotas, sorted by tenant; -1 with errno. */
+static int quotas_init(struct fkv_master *m,
+		       const struct fkv_tenant_config *t, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (t[i].id && (t[i].dram_bytes || t[i].ssd_bytes))
+			m->nquotas++;
+	if (!m->nquotas)
+		return 0;
+	m->quotas = calloc(m->nquotas, sizeof(*m->quotas));
+	if (!m->quotas)
+		return -1;
+	m->nquotas = 0;
+	for (i = 0; i < n; i++) {
+		struct quota *q = &m->quotas[m->nquotas];
+
+		if (!t[i].id || (!t[i].dram_bytes && !t[i].ssd_bytes))
+			continue;
+		q->tenant = t[i].id;
+		q->dram_bytes = t[i].dram_bytes;
+		q->ssd_bytes = t[i].ssd_bytes;
+		m->nquotas++;
+	}
+	qsort(m->quotas, m->nquotas, sizeof(*m->quotas), quota_cmp);
+	for (i = 0; i < m->nquotas; i++)
+		fkv_list_init(&m->quotas[i].ssd_fifo);
+	return 0;
+}
+
+static void quotas_free(struct fkv_master *m)
+{
+	struct fkv_list *l;
+	size_t i;
+
+	for (i = 0; i < m->nquotas; i++)
+		while ((l = fkv_list_first(&m->quotas[i].ssd_fifo))) {
+			fkv_list_del(l);
+			free(fkv_container_of(l, struct quota_ssd, link));
+		}
+	free(m->quotas);
+	m->quotas = NULL;
+	m->nquotas = 0;
+}
+
 int fkv_master_check_watermarks(unsigned int high_pct, unsigned int low_pct)
 {
 	if (!low_pct || low_pct > high_pct || high_pct > 100)
@@ -243,7 +360,8 @@ static uint64_t pct_of(uint64_t capacity, unsigned int pct)
 
 static bool enforce_watermarks(struct fkv_master *m, uint32_t node);
 static uint64_t evict_at_most(struct fkv_master *m, uint32_t node,
-			      uint64_t want, size_t max, bool *capped);
+			      uint32_t group, uint64_t want, size_t max,
+			      bool *capped);
 
 int fkv_master_set_watermarks(struct fkv_master *m, unsigned int high_pct,
 			      unsigned int low_pct)
@@ -310,6 +428,8 @@ struct fkv_master *fkv_master_create(const struct fkv_master_config *cfg,
 	fkv_list_init(&m->holds_by_age);
 	for (i = 0; i < FKV_ROUTE_NODES; i++)
 		fkv_list_init(&m->holds_of[i]);
+	if (quotas_init(m, cfg->tenants, cfg->ntenants))
+		goto err_free;
 	err = fkv_master_node_up(m, cfg->node, cfg->incarnation, cfg->capacity,
 				 cfg->ssd_capacity, NULL);
 	if (err) {
@@ -338,6 +458,7 @@ err_policy:
 	errno = err;
 err_free:
 	err = errno;
+	quotas_free(m);
 	free(m);
 	errno = err;
 	return NULL;
@@ -481,6 +602,7 @@ void fkv_master_destroy(struct fkv_master *m)
 	for (i = 0; i < FKV_ROUTE_NODES; i++)
 		fkv_evict_destroy(m->nodes[i].policy);
 	free(m->tst.v);
+	quotas_free(m);
 	free(m);
 }
 
@@ -699,7 +821,7 @@ bool fkv_master_work(struct fkv_master *m)
 			more |= enforce_watermarks(m, i);
 		if (n->policy && n->room_debt) {
 			bool capped;
-			uint64_t got = evict_at_most(m, i, n->room_debt,
+			uint64_t got = evict_at_most(m, i, 0, n->room_debt,
 						     FKV_EVICT_SLICE, &capped);
 
 			n->room_debt = capped ? n->room_debt - got : 0;
@@ -724,6 +846,8 @@ static void evict_one(void *arg, uint64_t handle, uint64_t weight)
 
 	m->st.evictions++;
 	m->st.evicted_bytes += weight;
+	if (m->quota_evicting && r)
+		key_tenant(m, r->key, r->key_len)->quota_evictions++;
 
 	/* Drops the route's reference; route_drop sends DROP_REPLICA. */
 	m->evict_hash = r ? r->hash : 0;
@@ -737,10 +861,12 @@ static void evict_one(void *arg, uint64_t handle, uint64_t weight)
 /*
  * Evict by @node's policy until @want bytes of its DRAM are given up, or
  * @max replicas (*@capped: stopped there, short of @want); returns bytes
- * evicted.
+ * evicted.  @group > 0: that group's replicas only (a tenant's, for its
+ * quota), in the policy's order.
  */
 static uint64_t evict_at_most(struct fkv_master *m, uint32_t node,
-			      uint64_t want, size_t max, bool *capped)
+			      uint32_t group, uint64_t want, size_t max,
+			      bool *capped)
 {
 	struct fkv_evict *p = m->nodes[node].policy;
 	uint64_t skipped[FKV_HOLD_SKIP][2];
@@ -749,7 +875,8 @@ static uint64_t evict_at_most(struct fkv_master *m, uint32_t node,
 	size_t n = 0;
 
 	while (freed < want && n < max &&
-	       !fkv_evict_victim(p, &handle, &weight)) {
+	       !(group ? fkv_evict_victim_of(p, group, &handle, &weight)
+		       : fkv_evict_victim(p, &handle, &weight))) {
 		/* Another node is pulling it: keep it, take the next one. */
 		if (nskip < FKV_HOLD_SKIP && held(m, handle)) {
 			skipped[nskip][0] = handle;
@@ -768,8 +895,9 @@ static uint64_t evict_at_most(struct fkv_master *m, uint32_t node,
 		const struct fkv_route *r = fkv_routes_by_handle(m->routes,
 								 skipped[i][0]);
 
-		if (r && fkv_evict_insert(p, skipped[i][0], skipped[i][1],
-					  r->hash))
+		if (r && fkv_evict_insert_group(p, skipped[i][0],
+						skipped[i][1], r->hash,
+						group_of(m, r)))
 			fkv_err("held replica %#llx lost its eviction slot",
 				(unsigned long long)skipped[i][0]);
 	}
@@ -799,7 +927,7 @@ static bool enforce_watermarks(struct fkv_master *m, uint32_t node)
 	want = need - n->low_bytes;
 	if (want > used)
 		want = used;
-	got = evict_at_most(m, node, want, FKV_EVICT_SLICE, &capped);
+	got = evict_at_most(m, node, 0, want, FKV_EVICT_SLICE, &capped);
 	/* Short of it with victims left: the next turn goes on. */
 	n->evict_more = capped;
 	fkv_dbg("watermark of node %u: %llu bytes needed of %llu high, "
@@ -807,6 +935,163 @@ static bool enforce_watermarks(struct fkv_master *m, uint32_t node)
 		(unsigned long long)n->high_bytes, (unsigned long long)got,
 		n->evict_more ? ", more next turn" : "");
 	return n->evict_more;
+}
+
+/*
+ * Tenant @tenant past its DRAM quota: its own replicas go, in its group's
+ * policy order, @node's first (the node that just took one), then the
+ * other nodes', until it is back within the quota.  Persisting replicas
+ * are not in a policy: they count, and are taken once they settle
+ * (quota_recheck()).  Each eviction is one of the tenant's replicas:
+ * O(evicted).
+ */
+static void enforce_dram_quota(struct fkv_master *m, uint32_t tenant,
+			       uint32_t node)
+{
+	const struct quota *q = quota_of(m, tenant);
+	struct fkv_route_tenant a;
+	uint32_t i, n;
+	bool capped;
+
+	if (!q || !q->dram_bytes)
+		return;
+	for (i = 0; i <= FKV_ROUTE_NODES; i++) {
+		n = i ? i - 1 : node;
+		if ((i && n == node) || !m->nodes[n].policy)
+			continue;
+		fkv_routes_tenant(m->routes, tenant, &a);
+		if (a.dram_bytes <= q->dram_bytes)
+			return;
+		m->quota_evicting = true;
+		evict_at_most(m, n, tenant, a.dram_bytes - q->dram_bytes,
+			      SIZE_MAX, &capped);
+		m->quota_evicting = false;
+	}
+}
+
+/* After a change to @r's tenant's DRAM replicas on @node. */
+static void route_dram_quota(struct fkv_master *m, const struct fkv_route *r,
+			     uint32_t node)
+{
+	if (group_of(m, r))
+		enforce_dram_quota(m, fkv_route_tenant_of(r), node);
+}
+
+/* Replicas that settled (route_settled) may take their tenants past. */
+static void quota_recheck(struct fkv_master *m)
+{
+	size_t i;
+
+	if (!m->quota_recheck)
+		return;
+	m->quota_recheck = false;
+	for (i = 0; i < m->nquotas; i++) {
+		if (!m->quotas[i].recheck)
+			continue;
+		m->quotas[i].recheck = false;
+		enforce_dram_quota(m, m->quotas[i].tenant, m->caller);
+	}
+}
+
+/* The queued SSD copy @e is still routed (same version, that node). */
+static bool quota_ssd_live(const struct fkv_master *m,
+			   const struct quota_ssd *e)
+{
+	const struct fkv_route *r = fkv_routes_lookup(m->routes, e->key,
+						      e->key_len);
+	const struct fkv_replica *rep;
+
+	if (!r || r->put_id != e->put_id)
+		return false;
+	rep = fkv_routes_replica_of(r, e->node);
+	return rep && rep->ssd;
+}
+
+/* Queue @node's newly routed SSD copy of @r for its tenant's SSD quota. */
+static void quota_ssd_add(struct fkv_master *m, const struct fkv_route *r,
+			  uint32_t node)
+{
+	struct quota *q = quota_of(m, fkv_route_tenant_of(r));
+	struct fkv_route_tenant a;
+	struct fkv_list *l, *next;
+	struct quota_ssd *e;
+
+	if (!q || !q->ssd_bytes)
+		return;
+	e = malloc(sizeof(*e) + r->key_len);
+	if (!e) {
+		fkv_err("tenant %u: SSD copy not queued for its quota: out of "
+			"memory", q->tenant);
+		return;
+	}
+	e->put_id = r->put_id;
+	e->node = node;
+	e->key_len = r->key_len;
+	memcpy(e->key, r->key, r->key_len);
+	fkv_list_add_tail(&e->link, &q->ssd_fifo);
+	q->nfifo++;
+	/* Entries of copies gone otherwise: pruned when they are half. */
+	fkv_routes_tenant(m->routes, q->tenant, &a);
+	if (q->nfifo <= 2 * a.ssd_replicas + 64)
+		return;
+	for (l = q->ssd_fifo.next; l != &q->ssd_fifo; l = next) {
+		next = l->next;
+		e = fkv_container_of(l, struct quota_ssd, link);
+		if (quota_ssd_live(m, e))
+			continue;
+		fkv_list_del(l);
+		free(e);
+		q->nfifo--;
+	}
+}
+
+/*
+ * Tenant @tenant past its SSD quota: its oldest routed SSD copies are
+ * unrouted, their owners' modules told (DROP_REPLICA SOURCE=SSD, which
+ * clears the SSD index's routed flag: a DRAM replica of that version is
+ * dirty again for clean drops), until it is within the quota.  The copy
+ * being committed (@key / @put_id on the caller) is not told: its
+ * SSD_COMMIT is answered unpublished instead (*@published false), which
+ * the module would otherwise take for routed after the drop.
+ */
+static void enforce_ssd_quota(struct fkv_master *m, uint32_t tenant,
+			      const void *key, size_t key_len,
+			      uint64_t put_id, bool *published)
+{
+	struct quota *q = quota_of(m, tenant);
+	struct fkv_route_tenant a;
+	struct fkv_list *l;
+
+	if (!q || !q->ssd_bytes)
+		return;
+	for (;;) {
+		struct quota_ssd *e;
+		bool now;
+
+		fkv_routes_tenant(m->routes, tenant, &a);
+		if (a.ssd_bytes <= q->ssd_bytes)
+			return;
+		l = fkv_list_first(&q->ssd_fifo);
+		if (!l)
+			return;
+		fkv_list_del(l);
+		q->nfifo--;
+		e = fkv_container_of(l, struct quota_ssd, link);
+		if (quota_ssd_live(m, e) &&
+		    !fkv_routes_clear_ssd_on(m->routes, e->node, e->key,
+					     e->key_len, e->put_id)) {
+			key_tenant(m, e->key, e->key_len)->quota_ssd_drops++;
+			now = e->node == m->caller && e->put_id == put_id &&
+			      e->key_len == key_len &&
+			      !memcmp(e->key, key, key_len);
+			if (now)
+				*published = false;
+			else if (m->ops->send_ssd_drop)
+				m->ops->send_ssd_drop(m->arg, e->node, e->key,
+						      e->key_len, e->put_id);
+		}
+		free(e);
+	}
 }
 
 void fkv_master_set_ssd_capacity(struct fkv_master *m, uint64_t bytes)
@@ -864,6 +1149,19 @@ void fkv_master_owner_restart(struct fkv_master *m, uint64_t incarnation,
 		 (unsigned long long)incarnation, n);
 }
 
+/* The caller's replica of version @put_id of @key has an SSD copy. */
+static bool caller_has_ssd(const struct fkv_master *m, const void *key,
+			   size_t key_len, uint64_t put_id)
+{
+	const struct fkv_route *r = fkv_routes_lookup(m->routes, key, key_len);
+	const struct fkv_replica *rep;
+
+	if (!r || r->put_id != put_id)
+		return false;
+	rep = fkv_routes_replica_of(r, m->caller);
+	return rep && rep->ssd;
+}
+
 int fkv_master_put_start(struct fkv_master *m, const void *key,
 			 size_t key_len, uint64_t len, uint64_t *put_id,
 			 uint32_t *flags)
@@ -919,10 +1217,18 @@ static void published(struct fkv_master *m, const struct fkv_route *r,
 		      uint32_t node, uint64_t handle, uint64_t put_id,
 		      uint64_t len)
 {
-	const struct fkv_replica *rep = fkv_routes_replica_of(r, node);
+	const struct fkv_replica *rep;
 	int err;
 
 	m->st.published++;
+	/*
+	 * Its tenant's DRAM quota, from the tenant's other replicas: this
+	 * one is not in the policy yet, so never its own victim (as for
+	 * the watermarks); a tenant it alone takes past its quota gives it
+	 * up at its next put.
+	 */
+	route_dram_quota(m, r, node);
+	rep = fkv_routes_replica_of(r, node);
 	/*
 	 * Reference §3: while its SSD write runs the replica must stay; it
 	 * enters the policy at SSD_COMMIT (route_settled).
@@ -934,8 +1240,7 @@ static void published(struct fkv_master *m, const struct fkv_route *r,
 			 "persist: out of memory",
 			 (unsigned long long)handle,
 			 (unsigned long long)put_id);
-	err = fkv_evict_insert(m->nodes[node].policy, handle, fkv_weight(len),
-			       r->hash);
+	err = policy_insert(m, node, r, handle, len);
 	if (err)
 		fkv_err("replica %#llx is published but not evictable: %s",
 			(unsigned long long)handle, strerror(-err));
@@ -1118,6 +1423,7 @@ int fkv_master_adopt(struct fkv_master *m, const void *key, size_t key_len,
 {
 	const struct fkv_route *r = NULL;
 	struct fkv_mnode *n = caller(m);
+	bool had_ssd;
 	int ret, err;
 
 	if (handle && m->self && FLUXONKV_HANDLE_NODE(handle) != m->caller)
@@ -1129,6 +1435,7 @@ int fkv_master_adopt(struct fkv_master *m, const void *key, size_t key_len,
 		adopt_refused(m, key, key_len, put_id, handle, ssd);
 		return 0;
 	}
+	had_ssd = caller_has_ssd(m, key, key_len, put_id);
 	ret = fkv_routes_adopt_on(m->routes, m->caller, key, key_len, put_id,
 				  handle, len, ssd, n->incarnation,
 				  0, &r);
@@ -1137,12 +1444,26 @@ int fkv_master_adopt(struct fkv_master *m, const void *key, size_t key_len,
 		return ret;
 	}
 	m->st.adopted++;
+	if (handle)
+		route_dram_quota(m, r, m->caller);
 	if (handle) {
-		err = fkv_evict_insert(n->policy, handle, fkv_weight(len),
-				       r->hash);
+		err = policy_insert(m, m->caller, r, handle, len);
 		if (err)
 			fkv_err("adopted replica %#llx is not evictable: %s",
 				(unsigned long long)handle, strerror(-err));
+	}
+	if (ssd) {
+		const struct fkv_replica *rep = fkv_routes_replica_of(r,
+								m->caller);
+
+		/* the copy this adoption routed, not one it had already */
+		bool dummy;
+
+		if (rep && rep->ssd && !had_ssd) {
+			quota_ssd_add(m, r, m->caller);
+			enforce_ssd_quota(m, fkv_route_tenant_of(r), NULL, 0,
+					  0, &dummy);
+		}
 	}
 	return 1;
 }
@@ -1367,11 +1688,14 @@ int fkv_master_ssd_commit(struct fkv_master *m, const void *key,
 			  uint32_t *flags)
 {
 	char kb[FKV_KEY_FMT_LEN];
+	bool had, published = true;
 	int ret;
 
 	*flags = 0;
+	had = caller_has_ssd(m, key, key_len, put_id);
 	ret = fkv_routes_ssd_commit_on(m->routes, m->caller, key, key_len,
 				       put_id, len, caller(m)->incarnation);
+	quota_recheck(m);
 	if (ret < 0)
 		return ret;
 	if (!ret) {
@@ -1383,9 +1707,20 @@ int fkv_master_ssd_commit(struct fkv_master *m, const void *key,
 		return 0;
 	}
 	m->st.ssd_commits_published++;
-	*flags = FLUXONKV_SSD_F_PUBLISHED;
+	if (!had) {
+		const struct fkv_route *r = fkv_routes_lookup(m->routes, key,
+							      key_len);
+
+		quota_ssd_add(m, r, m->caller);
+		enforce_ssd_quota(m, fkv_route_tenant_of(r), key, key_len,
+				  put_id, &published);
+	}
+	if (published)
+		*flags = FLUXONKV_SSD_F_PUBLISHED;
 	return 0;
 }
+
+
 
 int fkv_master_ssd_commit_failed(struct fkv_master *m, const void *key,
 				 size_t key_len, uint64_t put_id, int error,
@@ -1397,6 +1732,7 @@ int fkv_master_ssd_commit_failed(struct fkv_master *m, const void *key,
 	*flags = 0;
 	ret = fkv_routes_persist_failed_on(m->routes, m->caller, key, key_len,
 					   put_id);
+	quota_recheck(m);
 	if (ret < 0)
 		return ret;
 	m->st.persist_failures++;
@@ -1577,8 +1913,8 @@ int fkv_master_get_done(struct fkv_master *m, const void *key,
 	m->st.promotions++;
 	/* Room for it is made from the others: it is not tracked yet. */
 	enforce_watermarks(m, m->caller);
-	err = fkv_evict_insert(caller(m)->policy, handle, fkv_weight(len),
-			       r->hash);
+	route_dram_quota(m, r, m->caller);
+	err = policy_insert(m, m->caller, r, handle, len);
 	if (err)
 		fkv_err("replica %#llx is promoted but not evictable: %s",
 			(unsigned long long)handle, strerror(-err));
@@ -1721,7 +2057,8 @@ int fkv_master_need_room(struct fkv_master *m, uint64_t bytes,
 		}
 		want -= n->room_promised;
 	}
-	got = evict_at_most(m, m->caller, want, FKV_EVICT_SLICE, &capped);
+	got = evict_at_most(m, m->caller, 0, want, FKV_EVICT_SLICE,
+			    &capped);
 	if (capped) {
 		n->room_debt += want - got;
 		n->room_promised += want;
@@ -1808,6 +2145,7 @@ void fkv_master_tick(struct fkv_master *m)
 	m->st.holds_expired += holds_expire(m, fkv_routes_now_ms(m->routes));
 	fkv_routes_sweep(m->routes);
 	fkv_routes_sweep_persisting(m->routes);
+	quota_recheck(m);
 }
 
 void fkv_master_get_stats(const struct fkv_master *m,

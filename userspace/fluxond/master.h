@@ -107,6 +107,13 @@ struct fkv_master_config {
 	 * master would draw put_ids from two counters.
 	 */
 	bool local_puts;
+	/*
+	 * The tenants (issue 30); their quotas are enforced: @dram_bytes
+	 * past which a tenant's own DRAM replicas are evicted, @ssd_bytes
+	 * past which its oldest SSD copies are unrouted.  Copied.
+	 */
+	const struct fkv_tenant_config *tenants;
+	size_t ntenants;
 };
 
 /*
@@ -449,6 +456,12 @@ struct fkv_tenant_stats {
 	uint32_t tenant;
 	uint64_t puts, gets, mem_hits, ssd_hits, remote_hits, misses;
 	uint64_t keys, dram_bytes, ssd_bytes;
+	/*
+	 * Quotas (counters): DRAM replicas evicted because the tenant was
+	 * past its dram_bytes, SSD copies unrouted because it was past its
+	 * ssd_bytes.
+	 */
+	uint64_t quota_evictions, quota_ssd_drops;
 };
 /* Distinct tenants counted at most (more: not counted, and logged). */
 #define FKV_MASTER_TENANTS	1024

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/tenant.h"
 #include "hash.h"
 #include "list.h"
 #include "route.h"
@@ -120,6 +121,14 @@ struct fkv_routes {
 	uint64_t reserved_by[FKV_ROUTE_NODES];
 	size_t nssd;			/* committed SSD replicas */
 	uint64_t ssd_bytes;		/* sum of their lengths */
+	/*
+	 * The same per tenant (the key's, common/tenant.h), kept where the
+	 * totals change: tenant + 1 -> struct fkv_route_tenant, freed when
+	 * the tenant has no replica left.  @tenants_lost: an update found no
+	 * memory (the totals are off; fkv_routes_check says so).
+	 */
+	struct fkv_u64map tenants;
+	bool tenants_lost;
 };
 
 struct fkv_tomb {
@@ -133,6 +142,58 @@ static struct fkv_route *route_of(const struct fkv_replica *rep)
 	return (struct fkv_route *)((char *)(rep - rep->slot) -
 				    offsetof(struct fkv_route, replicas));
 }
+
+uint32_t fkv_route_tenant_of(const struct fkv_route *r)
+{
+	return fkv_key_tenant(r->key, r->key_len, NULL);
+}
+
+/*
+ * @r's tenant gains (@sign 1) or loses (-1) a DRAM replica of @mem_len
+ * bytes (@mem) or an SSD copy of @ssd_len bytes (@ssd).
+ */
+static void tenant_add(struct fkv_routes *t, const struct fkv_route *r,
+		       int sign, bool mem, uint64_t mem_len, bool ssd,
+		       uint64_t ssd_len)
+{
+	uint64_t key = (uint64_t)fkv_route_tenant_of(r) + 1;
+	struct fkv_route_tenant *a = fkv_u64map_get(&t->tenants, key);
+
+	if (!a) {
+		a = calloc(1, sizeof(*a));
+		if (!a || fkv_u64map_put(&t->tenants, key, a)) {
+			free(a);
+			t->tenants_lost = true;
+			return;
+		}
+	}
+	if (mem) {
+		a->dram_bytes += sign * fkv_weight(mem_len);
+		a->dram_replicas += sign;
+	}
+	if (ssd) {
+		a->ssd_bytes += sign * ssd_len;
+		a->ssd_replicas += sign;
+	}
+	if (!a->dram_replicas && !a->ssd_replicas) {
+		fkv_u64map_del(&t->tenants, key);
+		free(a);
+	}
+}
+
+void fkv_routes_tenant(const struct fkv_routes *t, uint32_t tenant,
+		       struct fkv_route_tenant *out)
+{
+	const struct fkv_route_tenant *a;
+
+	a = fkv_u64map_get(&t->tenants, (uint64_t)tenant + 1);
+	if (a)
+		*out = *a;
+	else
+		memset(out, 0, sizeof(*out));
+	out->tenant = tenant;
+}
+
 
 /* Slot @i of @r (its node set) joins that node's list. */
 static void replica_link(struct fkv_routes *t, struct fkv_route *r,
@@ -257,12 +318,17 @@ struct fkv_routes *fkv_routes_create(const struct fkv_route_config *cfg,
 	err = fkv_u64map_init(&t->tombs, 0);
 	if (err)
 		goto err_persisting;
+	err = fkv_u64map_init(&t->tenants, 0);
+	if (err)
+		goto err_tombs;
 	err = -ENOMEM;
 	t->tomb_ring = calloc(t->tomb_max, sizeof(*t->tomb_ring));
 	if (!t->tomb_ring)
-		goto err_tombs;
+		goto err_tenants;
 	return t;
 
+err_tenants:
+	fkv_u64map_fini(&t->tenants);
 err_tombs:
 	fkv_u64map_fini(&t->tombs);
 err_persisting:
@@ -321,6 +387,7 @@ void fkv_routes_destroy(struct fkv_routes *t)
 	free(t->old);
 	free(t->buckets);
 	free(t->tomb_ring);
+	fkv_u64map_fini_free(&t->tenants);
 	fkv_u64map_fini(&t->tombs);
 	fkv_u64map_fini(&t->persisting);
 	fkv_u64map_fini(&t->inflight);
@@ -616,6 +683,7 @@ static void drop_mem(struct fkv_routes *t, struct fkv_replica *rep)
 	persisting_del(t, rep);
 	fkv_u64map_del(&t->by_handle, handle);
 	t->used_by[rep->node] -= w;
+	tenant_add(t, route_of(rep), -1, true, rep->mem_len, false, 0);
 	rep->mem_handle = 0;
 	rep->mem_len = 0;
 	t->ops->drop(t->arg, handle, w);
@@ -628,6 +696,7 @@ static void drop_ssd(struct fkv_routes *t, struct fkv_replica *rep)
 		return;
 	t->nssd--;
 	t->ssd_bytes -= rep->ssd_len;
+	tenant_add(t, route_of(rep), -1, false, 0, true, rep->ssd_len);
 	rep->ssd = false;
 	rep->ssd_len = 0;
 }
@@ -702,6 +771,7 @@ static int publish(struct fkv_routes *t, struct fkv_route *r, uint32_t node,
 	rep->persist = persist;
 	replica_link(t, r, 0);
 	t->used_by[node] += fkv_weight(len);
+	tenant_add(t, r, 1, true, len, false, 0);
 	t->nvisible++;
 	if (persist)
 		persisting_add(t, rep);
@@ -909,9 +979,11 @@ int fkv_routes_ssd_commit_on(struct fkv_routes *t, uint32_t node,
 		rep->ssd = true;
 	} else {
 		t->ssd_bytes -= rep->ssd_len;	/* a repeated commit */
+		tenant_add(t, r, -1, false, 0, true, rep->ssd_len);
 	}
 	rep->ssd_len = len;
 	t->ssd_bytes += len;
+	tenant_add(t, r, 1, false, 0, true, len);
 	if (rep->persisting)
 		persisting_end(t, r, rep, false);
 	return 1;
@@ -1020,6 +1092,7 @@ int fkv_routes_promote_on(struct fkv_routes *t, uint32_t node,
 	rep->mem_handle = handle;
 	rep->mem_len = len;
 	t->used_by[node] += fkv_weight(len);
+	tenant_add(t, r, 1, true, len, false, 0);
 	if (routep)
 		*routep = r;
 	return 1;
@@ -1084,12 +1157,14 @@ int fkv_routes_adopt_on(struct fkv_routes *t, uint32_t node, const void *key,
 		rep->mem_handle = handle;
 		rep->mem_len = len;
 		t->used_by[node] += fkv_weight(len);
+		tenant_add(t, r, 1, true, len, false, 0);
 	}
 	if (ssd && !rep->ssd) {
 		rep->ssd = true;
 		rep->ssd_len = len;
 		t->nssd++;
 		t->ssd_bytes += len;
+		tenant_add(t, r, 1, false, 0, true, len);
 	}
 	if (routep)
 		*routep = r;
@@ -1137,6 +1212,7 @@ static void forget_replica(struct fkv_routes *t, struct fkv_replica *rep)
 	persisting_del(t, rep);
 	fkv_u64map_del(&t->by_handle, handle);
 	t->used_by[rep->node] -= w;
+	tenant_add(t, route_of(rep), -1, true, rep->mem_len, false, 0);
 	rep->mem_handle = 0;
 	rep->mem_len = 0;
 	if (t->ops->forget)
@@ -1356,6 +1432,59 @@ uint64_t fkv_routes_last_put_id(const struct fkv_routes *t)
  * incrementally.  0, or a negative code naming the first broken rule.
  * O(entries + in-flight puts): for tests, not the daemon's hot path.
  */
+/* Each tenant's counted totals against a walk of its routes. */
+static int tenant_walk(void *arg, const struct fkv_route *r)
+{
+	struct fkv_route_tenant *w = arg;
+	uint32_t i;
+
+	if (fkv_route_tenant_of(r) != w->tenant)
+		return 0;
+	for (i = 0; i < r->nreplicas; i++) {
+		const struct fkv_replica *rep = &r->replicas[i];
+
+		if (rep->mem_handle) {
+			w->dram_bytes += fkv_weight(rep->mem_len);
+			w->dram_replicas++;
+		}
+		if (rep->ssd) {
+			w->ssd_bytes += rep->ssd_len;
+			w->ssd_replicas++;
+		}
+	}
+	return 0;
+}
+
+static int tenants_check(const struct fkv_routes *t, uint64_t ssd_bytes,
+			 const uint64_t *used)
+{
+	uint64_t dram = 0, ssd = 0, key;
+	size_t pos = 0;
+	uint32_t n;
+	void *val;
+
+	if (t->tenants_lost)
+		return -1;
+	while (!fkv_u64map_next(&t->tenants, &pos, &key, &val)) {
+		const struct fkv_route_tenant *a = val;
+		struct fkv_route_tenant w = { .tenant = (uint32_t)(key - 1) };
+
+		fkv_routes_for_each_route(t, tenant_walk, &w);
+		if (w.dram_bytes != a->dram_bytes ||
+		    w.dram_replicas != a->dram_replicas ||
+		    w.ssd_bytes != a->ssd_bytes ||
+		    w.ssd_replicas != a->ssd_replicas ||
+		    (!a->dram_replicas && !a->ssd_replicas))
+			return -1;
+		dram += a->dram_bytes;
+		ssd += a->ssd_bytes;
+	}
+	/* ... and no tenant with replicas is missing */
+	for (n = 0; n < FKV_ROUTE_NODES; n++)
+		dram -= used[n];
+	return dram || ssd != ssd_bytes ? -1 : 0;
+}
+
 int fkv_routes_check(const struct fkv_routes *t)
 {
 	uint64_t used[FKV_ROUTE_NODES] = { 0 }, reserved[FKV_ROUTE_NODES] = { 0 };
@@ -1442,6 +1571,8 @@ int fkv_routes_check(const struct fkv_routes *t)
 		return -10;
 	if (nssd != t->nssd || ssd_bytes != t->ssd_bytes)
 		return -11;
+	if (tenants_check(t, ssd_bytes, used))
+		return -20;
 	for (n = 0; n < FKV_ROUTE_NODES; n++)
 		if (used[n] != t->used_by[n])
 			return -12;

@@ -426,6 +426,20 @@ uint64_t fkv_routes_reserved(const struct fkv_routes *t);
 /* The same for any node (fkv_routes_used() is the local node's). */
 uint64_t fkv_routes_node_used(const struct fkv_routes *t, uint32_t node);
 uint64_t fkv_routes_node_reserved(const struct fkv_routes *t, uint32_t node);
+/*
+ * One tenant's replicas (issue 30: the tenant of a key, common/tenant.h),
+ * kept as the table's totals are: DRAM replicas on every node and their
+ * weights, SSD copies and their lengths.  @tenant: whose.
+ */
+struct fkv_route_tenant {
+	uint32_t tenant;
+	uint64_t dram_bytes, ssd_bytes;
+	size_t dram_replicas, ssd_replicas;
+};
+void fkv_routes_tenant(const struct fkv_routes *t, uint32_t tenant,
+		       struct fkv_route_tenant *out);
+/* The tenant of @r's key. */
+uint32_t fkv_route_tenant_of(const struct fkv_route *r);
 /* Visible routes. */
 size_t fkv_routes_count(const struct fkv_routes *t);
 /* Memory replicas referenced (= handles the table holds). */

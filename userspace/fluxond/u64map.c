@@ -226,3 +226,14 @@ int fkv_u64map_next(const struct fkv_u64map *m, size_t *pos, uint64_t *key,
 	}
 	return -ENOENT;
 }
+
+void fkv_u64map_fini_free(struct fkv_u64map *m)
+{
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+
+	while (!fkv_u64map_next(m, &pos, &key, &val))
+		free(val);
+	fkv_u64map_fini(m);
+}

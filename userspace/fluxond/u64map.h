@@ -34,6 +34,8 @@ struct fkv_u64map {
 
 int fkv_u64map_init(struct fkv_u64map *m, size_t hint);
 void fkv_u64map_fini(struct fkv_u64map *m);
+/* The same after free() of every value (each a malloc()ed pointer). */
+void fkv_u64map_fini_free(struct fkv_u64map *m);
 void *fkv_u64map_get(const struct fkv_u64map *m, uint64_t key);
 /* 0, -EINVAL (key 0), -EEXIST or -ENOMEM. */
 int fkv_u64map_put(struct fkv_u64map *m, uint64_t key, void *val);
