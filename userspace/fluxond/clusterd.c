@@ -1748,8 +1748,9 @@ static int cluster_register_flags(struct fkv_clusterd *cd, uint32_t id)
 /*
  * Register as node @id, then load the tenant table: a table of a previous
  * daemon is replaced (or cleared), on a master's own node as on any other.
- * A table this module cannot take is a configuration it cannot serve:
- * fluxond exits (fkv_nl_load_tenants() said why).
+ * A table this module refuses is a configuration it cannot serve: fluxond
+ * exits (fkv_nl_load_tenants() said why); any other failure (a timeout,
+ * memory) unregisters and is the caller's to retry.
  */
 static int cluster_register(struct fkv_clusterd *cd, uint32_t id)
 {
@@ -1758,12 +1759,14 @@ static int cluster_register(struct fkv_clusterd *cd, uint32_t id)
 	if (err)
 		return err;
 	err = fkv_nl_load_tenants(cd->nl, cd->cfg.tenants, cd->cfg.ntenants);
-	if (err) {
-		/* Registered moments ago: no pull, no target of ours yet. */
-		fkv_nl_unregister(cd->nl);
+	if (!err)
+		return 0;
+	/* Registered moments ago: no pull, no target of ours yet. */
+	fkv_nl_unregister(cd->nl);
+	if (err == -EOPNOTSUPP || err == -EINVAL || err == -E2BIG ||
+	    err == -ERANGE)
 		exit(EXIT_FAILURE);
-	}
-	return 0;
+	return err;
 }
 
 static void node_register(struct fkv_clusterd *cd, uint32_t id)

@@ -150,11 +150,12 @@ uint32_t fkv_route_tenant_of(const struct fkv_route *r)
 
 /*
  * @r's tenant gains (@sign 1) or loses (-1) a DRAM replica of @mem_len
- * bytes (@mem) or an SSD copy of @ssd_len bytes (@ssd).
+ * bytes (@mem), an SSD copy of @ssd_len bytes (@ssd), or (@keys) a
+ * visible route.  A tenant with none of them left is forgotten.
  */
-static void tenant_add(struct fkv_routes *t, const struct fkv_route *r,
-		       int sign, bool mem, uint64_t mem_len, bool ssd,
-		       uint64_t ssd_len)
+static void tenant_change(struct fkv_routes *t, const struct fkv_route *r,
+			  int sign, bool mem, uint64_t mem_len, bool ssd,
+			  uint64_t ssd_len, bool keys)
 {
 	uint64_t key = (uint64_t)fkv_route_tenant_of(r) + 1;
 	struct fkv_route_tenant *a = fkv_u64map_get(&t->tenants, key);
@@ -166,6 +167,7 @@ static void tenant_add(struct fkv_routes *t, const struct fkv_route *r,
 			t->tenants_lost = true;
 			return;
 		}
+		a->tenant = (uint32_t)(key - 1);
 	}
 	if (mem) {
 		a->dram_bytes += sign * fkv_weight(mem_len);
@@ -175,10 +177,45 @@ static void tenant_add(struct fkv_routes *t, const struct fkv_route *r,
 		a->ssd_bytes += sign * ssd_len;
 		a->ssd_replicas += sign;
 	}
-	if (!a->dram_replicas && !a->ssd_replicas) {
+	if (keys)
+		a->keys += sign;
+	if (!a->dram_replicas && !a->ssd_replicas && !a->keys) {
 		fkv_u64map_del(&t->tenants, key);
 		free(a);
 	}
+}
+
+static void tenant_add(struct fkv_routes *t, const struct fkv_route *r,
+		       int sign, bool mem, uint64_t mem_len, bool ssd,
+		       uint64_t ssd_len)
+{
+	tenant_change(t, r, sign, mem, mem_len, ssd, ssd_len, false);
+}
+
+/* @r became visible (@sign 1) or invisible (-1): its tenant's keys. */
+static void visible_add(struct fkv_routes *t, const struct fkv_route *r,
+			int sign)
+{
+	t->nvisible += sign;
+	tenant_change(t, r, sign, false, 0, false, 0, true);
+}
+
+int fkv_routes_for_each_tenant(const struct fkv_routes *t,
+			       int (*fn)(void *arg,
+					 const struct fkv_route_tenant *a),
+			       void *arg)
+{
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	int err;
+
+	while (!fkv_u64map_next(&t->tenants, &pos, &key, &val)) {
+		err = fn(arg, val);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 void fkv_routes_tenant(const struct fkv_routes *t, uint32_t tenant,
@@ -735,7 +772,7 @@ static void drop_all(struct fkv_routes *t, struct fkv_route *r)
 	}
 	memset(r->replicas, 0, sizeof(r->replicas));
 	r->nreplicas = 0;
-	t->nvisible--;
+	visible_add(t, r, -1);
 }
 
 /*
@@ -772,7 +809,7 @@ static int publish(struct fkv_routes *t, struct fkv_route *r, uint32_t node,
 	replica_link(t, r, 0);
 	t->used_by[node] += fkv_weight(len);
 	tenant_add(t, r, 1, true, len, false, 0);
-	t->nvisible++;
+	visible_add(t, r, 1);
 	if (persist)
 		persisting_add(t, rep);
 	if (routep)
@@ -896,7 +933,7 @@ static void compact(struct fkv_routes *t, struct fkv_route *r)
 			i++;
 	}
 	if (!r->nreplicas) {
-		t->nvisible--;
+		visible_add(t, r, -1);
 		maybe_free_entry(t, r);
 	}
 }
@@ -1151,7 +1188,7 @@ int fkv_routes_adopt_on(struct fkv_routes *t, uint32_t node, const void *key,
 		rep->tomb_tag = tomb_tag;
 		replica_link(t, r, r->nreplicas - 1);
 		if (r->nreplicas == 1)
-			t->nvisible++;
+			visible_add(t, r, 1);
 	}
 	if (handle) {
 		rep->mem_handle = handle;
@@ -1440,6 +1477,8 @@ static int tenant_walk(void *arg, const struct fkv_route *r)
 
 	if (fkv_route_tenant_of(r) != w->tenant)
 		return 0;
+	if (r->nreplicas)
+		w->keys++;
 	for (i = 0; i < r->nreplicas; i++) {
 		const struct fkv_replica *rep = &r->replicas[i];
 
@@ -1473,8 +1512,9 @@ static int tenants_check(const struct fkv_routes *t, uint64_t ssd_bytes,
 		if (w.dram_bytes != a->dram_bytes ||
 		    w.dram_replicas != a->dram_replicas ||
 		    w.ssd_bytes != a->ssd_bytes ||
-		    w.ssd_replicas != a->ssd_replicas ||
-		    (!a->dram_replicas && !a->ssd_replicas))
+		    w.ssd_replicas != a->ssd_replicas || w.keys != a->keys ||
+		    a->tenant != w.tenant ||
+		    (!a->dram_replicas && !a->ssd_replicas && !a->keys))
 			return -1;
 		dram += a->dram_bytes;
 		ssd += a->ssd_bytes;

@@ -435,9 +435,18 @@ struct fkv_route_tenant {
 	uint32_t tenant;
 	uint64_t dram_bytes, ssd_bytes;
 	size_t dram_replicas, ssd_replicas;
+	size_t keys;			/* visible routes */
 };
 void fkv_routes_tenant(const struct fkv_routes *t, uint32_t tenant,
 		       struct fkv_route_tenant *out);
+/*
+ * Each tenant with a visible route, its totals to @fn (in no order);
+ * stops at @fn's first nonzero return, which it returns.
+ */
+int fkv_routes_for_each_tenant(const struct fkv_routes *t,
+			       int (*fn)(void *arg,
+					 const struct fkv_route_tenant *a),
+			       void *arg);
 /* The tenant of @r's key. */
 uint32_t fkv_route_tenant_of(const struct fkv_route *r);
 /* Visible routes. */

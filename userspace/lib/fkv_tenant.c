@@ -143,8 +143,9 @@ static int fkv_tenant_recv(int fd, unsigned char *buf, size_t cap)
 		n = recv(fd, buf + have, cap - have, 0);
 		if (n < 0 && errno == EINTR)
 			continue;
+		/* reset mid-request: no daemon to ask, as for no socket */
 		if (n < 0)
-			return -errno;
+			return errno == ECONNRESET ? -ENOTCONN : -errno;
 		/*
 		 * Closed without an answer: a daemon that does not know
 		 * TENANT (it predates tenants) answers nothing.

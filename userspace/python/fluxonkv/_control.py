@@ -88,13 +88,22 @@ def _ask(cmd, attrs, path, op, **eof):
         try:
             sock.connect(path)
         except OSError as e:
-            raise FluxonKVError(errno.ENOTCONN, f"fluxond's control socket "
+            # the socket's permissions are EACCES, as in libfluxonkv
+            code = (errno.EACCES if e.errno in (errno.EACCES, errno.EPERM)
+                    else errno.ENOTCONN)
+            raise FluxonKVError(code, f"fluxond's control socket "
                                 f"{path}: {e.strerror}", op=op) from e
         sock.sendall(_message(cmd, attrs))
         return _recv_message(sock, cmd, op, **eof)
     except socket.timeout as e:
         raise FluxonKVError(errno.ETIMEDOUT, f"fluxond did not answer "
                             f"{op.upper()}", op=op) from e
+    except FluxonKVError:
+        raise
+    except OSError as e:
+        # reset or broken mid-request: no daemon to ask (never a raw OSError)
+        raise FluxonKVError(errno.ENOTCONN, f"fluxond's control socket "
+                            f"{path}: {e.strerror}", op=op) from e
     finally:
         sock.close()
 

@@ -8,6 +8,7 @@ import errno
 import socket
 import struct
 import threading
+import time
 
 import pytest
 
@@ -20,9 +21,10 @@ class FakeDaemon:
     """A UNIX socket that answers each request with what @answer(cmd,
     attrs) returns: (cmd, {attr: payload}), or None to close silently."""
 
-    def __init__(self, path, answer):
+    def __init__(self, path, answer, read=True):
         self.path = str(path)
         self.answer = answer
+        self.read = read
         self.requests = []
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(self.path)
@@ -37,6 +39,10 @@ class FakeDaemon:
             except OSError:
                 return
             with conn:
+                if not self.read:
+                    # closed with the request unread: the peer's ECONNRESET
+                    time.sleep(0.2)
+                    continue
                 data = conn.recv(65536)
                 n, kind = struct.unpack_from("=IH", data)
                 cmd = data[16]
@@ -185,3 +191,15 @@ def test_long_keys_hash_at_the_stores_key_max():
     wide = "é" * 126                    # 252 bytes
     assert native_key(wide, KEY_MAX) == wide
     assert isinstance(native_key(wide, TENANT_KEY_MAX), bytes)
+
+
+def test_a_connection_reset_is_enotconn_never_a_raw_oserror(tmp_path):
+    """A daemon that drops the connection with the request unread: the
+    client says ENOTCONN (a FluxonKVError), as for no daemon at all."""
+    d = FakeDaemon(tmp_path / "s", lambda cmd, attrs: None, read=False)
+    try:
+        with pytest.raises(FluxonKVError) as e:
+            fluxonkv.tenant_id("alpha", path=d.path)
+        assert e.value.errno == errno.ENOTCONN, e.value
+    finally:
+        d.close()
