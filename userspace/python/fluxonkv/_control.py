@@ -166,7 +166,11 @@ def clear(pattern=None, path=None, tenant=None):
     key) those it matches.  @tenant: None / "default" / 0 the default
     tenant (keys of no tenant), a name or an id another (the asker must be
     root or one of its uids / gids).  Returns how many it removed;
-    FluxonKVError otherwise (ENOTCONN: no daemon listens at the socket)."""
+    FluxonKVError otherwise (ENOTCONN: no daemon listens at the socket).
+    The master knows a node's local puts from notes its module batches:
+    to clear puts that just returned, first delete any key through a
+    Store (a DELETE sends the notes before it), as the Mooncake adapter's
+    remove_all does."""
     tid = resolve_tenant(tenant, path)
     attrs = []
     if pattern is not None:
