@@ -270,26 +270,35 @@ int ctl_cluster_query(const char *path, int timeout_ms, struct ctl_cluster *c)
 				decode_stats, c);
 }
 
-static const struct nla_policy clear_policy[FKV_CA_MAX + 1] = {
+/* The attributes an answer to CLEAR or TENANT may carry. */
+static const struct nla_policy answer_policy[FKV_CA_MAX + 1] = {
 	[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
 	[FKV_CA_COUNT] = { .type = NLA_U64 },
-	[FKV_CA_MESSAGE] = { .type = NLA_STRING },
+	[FKV_CA_TENANT_ID] = { .type = NLA_U32 },
+	[FKV_CA_MESSAGE] = { .type = NLA_STRING, .maxlen = 512 },
 };
 
-struct clear_answer {
-	uint64_t *removed;
+/* What a CLEAR or TENANT answer fills: its one value and the reason. */
+struct value_answer {
+	uint8_t cmd;		/* the command answered */
+	int value_attr;		/* FKV_CA_COUNT or FKV_CA_TENANT_ID */
+	uint64_t value;
 	char *why;
 	size_t why_len;
 };
 
-static int decode_clear(struct nlmsghdr *nlh, void *arg)
+/*
+ * An answer {STATUS, MESSAGE, and on 0 the value}: 0, the daemon's
+ * -errno, or -EPROTO.
+ */
+static int decode_value(struct nlmsghdr *nlh, void *arg)
 {
-	struct nlattr *tb[FKV_CA_MAX + 1];
-	struct clear_answer *a = arg;
+	struct nlattr *tb[FKV_CA_MAX + 1], *v;
+	struct value_answer *a = arg;
 	int status;
 
-	if (fkv_wire_cmd(nlh) != FKV_CCMD_CLEAR ||
-	    fkv_wire_parse(nlh, tb, clear_policy) || !tb[FLUXONKV_A_STATUS])
+	if (fkv_wire_cmd(nlh) != a->cmd ||
+	    fkv_wire_parse(nlh, tb, answer_policy) || !tb[FLUXONKV_A_STATUS])
 		return -EPROTO;
 	status = (int32_t)nla_get_u32(tb[FLUXONKV_A_STATUS]);
 	if (tb[FKV_CA_MESSAGE])
@@ -297,83 +306,65 @@ static int decode_clear(struct nlmsghdr *nlh, void *arg)
 			 nla_get_string(tb[FKV_CA_MESSAGE]));
 	if (status > 0)
 		return -EPROTO;
+	if (status == -ENOENT && a->cmd == FKV_CCMD_TENANT)
+		return -ESRCH;	/* no such tenant; -ENOENT: no daemon there */
 	if (status)
 		return status;
-	if (!tb[FKV_CA_COUNT])
+	v = tb[a->value_attr];
+	if (!v)
 		return -EPROTO;
-	*a->removed = nla_get_u64(tb[FKV_CA_COUNT]);
+	a->value = a->value_attr == FKV_CA_COUNT ? nla_get_u64(v) :
+						   nla_get_u32(v);
 	return 0;
+}
+
+/* @msg (NULL if building it failed) to the daemon, its answer into @a. */
+static int value_call(const char *path, int timeout_ms, struct nl_msg *msg,
+		      struct value_answer *a)
+{
+	if (a->why_len)
+		a->why[0] = '\0';
+	return ctl_control_call(path, timeout_ms, msg, decode_value, a);
 }
 
 int ctl_clear(const char *path, int timeout_ms, uint32_t tenant,
 	      const char *pattern, uint64_t *removed, char *why,
 	      size_t why_len)
 {
-	struct clear_answer a = { removed, why, why_len };
+	struct value_answer a = { FKV_CCMD_CLEAR, FKV_CA_COUNT, 0, why,
+				  why_len };
 	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_CLEAR);
+	int err;
 
-	if (why_len)
-		why[0] = '\0';
 	if (msg && ((pattern && nla_put_string(msg, FKV_CA_PATTERN, pattern)) ||
 		    (tenant && nla_put_u32(msg, FKV_CA_TENANT_ID, tenant)))) {
 		nlmsg_free(msg);
 		msg = NULL;
 	}
-	return ctl_control_call(path, timeout_ms, msg, decode_clear, &a);
-}
-
-static const struct nla_policy tenant_answer_policy[FKV_CA_MAX + 1] = {
-	[FLUXONKV_A_STATUS] = { .type = NLA_U32 },
-	[FKV_CA_TENANT_ID] = { .type = NLA_U32 },
-	[FKV_CA_MESSAGE] = { .type = NLA_STRING, .maxlen = 512 },
-};
-
-struct tenant_answer {
-	uint32_t *id;
-	char *why;
-	size_t why_len;
-};
-
-static int decode_tenant(struct nlmsghdr *nlh, void *arg)
-{
-	struct nlattr *tb[FKV_CA_MAX + 1];
-	struct tenant_answer *a = arg;
-	int status;
-
-	if (fkv_wire_cmd(nlh) != FKV_CCMD_TENANT ||
-	    fkv_wire_parse(nlh, tb, tenant_answer_policy) ||
-	    !tb[FLUXONKV_A_STATUS])
-		return -EPROTO;
-	status = (int32_t)nla_get_u32(tb[FLUXONKV_A_STATUS]);
-	if (tb[FKV_CA_MESSAGE])
-		snprintf(a->why, a->why_len, "%s",
-			 nla_get_string(tb[FKV_CA_MESSAGE]));
-	if (status > 0)
-		return -EPROTO;
-	if (status == -ENOENT)
-		return -ESRCH;	/* -ENOENT: no daemon there */
-	if (status)
-		return status;
-	if (!tb[FKV_CA_TENANT_ID] ||
-	    nla_get_u32(tb[FKV_CA_TENANT_ID]) > FLUXONKV_TENANT_ID_MAX)
-		return -EPROTO;
-	*a->id = nla_get_u32(tb[FKV_CA_TENANT_ID]);
-	return 0;
+	err = value_call(path, timeout_ms, msg, &a);
+	if (!err)
+		*removed = a.value;
+	return err;
 }
 
 int ctl_tenant_id(const char *path, int timeout_ms, const char *name,
 		  uint32_t *id, char *why, size_t why_len)
 {
-	struct tenant_answer a = { id, why, why_len };
+	struct value_answer a = { FKV_CCMD_TENANT, FKV_CA_TENANT_ID, 0, why,
+				  why_len };
 	struct nl_msg *msg = fkv_wire_msg(FKV_CCMD_TENANT);
+	int err;
 
-	if (why_len)
-		why[0] = '\0';
 	if (msg && nla_put_string(msg, FKV_CA_TENANT_NAME, name)) {
 		nlmsg_free(msg);
 		msg = NULL;
 	}
-	return ctl_control_call(path, timeout_ms, msg, decode_tenant, &a);
+	err = value_call(path, timeout_ms, msg, &a);
+	if (!err && a.value > FLUXONKV_TENANT_ID_MAX)
+		return -EPROTO;
+	if (!err)
+		*id = (uint32_t)a.value;
+	return err;
 }
 
 const struct ctl_cstat *ctl_cluster_stat(const struct ctl_cstat *st,
