@@ -460,6 +460,8 @@ struct fluxonkv_refill {
 	int ret;
 	struct fluxonkv_alloc *alloc;
 	u64 t_read;
+	/* the read the device ended, to check in the task (or NULL) */
+	struct fluxonkv_ssd_job *read;
 	u64 put_id;
 	/* the finish revokes the SSD copy when @ret is set (a read, a stale route) */
 	bool revoke;
@@ -697,9 +699,12 @@ int fluxonkv_ssd_read_charged(struct fluxonkv_ssd_entry *e,
 			      struct fluxonkv_user *user, u64 *charged);
 int fluxonkv_ssd_read_range(struct fluxonkv_ssd_entry *e,
 			    struct fluxonkv_alloc *a, u64 off, u64 len);
+struct fluxonkv_ssd_job;
 int fluxonkv_ssd_read_async(struct fluxonkv_ssd_entry *e,
 			    struct fluxonkv_alloc *a,
-			    void (*end)(void *priv, int ret), void *priv);
+			    void (*end)(void *priv, struct fluxonkv_ssd_job *job),
+			    void *priv);
+int fluxonkv_ssd_read_async_end(struct fluxonkv_ssd_job *job);
 u64 fluxonkv_ssd_capacity(void);
 u64 fluxonkv_ssd_used(void);
 u64 fluxonkv_ssd_meta_bytes(void);
@@ -790,8 +795,8 @@ enum fluxonkv_lat_op {
 	FLUXONKV_LAT_REFILL_ALLOC,	/* room for the target */
 	FLUXONKV_LAT_REFILL_READ,	/* queued read until the waiter wakes */
 	FLUXONKV_LAT_REFILL_DONE,	/* replica + sending GET_DONE */
-	FLUXONKV_LAT_SSD_READ_IO,	/* the read itself, in an IO worker */
-	FLUXONKV_LAT_SSD_WRITE_IO,	/* a persist's write, in an IO worker */
+	FLUXONKV_LAT_SSD_READ_IO,	/* submission to the device's completion */
+	FLUXONKV_LAT_SSD_WRITE_IO,	/* the same for a persist's write */
 	FLUXONKV_LAT_GET_REMOTE,	/* a get answered from another node */
 	FLUXONKV_LAT_FETCH,		/* FETCH sent until the target is full */
 	FLUXONKV_LAT_PLACE_SEND,	/* PUT_PLACE + sending the value */

@@ -126,7 +126,8 @@ static long fluxonkv_ioc_info(struct fluxonkv_session *s, void __user *uarg)
 	info.key_max = FLUXONKV_KEY_MAX -
 		       (READ_ONCE(s->tenant) ? FLUXONKV_TENANT_PREFIX_LEN : 0);
 	info.flags = fluxonkv_daemon_connected() ? FLUXONKV_INFO_DAEMON : 0;
-	info.flags |= FLUXONKV_INFO_PUT_IOV | FLUXONKV_INFO_TENANTS;
+	info.flags |= FLUXONKV_INFO_PUT_IOV | FLUXONKV_INFO_TENANTS |
+		      FLUXONKV_INFO_BATCH_RESUME;
 	if (READ_ONCE(fluxonkv_isolated))
 		info.flags |= FLUXONKV_INFO_ISOLATED;
 	info.segment_used = fluxonkv_segment_used();
@@ -734,34 +735,55 @@ static int fluxonkv_batch_result(struct fluxonkv_session *s, u8 __user *uop,
 	return -EFAULT;
 }
 
+/* SSD refills one batch over io_uring may have in flight (see below). */
+#define FLUXONKV_URING_REFILLS_MAX	64
+
 /*
- * A batch over io_uring whose last entry, a GET, refills from the SSD
- * without the submitter (fluxonkv_uring_cmd): what its completion needs.
+ * A batch over io_uring some of whose GETs refill from the SSD without the
+ * submitter: the last entry's always, any entry's with
+ * FLUXONKV_BATCH_F_RESUME.  Made at the first such GET; the command is
+ * its from then on.  The pass goes on with the next entries while the
+ * reads are in flight; the command completes once the pass is over and
+ * every read ended (@pending), in the submitter's task, where each
+ * refill's entry is written.
  */
-struct fluxonkv_uring_get {
-	struct fluxonkv_refill rf;	/* rf.done: fluxonkv_uring_get_read_end */
+struct fluxonkv_uring_batch {
 	struct io_uring_cmd *ioucmd;
 	struct fluxonkv_session *s;
-	struct fluxonkv_batch b;	/* the header; b.done: that entry */
-	struct fluxonkv_op op;		/* the entry as read */
+	struct fluxonkv_batch b;	/* the header; b.done: where the pass ended */
 	void __user *uarg;		/* the header */
 	long usize;			/* its size */
+	int ret;			/* the pass's own result */
+	/* refills in flight, + 1 (the pass's) until the pass is over */
+	atomic_t pending;
+	unsigned int nrefills;
+	struct list_head refills;	/* in entry order */
+	u8 key[FLUXONKV_KEY_MAX];	/* a later entry's, compared */
 };
 
-static struct fluxonkv_uring_get *fluxonkv_uring_get_of(struct io_uring_cmd *c)
+/* One GET of such a batch whose refill goes on without the submitter. */
+struct fluxonkv_uring_refill {
+	struct fluxonkv_refill rf;	/* rf.done: fluxonkv_uring_refill_end */
+	struct fluxonkv_uring_batch *ub;
+	struct list_head node;		/* on ub->refills */
+	u64 index;			/* its entry's */
+	struct fluxonkv_op op;		/* the entry as read */
+};
+
+static struct fluxonkv_uring_batch *fluxonkv_uring_batch_of(struct io_uring_cmd *c)
 {
-	return *(struct fluxonkv_uring_get **)c->pdu;
+	return *(struct fluxonkv_uring_batch **)c->pdu;
 }
 
 /*
- * In the submitter's task (io_uring's task work), or in io_uring's
- * fallback worker when the task is exiting: finish the get, write its
- * entry and the header's done, complete the command.
+ * The pass is over and every refill ended: finish each refill's get and
+ * write its entry, then the header; free @ub.  In the submitter's task
+ * (io_uring's task work, or the issue itself when the reads ended before
+ * the pass), or in io_uring's fallback worker when the task is exiting.
+ * Return: the command's result.
  */
-static void fluxonkv_uring_get_finish(struct io_uring_cmd *ioucmd,
-				      unsigned int issue_flags)
+static int fluxonkv_uring_batch_finish(struct fluxonkv_uring_batch *ub)
 {
-	struct fluxonkv_uring_get *g = fluxonkv_uring_get_of(ioucmd);
 	/*
 	 * Nothing is given to a submitter being killed (io_uring runs this
 	 * from its exit before PF_EXITING), to an exiting one, or from a
@@ -769,78 +791,172 @@ static void fluxonkv_uring_get_finish(struct io_uring_cmd *ioucmd,
 	 */
 	bool gone = fatal_signal_pending(current) ||
 		    (current->flags & (PF_EXITING | PF_KTHREAD));
-	struct fluxonkv_get_result res = {};
-	u8 __user *uop;
-	long ret;
+	struct fluxonkv_uring_refill *r, *tmp;
+	int ret = ub->ret;
 
-	ret = fluxonkv_get_refill_finish(g->s, &g->rf, &res, gone);
+	list_for_each_entry_safe(r, tmp, &ub->refills, node) {
+		struct fluxonkv_get_result res = {};
+		u8 __user *uop;
+		int rret;
+
+		rret = fluxonkv_get_refill_finish(ub->s, &r->rf, &res, gone);
+		if (!gone) {
+			fluxonkv_get_lat(rret, &res, r->rf.t_get);
+			if (!rret)
+				fluxonkv_op_fill(&r->op, &res);
+			uop = u64_to_user_ptr(ub->b.ops_ptr) +
+			      r->index * ub->b.op_size;
+			/* its holder released if the entry cannot be written */
+			if (fluxonkv_batch_result(ub->s, uop, &r->op, rret))
+				ret = -EFAULT;
+		}
+		list_del(&r->node);
+		kfree(r);
+	}
 	if (gone)
-		goto out;
-	fluxonkv_get_lat(ret, &res, g->rf.t_get);
-	if (!ret)
-		fluxonkv_op_fill(&g->op, &res);
-	uop = u64_to_user_ptr(g->b.ops_ptr) + g->b.done * g->b.op_size;
-	ret = fluxonkv_batch_result(g->s, uop, &g->op, ret);
-	if (!ret)
-		g->b.done++;
-	ret = fluxonkv_copy_out(g->uarg, &g->b, sizeof(g->b), g->usize) ?: ret;
-out:
-	io_uring_cmd_done(ioucmd, ret, 0, issue_flags);
-	kfree(g);
+		ret = -ECANCELED;
+	else
+		ret = fluxonkv_copy_out(ub->uarg, &ub->b, sizeof(ub->b),
+					ub->usize) ?: ret;
+	kfree(ub);
+	return ret;
 }
 
-/* The refill's read ended (a worker): finish in the submitter's task. */
-static void fluxonkv_uring_get_read_end(struct fluxonkv_refill *rf)
+static void fluxonkv_uring_batch_done(struct io_uring_cmd *ioucmd,
+				      unsigned int issue_flags)
 {
-	struct fluxonkv_uring_get *g =
-		container_of(rf, struct fluxonkv_uring_get, rf);
+	int ret = fluxonkv_uring_batch_finish(fluxonkv_uring_batch_of(ioucmd));
 
-	io_uring_cmd_complete_in_task(g->ioucmd, fluxonkv_uring_get_finish);
+	io_uring_cmd_done(ioucmd, ret, 0, issue_flags);
 }
 
 /*
- * The last entry of batch @b, the GET @op, returned -EAGAIN at io_uring's
+ * A refill's read ended (the device's completion, possibly in interrupt
+ * context, or the room wait's worker): the last one to end, pass included,
+ * completes the command in the submitter's task.
+ */
+static void fluxonkv_uring_refill_end(struct fluxonkv_refill *rf)
+{
+	struct fluxonkv_uring_refill *r =
+		container_of(rf, struct fluxonkv_uring_refill, rf);
+	struct fluxonkv_uring_batch *ub = r->ub;
+
+	if (atomic_dec_and_test(&ub->pending))
+		io_uring_cmd_complete_in_task(ub->ioucmd,
+					      fluxonkv_uring_batch_done);
+}
+
+/*
+ * Entry @op of a batch whose refills @ub has in flight names the key of
+ * one of them: it must wait for that read (the batch's order), so the
+ * pass stops there.  A key that cannot be read is the entry's own error.
+ */
+static bool fluxonkv_uring_batch_conflict(struct fluxonkv_uring_batch *ub,
+					  const struct fluxonkv_op *op)
+{
+	struct fluxonkv_uring_refill *r;
+	u32 key_len = op->key_len;
+
+	if (list_empty(&ub->refills) || op->opcode == FLUXONKV_OP_RELEASE ||
+	    op->opcode == FLUXONKV_OP_NONE || op->opcode >= FLUXONKV_OP_MAX ||
+	    fluxonkv_key_in(ub->s, ub->key, &key_len, op->key_ptr))
+		return false;
+	list_for_each_entry(r, &ub->refills, node)
+		if (r->rf.key_len == key_len &&
+		    !memcmp(r->rf.key, ub->key, key_len))
+			return true;
+	return false;
+}
+
+/*
+ * Entry @b->done of the batch, the GET @op, returned -EAGAIN at io_uring's
  * non-blocking issue: run it again letting a local SSD refill go on
  * asynchronously (a second look, paid only by gets that would wait, so
- * that a DRAM hit allocates nothing for this).  Everything its completion needs is saved first (the
- * read may end before this returns).  -EIOCBQUEUED: the command is the
- * refill's now; otherwise (-EAGAIN, or the entry's own result) as before.
+ * that a DRAM hit allocates nothing for this).  *@ubp is made at the
+ * first (the command is its from then).  -EIOCBQUEUED: the refill is on
+ * its way, the entry written when the command completes; otherwise
+ * (-EAGAIN, or the entry's own result) as before.
  */
-static int fluxonkv_batch_refill(struct fluxonkv_session *s,
-				 const struct fluxonkv_batch *b,
-				 struct fluxonkv_op *op, void __user *uarg,
-				 long usize, struct io_uring_cmd *ioucmd)
+static int fluxonkv_uring_refill_start(struct fluxonkv_uring_batch **ubp,
+				       struct fluxonkv_session *s,
+				       const struct fluxonkv_batch *b,
+				       struct fluxonkv_op *op,
+				       void __user *uarg, long usize,
+				       struct io_uring_cmd *ioucmd)
 {
-	struct fluxonkv_uring_get *g;
+	struct fluxonkv_uring_batch *ub = *ubp;
+	struct fluxonkv_uring_refill *r;
 	int ret;
 
-	g = kmalloc(sizeof(*g), GFP_KERNEL);
-	if (!g)
+	if (!ub) {
+		ub = kmalloc(sizeof(*ub), GFP_KERNEL);
+		if (!ub)
+			return -EAGAIN;
+		ub->ioucmd = ioucmd;
+		ub->s = s;
+		ub->uarg = uarg;
+		ub->usize = usize;
+		ub->ret = 0;
+		atomic_set(&ub->pending, 1);
+		ub->nrefills = 0;
+		INIT_LIST_HEAD(&ub->refills);
+		*(struct fluxonkv_uring_batch **)ioucmd->pdu = ub;
+		*ubp = ub;
+	}
+	if (ub->nrefills >= FLUXONKV_URING_REFILLS_MAX)
 		return -EAGAIN;
-	g->rf.done = fluxonkv_uring_get_read_end;
-	g->rf.t_get = fluxonkv_clock();	/* from the second look */
-	g->ioucmd = ioucmd;
-	g->s = s;
-	g->b = *b;
-	g->op = *op;
-	g->uarg = uarg;
-	g->usize = usize;
-	*(struct fluxonkv_uring_get **)ioucmd->pdu = g;
-	ret = fluxonkv_batch_one(s, op, FLUXONKV_GR_NOWAIT, &g->rf);
-	if (ret != -EIOCBQUEUED)
-		kfree(g);
+	r = kmalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -EAGAIN;
+	r->rf.done = fluxonkv_uring_refill_end;
+	r->rf.t_get = fluxonkv_clock();	/* from the second look */
+	r->ub = ub;
+	r->index = b->done;
+	r->op = *op;
+	/* before the read may end: the pass's reference keeps @ub */
+	atomic_inc(&ub->pending);
+	list_add_tail(&r->node, &ub->refills);
+	ret = fluxonkv_batch_one(s, &r->op, FLUXONKV_GR_NOWAIT, &r->rf);
+	if (ret == -EIOCBQUEUED) {
+		ub->nrefills++;
+		return ret;
+	}
+	/* no read started: @rf->done is never called */
+	list_del(&r->node);
+	atomic_dec(&ub->pending);
+	*op = r->op;
+	kfree(r);
 	return ret;
 }
 
 /*
- * @ioucmd: io_uring's non-blocking issue, where a last GET entry may refill
- * from the SSD asynchronously (-EIOCBQUEUED), or NULL.
+ * The pass over a batch some of whose refills @ub has in flight is over at
+ * @b->done with @ret: the last to end completes the command.  Return:
+ * -EIOCBQUEUED, or the command's result when every read ended already.
+ */
+static int fluxonkv_uring_batch_pass_end(struct fluxonkv_uring_batch *ub,
+					 const struct fluxonkv_batch *b, int ret)
+{
+	ub->b = *b;
+	/* -EAGAIN (FLUXONKV_BATCH_F_RESUME): the caller sends the rest */
+	ub->ret = ret == -EIOCBQUEUED ? 0 : ret;
+	if (atomic_dec_and_test(&ub->pending))
+		return fluxonkv_uring_batch_finish(ub);
+	return -EIOCBQUEUED;
+}
+
+/*
+ * @ioucmd: io_uring's non-blocking issue, where a GET entry may refill
+ * from the SSD asynchronously (the last one, or any with
+ * FLUXONKV_BATCH_F_RESUME), or NULL.
  */
 static long fluxonkv_ioc_batch(struct fluxonkv_session *s, void __user *uarg,
 			       unsigned int flags, struct io_uring_cmd *ioucmd)
 {
+	struct fluxonkv_uring_batch *ub = NULL;
 	struct fluxonkv_batch b;
 	struct fluxonkv_op op;
+	bool resume;
 	u8 __user *ops;
 	long usize;
 	int ret = 0;
@@ -848,11 +964,13 @@ static long fluxonkv_ioc_batch(struct fluxonkv_session *s, void __user *uarg,
 	usize = fluxonkv_copy_in(&b, sizeof(b), FLUXONKV_BATCH_SIZE_VER0, uarg);
 	if (usize < 0)
 		return usize;
-	if (b.flags || !b.count || b.count > FLUXONKV_BATCH_MAX ||
+	if ((b.flags & ~FLUXONKV_BATCH_F_RESUME) || !b.count ||
+	    b.count > FLUXONKV_BATCH_MAX ||
 	    b.op_size < FLUXONKV_OP_SIZE_VER0 || b.op_size > PAGE_SIZE ||
 	    b.done > b.count ||
 	    !fluxonkv_zero(b.reserved, ARRAY_SIZE(b.reserved)))
 		return -EINVAL;
+	resume = ioucmd && (b.flags & FLUXONKV_BATCH_F_RESUME);
 	ops = u64_to_user_ptr(b.ops_ptr);
 	if (!access_ok(ops, (size_t)b.count * b.op_size))
 		return -EFAULT;
@@ -881,13 +999,18 @@ static long fluxonkv_ioc_batch(struct fluxonkv_session *s, void __user *uarg,
 			ret = 0;
 			continue;
 		}
+		/* after a refill of the same key: resumed from here */
+		if (ub && fluxonkv_uring_batch_conflict(ub, &op)) {
+			ret = -EAGAIN;
+			break;
+		}
 		ret = fluxonkv_batch_one(s, &op, flags, NULL);
-		if (ret == -EAGAIN && ioucmd && b.done + 1 == b.count &&
-		    op.opcode == FLUXONKV_OP_GET)
-			ret = fluxonkv_batch_refill(s, &b, &op, uarg, usize,
-						    ioucmd);
+		if (ret == -EAGAIN && ioucmd && op.opcode == FLUXONKV_OP_GET &&
+		    (resume || b.done + 1 == b.count))
+			ret = fluxonkv_uring_refill_start(&ub, s, &b, &op, uarg,
+							  usize, ioucmd);
 		if (ret == -EIOCBQUEUED)
-			return ret;	/* fluxonkv_uring_get_finish() ends it */
+			continue;	/* written when the command completes */
 		if (ret == -EAGAIN && (flags & FLUXONKV_GR_NOWAIT))
 			break;		/* resumed from here, off the submitter */
 		ret = fluxonkv_batch_result(s, uop, &op, ret);
@@ -899,6 +1022,12 @@ static long fluxonkv_ioc_batch(struct fluxonkv_session *s, void __user *uarg,
 			break;
 		}
 	}
+	if (ub && list_empty(&ub->refills)) {
+		kfree(ub);		/* no refill started after all */
+		ub = NULL;
+	}
+	if (ub)
+		return fluxonkv_uring_batch_pass_end(ub, &b, ret);
 	return fluxonkv_copy_out(uarg, &b, sizeof(b), usize) ?: ret;
 }
 
@@ -1014,10 +1143,11 @@ long fluxonkv_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
  * FLUXONKV_GR_NOWAIT: a DRAM hit completes at submission; a command that
  * would wait returns -EAGAIN untouched, and io_uring issues it again from
  * an io-wq worker (the submitter's mm and credentials), where it may block.
- * Completion is the return value, but for a batch whose last entry is a
- * GET served by a local SSD refill: its read is submitted at the inline
- * issue, and the read's end completes the command from the submitter's
- * task (-EIOCBQUEUED here; fluxonkv_uring_get_finish()), no io-wq worker
+ * Completion is the return value, but for a batch whose last entry (or,
+ * with FLUXONKV_BATCH_F_RESUME, any GET entry) is served by a local SSD
+ * refill: its read is submitted at the inline issue, the pass goes on, and
+ * the last read to end completes the command from the submitter's task
+ * (-EIOCBQUEUED here; fluxonkv_uring_batch_finish()), no io-wq worker
  * waiting for it.  (6.1 has no cancellation for uring commands: the read
  * ends on its own, and a ring closed or a process killed meanwhile waits
  * for it.)

@@ -182,13 +182,15 @@ static int fluxonkv_refill_publish(struct fluxonkv_session *s, const u8 *key,
 	return ret;
 }
 
-/* The asynchronous refill's read ended (a worker's process context). */
-static void fluxonkv_refill_read_end(void *priv, int ret)
+/*
+ * The asynchronous refill's read ended (the device's completion, any
+ * context): the check is the finish's, in the submitter's task.
+ */
+static void fluxonkv_refill_read_end(void *priv, struct fluxonkv_ssd_job *job)
 {
 	struct fluxonkv_refill *rf = priv;
 
-	rf->ret = ret;
-	rf->revoke = ret != 0;	/* the copy's read failed */
+	rf->read = job;
 	rf->done(rf);
 }
 
@@ -303,8 +305,9 @@ int fluxonkv_refill_submit(struct fluxonkv_refill *rf,
 /*
  * The asynchronous refill of io_uring's non-blocking issue: room without
  * waiting, the entry pinned, the read submitted (fluxonkv_ssd_read_async);
- * the read's end calls @rf->done from a worker, and the submitter's task
- * then finishes the get with fluxonkv_get_refill_finish().  No room: the
+ * the device's completion calls @rf->done (any context), and the
+ * submitter's task then checks the read and finishes the get with
+ * fluxonkv_get_refill_finish().  No room: the
  * room wait goes on asynchronously too (fluxonkv_refill_room_wait(): a
  * waitqueue entry whose wake retries the allocation and submits the read),
  * not in io-wq.  Wherever fluxonkv_get_from_ssd() would ask the master
@@ -340,6 +343,7 @@ static int fluxonkv_get_from_ssd_start(struct fluxonkv_session *s,
 	rf->key_len = key_len;
 	rf->put_id = start->put_id;
 	rf->alloc = NULL;
+	rf->read = NULL;
 	rf->revoke = false;
 	rf->user = s->user;	/* the command holds the file: the session */
 	rf->charged = span;
@@ -388,6 +392,12 @@ int fluxonkv_get_refill_finish(struct fluxonkv_session *s,
 	struct fluxonkv_alloc *a = rf->alloc;
 	int ret;
 
+	if (rf->read) {
+		/* the read's check (ring tail, XXH64), the entry unpinned */
+		rf->ret = fluxonkv_ssd_read_async_end(rf->read);
+		rf->revoke = rf->ret != 0;	/* the copy's read failed */
+		rf->read = NULL;
+	}
 	/* the target is the holder's, or freed, from here */
 	fluxonkv_user_uncharge(rf->user, rf->charged);
 	rf->charged = 0;

@@ -168,8 +168,12 @@ struct fluxonkv_ssd_job {
 	u64 io_off;			/* read: from this byte of the entry */
 	u64 io_alen;			/* read: this many (aligned) bytes */
 	struct completion done;		/* read: the waiter */
-	/* read without a waiter: called at its end instead (process context) */
-	void (*end)(void *priv, int ret);
+	/*
+	 * read without a waiter: called at its end instead, in the
+	 * completion's context; the owner ends it with
+	 * fluxonkv_ssd_read_async_end()
+	 */
+	void (*end)(void *priv, struct fluxonkv_ssd_job *job);
 	void *priv;			/* read: @end's */
 	unsigned long parked_at;	/* write: first found the ring busy */
 	int ret;

@@ -12,7 +12,11 @@
  * write when both are queued, at submission: refills are favoured,
  * background writes never starve.  A refill that finds a slot idle and no
  * read queued submits its read from its own context and finishes it
- * there (no hand-off to a worker and back).
+ * there (no hand-off to a worker and back).  An asynchronous read (a ring
+ * refill) gives its slot back in the completion itself and hands the job
+ * to its owner there; the owner checks it in its own process context
+ * (fluxonkv_ssd_read_async_end()): no worker between the device and the
+ * submitter's task.
  *
  * Segment ranges are 4 KiB aligned and rounded up, so a read of the aligned
  * length always lands directly in the final target: no scratch copy is ever
@@ -154,15 +158,35 @@ static unsigned int fluxonkv_ssd_bvecs(struct bio_vec *bv,
 	return n;
 }
 
-/* The IO of slot @w ended: any context (a bio's or a kiocb's completion). */
+static int fluxonkv_ssd_io_result(struct fluxonkv_ssd_worker *w);
+static void fluxonkv_ssd_slot_done(struct fluxonkv_ssd_dev *dev, int slot);
+
+/*
+ * The IO of slot @w ended: any context (a bio's or a kiocb's completion).
+ * An asynchronous read's job leaves the slot here: the slot goes on with
+ * the queue (or idles) and the job's owner gets it (@end), checks and
+ * releases it in process context (fluxonkv_ssd_read_async_end()).
+ */
 static void fluxonkv_ssd_io_end(struct fluxonkv_ssd_worker *w, int ret)
 {
+	struct fluxonkv_ssd_job *job = w->job;
+
 	w->io_ret = ret;
 	atomic_dec(&w->sh->inflight);
-	if (w->waiter)
+	/* the device's time alone: submission to completion */
+	fluxonkv_lat_record(w->write ? FLUXONKV_LAT_SSD_WRITE_IO :
+			    FLUXONKV_LAT_SSD_READ_IO, w->t0);
+	if (w->waiter) {
 		complete(w->waiter);	/* a caller finishes its own read */
-	else
+	} else if (job && job->end) {
+		job->ret = fluxonkv_ssd_io_result(w);
+		w->job = NULL;
+		/* nothing of @w is touched after this: the slot is free */
+		fluxonkv_ssd_slot_done(w->dev, w->slot);
+		job->end(job->priv, job);
+	} else {
 		queue_work(fluxonkv_ssd.wq, &w->work);
+	}
 }
 
 static void fluxonkv_ssd_bio_end(struct bio *bio)
@@ -270,14 +294,15 @@ static void fluxonkv_ssd_submit(struct fluxonkv_ssd_worker *w,
 		fluxonkv_ssd_kiocb(w, sh->file, write, nr, alen, w->pos);
 }
 
-/* Slot @w's IO ended: its latency, its error (counted, logged); 0 or -errno. */
+/*
+ * Slot @w's IO ended: its error (counted, logged); 0 or -errno.  Any
+ * context (an asynchronous read's completion).
+ */
 static int fluxonkv_ssd_io_result(struct fluxonkv_ssd_worker *w)
 {
 	struct fluxonkv_shard *sh = w->sh;
 	int ret = w->io_ret;
 
-	fluxonkv_lat_record(w->write ? FLUXONKV_LAT_SSD_WRITE_IO :
-			    FLUXONKV_LAT_SSD_READ_IO, w->t0);
 	if (!ret) {
 		if (atomic_read(&sh->err_run))
 			atomic_set(&sh->err_run, 0);
@@ -335,12 +360,12 @@ static void fluxonkv_ssd_park(struct fluxonkv_ssd_dev *dev,
 		atomic64_inc(&fluxonkv_ssd_stats.busy_waits);
 		job->parked_at = jiffies ? jiffies : 1;
 	}
-	spin_lock(&dev->lock);
+	spin_lock_irq(&dev->lock);
 	list_add(&job->node, &dev->writes);
 	WRITE_ONCE(dev->nwrites, dev->nwrites + 1);
 	if (atomic_read(&sh->unpin_seq) == seen)
 		dev->writes_blocked = true;
-	spin_unlock(&dev->lock);
+	spin_unlock_irq(&dev->lock);
 }
 
 /*
@@ -450,7 +475,8 @@ static void fluxonkv_ssd_read_start(struct fluxonkv_ssd_worker *w,
 /*
  * @job's read ended with @ret: the range must still be ahead of the ring
  * tail and match its checksums.  Sets job->ret; drops the entry's pin
- * (the slot owns it from the submission on, even if the waiter left).
+ * (the job owns it from the submission on, even if the waiter left).
+ * Process context.
  */
 static void fluxonkv_ssd_read_done(struct fluxonkv_ssd_job *job, int ret)
 {
@@ -489,11 +515,9 @@ static void fluxonkv_ssd_finish(struct fluxonkv_ssd_worker *w)
 
 	w->job = NULL;
 	if (job->read) {
+		/* a queued synchronous read (an asynchronous one left at its end) */
 		fluxonkv_ssd_read_done(job, ret);
-		if (job->end)
-			job->end(job->priv, job->ret);
-		else
-			complete(&job->done);
+		complete(&job->done);
 		kref_put(&job->ref, fluxonkv_ssd_job_release);
 	} else {
 		fluxonkv_ssd_write_done(job, w->entry, ret);
@@ -558,16 +582,16 @@ void fluxonkv_ssd_worker_fn(struct work_struct *work)
 	if (w->job)
 		fluxonkv_ssd_finish(w);
 	for (;;) {
-		spin_lock(&dev->lock);
+		spin_lock_irq(&dev->lock);
 		job = fluxonkv_ssd_pick(dev);
 		if (!job) {
 			__set_bit(w->slot, &dev->idle);
-			spin_unlock(&dev->lock);
+			spin_unlock_irq(&dev->lock);
 			if (wq_has_sleeper(&fluxonkv_ssd.slots_idle))
 				wake_up(&fluxonkv_ssd.slots_idle);
 			break;
 		}
-		spin_unlock(&dev->lock);
+		spin_unlock_irq(&dev->lock);
 
 		if (job->read) {
 			fluxonkv_ssd_read_start(w, job);
@@ -584,18 +608,19 @@ bool fluxonkv_ssd_dev_idle(struct fluxonkv_ssd_dev *dev)
 {
 	bool idle;
 
-	spin_lock(&dev->lock);
+	spin_lock_irq(&dev->lock);
 	idle = hweight_long(dev->idle) == FLUXONKV_SSD_DEPTH;
-	spin_unlock(&dev->lock);
+	spin_unlock_irq(&dev->lock);
 	return idle;
 }
 
 /* Clear the parked state and start an idle worker if work is queued. */
 void fluxonkv_ssd_poke(struct fluxonkv_ssd_dev *dev)
 {
+	unsigned long flags;
 	int slot = -1;
 
-	spin_lock(&dev->lock);
+	spin_lock_irqsave(&dev->lock, flags);
 	if (dev->writes_blocked) {
 		dev->writes_blocked = false;
 		if (dev->idle && !list_empty(&dev->writes)) {
@@ -603,26 +628,27 @@ void fluxonkv_ssd_poke(struct fluxonkv_ssd_dev *dev)
 			__clear_bit(slot, &dev->idle);
 		}
 	}
-	spin_unlock(&dev->lock);
+	spin_unlock_irqrestore(&dev->lock, flags);
 	if (slot >= 0)
 		queue_work(fluxonkv_ssd.wq, &dev->workers[slot].work);
 }
 
 /*
- * The caller ran a job in @slot itself: hand the slot to its worker if work
- * is waiting (nobody else could start a worker for it meanwhile), else
- * mark it idle again.
+ * The caller ran a job in @slot itself, or an asynchronous read left it:
+ * hand the slot to its worker if work is waiting (nobody else could start
+ * a worker for it meanwhile), else mark it idle again.  Any context.
  */
 static void fluxonkv_ssd_slot_done(struct fluxonkv_ssd_dev *dev, int slot)
 {
+	unsigned long flags;
 	bool more;
 
-	spin_lock(&dev->lock);
+	spin_lock_irqsave(&dev->lock, flags);
 	more = !list_empty(&dev->reads) ||
 	       (!list_empty(&dev->writes) && !dev->writes_blocked);
 	if (!more)
 		__set_bit(slot, &dev->idle);
-	spin_unlock(&dev->lock);
+	spin_unlock_irqrestore(&dev->lock, flags);
 	if (more)
 		queue_work(fluxonkv_ssd.wq, &dev->workers[slot].work);
 	else if (wq_has_sleeper(&fluxonkv_ssd.slots_idle))
@@ -682,9 +708,9 @@ static int fluxonkv_ssd_queue(struct fluxonkv_ssd_dev *dev,
 	int slot = -1;
 	long left;
 
-	spin_lock(&dev->lock);
+	spin_lock_irq(&dev->lock);
 	while (!job->read && dev->nwrites >= FLUXONKV_SSD_WRITES_MAX) {
-		spin_unlock(&dev->lock);
+		spin_unlock_irq(&dev->lock);
 		left = (long)(until - jiffies);
 		if (!wait || left <= 0)
 			return -EBUSY;
@@ -692,7 +718,7 @@ static int fluxonkv_ssd_queue(struct fluxonkv_ssd_dev *dev,
 		left = fluxonkv_ssd_wait_write_room(dev, left);
 		if (left < 0)
 			return -EINTR;
-		spin_lock(&dev->lock);
+		spin_lock_irq(&dev->lock);
 	}
 	if (!job->read)
 		WRITE_ONCE(dev->nwrites, dev->nwrites + 1);
@@ -701,7 +727,7 @@ static int fluxonkv_ssd_queue(struct fluxonkv_ssd_dev *dev,
 		slot = __ffs(dev->idle);
 		__clear_bit(slot, &dev->idle);
 	}
-	spin_unlock(&dev->lock);
+	spin_unlock_irq(&dev->lock);
 	if (slot >= 0)
 		queue_work(fluxonkv_ssd.wq, &dev->workers[slot].work);
 	return 0;
@@ -851,12 +877,12 @@ static int fluxonkv_ssd_take_slot(struct fluxonkv_ssd_dev *dev)
 {
 	int slot = -1;
 
-	spin_lock(&dev->lock);
+	spin_lock_irq(&dev->lock);
 	if (dev->idle && list_empty(&dev->reads)) {
 		slot = __ffs(dev->idle);
 		__clear_bit(slot, &dev->idle);
 	}
-	spin_unlock(&dev->lock);
+	spin_unlock_irq(&dev->lock);
 	return slot;
 }
 
@@ -989,20 +1015,25 @@ static int fluxonkv_ssd_read_user(struct fluxonkv_ssd_entry *e,
  * @e: read-pinned by the caller; unpinned in every case (at the read's end).
  * @a: the target, at least the entry's aligned length long; the job takes
  *	its own reference.
- * @end: called once the read is over, in a worker's process context, with
- *	@priv and the read's result (0 or -errno, as fluxonkv_ssd_read()'s).
+ * @end: called once the device ended the read, in its completion's
+ *	context (any: a bio's end in interrupt context included), with
+ *	@priv and the job; the job's owner then passes it, in process
+ *	context, to fluxonkv_ssd_read_async_end(), which checks and releases
+ *	it (the entry stays pinned until then).
  * @priv: for @end.
  *
  * The read is submitted from the caller's context when a slot is idle and
- * no read is queued ahead (its completion hands the slot back to the
- * slot's worker), else queued for the next free slot.  The caller must not
- * sleep for long: it may be io_uring's non-blocking issue.
+ * no read is queued ahead, else queued for the next free slot; either way
+ * its completion gives the slot back (to the queue's next job) before
+ * @end.  The caller must not sleep for long: it may be io_uring's
+ * non-blocking issue.
  * Return: 0 once the read is on its way; -EINVAL or -ENOMEM, @end never
  * called.
  */
 int fluxonkv_ssd_read_async(struct fluxonkv_ssd_entry *e,
 			    struct fluxonkv_alloc *a,
-			    void (*end)(void *priv, int ret), void *priv)
+			    void (*end)(void *priv, struct fluxonkv_ssd_job *job),
+			    void *priv)
 {
 	struct fluxonkv_ssd_dev *dev = e->shard->dev;
 	struct fluxonkv_ssd_job *job;
@@ -1024,13 +1055,28 @@ int fluxonkv_ssd_read_async(struct fluxonkv_ssd_entry *e,
 		fluxonkv_ssd_queue(dev, job, false);	/* never refused */
 		return 0;
 	}
-	/*
-	 * The slot is ours: start the IO in it as its worker would; the
-	 * completion queues the worker, which finishes the job (and calls
-	 * @end) and goes on with the queue.
-	 */
+	/* The slot is ours: start the IO in it as its worker would. */
 	noio = memalloc_noio_save();
 	fluxonkv_ssd_read_start(&dev->workers[slot], job);
 	memalloc_noio_restore(noio);
 	return 0;
+}
+
+/**
+ * fluxonkv_ssd_read_async_end() - check and release an asynchronous read.
+ * @job: as fluxonkv_ssd_read_async()'s @end was given it.
+ *
+ * Process context (the submitter's task work, or io_uring's fallback
+ * worker): the range must still be ahead of the ring's tail and match its
+ * checksums (XXH64 of each MiB), as for a synchronous read; the entry's
+ * pin and the job go.  Return: 0 or -errno, as fluxonkv_ssd_read()'s.
+ */
+int fluxonkv_ssd_read_async_end(struct fluxonkv_ssd_job *job)
+{
+	int ret;
+
+	fluxonkv_ssd_read_done(job, job->ret);
+	ret = job->ret;
+	kref_put(&job->ref, fluxonkv_ssd_job_release);
+	return ret;
 }

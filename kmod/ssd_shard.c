@@ -653,13 +653,13 @@ static int fluxonkv_rings_show_one(struct seq_file *m, void *v)
 
 	switch (it->kind) {
 	case FLUXONKV_RINGS_DEV:
-		spin_lock(&dev->lock);
+		spin_lock_irq(&dev->lock);
 		list_for_each_entry(job, &dev->reads, node)
 			reads++;
 		busy = FLUXONKV_SSD_DEPTH - hweight_long(dev->idle);
 		seq_printf(m, "device %u queued_reads %u queued_writes %u workers_busy %u writes_parked %d\n",
 			   dev->id, reads, dev->nwrites, busy, dev->writes_blocked);
-		spin_unlock(&dev->lock);
+		spin_unlock_irq(&dev->lock);
 		return 0;
 	case FLUXONKV_RINGS_SHARD:
 		mutex_lock(&sh->lock);

@@ -18,6 +18,8 @@
 #include <pthread.h>
 #include <sys/syscall.h>
 
+#include <liburing.h>
+
 #include <fluxonkv.h>
 
 #include "fkv_env.h"
@@ -1837,6 +1839,253 @@ FKV_TEST_TIMEOUT(ring_ssd_refills_complete_from_the_read_and_block_no_worker,
 	FKV_ASSERT_EQ(fkv_sysfs("replicas"), 0);
 
 	for (i = 0; i < RR_KEYS; i++) {
+		snprintf(key, sizeof(key), "rr-%d", i);
+		delete_any(kv, key);
+	}
+	fkv_close(kv);
+	teardown(base);
+	dm_remove(DLY_NAME);
+}
+
+/*
+ * The batch of the RB tests: GET rr-0, GET rr-1, a RELEASE of a holder
+ * nobody has (-ENOENT at once), GET rr-2, GET rr-3, then GET rr-1 and
+ * GET rr-0 again -- entries 5 and 6 name keys whose reads entries 0 and 1
+ * started.
+ */
+#define RB_BOGUS_HOLDER	0xdead
+#define RB_ENTRIES	7
+#define RB_STOP		5	/* the first entry after a read of its key */
+static const char *const rb_keys[RB_ENTRIES] = {
+	"rr-0", "rr-1", NULL, "rr-2", "rr-3", "rr-1", "rr-0",
+};
+static const int rb_rr[RB_ENTRIES] = { 0, 1, -1, 2, 3, 1, 0 };
+
+static void rb_ops(struct fluxonkv_op *k)
+{
+	int i;
+
+	memset(k, 0, RB_ENTRIES * sizeof(*k));
+	for (i = 0; i < RB_ENTRIES; i++) {
+		if (rb_rr[i] < 0) {
+			k[i].opcode = FLUXONKV_OP_RELEASE;
+			k[i].holder_id = RB_BOGUS_HOLDER;
+			continue;
+		}
+		k[i].opcode = FLUXONKV_OP_GET;
+		k[i].key_ptr = (uintptr_t)rb_keys[i];
+		k[i].key_len = strlen(rb_keys[i]);
+	}
+}
+
+/* Send batch @b through @ring, raw (no library); its cqe->res. */
+static int rb_send(struct io_uring *ring, int fd, struct fluxonkv_batch *b)
+{
+	struct fluxonkv_uring_cmd cmd = { .arg = (uintptr_t)b };
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+
+	FKV_ASSERT(sqe != NULL);
+	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, NULL, 0, 0);
+	sqe->cmd_op = FLUXONKV_IOC_BATCH;
+	memcpy(sqe->cmd, &cmd, sizeof(cmd));
+	FKV_ASSERT_EQ(io_uring_submit(ring), 1);
+	return 0;
+}
+
+static int rb_reap(struct io_uring *ring)
+{
+	struct io_uring_cqe *cqe;
+	int res;
+
+	FKV_ASSERT_EQ(io_uring_wait_cqe(ring, &cqe), 0);
+	res = cqe->res;
+	io_uring_cqe_seen(ring, cqe);
+	return res;
+}
+
+/* Entry @i of a raw batch hit @rr's value (the right bytes); released. */
+static void rb_check_get(struct fkv *kv, const struct fluxonkv_op *k, int i,
+			 const uint64_t *ids)
+{
+	const uint8_t *base = fkv_segment_base(kv);
+	int rr = rb_rr[i];
+	struct fluxonkv_op rel = { .opcode = FLUXONKV_OP_RELEASE };
+	struct fluxonkv_batch b = {
+		.size = sizeof(b), .count = 1, .ops_ptr = (uintptr_t)&rel,
+		.op_size = sizeof(rel),
+	};
+
+	FKV_ASSERT(k->result == 0, "entry %d (get %s): %s", i, rb_keys[i],
+		   fkv_strerror(k->result));
+	FKV_ASSERT_EQ(k->len, RR_LEN);
+	FKV_ASSERT_EQ(k->put_id, ids[rr]);
+	FKV_ASSERT(k->offset + RR_LEN <= fkv_segment_size(kv));
+	FKV_ASSERT_PATTERN(base + k->offset, RR_LEN, rb_keys[i],
+			   strlen(rb_keys[i]), 70 + rr);
+	rel.holder_id = k->holder_id;
+	FKV_ASSERT_EQ(ioctl(fkv_fd(kv), FLUXONKV_IOC_BATCH, &b), 0);
+	FKV_ASSERT_EQ(rel.result, 0);
+}
+
+/*
+ * With FLUXONKV_BATCH_F_RESUME, every GET of a batch over io_uring that
+ * reads the local SSD goes on without the submitter and the pass runs the
+ * next entries meanwhile: four reads of one batch in flight at once, no
+ * io-wq worker waiting for any.  An entry naming the key of a read in
+ * flight waits for it: the command ends there (-EAGAIN, done at that
+ * entry, every entry before it written) and the same header sent again
+ * runs the rest.  Without the flag the batch runs whole as before; the
+ * library resends by itself; a submitter killed with the reads out leaks
+ * nothing.
+ */
+FKV_TEST_TIMEOUT(ring_batch_reads_every_ssd_get_and_resumes_after_its_key, 240)
+{
+	uint64_t base, ids[RR_KEYS], persists = 0, async0, reads0;
+	struct fluxonkv_op k[RB_ENTRIES];
+	struct fluxonkv_batch b;
+	struct fkv_op ops[RB_ENTRIES];
+	struct fkv_completion c;
+	int i, blocked = 0, looks = 0, sync_pipe[2], fd;
+	struct io_uring ring;
+	struct fkv_ring *r;
+	struct fkv *kv;
+	int64_t end;
+	pid_t pid;
+
+	base = rr_begin("segment_mb=8", RR_DELAY_MS, &kv, ids, &persists);
+	fd = fkv_fd(kv);
+	FKV_ASSERT_EQ(io_uring_queue_init(8, &ring, 0), 0);
+
+	/* 1. the four reads at once; the pass stops at entry RB_STOP */
+	rr_ssd_only(kv, base, &persists);
+	async0 = fkv_sysfs("refills_async");
+	rb_ops(k);
+	b = (struct fluxonkv_batch){
+		.size = sizeof(b), .count = RB_ENTRIES, .ops_ptr = (uintptr_t)k,
+		.op_size = sizeof(k[0]), .flags = FLUXONKV_BATCH_F_RESUME,
+	};
+	rb_send(&ring, fd, &b);
+	FKV_ASSERT_EQ(fkv_sysfs("refills_async") - async0, RR_KEYS);
+	end = fkv_now_ms() + RR_DELAY_MS / 2;
+	while (fkv_now_ms() < end && fkv_sysfs("ssd_reads") == 0) {
+		blocked += blocked_io_wq_workers();
+		looks++;
+		fkv_msleep(40);
+	}
+	FKV_ASSERT_GT(looks, 0);
+	FKV_ASSERT(blocked == 0, "%d looks found %d io-wq workers blocked "
+		   "on a batch's refills", looks, blocked);
+	FKV_ASSERT_EQ(rb_reap(&ring), -EAGAIN);
+	FKV_ASSERT_EQ(b.done, RB_STOP);
+	FKV_ASSERT_EQ(k[2].result, -ENOENT);	/* ran meanwhile */
+	FKV_ASSERT_EQ(k[RB_STOP].result, 0);	/* not run: untouched */
+	FKV_ASSERT_EQ(k[RB_STOP].holder_id, 0);
+	for (i = 0; i < RB_STOP; i++)
+		if (rb_rr[i] >= 0) {
+			FKV_ASSERT_EQ(k[i].source, FLUXONKV_SOURCE_SSD);
+			rb_check_get(kv, &k[i], i, ids);
+		}
+	/* the rest (from DRAM, or the SSD again if promoted and dropped) */
+	rb_send(&ring, fd, &b);
+	FKV_ASSERT_EQ(rb_reap(&ring), 0);
+	FKV_ASSERT_EQ(b.done, RB_ENTRIES);
+	for (i = RB_STOP; i < RB_ENTRIES; i++)
+		rb_check_get(kv, &k[i], i, ids);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+
+	/* 2. without the flag: the batch runs whole, in one command */
+	rr_ssd_only(kv, base, &persists);
+	rb_ops(k);
+	b.flags = 0;
+	b.done = 0;
+	rb_send(&ring, fd, &b);
+	FKV_ASSERT_EQ(rb_reap(&ring), 0);
+	FKV_ASSERT_EQ(b.done, RB_ENTRIES);
+	FKV_ASSERT_EQ(k[2].result, -ENOENT);
+	for (i = 0; i < RB_ENTRIES; i++)
+		if (rb_rr[i] >= 0)
+			rb_check_get(kv, &k[i], i, ids);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+
+	/* 3. the library sends the rest itself: one completion, all ran */
+	rr_ssd_only(kv, base, &persists);
+	async0 = fkv_sysfs("refills_async");
+	memset(ops, 0, sizeof(ops));
+	for (i = 0; i < RB_ENTRIES; i++) {
+		if (rb_rr[i] < 0) {
+			ops[i].opcode = FLUXONKV_OP_RELEASE;
+			ops[i].holder.id = RB_BOGUS_HOLDER;
+			ops[i].holder.data = fkv_segment_base(kv);
+			continue;
+		}
+		ops[i].opcode = FLUXONKV_OP_GET;
+		ops[i].key = rb_keys[i];
+		ops[i].key_len = strlen(rb_keys[i]);
+	}
+	FKV_ASSERT_EQ(fkv_ring_open(kv, 4, &r), 0);
+	FKV_ASSERT_EQ(fkv_ring_prep_batch(r, ops, RB_ENTRIES, 7), 0);
+	FKV_ASSERT_EQ(fkv_ring_reap(r, &c, 1, 1), 1);
+	FKV_ASSERT_EQ(c.user_data, 7);
+	FKV_ASSERT(c.op.result == 0, "batch: %s", fkv_strerror(c.op.result));
+	/* the four, and entries 5 and 6 if their replicas are not in yet */
+	FKV_ASSERT_GE(fkv_sysfs("refills_async") - async0, RR_KEYS);
+	for (i = 0; i < RB_ENTRIES; i++) {
+		if (rb_rr[i] < 0) {
+			FKV_ASSERT_EQ(ops[i].result, -ENOENT);
+			continue;
+		}
+		FKV_ASSERT(ops[i].result == 0, "entry %d (%s): %s", i,
+			   rb_keys[i], fkv_strerror(ops[i].result));
+		check_holder(kv, &ops[i].holder, rb_keys[i], RR_LEN,
+			     70 + rb_rr[i], ids[rb_rr[i]]);
+		release(kv, &ops[i].holder);
+	}
+	fkv_ring_close(r);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+
+	/* 4. the submitter killed with a batch's four reads out */
+	rr_ssd_only(kv, base, &persists);
+	async0 = fkv_sysfs("refills_async");
+	reads0 = fkv_sysfs("ssd_reads");
+	FKV_ASSERT_EQ(pipe(sync_pipe), 0);
+	pid = fork();
+	FKV_ASSERT(pid >= 0);
+	if (!pid) {
+		struct fkv *ckv = NULL;
+		struct io_uring cring;
+		char one = 1;
+
+		if (fkv_open(FKV_DEV_PATH, &ckv) ||
+		    io_uring_queue_init(8, &cring, 0))
+			_exit(2);
+		rb_ops(k);
+		b.flags = FLUXONKV_BATCH_F_RESUME;
+		b.done = 0;
+		rb_send(&cring, fkv_fd(ckv), &b);
+		if (write(sync_pipe[1], &one, 1) != 1)
+			_exit(3);
+		pause();
+		_exit(0);
+	}
+	close(sync_pipe[1]);
+	{
+		char one = 0;
+
+		FKV_ASSERT_EQ(read(sync_pipe[0], &one, 1), 1);
+	}
+	close(sync_pipe[0]);
+	FKV_ASSERT_EQ(fkv_sysfs("refills_async") - async0, RR_KEYS);
+	kill(pid, SIGKILL);
+	FKV_ASSERT_EQ(waitpid(pid, NULL, 0), pid);
+	FKV_ASSERT_SYSFS_SETTLES("ssd_reads", reads0 + RR_KEYS);
+	FKV_ASSERT_SYSFS_SETTLES("holders", 0);
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);	/* none published */
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+
+	io_uring_queue_exit(&ring);
+	for (i = 0; i < RR_KEYS; i++) {
+		char key[16];
+
 		snprintf(key, sizeof(key), "rr-%d", i);
 		delete_any(kv, key);
 	}

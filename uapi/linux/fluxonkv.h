@@ -77,6 +77,7 @@ struct fluxonkv_info {
 #define FLUXONKV_INFO_ISOLATED		(1U << 3)	/* a tenant table is loaded:
 							 * mappings show only the
 							 * caller's tenant's values */
+#define FLUXONKV_INFO_BATCH_RESUME	(1U << 4)	/* FLUXONKV_BATCH_F_RESUME */
 
 /*
  * Tenants.  A tenant is a key space of its own: tenant T's key K and
@@ -544,11 +545,20 @@ struct fluxonkv_op {
  * @ops_ptr: in: user pointer to @count entries of @op_size bytes.
  * @op_size: in: sizeof(struct fluxonkv_op) of the caller (at least
  *	FLUXONKV_OP_SIZE_VER0; bytes past what the module knows must be 0).
- * @flags: in: must be zero.
+ * @flags: in: 0 or FLUXONKV_BATCH_F_RESUME.
  * @done: in: the first operation to run (0: all of them); out: the number
  *	of operations whose @result was written.  A batch interrupted (a
  *	fault, or io_uring moving it off the submitter) resumes from @done.
  * @reserved: must be zero.
+ *
+ * Over io_uring, a GET that must be read from the local SSD goes on
+ * without the submitter when it is the batch's last entry.  With
+ * FLUXONKV_BATCH_F_RESUME every such GET does, and the entries after it
+ * run meanwhile; in exchange the command may complete with -EAGAIN before
+ * every entry ran (an entry after a read of the same key, one that has to
+ * wait for the daemon, or more than 64 reads in flight): @done says how
+ * far it got, every entry before it has its @result, and the caller sends
+ * the same header again to run the rest.  The ioctl ignores the flag.
  *
  * The operations run in order and each reports its own @result: a miss or
  * a failed put does not stop the batch.  The call fails only for a bad
@@ -567,6 +577,8 @@ struct fluxonkv_batch {
 	__u64 reserved[2];
 };
 #define FLUXONKV_BATCH_SIZE_VER0	48
+/* The caller resends a batch that completed early over io_uring. */
+#define FLUXONKV_BATCH_F_RESUME		(1U << 0)
 
 /**
  * struct fluxonkv_uring_cmd - the 16 bytes of an IORING_OP_URING_CMD sqe.

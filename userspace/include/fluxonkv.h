@@ -269,8 +269,11 @@ int fkv_ring_prep(struct fkv_ring *r, const struct fkv_op *op,
  * (or the ring closed); the outputs, each operation's @result included,
  * are written into @ops then (-ECANCELED: it did not run).  The batch
  * completes when its last operation does: a refill among hits holds their
- * completion back.  -EINVAL, a check's error (nothing queued), -EBUSY,
- * -ENOMEM.
+ * completion back.  GETs read from the local SSD all go at once, the
+ * operations after them running meanwhile; where the module has to stop
+ * early (an operation on the key of a read in flight, one that waits for
+ * the daemon) fkv_ring_reap() sends the rest again by itself.  -EINVAL, a
+ * check's error (nothing queued), -EBUSY, -ENOMEM.
  */
 int fkv_ring_prep_batch(struct fkv_ring *r, struct fkv_op *ops, size_t n,
 			uint64_t user_data);

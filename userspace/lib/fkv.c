@@ -30,6 +30,7 @@ struct fkv {
 	size_t key_max;			/* atomic: fkv_bind_tenant() */
 	uint64_t value_max;
 	uint32_t tenant;		/* atomic: 0 until bound */
+	uint32_t info_flags;		/* FLUXONKV_INFO_* at open */
 };
 
 /* One ioctl, restarted when a signal interrupted it; 0 or -errno. */
@@ -122,6 +123,7 @@ int fkv_open(const char *dev, struct fkv **out)
 	kv->size = info.segment_size;
 	kv->key_max = info.key_max ? info.key_max : FLUXONKV_KEY_MAX;
 	kv->value_max = info.value_max ? info.value_max : FLUXONKV_VALUE_MAX;
+	kv->info_flags = info.flags;
 	*out = kv;
 	return 0;
 
@@ -427,6 +429,11 @@ int fkv_ssd_attach(struct fkv *kv, int fd, uint64_t offset, uint64_t capacity,
 int fkv_fd(const struct fkv *kv)
 {
 	return kv ? kv->fd : -EINVAL;
+}
+
+bool fkv_batch_resume(const struct fkv *kv)
+{
+	return kv->info_flags & FLUXONKV_INFO_BATCH_RESUME;
 }
 
 int fkv_get_into(struct fkv *kv, const void *key, size_t key_len, void *buf,

@@ -10,6 +10,8 @@
 FKV_HIDDEN int fkv_op_check(const struct fkv *kv, const struct fkv_op *op);
 FKV_HIDDEN void fkv_op_encode(struct fluxonkv_op *k, const struct fkv_op *op,
 			      const void *key);
+/* The module takes FLUXONKV_BATCH_F_RESUME (an older one refuses it). */
+FKV_HIDDEN bool fkv_batch_resume(const struct fkv *kv);
 FKV_HIDDEN void fkv_op_decode(struct fkv *kv, struct fkv_op *op,
 			      const struct fluxonkv_op *k);
 

@@ -9,7 +9,9 @@
  * header, the entries and a copy of the key live in a slot of the ring
  * until the completion is reaped: the kernel may read them from an io-wq
  * worker long after the submit returned.  The module completes DRAM hits inline during
- * io_uring_submit(); what waits is punted to io_uring's workers.
+ * io_uring_submit(); what waits is punted to io_uring's workers, but for
+ * GETs read from the local SSD, which go on without them (a batch's: with
+ * FLUXONKV_BATCH_F_RESUME, resent from where the module ended it early).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -102,25 +104,38 @@ static struct fkv_slot *slot_get(struct fkv_ring *r, struct io_uring_sqe **sqe,
 	return sl;
 }
 
-/* Send @sl's batch of @count entries at @k with @sqe. */
-static void slot_send(struct fkv_ring *r, struct fkv_slot *sl,
-		      struct io_uring_sqe *sqe, struct fluxonkv_op *k,
-		      unsigned int count, uint64_t user_data)
+/* (Re)send @sl's batch header with @sqe. */
+static void slot_cmd(struct fkv_ring *r, struct fkv_slot *sl,
+		     struct io_uring_sqe *sqe)
 {
 	struct fluxonkv_uring_cmd cmd = { 0 };
-
-	sl->user_data = user_data;
-	memset(&sl->b, 0, sizeof(sl->b));
-	sl->b.size = sizeof(sl->b);
-	sl->b.count = count;
-	sl->b.ops_ptr = (uintptr_t)k;
-	sl->b.op_size = sizeof(*k);
 
 	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fkv_fd(r->kv), NULL, 0, 0);
 	sqe->cmd_op = FLUXONKV_IOC_BATCH;
 	cmd.arg = (uintptr_t)&sl->b;
 	memcpy(sqe->cmd, &cmd, sizeof(cmd));
 	io_uring_sqe_set_data64(sqe, (uint64_t)(sl - r->slots));
+}
+
+/*
+ * Send @sl's batch of @count entries at @k with @sqe.  A batch of several
+ * entries asks for FLUXONKV_BATCH_F_RESUME: each GET read from the SSD
+ * goes on while the next entries run, and the kernel may end the command
+ * early (-EAGAIN, b.done short), which fkv_ring_reap() sends again.
+ */
+static void slot_send(struct fkv_ring *r, struct fkv_slot *sl,
+		      struct io_uring_sqe *sqe, struct fluxonkv_op *k,
+		      unsigned int count, uint64_t user_data)
+{
+	sl->user_data = user_data;
+	memset(&sl->b, 0, sizeof(sl->b));
+	sl->b.size = sizeof(sl->b);
+	sl->b.count = count;
+	sl->b.ops_ptr = (uintptr_t)k;
+	sl->b.op_size = sizeof(*k);
+	if (count > 1 && fkv_batch_resume(r->kv))
+		sl->b.flags = FLUXONKV_BATCH_F_RESUME;
+	slot_cmd(r, sl, sqe);
 	r->inflight++;
 	r->unsent++;
 }
@@ -204,6 +219,32 @@ int fkv_ring_submit(struct fkv_ring *r)
 	return n;
 }
 
+/*
+ * @cqe ends a batch early (FLUXONKV_BATCH_F_RESUME: -EAGAIN with entries
+ * left after some ran): send the rest now, from b.done.  True if sent (the
+ * completion is not the caller's); false to complete it as it is.
+ */
+static bool fkv_ring_resend(struct fkv_ring *r, struct io_uring_cqe *cqe)
+{
+	unsigned int i = (unsigned int)io_uring_cqe_get_data64(cqe);
+	struct fkv_slot *sl = &r->slots[i];
+	struct io_uring_sqe *sqe;
+
+	if (!sl->nops || cqe->res != -EAGAIN ||
+	    !(sl->b.flags & FLUXONKV_BATCH_F_RESUME) ||
+	    sl->b.done >= sl->nops)
+		return false;
+	sqe = io_uring_get_sqe(&r->uring);
+	if (!sqe && fkv_ring_submit(r) >= 0)
+		sqe = io_uring_get_sqe(&r->uring);
+	if (!sqe)
+		return false;	/* the rest is -ECANCELED */
+	slot_cmd(r, sl, sqe);
+	r->unsent++;
+	fkv_ring_submit(r);	/* if it fails, the next reap sends it */
+	return true;
+}
+
 /* One completion into @c; the slot goes back to the free list. */
 static void fkv_ring_complete(struct fkv_ring *r, struct io_uring_cqe *cqe,
 			      struct fkv_completion *c)
@@ -263,6 +304,10 @@ int fkv_ring_reap(struct fkv_ring *r, struct fkv_completion *c,
 			break;		/* nothing more ready */
 		if (err)
 			return n ? (int)n : err;
+		if (fkv_ring_resend(r, cqe)) {
+			io_uring_cqe_seen(&r->uring, cqe);
+			continue;
+		}
 		fkv_ring_complete(r, cqe, &c[n++]);
 		io_uring_cqe_seen(&r->uring, cqe);
 	}
