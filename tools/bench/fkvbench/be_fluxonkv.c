@@ -148,9 +148,17 @@ static int fkvb_ring_get(void *ring, const char *key, size_t kl, uint64_t tag)
 	return err ? err : (fkv_ring_submit(ring) < 0 ? -EIO : 0);
 }
 
+static void fkvb_ref(struct bench_ref *ref, const struct fkv_holder *h)
+{
+	*(struct fkv_holder *)ref->priv = *h;
+	ref->data = h->data;
+	ref->len = h->len;
+	ref->tier = h->source == FLUXONKV_SOURCE_SSD ? BENCH_TIER_SSD :
+						       BENCH_TIER_DRAM;
+}
+
 static int fkvb_ring_reap(void *ring, uint64_t *tag, struct bench_ref *ref)
 {
-	struct fkv_holder *h = (struct fkv_holder *)ref->priv;
 	struct fkv_completion c;
 	int n = fkv_ring_reap(ring, &c, 1, 1);
 
@@ -159,11 +167,37 @@ static int fkvb_ring_reap(void *ring, uint64_t *tag, struct bench_ref *ref)
 	*tag = c.user_data;
 	if (c.op.result)
 		return c.op.result;
-	*h = c.op.holder;
-	ref->data = h->data;
-	ref->len = h->len;
-	ref->tier = h->source == FLUXONKV_SOURCE_SSD ? BENCH_TIER_SSD :
-						       BENCH_TIER_DRAM;
+	fkvb_ref(ref, &c.op.holder);
+	return 0;
+}
+
+static int fkvb_ring_get_batch(void *ring, const char *const *keys,
+			       const size_t *kls, unsigned int n, int *res,
+			       struct bench_ref *refs)
+{
+	struct fkv_op ops[BENCH_RING_BATCH_MAX];
+	struct fkv_completion c;
+	unsigned int i;
+	int err;
+
+	memset(ops, 0, n * sizeof(ops[0]));
+	for (i = 0; i < n; i++) {
+		ops[i].opcode = FLUXONKV_OP_GET;
+		ops[i].key = keys[i];
+		ops[i].key_len = kls[i];
+	}
+	err = fkv_ring_prep_batch(ring, ops, n, 0);
+	if (!err && fkv_ring_submit(ring) < 0)
+		err = -EIO;
+	if (!err && fkv_ring_reap(ring, &c, 1, 1) != 1)
+		err = -EIO;
+	if (err)
+		return err;
+	for (i = 0; i < n; i++) {
+		res[i] = ops[i].result;
+		if (!res[i])
+			fkvb_ref(&refs[i], &ops[i].holder);
+	}
 	return 0;
 }
 
@@ -184,5 +218,6 @@ const struct bench_backend bench_backend_fluxonkv = {
 	.ring_open = fkvb_ring_open,
 	.ring_get = fkvb_ring_get,
 	.ring_reap = fkvb_ring_reap,
+	.ring_get_batch = fkvb_ring_get_batch,
 	.ring_close = fkvb_ring_close,
 };

@@ -17,6 +17,7 @@
 #define BENCH_LAT_BUCKETS	512	/* log-linear: 8 sub-buckets per power of 2 */
 #define BENCH_MAX_WORKERS	64
 #define BENCH_KEY_MAX		128
+#define BENCH_RING_BATCH_MAX	64	/* get --ring-batch */
 
 enum bench_tier {
 	BENCH_TIER_DRAM = 0,
@@ -41,6 +42,7 @@ struct bench_opts {
 	unsigned int workers;
 	bool procs;			/* workers are processes, not threads */
 	unsigned int qd;		/* gets in flight per worker (0: 1, sync) */
+	unsigned int ring_batch;	/* or: batches of this many gets */
 	bool bytes_mode;
 	double warmup_s, window_s;
 	const char *disk;		/* /proc/diskstats name to sample, or NULL */
@@ -95,6 +97,15 @@ struct bench_backend {
 	int (*ring_open)(void *conn, unsigned int depth, void **ring);
 	int (*ring_get)(void *ring, const char *key, size_t kl, uint64_t tag);
 	int (*ring_reap)(void *ring, uint64_t *tag, struct bench_ref *ref);
+	/*
+	 * get --ring-batch: gets of @n keys (@keys[i], @kls[i] bytes) as one
+	 * command through the ring, waited for; each result in @res[i] (0 /
+	 * -ENOENT / -errno), a hit's reference in @refs[i]; 0 or the ring's
+	 * own -errno.
+	 */
+	int (*ring_get_batch)(void *ring, const char *const *keys,
+			      const size_t *kls, unsigned int n, int *res,
+			      struct bench_ref *refs);
 	void (*ring_close)(void *ring);
 };
 

@@ -45,6 +45,8 @@ static void usage(FILE *f)
 "  --procs          get: workers are processes (default threads)\n"
 "  --qd N           get: each worker keeps N gets in flight through an\n"
 "                   io_uring ring (fluxonkv; default: one synchronous get)\n"
+"  --ring-batch N   get: each worker sends its gets through an io_uring\n"
+"                   ring as batches of N, one command each, one at a time\n"
 "  --mode M         get: holder (default) | bytes\n"
 "  --warmup S       get: uncounted seconds first (default 1)\n"
 "  --window S       get: measured seconds (default 5)\n"
@@ -79,6 +81,7 @@ int main(int argc, char **argv)
 		{ "disk", 1, NULL, 'd' }, { "ranges", 1, NULL, 'g' },
 		{ "seconds", 1, NULL, 'e' }, { "label", 1, NULL, 'l' },
 		{ "pattern", 1, NULL, 'A' }, { "qd", 1, NULL, 'q' },
+		{ "ring-batch", 1, NULL, 'G' },
 		{ "batch", 1, NULL, 'B' }, { "pieces", 1, NULL, 'N' },
 		{ "op", 1, NULL, 'O' }, { "min-calls", 1, NULL, 'C' },
 		{ "copy", 1, NULL, 'Y' }, { "serve", 0, NULL, 'V' },
@@ -113,6 +116,7 @@ int main(int argc, char **argv)
 		case 'w': o.workers = strtoul(optarg, NULL, 0); break;
 		case 'p': o.procs = true; break;
 		case 'q': o.qd = strtoul(optarg, NULL, 0); break;
+		case 'G': o.ring_batch = strtoul(optarg, NULL, 0); break;
 		case 'W': o.warmup_s = strtod(optarg, NULL); break;
 		case 'T': o.window_s = strtod(optarg, NULL); break;
 		case 'd': o.disk = optarg; break;

@@ -205,6 +205,51 @@ out:
 	return err;
 }
 
+/*
+ * --ring-batch: o->ring_batch gets as one command through the ring, the
+ * next batch once it completed; each op's latency runs from its batch's
+ * submission to its release.
+ */
+static int run_ring_batch(struct get_ctx *c, void *conn, void *copy)
+{
+	const struct bench_opts *o = c->o;
+	unsigned int n = o->ring_batch, j, reported = 0;
+	char names[BENCH_RING_BATCH_MAX][BENCH_KEY_MAX];
+	const char *keys[BENCH_RING_BATCH_MAX];
+	struct bench_ref refs[BENCH_RING_BATCH_MAX];
+	uint64_t k[BENCH_RING_BATCH_MAX], next = 0, done = 0, t0;
+	size_t kls[BENCH_RING_BATCH_MAX];
+	int res[BENCH_RING_BATCH_MAX], err;
+	bool over = false;
+	void *ring = NULL;
+
+	err = c->be->ring_open(conn, 1, &ring);
+	if (err)
+		return err;
+	while (!over) {
+		t0 = bench_now_ns();
+		if (t0 >= c->sh->win_end)
+			break;
+		for (j = 0; j < n; j++) {
+			k[j] = bench_key_at(c->keys, c->id, next++);
+			kls[j] = bench_key_name(names[j], sizeof(names[j]),
+						o->prefix, k[j]);
+			keys[j] = names[j];
+		}
+		memset(refs, 0, sizeof(refs));
+		err = c->be->ring_get_batch(ring, keys, kls, n, res, refs);
+		if (err)
+			break;
+		/* every hit is released, in or past the window */
+		for (j = 0; j < n; j++)
+			if (!account(c, done++, k[j], t0, res[j], &refs[j], copy,
+				     conn, &reported))
+				over = true;
+	}
+	c->be->ring_close(ring);
+	return err;
+}
+
 static void worker(struct get_ctx *c)
 {
 	const struct bench_opts *o = c->o;
@@ -228,8 +273,9 @@ static void worker(struct get_ctx *c)
 	__atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&c->sh->go, __ATOMIC_ACQUIRE))
 		usleep(200);
-	if (o->qd) {
-		err = run_ring(c, conn, copy);
+	if (o->qd || o->ring_batch) {
+		err = o->qd ? run_ring(c, conn, copy) :
+			      run_ring_batch(c, conn, copy);
 		if (err) {
 			fprintf(stderr, "fkvbench: ring: %s\n", strerror(-err));
 			__atomic_store_n(&c->sh->failed, 1, __ATOMIC_RELEASE);
@@ -290,7 +336,9 @@ int bench_run_get(const struct bench_opts *o, const struct bench_backend *be)
 	int err, status;
 
 	if (!o->workers || o->workers > BENCH_MAX_WORKERS ||
-	    o->qd > 256 || (o->qd && !be->ring_open))
+	    o->qd > 256 || (o->qd && !be->ring_open) ||
+	    o->ring_batch > BENCH_RING_BATCH_MAX ||
+	    (o->ring_batch && (o->qd || !be->ring_get_batch)))
 		return -EINVAL;
 	err = bench_keys_init(&keys, o);
 	if (err)
@@ -401,8 +449,10 @@ int bench_run_get(const struct bench_opts *o, const struct bench_backend *be)
 	       be->name, o->label ? o->label : "", o->label ? "," : "",
 	       o->keys, o->size, o->zipf, o->seed,
 	       o->shuffle ? "shuffle" : "identity", o->scan ? "scan" : "zipf",
-	       o->workers, o->qd ? o->qd : 1,
-	       o->procs ? "procs" : o->qd ? "ring" : "threads", o->bytes_mode ? "bytes" : "holder",
+	       o->workers, o->qd ? o->qd : o->ring_batch ? o->ring_batch : 1,
+	       o->procs ? "procs" : o->qd ? "ring" :
+	       o->ring_batch ? "ringbatch" : "threads",
+	       o->bytes_mode ? "bytes" : "holder",
 	       o->warmup_s, o->window_s,
 	       t.counted, hits, t.hits[BENCH_TIER_DRAM], t.hits[BENCH_TIER_SSD],
 	       t.hits[BENCH_TIER_UNKNOWN], t.misses, t.errors, t.bad, failed,
