@@ -831,9 +831,9 @@ static void fluxonkv_uring_batch_done(struct io_uring_cmd *ioucmd,
 }
 
 /*
- * A refill's read ended (the device's completion, possibly in interrupt
- * context, or the room wait's worker): the last one to end, pass included,
- * completes the command in the submitter's task.
+ * A refill's read ended (its check's worker, or the room wait's): the last
+ * one to end, pass included, completes the command in the submitter's
+ * task.
  */
 static void fluxonkv_uring_refill_end(struct fluxonkv_refill *rf)
 {

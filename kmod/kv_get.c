@@ -182,10 +182,7 @@ static int fluxonkv_refill_publish(struct fluxonkv_session *s, const u8 *key,
 	return ret;
 }
 
-/*
- * The asynchronous refill's read ended (the device's completion, any
- * context): the check is the finish's, in the submitter's task.
- */
+/* The asynchronous refill's read ended and was checked (a worker). */
 static void fluxonkv_refill_read_end(void *priv, struct fluxonkv_ssd_job *job)
 {
 	struct fluxonkv_refill *rf = priv;
@@ -305,9 +302,8 @@ int fluxonkv_refill_submit(struct fluxonkv_refill *rf,
 /*
  * The asynchronous refill of io_uring's non-blocking issue: room without
  * waiting, the entry pinned, the read submitted (fluxonkv_ssd_read_async);
- * the device's completion calls @rf->done (any context), and the
- * submitter's task then checks the read and finishes the get with
- * fluxonkv_get_refill_finish().  No room: the
+ * the read's check calls @rf->done from a worker, and the submitter's
+ * task then finishes the get with fluxonkv_get_refill_finish().  No room: the
  * room wait goes on asynchronously too (fluxonkv_refill_room_wait(): a
  * waitqueue entry whose wake retries the allocation and submits the read),
  * not in io-wq.  Wherever fluxonkv_get_from_ssd() would ask the master
@@ -393,7 +389,7 @@ int fluxonkv_get_refill_finish(struct fluxonkv_session *s,
 	int ret;
 
 	if (rf->read) {
-		/* the read's check (ring tail, XXH64), the entry unpinned */
+		/* the read's result (its check ran before @done) */
 		rf->ret = fluxonkv_ssd_read_async_end(rf->read);
 		rf->revoke = rf->ret != 0;	/* the copy's read failed */
 		rf->read = NULL;

@@ -169,11 +169,11 @@ struct fluxonkv_ssd_job {
 	u64 io_alen;			/* read: this many (aligned) bytes */
 	struct completion done;		/* read: the waiter */
 	/*
-	 * read without a waiter: called at its end instead, in the
-	 * completion's context; the owner ends it with
-	 * fluxonkv_ssd_read_async_end()
+	 * read without a waiter: called at its end instead, after @check (a
+	 * worker); the owner ends it with fluxonkv_ssd_read_async_end()
 	 */
 	void (*end)(void *priv, struct fluxonkv_ssd_job *job);
+	struct work_struct check;	/* read with @end: its check, then @end */
 	void *priv;			/* read: @end's */
 	unsigned long parked_at;	/* write: first found the ring busy */
 	int ret;

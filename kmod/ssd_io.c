@@ -13,10 +13,11 @@
  * background writes never starve.  A refill that finds a slot idle and no
  * read queued submits its read from its own context and finishes it
  * there (no hand-off to a worker and back).  An asynchronous read (a ring
- * refill) gives its slot back in the completion itself and hands the job
- * to its owner there; the owner checks it in its own process context
- * (fluxonkv_ssd_read_async_end()): no worker between the device and the
- * submitter's task.
+ * refill) gives its slot back in the completion itself and queues its
+ * check (ring tail, XXH64) as a work of its own on the unbound workqueue,
+ * which then hands the job to its owner: the slot goes on with the queue
+ * at once, and the checks of many reads run on any idle CPUs rather than
+ * in their submitter's one task.
  *
  * Segment ranges are 4 KiB aligned and rounded up, so a read of the aligned
  * length always lands directly in the final target: no scratch copy is ever
@@ -164,8 +165,8 @@ static void fluxonkv_ssd_slot_done(struct fluxonkv_ssd_dev *dev, int slot);
 /*
  * The IO of slot @w ended: any context (a bio's or a kiocb's completion).
  * An asynchronous read's job leaves the slot here: the slot goes on with
- * the queue (or idles) and the job's owner gets it (@end), checks and
- * releases it in process context (fluxonkv_ssd_read_async_end()).
+ * the queue (or idles), the job's check is queued (its own work), and
+ * the check hands it to its owner (@end).
  */
 static void fluxonkv_ssd_io_end(struct fluxonkv_ssd_worker *w, int ret)
 {
@@ -183,7 +184,7 @@ static void fluxonkv_ssd_io_end(struct fluxonkv_ssd_worker *w, int ret)
 		w->job = NULL;
 		/* nothing of @w is touched after this: the slot is free */
 		fluxonkv_ssd_slot_done(w->dev, w->slot);
-		job->end(job->priv, job);
+		queue_work(fluxonkv_ssd.wq, &job->check);
 	} else {
 		queue_work(fluxonkv_ssd.wq, &w->work);
 	}
@@ -505,6 +506,20 @@ static void fluxonkv_ssd_read_done(struct fluxonkv_ssd_job *job, int ret)
 	}
 	job->ret = ret;
 	fluxonkv_ssd_unpin(e);
+}
+
+/*
+ * An asynchronous read's check (ring tail, XXH64; the entry unpinned), on
+ * any CPU; then its owner's @end, which ends the job with
+ * fluxonkv_ssd_read_async_end().
+ */
+static void fluxonkv_ssd_read_check(struct work_struct *work)
+{
+	struct fluxonkv_ssd_job *job =
+		container_of(work, struct fluxonkv_ssd_job, check);
+
+	fluxonkv_ssd_read_done(job, job->ret);
+	job->end(job->priv, job);
 }
 
 /* Slot @w's IO ended: finish its job (process context). */
@@ -1015,17 +1030,15 @@ static int fluxonkv_ssd_read_user(struct fluxonkv_ssd_entry *e,
  * @e: read-pinned by the caller; unpinned in every case (at the read's end).
  * @a: the target, at least the entry's aligned length long; the job takes
  *	its own reference.
- * @end: called once the device ended the read, in its completion's
- *	context (any: a bio's end in interrupt context included), with
- *	@priv and the job; the job's owner then passes it, in process
- *	context, to fluxonkv_ssd_read_async_end(), which checks and releases
- *	it (the entry stays pinned until then).
+ * @end: called once the read is over and checked, in a worker's process
+ *	context, with @priv and the job; the job's owner then passes it to
+ *	fluxonkv_ssd_read_async_end() for the result (any context).
  * @priv: for @end.
  *
  * The read is submitted from the caller's context when a slot is idle and
  * no read is queued ahead, else queued for the next free slot; either way
- * its completion gives the slot back (to the queue's next job) before
- * @end.  The caller must not sleep for long: it may be io_uring's
+ * its completion gives the slot back (to the queue's next job) before the
+ * check.  The caller must not sleep for long: it may be io_uring's
  * non-blocking issue.
  * Return: 0 once the read is on its way; -EINVAL or -ENOMEM, @end never
  * called.
@@ -1049,6 +1062,7 @@ int fluxonkv_ssd_read_async(struct fluxonkv_ssd_entry *e,
 		return -ENOMEM;
 	job->end = end;
 	job->priv = priv;
+	INIT_WORK(&job->check, fluxonkv_ssd_read_check);
 
 	slot = fluxonkv_ssd_take_slot(dev);
 	if (slot < 0) {
@@ -1063,20 +1077,17 @@ int fluxonkv_ssd_read_async(struct fluxonkv_ssd_entry *e,
 }
 
 /**
- * fluxonkv_ssd_read_async_end() - check and release an asynchronous read.
- * @job: as fluxonkv_ssd_read_async()'s @end was given it.
+ * fluxonkv_ssd_read_async_end() - the result of an asynchronous read.
+ * @job: as fluxonkv_ssd_read_async()'s @end was given it; released here.
  *
- * Process context (the submitter's task work, or io_uring's fallback
- * worker): the range must still be ahead of the ring's tail and match its
- * checksums (XXH64 of each MiB), as for a synchronous read; the entry's
- * pin and the job go.  Return: 0 or -errno, as fluxonkv_ssd_read()'s.
+ * Return: 0 or -errno, as fluxonkv_ssd_read()'s: the device's error, or
+ * the check's (-ESTALE: the ring's tail overtook the range; -EIO: a
+ * checksum mismatch).
  */
 int fluxonkv_ssd_read_async_end(struct fluxonkv_ssd_job *job)
 {
-	int ret;
+	int ret = job->ret;
 
-	fluxonkv_ssd_read_done(job, job->ret);
-	ret = job->ret;
 	kref_put(&job->ref, fluxonkv_ssd_job_release);
 	return ret;
 }
