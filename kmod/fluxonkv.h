@@ -39,7 +39,8 @@
  *     pending-upcall and handle-table xa locks, the per-CPU access-note
  *     locks and the workers' list locks take no other lock, nor do
  *     the clean drops' hand lock and drop-note lock (replica.c,
- *     notes.c).
+ *     notes.c).  A device's dev->lock is taken from the device's
+ *     completions (interrupt context): always with interrupts off.
  *     fluxonkv_seg.room_wq's lock: taken after the segment lock is let go;
  *     a refill's async room wait's wake function, run under it, only
  *     queues a work (workqueue internals).
@@ -443,7 +444,9 @@ struct fluxonkv_room_wait {
  *	(process context): the caller then finishes the get in its task
  *	with fluxonkv_get_refill_finish().
  * @t_get: for the caller: when the get began (its latency).
- * @ret: the read's result (0 or -errno), for fluxonkv_get_refill_finish().
+ * @ret: the result (0 or -errno): a failed room wait's when @done is
+ *	called; a read's is taken from @read by fluxonkv_get_refill_finish().
+ * @read: the read, once it ended and was checked, or NULL.
  * @alloc: the target (one reference) from the start to the finish.
  * @t_read: when the read was submitted.
  * @put_id: the version read.
@@ -460,7 +463,6 @@ struct fluxonkv_refill {
 	int ret;
 	struct fluxonkv_alloc *alloc;
 	u64 t_read;
-	/* the read the device ended, to check in the task (or NULL) */
 	struct fluxonkv_ssd_job *read;
 	u64 put_id;
 	/* the finish revokes the SSD copy when @ret is set (a read, a stale route) */

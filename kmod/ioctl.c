@@ -806,9 +806,14 @@ static int fluxonkv_uring_batch_finish(struct fluxonkv_uring_batch *ub)
 				fluxonkv_op_fill(&r->op, &res);
 			uop = u64_to_user_ptr(ub->b.ops_ptr) +
 			      r->index * ub->b.op_size;
-			/* its holder released if the entry cannot be written */
-			if (fluxonkv_batch_result(ub->s, uop, &r->op, rret))
+			/*
+			 * Its holder released if the entry cannot be written;
+			 * @done then stops before it (results written only).
+			 */
+			if (fluxonkv_batch_result(ub->s, uop, &r->op, rret)) {
 				ret = -EFAULT;
+				ub->b.done = min(ub->b.done, r->index);
+			}
 		}
 		list_del(&r->node);
 		kfree(r);
@@ -932,7 +937,9 @@ static int fluxonkv_uring_refill_start(struct fluxonkv_uring_batch **ubp,
 /*
  * The pass over a batch some of whose refills @ub has in flight is over at
  * @b->done with @ret: the last to end completes the command.  Return:
- * -EIOCBQUEUED, or the command's result when every read ended already.
+ * -EIOCBQUEUED, or the command's result when every read ended already
+ * (-EAGAIN then makes io_uring run the rest from a worker, from the
+ * header's @done, as for any batch that stops at the inline issue).
  */
 static int fluxonkv_uring_batch_pass_end(struct fluxonkv_uring_batch *ub,
 					 const struct fluxonkv_batch *b, int ret)

@@ -194,8 +194,10 @@ struct fluxonkv_ssd_job {
  * One of a device's FLUXONKV_SSD_DEPTH IO slots.  A slot's work picks a
  * job, starts its IO and returns; the IO's completion (bio or kiocb, any
  * context) queues the work again, which finishes the job in process
- * context and starts the next one.  No thread waits for an IO, but a
- * caller that runs a read in an idle slot itself (@waiter).  Everything
+ * context and starts the next one -- but for an asynchronous read, whose
+ * completion queues its check apart and gives the slot back itself (once
+ * its submitter is done with it too, @holds).  No thread waits for an
+ * IO, but a caller that runs a read in an idle slot itself (@waiter).  Everything
  * below @slot belongs to the slot's owner: its work, or that caller.
  */
 struct fluxonkv_ssd_worker {
@@ -213,6 +215,12 @@ struct fluxonkv_ssd_worker {
 	int io_ret;
 	bool write;
 	struct completion *waiter;	/* a caller's read: completed instead */
+	/*
+	 * An asynchronous read's: its submitter and its completion, each
+	 * done with the slot (the submitter's file system may still look at
+	 * @iocb after the IO ended); the last gives the slot back.
+	 */
+	atomic_t holds;
 };
 
 /**

@@ -7,7 +7,8 @@
  * over the same bvecs: loop's lo_rw_aio()).  Both complete asynchronously:
  * a slot's work starts an IO and returns, the completion queues the work
  * again to finish the job (checksums, indexing, the SSD_COMMIT sent
- * without waiting for its answer) and start the next.  No thread is
+ * without waiting for its answer) and start the next (an asynchronous
+ * read's completion queues its check apart, see below).  No thread is
  * blocked per IO.  Slots pick FLUXONKV_SSD_READ_WEIGHT reads for each
  * write when both are queued, at submission: refills are favoured,
  * background writes never starve.  A refill that finds a slot idle and no
@@ -163,6 +164,16 @@ static int fluxonkv_ssd_io_result(struct fluxonkv_ssd_worker *w);
 static void fluxonkv_ssd_slot_done(struct fluxonkv_ssd_dev *dev, int slot);
 
 /*
+ * An asynchronous read's submitter, or its completion, is done with slot
+ * @w: the last of the two gives it back.  Any context.
+ */
+static void fluxonkv_ssd_slot_put(struct fluxonkv_ssd_worker *w)
+{
+	if (atomic_dec_and_test(&w->holds))
+		fluxonkv_ssd_slot_done(w->dev, w->slot);
+}
+
+/*
  * The IO of slot @w ended: any context (a bio's or a kiocb's completion).
  * An asynchronous read's job leaves the slot here: the slot goes on with
  * the queue (or idles), the job's check is queued (its own work), and
@@ -182,9 +193,9 @@ static void fluxonkv_ssd_io_end(struct fluxonkv_ssd_worker *w, int ret)
 	} else if (job && job->end) {
 		job->ret = fluxonkv_ssd_io_result(w);
 		w->job = NULL;
-		/* nothing of @w is touched after this: the slot is free */
-		fluxonkv_ssd_slot_done(w->dev, w->slot);
 		queue_work(fluxonkv_ssd.wq, &job->check);
+		/* nothing of @w is touched after this: the slot may be free */
+		fluxonkv_ssd_slot_put(w);
 	} else {
 		queue_work(fluxonkv_ssd.wq, &w->work);
 	}
@@ -461,13 +472,19 @@ static void fluxonkv_ssd_write_done(struct fluxonkv_ssd_job *job,
 	fluxonkv_ssd_job_release(&job->ref);
 }
 
-/* Start @job's read (its entry read-pinned by the job's caller) in @w. */
+/*
+ * Start @job's read (its entry read-pinned by the job's caller) in @w.  For
+ * an asynchronous read the caller then lets go of the slot with
+ * fluxonkv_ssd_slot_put(), touching neither @w nor @job after it.
+ */
 static void fluxonkv_ssd_read_start(struct fluxonkv_ssd_worker *w,
 				    struct fluxonkv_ssd_job *job)
 {
 	struct fluxonkv_ssd_entry *e = job->entry;
 	struct fluxonkv_shard *sh = e->shard;
 
+	if (job->end)
+		atomic_set(&w->holds, 2);	/* the caller's, the end's */
 	w->job = job;
 	fluxonkv_ssd_submit(w, sh, false, job->alloc, job->io_alen,
 			    e->start % sh->capacity + job->io_off);
@@ -609,7 +626,11 @@ void fluxonkv_ssd_worker_fn(struct work_struct *work)
 		spin_unlock_irq(&dev->lock);
 
 		if (job->read) {
+			bool async = job->end;	/* @job may be gone after */
+
 			fluxonkv_ssd_read_start(w, job);
+			if (async)
+				fluxonkv_ssd_slot_put(w);
 			break;		/* the slot is the IO's until it ends */
 		}
 		if (fluxonkv_ssd_write_start(w, job))
@@ -1073,6 +1094,7 @@ int fluxonkv_ssd_read_async(struct fluxonkv_ssd_entry *e,
 	noio = memalloc_noio_save();
 	fluxonkv_ssd_read_start(&dev->workers[slot], job);
 	memalloc_noio_restore(noio);
+	fluxonkv_ssd_slot_put(&dev->workers[slot]);
 	return 0;
 }
 

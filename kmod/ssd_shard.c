@@ -756,9 +756,10 @@ void fluxonkv_ssd_exit(void)
 
 	/*
 	 * Slots finish queued IO (commits fail fast without a daemon); an IO
-	 * in flight queues its slot's work when it ends: every slot idle
-	 * first, then the workqueue may go.  Its destruction runs what is
-	 * queued on it and what that queues: offline passes (their IO errors
+	 * in flight queues its slot's work (an asynchronous read: its check)
+	 * when it ends: every slot idle first, then the workqueue may go.
+	 * Its destruction runs what is queued on it and what that queues:
+	 * reads' checks, offline passes (their IO errors
 	 * scheduled them), the reclaims they queue and the frees those end
 	 * with -- no shard leaves the lists after this.
 	 */

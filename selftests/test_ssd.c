@@ -1704,6 +1704,25 @@ static uint64_t rr_begin(const char *params, unsigned int read_ms,
 	return base;
 }
 
+/*
+ * While the first SSD read of the refills just submitted is out (half a
+ * dm-delay read), no io-wq worker of this process waits for any of them.
+ */
+static void rr_no_worker_waits(void)
+{
+	int64_t end = fkv_now_ms() + RR_DELAY_MS / 2;
+	int blocked = 0, looks = 0;
+
+	while (fkv_now_ms() < end && fkv_sysfs("ssd_reads") == 0) {
+		blocked += blocked_io_wq_workers();
+		looks++;
+		fkv_msleep(40);
+	}
+	FKV_ASSERT_GT(looks, 0);
+	FKV_ASSERT(blocked == 0, "%d looks found %d io-wq workers blocked "
+		   "on refills", looks, blocked);
+}
+
 /* Submit a GET of each rr-<i> through R. */
 static void rr_submit(struct fkv_ring *r)
 {
@@ -1736,10 +1755,9 @@ FKV_TEST_TIMEOUT(ring_ssd_refills_complete_from_the_read_and_block_no_worker,
 	uint64_t base, ids[RR_KEYS], persists = 0, async0, revokes;
 	struct fkv_completion c[RR_KEYS];
 	char key[16], error[128], devno[32];
-	int i, n, got = 0, blocked = 0, looks = 0, sync_pipe[2];
+	int i, n, got = 0, sync_pipe[2];
 	struct fkv_ring *r;
 	struct fkv *kv;
-	int64_t end;
 	pid_t pid;
 
 	base = rr_begin("segment_mb=8", RR_DELAY_MS, &kv, ids, &persists);
@@ -1749,15 +1767,7 @@ FKV_TEST_TIMEOUT(ring_ssd_refills_complete_from_the_read_and_block_no_worker,
 	async0 = fkv_sysfs("refills_async");
 	FKV_ASSERT_EQ(fkv_ring_open(kv, 8, &r), 0);
 	rr_submit(r);
-	end = fkv_now_ms() + RR_DELAY_MS / 2;
-	while (fkv_now_ms() < end && fkv_sysfs("ssd_reads") == 0) {
-		blocked += blocked_io_wq_workers();
-		looks++;
-		fkv_msleep(40);
-	}
-	FKV_ASSERT_GT(looks, 0);
-	FKV_ASSERT(blocked == 0, "%d looks found %d io-wq workers blocked "
-		   "on refills", looks, blocked);
+	rr_no_worker_waits();
 	FKV_ASSERT_EQ(fkv_sysfs("refills_async") - async0, RR_KEYS);
 	while (got < RR_KEYS) {
 		n = fkv_ring_reap(r, c, RR_KEYS, 1);
@@ -1928,6 +1938,45 @@ static void rb_check_get(struct fkv *kv, const struct fluxonkv_op *k, int i,
 }
 
 /*
+ * A child that sends the RB batch with FLUXONKV_BATCH_F_RESUME through a
+ * ring of its own and waits; returns once it sent it.
+ */
+static pid_t rb_child(void)
+{
+	struct fluxonkv_op k[RB_ENTRIES];
+	int sync_pipe[2];
+	char one = 1;
+	pid_t pid;
+
+	FKV_ASSERT_EQ(pipe(sync_pipe), 0);
+	pid = fork();
+	FKV_ASSERT(pid >= 0);
+	if (!pid) {
+		struct fluxonkv_batch b = {
+			.size = sizeof(b), .count = RB_ENTRIES,
+			.ops_ptr = (uintptr_t)k, .op_size = sizeof(k[0]),
+			.flags = FLUXONKV_BATCH_F_RESUME,
+		};
+		struct fkv *ckv = NULL;
+		struct io_uring cring;
+
+		if (fkv_open(FKV_DEV_PATH, &ckv) ||
+		    io_uring_queue_init(8, &cring, 0))
+			_exit(2);
+		rb_ops(k);
+		rb_send(&cring, fkv_fd(ckv), &b);
+		if (write(sync_pipe[1], &one, 1) != 1)
+			_exit(3);
+		pause();
+		_exit(0);
+	}
+	close(sync_pipe[1]);
+	FKV_ASSERT_EQ(read(sync_pipe[0], &one, 1), 1);
+	close(sync_pipe[0]);
+	return pid;
+}
+
+/*
  * With FLUXONKV_BATCH_F_RESUME, every GET of a batch over io_uring that
  * reads the local SSD goes on without the submitter and the pass runs the
  * next entries meanwhile: four reads of one batch in flight at once, no
@@ -1936,7 +1985,8 @@ static void rb_check_get(struct fkv *kv, const struct fluxonkv_op *k, int i,
  * entry, every entry before it written) and the same header sent again
  * runs the rest.  Without the flag the batch runs whole as before; the
  * library resends by itself; a submitter killed with the reads out leaks
- * nothing.
+ * nothing, and one stopped with them out pins no ring entry once they
+ * ended.
  */
 FKV_TEST_TIMEOUT(ring_batch_reads_every_ssd_get_and_resumes_after_its_key, 240)
 {
@@ -1945,7 +1995,7 @@ FKV_TEST_TIMEOUT(ring_batch_reads_every_ssd_get_and_resumes_after_its_key, 240)
 	struct fluxonkv_batch b;
 	struct fkv_op ops[RB_ENTRIES];
 	struct fkv_completion c;
-	int i, blocked = 0, looks = 0, sync_pipe[2], fd;
+	int i, fd;
 	struct io_uring ring;
 	struct fkv_ring *r;
 	struct fkv *kv;
@@ -1966,15 +2016,7 @@ FKV_TEST_TIMEOUT(ring_batch_reads_every_ssd_get_and_resumes_after_its_key, 240)
 	};
 	rb_send(&ring, fd, &b);
 	FKV_ASSERT_EQ(fkv_sysfs("refills_async") - async0, RR_KEYS);
-	end = fkv_now_ms() + RR_DELAY_MS / 2;
-	while (fkv_now_ms() < end && fkv_sysfs("ssd_reads") == 0) {
-		blocked += blocked_io_wq_workers();
-		looks++;
-		fkv_msleep(40);
-	}
-	FKV_ASSERT_GT(looks, 0);
-	FKV_ASSERT(blocked == 0, "%d looks found %d io-wq workers blocked "
-		   "on a batch's refills", looks, blocked);
+	rr_no_worker_waits();
 	FKV_ASSERT_EQ(rb_reap(&ring), -EAGAIN);
 	FKV_ASSERT_EQ(b.done, RB_STOP);
 	FKV_ASSERT_EQ(k[2].result, -ENOENT);	/* ran meanwhile */
@@ -2047,39 +2089,43 @@ FKV_TEST_TIMEOUT(ring_batch_reads_every_ssd_get_and_resumes_after_its_key, 240)
 	rr_ssd_only(kv, base, &persists);
 	async0 = fkv_sysfs("refills_async");
 	reads0 = fkv_sysfs("ssd_reads");
-	FKV_ASSERT_EQ(pipe(sync_pipe), 0);
-	pid = fork();
-	FKV_ASSERT(pid >= 0);
-	if (!pid) {
-		struct fkv *ckv = NULL;
-		struct io_uring cring;
-		char one = 1;
-
-		if (fkv_open(FKV_DEV_PATH, &ckv) ||
-		    io_uring_queue_init(8, &cring, 0))
-			_exit(2);
-		rb_ops(k);
-		b.flags = FLUXONKV_BATCH_F_RESUME;
-		b.done = 0;
-		rb_send(&cring, fkv_fd(ckv), &b);
-		if (write(sync_pipe[1], &one, 1) != 1)
-			_exit(3);
-		pause();
-		_exit(0);
-	}
-	close(sync_pipe[1]);
-	{
-		char one = 0;
-
-		FKV_ASSERT_EQ(read(sync_pipe[0], &one, 1), 1);
-	}
-	close(sync_pipe[0]);
+	pid = rb_child();
 	FKV_ASSERT_EQ(fkv_sysfs("refills_async") - async0, RR_KEYS);
 	kill(pid, SIGKILL);
 	FKV_ASSERT_EQ(waitpid(pid, NULL, 0), pid);
 	FKV_ASSERT_SYSFS_SETTLES("ssd_reads", reads0 + RR_KEYS);
 	FKV_ASSERT_SYSFS_SETTLES("holders", 0);
 	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);	/* none published */
+	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
+
+	/*
+	 * 5. the submitter stopped with them out: each read is checked and
+	 * its ring entry let go without it (a stopped task runs no task
+	 * work; ring writers must not wait for it), then it is killed
+	 */
+	rr_ssd_only(kv, base, &persists);
+	reads0 = fkv_sysfs("ssd_reads");
+	pid = rb_child();
+	kill(pid, SIGSTOP);
+	FKV_ASSERT_SYSFS_SETTLES("ssd_reads", reads0 + RR_KEYS);
+	for (end = fkv_now_ms() + 2000;; fkv_msleep(20)) {
+		int pinned = 0;
+
+		for (i = 0; i < RR_KEYS; i++) {
+			char key[16];
+
+			snprintf(key, sizeof(key), "rr-%d", i);
+			pinned += ring_pins(key, NULL) != 0;
+		}
+		if (!pinned)
+			break;
+		FKV_ASSERT(fkv_now_ms() < end, "%d of %d entries still pinned "
+			   "by the stopped submitter's reads", pinned, RR_KEYS);
+	}
+	kill(pid, SIGKILL);
+	FKV_ASSERT_EQ(waitpid(pid, NULL, 0), pid);
+	FKV_ASSERT_SYSFS_SETTLES("holders", 0);
+	FKV_ASSERT_SYSFS_SETTLES("replicas", 0);
 	FKV_ASSERT_SYSFS_SETTLES("segment_used_bytes", base);
 
 	io_uring_queue_exit(&ring);

@@ -558,7 +558,9 @@ struct fluxonkv_op {
  * every entry ran (an entry after a read of the same key, one that has to
  * wait for the daemon, or more than 64 reads in flight): @done says how
  * far it got, every entry before it has its @result, and the caller sends
- * the same header again to run the rest.  The ioctl ignores the flag.
+ * the same header again to run the rest.  (When the reads all ended before
+ * the stop, io_uring runs the rest from a worker instead and the command
+ * completes whole.)  The ioctl ignores the flag.
  *
  * The operations run in order and each reports its own @result: a miss or
  * a failed put does not stop the batch.  The call fails only for a bad

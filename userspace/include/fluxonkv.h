@@ -272,8 +272,10 @@ int fkv_ring_prep(struct fkv_ring *r, const struct fkv_op *op,
  * completion back.  GETs read from the local SSD all go at once, the
  * operations after them running meanwhile; where the module has to stop
  * early (an operation on the key of a read in flight, one that waits for
- * the daemon) fkv_ring_reap() sends the rest again by itself.  -EINVAL, a
- * check's error (nothing queued), -EBUSY, -ENOMEM.
+ * the daemon) fkv_ring_reap() sends the rest again by itself (if it cannot
+ * -- no room in the submission queue -- the completion's result is
+ * -EAGAIN, the rest -ECANCELED).  -EINVAL, a check's error (nothing
+ * queued), -EBUSY, -ENOMEM.
  */
 int fkv_ring_prep_batch(struct fkv_ring *r, struct fkv_op *ops, size_t n,
 			uint64_t user_data);

@@ -241,7 +241,7 @@ static bool fkv_ring_resend(struct fkv_ring *r, struct io_uring_cqe *cqe)
 		return false;	/* the rest is -ECANCELED */
 	slot_cmd(r, sl, sqe);
 	r->unsent++;
-	fkv_ring_submit(r);	/* if it fails, the next reap sends it */
+	fkv_ring_submit(r);	/* if it fails, the reap's next wait sends it */
 	return true;
 }
 
@@ -294,6 +294,8 @@ int fkv_ring_reap(struct fkv_ring *r, struct fkv_completion *c,
 	if (min > r->inflight)
 		min = r->inflight;
 	while (n < max) {
+		if (n < min && r->unsent)
+			fkv_ring_submit(r);	/* a resend's, before waiting */
 		if (n < min)
 			err = io_uring_wait_cqe(&r->uring, &cqe);
 		else
