@@ -160,6 +160,19 @@ struct fluxonkv_ssd_entry {
 	u8 key[];
 };
 
+/* Most pieces one asynchronous read's check is cut into (one per MiB). */
+#define FLUXONKV_SSD_CHECKS_MAX		8
+
+struct fluxonkv_ssd_job;
+
+/* A piece of an asynchronous read's check: [@off, @off + @len) of the value. */
+struct fluxonkv_ssd_check {
+	struct work_struct work;
+	struct fluxonkv_ssd_job *job;
+	u64 off;
+	u64 len;
+};
+
 struct fluxonkv_ssd_job {
 	struct list_head node;		/* on a device queue (device lock) */
 	bool read;
@@ -173,7 +186,16 @@ struct fluxonkv_ssd_job {
 	 * worker); the owner ends it with fluxonkv_ssd_read_async_end()
 	 */
 	void (*end)(void *priv, struct fluxonkv_ssd_job *job);
-	struct work_struct check;	/* read with @end: its check, then @end */
+	/*
+	 * read with @end: its check, in @nchecks pieces run at once on the
+	 * unbound workqueue (a MiB or more each); the last piece to end
+	 * (@checks_left) settles the read and calls @end.  @csum_bad: a
+	 * piece's XXH64 did not match.
+	 */
+	struct fluxonkv_ssd_check *checks;
+	unsigned int nchecks;
+	atomic_t checks_left;
+	bool csum_bad;
 	void *priv;			/* read: @end's */
 	unsigned long parked_at;	/* write: first found the ring busy */
 	int ret;
@@ -338,6 +360,8 @@ void fluxonkv_entry_csum_fill(struct fluxonkv_ssd_entry *e,
 			      struct fluxonkv_alloc *a);
 int fluxonkv_entry_csum_check(struct fluxonkv_ssd_entry *e,
 			      struct fluxonkv_alloc *a, u64 off, u64 alen);
+int fluxonkv_entry_csum_check_at(struct fluxonkv_ssd_entry *e, const u8 *p,
+				 u64 p_off, u64 off, u64 alen);
 void fluxonkv_entry_free(struct fluxonkv_ssd_entry *e);
 struct mem_cgroup;
 struct fluxonkv_ssd_entry *

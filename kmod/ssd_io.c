@@ -15,10 +15,11 @@
  * read queued submits its read from its own context and finishes it
  * there (no hand-off to a worker and back).  An asynchronous read (a ring
  * refill) gives its slot back in the completion itself and queues its
- * check (ring tail, XXH64) as a work of its own on the unbound workqueue,
- * which then hands the job to its owner: the slot goes on with the queue
- * at once, and the checks of many reads run on any idle CPUs rather than
- * in their submitter's one task.
+ * check (ring tail, XXH64) on the unbound workqueue, in pieces of whole
+ * MiBs run at once, the last of which hands the job to its owner: the
+ * slot goes on with the queue at once, and the checks of many reads (and
+ * the MiBs of one large read) run on any idle CPUs rather than in their
+ * submitter's one task.
  *
  * Segment ranges are 4 KiB aligned and rounded up, so a read of the aligned
  * length always lands directly in the final target: no scratch copy is ever
@@ -191,9 +192,15 @@ static void fluxonkv_ssd_io_end(struct fluxonkv_ssd_worker *w, int ret)
 	if (w->waiter) {
 		complete(w->waiter);	/* a caller finishes its own read */
 	} else if (job && job->end) {
+		unsigned int i, n;
+
 		job->ret = fluxonkv_ssd_io_result(w);
 		w->job = NULL;
-		queue_work(fluxonkv_ssd.wq, &job->check);
+		/* a failed read has nothing to check: one piece settles it */
+		n = job->ret ? 1 : job->nchecks;
+		atomic_set(&job->checks_left, n);
+		for (i = 0; i < n; i++)
+			queue_work(fluxonkv_ssd.wq, &job->checks[i].work);
 		/* nothing of @w is touched after this: the slot may be free */
 		fluxonkv_ssd_slot_put(w);
 	} else {
@@ -490,32 +497,35 @@ static void fluxonkv_ssd_read_start(struct fluxonkv_ssd_worker *w,
 			    e->start % sh->capacity + job->io_off);
 }
 
-/*
- * @job's read ended with @ret: the range must still be ahead of the ring
- * tail and match its checksums.  Sets job->ret; drops the entry's pin
- * (the job owns it from the submission on, even if the waiter left).
- * Process context.
- */
-static void fluxonkv_ssd_read_done(struct fluxonkv_ssd_job *job, int ret)
+/* The range @job read is still ahead of its shard's ring tail. */
+static bool fluxonkv_ssd_read_fresh(struct fluxonkv_ssd_job *job)
 {
 	struct fluxonkv_ssd_entry *e = job->entry;
 	struct fluxonkv_shard *sh = e->shard;
+	bool fresh;
 
-	if (!ret) {
-		/* The captured range must still be ahead of the tail. */
-		mutex_lock(&sh->lock);
-		if (e->start < sh->tail)
-			ret = -ESTALE;
-		mutex_unlock(&sh->lock);
-	}
-	if (!ret) {
-		u64 t0 = fluxonkv_clock();
+	mutex_lock(&sh->lock);
+	fresh = e->start >= sh->tail;
+	mutex_unlock(&sh->lock);
+	return fresh;
+}
 
-		ret = fluxonkv_entry_csum_check(e, job->alloc, job->io_off,
-						job->io_alen);
-		fluxonkv_lat_record(FLUXONKV_LAT_SSD_CSUM, t0);
-		if (ret)
-			fluxonkv_ssd_corrupt(e);
+/*
+ * @job's read ended with @ret and its checksums were found bad or not
+ * (@csum_bad): a stale range is -ESTALE whatever its bytes, bad sums are
+ * -EIO (the copy dropped).  Sets job->ret; drops the entry's pin (the job
+ * owns it from the submission on, even if the waiter left).
+ */
+static void fluxonkv_ssd_read_settle(struct fluxonkv_ssd_job *job, int ret,
+				     bool csum_bad)
+{
+	struct fluxonkv_ssd_entry *e = job->entry;
+
+	if (!ret && !fluxonkv_ssd_read_fresh(job))
+		ret = -ESTALE;
+	if (!ret && csum_bad) {
+		ret = -EIO;
+		fluxonkv_ssd_corrupt(e);
 	}
 	if (!ret) {
 		atomic64_inc(&fluxonkv_ssd_stats.reads);
@@ -526,17 +536,81 @@ static void fluxonkv_ssd_read_done(struct fluxonkv_ssd_job *job, int ret)
 }
 
 /*
- * An asynchronous read's check (ring tail, XXH64; the entry unpinned), on
- * any CPU; then its owner's @end, which ends the job with
- * fluxonkv_ssd_read_async_end().
+ * @job's read ended with @ret: the range must still be ahead of the ring
+ * tail and match its checksums.  Process context.
+ */
+static void fluxonkv_ssd_read_done(struct fluxonkv_ssd_job *job, int ret)
+{
+	bool bad = false;
+
+	/* The captured range must still be ahead of the tail. */
+	if (!ret && fluxonkv_ssd_read_fresh(job)) {
+		u64 t0 = fluxonkv_clock();
+
+		bad = fluxonkv_entry_csum_check(job->entry, job->alloc,
+						job->io_off, job->io_alen);
+		fluxonkv_lat_record(FLUXONKV_LAT_SSD_CSUM, t0);
+	}
+	fluxonkv_ssd_read_settle(job, ret, bad);
+}
+
+/*
+ * A piece of an asynchronous read's check, on any CPU (a stale range is
+ * not hashed: its bytes say nothing of the device); the last piece to
+ * end settles the read (ring tail, the entry unpinned) and calls its
+ * owner's @end, which ends the job with fluxonkv_ssd_read_async_end().
  */
 static void fluxonkv_ssd_read_check(struct work_struct *work)
 {
-	struct fluxonkv_ssd_job *job =
-		container_of(work, struct fluxonkv_ssd_job, check);
+	struct fluxonkv_ssd_check *c =
+		container_of(work, struct fluxonkv_ssd_check, work);
+	struct fluxonkv_ssd_job *job = c->job;
 
-	fluxonkv_ssd_read_done(job, job->ret);
+	if (!job->ret && fluxonkv_ssd_read_fresh(job)) {
+		u64 t0 = fluxonkv_clock();
+
+		if (fluxonkv_entry_csum_check_at(job->entry,
+						 fluxonkv_alloc_vaddr(job->alloc),
+						 job->io_off, c->off, c->len))
+			WRITE_ONCE(job->csum_bad, true);
+		fluxonkv_lat_record(FLUXONKV_LAT_SSD_CSUM, t0);
+	}
+	/* ordered: every piece's csum_bad before the last one's look */
+	if (!atomic_dec_and_test(&job->checks_left))
+		return;
+	fluxonkv_ssd_read_settle(job, job->ret, READ_ONCE(job->csum_bad));
 	job->end(job->priv, job);
+}
+
+/*
+ * Cut the check of @job's read (the whole entry) into pieces of whole
+ * MiBs, at most one per online CPU and FLUXONKV_SSD_CHECKS_MAX.
+ * -ENOMEM.
+ */
+static int fluxonkv_ssd_checks_init(struct fluxonkv_ssd_job *job)
+{
+	u64 chunks = DIV_ROUND_UP(job->entry->len, FLUXONKV_SSD_CSUM_CHUNK);
+	unsigned int n = min3(chunks, (u64)FLUXONKV_SSD_CHECKS_MAX,
+			      (u64)num_online_cpus());
+	unsigned int i;
+
+	n = max(n, 1U);
+	job->checks = kcalloc(n, sizeof(*job->checks), GFP_KERNEL);
+	if (!job->checks)
+		return -ENOMEM;
+	job->nchecks = n;
+	for (i = 0; i < n; i++) {
+		struct fluxonkv_ssd_check *c = &job->checks[i];
+		u64 first = chunks * i / n, last = chunks * (i + 1) / n;
+
+		INIT_WORK(&c->work, fluxonkv_ssd_read_check);
+		c->job = job;
+		c->off = job->io_off + first * FLUXONKV_SSD_CSUM_CHUNK;
+		/* the last piece runs to the read's end */
+		c->len = i + 1 < n ? (last - first) * FLUXONKV_SSD_CSUM_CHUNK :
+				     job->io_off + job->io_alen - c->off;
+	}
+	return 0;
 }
 
 /* Slot @w's IO ended: finish its job (process context). */
@@ -563,6 +637,7 @@ void fluxonkv_ssd_job_release(struct kref *ref)
 						    ref);
 
 	fluxonkv_alloc_put(job->alloc);
+	kfree(job->checks);
 	/* a killed reader's target leaves its user's budget with the read */
 	fluxonkv_user_uncharge(job->user, job->charged);
 	fluxonkv_user_release(job->user);
@@ -1083,7 +1158,11 @@ int fluxonkv_ssd_read_async(struct fluxonkv_ssd_entry *e,
 		return -ENOMEM;
 	job->end = end;
 	job->priv = priv;
-	INIT_WORK(&job->check, fluxonkv_ssd_read_check);
+	if (fluxonkv_ssd_checks_init(job)) {
+		fluxonkv_ssd_unpin(e);
+		kref_put(&job->ref, fluxonkv_ssd_job_release);
+		return -ENOMEM;
+	}
 
 	slot = fluxonkv_ssd_take_slot(dev);
 	if (slot < 0) {

@@ -51,7 +51,18 @@ int fluxonkv_entry_csum_check(struct fluxonkv_ssd_entry *e,
 				     struct fluxonkv_alloc *a, u64 off,
 				     u64 alen)
 {
-	const u8 *p = fluxonkv_alloc_vaddr(a);
+	return fluxonkv_entry_csum_check_at(e, fluxonkv_alloc_vaddr(a), off,
+					    off, alen);
+}
+
+/*
+ * fluxonkv_entry_csum_check() of the piece [@off, @off + @alen) of a read
+ * whose bytes start at @p with the value's byte @p_off (@off a MiB
+ * multiple at or after it): pieces of one read can be checked at once.
+ */
+int fluxonkv_entry_csum_check_at(struct fluxonkv_ssd_entry *e, const u8 *p,
+				 u64 p_off, u64 off, u64 alen)
+{
 	u64 *csum = fluxonkv_entry_csums(e);
 	u64 c = DIV_ROUND_UP(off, FLUXONKV_SSD_CSUM_CHUNK);
 	u64 start, n;
@@ -63,7 +74,7 @@ int fluxonkv_entry_csum_check(struct fluxonkv_ssd_entry *e,
 		n = min_t(u64, FLUXONKV_SSD_CSUM_CHUNK, e->len - start);
 		if (start + n > off + alen)
 			return 0;
-		if (xxh64(p + (start - off), n, 0) != csum[c])
+		if (xxh64(p + (start - p_off), n, 0) != csum[c])
 			break;
 	}
 	atomic64_inc(&fluxonkv_ssd_stats.csum_errors);

@@ -419,6 +419,90 @@ FKV_TEST(ssd_checksum_mismatch_is_an_io_error_never_wrong_bytes)
 	teardown(base);
 }
 
+/*
+ * The same through io_uring, where a GET's refill is checked off the
+ * submitter, a value of several MiBs in pieces at once (one per CPU):
+ * values of 3 MiB + 100 bytes (four checksummed MiBs), a byte flipped in
+ * the third MiB of "rcrc-mid" and in the short last one of "rcrc-tail".
+ * Their ring GETs complete with EIO (an asynchronous refill is not
+ * re-selected), the copies dropped; "rcrc-good" refills byte for byte.
+ */
+#define RCRC_LEN	(3 * FKV_MIB + 100)
+
+FKV_TEST(ring_ssd_checksum_mismatch_is_an_io_error_never_wrong_bytes)
+{
+	static const char *const keys[] = { "rcrc-mid", "rcrc-tail",
+					    "rcrc-good" };
+	struct fkv_op op = { .opcode = FLUXONKV_OP_GET };
+	uint64_t base, ids[3], persisted = 0;
+	struct fkv_completion c;
+	struct fkv_ring *r;
+	char path[320], key[32];
+	long long off;
+	struct fkv *kv;
+	int i;
+
+	base = file_tier("harden-rcrc", 64 * FKV_MIB, "segment_mb=8", path,
+			 sizeof(path), &kv);
+	for (i = 0; i < 3; i++) {
+		ids[i] = put_pattern(kv, keys[i], RCRC_LEN, 50 + i);
+		wait_persists(++persisted);
+	}
+	for (i = 0; i < CRC_FILLERS; i++) {
+		snprintf(key, sizeof(key), "rcrc-fill-%d", i);
+		put_pattern(kv, key, 1536 * KIB, i);
+		wait_persists(++persisted);
+	}
+	FKV_ASSERT_GT(fkv_sysfs("evictions") + fkv_sysfs("clean_drops"), 2);
+	for (i = 0; i < 3; i++)
+		FKV_ASSERT(lookup_check(kv, keys[i], RCRC_LEN, ids[i]) ==
+			   FLUXONKV_SOURCE_SSD, "%s still in DRAM", keys[i]);
+
+	off = ring_offset("rcrc-mid");
+	FKV_ASSERT(off >= 0, "rcrc-mid has no committed entry");
+	corrupt_byte(path, (uint64_t)off + 2 * FKV_MIB + 777);
+	off = ring_offset("rcrc-tail");
+	FKV_ASSERT(off >= 0, "rcrc-tail has no committed entry");
+	corrupt_byte(path, (uint64_t)off + 3 * FKV_MIB + 99);
+
+	FKV_ASSERT_EQ(fkv_ring_open(kv, 4, &r), 0);
+	for (i = 0; i < 3; i++) {
+		op.key = keys[i];
+		op.key_len = strlen(keys[i]);
+		FKV_ASSERT_EQ(fkv_ring_prep(r, &op, i), 0);
+		FKV_ASSERT_EQ(fkv_ring_reap(r, &c, 1, 1), 1);
+		if (i < 2) {
+			FKV_ASSERT(c.op.result == -EIO, "ring get %s over a "
+				   "damaged copy: want EIO, got %s", keys[i],
+				   c.op.result ? fkv_strerror(c.op.result) :
+				   "a hit");
+			continue;
+		}
+		FKV_ASSERT(c.op.result == 0, "ring get %s: %s", keys[i],
+			   fkv_strerror(c.op.result));
+		FKV_ASSERT_EQ(c.op.holder.source, FLUXONKV_SOURCE_SSD);
+		FKV_ASSERT_EQ(c.op.holder.len, RCRC_LEN);
+		FKV_ASSERT_EQ(c.op.holder.put_id, ids[2]);
+		FKV_ASSERT_PATTERN(c.op.holder.data, RCRC_LEN, keys[i],
+				   strlen(keys[i]), 52);
+		release(kv, &c.op.holder);
+	}
+	fkv_ring_close(r);
+	FKV_ASSERT_EQ(fkv_sysfs("ssd_csum_errors"), 2);
+	FKV_ASSERT_EQ(ring_offset("rcrc-mid"), -1);
+	FKV_ASSERT_EQ(ring_offset("rcrc-tail"), -1);
+	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
+
+	for (i = 0; i < 3; i++)
+		delete_any(kv, keys[i]);
+	for (i = 0; i < CRC_FILLERS; i++) {
+		snprintf(key, sizeof(key), "rcrc-fill-%d", i);
+		delete_any(kv, key);
+	}
+	fkv_close(kv);
+	teardown(base);
+}
+
 /* ---- SSD: the entries' memory ---- */
 
 /*
