@@ -583,31 +583,33 @@ static void fluxonkv_ssd_read_check(struct work_struct *work)
 }
 
 /*
- * Cut the check of @job's read (the whole entry) into pieces of whole
- * MiBs, at most one per online CPU and FLUXONKV_SSD_CHECKS_MAX.
- * -ENOMEM.
+ * Cut the check of @job's read into pieces of whole MiBs, at most one per
+ * online CPU and FLUXONKV_SSD_CHECKS_MAX.  -ENOMEM.
  */
 static int fluxonkv_ssd_checks_init(struct fluxonkv_ssd_job *job)
 {
-	u64 chunks = DIV_ROUND_UP(job->entry->len, FLUXONKV_SSD_CSUM_CHUNK);
-	unsigned int n = min3(chunks, (u64)FLUXONKV_SSD_CHECKS_MAX,
-			      (u64)num_online_cpus());
+	/* the read's MiBs (@io_off is one's start; values fit a u32 of them) */
+	u32 chunks = DIV_ROUND_UP(min(job->io_alen,
+				      job->entry->len - job->io_off),
+				  FLUXONKV_SSD_CSUM_CHUNK);
+	unsigned int n = clamp_t(u32, min_t(u32, chunks, num_online_cpus()),
+				 1, FLUXONKV_SSD_CHECKS_MAX);
 	unsigned int i;
 
-	n = max(n, 1U);
 	job->checks = kcalloc(n, sizeof(*job->checks), GFP_KERNEL);
 	if (!job->checks)
 		return -ENOMEM;
 	job->nchecks = n;
 	for (i = 0; i < n; i++) {
 		struct fluxonkv_ssd_check *c = &job->checks[i];
-		u64 first = chunks * i / n, last = chunks * (i + 1) / n;
+		u32 first = chunks * i / n, last = chunks * (i + 1) / n;
 
 		INIT_WORK(&c->work, fluxonkv_ssd_read_check);
 		c->job = job;
-		c->off = job->io_off + first * FLUXONKV_SSD_CSUM_CHUNK;
+		c->off = job->io_off + (u64)first * FLUXONKV_SSD_CSUM_CHUNK;
 		/* the last piece runs to the read's end */
-		c->len = i + 1 < n ? (last - first) * FLUXONKV_SSD_CSUM_CHUNK :
+		c->len = i + 1 < n ?
+			 (u64)(last - first) * FLUXONKV_SSD_CSUM_CHUNK :
 				     job->io_off + job->io_alen - c->off;
 	}
 	return 0;

@@ -354,11 +354,55 @@ FKV_TEST(ssd_used_gauge_stays_within_capacity_while_rings_wrap)
 #define CRC_LEN		(2 * FKV_MIB + 100)
 #define CRC_FILLERS	7
 
+/*
+ * The three values @keys of @len bytes (salts 40.. + i, ids in @ids) put
+ * and persisted, then pushed out of the 8 MiB segment by CRC_FILLERS
+ * persisted fillers "<@fill>-<i>".
+ */
+static void crc_put_and_push_out(struct fkv *kv, const char *const *keys,
+				 size_t len, uint64_t salt, const char *fill,
+				 uint64_t *ids)
+{
+	uint64_t persisted = 0;
+	char key[32];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		ids[i] = put_pattern(kv, keys[i], len, salt + i);
+		wait_persists(++persisted);
+	}
+	for (i = 0; i < CRC_FILLERS; i++) {
+		snprintf(key, sizeof(key), "%s-%d", fill, i);
+		put_pattern(kv, key, 1536 * KIB, i);
+		wait_persists(++persisted);
+	}
+	/* evicted by the master, or dropped clean by the module (CLOCK:
+	 * the oldest, the three first) */
+	FKV_ASSERT_GT(fkv_sysfs("evictions") + fkv_sysfs("clean_drops"), 2);
+}
+
+/* Delete what crc_put_and_push_out() put; close @kv, unload. */
+static void crc_end(struct fkv *kv, const char *const *keys, const char *fill,
+		    uint64_t base)
+{
+	char key[32];
+	int i;
+
+	for (i = 0; i < 3; i++)
+		delete_any(kv, keys[i]);
+	for (i = 0; i < CRC_FILLERS; i++) {
+		snprintf(key, sizeof(key), "%s-%d", fill, i);
+		delete_any(kv, key);
+	}
+	fkv_close(kv);
+	teardown(base);
+}
+
 FKV_TEST(ssd_checksum_mismatch_is_an_io_error_never_wrong_bytes)
 {
 	static const char *const keys[] = { "crc-mid", "crc-tail", "crc-good" };
-	char path[320], key[32];
-	uint64_t base, ids[3], persisted = 0;
+	char path[320];
+	uint64_t base, ids[3];
 	long long off;
 	struct fkv_holder h;
 	struct fkv *kv;
@@ -366,19 +410,7 @@ FKV_TEST(ssd_checksum_mismatch_is_an_io_error_never_wrong_bytes)
 
 	base = file_tier("harden-crc", 64 * FKV_MIB, "segment_mb=8", path,
 			 sizeof(path), &kv);
-	for (i = 0; i < 3; i++) {
-		ids[i] = put_pattern(kv, keys[i], CRC_LEN, 40 + i);
-		wait_persists(++persisted);
-	}
-	/* push them out of the 8 MiB segment */
-	for (i = 0; i < CRC_FILLERS; i++) {
-		snprintf(key, sizeof(key), "crc-fill-%d", i);
-		put_pattern(kv, key, 1536 * KIB, i);
-		wait_persists(++persisted);
-	}
-	/* evicted by the master, or dropped clean by the module (CLOCK:
-	 * the oldest, the three first) */
-	FKV_ASSERT_GT(fkv_sysfs("evictions") + fkv_sysfs("clean_drops"), 2);
+	crc_put_and_push_out(kv, keys, CRC_LEN, 40, "crc-fill", ids);
 
 	off = ring_offset("crc-mid");
 	FKV_ASSERT(off >= 0, "crc-mid has no committed entry");
@@ -409,14 +441,7 @@ FKV_TEST(ssd_checksum_mismatch_is_an_io_error_never_wrong_bytes)
 	release(kv, &h);
 	FKV_ASSERT_EQ(fkv_sysfs("ssd_csum_errors"), 2);
 
-	for (i = 0; i < 3; i++)
-		delete_any(kv, keys[i]);
-	for (i = 0; i < CRC_FILLERS; i++) {
-		snprintf(key, sizeof(key), "crc-fill-%d", i);
-		delete_any(kv, key);
-	}
-	fkv_close(kv);
-	teardown(base);
+	crc_end(kv, keys, "crc-fill", base);
 }
 
 /*
@@ -434,26 +459,17 @@ FKV_TEST(ring_ssd_checksum_mismatch_is_an_io_error_never_wrong_bytes)
 	static const char *const keys[] = { "rcrc-mid", "rcrc-tail",
 					    "rcrc-good" };
 	struct fkv_op op = { .opcode = FLUXONKV_OP_GET };
-	uint64_t base, ids[3], persisted = 0;
+	uint64_t base, ids[3];
 	struct fkv_completion c;
 	struct fkv_ring *r;
-	char path[320], key[32];
+	char path[320];
 	long long off;
 	struct fkv *kv;
 	int i;
 
 	base = file_tier("harden-rcrc", 64 * FKV_MIB, "segment_mb=8", path,
 			 sizeof(path), &kv);
-	for (i = 0; i < 3; i++) {
-		ids[i] = put_pattern(kv, keys[i], RCRC_LEN, 50 + i);
-		wait_persists(++persisted);
-	}
-	for (i = 0; i < CRC_FILLERS; i++) {
-		snprintf(key, sizeof(key), "rcrc-fill-%d", i);
-		put_pattern(kv, key, 1536 * KIB, i);
-		wait_persists(++persisted);
-	}
-	FKV_ASSERT_GT(fkv_sysfs("evictions") + fkv_sysfs("clean_drops"), 2);
+	crc_put_and_push_out(kv, keys, RCRC_LEN, 50, "rcrc-fill", ids);
 	for (i = 0; i < 3; i++)
 		FKV_ASSERT(lookup_check(kv, keys[i], RCRC_LEN, ids[i]) ==
 			   FLUXONKV_SOURCE_SSD, "%s still in DRAM", keys[i]);
@@ -493,14 +509,7 @@ FKV_TEST(ring_ssd_checksum_mismatch_is_an_io_error_never_wrong_bytes)
 	FKV_ASSERT_EQ(ring_offset("rcrc-tail"), -1);
 	FKV_ASSERT_EQ(fkv_sysfs("holders"), 0);
 
-	for (i = 0; i < 3; i++)
-		delete_any(kv, keys[i]);
-	for (i = 0; i < CRC_FILLERS; i++) {
-		snprintf(key, sizeof(key), "rcrc-fill-%d", i);
-		delete_any(kv, key);
-	}
-	fkv_close(kv);
-	teardown(base);
+	crc_end(kv, keys, "rcrc-fill", base);
 }
 
 /* ---- SSD: the entries' memory ---- */
