@@ -248,7 +248,9 @@ struct fluxonkv_ssd_worker {
 /**
  * struct fluxonkv_ssd_dev - IO queue of one physical device.
  * @id: userspace's device group.
- * @lock: protects @reads, @writes, @read_streak, @idle, @writes_blocked.
+ * @lock: protects @reads, @writes, @read_streak, @idle, @writes_blocked;
+ *	taken with interrupts off (an asynchronous read's completion gives
+ *	its slot back under it, in any context).
  * @reads: queued refill reads.
  * @writes: queued persist writes.
  * @read_streak: reads picked since the last write.
